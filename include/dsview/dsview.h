@@ -1,0 +1,93 @@
+/*
+ * dsview - a read-only FUSE filesystem serving datasets as transformed arrays.
+ *
+ * Public basics shared by every module: version, the error enum and its
+ * messages, element types, and the error buffer that carries a user-facing
+ * message (file and reason) up to the CLI.
+ *
+ * Thread safety: everything here is pure or reads constant tables.
+ */
+#ifndef DSVIEW_DSVIEW_H
+#define DSVIEW_DSVIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DSV_VERSION_MAJOR 0
+#define DSV_VERSION_MINOR 1
+#define DSV_VERSION_PATCH 0
+#define DSV_VERSION_STRING "0.1.0"
+
+/* Core functions return 0 or a negative dsv_err; only src/fs maps to errno. */
+typedef enum dsv_err {
+	DSV_OK = 0,
+	DSV_ERR_NOMEM = -1,       /* allocation failed */
+	DSV_ERR_IO = -2,          /* read error from the backing file */
+	DSV_ERR_FORMAT = -3,      /* malformed header or manifest */
+	DSV_ERR_UNSUPPORTED = -4, /* valid input dsview does not serve */
+	DSV_ERR_CORRUPT = -5,     /* chunk fails to decode or has the wrong size */
+	DSV_ERR_CHECKSUM = -6,    /* Fletcher32 mismatch */
+	DSV_ERR_TRUNCATED = -7,   /* data lies past the end of its file */
+	DSV_ERR_INVALID = -8,     /* bad argument or value */
+	DSV_ERR_NOTFOUND = -9,    /* missing file or dataset */
+	DSV_ERR_OVERFLOW = -10,   /* sizes overflow or exceed caps */
+	DSV_ERR_INTERNAL = -11,   /* a bug or a library failure */
+	DSV_ERR__COUNT = 12       /* keep dsv_strerror's table in sync */
+} dsv_err;
+
+const char *dsv_strerror(int err);
+
+/* Element types. Sources may be any but BF16; outputs are F32, BF16, F16. */
+typedef enum dsv_dtype {
+	DSV_U8,
+	DSV_I8,
+	DSV_U16,
+	DSV_I16,
+	DSV_U32,
+	DSV_I32,
+	DSV_F16,
+	DSV_F32,
+	DSV_F64,
+	DSV_BF16,
+	DSV_DTYPE__COUNT,
+	DSV_DTYPE_INVALID = -1
+} dsv_dtype;
+
+size_t dsv_dtype_size(dsv_dtype t);
+/* "uint8" ... "bfloat16" */
+const char *dsv_dtype_name(dsv_dtype t);
+/* numpy descr for the little-endian layout; bfloat16 is declared "<u2". */
+const char *dsv_dtype_npy_descr(dsv_dtype t);
+/* Parses a dtype name ("uint8", "float32", "bfloat16", numpy aliases such as
+ * "u1", "<i2", "f4"). @return DSV_DTYPE_INVALID if unknown. */
+dsv_dtype dsv_dtype_parse(const char *s);
+int dsv_dtype_is_output(dsv_dtype t);
+
+/*
+ * A message for the user: functions that can fail for a reason a user must
+ * see fill it with one line naming the file and the reason. May be NULL.
+ */
+typedef struct dsv_errbuf {
+	char msg[1024];
+} dsv_errbuf;
+
+/* printf-style; returns err so callers can write `return dsv_errf(eb, e, ...)`. */
+int dsv_errf(dsv_errbuf *eb, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Overflow-checked arithmetic on sizes from untrusted headers. @return 0 ok. */
+static inline int dsv_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_mul_overflow(a, b, out) ? DSV_ERR_OVERFLOW : 0;
+}
+static inline int dsv_add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_add_overflow(a, b, out) ? DSV_ERR_OVERFLOW : 0;
+}
+
+/* Parses "1G", "512M", "64k", "0", "1048576" (binary units). @return 0 ok. */
+int dsv_parse_size(const char *s, uint64_t *out);
+
+#define DSV_MAX_DIMS 32
+
+#endif

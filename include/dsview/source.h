@@ -1,0 +1,100 @@
+/*
+ * Sources: one array on disk (.npy, raw binary, or an HDF5 dataset) seen as a
+ * sequence of chunks. A chunk is a contiguous C-order run of elements; every
+ * chunk but the last holds info.chunk_elems elements, so locating a chunk is
+ * arithmetic. Chunk maps and offsets are resolved at open (mount) time; the
+ * read path only does pread(2) and, for filters dsview cannot decode itself,
+ * dsv_source_read_fallback() through the HDF5 library under a global lock.
+ *
+ * Thread safety: after open, a source is immutable; dsv_source_chunk,
+ * dsv_source_pread and dsv_source_read_fallback may be called from any number
+ * of threads. open/close are not concurrent with anything on the same source.
+ */
+#ifndef DSVIEW_SOURCE_H
+#define DSVIEW_SOURCE_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "dsview/dsview.h"
+
+typedef struct dsv_source dsv_source;
+
+typedef enum dsv_codec {
+	DSV_CODEC_NONE = 0, /* stored bytes are the raw little-endian elements */
+	DSV_CODEC_LZ4 = 1,  /* HDF5 filter 32004 framing */
+} dsv_codec;
+
+typedef enum dsv_source_kind {
+	DSV_SRC_NPY,
+	DSV_SRC_RAW,
+	DSV_SRC_H5_CONTIGUOUS,
+	DSV_SRC_H5_CHUNKED,  /* chunked, no filter or LZ4 [+ Fletcher32]: fast path */
+	DSV_SRC_H5_FALLBACK, /* filters only the HDF5 library decodes: serialised */
+} dsv_source_kind;
+
+typedef struct dsv_source_info {
+	const char *path;    /* as given (resolved against the manifest dir) */
+	const char *dataset; /* HDF5 dataset path, NULL for npy/raw */
+	dsv_source_kind kind;
+	const char *why;     /* for info/log: why this kind (e.g. "filter gzip") */
+	dsv_dtype dtype;
+	int ndim;
+	uint64_t shape[DSV_MAX_DIMS];
+	uint64_t nrows;       /* shape[0] (1 for a 0-d array) */
+	uint64_t row_elems;   /* product of shape[1:] */
+	uint64_t nelems;      /* nrows * row_elems */
+	uint64_t chunk_elems; /* elements per chunk (all but the last) */
+	uint64_t nchunks;
+	uint64_t stored_bytes; /* bytes on disk for the data */
+	struct timespec mtime;
+} dsv_source_info;
+
+/* Where one chunk's bytes are and how to turn them into elements. */
+typedef struct dsv_chunk_ref {
+	uint64_t index;
+	uint64_t elem_start;  /* first source element the chunk holds */
+	uint64_t nelems;      /* elements used from the decoded chunk */
+	uint64_t offset;      /* file offset of the stored bytes */
+	uint64_t stored_size; /* bytes to pread, Fletcher32 trailer included */
+	uint64_t raw_size;    /* decoded size; >= nelems*esize (HDF5 edge chunks) */
+	dsv_codec codec;
+	int fletcher32; /* stored bytes end with HDF5's Fletcher32 of the rest */
+	int fallback;   /* read with dsv_source_read_fallback, not pread */
+} dsv_chunk_ref;
+
+/* Opens "x.npy", "x.h5:/path/to/dset" or "x.h5" (a file with exactly one dataset). */
+int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb);
+int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb);
+/* shape[0] may be -1: rows inferred from the file size. */
+int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
+			const int64_t *shape, dsv_source **out, dsv_errbuf *eb);
+int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
+		       dsv_errbuf *eb);
+/* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
+ * each string and the array. */
+int dsv_h5_list_datasets(const char *path, char ***names, size_t *count,
+			 dsv_errbuf *eb);
+void dsv_source_close(dsv_source *s); /* accepts NULL */
+
+const dsv_source_info *dsv_source_get_info(const dsv_source *s);
+const char *dsv_source_kind_name(dsv_source_kind k);
+
+/* @return 0, or DSV_ERR_INVALID for an index out of range. */
+int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *out);
+/* Reads exactly n bytes at off; DSV_ERR_TRUNCATED if the file ends first,
+ * DSV_ERR_IO on a read error. */
+int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
+/* Reads one chunk's elements (ref->nelems, native little-endian, source
+ * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
+int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
+			     void *dst, size_t dst_cap);
+/* Reads and decodes one chunk into dst (ref->nelems elements of the source
+ * dtype): pread, Fletcher32 check, LZ4 decode or fallback. scratch must hold
+ * ref->stored_size and ref->raw_size bytes (see dsv_source_scratch_size). */
+int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
+			  void *dst, size_t dst_cap, void *scratch,
+			  size_t scratch_cap);
+size_t dsv_source_scratch_size(const dsv_source *s);
+
+#endif
