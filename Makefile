@@ -27,6 +27,7 @@ OPT := -O0 -g3 -ffp-contract=off
 CPPFLAGS += -DDSV_DEBUG
 endif
 
+comma := ,
 ifneq ($(SANITIZE),)
 ifneq ($(filter-out address undefined thread,$(subst $(comma), ,$(SANITIZE))),)
 $(error SANITIZE must be a comma list of address, undefined, thread; got '$(SANITIZE)')
@@ -35,7 +36,6 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 BUILD   := $(BUILD)-san
 endif
-comma := ,
 
 # CUDA: auto-detected (nvcc on PATH or in /usr/local/cuda), CUDA=0 forces off.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })

@@ -75,6 +75,8 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
  * each string and the array. */
 int dsv_h5_list_datasets(const char *path, char ***names, size_t *count,
 			 dsv_errbuf *eb);
+/* True for .h5/.hdf5/.hdf/.he5/.nc names. */
+int dsv_source_is_h5_path(const char *path);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);

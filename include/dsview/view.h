@@ -1,0 +1,88 @@
+/*
+ * Views and manifests. A view is one or more sources concatenated along axis
+ * 0, a transform plan and an output dtype; a manifest is a list of views plus
+ * mount defaults. dsv_view_span_at is the one place that maps a byte range of
+ * a view onto chunks (a future row map or window map sits in front of it).
+ *
+ * Global chunk index g: the chunks of source 0, then of source 1, ...
+ *
+ * Thread safety: views are immutable once loaded; every const function may be
+ * called from any thread. Loading and freeing are single-threaded.
+ */
+#ifndef DSVIEW_VIEW_H
+#define DSVIEW_VIEW_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "dsview/dsview.h"
+#include "dsview/source.h"
+#include "dsview/xform.h"
+
+typedef struct dsv_view {
+	char *name; /* may contain '/' only in zero-config mode (HDF5 groups) */
+	dsv_dtype dtype;
+	int ndim;
+	uint64_t shape[DSV_MAX_DIMS];
+	uint64_t nelems, row_bytes, nbytes;
+	size_t out_esize;
+
+	size_t nsources;
+	dsv_source **sources;
+	uint64_t *elem_base;  /* nsources + 1: view element index of each source */
+	uint64_t *chunk_base; /* nsources + 1: global index of each first chunk */
+	uint64_t nchunks;
+	uint64_t max_chunk_out; /* output bytes of the largest chunk */
+
+	/* transform as declared, for .json and info */
+	double scale, offset;
+	int nchan, channel_axis, has_clip;
+	double *mean, *std;
+	double clip_lo, clip_hi;
+	dsv_xform *xform;
+
+	char *json;           /* content of V.json */
+	char *npy_header;     /* NPY 1.0 header, npy_header_len % 64 == 0 */
+	size_t npy_header_len;
+	struct timespec mtime; /* newest source mtime */
+} dsv_view;
+
+typedef struct dsv_manifest {
+	char *path;
+	dsv_view **views;
+	size_t nviews;
+	/* [dsview] defaults; has_* tells whether the manifest set them */
+	int has_cache_size, has_threads, has_gpu;
+	uint64_t cache_size;
+	int threads;
+	char gpu[16];
+} dsv_manifest;
+
+/* Parses and validates a manifest, opening every source. On error, eb holds
+ * "<manifest>:<line>: <reason>". */
+int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb);
+/* A single .npy or HDF5 file: every array becomes a view cast to dtype. */
+int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out,
+			   dsv_errbuf *eb);
+void dsv_manifest_free(dsv_manifest *m); /* accepts NULL */
+
+/* A piece of a read that lies in one chunk. */
+typedef struct dsv_span {
+	uint64_t chunk; /* global chunk index */
+	uint64_t off;   /* byte offset inside the chunk's output */
+	uint64_t len;   /* bytes, > 0 */
+	uint64_t chunk_bytes; /* output bytes of the whole chunk */
+} dsv_span;
+
+/* The span of [off, off + len) that starts at off. @return 0 with span
+ * filled, or 1 when off >= nbytes or len == 0 (nothing to read). */
+int dsv_view_span_at(const dsv_view *v, uint64_t off, uint64_t len, dsv_span *span);
+
+/* Source index and chunk reference of global chunk g. */
+int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref);
+
+/* True if name is a valid view name (letters, digits, '_', '-', '.';
+ * not "." or "..", at most 200 bytes). */
+int dsv_view_name_ok(const char *name);
+
+#endif

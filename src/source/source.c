@@ -1,0 +1,253 @@
+/*
+ * Generic source operations: chunk arithmetic, pread, decode of one chunk.
+ * Kind-specific opening lives in npy.c, raw.c and h5.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dsview/codec.h"
+#include "source/source_i.h"
+
+dsv_source *dsv_source_alloc(const char *path, const char *dataset)
+{
+	dsv_source *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fd = -1;
+	s->path = strdup(path);
+	s->dataset = dataset ? strdup(dataset) : NULL;
+	if (!s->path || (dataset && !s->dataset)) {
+		dsv_source_close(s);
+		return NULL;
+	}
+	s->info.path = s->path;
+	s->info.dataset = s->dataset;
+	s->info.why = "";
+	return s;
+}
+
+int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb)
+{
+	struct stat st;
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		int e = errno;
+		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO,
+				"%s: %s", s->path, strerror(e));
+	}
+	if (fstat(s->fd, &st) < 0)
+		return dsv_errf(eb, DSV_ERR_IO, "%s: %s", s->path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", s->path);
+	s->file_size = (uint64_t)st.st_size;
+	s->info.mtime = st.st_mtim;
+	return 0;
+}
+
+int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape)
+{
+	uint64_t row = 1, bytes;
+	if (ndim < 0 || ndim > DSV_MAX_DIMS)
+		return DSV_ERR_OVERFLOW;
+	s->info.ndim = ndim;
+	for (int i = 0; i < ndim; i++) {
+		s->info.shape[i] = shape[i];
+		if (i > 0 && dsv_mul_u64(row, shape[i], &row))
+			return DSV_ERR_OVERFLOW;
+	}
+	s->info.nrows = ndim ? shape[0] : 1;
+	s->info.row_elems = row;
+	if (dsv_mul_u64(s->info.nrows, row, &s->info.nelems) ||
+	    dsv_mul_u64(s->info.nelems, dsv_dtype_size(s->info.dtype), &bytes) ||
+	    bytes > INT64_MAX)
+		return DSV_ERR_OVERFLOW;
+	return 0;
+}
+
+void dsv_source_flat_chunks(dsv_source *s)
+{
+	uint64_t esize = dsv_dtype_size(s->info.dtype);
+	uint64_t target = DSV_FLAT_CHUNK_BYTES / esize;
+	uint64_t row = s->info.row_elems ? s->info.row_elems : 1;
+	uint64_t ce;
+
+	if (row <= target) {
+		ce = (target / row) * row; /* whole rows */
+	} else {
+		/* A row larger than a chunk: split it into equal pieces of at most
+		 * target elements when the row divides nicely, else plain target. */
+		ce = target;
+		for (uint64_t parts = (row + target - 1) / target; parts <= 4 * ((row + target - 1) / target); parts++) {
+			if (row % parts == 0) {
+				ce = row / parts;
+				break;
+			}
+		}
+	}
+	if (ce == 0)
+		ce = 1;
+	s->info.chunk_elems = ce;
+	s->info.nchunks = s->info.nelems ? (s->info.nelems + ce - 1) / ce : 0;
+}
+
+void dsv_source_close(dsv_source *s)
+{
+	if (!s)
+		return;
+	if (s->h5_close)
+		s->h5_close(s->h5);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->chunk_off);
+	free(s->chunk_size);
+	free(s->chunk_mask);
+	free(s->path);
+	free(s->dataset);
+	free(s);
+}
+
+const dsv_source_info *dsv_source_get_info(const dsv_source *s)
+{
+	return &s->info;
+}
+
+const char *dsv_source_kind_name(dsv_source_kind k)
+{
+	switch (k) {
+	case DSV_SRC_NPY: return "npy";
+	case DSV_SRC_RAW: return "raw";
+	case DSV_SRC_H5_CONTIGUOUS: return "hdf5-contiguous";
+	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
+	case DSV_SRC_H5_FALLBACK: return "hdf5-library";
+	}
+	return "unknown";
+}
+
+int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
+{
+	uint64_t esize = dsv_dtype_size(s->info.dtype);
+	if (index >= s->info.nchunks)
+		return DSV_ERR_INVALID;
+	memset(r, 0, sizeof(*r));
+	r->index = index;
+	r->elem_start = index * s->info.chunk_elems;
+	r->nelems = s->info.nelems - r->elem_start;
+	if (r->nelems > s->info.chunk_elems)
+		r->nelems = s->info.chunk_elems;
+	r->fallback = s->fallback;
+	if (!s->chunked) {
+		r->offset = s->data_offset + r->elem_start * esize;
+		r->stored_size = r->raw_size = r->nelems * esize;
+		r->codec = DSV_CODEC_NONE;
+		return 0;
+	}
+	r->raw_size = s->chunk_raw_size;
+	if (s->chunk_off) {
+		uint32_t mask = s->chunk_mask ? s->chunk_mask[index] : 0;
+		r->offset = s->chunk_off[index];
+		r->stored_size = s->chunk_size[index];
+		r->codec = (s->codec == DSV_CODEC_LZ4 && !(mask & (1u << s->lz4_filter_bit)))
+				   ? DSV_CODEC_LZ4 : DSV_CODEC_NONE;
+		r->fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit));
+		if (r->offset == DSV_SRC_UNALLOCATED)
+			r->fallback = 1;
+	}
+	return 0;
+}
+
+int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
+{
+	char *p = buf;
+	while (n) {
+		ssize_t got = pread(s->fd, p, n, (off_t)off);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return DSV_ERR_IO;
+		}
+		if (got == 0)
+			return DSV_ERR_TRUNCATED;
+		p += got;
+		n -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
+			     void *dst, size_t dst_cap)
+{
+	if (!s->h5)
+		return DSV_ERR_INTERNAL;
+	return dsv_h5_read_fallback(s, ref, dst, dst_cap);
+}
+
+size_t dsv_source_scratch_size(const dsv_source *s)
+{
+	if (!s->chunked || s->codec == DSV_CODEC_NONE)
+		return 0;
+	uint64_t max = 0;
+	for (uint64_t i = 0; s->chunk_size && i < s->info.nchunks; i++)
+		if (s->chunk_off[i] != DSV_SRC_UNALLOCATED && s->chunk_size[i] > max)
+			max = s->chunk_size[i];
+	return (size_t)max;
+}
+
+int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
+			  void *dst, size_t dst_cap, void *scratch,
+			  size_t scratch_cap)
+{
+	uint64_t need = ref->nelems * dsv_dtype_size(s->info.dtype);
+	int err;
+
+	if (dst_cap < need)
+		return DSV_ERR_INVALID;
+	if (ref->fallback)
+		return dsv_source_read_fallback(s, ref, dst, dst_cap);
+	if (ref->stored_size > s->file_size || ref->offset > s->file_size - ref->stored_size)
+		return DSV_ERR_TRUNCATED;
+
+	if (ref->codec == DSV_CODEC_NONE && !ref->fletcher32) {
+		/* Raw: read straight into dst; an HDF5 edge chunk stores a full
+		 * chunk but only the first nelems elements are ours. */
+		return dsv_source_pread(s, dst, (size_t)need, ref->offset);
+	}
+	if (scratch_cap < ref->stored_size)
+		return DSV_ERR_INVALID;
+	err = dsv_source_pread(s, scratch, (size_t)ref->stored_size, ref->offset);
+	if (err)
+		return err;
+	size_t payload = (size_t)ref->stored_size;
+	if (ref->fletcher32) {
+		err = dsv_fletcher32_check(scratch, payload);
+		if (err)
+			return err;
+		payload -= 4;
+	}
+	if (ref->codec == DSV_CODEC_NONE) {
+		if (payload < need)
+			return DSV_ERR_CORRUPT;
+		memcpy(dst, scratch, (size_t)need);
+		return 0;
+	}
+	uint64_t raw;
+	if (dsv_lz4_raw_size(scratch, payload, &raw) || raw != ref->raw_size)
+		return DSV_ERR_CORRUPT;
+	if (raw == need) {
+		int64_t got = dsv_lz4_decode(dst, dst_cap, scratch, payload);
+		return got == (int64_t)need ? 0 : DSV_ERR_CORRUPT;
+	}
+	/* Edge chunk: decodes to more than we keep. */
+	void *tmp = malloc((size_t)raw);
+	if (!tmp)
+		return DSV_ERR_NOMEM;
+	int64_t got = dsv_lz4_decode(tmp, (size_t)raw, scratch, payload);
+	if (got == (int64_t)raw)
+		memcpy(dst, tmp, (size_t)need);
+	free(tmp);
+	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
+}

@@ -1,0 +1,69 @@
+/*
+ * Private layout of a source, shared by npy.c, raw.c, h5.c and source.c.
+ *
+ * Two layouts cover every kind:
+ *  - flat: the elements are one contiguous run of the file starting at
+ *    data_offset (npy, raw, HDF5 contiguous). dsview picks chunk_elems.
+ *  - chunked: HDF5 chunks of chunk_rows whole rows each; chunk i's stored
+ *    bytes are at chunk_off[i], chunk_size[i] long, filters skipped per
+ *    chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
+ *    chunk was never written (served through the fallback: fill value).
+ * Fallback sources (filters only HDF5 decodes) use the chunked or flat
+ * arithmetic for element ranges but read through h5 under a global lock.
+ */
+#ifndef DSV_SOURCE_I_H
+#define DSV_SOURCE_I_H
+
+#include <stdint.h>
+
+#include "dsview/source.h"
+
+#define DSV_SRC_UNALLOCATED UINT64_MAX
+
+struct dsv_source {
+	dsv_source_info info;
+	char *path;
+	char *dataset;
+	int fd;
+	uint64_t file_size; /* at open; offsets were checked against it */
+
+	/* flat layout */
+	uint64_t data_offset;
+
+	/* chunked layout */
+	int chunked;
+	uint64_t chunk_rows;
+	uint64_t chunk_raw_size; /* decoded bytes of a full HDF5 chunk */
+	uint64_t *chunk_off;
+	uint32_t *chunk_size;
+	uint32_t *chunk_mask;
+	dsv_codec codec;
+	int fletcher32;
+	unsigned lz4_filter_bit;   /* bit in chunk_mask meaning "LZ4 skipped" */
+	unsigned fl32_filter_bit;  /* bit meaning "Fletcher32 skipped" */
+
+	/* HDF5 library state for fallback reads (h5.c owns it) */
+	int fallback;
+	void *h5;
+	void (*h5_close)(void *h5);
+};
+
+/* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
+dsv_source *dsv_source_alloc(const char *path, const char *dataset);
+/* Picks chunk_elems for a flat source (about 1 MiB of source bytes, whole
+ * rows when a row fits, else a multiple of a large divisor of the row) and
+ * fills nchunks. */
+void dsv_source_flat_chunks(dsv_source *s);
+/* Fills nrows/row_elems/nelems from ndim/shape; DSV_ERR_OVERFLOW if the
+ * byte size does not fit in 63 bits. */
+int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
+/* Opens s->path read-only, fills fd, file_size, mtime. */
+int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
+
+/* Implemented in h5.c. */
+int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
+			 void *dst, size_t dst_cap);
+
+#define DSV_FLAT_CHUNK_BYTES (1u << 20)
+
+#endif

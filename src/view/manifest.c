@@ -1,0 +1,498 @@
+/*
+ * Manifest parsing (INI through inih) and zero-configuration manifests.
+ *
+ * inih reports no line numbers in Debian's build, so we feed it through our
+ * own line reader and count lines there: the handler runs while the line it
+ * is given is the last one read. Keys are collected first and sources opened
+ * after the whole file parsed, because source_dtype/source_shape may follow
+ * the source lines they apply to.
+ */
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "source/source_i.h"
+#include "view/view_i.h"
+
+#define MAX_SOURCES 4096
+
+typedef struct pending_view {
+	dsv_view *v;
+	int line;          /* section header line */
+	char **specs;      /* source specs as written */
+	int *spec_lines;
+	size_t nspecs;
+	int has_raw_dtype, raw_dtype_line, raw_ndim, raw_shape_line;
+	dsv_dtype raw_dtype;
+	int64_t raw_shape[DSV_MAX_DIMS];
+	int mean_line, std_line, axis_line, dtype_line;
+	int nmean, nstd;
+} pending_view;
+
+typedef struct parse_ctx {
+	const char *path;
+	char *dir;
+	FILE *f;
+	int line;
+	int too_long;
+	int err;
+	dsv_errbuf *eb;
+	dsv_manifest *m;
+	pending_view *views;
+	size_t nviews;
+	char cur_section[256];
+	int started;
+	int in_dsview;
+} parse_ctx;
+
+static char *reader(char *str, int num, void *stream)
+{
+	parse_ctx *c = stream;
+	char *r = fgets(str, num, c->f);
+	if (!r)
+		return NULL;
+	size_t n = strlen(r);
+	if (n && r[n - 1] == '\n') {
+		c->line++;
+	} else if (!feof(c->f)) {
+		/* inih's line buffer is shorter than the line: report it rather
+		 * than let the tail be parsed as a line of its own. */
+		if (!c->too_long)
+			c->too_long = c->line + 1;
+		int ch;
+		while ((ch = fgetc(c->f)) != EOF && ch != '\n')
+			;
+		c->line++;
+	} else {
+		c->line++;
+	}
+	return r;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(parse_ctx *c, int line, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!c->err) {
+		c->err = DSV_ERR_FORMAT;
+		dsv_errf(c->eb, DSV_ERR_FORMAT, "%s:%d: %s", c->path, line, msg);
+	}
+	return 0;
+}
+
+/* Parses whitespace- or comma-separated doubles; @return count or -1. */
+static int parse_doubles(const char *s, double *out, int max)
+{
+	int n = 0;
+	char *end;
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == ',')
+			s++;
+		if (!*s)
+			return n;
+		if (n >= max)
+			return -1;
+		errno = 0;
+		out[n] = strtod(s, &end);
+		if (end == s || errno == ERANGE || !isfinite(out[n]))
+			return -1;
+		n++;
+		s = end;
+	}
+}
+
+static int parse_int(const char *s, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (end == s || *end || errno)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static pending_view *find_view(parse_ctx *c, const char *name)
+{
+	for (size_t i = 0; i < c->nviews; i++)
+		if (!strcmp(c->views[i].v->name, name))
+			return &c->views[i];
+	return NULL;
+}
+
+static int handle_dsview_key(parse_ctx *c, const char *name, const char *value)
+{
+	dsv_manifest *m = c->m;
+	long long n;
+	if (!strcmp(name, "cache_size")) {
+		if (dsv_parse_size(value, &m->cache_size))
+			return fail(c, c->line, "cache_size '%s' is not a size (e.g. 2G, 512M, 0)", value);
+		m->has_cache_size = 1;
+	} else if (!strcmp(name, "threads")) {
+		if (parse_int(value, &n) || n < 1 || n > 256)
+			return fail(c, c->line, "threads '%s' must be an integer from 1 to 256", value);
+		m->threads = (int)n;
+		m->has_threads = 1;
+	} else if (!strcmp(name, "gpu")) {
+		if (strlen(value) >= sizeof(m->gpu))
+			return fail(c, c->line, "gpu '%s' must be auto, off or a device number", value);
+		strcpy(m->gpu, value);
+		m->has_gpu = 1;
+	} else {
+		return fail(c, c->line, "unknown key '%s' in [dsview] (expected cache_size, threads, gpu)", name);
+	}
+	return 1;
+}
+
+static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, const char *value)
+{
+	dsv_view *v = pv->v;
+	double d[DSV_MAX_DIMS + 2];
+	long long n;
+	if (!strcmp(name, "source")) {
+		if (!*value)
+			return fail(c, c->line, "empty source");
+		if (pv->nspecs >= MAX_SOURCES)
+			return fail(c, c->line, "too many sources (at most %d)", MAX_SOURCES);
+		char **s = realloc(pv->specs, (pv->nspecs + 1) * sizeof(*s));
+		int *l = s ? realloc(pv->spec_lines, (pv->nspecs + 1) * sizeof(*l)) : NULL;
+		if (s)
+			pv->specs = s;
+		if (!s || !l)
+			return fail(c, c->line, "out of memory");
+		pv->spec_lines = l;
+		pv->specs[pv->nspecs] = strdup(value);
+		pv->spec_lines[pv->nspecs++] = c->line;
+	} else if (!strcmp(name, "dtype")) {
+		v->dtype = dsv_dtype_parse(value);
+		if (!dsv_dtype_is_output(v->dtype))
+			return fail(c, c->line, "dtype '%s' must be float32, bfloat16 or float16", value);
+		pv->dtype_line = c->line;
+	} else if (!strcmp(name, "scale") || !strcmp(name, "offset")) {
+		if (parse_doubles(value, d, 1) != 1)
+			return fail(c, c->line, "%s '%s' is not a finite number", name, value);
+		*(name[0] == 's' ? &v->scale : &v->offset) = d[0];
+	} else if (!strcmp(name, "mean") || !strcmp(name, "std")) {
+		int is_mean = name[0] == 'm';
+		double *vals = malloc(sizeof(double) * 65536);
+		int k = vals ? parse_doubles(value, vals, 65536) : -1;
+		if (k <= 0) {
+			free(vals);
+			return fail(c, c->line, "%s '%s' must be a list of finite numbers", name, value);
+		}
+		if (!is_mean) {
+			for (int i = 0; i < k; i++)
+				if (vals[i] == 0) {
+					free(vals);
+					return fail(c, c->line, "std contains 0 (value %d)", i + 1);
+				}
+		}
+		free(is_mean ? v->mean : v->std);
+		*(is_mean ? &v->mean : &v->std) = vals;
+		*(is_mean ? &pv->nmean : &pv->nstd) = k;
+		*(is_mean ? &pv->mean_line : &pv->std_line) = c->line;
+	} else if (!strcmp(name, "channel_axis")) {
+		if (parse_int(value, &n) || n < -DSV_MAX_DIMS || n >= DSV_MAX_DIMS)
+			return fail(c, c->line, "channel_axis '%s' is not an axis", value);
+		v->channel_axis = (int)n;
+		pv->axis_line = c->line;
+	} else if (!strcmp(name, "clip")) {
+		if (parse_doubles(value, d, 2) != 2 || d[0] > d[1])
+			return fail(c, c->line, "clip '%s' must be two numbers LOW HIGH with LOW <= HIGH", value);
+		v->has_clip = 1;
+		v->clip_lo = d[0];
+		v->clip_hi = d[1];
+	} else if (!strcmp(name, "source_dtype")) {
+		pv->raw_dtype = dsv_dtype_parse(value);
+		if (pv->raw_dtype == DSV_DTYPE_INVALID || pv->raw_dtype == DSV_BF16)
+			return fail(c, c->line, "source_dtype '%s' is not a supported source dtype", value);
+		pv->has_raw_dtype = 1;
+		pv->raw_dtype_line = c->line;
+	} else if (!strcmp(name, "source_shape")) {
+		const char *p = value;
+		int k = 0;
+		while (*p) {
+			char *end;
+			while (*p == ' ' || *p == '\t' || *p == ',')
+				p++;
+			if (!*p)
+				break;
+			errno = 0;
+			long long x = strtoll(p, &end, 10);
+			if (end == p || errno || k >= DSV_MAX_DIMS || (k == 0 ? x < -1 : x <= 0))
+				return fail(c, c->line, "source_shape '%s' must be positive integers (the first may be -1)", value);
+			pv->raw_shape[k++] = x;
+			p = end;
+		}
+		if (k == 0)
+			return fail(c, c->line, "source_shape is empty");
+		pv->raw_ndim = k;
+		pv->raw_shape_line = c->line;
+	} else {
+		return fail(c, c->line, "unknown key '%s' (expected source, dtype, scale, offset, mean, "
+			    "std, channel_axis, clip, source_dtype, source_shape)", name);
+	}
+	return 1;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	parse_ctx *c = user;
+	if (c->err)
+		return 1;
+	if (!c->started || strcmp(section, c->cur_section)) {
+		/* a new section starts */
+		c->started = 1;
+		snprintf(c->cur_section, sizeof(c->cur_section), "%s", section);
+		c->in_dsview = !strcmp(section, "dsview");
+		if (!c->in_dsview) {
+			if (!*section)
+				return fail(c, c->line, "key '%s' outside any [view] section", name);
+			if (!dsv_view_name_ok(section))
+				return fail(c, c->line, "invalid view name '%s' (letters, digits, _, -, . only; "
+					    "at most %d bytes)", section, DSV_VIEW_NAME_MAX);
+			if (find_view(c, section))
+				return fail(c, c->line, "view '%s' is defined twice", section);
+			pending_view *nv = realloc(c->views, (c->nviews + 1) * sizeof(*nv));
+			if (!nv)
+				return fail(c, c->line, "out of memory");
+			c->views = nv;
+			memset(&nv[c->nviews], 0, sizeof(*nv));
+			nv[c->nviews].v = dsv_view_new(section);
+			nv[c->nviews].line = c->line;
+			if (!nv[c->nviews].v)
+				return fail(c, c->line, "out of memory");
+			c->nviews++;
+		}
+	}
+	if (c->in_dsview)
+		return handle_dsview_key(c, name, value);
+	return handle_view_key(c, &c->views[c->nviews - 1], name, value);
+}
+
+static char *resolve(const char *dir, const char *spec)
+{
+	char *out;
+	if (spec[0] == '/' || !dir)
+		return strdup(spec);
+	if (asprintf(&out, "%s/%s", dir, spec) < 0)
+		return NULL;
+	return out;
+}
+
+static int open_view_sources(parse_ctx *c, pending_view *pv)
+{
+	dsv_errbuf eb;
+	dsv_view *v = pv->v;
+	if (pv->nspecs == 0)
+		return fail(c, pv->line, "view '%s' has no source", v->name);
+	if ((pv->has_raw_dtype != 0) != (pv->raw_ndim != 0))
+		return fail(c, pv->has_raw_dtype ? pv->raw_dtype_line : pv->raw_shape_line,
+			    "source_dtype and source_shape must be given together");
+	for (size_t i = 0; i < pv->nspecs; i++) {
+		dsv_source *s = NULL;
+		char *path = resolve(c->dir, pv->specs[i]);
+		int err;
+		if (!path)
+			return fail(c, pv->spec_lines[i], "out of memory");
+		int is_structured = strstr(path, ":/") || dsv_source_is_h5_path(path) ||
+				    (strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".npy"));
+		if (pv->has_raw_dtype && !is_structured)
+			err = dsv_source_open_raw(path, pv->raw_dtype, pv->raw_ndim, pv->raw_shape, &s, &eb);
+		else if (!is_structured)
+			err = dsv_errf(&eb, DSV_ERR_INVALID,
+				       "%s: raw source needs source_dtype and source_shape", path);
+		else
+			err = dsv_source_open(path, &s, &eb);
+		free(path);
+		if (err)
+			return fail(c, pv->spec_lines[i], "%s", eb.msg);
+		if (dsv_view_add_source(v, s)) {
+			dsv_source_close(s);
+			return fail(c, pv->spec_lines[i], "out of memory");
+		}
+		if (i > 0 && dsv_view_check_source(v, i, &eb))
+			return fail(c, pv->spec_lines[i], "%s", eb.msg);
+	}
+	if ((pv->nmean != 0) != (pv->nstd != 0))
+		return fail(c, pv->nmean ? pv->mean_line : pv->std_line, "mean and std must be given together");
+	if (pv->nmean != pv->nstd)
+		return fail(c, pv->std_line, "std has %d values but mean has %d", pv->nstd, pv->nmean);
+	v->nchan = pv->nmean;
+	if (dsv_view_finish(v, &eb)) {
+		int line = pv->line;
+		if (v->nchan && strstr(eb.msg, "mean/std"))
+			line = pv->mean_line;
+		else if (v->nchan && strstr(eb.msg, "channel_axis"))
+			line = pv->axis_line ? pv->axis_line : pv->mean_line;
+		return fail(c, line, "%s", eb.msg);
+	}
+	return 1;
+}
+
+static dsv_manifest *manifest_new(const char *path)
+{
+	dsv_manifest *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->path = strdup(path);
+	strcpy(m->gpu, "auto");
+	m->threads = 0;
+	if (!m->path) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void dsv_manifest_free(dsv_manifest *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nviews; i++)
+		dsv_view_free(m->views[i]);
+	free(m->views);
+	free(m->path);
+	free(m);
+}
+
+int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
+{
+	parse_ctx c = { .path = path, .eb = eb };
+	int rc;
+
+	*out = NULL;
+	c.f = fopen(path, "r");
+	if (!c.f)
+		return dsv_errf(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
+				strerror(errno));
+	c.m = manifest_new(path);
+	const char *slash = strrchr(path, '/');
+	c.dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : NULL;
+	if (!c.m || (slash && !c.dir)) {
+		fclose(c.f);
+		dsv_manifest_free(c.m);
+		free(c.dir);
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	rc = ini_parse_stream(reader, &c, handler, &c);
+	fclose(c.f);
+	if (c.too_long && !c.err)
+		fail(&c, c.too_long, "line too long (at most %d characters)", INI_MAX_LINE - 2);
+	if (rc > 0 && !c.err)
+		fail(&c, rc, "syntax error (expected [view], key = value, or a ; comment)");
+	if (!c.err && c.nviews == 0)
+		fail(&c, c.line ? c.line : 1, "no [view] section");
+	for (size_t i = 0; !c.err && i < c.nviews; i++)
+		open_view_sources(&c, &c.views[i]);
+
+	if (!c.err) {
+		c.m->views = calloc(c.nviews, sizeof(dsv_view *));
+		if (!c.m->views)
+			fail(&c, 1, "out of memory");
+	}
+	for (size_t i = 0; i < c.nviews; i++) {
+		for (size_t k = 0; k < c.views[i].nspecs; k++)
+			free(c.views[i].specs[k]);
+		free(c.views[i].specs);
+		free(c.views[i].spec_lines);
+		if (c.err)
+			dsv_view_free(c.views[i].v);
+		else
+			c.m->views[c.m->nviews++] = c.views[i].v;
+	}
+	free(c.views);
+	free(c.dir);
+	if (c.err) {
+		dsv_manifest_free(c.m);
+		return c.err;
+	}
+	*out = c.m;
+	return 0;
+}
+
+static int add_file_view(dsv_manifest *m, const char *name, dsv_source *s, dsv_dtype dtype,
+			 dsv_errbuf *eb)
+{
+	dsv_view *v = dsv_view_new(name);
+	dsv_view **nv = realloc(m->views, (m->nviews + 1) * sizeof(*nv));
+	if (!v || !nv || dsv_view_add_source(v, s)) {
+		dsv_source_close(s);
+		dsv_view_free(v);
+		if (nv)
+			m->views = nv;
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	m->views = nv;
+	v->dtype = dtype;
+	m->views[m->nviews++] = v;
+	return dsv_view_finish(v, eb);
+}
+
+int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out, dsv_errbuf *eb)
+{
+	dsv_manifest *m = manifest_new(path);
+	dsv_errbuf sub;
+	int err = 0;
+
+	*out = NULL;
+	if (!m)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (dsv_source_is_h5_path(path)) {
+		char **names = NULL;
+		size_t n = 0;
+		err = dsv_h5_list_datasets(path, &names, &n, eb);
+		if (!err && n == 0)
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
+		for (size_t i = 0; !err && i < n; i++) {
+			dsv_source *s;
+			const char *name = names[i][0] == '/' ? names[i] + 1 : names[i];
+			/* Each path component must be a valid name; groups become dirs. */
+			char *copy = strdup(name), *save = NULL;
+			for (char *part = strtok_r(copy, "/", &save); part && !err;
+			     part = strtok_r(NULL, "/", &save))
+				if (!dsv_view_name_ok(part))
+					err = dsv_errf(eb, DSV_ERR_INVALID,
+						       "%s: dataset name '%s' is not a valid view name", path, names[i]);
+			free(copy);
+			if (!err && (err = dsv_source_open_h5(path, names[i], &s, &sub)))
+				dsv_errf(eb, err, "%s", sub.msg);
+			if (!err)
+				err = add_file_view(m, name, s, dtype, eb);
+		}
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	} else if (strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".npy")) {
+		dsv_source *s;
+		const char *base = strrchr(path, '/');
+		char *name = strndup(base ? base + 1 : path, strlen(base ? base + 1 : path) - 4);
+		if (!name)
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else if (!dsv_view_name_ok(name))
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name", path);
+		else if (!(err = dsv_source_open_npy(path, &s, eb)))
+			err = add_file_view(m, name, s, dtype, eb);
+		free(name);
+	} else {
+		err = dsv_errf(eb, DSV_ERR_INVALID,
+			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5)", path);
+	}
+	if (err) {
+		dsv_manifest_free(m);
+		return err;
+	}
+	*out = m;
+	return 0;
+}

@@ -1,0 +1,316 @@
+/*
+ * Views: sources concatenated along axis 0, their checks, the byte range to
+ * chunk mapping, and the .npy header and .json description of each view.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view/view_i.h"
+
+int dsv_view_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > DSV_VIEW_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	if (name[0] == '.')
+		return 0; /* hidden names are reserved (/.stats.json) */
+	for (const char *p = name; *p; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+dsv_view *dsv_view_new(const char *name)
+{
+	dsv_view *v = calloc(1, sizeof(*v));
+	if (!v)
+		return NULL;
+	v->name = strdup(name);
+	v->dtype = DSV_F32;
+	v->scale = 1.0;
+	v->channel_axis = -1;
+	if (!v->name) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+void dsv_view_free(dsv_view *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->nsources; i++)
+		dsv_source_close(v->sources[i]);
+	free(v->sources);
+	free(v->elem_base);
+	free(v->chunk_base);
+	free(v->mean);
+	free(v->std);
+	dsv_xform_destroy(v->xform);
+	free(v->json);
+	free(v->npy_header);
+	free(v->name);
+	free(v);
+}
+
+int dsv_view_add_source(dsv_view *v, dsv_source *s)
+{
+	dsv_source **n = realloc(v->sources, (v->nsources + 1) * sizeof(*n));
+	if (!n)
+		return DSV_ERR_NOMEM;
+	v->sources = n;
+	v->sources[v->nsources++] = s;
+	return 0;
+}
+
+/* Checks that source i matches source 0 (trailing shape and dtype). */
+int dsv_view_check_source(const dsv_view *v, size_t i, dsv_errbuf *eb)
+{
+	const dsv_source_info *a = dsv_source_get_info(v->sources[0]);
+	const dsv_source_info *b = dsv_source_get_info(v->sources[i]);
+	char sa[256], sb[256];
+	if (a->dtype != b->dtype)
+		return dsv_errf(eb, DSV_ERR_INVALID, "source dtype %s differs from the first source's %s",
+				dsv_dtype_name(b->dtype), dsv_dtype_name(a->dtype));
+	int same = a->ndim == b->ndim;
+	for (int k = 1; same && k < a->ndim; k++)
+		same = a->shape[k] == b->shape[k];
+	if (same)
+		return 0;
+	dsv_shape_str(sa, sizeof(sa), a->ndim, a->shape);
+	dsv_shape_str(sb, sizeof(sb), b->ndim, b->shape);
+	return dsv_errf(eb, DSV_ERR_INVALID,
+			"source shape %s does not match the first source's %s after axis 0", sb, sa);
+}
+
+void dsv_shape_str(char *buf, size_t cap, int ndim, const uint64_t *shape)
+{
+	size_t n = 0;
+	n += (size_t)snprintf(buf + n, cap - n, "(");
+	for (int k = 0; k < ndim && n < cap; k++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%llu", k ? ", " : "",
+				      (unsigned long long)shape[k]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "%s)", ndim == 1 ? "," : "");
+}
+
+static int build_npy_header(dsv_view *v)
+{
+	char shape[DSV_MAX_DIMS * 24 + 8];
+	char dict[sizeof(shape) + 128];
+	dsv_shape_str(shape, sizeof(shape), v->ndim, v->shape);
+	int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+			 dsv_dtype_npy_descr(v->dtype), shape);
+	/* magic(6) + version(2) + len(2) + dict + spaces + '\n' = multiple of 64 */
+	size_t total = 10 + (size_t)n + 1;
+	total = (total + 63) & ~(size_t)63;
+	if (total - 10 > 65535)
+		return DSV_ERR_OVERFLOW;
+	char *h = malloc(total);
+	if (!h)
+		return DSV_ERR_NOMEM;
+	memcpy(h, "\x93NUMPY\x01\x00", 8);
+	h[8] = (char)((total - 10) & 0xff);
+	h[9] = (char)((total - 10) >> 8);
+	memcpy(h + 10, dict, (size_t)n);
+	memset(h + 10 + n, ' ', total - 10 - (size_t)n - 1);
+	h[total - 1] = '\n';
+	v->npy_header = h;
+	v->npy_header_len = total;
+	return 0;
+}
+
+static json_t *shape_json(int ndim, const uint64_t *shape)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < ndim; k++)
+		json_array_append_new(a, json_integer((json_int_t)shape[k]));
+	return a;
+}
+
+static json_t *doubles_json(const double *d, int n)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < n; k++)
+		json_array_append_new(a, json_real(d[k]));
+	return a;
+}
+
+static int build_json(dsv_view *v)
+{
+	json_t *root = json_object(), *srcs = json_array(), *crows = json_array();
+	json_t *xf = json_object();
+	for (size_t i = 0; i < v->nsources; i++) {
+		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
+		json_t *o = json_object();
+		json_object_set_new(o, "path", json_string(si->path));
+		if (si->dataset)
+			json_object_set_new(o, "dataset", json_string(si->dataset));
+		json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
+		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
+		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
+		json_t *rows = json_array();
+		json_array_append_new(rows, json_integer((json_int_t)(v->elem_base[i] /
+					(si->row_elems ? si->row_elems : 1))));
+		json_array_append_new(rows, json_integer((json_int_t)(v->elem_base[i + 1] /
+					(si->row_elems ? si->row_elems : 1))));
+		json_object_set_new(o, "rows", rows);
+		json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
+		json_array_append_new(srcs, o);
+		json_array_append_new(crows, si->row_elems && si->chunk_elems % si->row_elems == 0
+			? json_integer((json_int_t)(si->chunk_elems / si->row_elems))
+			: json_real((double)si->chunk_elems / (double)si->row_elems));
+	}
+	json_object_set_new(xf, "scale", json_real(v->scale));
+	json_object_set_new(xf, "offset", json_real(v->offset));
+	json_object_set_new(xf, "mean", v->nchan ? doubles_json(v->mean, v->nchan) : json_null());
+	json_object_set_new(xf, "std", v->nchan ? doubles_json(v->std, v->nchan) : json_null());
+	json_object_set_new(xf, "channel_axis", v->nchan ? json_integer(v->channel_axis) : json_null());
+	if (v->has_clip) {
+		double c[2] = { v->clip_lo, v->clip_hi };
+		json_object_set_new(xf, "clip", doubles_json(c, 2));
+	} else {
+		json_object_set_new(xf, "clip", json_null());
+	}
+	json_object_set_new(root, "shape", shape_json(v->ndim, v->shape));
+	json_object_set_new(root, "dtype", json_string(dsv_dtype_name(v->dtype)));
+	json_object_set_new(root, "order", json_string("C"));
+	json_object_set_new(root, "nbytes", json_integer((json_int_t)v->nbytes));
+	json_object_set_new(root, "row_bytes", json_integer((json_int_t)v->row_bytes));
+	json_object_set_new(root, "npy_header_bytes", json_integer((json_int_t)v->npy_header_len));
+	json_object_set_new(root, "sources", srcs);
+	json_object_set_new(root, "transform", xf);
+	json_object_set_new(root, "chunk_rows", crows);
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(root);
+	if (!s)
+		return DSV_ERR_NOMEM;
+	size_t n = strlen(s);
+	v->json = malloc(n + 2);
+	if (!v->json) {
+		free(s);
+		return DSV_ERR_NOMEM;
+	}
+	memcpy(v->json, s, n);
+	v->json[n] = '\n';
+	v->json[n + 1] = '\0';
+	free(s);
+	return 0;
+}
+
+int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
+{
+	const dsv_source_info *first;
+	dsv_xform_params p;
+	uint64_t rows = 0, max_chunk = 0;
+	int err;
+
+	if (v->nsources == 0)
+		return dsv_errf(eb, DSV_ERR_INVALID, "view '%s' has no source", v->name);
+	first = dsv_source_get_info(v->sources[0]);
+	v->elem_base = calloc(v->nsources + 1, sizeof(uint64_t));
+	v->chunk_base = calloc(v->nsources + 1, sizeof(uint64_t));
+	if (!v->elem_base || !v->chunk_base)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < v->nsources; i++) {
+		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
+		if (dsv_add_u64(rows, si->nrows, &rows) ||
+		    dsv_add_u64(v->elem_base[i], si->nelems, &v->elem_base[i + 1]) ||
+		    dsv_add_u64(v->chunk_base[i], si->nchunks, &v->chunk_base[i + 1]))
+			return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
+		if (si->chunk_elems > max_chunk)
+			max_chunk = si->chunk_elems;
+		if (timespec_newer(&si->mtime, &v->mtime))
+			v->mtime = si->mtime;
+	}
+	v->ndim = first->ndim;
+	memcpy(v->shape, first->shape, sizeof(v->shape));
+	v->shape[0] = rows;
+	v->nelems = v->elem_base[v->nsources];
+	v->nchunks = v->chunk_base[v->nsources];
+	v->out_esize = dsv_dtype_size(v->dtype);
+	if (dsv_mul_u64(first->row_elems, v->out_esize, &v->row_bytes) ||
+	    dsv_mul_u64(v->nelems, v->out_esize, &v->nbytes) || v->nbytes > INT64_MAX / 2 ||
+	    dsv_mul_u64(max_chunk, v->out_esize, &v->max_chunk_out))
+		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
+
+	dsv_xform_params_init(&p);
+	p.scale = v->scale;
+	p.offset = v->offset;
+	if (v->nchan) {
+		int axis = v->channel_axis < 0 ? v->channel_axis + v->ndim : v->channel_axis;
+		if (axis < 0 || axis >= v->ndim)
+			return dsv_errf(eb, DSV_ERR_INVALID, "channel_axis %d is out of range for %d dimensions",
+					v->channel_axis, v->ndim);
+		if (v->shape[axis] != (uint64_t)v->nchan)
+			return dsv_errf(eb, DSV_ERR_INVALID,
+					"mean/std have %d values but channel axis %d has length %llu",
+					v->nchan, v->channel_axis, (unsigned long long)v->shape[axis]);
+		p.nchan = v->nchan;
+		p.mean = v->mean;
+		p.std = v->std;
+		p.chan_inner = 1;
+		for (int k = axis + 1; k < v->ndim; k++)
+			p.chan_inner *= v->shape[k];
+	}
+	p.has_clip = v->has_clip;
+	p.clip_lo = v->clip_lo;
+	p.clip_hi = v->clip_hi;
+	if ((err = dsv_xform_create(&v->xform, first->dtype, v->dtype, &p, eb)))
+		return err;
+	if ((err = build_npy_header(v)))
+		return dsv_errf(eb, err, "view '%s': .npy header too large", v->name);
+	if ((err = build_json(v)))
+		return dsv_errf(eb, err, "out of memory");
+	return 0;
+}
+
+/* Index of the source holding view element e (sources may be empty). */
+static size_t source_of(const dsv_view *v, const uint64_t *base, uint64_t x)
+{
+	size_t lo = 0, hi = v->nsources; /* first i with base[i] > x, minus one */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (base[mid] <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+int dsv_view_span_at(const dsv_view *v, uint64_t off, uint64_t len, dsv_span *span)
+{
+	if (len == 0 || off >= v->nbytes)
+		return 1;
+	uint64_t e = off / v->out_esize;
+	size_t i = source_of(v, v->elem_base, e);
+	const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
+	uint64_t local = (e - v->elem_base[i]) / si->chunk_elems;
+	uint64_t first = v->elem_base[i] + local * si->chunk_elems;
+	uint64_t n = si->nelems - local * si->chunk_elems;
+	if (n > si->chunk_elems)
+		n = si->chunk_elems;
+	span->chunk = v->chunk_base[i] + local;
+	span->chunk_bytes = n * v->out_esize;
+	span->off = off - first * v->out_esize;
+	span->len = span->chunk_bytes - span->off;
+	if (span->len > len)
+		span->len = len;
+	return 0;
+}
+
+int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref)
+{
+	if (g >= v->nchunks)
+		return DSV_ERR_INVALID;
+	size_t i = source_of(v, v->chunk_base, g);
+	*src = i;
+	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
+}
