@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 static int log_fd = 2;
 static int log_level = DSV_LOG_INFO;
+static int log_syslog;
 
 int dsv_log_open(const char *path)
 {
@@ -20,6 +22,12 @@ int dsv_log_open(const char *path)
 		return DSV_ERR_IO;
 	log_fd = fd;
 	return 0;
+}
+
+void dsv_log_use_syslog(void)
+{
+	openlog("dsview", LOG_PID, LOG_DAEMON);
+	log_syslog = 1;
 }
 
 void dsv_log_set_level(int level)
@@ -41,6 +49,13 @@ void dsv_log(int level, const char *fmt, ...)
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 			 tm.tm_sec, (int)(tv.tv_usec / 1000), (int)getpid(), names[level & 3]);
 	va_list ap;
+	if (log_syslog) {
+		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+		va_start(ap, fmt);
+		vsyslog(prio[level & 3], fmt, ap);
+		va_end(ap);
+		return;
+	}
 	va_start(ap, fmt);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

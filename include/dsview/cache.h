@@ -1,0 +1,47 @@
+/*
+ * Chunk cache: decoded, transformed chunks under a byte budget.
+ *
+ * Keys are (view, chunk). dsv_cache_get returns a referenced entry, filling
+ * it on a miss through the caller's fill function; concurrent gets of one
+ * key while it is being filled wait for that one fill (a chunk is decoded
+ * once). A failed fill is never cached: every waiter gets the error and the
+ * next get tries again. Entries are refcounted with paired get/put; an
+ * unreferenced entry may be evicted (least recently used first) whenever the
+ * bytes held exceed the budget. Budget 0 keeps nothing past its last put.
+ *
+ * Thread safety: every function may be called from any thread; one mutex
+ * guards the table, and fills run outside it.
+ */
+#ifndef DSVIEW_CACHE_H
+#define DSVIEW_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dsv_cache dsv_cache;
+typedef struct dsv_cache_entry dsv_cache_entry;
+
+/* Fills buf (size bytes) with chunk `chunk` of view `view`. @return 0 or a
+ * negative dsv_err. Called without the cache lock held. */
+typedef int (*dsv_cache_fill_fn)(void *ctx, uint32_t view, uint64_t chunk, void *buf,
+				 size_t size);
+
+typedef struct dsv_cache_stats {
+	uint64_t hits, misses, evictions, fills, fill_errors, waits;
+	uint64_t bytes_used, budget, entries;
+} dsv_cache_stats;
+
+dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx);
+void dsv_cache_destroy(dsv_cache *c); /* accepts NULL; no entry may be held */
+
+/* @return 0 with *out referenced, or the fill's error. */
+int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size,
+		  dsv_cache_entry **out);
+/* Valid until the matching put. */
+const void *dsv_cache_data(const dsv_cache_entry *e);
+size_t dsv_cache_size(const dsv_cache_entry *e);
+void dsv_cache_put(dsv_cache *c, dsv_cache_entry *e);
+
+void dsv_cache_get_stats(dsv_cache *c, dsv_cache_stats *out);
+
+#endif

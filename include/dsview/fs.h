@@ -1,0 +1,37 @@
+/*
+ * The FUSE front end: the only module that knows FUSE exists. It mounts a
+ * manifest's views as a read-only tree and serves reads through the chunk
+ * cache and the backend.
+ *
+ * Use: dsv_fs_mount (no threads started: safe to fork after it), then in the
+ * process that serves, dsv_fs_serve (creates the backend and cache, runs the
+ * multi-threaded loop until unmount or SIGTERM/SIGINT/SIGHUP, unmounts), then
+ * dsv_fs_destroy.
+ */
+#ifndef DSVIEW_FS_H
+#define DSVIEW_FS_H
+
+#include "dsview/view.h"
+
+typedef struct dsv_fs dsv_fs;
+
+typedef struct dsv_fs_opts {
+	uint64_t cache_size;
+	int threads;         /* FUSE worker threads */
+	const char *gpu;     /* auto | off | N */
+	const char *fuse_opts; /* -o, comma-separated, may be NULL */
+	int debug;
+} dsv_fs_opts;
+
+/* Takes ownership of m on success. */
+int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, dsv_fs **out,
+		 dsv_errbuf *eb);
+/* @return 0 after a clean unmount, DSV_ERR_* otherwise. */
+int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb);
+/* In a process that will not serve (the parent after fork): close its copy
+ * of the /dev/fuse descriptor, so the connection dies with the server. */
+void dsv_fs_close_fd(dsv_fs *fs);
+/* Unmounts if still mounted, frees everything (also the manifest). */
+void dsv_fs_destroy(dsv_fs *fs);
+
+#endif

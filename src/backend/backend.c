@@ -1,0 +1,64 @@
+/* Backend choice: CUDA when built with it and a device answers, else CPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "dsview/backend.h"
+#include "gpu/gpu.h"
+
+struct dsv_backend {
+	dsv_gpu *gpu; /* NULL: CPU */
+};
+
+int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
+{
+	dsv_backend *b = calloc(1, sizeof(*b));
+	char why[256] = "";
+	*out = NULL;
+	if (!b)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (!gpu || !strcmp(gpu, "auto")) {
+		b->gpu = dsv_gpu_open(-1, why, sizeof(why));
+		if (b->gpu)
+			dsv_log_info("backend: cuda");
+		else
+			dsv_log_info("backend: cpu (%s)", why);
+	} else if (!strcmp(gpu, "off")) {
+		dsv_log_info("backend: cpu (--gpu off)");
+	} else {
+		char *end;
+		long dev = strtol(gpu, &end, 10);
+		if (*end || end == gpu || dev < 0) {
+			free(b);
+			return dsv_errf(eb, DSV_ERR_INVALID, "--gpu '%s' must be auto, off or a device number", gpu);
+		}
+		b->gpu = dsv_gpu_open((int)dev, why, sizeof(why));
+		if (!b->gpu) {
+			free(b);
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %ld: %s", dev, why);
+		}
+		dsv_log_info("backend: cuda device %ld", dev);
+	}
+	*out = b;
+	return 0;
+}
+
+void dsv_backend_destroy(dsv_backend *b)
+{
+	if (!b)
+		return;
+	dsv_gpu_close(b->gpu);
+	free(b);
+}
+
+const char *dsv_backend_name(const dsv_backend *b)
+{
+	return b->gpu ? "cuda" : "cpu";
+}
+
+int dsv_backend_fill(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)
+{
+	if (b->gpu)
+		return dsv_gpu_fill(b->gpu, v, g, out, size);
+	return dsv_cpu_fill(v, g, out, size);
+}

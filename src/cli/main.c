@@ -1,0 +1,53 @@
+/* dsview: one binary, subcommands. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "dsview/dsview.h"
+
+static const char usage[] =
+	"usage: dsview COMMAND [OPTIONS] ...\n"
+	"\n"
+	"Serve uint8/int16/float arrays (.npy, raw, HDF5) as normalised float32,\n"
+	"bfloat16 or float16 files through a read-only FUSE mount.\n"
+	"\n"
+	"commands:\n"
+	"  mount [OPTIONS] SOURCE [MOUNTPOINT]  mount a manifest (.ini) or a .npy/.h5 file\n"
+	"  umount [-z] MOUNTPOINT               unmount (also after a daemon crash)\n"
+	"\n"
+	"  dsview COMMAND --help   options of one command\n"
+	"  dsview --version        print the version\n";
+
+void dsv_cli_error(const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dsview: %s\n", line);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USER;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		fputs(usage, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+		printf("dsview %s\n", DSV_VERSION_STRING);
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "mount"))
+		return dsv_cmd_mount(argc - 1, argv + 1);
+	if (!strcmp(cmd, "umount") || !strcmp(cmd, "unmount"))
+		return dsv_cmd_umount(argc - 1, argv + 1);
+	dsv_cli_error("unknown command '%s' (try dsview --help)", cmd);
+	return EXIT_USER;
+}

@@ -1,0 +1,271 @@
+/*
+ * dsview mount: validate everything, mount, daemonise, return once the mount
+ * answers. The order matters:
+ *  1. load and check the manifest and every source (no mount yet: a user
+ *     error leaves nothing behind);
+ *  2. mount (fuse_session_mount) in this process, so mount errors are ours
+ *     to report;
+ *  3. fork before any thread exists; the child serves. The parent closes
+ *     its copy of /dev/fuse (so a dying child aborts the connection instead
+ *     of leaving stat() hanging), then stat()s the mountpoint, which only
+ *     returns once the child's loop answered. Then the parent _exit()s
+ *     without touching the mount or HDF5.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "dsview/fs.h"
+#include "dsview/view.h"
+
+#define DEFAULT_MOUNTPOINT "/mnt/dsview"
+
+static const char mount_usage[] =
+	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"
+	"\n"
+	"SOURCE is a manifest (.ini) or a single .npy / .h5 file (every array in it\n"
+	"becomes a view, cast to --dtype). MOUNTPOINT defaults to " DEFAULT_MOUNTPOINT "\n"
+	"and is created if missing. Returns once the mount answers.\n"
+	"\n"
+	"options:\n"
+	"  -f, --foreground     stay in the foreground (log to stderr)\n"
+	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
+	"                       bfloat16, float16\n"
+	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
+	"                       (default: the smaller of 1G and 10%% of RAM)\n"
+	"      --threads N      FUSE worker threads (default 8)\n"
+	"      --gpu G          auto (default), off, or a CUDA device number\n"
+	"  -o OPTS              FUSE mount options, e.g. allow_other\n"
+	"      --log FILE       daemon log file (default: syslog)\n"
+	"      --debug          log every FUSE request (implies -f)\n"
+	"  -h, --help           this help\n";
+
+static uint64_t default_cache_size(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+	uint64_t tenth = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 10 : 0;
+	uint64_t gib = 1ull << 30;
+	return tenth && tenth < gib ? tenth : gib;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int mkdirs(const char *path)
+{
+	char buf[4096];
+	if (strlen(path) >= sizeof(buf))
+		return -1;
+	strcpy(buf, path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int check_mountpoint(const char *mp)
+{
+	struct stat st, parent;
+	char up[4200];
+	if (stat(mp, &st) < 0) {
+		if (errno == ENOTCONN) {
+			dsv_cli_error("%s: a dead mount is still attached here; run 'dsview umount %s' first",
+				      mp, mp);
+			return -1;
+		}
+		if (errno != ENOENT || mkdirs(mp) < 0 || stat(mp, &st) < 0) {
+			dsv_cli_error("%s: cannot create mountpoint: %s", mp, strerror(errno));
+			return -1;
+		}
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		dsv_cli_error("%s: mountpoint is not a directory", mp);
+		return -1;
+	}
+	snprintf(up, sizeof(up), "%s/..", mp);
+	if (stat(up, &parent) == 0 && parent.st_dev != st.st_dev) {
+		dsv_cli_error("%s: something is already mounted here (dsview umount %s)", mp, mp);
+		return -1;
+	}
+	return 0;
+}
+
+int dsv_cmd_mount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "dtype", required_argument, NULL, 'D' },
+		{ "cache-size", required_argument, NULL, 'C' },
+		{ "threads", required_argument, NULL, 'T' },
+		{ "gpu", required_argument, NULL, 'G' },
+		{ "log", required_argument, NULL, 'L' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	dsv_fs_opts o = { 0 };
+	dsv_manifest *m = NULL;
+	dsv_fs *fs = NULL;
+	dsv_errbuf eb;
+	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
+	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
+	int foreground = 0, threads = 0, c, err;
+	char *end;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+fo:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': foreground = 1; break;
+		case 'D': dtype_arg = optarg; break;
+		case 'C': cache_arg = optarg; break;
+		case 'T':
+			threads = (int)strtol(optarg, &end, 10);
+			if (*end || threads < 1 || threads > 256) {
+				dsv_cli_error("--threads '%s' must be an integer from 1 to 256", optarg);
+				return EXIT_USER;
+			}
+			break;
+		case 'G': gpu_arg = optarg; break;
+		case 'o': o.fuse_opts = optarg; break;
+		case 'L': log_path = optarg; break;
+		case 'd': o.debug = foreground = 1; break;
+		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
+		default: fputs(mount_usage, stderr); return EXIT_USER;
+		}
+	}
+	if (optind >= argc || argc - optind > 2) {
+		fputs(mount_usage, stderr);
+		return EXIT_USER;
+	}
+	source = argv[optind];
+	if (argc - optind == 2)
+		mountpoint = argv[optind + 1];
+
+	if (ends_with(source, ".ini")) {
+		if (dtype_arg) {
+			dsv_cli_error("--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s", source);
+			return EXIT_USER;
+		}
+		err = dsv_manifest_load(source, &m, &eb);
+	} else {
+		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
+		if (!dsv_dtype_is_output(dt)) {
+			dsv_cli_error("--dtype '%s' must be float32, bfloat16 or float16", dtype_arg);
+			return EXIT_USER;
+		}
+		err = dsv_manifest_from_file(source, dt, &m, &eb);
+	}
+	if (err) {
+		dsv_cli_error("%s", eb.msg);
+		return err == DSV_ERR_INTERNAL || err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;
+	}
+
+	o.cache_size = default_cache_size();
+	if (m->has_cache_size)
+		o.cache_size = m->cache_size;
+	if (cache_arg && dsv_parse_size(cache_arg, &o.cache_size)) {
+		dsv_cli_error("--cache-size '%s' is not a size (e.g. 2G, 512M, 0)", cache_arg);
+		goto user_error;
+	}
+	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
+	o.gpu = gpu_arg ? gpu_arg : m->gpu;
+	if (strcmp(o.gpu, "auto") && strcmp(o.gpu, "off")) {
+		long dev = strtol(o.gpu, &end, 10);
+		if (*end || end == o.gpu || dev < 0) {
+			dsv_cli_error("--gpu '%s' must be auto, off or a device number", o.gpu);
+			goto user_error;
+		}
+	}
+	if (log_path && dsv_log_open(log_path)) {
+		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));
+		goto user_error;
+	}
+	if (check_mountpoint(mountpoint))
+		goto user_error;
+	err = dsv_fs_mount(m, mountpoint, &o, &fs, &eb);
+	if (err) {
+		dsv_cli_error("%s", eb.msg);
+		goto user_error;
+	}
+	m = NULL; /* owned by fs now */
+
+	if (foreground) {
+		err = dsv_fs_serve(fs, &eb);
+		if (err)
+			dsv_cli_error("%s", eb.msg);
+		dsv_fs_destroy(fs);
+		return err ? EXIT_INTERNAL : EXIT_OK;
+	}
+
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		dsv_cli_error("fork: %s", strerror(errno));
+		dsv_fs_destroy(fs);
+		return EXIT_INTERNAL;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		setsid();
+		if (chdir("/") < 0)
+			_exit(EXIT_INTERNAL);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			if (null > 2)
+				close(null);
+		}
+		if (!log_path)
+			dsv_log_use_syslog();
+		err = dsv_fs_serve(fs, &eb);
+		if (err)
+			dsv_log_error("%s", eb.msg);
+		dsv_fs_destroy(fs);
+		_exit(err ? EXIT_INTERNAL : EXIT_OK);
+	}
+
+	/* Parent: drop our /dev/fuse descriptor, then wait for an answer. */
+	dsv_fs_close_fd(fs);
+	struct stat st;
+	int rc, status;
+	do
+		rc = stat(mountpoint, &st);
+	while (rc < 0 && errno == EINTR);
+	int saved = errno;
+	if (waitpid(pid, &status, WNOHANG) == pid) {
+		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)", mountpoint);
+		umount2(mountpoint, MNT_DETACH);
+		_exit(EXIT_INTERNAL);
+	}
+	if (rc < 0 || !S_ISDIR(st.st_mode)) {
+		dsv_cli_error("%s: the mount did not answer: %s", mountpoint,
+			      rc < 0 ? strerror(saved) : "not a directory");
+		kill(pid, SIGTERM);
+		umount2(mountpoint, MNT_DETACH);
+		_exit(EXIT_INTERNAL);
+	}
+	_exit(EXIT_OK);
+
+user_error:
+	dsv_manifest_free(m);
+	return EXIT_USER;
+}

@@ -1,0 +1,177 @@
+/*
+ * dsview umount: unmount a dsview mount, and wait for its daemon to exit.
+ * A busy mount (files still open) is refused with a clear message unless -z
+ * asks for a lazy detach; a mount whose daemon died ("Transport endpoint is
+ * not connected") is always detached lazily, since nothing else works there.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static const char umount_usage[] =
+	"usage: dsview umount [-z] MOUNTPOINT\n"
+	"\n"
+	"  -z, --lazy   detach now even if files are open; the daemon exits when\n"
+	"               the last reader closes\n";
+
+/* Absolute, normalised path without touching the (maybe dead) mount. */
+static void absolute(const char *in, char *out, size_t cap)
+{
+	char parent[PATH_MAX], tmp[PATH_MAX + 1];
+	const char *slash;
+	snprintf(tmp, sizeof(tmp), "%s", in);
+	size_t n = strlen(tmp);
+	while (n > 1 && tmp[n - 1] == '/')
+		tmp[--n] = '\0';
+	slash = strrchr(tmp, '/');
+	if (slash) {
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - tmp) ? (int)(slash - tmp) : 1, tmp);
+		char *real = realpath(parent, NULL);
+		if (real) {
+			snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", slash + 1);
+			free(real);
+			return;
+		}
+	} else if (getcwd(parent, sizeof(parent))) {
+		snprintf(out, cap, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", tmp);
+		return;
+	}
+	snprintf(out, cap, "%s", tmp);
+}
+
+/* Finds mp in /proc/self/mountinfo; @return 1 and fstype, or 0. */
+static int find_mount(const char *mp, char *fstype, size_t cap)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[8192];
+	int found = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char point[PATH_MAX], type[256];
+		/* id parent maj:min root mountpoint opts ... - type source superopts */
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+			continue;
+		/* mountinfo escapes spaces as \040; compare the plain form */
+		char *dash = strstr(line, " - ");
+		if (!dash || sscanf(dash + 3, "%255s", type) != 1)
+			continue;
+		char unesc[PATH_MAX];
+		size_t j = 0;
+		for (size_t i = 0; point[i] && j + 1 < sizeof(unesc); i++) {
+			if (point[i] == '\\' && point[i + 1] && point[i + 2] && point[i + 3]) {
+				unesc[j++] = (char)strtol((char[]){ point[i + 1], point[i + 2], point[i + 3], 0 },
+							  NULL, 8);
+				i += 3;
+			} else {
+				unesc[j++] = point[i];
+			}
+		}
+		unesc[j] = '\0';
+		if (!strcmp(unesc, mp)) {
+			snprintf(fstype, cap, "%s", type);
+			found = 1; /* keep going: the last one is on top */
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static pid_t daemon_pid(const char *mp)
+{
+	char path[PATH_MAX + 32], buf[256];
+	snprintf(path, sizeof(path), "%s/.stats.json", mp);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strstr(buf, "\"pid\":");
+	return p ? (pid_t)atoi(p + 6) : 0;
+}
+
+static int run_fusermount(const char *mp, int lazy)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", lazy ? "-uz" : "-u", mp, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int dsv_cmd_umount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "lazy", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char mp[PATH_MAX], fstype[256];
+	int lazy = 0, c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+zh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'z': lazy = 1; break;
+		case 'h': fputs(umount_usage, stdout); return EXIT_OK;
+		default: fputs(umount_usage, stderr); return EXIT_USER;
+		}
+	}
+	if (argc - optind != 1) {
+		fputs(umount_usage, stderr);
+		return EXIT_USER;
+	}
+	absolute(argv[optind], mp, sizeof(mp));
+	if (!find_mount(mp, fstype, sizeof(fstype))) {
+		dsv_cli_error("%s: not mounted", mp);
+		return EXIT_USER;
+	}
+	if (strcmp(fstype, "fuse.dsview")) {
+		dsv_cli_error("%s: not a dsview mount (type %s)", mp, fstype);
+		return EXIT_USER;
+	}
+	pid_t pid = daemon_pid(mp); /* 0 when the daemon is dead */
+
+	if (geteuid() == 0) {
+		if (umount2(mp, lazy ? MNT_DETACH : 0) < 0) {
+			if (errno == EBUSY) {
+				dsv_cli_error("%s: busy: files on it are still open; close them, or detach "
+					      "lazily with 'dsview umount -z %s'", mp, mp);
+				return EXIT_USER;
+			}
+			/* a dead daemon (ENOTCONN) or anything else: detach lazily */
+			if (umount2(mp, MNT_DETACH) < 0) {
+				dsv_cli_error("%s: cannot unmount: %s", mp, strerror(errno));
+				return EXIT_INTERNAL;
+			}
+		}
+	} else if (run_fusermount(mp, lazy) < 0 && (lazy || pid || run_fusermount(mp, 1) < 0)) {
+		/* fusermount3 printed why; a dead daemon (no pid) was retried lazily */
+		dsv_cli_error("%s: cannot unmount (files still open? 'dsview umount -z %s' detaches "
+			      "lazily)", mp, mp);
+		return EXIT_USER;
+	}
+	/* Wait (up to 10 s) for the daemon to finish, so a new mount here works. */
+	if (pid > 0 && !lazy) {
+		for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return EXIT_OK;
+}

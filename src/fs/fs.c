@@ -1,0 +1,706 @@
+/*
+ * DESIGN
+ *
+ * The FUSE front end (low-level API). It is the top of the house: a read
+ * walks fs -> view (byte range to chunk spans) -> cache -> backend (source
+ * pread, codec, transform) and comes back as bytes; nothing below calls up,
+ * and only this file includes FUSE headers or speaks errno.
+ *
+ * The tree is built once at mount and never changes: inode 1 is the root,
+ * then for every view its directories (zero-config HDF5 groups), V.dat,
+ * V.npy and V.json, and /.stats.json. Inode numbers are indexes into a node
+ * array, so lookups need no lock. Data files are immutable, so they are
+ * opened with keep_cache and never direct_io (mmap needs the page cache);
+ * only /.stats.json, whose content changes, is direct_io, rendered at open
+ * and owned by the file handle.
+ *
+ * Reads: the requested range is clipped at EOF and split into chunk spans.
+ * Each span's chunk is taken from the cache (filled by the backend on a
+ * miss); the reply points into the cache buffers with an iovec (no copy)
+ * and the entries are put after fuse_reply_iov returns, because the reply
+ * is written synchronously. A range of more than MAX_IOV spans is copied
+ * into one buffer instead. Any failed chunk fails the whole request with
+ * EIO: a short reply would make the kernel treat the file as ending there
+ * and hand out zeros, which we must never do.
+ *
+ * Errors: core functions return dsv_err; dsv_err_to_errno is the one place
+ * that turns them into errno.
+ */
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "dsview/backend.h"
+#include "dsview/cache.h"
+#include "dsview/fs.h"
+
+#define MAX_IOV 64
+#define READ_MAX (1u << 20)
+
+enum node_kind { N_DIR, N_DAT, N_NPY, N_JSON, N_STATS };
+
+typedef struct node {
+	char *name;
+	fuse_ino_t parent;
+	enum node_kind kind;
+	int view; /* index in the manifest, -1 for dirs and stats */
+	uint64_t size;
+} node;
+
+struct dsv_fs {
+	dsv_manifest *m;
+	char *mountpoint;
+	dsv_fs_opts o;
+	struct fuse_session *se;
+	int mounted;
+	dsv_backend *backend;
+	dsv_cache *cache;
+	node *nodes; /* nodes[ino - 1] */
+	size_t nnodes;
+	struct timespec mount_time;
+	_Atomic uint64_t reads, bytes_served, read_errors, opens;
+};
+
+static int dsv_err_to_errno(int err)
+{
+	switch (err) {
+	case DSV_ERR_NOMEM: return ENOMEM;
+	case DSV_ERR_INVALID: return EINVAL;
+	case DSV_ERR_NOTFOUND: return ENOENT;
+	default: return EIO;
+	}
+}
+
+static dsv_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static const node *node_of(dsv_fs *fs, fuse_ino_t ino)
+{
+	if (ino < 1 || ino > fs->nnodes)
+		return NULL;
+	return &fs->nodes[ino - 1];
+}
+
+/* ---- tree ---- */
+
+static fuse_ino_t add_node(dsv_fs *fs, const char *name, size_t len, fuse_ino_t parent,
+			   enum node_kind kind, int view, uint64_t size)
+{
+	node *n = realloc(fs->nodes, (fs->nnodes + 1) * sizeof(*n));
+	if (!n)
+		return 0;
+	fs->nodes = n;
+	n = &fs->nodes[fs->nnodes];
+	n->name = strndup(name, len);
+	if (!n->name)
+		return 0;
+	n->parent = parent;
+	n->kind = kind;
+	n->view = view;
+	n->size = size;
+	return ++fs->nnodes;
+}
+
+static fuse_ino_t find_child(dsv_fs *fs, fuse_ino_t parent, const char *name, size_t len)
+{
+	for (size_t i = 1; i < fs->nnodes; i++) {
+		const node *n = &fs->nodes[i];
+		if (n->parent == parent && strlen(n->name) == len && !memcmp(n->name, name, len))
+			return i + 1;
+	}
+	return 0;
+}
+
+static int build_tree(dsv_fs *fs)
+{
+	char buf[512];
+	if (!add_node(fs, "", 0, 0, N_DIR, -1, 0))
+		return DSV_ERR_NOMEM;
+	for (size_t i = 0; i < fs->m->nviews; i++) {
+		const dsv_view *v = fs->m->views[i];
+		fuse_ino_t dir = FUSE_ROOT_ID;
+		const char *p = v->name, *slash;
+		/* zero-config HDF5 groups become directories */
+		while ((slash = strchr(p, '/'))) {
+			fuse_ino_t d = find_child(fs, dir, p, (size_t)(slash - p));
+			if (!d && !(d = add_node(fs, p, (size_t)(slash - p), dir, N_DIR, -1, 0)))
+				return DSV_ERR_NOMEM;
+			dir = d;
+			p = slash + 1;
+		}
+		static const struct {
+			const char *ext;
+			enum node_kind kind;
+		} files[] = { { ".dat", N_DAT }, { ".npy", N_NPY }, { ".json", N_JSON } };
+		for (size_t k = 0; k < 3; k++) {
+			uint64_t size = files[k].kind == N_DAT ? v->nbytes
+				      : files[k].kind == N_NPY ? v->nbytes + v->npy_header_len
+							       : strlen(v->json);
+			int n = snprintf(buf, sizeof(buf), "%s%s", p, files[k].ext);
+			if (find_child(fs, dir, buf, (size_t)n))
+				return DSV_ERR_INVALID;
+			if (!add_node(fs, buf, (size_t)n, dir, files[k].kind, (int)i, size))
+				return DSV_ERR_NOMEM;
+		}
+	}
+	if (!add_node(fs, ".stats.json", 11, FUSE_ROOT_ID, N_STATS, -1, 0))
+		return DSV_ERR_NOMEM;
+	return 0;
+}
+
+static void fill_stat(dsv_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	const node *n = node_of(fs, ino);
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 1 << 20;
+	if (n->kind == N_DIR) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		st->st_mtim = fs->mount_time;
+		for (size_t i = 0; i < fs->m->nviews; i++)
+			if (fs->m->views[i]->mtime.tv_sec > st->st_mtim.tv_sec)
+				st->st_mtim = fs->m->views[i]->mtime;
+	} else {
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		st->st_mtim = n->view >= 0 ? fs->m->views[n->view]->mtime : fs->mount_time;
+	}
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/* ---- ops ---- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Ask for the largest requests the kernel allows (libfuse's default
+	 * max_write already gives 1 MiB max_pages). */
+	if (conn->max_readahead < READ_MAX)
+		conn->max_readahead = READ_MAX;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	dsv_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	fuse_ino_t ino = find_child(fs, parent, name, strlen(name));
+	if (!ino) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = ino;
+	e.attr_timeout = e.entry_timeout = node_of(fs, ino)->kind == N_STATS ? 0 : 86400;
+	fill_stat(fs, ino, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	dsv_fs *fs = fs_of(req);
+	struct stat st;
+	(void)fi;
+	if (!node_of(fs, ino)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fill_stat(fs, ino, &st);
+	fuse_reply_attr(req, &st, node_of(fs, ino)->kind == N_STATS ? 0 : 86400);
+}
+
+static char *render_stats(dsv_fs *fs);
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	dsv_fs *fs = fs_of(req);
+	const node *n = node_of(fs, ino);
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n->kind == N_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	atomic_fetch_add(&fs->opens, 1);
+	if (n->kind == N_STATS) {
+		char *s = render_stats(fs);
+		if (!s) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		fi->fh = (uint64_t)(uintptr_t)s;
+		fi->direct_io = 1; /* content changes; never mmapped */
+	} else {
+		fi->keep_cache = 1; /* immutable: repeat reads stay in the page cache */
+	}
+	if (fuse_reply_open(req, fi) == -ENOENT && n->kind == N_STATS)
+		free((void *)(uintptr_t)fi->fh);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	const node *n = node_of(fs_of(req), ino);
+	if (n && n->kind == N_STATS)
+		free((void *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void reply_slice(fuse_req_t req, const char *data, size_t len, size_t size, off_t off)
+{
+	if ((uint64_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, data + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, uint64_t off)
+{
+	uint32_t vi = (uint32_t)n->view;
+	const dsv_view *v = fs->m->views[vi];
+	struct iovec iov[MAX_IOV + 1];
+	dsv_cache_entry *held[MAX_IOV];
+	int niov = 0, nheld = 0, err = 0;
+	char *copy = NULL;
+	size_t copied = 0;
+	uint64_t end;
+
+	if (off >= n->size || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	end = n->size - off < size ? n->size : off + size;
+	if (n->kind == N_NPY) {
+		if (off < v->npy_header_len) {
+			size_t h = (size_t)((end < v->npy_header_len ? end : v->npy_header_len) - off);
+			iov[niov].iov_base = v->npy_header + off;
+			iov[niov++].iov_len = h;
+			off += h;
+		}
+		off -= v->npy_header_len;
+		end -= v->npy_header_len;
+	}
+	while (off < end) {
+		dsv_span sp;
+		dsv_cache_entry *e;
+		if (dsv_view_span_at(v, off, end - off, &sp)) {
+			err = DSV_ERR_INTERNAL;
+			break;
+		}
+		err = dsv_cache_get(fs->cache, vi, sp.chunk, (size_t)sp.chunk_bytes, &e);
+		if (err)
+			break;
+		if (!copy && niov == MAX_IOV) {
+			/* too many pieces for one iovec: gather into one buffer */
+			copy = malloc(size);
+			if (!copy) {
+				dsv_cache_put(fs->cache, e);
+				err = DSV_ERR_NOMEM;
+				break;
+			}
+			for (int i = 0; i < niov; i++) {
+				memcpy(copy + copied, iov[i].iov_base, iov[i].iov_len);
+				copied += iov[i].iov_len;
+			}
+			for (int i = 0; i < nheld; i++)
+				dsv_cache_put(fs->cache, held[i]);
+			nheld = 0;
+		}
+		if (copy) {
+			memcpy(copy + copied, (const char *)dsv_cache_data(e) + sp.off, (size_t)sp.len);
+			copied += (size_t)sp.len;
+			dsv_cache_put(fs->cache, e);
+		} else {
+			iov[niov].iov_base = (char *)dsv_cache_data(e) + sp.off;
+			iov[niov++].iov_len = (size_t)sp.len;
+			held[nheld++] = e;
+		}
+		off += sp.len;
+	}
+	if (err) {
+		atomic_fetch_add(&fs->read_errors, 1);
+		fuse_reply_err(req, dsv_err_to_errno(err));
+	} else if (copy) {
+		atomic_fetch_add(&fs->bytes_served, copied);
+		fuse_reply_buf(req, copy, copied);
+	} else {
+		size_t total = 0;
+		for (int i = 0; i < niov; i++)
+			total += iov[i].iov_len;
+		atomic_fetch_add(&fs->bytes_served, total);
+		fuse_reply_iov(req, iov, niov);
+	}
+	for (int i = 0; i < nheld; i++)
+		dsv_cache_put(fs->cache, held[i]);
+	free(copy);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	dsv_fs *fs = fs_of(req);
+	const node *n = node_of(fs, ino);
+	atomic_fetch_add(&fs->reads, 1);
+	if (!n || n->kind == N_DIR) {
+		fuse_reply_err(req, n ? EISDIR : ENOENT);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	switch (n->kind) {
+	case N_JSON:
+		reply_slice(req, fs->m->views[n->view]->json, (size_t)n->size, size, off);
+		break;
+	case N_STATS: {
+		const char *s = (const char *)(uintptr_t)fi->fh;
+		reply_slice(req, s, strlen(s), size, off);
+		break;
+	}
+	default:
+		read_view(fs, req, n, size, (uint64_t)off);
+	}
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	dsv_fs *fs = fs_of(req);
+	const node *dir = node_of(fs, ino);
+	char *buf;
+	size_t used = 0;
+	(void)fi;
+	if (!dir || dir->kind != N_DIR) {
+		fuse_reply_err(req, dir ? ENOTDIR : ENOENT);
+		return;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* offsets: 0 ".", 1 "..", then i + 2 for node index i */
+	for (size_t i = (size_t)off; i < fs->nnodes + 2; i++) {
+		struct stat st = { 0 };
+		const char *name;
+		if (i == 0) {
+			name = ".";
+			st.st_ino = ino;
+		} else if (i == 1) {
+			name = "..";
+			st.st_ino = dir->parent ? dir->parent : ino;
+		} else if (fs->nodes[i - 2].parent == ino && i - 2 > 0) {
+			name = fs->nodes[i - 2].name;
+			st.st_ino = i - 1;
+		} else {
+			continue;
+		}
+		st.st_mode = (i < 2 || fs->nodes[i - 2].kind == N_DIR) ? S_IFDIR : S_IFREG;
+		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	dsv_fs *fs = fs_of(req);
+	struct statvfs sv = { 0 };
+	uint64_t total = 0;
+	(void)ino;
+	for (size_t i = 0; i < fs->nnodes; i++)
+		total += fs->nodes[i].size;
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_blocks = (total + 4095) / 4096;
+	sv.f_files = fs->nnodes;
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY | ST_NOSUID | ST_NODEV;
+	fuse_reply_statfs(req, &sv);
+}
+
+static void op_erofs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			     struct fuse_file_info *fi)
+{
+	(void)ino, (void)attr, (void)to_set, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_name(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent, (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			   dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)parent, (void)name, (void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			    fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			    struct fuse_file_info *fi)
+{
+	(void)parent, (void)name, (void)mode, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			      size_t size, int flags)
+{
+	(void)ino, (void)name, (void)value, (void)size, (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino, (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			       struct fuse_file_info *fi)
+{
+	(void)ino, (void)mode, (void)offset, (void)length, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.opendir = NULL,
+	.readdir = op_readdir,
+	.statfs = op_statfs,
+	.setattr = op_erofs_setattr,
+	.mknod = op_erofs_mknod,
+	.mkdir = op_erofs_mkdir,
+	.unlink = op_erofs_name,
+	.rmdir = op_erofs_name,
+	.symlink = op_erofs_symlink,
+	.rename = op_erofs_rename,
+	.link = op_erofs_link,
+	.create = op_erofs_create,
+	.write = op_erofs_write,
+	.setxattr = op_erofs_setxattr,
+	.removexattr = op_erofs_removexattr,
+	.fallocate = op_erofs_fallocate,
+};
+
+static char *render_stats(dsv_fs *fs)
+{
+	dsv_cache_stats cs;
+	char *s = NULL;
+	dsv_cache_get_stats(fs->cache, &cs);
+	if (asprintf(&s,
+		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
+		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"read_errors\": %llu,\n"
+		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
+		     "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
+		     "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
+		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"errors\": %llu\n}\n",
+		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
+		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
+		     (unsigned long long)fs->read_errors, (unsigned long long)fs->opens,
+		     (unsigned long long)(cs.fills - cs.fill_errors), (unsigned long long)cs.fill_errors,
+		     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+		     (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
+		     (unsigned long long)cs.entries, (unsigned long long)cs.bytes_used,
+		     (unsigned long long)cs.budget,
+		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
+		return NULL;
+	return s;
+}
+
+static int cache_fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+{
+	dsv_fs *fs = ctx;
+	return dsv_backend_fill(fs->backend, fs->m->views[view], chunk, buf, size);
+}
+
+/* ---- lifecycle ---- */
+
+int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, dsv_fs **out,
+		 dsv_errbuf *eb)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char optbuf[1024];
+	dsv_fs *fs = calloc(1, sizeof(*fs));
+	int err = 0;
+
+	*out = NULL;
+	if (!fs)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	fs->m = m;
+	fs->o = *o;
+	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
+	fs->mountpoint = strdup(mountpoint);
+	if (!fs->mountpoint || (err = build_tree(fs))) {
+		err = dsv_errf(eb, err ? err : DSV_ERR_NOMEM, "%s: view names collide or out of memory",
+			       m->path);
+		goto fail;
+	}
+	snprintf(optbuf, sizeof(optbuf), "-oro,nosuid,nodev,default_permissions,fsname=dsview:%s,"
+		 "subtype=dsview%s%s", m->path, o->fuse_opts ? "," : "", o->fuse_opts ? o->fuse_opts : "");
+	if (fuse_opt_add_arg(&args, "dsview") || fuse_opt_add_arg(&args, optbuf) ||
+	    (o->debug && fuse_opt_add_arg(&args, "-d"))) {
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
+	fuse_opt_free_args(&args);
+	if (!fs->se) {
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: bad FUSE options '%s'", mountpoint,
+			       o->fuse_opts ? o->fuse_opts : "");
+		goto fail;
+	}
+	if (fuse_session_mount(fs->se, mountpoint) != 0) {
+		err = dsv_errf(eb, DSV_ERR_IO, "%s: mount failed (is /dev/fuse usable, and the "
+			       "mountpoint an empty directory?)", mountpoint);
+		goto fail;
+	}
+	fs->mounted = 1;
+	*out = fs;
+	return 0;
+fail:
+	fs->m = NULL; /* the caller keeps the manifest on failure */
+	dsv_fs_destroy(fs);
+	return err;
+}
+
+/* The kernel's readahead for this mount is the bdi's read_ahead_kb; raise it
+ * to the largest request size so sequential reads arrive 1 MiB at a time.
+ * Needs root; harmless to skip. */
+static void raise_readahead(const char *mountpoint)
+{
+	struct stat st;
+	char path[128];
+	if (stat(mountpoint, &st) < 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
+		 minor(st.st_dev));
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "%u\n", READ_MAX / 1024);
+	fclose(f);
+}
+
+int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
+{
+	struct fuse_loop_config *cfg;
+	int err, threads = fs->o.threads > 0 ? fs->o.threads : 8;
+
+	/* Chunk buffers above 128 KiB come straight from mmap, so freed chunks
+	 * go back to the system and RSS follows the cache budget. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_ARENA_MAX, 4);
+	if ((err = dsv_backend_create(fs->o.gpu, &fs->backend, eb)))
+		return err;
+	fs->cache = dsv_cache_create(fs->o.cache_size, cache_fill, fs);
+	if (!fs->cache)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (fuse_set_signal_handlers(fs->se) != 0)
+		return dsv_errf(eb, DSV_ERR_INTERNAL, "cannot install signal handlers");
+	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, kernel %s)",
+		     fs->m->nviews, fs->m->path, fs->mountpoint, (unsigned long long)fs->o.cache_size,
+		     threads, dsv_xform_kernel_name());
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);
+	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)threads);
+	raise_readahead(fs->mountpoint);
+	err = fuse_session_loop_mt(fs->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	fuse_remove_signal_handlers(fs->se);
+	fuse_session_unmount(fs->se);
+	fs->mounted = 0;
+	dsv_log_info("unmounted %s", fs->mountpoint);
+	if (err < 0)
+		return dsv_errf(eb, DSV_ERR_IO, "FUSE loop failed: %s", strerror(-err));
+	return 0;
+}
+
+void dsv_fs_close_fd(dsv_fs *fs)
+{
+	close(fuse_session_fd(fs->se));
+}
+
+void dsv_fs_destroy(dsv_fs *fs)
+{
+	if (!fs)
+		return;
+	if (fs->se) {
+		if (fs->mounted)
+			fuse_session_unmount(fs->se);
+		fuse_session_destroy(fs->se);
+	}
+	dsv_cache_destroy(fs->cache);
+	dsv_backend_destroy(fs->backend);
+	for (size_t i = 0; i < fs->nnodes; i++)
+		free(fs->nodes[i].name);
+	free(fs->nodes);
+	dsv_manifest_free(fs->m);
+	free(fs->mountpoint);
+	free(fs);
+}
