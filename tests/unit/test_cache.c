@@ -1,0 +1,248 @@
+/* Chunk cache: hits, single fill under concurrency, failures never cached,
+ * budget and eviction, budget 0. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dsview/cache.h"
+#include "dsview/dsview.h"
+
+typedef struct fill_ctx {
+	atomic_int calls;
+	atomic_int fail_next; /* fail this many fills */
+	int slow_us;
+} fill_ctx;
+
+static int fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+{
+	fill_ctx *f = ctx;
+	atomic_fetch_add(&f->calls, 1);
+	if (f->slow_us)
+		usleep((useconds_t)f->slow_us);
+	if (atomic_load(&f->fail_next) > 0) {
+		atomic_fetch_sub(&f->fail_next, 1);
+		return DSV_ERR_CHECKSUM;
+	}
+	memset(buf, (int)(view * 16 + chunk) & 0xff, size);
+	return 0;
+}
+
+static void test_hit_and_miss(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(1 << 20, fill, &f);
+	dsv_cache_entry *e, *e2;
+	dsv_cache_stats st;
+	(void)state;
+	assert_int_equal(dsv_cache_get(c, 1, 2, 1000, &e), 0);
+	assert_int_equal(((const unsigned char *)dsv_cache_data(e))[999], 18);
+	assert_int_equal(dsv_cache_size(e), 1000);
+	assert_int_equal(dsv_cache_get(c, 1, 2, 1000, &e2), 0);
+	assert_ptr_equal(e, e2);
+	dsv_cache_put(c, e);
+	dsv_cache_put(c, e2);
+	assert_int_equal(dsv_cache_get(c, 2, 2, 1000, &e), 0); /* other view, same chunk */
+	assert_int_equal(((const unsigned char *)dsv_cache_data(e))[0], 34);
+	dsv_cache_put(c, e);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.bytes_used, 2000);
+	assert_int_equal(f.calls, 2);
+	dsv_cache_destroy(c);
+}
+
+static void test_failure_not_cached(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(1 << 20, fill, &f);
+	dsv_cache_entry *e;
+	dsv_cache_stats st;
+	(void)state;
+	f.fail_next = 1;
+	assert_int_equal(dsv_cache_get(c, 0, 7, 100, &e), DSV_ERR_CHECKSUM);
+	assert_null(e);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.bytes_used, 0);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(dsv_cache_get(c, 0, 7, 100, &e), 0); /* retry succeeds */
+	dsv_cache_put(c, e);
+	assert_int_equal(f.calls, 2);
+	dsv_cache_destroy(c);
+}
+
+static void test_eviction_within_budget(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(10 * 1000, fill, &f);
+	dsv_cache_entry *e;
+	dsv_cache_stats st;
+	(void)state;
+	for (uint64_t k = 0; k < 100; k++) {
+		assert_int_equal(dsv_cache_get(c, 0, k, 1000, &e), 0);
+		dsv_cache_put(c, e);
+		dsv_cache_get_stats(c, &st);
+		assert_true(st.bytes_used <= 10 * 1000);
+	}
+	assert_int_equal(st.evictions, 90);
+	/* most recent ten are still there; the oldest is not */
+	assert_int_equal(dsv_cache_get(c, 0, 99, 1000, &e), 0);
+	dsv_cache_put(c, e);
+	assert_int_equal(f.calls, 100);
+	assert_int_equal(dsv_cache_get(c, 0, 0, 1000, &e), 0);
+	dsv_cache_put(c, e);
+	assert_int_equal(f.calls, 101);
+	dsv_cache_destroy(c);
+}
+
+static void test_held_entries_not_evicted(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(1000, fill, &f);
+	dsv_cache_entry *held, *e;
+	(void)state;
+	assert_int_equal(dsv_cache_get(c, 0, 1, 1000, &held), 0);
+	for (uint64_t k = 2; k < 10; k++) {
+		assert_int_equal(dsv_cache_get(c, 0, k, 1000, &e), 0);
+		dsv_cache_put(c, e);
+	}
+	assert_int_equal(((const unsigned char *)dsv_cache_data(held))[500], 1);
+	dsv_cache_put(c, held);
+	dsv_cache_destroy(c);
+}
+
+static void test_budget_zero(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(0, fill, &f);
+	dsv_cache_entry *e;
+	dsv_cache_stats st;
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(dsv_cache_get(c, 0, 5, 4096, &e), 0);
+		dsv_cache_put(c, e);
+	}
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.bytes_used, 0);
+	assert_int_equal(f.calls, 3);
+	dsv_cache_destroy(c);
+}
+
+typedef struct worker_arg {
+	dsv_cache *c;
+	int rc;
+	unsigned char first;
+} worker_arg;
+
+static void *worker(void *p)
+{
+	worker_arg *a = p;
+	dsv_cache_entry *e;
+	a->rc = dsv_cache_get(a->c, 3, 42, 1 << 16, &e);
+	if (!a->rc) {
+		a->first = ((const unsigned char *)dsv_cache_data(e))[0];
+		dsv_cache_put(a->c, e);
+	}
+	return NULL;
+}
+
+static void test_concurrent_misses_fill_once(void **state)
+{
+	fill_ctx f = { .slow_us = 50000 };
+	dsv_cache *c = dsv_cache_create(1 << 20, fill, &f);
+	pthread_t t[16];
+	worker_arg a[16];
+	(void)state;
+	for (int i = 0; i < 16; i++) {
+		a[i] = (worker_arg){ .c = c };
+		pthread_create(&t[i], NULL, worker, &a[i]);
+	}
+	for (int i = 0; i < 16; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(a[i].rc, 0);
+		assert_int_equal(a[i].first, (3 * 16 + 42) & 0xff);
+	}
+	assert_int_equal(f.calls, 1);
+	dsv_cache_destroy(c);
+}
+
+static void test_concurrent_failure_shared_then_retry(void **state)
+{
+	fill_ctx f = { .slow_us = 50000, .fail_next = 1 };
+	dsv_cache *c = dsv_cache_create(1 << 20, fill, &f);
+	pthread_t t[8];
+	worker_arg a[8];
+	dsv_cache_entry *e;
+	(void)state;
+	for (int i = 0; i < 8; i++) {
+		a[i] = (worker_arg){ .c = c };
+		pthread_create(&t[i], NULL, worker, &a[i]);
+	}
+	int failed = 0;
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		failed += a[i].rc == DSV_ERR_CHECKSUM;
+		assert_true(a[i].rc == 0 || a[i].rc == DSV_ERR_CHECKSUM);
+	}
+	assert_true(failed >= 1);
+	assert_int_equal(dsv_cache_get(c, 3, 42, 1 << 16, &e), 0);
+	dsv_cache_put(c, e);
+	dsv_cache_destroy(c);
+}
+
+static void *stress(void *p)
+{
+	dsv_cache *c = p;
+	unsigned seed = (unsigned)(uintptr_t)pthread_self();
+	for (int i = 0; i < 20000; i++) {
+		dsv_cache_entry *e;
+		uint64_t k = (uint64_t)(rand_r(&seed) % 64);
+		if (dsv_cache_get(c, 1, k, 512, &e) == 0) {
+			const unsigned char *d = dsv_cache_data(e);
+			if (d[0] != ((16 + k) & 0xff) || d[511] != d[0])
+				abort();
+			dsv_cache_put(c, e);
+		}
+	}
+	return NULL;
+}
+
+static void test_stress_small_budget(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(8 * 512, fill, &f);
+	pthread_t t[8];
+	dsv_cache_stats st;
+	(void)state;
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, stress, c);
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	dsv_cache_get_stats(c, &st);
+	assert_true(st.bytes_used <= 8 * 512);
+	assert_int_equal(st.hits + st.misses, 8 * 20000);
+	dsv_cache_destroy(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hit_and_miss),
+		cmocka_unit_test(test_failure_not_cached),
+		cmocka_unit_test(test_eviction_within_budget),
+		cmocka_unit_test(test_held_entries_not_evicted),
+		cmocka_unit_test(test_budget_zero),
+		cmocka_unit_test(test_concurrent_misses_fill_once),
+		cmocka_unit_test(test_concurrent_failure_shared_then_retry),
+		cmocka_unit_test(test_stress_small_budget),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
