@@ -598,8 +598,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 			       m->path);
 		goto fail;
 	}
-	snprintf(optbuf, sizeof(optbuf), "-oro,nosuid,nodev,default_permissions,fsname=dsview:%s,"
-		 "subtype=dsview%s%s", m->path, o->fuse_opts ? "," : "", o->fuse_opts ? o->fuse_opts : "");
+	snprintf(optbuf, sizeof(optbuf), "-oro,nosuid,nodev,default_permissions,fsname=dsview,"
+		 "subtype=dsview%s%s", o->fuse_opts ? "," : "", o->fuse_opts ? o->fuse_opts : "");
 	if (fuse_opt_add_arg(&args, "dsview") || fuse_opt_add_arg(&args, optbuf) ||
 	    (o->debug && fuse_opt_add_arg(&args, "-d"))) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
