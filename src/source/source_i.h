@@ -46,6 +46,10 @@ struct dsv_source {
 	int fallback;
 	void *h5;
 	void (*h5_close)(void *h5);
+
+	/* h5.c: storage for info.why when it is composed at open (e.g.
+	 * "filters shuffle+deflate"); lives as long as the source. */
+	char h5_why[96];
 };
 
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */

@@ -1,0 +1,198 @@
+/*
+ * The HDF5 LZ4 filter (id 32004) framing, compatible with the HDF5 LZ4 plugin
+ * that hdf5plugin ships:
+ *
+ *   u64 BE  raw size of the chunk
+ *   u32 BE  block size (the plugin writes min(block size, raw size))
+ *   per block, in order: u32 BE stored size, then the stored bytes
+ *
+ * Every block holds `block size` raw bytes but the last, which holds the
+ * rest. A block whose stored size equals its raw size was stored raw
+ * (compression did not help); anything else is one LZ4 block.
+ *
+ * The frame is untrusted input: every size in it is checked against the
+ * bytes actually present and against dst_cap before use, nothing is
+ * allocated from a header value, and decoding only uses LZ4_decompress_safe.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include <lz4.h>
+#include <lz4hc.h>
+
+#include "dsview/codec.h"
+#include "dsview/dsview.h"
+
+#define LZ4F_HEADER 12 /* u64 raw size + u32 block size */
+#define LZ4F_BLOCK_HEADER 4
+
+static inline uint64_t load_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static inline uint32_t load_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+	       (uint32_t)p[3];
+}
+
+static inline void store_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static inline void store_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
+{
+	if (src_size < LZ4F_HEADER)
+		return DSV_ERR_CORRUPT;
+	*raw_size = load_be64(src);
+	if (*raw_size > INT64_MAX)
+		return DSV_ERR_CORRUPT;
+	return 0;
+}
+
+int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
+		       size_t src_size)
+{
+	const uint8_t *in = src;
+	uint8_t *out = dst;
+	uint64_t raw, block, nblocks, min_src, done = 0;
+	size_t pos = LZ4F_HEADER;
+
+	if (dsv_lz4_raw_size(src, src_size, &raw))
+		return DSV_ERR_CORRUPT;
+	/* Checked before anything is written: a frame that claims more than
+	 * the caller expects is corrupt, not a reason to grow a buffer. */
+	if (raw > dst_cap)
+		return DSV_ERR_CORRUPT;
+	if (raw == 0)
+		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
+
+	block = load_be32(in + 8);
+	if (block == 0)
+		return DSV_ERR_CORRUPT;
+	if (block > raw) /* the plugin's decoder clamps the same way */
+		block = raw;
+	/* Each block costs at least its 4-byte header: rejects a tiny block
+	 * size that would make us loop over billions of phantom blocks. */
+	nblocks = raw / block + (raw % block != 0);
+	if (dsv_mul_u64(nblocks, LZ4F_BLOCK_HEADER, &min_src) ||
+	    dsv_add_u64(min_src, LZ4F_HEADER, &min_src) || min_src > src_size)
+		return DSV_ERR_CORRUPT;
+
+	while (done < raw) {
+		uint64_t want = raw - done < block ? raw - done : block;
+		uint32_t stored;
+
+		if (src_size - pos < LZ4F_BLOCK_HEADER)
+			return DSV_ERR_CORRUPT;
+		stored = load_be32(in + pos);
+		pos += LZ4F_BLOCK_HEADER;
+		if (stored == 0 || stored > src_size - pos)
+			return DSV_ERR_CORRUPT;
+		if (stored == want) {
+			memcpy(out + done, in + pos, (size_t)want);
+		} else {
+			/* LZ4_decompress_safe takes int sizes; a larger block
+			 * cannot have come from an LZ4 compressor. */
+			if (want > LZ4_MAX_INPUT_SIZE || stored > INT_MAX)
+				return DSV_ERR_CORRUPT;
+			int got = LZ4_decompress_safe((const char *)in + pos,
+						      (char *)out + done, (int)stored,
+						      (int)want);
+			if (got < 0 || (uint64_t)got != want)
+				return DSV_ERR_CORRUPT;
+		}
+		pos += stored;
+		done += want;
+	}
+	if (pos != src_size)
+		return DSV_ERR_CORRUPT; /* trailing bytes: not what we expected */
+	return (int64_t)raw;
+}
+
+static size_t eff_block(size_t src_size, size_t block_size)
+{
+	if (block_size == 0)
+		block_size = DSV_LZ4_DEFAULT_BLOCK;
+	return block_size < src_size ? block_size : src_size;
+}
+
+size_t dsv_lz4_bound(size_t src_size, size_t block_size)
+{
+	size_t bs = eff_block(src_size, block_size), nblocks, bound;
+
+	if (src_size == 0)
+		return LZ4F_HEADER;
+	nblocks = src_size / bs + (src_size % bs != 0);
+	/* A block is stored raw unless it shrinks, so no block grows. */
+	if (__builtin_mul_overflow(nblocks, (size_t)LZ4F_BLOCK_HEADER, &bound) ||
+	    __builtin_add_overflow(bound, (size_t)LZ4F_HEADER, &bound) ||
+	    __builtin_add_overflow(bound, src_size, &bound))
+		return SIZE_MAX;
+	return bound;
+}
+
+int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
+		       size_t src_size, size_t block_size, int level)
+{
+	const char *in = src;
+	uint8_t *out = dst;
+	size_t bs = eff_block(src_size, block_size), done = 0, pos = LZ4F_HEADER;
+
+	if (level < 0 || level > LZ4HC_CLEVEL_MAX)
+		return DSV_ERR_INVALID;
+	/* The plugin writes the block size as u32 and LZ4 blocks are int. */
+	if (bs > LZ4_MAX_INPUT_SIZE || (uint64_t)src_size > INT64_MAX)
+		return DSV_ERR_INVALID;
+	if (dst_cap < LZ4F_HEADER)
+		return DSV_ERR_INVALID;
+	store_be64(out, (uint64_t)src_size);
+	store_be32(out + 8, (uint32_t)bs);
+
+	while (done < src_size) {
+		size_t want = src_size - done < bs ? src_size - done : bs;
+		size_t room, cap;
+		int got = 0;
+
+		if (dst_cap - pos < LZ4F_BLOCK_HEADER)
+			return DSV_ERR_INVALID;
+		room = dst_cap - pos - LZ4F_BLOCK_HEADER;
+		/* Ask for strictly fewer bytes than the block: if LZ4 cannot
+		 * fit it there, it does not shrink and goes in raw. */
+		cap = want - 1 < room ? want - 1 : room;
+		if (cap > 0) {
+			if (level == 0)
+				got = LZ4_compress_default(in + done,
+							   (char *)out + pos + LZ4F_BLOCK_HEADER,
+							   (int)want, (int)cap);
+			else
+				got = LZ4_compress_HC(in + done,
+						      (char *)out + pos + LZ4F_BLOCK_HEADER,
+						      (int)want, (int)cap, level);
+		}
+		if (got <= 0 || (size_t)got >= want) {
+			if (room < want)
+				return DSV_ERR_INVALID;
+			memcpy(out + pos + LZ4F_BLOCK_HEADER, in + done, want);
+			got = (int)want;
+		}
+		store_be32(out + pos, (uint32_t)got);
+		pos += LZ4F_BLOCK_HEADER + (size_t)got;
+		done += want;
+	}
+	return (int64_t)pos;
+}

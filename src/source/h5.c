@@ -1,0 +1,902 @@
+/*
+ * HDF5 dataset sources.
+ *
+ * At open (mount) time we ask the HDF5 library where the bytes are, then
+ * mostly stop using it: contiguous datasets become a flat run at
+ * data_offset, and chunked datasets whose chunks are whole rows with no
+ * filter, LZ4 (32004) and/or Fletcher32 become a chunk map (offset, size,
+ * filter mask per chunk) that source.c reads with pread from any thread.
+ * Everything else the library can decode (gzip, shuffle, big-endian types,
+ * chunks that split rows, compact layout, never-written data) is read
+ * through H5Dread: kind DSV_SRC_H5_FALLBACK, serialised.
+ *
+ * Locking: the serial HDF5 build is not thread-safe, so every HDF5 call in
+ * this process goes through h5_enter()/h5_leave(), one global mutex; that
+ * includes open, list and close, not just the fallback reads. No other lock
+ * is taken while it is held.
+ *
+ * Trust: the file is untrusted. Dynamic filter plugins are never loaded
+ * (a file must not choose code to run), external links are never followed
+ * and external storage / virtual datasets are refused (either could point
+ * at any file on the machine), and every chunk address and size the library
+ * reports is checked before it is used.
+ *
+ * Fork: sources are opened before the daemon forks; the child inherits the
+ * library state and its file descriptors. That is fine for the serial
+ * library as long as the parent leaves with _exit() and closes nothing.
+ */
+/* Newer HDF5 versions renamed H5Lget_info/H5Lvisit's structs; ask for the
+ * 1.10 names so this file builds against 1.10 to 1.14. */
+#ifndef H5_USE_110_API
+#define H5_USE_110_API
+#endif
+#include <hdf5.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dsview/codec.h"
+#include "source/source_i.h"
+
+#define H5_FILTER_FLETCHER32_ID 3
+/* Sanity caps on what a file may ask of us before we allocate. */
+#define H5_MAX_CHUNKS (1ull << 28)
+#define H5_MAX_LINK_DEPTH 16
+#define H5_MAX_PATH 4096
+#define H5_MAX_DATASETS (1u << 20)
+/* A fallback chunk is aligned to the file's own chunk bands when a band is
+ * at most this big, so one dsview chunk never decodes an HDF5 chunk twice. */
+#define H5_MAX_BAND_BYTES (16u << 20)
+
+static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
+static int h5_ready; /* under h5_lock */
+
+/* Takes the global HDF5 lock; the first caller also sets the library up:
+ * before anything can read a file, plugin loading goes off and the
+ * library's own error printing too (we report through dsv_errf). */
+static void h5_enter(void)
+{
+	pthread_mutex_lock(&h5_lock);
+	if (!h5_ready) {
+		H5open();
+		H5PLset_loading_state(0);
+		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+		h5_ready = 1;
+	}
+}
+
+static void h5_leave(void)
+{
+	pthread_mutex_unlock(&h5_lock);
+}
+
+/* What fallback reads need; owned by the source (s->h5). */
+typedef struct h5_state {
+	hid_t file;
+	hid_t dset;
+	hid_t mtype; /* native little-endian type of the source dtype */
+} h5_state;
+
+/* Call with h5_lock held. */
+static void h5_state_free_locked(h5_state *h)
+{
+	if (!h)
+		return;
+	if (h->mtype >= 0)
+		H5Tclose(h->mtype);
+	if (h->dset >= 0)
+		H5Dclose(h->dset);
+	if (h->file >= 0)
+		H5Fclose(h->file);
+	free(h);
+}
+
+static void h5_state_close(void *p)
+{
+	if (!p)
+		return;
+	h5_enter();
+	h5_state_free_locked(p);
+	h5_leave();
+}
+
+/* Link access callback: refuse to traverse any external link, so that even
+ * a path our walk did not foresee cannot open another file. */
+static herr_t deny_elink(const char *parent_file, const char *parent_group,
+			 const char *child_file, const char *child_object,
+			 unsigned *acc_flags, hid_t fapl, void *op_data)
+{
+	(void)parent_file, (void)parent_group, (void)child_file;
+	(void)child_object, (void)acc_flags, (void)fapl, (void)op_data;
+	return -1;
+}
+
+static hid_t make_lapl(hid_t cls)
+{
+	hid_t p = H5Pcreate(cls);
+	if (p >= 0 && H5Pset_elink_cb(p, deny_elink, NULL) < 0) {
+		H5Pclose(p);
+		return -1;
+	}
+	return p;
+}
+
+static const char *filter_name(H5Z_filter_t id)
+{
+	switch (id) {
+	case H5Z_FILTER_DEFLATE: return "deflate";
+	case H5Z_FILTER_SHUFFLE: return "shuffle";
+	case H5Z_FILTER_FLETCHER32: return "fletcher32";
+	case H5Z_FILTER_SZIP: return "szip";
+	case H5Z_FILTER_NBIT: return "nbit";
+	case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+	case DSV_H5Z_FILTER_LZ4: return "lz4";
+	case 32001: return "blosc";
+	case 32008: return "bitshuffle";
+	case 32015: return "zstd";
+	}
+	return "unknown";
+}
+
+/*
+ * Walks every component of dpath and refuses external and user-defined
+ * links; soft links are followed by checking their target the same way
+ * (they stay inside the file, but may lead to an external link).
+ */
+static int check_links(const dsv_source *s, hid_t file, hid_t lapl,
+		       const char *dpath, int depth, dsv_errbuf *eb)
+{
+	char buf[H5_MAX_PATH], target[H5_MAX_PATH], next[H5_MAX_PATH];
+	size_t n = strlen(dpath);
+
+	if (depth > H5_MAX_LINK_DEPTH)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: too many nested soft links",
+				s->path, s->dataset);
+	if (n >= sizeof(buf))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: dataset path too long",
+				s->path, s->dataset);
+	memcpy(buf, dpath, n + 1);
+
+	for (size_t i = 0; i < n;) {
+		H5L_info_t li;
+		size_t end;
+
+		while (i < n && buf[i] == '/')
+			i++;
+		if (i == n)
+			break;
+		for (end = i; end < n && buf[end] != '/'; end++)
+			;
+		char saved = buf[end];
+		buf[end] = '\0';
+		if (H5Lget_info(file, buf, &li, lapl) < 0)
+			return dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: no such dataset (%s not found)",
+					s->path, s->dataset, buf);
+		if (li.type == H5L_TYPE_EXTERNAL)
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+					"%s:%s: external link refused (%s)", s->path,
+					s->dataset, buf);
+		if (li.type == H5L_TYPE_SOFT) {
+			int len;
+			if (li.u.val_size == 0 || li.u.val_size > sizeof(target) ||
+			    H5Lget_val(file, buf, target, sizeof(target), lapl) < 0)
+				return dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable soft link %s",
+						s->path, s->dataset, buf);
+			target[sizeof(target) - 1] = '\0';
+			if (target[0] == '/') {
+				len = snprintf(next, sizeof(next), "%s", target);
+			} else {
+				/* Relative: resolved in the group holding the link. */
+				char *slash = strrchr(buf, '/');
+				int plen = slash ? (int)(slash - buf) : 0;
+				len = snprintf(next, sizeof(next), "%.*s/%s", plen, buf, target);
+			}
+			if (len < 0 || (size_t)len >= sizeof(next))
+				return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: soft link target too long",
+						s->path, s->dataset);
+			int err = check_links(s, file, lapl, next, depth + 1, eb);
+			if (err)
+				return err;
+		} else if (li.type != H5L_TYPE_HARD) {
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+					"%s:%s: user-defined link refused (%s)", s->path,
+					s->dataset, buf);
+		}
+		buf[end] = saved;
+		i = end;
+	}
+	return 0;
+}
+
+/*
+ * Maps an HDF5 element type to a dsv_dtype. *conv is set when the stored
+ * layout is not plain little-endian (the library must convert: fallback);
+ * why names it. @return 0 or DSV_ERR_UNSUPPORTED with the type in why.
+ */
+static int classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why,
+			 size_t why_cap)
+{
+	H5T_class_t cls = H5Tget_class(t);
+	size_t size = H5Tget_size(t);
+	H5T_order_t order = H5Tget_order(t);
+	size_t prec = H5Tget_precision(t);
+	int off = H5Tget_offset(t);
+
+	*conv = 0;
+	*dt = DSV_DTYPE_INVALID;
+	if (cls == H5T_INTEGER) {
+		int sgn = H5Tget_sign(t) == H5T_SGN_2;
+		switch (size) {
+		case 1: *dt = sgn ? DSV_I8 : DSV_U8; break;
+		case 2: *dt = sgn ? DSV_I16 : DSV_U16; break;
+		case 4: *dt = sgn ? DSV_I32 : DSV_U32; break;
+		default:
+			snprintf(why, why_cap, "%s%zu", sgn ? "int" : "uint", size * 8);
+			return DSV_ERR_UNSUPPORTED;
+		}
+		if (prec != size * 8 || off != 0) {
+			*conv = 1;
+			snprintf(why, why_cap, "%zu-bit integer in %zu bytes", prec, size);
+		}
+	} else if (cls == H5T_FLOAT) {
+		size_t spos, epos, esize, mpos, msize;
+		static const size_t ieee[3][6] = {
+			/* size, sign, exp pos, exp bits, mant bits, bias */
+			{ 2, 15, 10, 5, 10, 15 },
+			{ 4, 31, 23, 8, 23, 127 },
+			{ 8, 63, 52, 11, 52, 1023 },
+		};
+		int k = size == 2 ? 0 : size == 4 ? 1 : size == 8 ? 2 : -1;
+		if (k < 0) {
+			snprintf(why, why_cap, "%zu-byte float", size);
+			return DSV_ERR_UNSUPPORTED;
+		}
+		*dt = k == 0 ? DSV_F16 : k == 1 ? DSV_F32 : DSV_F64;
+		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
+			return DSV_ERR_UNSUPPORTED;
+		int std = spos == ieee[k][1] && epos == ieee[k][2] && esize == ieee[k][3] &&
+			  mpos == 0 && msize == ieee[k][4] && H5Tget_ebias(t) == ieee[k][5] &&
+			  prec == size * 8 && off == 0 && H5Tget_norm(t) == H5T_NORM_IMPLIED;
+		if (!std && k == 0) {
+			/* We would have to pick a conversion for it; bfloat16
+			 * stored this way must not silently become float16. */
+			snprintf(why, why_cap, "2-byte float that is not IEEE half");
+			return DSV_ERR_UNSUPPORTED;
+		}
+		if (!std) {
+			*conv = 1;
+			snprintf(why, why_cap, "non-IEEE %zu-byte float", size);
+		}
+	} else {
+		const char *name;
+		switch (cls) {
+		case H5T_STRING: name = "string"; break;
+		case H5T_COMPOUND: name = "compound"; break;
+		case H5T_ENUM: name = "enum"; break;
+		case H5T_BITFIELD: name = "bitfield"; break;
+		case H5T_OPAQUE: name = "opaque"; break;
+		case H5T_REFERENCE: name = "reference"; break;
+		case H5T_VLEN: name = "variable-length"; break;
+		case H5T_ARRAY: name = "array"; break;
+		case H5T_TIME: name = "time"; break;
+		default: name = "unknown"; break;
+		}
+		snprintf(why, why_cap, "%s", name);
+		return DSV_ERR_UNSUPPORTED;
+	}
+	if (!*conv && size > 1 && order != H5T_ORDER_LE) {
+		*conv = 1;
+		snprintf(why, why_cap, "%s %s",
+			 order == H5T_ORDER_BE ? "big-endian" : "mixed-endian",
+			 dsv_dtype_name(*dt));
+	}
+	return 0;
+}
+
+/* The little-endian memory type fallback reads convert into. */
+static hid_t native_type(dsv_dtype dt)
+{
+	hid_t t;
+	switch (dt) {
+	case DSV_U8: return H5Tcopy(H5T_STD_U8LE);
+	case DSV_I8: return H5Tcopy(H5T_STD_I8LE);
+	case DSV_U16: return H5Tcopy(H5T_STD_U16LE);
+	case DSV_I16: return H5Tcopy(H5T_STD_I16LE);
+	case DSV_U32: return H5Tcopy(H5T_STD_U32LE);
+	case DSV_I32: return H5Tcopy(H5T_STD_I32LE);
+	case DSV_F32: return H5Tcopy(H5T_IEEE_F32LE);
+	case DSV_F64: return H5Tcopy(H5T_IEEE_F64LE);
+	case DSV_F16:
+		/* HDF5 1.10 predefines no half type: derive IEEE binary16. */
+		t = H5Tcopy(H5T_IEEE_F32LE);
+		if (t < 0)
+			return t;
+		if (H5Tset_fields(t, 15, 10, 5, 0, 10) < 0 || H5Tset_precision(t, 16) < 0 ||
+		    H5Tset_size(t, 2) < 0 || H5Tset_ebias(t, 15) < 0) {
+			H5Tclose(t);
+			return -1;
+		}
+		return t;
+	default:
+		return -1;
+	}
+}
+
+/* Open-time working set; everything here is released before returning. */
+typedef struct h5_open {
+	dsv_source *s;
+	dsv_errbuf *eb;
+	hid_t lapl, file, dset, dcpl, ftype, space;
+	hsize_t dims[DSV_MAX_DIMS];
+	int conv;            /* element type needs library conversion */
+	char conv_why[64];
+} h5_open;
+
+static int why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
+{
+	char *w = o->s->h5_why;
+	size_t cap = sizeof(o->s->h5_why), len;
+	len = (size_t)snprintf(w, cap, "filter%s ", nf > 1 ? "s" : "");
+	for (int i = 0; i < nf && len < cap; i++)
+		len += (size_t)snprintf(w + len, cap - len, "%s%s", i ? "+" : "",
+					filter_name(ids[i]));
+	return 0;
+}
+
+/* Flat element ranges for a fallback source, aligned to the file's chunk
+ * bands along axis 0 when those are whole rows of reasonable size. */
+static void fallback_chunks(dsv_source *s, hsize_t band_rows)
+{
+	uint64_t esize = dsv_dtype_size(s->info.dtype), band, band_bytes;
+
+	dsv_source_flat_chunks(s);
+	if (!band_rows || !s->info.row_elems || s->info.chunk_elems % s->info.row_elems)
+		return;
+	if (dsv_mul_u64(band_rows, s->info.row_elems, &band) ||
+	    dsv_mul_u64(band, esize, &band_bytes) || band_bytes > H5_MAX_BAND_BYTES)
+		return;
+	uint64_t k = (s->info.chunk_elems + band / 2) / band;
+	s->info.chunk_elems = (k ? k : 1) * band;
+	s->info.nchunks = (s->info.nelems + s->info.chunk_elems - 1) / s->info.chunk_elems;
+}
+
+/*
+ * Resolves every chunk of a fast-path chunked dataset. HDF5 1.10's
+ * H5Dget_chunk_info(index) walks the index from the start on every call
+ * (quadratic overall); by coordinate it is one lookup per chunk.
+ * @return 0, or a dsv_err with the message set; *unwritten counts chunks
+ * the file never stored (served as fill values through the library).
+ */
+static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
+			  uint64_t *unwritten)
+{
+	dsv_source *s = o->s;
+	uint64_t esize = dsv_dtype_size(s->info.dtype), raw, nchunks;
+	hsize_t coord[DSV_MAX_DIMS] = { 0 };
+
+	if (dsv_mul_u64(chunk_rows, s->info.row_elems, &s->info.chunk_elems) ||
+	    dsv_mul_u64(s->info.chunk_elems, esize, &raw) || raw > UINT32_MAX)
+		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: chunk size too large",
+				s->path, s->dataset);
+	s->chunked = 1;
+	s->chunk_rows = chunk_rows;
+	s->chunk_raw_size = raw;
+	nchunks = s->info.nrows / chunk_rows + (s->info.nrows % chunk_rows != 0);
+	if (s->info.nelems == 0)
+		nchunks = 0;
+	if (nchunks > H5_MAX_CHUNKS)
+		return dsv_errf(o->eb, DSV_ERR_OVERFLOW, "%s:%s: too many chunks (%llu)",
+				s->path, s->dataset, (unsigned long long)nchunks);
+	s->info.nchunks = nchunks;
+	*unwritten = 0;
+	if (!nchunks)
+		return 0;
+	/* calloc checks nchunks * size for overflow. */
+	s->chunk_off = calloc(nchunks, sizeof(*s->chunk_off));
+	s->chunk_size = calloc(nchunks, sizeof(*s->chunk_size));
+	s->chunk_mask = calloc(nchunks, sizeof(*s->chunk_mask));
+	if (!s->chunk_off || !s->chunk_size || !s->chunk_mask)
+		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s:%s: out of memory for %llu chunks",
+				s->path, s->dataset, (unsigned long long)nchunks);
+
+	for (uint64_t i = 0; i < nchunks; i++) {
+		unsigned mask = 0;
+		haddr_t addr = HADDR_UNDEF;
+		hsize_t size = 0;
+		uint64_t end;
+
+		coord[0] = i * chunk_rows;
+		if (H5Dget_chunk_info_by_coord(o->dset, coord, &mask, &addr, &size) < 0)
+			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: cannot locate chunk %llu",
+					s->path, s->dataset, (unsigned long long)i);
+		if (addr == HADDR_UNDEF) {
+			s->chunk_off[i] = DSV_SRC_UNALLOCATED;
+			(*unwritten)++;
+			continue;
+		}
+		int c_lz4 = lz4 && !(mask & (1u << s->lz4_filter_bit));
+		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
+		uint64_t trailer = c_fl32 ? 4 : 0;
+		/* Unfiltered chunks are exactly a chunk (a short one would
+		 * make pread serve a neighbour's bytes); LZ4 ones are capped
+		 * well above anything the codec can produce. */
+		int bad = size == 0 || size > UINT32_MAX ||
+			  (c_lz4 ? size > 2 * raw + (64u << 10) + trailer : size != raw + trailer) ||
+			  dsv_add_u64(addr, size, &end);
+		if (bad)
+			return dsv_errf(o->eb, DSV_ERR_FORMAT,
+					"%s:%s: chunk %llu has an impossible size (%llu bytes at %llu)",
+					s->path, s->dataset, (unsigned long long)i,
+					(unsigned long long)size, (unsigned long long)addr);
+		/* A chunk past the end of the file is recorded, not refused:
+		 * source.c fails those reads with DSV_ERR_TRUNCATED. */
+		s->chunk_off[i] = addr;
+		s->chunk_size[i] = (uint32_t)size;
+		s->chunk_mask[i] = mask;
+		s->info.stored_bytes += size;
+	}
+	return 0;
+}
+
+/*
+ * Chunked layout: fast path when dsview can read the chunks itself, else
+ * fallback if the library can, else refusal. Sets *fallback.
+ */
+static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
+			uint64_t *unwritten)
+{
+	dsv_source *s = o->s;
+	hsize_t cdims[DSV_MAX_DIMS];
+	H5Z_filter_t ids[32];
+	int ndim = s->info.ndim, nf, whole_rows = 1, lz4 = 0, fl32 = 0, fast_pipe;
+	unsigned opts = 0;
+
+	if (H5Pget_chunk(o->dcpl, DSV_MAX_DIMS, cdims) != ndim || cdims[0] == 0)
+		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: bad chunk dimensions",
+				s->path, s->dataset);
+	for (int k = 1; k < ndim; k++)
+		if (cdims[k] != o->dims[k])
+			whole_rows = 0;
+	*band_rows = whole_rows ? cdims[0] : 0;
+
+	nf = H5Pget_nfilters(o->dcpl);
+	if (nf < 0 || nf > (int)(sizeof(ids) / sizeof(ids[0])))
+		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter pipeline",
+				s->path, s->dataset);
+	for (int i = 0; i < nf; i++) {
+		unsigned flags, cd[8];
+		size_t ncd = 8;
+		char name[64];
+		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncd, cd, sizeof(name),
+					name, NULL);
+		if (ids[i] < 0)
+			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter %d",
+					s->path, s->dataset, i);
+	}
+	fast_pipe = nf == 0 ||
+		    (nf == 1 && (ids[0] == DSV_H5Z_FILTER_LZ4 || ids[0] == H5_FILTER_FLETCHER32_ID)) ||
+		    (nf == 2 && ids[0] == DSV_H5Z_FILTER_LZ4 && ids[1] == H5_FILTER_FLETCHER32_ID);
+	/* With this option HDF5 stores partial edge chunks unfiltered without
+	 * saying so in the filter mask: only the library knows. */
+	if (nf > 0 && H5Pget_chunk_opts(o->dcpl, &opts) >= 0 &&
+	    (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) && s->info.nrows % cdims[0])
+		fast_pipe = 0;
+
+	if (fast_pipe && whole_rows && !o->conv) {
+		for (int i = 0; i < nf; i++) {
+			if (ids[i] == DSV_H5Z_FILTER_LZ4) {
+				lz4 = 1;
+				s->lz4_filter_bit = (unsigned)i;
+			} else {
+				fl32 = 1;
+				s->fl32_filter_bit = (unsigned)i;
+			}
+		}
+		s->codec = lz4 ? DSV_CODEC_LZ4 : DSV_CODEC_NONE;
+		s->fletcher32 = fl32;
+		s->info.kind = DSV_SRC_H5_CHUNKED;
+		*fallback = 0;
+		return resolve_chunks(o, cdims[0], lz4, fl32, unwritten);
+	}
+
+	/* The library must decode it: every filter has to be one it has
+	 * built in, since plugins are never loaded. */
+	for (int i = 0; i < nf; i++) {
+		unsigned cfg = 0;
+		if (H5Zfilter_avail(ids[i]) <= 0 || H5Zget_filter_info(ids[i], &cfg) < 0 ||
+		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
+			return dsv_errf(o->eb, DSV_ERR_UNSUPPORTED,
+					"%s:%s: filter %d (%s) is not available%s", s->path,
+					s->dataset, (int)ids[i], filter_name(ids[i]),
+					ids[i] == DSV_H5Z_FILTER_LZ4
+						? " outside dsview's fast path (lz4 [+ fletcher32] on "
+						  "whole-row little-endian chunks)"
+						: " (dsview never loads filter plugins)");
+	}
+	if (o->conv)
+		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv_why);
+	else if (!whole_rows)
+		snprintf(s->h5_why, sizeof(s->h5_why), "chunks split rows");
+	else if (fast_pipe)
+		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
+	else
+		why_filters(o, ids, nf);
+	*fallback = 1;
+	return 0;
+}
+
+int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
+		       dsv_errbuf *eb)
+{
+	char dname[H5_MAX_PATH];
+	h5_open o = { .lapl = -1, .file = -1, .dset = -1, .dcpl = -1, .ftype = -1, .space = -1 };
+	h5_state *st = NULL;
+	dsv_source *s;
+	int err, fallback = 0, ndim;
+	hsize_t band_rows = 0;
+	uint64_t unwritten = 0, shape[DSV_MAX_DIMS];
+	H5D_layout_t layout;
+
+	*out = NULL;
+	if (!path || !dataset || !*dataset)
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: no dataset given", path ? path : "");
+	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/",
+			     dataset) >= sizeof(dname))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: dataset path too long", path);
+	s = dsv_source_alloc(path, dname);
+	if (!s)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "%s: out of memory", path);
+	o.s = s;
+	o.eb = eb;
+	/* Our own descriptor first: it gives the clearest "no such file". */
+	err = dsv_source_open_file(s, eb);
+	if (err)
+		goto out_source;
+
+	h5_enter();
+	o.lapl = make_lapl(H5P_LINK_ACCESS);
+	if (o.lapl < 0) {
+		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		goto out_h5;
+	}
+	o.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (o.file < 0) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
+		goto out_h5;
+	}
+	err = check_links(s, o.file, o.lapl, dname, 0, eb);
+	if (err)
+		goto out_h5;
+	o.dset = H5Oopen(o.file, dname, o.lapl);
+	if (o.dset < 0) {
+		err = dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: cannot open", path, dname);
+		goto out_h5;
+	}
+	if (H5Iget_type(o.dset) != H5I_DATASET) {
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: not a dataset", path, dname);
+		goto out_h5;
+	}
+	o.dcpl = H5Dget_create_plist(o.dset);
+	o.ftype = H5Dget_type(o.dset);
+	o.space = H5Dget_space(o.dset);
+	if (o.dcpl < 0 || o.ftype < 0 || o.space < 0) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable dataset header", path, dname);
+		goto out_h5;
+	}
+
+	/* Refusals come first: they hold whatever the type or layout. */
+	layout = H5Pget_layout(o.dcpl);
+	if (layout == H5D_VIRTUAL) {
+		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: virtual dataset refused", path, dname);
+		goto out_h5;
+	}
+	if (H5Pget_external_count(o.dcpl) != 0) {
+		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+			       "%s:%s: external storage refused (the data lives in other files)",
+			       path, dname);
+		goto out_h5;
+	}
+	err = classify_type(o.ftype, &s->info.dtype, &o.conv, o.conv_why, sizeof(o.conv_why));
+	if (err) {
+		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+			       "%s:%s: unsupported element type %s (dsview serves uint8, int8, "
+			       "uint16, int16, uint32, int32, float16, float32, float64)",
+			       path, dname, o.conv_why);
+		goto out_h5;
+	}
+	switch (H5Sget_simple_extent_type(o.space)) {
+	case H5S_SIMPLE:
+		break;
+	case H5S_SCALAR:
+		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: scalar datasets are not supported",
+			       path, dname);
+		goto out_h5;
+	default:
+		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: dataset has no dataspace", path, dname);
+		goto out_h5;
+	}
+	ndim = H5Sget_simple_extent_ndims(o.space);
+	if (ndim < 1 || ndim > DSV_MAX_DIMS ||
+	    H5Sget_simple_extent_dims(o.space, o.dims, NULL) != ndim) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: bad rank", path, dname);
+		goto out_h5;
+	}
+	for (int k = 0; k < ndim; k++)
+		shape[k] = o.dims[k];
+	if (dsv_source_set_shape(s, ndim, shape)) {
+		err = dsv_errf(eb, DSV_ERR_OVERFLOW, "%s:%s: shape too large (more than 2^63 bytes)",
+			       path, dname);
+		goto out_h5;
+	}
+
+	switch (layout) {
+	case H5D_CONTIGUOUS: {
+		uint64_t nbytes = s->info.nelems * dsv_dtype_size(s->info.dtype), end;
+		haddr_t off = H5Dget_offset(o.dset);
+		if (nbytes == 0) {
+			s->info.kind = DSV_SRC_H5_CONTIGUOUS; /* nothing to read */
+			dsv_source_flat_chunks(s);
+			break;
+		}
+		if (o.conv || off == HADDR_UNDEF) {
+			/* Never written: the library supplies fill values. */
+			fallback = 1;
+			snprintf(s->h5_why, sizeof(s->h5_why), "%s",
+				 o.conv ? o.conv_why : "never written");
+			break;
+		}
+		if (dsv_add_u64(off, nbytes, &end) || end > s->file_size) {
+			err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: data past end of file", path, dname);
+			goto out_h5;
+		}
+		s->data_offset = off;
+		s->info.kind = DSV_SRC_H5_CONTIGUOUS;
+		s->info.stored_bytes = nbytes;
+		dsv_source_flat_chunks(s);
+		break;
+	}
+	case H5D_CHUNKED:
+		err = open_chunked(&o, &fallback, &band_rows, &unwritten);
+		if (err)
+			goto out_h5;
+		break;
+	case H5D_COMPACT:
+		fallback = 1;
+		snprintf(s->h5_why, sizeof(s->h5_why), "compact layout");
+		break;
+	default:
+		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: unknown layout", path, dname);
+		goto out_h5;
+	}
+
+	if (fallback) {
+		s->fallback = 1;
+		s->chunked = 0;
+		s->codec = DSV_CODEC_NONE;
+		s->info.kind = DSV_SRC_H5_FALLBACK;
+		s->info.stored_bytes = H5Dget_storage_size(o.dset);
+		fallback_chunks(s, band_rows);
+	} else if (unwritten) {
+		snprintf(s->h5_why, sizeof(s->h5_why),
+			 "%llu of %llu chunks never written (fill values via HDF5)",
+			 (unsigned long long)unwritten, (unsigned long long)s->info.nchunks);
+	}
+	s->info.why = s->h5_why;
+
+	if (fallback || unwritten) {
+		/* Keep the handles: the read path will need the library. */
+		st = calloc(1, sizeof(*st));
+		if (!st) {
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "%s: out of memory", path);
+			goto out_h5;
+		}
+		st->file = o.file;
+		st->dset = o.dset;
+		st->mtype = native_type(s->info.dtype);
+		o.file = o.dset = -1;
+		if (st->mtype < 0) {
+			h5_state_free_locked(st);
+			err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s:%s: no memory type for %s", path,
+				       dname, dsv_dtype_name(s->info.dtype));
+			goto out_h5;
+		}
+		s->h5 = st;
+		s->h5_close = h5_state_close;
+	}
+	err = 0;
+
+out_h5:
+	if (o.space >= 0)
+		H5Sclose(o.space);
+	if (o.ftype >= 0)
+		H5Tclose(o.ftype);
+	if (o.dcpl >= 0)
+		H5Pclose(o.dcpl);
+	if (o.dset >= 0)
+		H5Oclose(o.dset);
+	if (o.file >= 0)
+		H5Fclose(o.file);
+	if (o.lapl >= 0)
+		H5Pclose(o.lapl);
+	h5_leave();
+out_source:
+	if (err) {
+		dsv_source_close(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+/*
+ * Selects the C-order element range [start, start + n) of a dataspace as a
+ * union of at most 2 * ndim - 1 boxes: first partial runs up to the next
+ * boundary of each axis, then the largest whole blocks, then the tail.
+ * Hyperslab reads walk the selection in C order, so memory gets the range
+ * in order. Call with h5_lock held.
+ */
+static int select_range(hid_t space, int ndim, const uint64_t *shape, uint64_t start,
+			uint64_t n)
+{
+	uint64_t stride[DSV_MAX_DIMS], a = start, end = start + n;
+	H5S_seloper_t op = H5S_SELECT_SET;
+
+	stride[ndim - 1] = 1;
+	for (int k = ndim - 2; k >= 0; k--)
+		stride[k] = stride[k + 1] * shape[k + 1];
+	while (a < end) {
+		hsize_t off[DSV_MAX_DIMS], cnt[DSV_MAX_DIMS];
+		int lvl = 0;
+		/* Outermost axis whose blocks a is aligned to and that fits. */
+		while (a % stride[lvl] || a + stride[lvl] > end)
+			lvl++;
+		uint64_t rem = a;
+		for (int k = 0; k < ndim; k++) {
+			off[k] = rem / stride[k];
+			rem %= stride[k];
+			cnt[k] = k < lvl ? 1 : shape[k];
+		}
+		uint64_t c = (end - a) / stride[lvl];
+		if (lvl > 0 && c > shape[lvl] - off[lvl])
+			c = shape[lvl] - off[lvl];
+		cnt[lvl] = c;
+		if (H5Sselect_hyperslab(space, op, off, NULL, cnt, NULL) < 0)
+			return -1;
+		op = H5S_SELECT_OR;
+		a += c * stride[lvl];
+	}
+	return 0;
+}
+
+int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
+			 size_t dst_cap)
+{
+	const h5_state *h = s->h5;
+	uint64_t esize = dsv_dtype_size(s->info.dtype);
+	hsize_t n = ref->nelems;
+	hid_t fspace, mspace;
+	int err = DSV_ERR_IO;
+
+	if (!h)
+		return DSV_ERR_INTERNAL;
+	if (ref->elem_start > s->info.nelems || ref->nelems > s->info.nelems - ref->elem_start ||
+	    (uint64_t)dst_cap / esize < ref->nelems)
+		return DSV_ERR_INVALID;
+	if (n == 0)
+		return 0;
+
+	h5_enter();
+	fspace = H5Dget_space(h->dset);
+	if (fspace < 0)
+		goto out;
+	mspace = H5Screate_simple(1, &n, NULL);
+	if (mspace < 0)
+		goto out_fspace;
+	if (select_range(fspace, s->info.ndim, s->info.shape, ref->elem_start, ref->nelems) < 0)
+		goto out_mspace;
+	if (H5Dread(h->dset, h->mtype, mspace, fspace, H5P_DEFAULT, dst) >= 0)
+		err = 0;
+out_mspace:
+	H5Sclose(mspace);
+out_fspace:
+	H5Sclose(fspace);
+out:
+	h5_leave();
+	return err;
+}
+
+typedef struct h5_list {
+	char **names;
+	size_t n, cap;
+	int err;
+} h5_list;
+
+static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void *op)
+{
+	h5_list *l = op;
+	hid_t obj;
+	int is_dset;
+
+	/* Hard links only: soft ones name objects we list anyway, and
+	 * external ones lead out of the file. */
+	if (li->type != H5L_TYPE_HARD)
+		return 0;
+	obj = H5Oopen(group, name, H5P_DEFAULT);
+	if (obj < 0)
+		return 0;
+	is_dset = H5Iget_type(obj) == H5I_DATASET;
+	H5Oclose(obj);
+	if (!is_dset)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		char **p;
+		if (cap > H5_MAX_DATASETS) {
+			l->err = DSV_ERR_OVERFLOW;
+			return -1;
+		}
+		p = realloc(l->names, cap * sizeof(*p));
+		if (!p) {
+			l->err = DSV_ERR_NOMEM;
+			return -1;
+		}
+		l->names = p;
+		l->cap = cap;
+	}
+	size_t len = strlen(name);
+	char *full = malloc(len + 2);
+	if (!full) {
+		l->err = DSV_ERR_NOMEM;
+		return -1;
+	}
+	full[0] = '/';
+	memcpy(full + 1, name, len + 1);
+	l->names[l->n++] = full;
+	return 0;
+}
+
+int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_errbuf *eb)
+{
+	h5_list l = { 0 };
+	struct stat st;
+	hid_t file;
+	int err = 0;
+
+	*names = NULL;
+	*count = 0;
+	if (stat(path, &st) < 0) {
+		int e = errno;
+		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
+				strerror(e));
+	}
+	if (!S_ISREG(st.st_mode))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+
+	h5_enter();
+	file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (file < 0) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
+		goto out;
+	}
+	if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, list_cb, &l) < 0) {
+		err = l.err ? l.err : DSV_ERR_FORMAT;
+		err = dsv_errf(eb, err, "%s: cannot list datasets%s", path,
+			       err == DSV_ERR_OVERFLOW ? " (too many)" : "");
+	}
+	H5Fclose(file);
+out:
+	h5_leave();
+	if (err) {
+		for (size_t i = 0; i < l.n; i++)
+			free(l.names[i]);
+		free(l.names);
+		return err;
+	}
+	*names = l.names;
+	*count = l.n;
+	return 0;
+}
