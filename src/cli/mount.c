@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
 	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
 	int foreground = 0, threads = 0, c, err;
-	char *end;
+	char *end, real_mp[PATH_MAX];
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+fo:h", longopts, NULL)) != -1) {
@@ -200,6 +201,13 @@ int dsv_cmd_mount(int argc, char **argv)
 	}
 	if (check_mountpoint(mountpoint))
 		goto user_error;
+	/* Canonical now, while nothing is mounted there: afterwards resolving
+	 * it would itself be a request to our not-yet-serving mount. */
+	if (!realpath(mountpoint, real_mp)) {
+		dsv_cli_error("%s: %s", mountpoint, strerror(errno));
+		goto user_error;
+	}
+	mountpoint = real_mp;
 	err = dsv_fs_mount(m, mountpoint, &o, &fs, &eb);
 	if (err) {
 		dsv_cli_error("%s", eb.msg);

@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -628,20 +627,38 @@ fail:
 
 /* The kernel's readahead for this mount is the bdi's read_ahead_kb; raise it
  * to the largest request size so sequential reads arrive 1 MiB at a time.
- * Needs root; harmless to skip. */
+ * The device number comes from mountinfo: a stat() of the mountpoint would be
+ * a FUSE request that nobody answers yet (so is realpath: mountpoint must
+ * already be canonical). Needs root; harmless to skip. */
 static void raise_readahead(const char *mountpoint)
 {
-	struct stat st;
-	char path[128];
-	if (stat(mountpoint, &st) < 0)
-		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
-		 minor(st.st_dev));
-	FILE *f = fopen(path, "w");
+	char line[8192], path[128];
+	unsigned maj = 0, min = 0;
+	int found = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
 	if (!f)
 		return;
-	fprintf(f, "%u\n", READ_MAX / 1024);
+	while (fgets(line, sizeof(line), f)) {
+		char point[4096];
+		unsigned a, b;
+		if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) == 3 &&
+		    !strcmp(point, mountpoint) && strstr(line, " fuse.dsview ")) {
+			maj = a;
+			min = b;
+			found = 1;
+		}
+	}
 	fclose(f);
+	f = NULL;
+	if (!found)
+		goto out;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	f = fopen(path, "w");
+	if (f)
+		fprintf(f, "%u\n", READ_MAX / 1024);
+out:
+	if (f)
+		fclose(f);
 }
 
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
