@@ -39,6 +39,7 @@ typedef struct parse_ctx {
 	char *dir;
 	FILE *f;
 	int line;
+	int section_line; /* line of the last [section] header */
 	int too_long;
 	int err;
 	dsv_errbuf *eb;
@@ -46,6 +47,7 @@ typedef struct parse_ctx {
 	pending_view *views;
 	size_t nviews;
 	char cur_section[256];
+	int cur_section_line;
 	int started;
 	int in_dsview;
 } parse_ctx;
@@ -57,6 +59,11 @@ static char *reader(char *str, int num, void *stream)
 	if (!r)
 		return NULL;
 	size_t n = strlen(r);
+	const char *p = r;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '[')
+		c->section_line = c->line + 1;
 	if (n && r[n - 1] == '\n') {
 		c->line++;
 	} else if (!feof(c->f)) {
@@ -251,26 +258,27 @@ static int handler(void *user, const char *section, const char *name, const char
 	parse_ctx *c = user;
 	if (c->err)
 		return 1;
-	if (!c->started || strcmp(section, c->cur_section)) {
-		/* a new section starts */
+	if (!c->started || c->section_line != c->cur_section_line) {
+		/* a new section starts (the same name twice is a new one too) */
 		c->started = 1;
+		c->cur_section_line = c->section_line;
 		snprintf(c->cur_section, sizeof(c->cur_section), "%s", section);
 		c->in_dsview = !strcmp(section, "dsview");
 		if (!c->in_dsview) {
 			if (!*section)
 				return fail(c, c->line, "key '%s' outside any [view] section", name);
 			if (!dsv_view_name_ok(section))
-				return fail(c, c->line, "invalid view name '%s' (letters, digits, _, -, . only; "
+				return fail(c, c->section_line, "invalid view name '%s' (letters, digits, _, -, . only; "
 					    "at most %d bytes)", section, DSV_VIEW_NAME_MAX);
 			if (find_view(c, section))
-				return fail(c, c->line, "view '%s' is defined twice", section);
+				return fail(c, c->section_line, "view '%s' is defined twice", section);
 			pending_view *nv = realloc(c->views, (c->nviews + 1) * sizeof(*nv));
 			if (!nv)
 				return fail(c, c->line, "out of memory");
 			c->views = nv;
 			memset(&nv[c->nviews], 0, sizeof(*nv));
 			nv[c->nviews].v = dsv_view_new(section);
-			nv[c->nviews].line = c->line;
+			nv[c->nviews].line = c->section_line;
 			if (!nv[c->nviews].v)
 				return fail(c, c->line, "out of memory");
 			c->nviews++;
