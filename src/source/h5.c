@@ -24,6 +24,19 @@
  * Fork: sources are opened before the daemon forks; the child inherits the
  * library state and its file descriptors. That is fine for the serial
  * library as long as the parent leaves with _exit() and closes nothing.
+ *
+ * Chunk maps: HDF5 1.10 has no O(1) public way to learn where a chunk is.
+ * H5Dget_chunk_info and H5Dget_chunk_info_by_coord both walk the whole
+ * index from its start on every call (16000 chunks: 2 s with a v1 B-tree,
+ * 15-30 s with the 1.10 array indexes; 100000 chunks: minutes), and both
+ * report addresses relative to the HDF5 base address, which is wrong for
+ * pread in a file with a user block. H5Dread_chunk, though, finds a chunk
+ * with one index lookup and then reads exactly its stored bytes through the
+ * file driver. So files are opened through a small read-only pread driver
+ * of our own (also: no file locking, nothing ever written), and while a
+ * chunk map is resolved the driver is armed to record, rather than perform,
+ * the one raw-data read H5Dread_chunk makes: that read's absolute offset
+ * and size are the chunk's.
  */
 /* Newer HDF5 versions renamed H5Lget_info/H5Lvisit's structs; ask for the
  * 1.10 names so this file builds against 1.10 to 1.14. */
@@ -33,11 +46,13 @@
 #include <hdf5.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "dsview/codec.h"
 #include "source/source_i.h"
@@ -53,20 +68,194 @@
 #define H5_MAX_BAND_BYTES (16u << 20)
 
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
-static int h5_ready; /* under h5_lock */
+static int h5_ready;          /* under h5_lock */
+static hid_t ro_fapl = -1;    /* file access list selecting ro_class */
+
+/*
+ * The read-only pread driver. Everything below runs inside HDF5 calls, so
+ * under h5_lock; ro_probe is therefore safe as a plain static.
+ */
+typedef struct ro_file {
+	H5FD_t pub; /* first: HDF5 fills it in and casts back */
+	int fd;
+	haddr_t eoa, eof;
+	dev_t dev;
+	ino_t ino;
+} ro_file;
+
+static struct {
+	int armed;    /* record raw-data reads instead of doing them */
+	int hits;
+	haddr_t addr; /* absolute file offset of the last recorded read */
+	size_t size;
+} ro_probe;
+
+/* Largest address a 64-bit off_t reaches. */
+#define RO_MAXADDR ((haddr_t)INT64_MAX)
+
+static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxaddr)
+{
+	struct stat st;
+	ro_file *f;
+	int fd;
+
+	(void)fapl;
+	if ((flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT)) || maxaddr == 0 ||
+	    maxaddr == HADDR_UNDEF || maxaddr > RO_MAXADDR)
+		return NULL;
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f || fstat(fd, &st) < 0) {
+		free(f);
+		close(fd);
+		return NULL;
+	}
+	f->fd = fd;
+	f->eof = (haddr_t)st.st_size;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	return &f->pub;
+}
+
+static herr_t ro_close(H5FD_t *file)
+{
+	ro_file *f = (ro_file *)file;
+	int r = close(f->fd);
+	free(f);
+	return r < 0 ? -1 : 0;
+}
+
+/* The library opens a file only once when cmp says two opens are the same. */
+static int ro_cmp(const H5FD_t *a, const H5FD_t *b)
+{
+	const ro_file *x = (const ro_file *)a, *y = (const ro_file *)b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return 0;
+}
+
+static herr_t ro_query(const H5FD_t *file, unsigned long *flags)
+{
+	(void)file;
+	*flags = H5FD_FEAT_AGGREGATE_METADATA | H5FD_FEAT_ACCUMULATE_METADATA |
+		 H5FD_FEAT_DATA_SIEVE | H5FD_FEAT_AGGREGATE_SMALLDATA;
+	return 0;
+}
+
+static haddr_t ro_get_eoa(const H5FD_t *file, H5FD_mem_t type)
+{
+	(void)type;
+	return ((const ro_file *)file)->eoa;
+}
+
+static herr_t ro_set_eoa(H5FD_t *file, H5FD_mem_t type, haddr_t addr)
+{
+	(void)type;
+	((ro_file *)file)->eoa = addr;
+	return 0;
+}
+
+static haddr_t ro_get_eof(const H5FD_t *file, H5FD_mem_t type)
+{
+	(void)type;
+	return ((const ro_file *)file)->eof;
+}
+
+static herr_t ro_get_handle(H5FD_t *file, hid_t fapl, void **handle)
+{
+	(void)fapl;
+	*handle = &((ro_file *)file)->fd;
+	return 0;
+}
+
+static herr_t ro_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size,
+		      void *buf)
+{
+	ro_file *f = (ro_file *)file;
+	char *p = buf;
+
+	(void)dxpl;
+	if (addr == HADDR_UNDEF || addr > RO_MAXADDR || size > RO_MAXADDR - addr)
+		return -1;
+	if (ro_probe.armed && type == H5FD_MEM_DRAW) {
+		ro_probe.hits++;
+		ro_probe.addr = addr;
+		ro_probe.size = size;
+		return 0;
+	}
+	while (size) {
+		ssize_t got = pread(f->fd, p, size, (off_t)addr);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (got == 0) {
+			/* Raw data past the end: the file shrank after open,
+			 * and zeros would be served as data. Metadata reads
+			 * past the end are the library's speculative reads
+			 * (superblock): zeros, as HDF5's POSIX driver gives. */
+			if (type == H5FD_MEM_DRAW)
+				return -1;
+			memset(p, 0, size);
+			break;
+		}
+		p += got;
+		size -= (size_t)got;
+		addr += (haddr_t)got;
+	}
+	return 0;
+}
+
+static herr_t ro_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size,
+		       const void *buf)
+{
+	(void)file, (void)type, (void)dxpl, (void)addr, (void)size, (void)buf;
+	return -1;
+}
+
+static const H5FD_class_t ro_class = {
+	.name = "dsview_ro",
+	.maxaddr = RO_MAXADDR,
+	.fc_degree = H5F_CLOSE_WEAK,
+	.open = ro_open,
+	.close = ro_close,
+	.cmp = ro_cmp,
+	.query = ro_query,
+	.get_eoa = ro_get_eoa,
+	.set_eoa = ro_set_eoa,
+	.get_eof = ro_get_eof,
+	.get_handle = ro_get_handle,
+	.read = ro_read,
+	.write = ro_write,
+	.fl_map = H5FD_FLMAP_DICHOTOMY,
+};
 
 /* Takes the global HDF5 lock; the first caller also sets the library up:
- * before anything can read a file, plugin loading goes off and the
- * library's own error printing too (we report through dsv_errf). */
-static void h5_enter(void)
+ * before anything can read a file, plugin loading goes off, the library's
+ * own error printing too (we report through dsv_errf), and our driver is
+ * registered. @return 0, or -1 (lock still taken) if the driver is not. */
+static int h5_enter(void)
 {
 	pthread_mutex_lock(&h5_lock);
 	if (!h5_ready) {
 		H5open();
 		H5PLset_loading_state(0);
 		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+		hid_t drv = H5FDregister(&ro_class);
+		ro_fapl = H5Pcreate(H5P_FILE_ACCESS);
+		if (drv < 0 || ro_fapl < 0 || H5Pset_driver(ro_fapl, drv, NULL) < 0) {
+			if (ro_fapl >= 0)
+				H5Pclose(ro_fapl);
+			ro_fapl = -1;
+		}
 		h5_ready = 1;
 	}
+	return ro_fapl >= 0 ? 0 : -1;
 }
 
 static void h5_leave(void)
@@ -99,7 +288,7 @@ static void h5_state_close(void *p)
 {
 	if (!p)
 		return;
-	h5_enter();
+	(void)h5_enter(); /* closing needs no driver set-up */
 	h5_state_free_locked(p);
 	h5_leave();
 }
@@ -365,18 +554,42 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 }
 
 /*
- * Resolves every chunk of a fast-path chunked dataset. HDF5 1.10's
- * H5Dget_chunk_info(index) walks the index from the start on every call
- * (quadratic overall); by coordinate it is one lookup per chunk.
- * @return 0, or a dsv_err with the message set; *unwritten counts chunks
- * the file never stored (served as fill values through the library).
+ * Where chunk coord's stored bytes are: H5Dread_chunk does one index lookup
+ * and one raw-data read, which the armed driver records instead of doing.
+ * buf must hold size bytes (H5Dget_chunk_storage_size); it is not written.
+ * @return 0, or -1 if the library did anything else.
+ */
+static int probe_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf,
+		       haddr_t *addr, unsigned *mask)
+{
+	uint32_t filters = 0;
+	herr_t r;
+
+	ro_probe.armed = 1;
+	ro_probe.hits = 0;
+	r = H5Dread_chunk(dset, H5P_DEFAULT, coord, &filters, buf);
+	ro_probe.armed = 0;
+	if (r < 0 || ro_probe.hits != 1 || ro_probe.size != size)
+		return -1;
+	*addr = ro_probe.addr;
+	*mask = filters;
+	return 0;
+}
+
+/*
+ * Resolves every chunk of a fast-path chunked dataset (see "Chunk maps" at
+ * the top). @return 0, or a dsv_err with the message set; *unwritten counts
+ * chunks the file never stored (fill values, through the library).
  */
 static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 			  uint64_t *unwritten)
 {
 	dsv_source *s = o->s;
-	uint64_t esize = dsv_dtype_size(s->info.dtype), raw, nchunks;
+	uint64_t esize = dsv_dtype_size(s->info.dtype), raw, nchunks, max_stored, allocated = 0;
 	hsize_t coord[DSV_MAX_DIMS] = { 0 };
+	void *probe = NULL;
+	size_t probe_cap = 0;
+	int err = 0;
 
 	if (dsv_mul_u64(chunk_rows, s->info.row_elems, &s->info.chunk_elems) ||
 	    dsv_mul_u64(s->info.chunk_elems, esize, &raw) || raw > UINT32_MAX)
@@ -385,6 +598,9 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 	s->chunked = 1;
 	s->chunk_rows = chunk_rows;
 	s->chunk_raw_size = raw;
+	/* LZ4 frames are about raw + raw/255 + 16 bytes per block; anything
+	 * far beyond that is not a chunk we should allocate scratch for. */
+	max_stored = (lz4 ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
 	nchunks = s->info.nrows / chunk_rows + (s->info.nrows % chunk_rows != 0);
 	if (s->info.nelems == 0)
 		nchunks = 0;
@@ -410,36 +626,66 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 		uint64_t end;
 
 		coord[0] = i * chunk_rows;
-		if (H5Dget_chunk_info_by_coord(o->dset, coord, &mask, &addr, &size) < 0)
-			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: cannot locate chunk %llu",
-					s->path, s->dataset, (unsigned long long)i);
-		if (addr == HADDR_UNDEF) {
+		/* HDF5 1.10 fails this call for a chunk never written (and
+		 * says size 0); the count check below catches any chunk
+		 * taken for unwritten that exists. */
+		if (H5Dget_chunk_storage_size(o->dset, coord, &size) < 0 || size == 0) {
 			s->chunk_off[i] = DSV_SRC_UNALLOCATED;
 			(*unwritten)++;
 			continue;
+		}
+		/* Checked before the probe buffer grows to it. */
+		if (size > max_stored)
+			goto bad_size;
+		if (size > probe_cap) {
+			/* Never written to (the probe skips the read), so
+			 * these pages are never touched. */
+			void *p = realloc(probe, (size_t)size);
+			if (!p) {
+				err = dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
+				goto out;
+			}
+			probe = p;
+			probe_cap = (size_t)size;
+		}
+		if (probe_chunk(o->dset, coord, size, probe, &addr, &mask) < 0) {
+			err = dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: cannot locate chunk %llu",
+				       s->path, s->dataset, (unsigned long long)i);
+			goto out;
 		}
 		int c_lz4 = lz4 && !(mask & (1u << s->lz4_filter_bit));
 		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
 		uint64_t trailer = c_fl32 ? 4 : 0;
 		/* Unfiltered chunks are exactly a chunk (a short one would
-		 * make pread serve a neighbour's bytes); LZ4 ones are capped
-		 * well above anything the codec can produce. */
-		int bad = size == 0 || size > UINT32_MAX ||
-			  (c_lz4 ? size > 2 * raw + (64u << 10) + trailer : size != raw + trailer) ||
-			  dsv_add_u64(addr, size, &end);
-		if (bad)
-			return dsv_errf(o->eb, DSV_ERR_FORMAT,
-					"%s:%s: chunk %llu has an impossible size (%llu bytes at %llu)",
-					s->path, s->dataset, (unsigned long long)i,
-					(unsigned long long)size, (unsigned long long)addr);
+		 * make pread serve a neighbour's bytes). */
+		if ((!c_lz4 && size != raw + trailer) || dsv_add_u64(addr, size, &end))
+			goto bad_size;
 		/* A chunk past the end of the file is recorded, not refused:
 		 * source.c fails those reads with DSV_ERR_TRUNCATED. */
 		s->chunk_off[i] = addr;
 		s->chunk_size[i] = (uint32_t)size;
 		s->chunk_mask[i] = mask;
 		s->info.stored_bytes += size;
+		allocated++;
+		continue;
+bad_size:
+		err = dsv_errf(o->eb, DSV_ERR_FORMAT,
+			       "%s:%s: chunk %llu has an impossible size (%llu bytes, raw %llu)",
+			       s->path, s->dataset, (unsigned long long)i,
+			       (unsigned long long)size, (unsigned long long)raw);
+		goto out;
 	}
-	return 0;
+	/* Serving fill values where the file has data would be silent
+	 * corruption: the library's own count must agree with ours. */
+	hsize_t counted = 0;
+	if (H5Dget_num_chunks(o->dset, o->space, &counted) < 0 || counted != allocated)
+		err = dsv_errf(o->eb, DSV_ERR_FORMAT,
+			       "%s:%s: chunk index inconsistent (%llu chunks found, %llu counted)",
+			       s->path, s->dataset, (unsigned long long)allocated,
+			       (unsigned long long)counted);
+out:
+	free(probe);
+	return err;
 }
 
 /*
@@ -557,13 +803,12 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 	if (err)
 		goto out_source;
 
-	h5_enter();
-	o.lapl = make_lapl(H5P_LINK_ACCESS);
+	o.lapl = h5_enter() < 0 ? -1 : make_lapl(H5P_LINK_ACCESS);
 	if (o.lapl < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
 		goto out_h5;
 	}
-	o.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	o.file = H5Fopen(path, H5F_ACC_RDONLY, ro_fapl);
 	if (o.file < 0) {
 		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
 		goto out_h5;
@@ -789,7 +1034,7 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *ds
 	if (n == 0)
 		return 0;
 
-	h5_enter();
+	(void)h5_enter(); /* the file is open: set-up was done */
 	fspace = H5Dget_space(h->dset);
 	if (fspace < 0)
 		goto out;
@@ -876,8 +1121,11 @@ int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_err
 	if (!S_ISREG(st.st_mode))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
 
-	h5_enter();
-	file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (h5_enter() < 0) {
+		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		goto out;
+	}
+	file = H5Fopen(path, H5F_ACC_RDONLY, ro_fapl);
 	if (file < 0) {
 		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
 		goto out;

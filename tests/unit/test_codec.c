@@ -260,6 +260,13 @@ static void test_lz4_lying_sizes(void **state)
 	assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), bad, n + 1), DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), enc, n), (int64_t)sizeof(src));
 
+	/* Block size 0 in a one-block frame: the plugin would loop forever. */
+	int64_t one = dsv_lz4_encode(bad, sizeof(bad), src, 256, 0, 0);
+	assert_true(one > 0);
+	assert_int_equal(dsv_lz4_decode(dec, 256, bad, (size_t)one), 256);
+	put_be32(bad + 8, 0);
+	assert_int_equal(dsv_lz4_decode(dec, 256, bad, (size_t)one), DSV_ERR_CORRUPT);
+
 	/* A tiny block size with a huge raw size must fail at once, not
 	 * loop: 2^40 one-byte blocks cannot fit in 20 bytes. */
 	uint8_t tiny[20] = { 0 };

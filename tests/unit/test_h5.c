@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -945,6 +947,106 @@ static void test_hostile_chunk_sizes(void **state)
 	assert_int_equal(open_err("hostile.h5", "/huge", "impossible size"), DSV_ERR_FORMAT);
 }
 
+/* With a user block, HDF5's chunk-info calls give addresses relative to
+ * the base address; pread needs absolute ones. */
+static void test_user_block(void **state)
+{
+	int32_t a[100];
+	hsize_t dims[] = { 100 }, cd[] = { 10 };
+	(void)state;
+	for (int i = 0; i < 100; i++)
+		a[i] = i * 3 + 1;
+	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+	H5Pset_userblock(fcpl, 1024);
+	char p[256];
+	hid_t f = H5Fcreate(tpath(p, sizeof(p), "ub.h5"), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+	H5Pclose(fcpl);
+	assert_true(f >= 0);
+	H5Dclose(mkds(f, "c", H5T_STD_I32LE, 1, dims, NULL, H5P_DEFAULT));
+	hid_t pl = chunk_dcpl(1, cd);
+	H5Dclose(mkds(f, "k", H5T_STD_I32LE, 1, dims, NULL, pl));
+	H5Pclose(pl);
+	for (int k = 0; k < 2; k++) {
+		hid_t d = H5Dopen2(f, k ? "k" : "c", H5P_DEFAULT);
+		H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, a);
+		H5Dclose(d);
+	}
+	H5Fclose(f);
+
+	dsv_source *s = open_ok("ub.h5", "/c");
+	check_info(s, DSV_SRC_H5_CONTIGUOUS, DSV_I32, 1, (uint64_t[]){ 100 }, 1);
+	read_check(s, a, sizeof(a));
+	dsv_source_close(s);
+	s = open_ok("ub.h5", "/k");
+	check_info(s, DSV_SRC_H5_CHUNKED, DSV_I32, 1, (uint64_t[]){ 100 }, 10);
+	read_check(s, a, sizeof(a));
+	dsv_source_close(s);
+}
+
+/* HDF5 1.10's chunk-info calls are linear per call; resolving 60000
+ * chunks with them takes minutes. The map must come in well under that,
+ * on both the v1 B-tree and the 1.10 extensible-array index. */
+static void test_many_chunks_open_fast(void **state)
+{
+	enum { N = 60000 };
+	static uint8_t a[N * 2];
+	hsize_t dims[] = { N * 2 }, cd[] = { 2 }, maxd[] = { H5S_UNLIMITED };
+	(void)state;
+	for (int i = 0; i < N * 2; i++)
+		a[i] = (uint8_t)(i * 13);
+	for (int latest = 0; latest < 2; latest++) {
+		hid_t f = new_file("many.h5", latest);
+		hid_t p = chunk_dcpl(1, cd);
+		hid_t d = mkds(f, "a", H5T_STD_U8LE, 1, dims, latest ? maxd : NULL, p);
+		H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, a);
+		H5Dclose(d);
+		H5Pclose(p);
+		H5Fclose(f);
+
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		dsv_source *s = open_ok("many.h5", "/a");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		print_message("%d chunks resolved in %.3f s (%s format)\n", N, secs,
+			      latest ? "latest" : "earliest");
+		assert_true(secs < 5.0);
+		check_info(s, DSV_SRC_H5_CHUNKED, DSV_U8, 1, (uint64_t[]){ N * 2 }, N);
+		read_check(s, a, sizeof(a));
+		dsv_source_close(s);
+	}
+}
+
+/* A library-read source whose file shrank: EIO, never zeros. */
+static void test_fallback_truncated(void **state)
+{
+	int16_t a[64][64];
+	hsize_t dims[] = { 64, 64 };
+	char p[256];
+	(void)state;
+	for (int i = 0; i < 64 * 64; i++)
+		(&a[0][0])[i] = (int16_t)(i + 1);
+	hid_t f = new_file("betrunc.h5", 0);
+	hid_t d = mkds(f, "a", H5T_STD_I16BE, 2, dims, NULL, H5P_DEFAULT);
+	H5Dwrite(d, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, a);
+	H5Dclose(d);
+	H5Fclose(f);
+
+	dsv_source *s = open_ok("betrunc.h5", "/a");
+	check_info(s, DSV_SRC_H5_FALLBACK, DSV_I16, 2, (uint64_t[]){ 64, 64 }, 1);
+	/* Not read before the cut: HDF5's sieve buffer would keep serving
+	 * what it read, which the spec allows. The data is the last thing in
+	 * this file: cut half of it. */
+	struct stat st;
+	assert_int_equal(stat(tpath(p, sizeof(p), "betrunc.h5"), &st), 0);
+	assert_int_equal(truncate(p, st.st_size - (off_t)sizeof(a) / 2), 0);
+	int err;
+	int16_t got[64][64];
+	read_all(s, got, &err);
+	assert_int_equal(err, DSV_ERR_IO);
+	dsv_source_close(s);
+}
+
 /* The file hdf5plugin wrote (tests/unit/fixtures/gen_h5plugin.py). */
 static void test_hdf5plugin_fixture(void **state)
 {
@@ -1034,6 +1136,9 @@ int main(void)
 		cmocka_unit_test(test_unsupported_types),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_hostile_chunk_sizes),
+		cmocka_unit_test(test_user_block),
+		cmocka_unit_test(test_many_chunks_open_fast),
+		cmocka_unit_test(test_fallback_truncated),
 		cmocka_unit_test(test_hdf5plugin_fixture),
 		cmocka_unit_test(test_scratch_size_fletcher_only),
 	};
