@@ -445,8 +445,10 @@ static int classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why,
 			return DSV_ERR_UNSUPPORTED;
 		}
 		*dt = k == 0 ? DSV_F16 : k == 1 ? DSV_F32 : DSV_F64;
-		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
+		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) {
+			snprintf(why, why_cap, "unreadable float");
 			return DSV_ERR_UNSUPPORTED;
+		}
 		int std = spos == ieee[k][1] && epos == ieee[k][2] && esize == ieee[k][3] &&
 			  mpos == 0 && msize == ieee[k][4] && H5Tget_ebias(t) == ieee[k][5] &&
 			  prec == size * 8 && off == 0 && H5Tget_norm(t) == H5T_NORM_IMPLIED;
@@ -525,7 +527,7 @@ typedef struct h5_open {
 	char conv_why[64];
 } h5_open;
 
-static int why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
+static void why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
 {
 	char *w = o->s->h5_why;
 	size_t cap = sizeof(o->s->h5_why), len;
@@ -533,11 +535,10 @@ static int why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
 	for (int i = 0; i < nf && len < cap; i++)
 		len += (size_t)snprintf(w + len, cap - len, "%s%s", i ? "+" : "",
 					filter_name(ids[i]));
-	return 0;
 }
 
 /* Flat element ranges for a fallback source, aligned to the file's chunk
- * bands along axis 0 when those are whole rows of reasonable size. */
+ * bands along axis 0 when those are of reasonable size. */
 static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 {
 	uint64_t esize = dsv_dtype_size(s->info.dtype), band, band_bytes;
@@ -707,7 +708,9 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	for (int k = 1; k < ndim; k++)
 		if (cdims[k] != o->dims[k])
 			whole_rows = 0;
-	*band_rows = whole_rows ? cdims[0] : 0;
+	/* A band of cdims[0] rows covers whole chunks on every axis, split
+	 * rows or not: fallback reads aligned to bands decode each once. */
+	*band_rows = cdims[0];
 
 	nf = H5Pget_nfilters(o->dcpl);
 	if (nf < 0 || nf > (int)(sizeof(ids) / sizeof(ids[0])))

@@ -605,6 +605,7 @@ static void test_split_rows_fallback(void **state)
 	dsv_source *s = open_ok("split.h5", "/a");
 	check_info(s, DSV_SRC_H5_FALLBACK, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, UINT64_MAX);
 	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows");
+	assert_int_equal(dsv_source_get_info(s)->chunk_elems % (2 * 40), 0); /* 2-row bands */
 	read_check(s, a, sizeof(a));
 	float buf[360];
 	for (uint64_t start = 0; start < 360; start += 7) {
