@@ -188,7 +188,7 @@ int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 
 size_t dsv_source_scratch_size(const dsv_source *s)
 {
-	if (!s->chunked || s->codec == DSV_CODEC_NONE)
+	if (!s->chunked || (s->codec == DSV_CODEC_NONE && !s->fletcher32))
 		return 0;
 	uint64_t max = 0;
 	for (uint64_t i = 0; s->chunk_size && i < s->info.nchunks; i++)
