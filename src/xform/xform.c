@@ -1,0 +1,444 @@
+/*
+ * Transform plans and kernels (SPEC section 6).
+ *
+ * Two strategies, chosen per plan at create:
+ *  - 8-bit sources (uint8, int8): a lookup table per channel, built in
+ *    float64 through dsv_elem_apply and stored in the output type, so a run
+ *    is one table load per element.
+ *  - everything else: dsv_elem_apply per element, over runs of elements that
+ *    share a channel, so the loop body has constant coefficients and the
+ *    compiler vectorises it.
+ * The kernels are written once (KERNEL_SET below) and stamped out for the
+ * generic target, AVX2 and AVX-512; the variant is chosen once per process.
+ * They are the same C, built with -ffp-contract=off, doing the same IEEE
+ * operations in the same order, so every variant gives identical bytes (the
+ * unit tests compare them).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsview/xform.h"
+#include "xform/xform_elem.h"
+
+#define LUT_MAX_ENTRIES (1u << 22) /* nchan * 256 above this: compute directly */
+
+struct dsv_xform {
+	dsv_dtype src, dst;
+	double scale, offset;
+	int nchan; /* >= 1 (a plan without mean/std has one channel 0 / 1) */
+	uint64_t chan_inner;
+	double *mean, *std;
+	int has_clip;
+	double lo, hi;
+	void *lut; /* nchan * 256 entries of the output type, or NULL */
+};
+
+void dsv_xform_params_init(dsv_xform_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->scale = 1.0;
+	p->chan_inner = 1;
+}
+
+/* ---- kernels ---- */
+
+typedef void (*run_fn)(const dsv_xform *x, void *dst, const void *src, uint64_t n, uint64_t e0);
+
+static inline __attribute__((always_inline)) double load_elem(dsv_dtype t, const void *s, uint64_t i)
+{
+	switch (t) {
+	case DSV_U8: return ((const uint8_t *)s)[i];
+	case DSV_I8: return ((const int8_t *)s)[i];
+	case DSV_U16: return ((const uint16_t *)s)[i];
+	case DSV_I16: return ((const int16_t *)s)[i];
+	case DSV_U32: return ((const uint32_t *)s)[i];
+	case DSV_I32: return ((const int32_t *)s)[i];
+	case DSV_F16: return dsv_elem_f16_to_f32(((const uint16_t *)s)[i]);
+	case DSV_F32: return ((const float *)s)[i];
+	case DSV_F64: return ((const double *)s)[i];
+	default: return 0;
+	}
+}
+
+/* One run of n elements sharing channel c: src type S, output type D. The
+ * switch on constants folds away where this is inlined. */
+static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x, dsv_dtype S,
+							     dsv_dtype D, void *dst, const void *src,
+							     uint64_t n, int c)
+{
+	const double sc = x->scale, of = x->offset, m = x->mean[c], sd = x->std[c];
+	const double lo = x->lo, hi = x->hi;
+	const int clip = x->has_clip;
+	if (D == DSV_F32) {
+		float *o = dst;
+		for (uint64_t i = 0; i < n; i++)
+			o[i] = dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi);
+	} else if (D == DSV_BF16) {
+		uint16_t *o = dst;
+		for (uint64_t i = 0; i < n; i++)
+			o[i] = dsv_elem_f32_to_bf16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
+	} else {
+		uint16_t *o = dst;
+		for (uint64_t i = 0; i < n; i++)
+			o[i] = dsv_elem_f32_to_f16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
+	}
+}
+
+static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, dsv_dtype S,
+							  size_t osize, void *dst, const void *src,
+							  uint64_t n, int c)
+{
+	const uint8_t *s = src;
+	unsigned flip = S == DSV_I8 ? 0x80u : 0u; /* int8 tables are indexed by x + 128 */
+	if (osize == 4) {
+		const float *t = (const float *)x->lut + (size_t)c * 256;
+		float *o = dst;
+		for (uint64_t i = 0; i < n; i++)
+			o[i] = t[s[i] ^ flip];
+	} else {
+		const uint16_t *t = (const uint16_t *)x->lut + (size_t)c * 256;
+		uint16_t *o = dst;
+		for (uint64_t i = 0; i < n; i++)
+			o[i] = t[s[i] ^ flip];
+	}
+}
+
+/* Walks [e0, e0 + n) in runs of one channel and calls BODY(dst, src, len, c). */
+#define FOR_CHANNEL_RUNS(x, dst, src, n, e0, esize_in, esize_out, BODY)                        \
+	do {                                                                                   \
+		const char *s_ = (const char *)(src);                                          \
+		char *d_ = (char *)(dst);                                                      \
+		uint64_t left_ = (n);                                                          \
+		if ((x)->nchan == 1) {                                                         \
+			BODY(d_, s_, left_, 0);                                                \
+			break;                                                                 \
+		}                                                                              \
+		uint64_t q_ = (e0) / (x)->chan_inner;                                          \
+		uint64_t into_ = (e0) - q_ * (x)->chan_inner;                                  \
+		int c_ = (int)(q_ % (uint64_t)(x)->nchan);                                     \
+		while (left_) {                                                                \
+			uint64_t len_ = (x)->chan_inner - into_;                               \
+			if (len_ > left_)                                                      \
+				len_ = left_;                                                  \
+			BODY(d_, s_, len_, c_);                                                \
+			s_ += len_ * (esize_in);                                               \
+			d_ += len_ * (esize_out);                                              \
+			left_ -= len_;                                                         \
+			into_ = 0;                                                             \
+			if (++c_ == (x)->nchan)                                                \
+				c_ = 0;                                                        \
+		}                                                                              \
+	} while (0)
+
+/* HWC-style layouts (chan_inner == 1) have runs of one element; walk them
+ * with a channel counter instead of calling a loop per element. */
+#define DEFINE_KERNELS(SUF, ATTR)                                                              \
+	ATTR static void lut_##SUF(const dsv_xform *x, void *dst, const void *src, uint64_t n,    \
+				   uint64_t e0)                                                \
+	{                                                                                      \
+		size_t os = dsv_dtype_size(x->dst);                                            \
+		if (x->nchan > 1 && x->chan_inner == 1) {                                      \
+			const uint8_t *s = src;                                                \
+			unsigned flip = x->src == DSV_I8 ? 0x80u : 0u;                         \
+			int c = (int)(e0 % (uint64_t)x->nchan);                                \
+			if (os == 4) {                                                         \
+				const float *t = x->lut;                                       \
+				float *o = dst;                                                \
+				for (uint64_t i = 0; i < n; i++) {                             \
+					o[i] = t[(size_t)c * 256 + (s[i] ^ flip)];             \
+					if (++c == x->nchan)                                   \
+						c = 0;                                         \
+				}                                                              \
+			} else {                                                               \
+				const uint16_t *t = x->lut;                                    \
+				uint16_t *o = dst;                                             \
+				for (uint64_t i = 0; i < n; i++) {                             \
+					o[i] = t[(size_t)c * 256 + (s[i] ^ flip)];             \
+					if (++c == x->nchan)                                   \
+						c = 0;                                         \
+				}                                                              \
+			}                                                                      \
+			return;                                                                \
+		}                                                                              \
+		_Pragma("GCC diagnostic push")                                                 \
+		_Pragma("GCC diagnostic ignored \"-Wshadow\"")                                 \
+		FOR_CHANNEL_RUNS(x, dst, src, n, e0, 1, os, LUT_BODY);                         \
+		_Pragma("GCC diagnostic pop")                                                  \
+	}                                                                                      \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U8, u8)                                                   \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I8, i8)                                                   \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U16, u16)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I16, i16)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U32, u32)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I32, i32)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_F16, f16)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_F32, f32)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_F64, f64)                                                 \
+	static const run_fn direct_##SUF[DSV_DTYPE__COUNT][3] = {                              \
+		[DSV_U8] = { d_u8_f32_##SUF, d_u8_bf16_##SUF, d_u8_f16_##SUF },                \
+		[DSV_I8] = { d_i8_f32_##SUF, d_i8_bf16_##SUF, d_i8_f16_##SUF },                \
+		[DSV_U16] = { d_u16_f32_##SUF, d_u16_bf16_##SUF, d_u16_f16_##SUF },            \
+		[DSV_I16] = { d_i16_f32_##SUF, d_i16_bf16_##SUF, d_i16_f16_##SUF },            \
+		[DSV_U32] = { d_u32_f32_##SUF, d_u32_bf16_##SUF, d_u32_f16_##SUF },            \
+		[DSV_I32] = { d_i32_f32_##SUF, d_i32_bf16_##SUF, d_i32_f16_##SUF },            \
+		[DSV_F16] = { d_f16_f32_##SUF, d_f16_bf16_##SUF, d_f16_f16_##SUF },            \
+		[DSV_F32] = { d_f32_f32_##SUF, d_f32_bf16_##SUF, d_f32_f16_##SUF },            \
+		[DSV_F64] = { d_f64_f32_##SUF, d_f64_bf16_##SUF, d_f64_f16_##SUF },            \
+	};
+
+#define LUT_BODY(d, s, len, c) run_lut(x, x->src, os, d, s, len, c)
+
+#define DEFINE_DIRECT(SUF, ATTR, S, sname)                                                     \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F32, f32)                                      \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16)                                    \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F16, f16)
+
+#define DEFINE_DIRECT1(SUF, ATTR, S, sname, D, dname)                                          \
+	ATTR static void d_##sname##_##dname##_##SUF(const dsv_xform *x, void *dst,            \
+						     const void *src, uint64_t n, uint64_t e0) \
+	{                                                                                      \
+		_Pragma("GCC diagnostic push")                                                 \
+		_Pragma("GCC diagnostic ignored \"-Wshadow\"")                                 \
+		FOR_CHANNEL_RUNS(x, dst, src, n, e0, dsv_dtype_size(S), dsv_dtype_size(D),     \
+				 DIRECT_BODY_##sname##_##dname);                               \
+		_Pragma("GCC diagnostic pop")                                                  \
+	}
+
+/* BODY macros need S and D as constants; generate them per pair. */
+#define DB(sname, S, dname, D)                                                                 \
+	static inline __attribute__((always_inline)) void direct_body_##sname##_##dname(       \
+		const dsv_xform *x, void *d, const void *s, uint64_t len, int c)               \
+	{                                                                                      \
+		run_direct(x, S, D, d, s, len, c);                                             \
+	}
+#define DB3(sname, S) DB(sname, S, f32, DSV_F32) DB(sname, S, bf16, DSV_BF16) DB(sname, S, f16, DSV_F16)
+DB3(u8, DSV_U8)
+DB3(i8, DSV_I8)
+DB3(u16, DSV_U16)
+DB3(i16, DSV_I16)
+DB3(u32, DSV_U32)
+DB3(i32, DSV_I32)
+DB3(f16, DSV_F16)
+DB3(f32, DSV_F32)
+DB3(f64, DSV_F64)
+
+#define DIRECT_BODY_(sname, dname) direct_body_##sname##_##dname
+#define DIRECT_BODY_u8_f32(d, s, l, c) direct_body_u8_f32(x, d, s, l, c)
+#define DIRECT_BODY_u8_bf16(d, s, l, c) direct_body_u8_bf16(x, d, s, l, c)
+#define DIRECT_BODY_u8_f16(d, s, l, c) direct_body_u8_f16(x, d, s, l, c)
+#define DIRECT_BODY_i8_f32(d, s, l, c) direct_body_i8_f32(x, d, s, l, c)
+#define DIRECT_BODY_i8_bf16(d, s, l, c) direct_body_i8_bf16(x, d, s, l, c)
+#define DIRECT_BODY_i8_f16(d, s, l, c) direct_body_i8_f16(x, d, s, l, c)
+#define DIRECT_BODY_u16_f32(d, s, l, c) direct_body_u16_f32(x, d, s, l, c)
+#define DIRECT_BODY_u16_bf16(d, s, l, c) direct_body_u16_bf16(x, d, s, l, c)
+#define DIRECT_BODY_u16_f16(d, s, l, c) direct_body_u16_f16(x, d, s, l, c)
+#define DIRECT_BODY_i16_f32(d, s, l, c) direct_body_i16_f32(x, d, s, l, c)
+#define DIRECT_BODY_i16_bf16(d, s, l, c) direct_body_i16_bf16(x, d, s, l, c)
+#define DIRECT_BODY_i16_f16(d, s, l, c) direct_body_i16_f16(x, d, s, l, c)
+#define DIRECT_BODY_u32_f32(d, s, l, c) direct_body_u32_f32(x, d, s, l, c)
+#define DIRECT_BODY_u32_bf16(d, s, l, c) direct_body_u32_bf16(x, d, s, l, c)
+#define DIRECT_BODY_u32_f16(d, s, l, c) direct_body_u32_f16(x, d, s, l, c)
+#define DIRECT_BODY_i32_f32(d, s, l, c) direct_body_i32_f32(x, d, s, l, c)
+#define DIRECT_BODY_i32_bf16(d, s, l, c) direct_body_i32_bf16(x, d, s, l, c)
+#define DIRECT_BODY_i32_f16(d, s, l, c) direct_body_i32_f16(x, d, s, l, c)
+#define DIRECT_BODY_f16_f32(d, s, l, c) direct_body_f16_f32(x, d, s, l, c)
+#define DIRECT_BODY_f16_bf16(d, s, l, c) direct_body_f16_bf16(x, d, s, l, c)
+#define DIRECT_BODY_f16_f16(d, s, l, c) direct_body_f16_f16(x, d, s, l, c)
+#define DIRECT_BODY_f32_f32(d, s, l, c) direct_body_f32_f32(x, d, s, l, c)
+#define DIRECT_BODY_f32_bf16(d, s, l, c) direct_body_f32_bf16(x, d, s, l, c)
+#define DIRECT_BODY_f32_f16(d, s, l, c) direct_body_f32_f16(x, d, s, l, c)
+#define DIRECT_BODY_f64_f32(d, s, l, c) direct_body_f64_f32(x, d, s, l, c)
+#define DIRECT_BODY_f64_bf16(d, s, l, c) direct_body_f64_bf16(x, d, s, l, c)
+#define DIRECT_BODY_f64_f16(d, s, l, c) direct_body_f64_f16(x, d, s, l, c)
+
+DEFINE_KERNELS(scalar, )
+#if defined(__x86_64__)
+DEFINE_KERNELS(avx2, __attribute__((target("avx2"))))
+DEFINE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
+#endif
+
+typedef struct kernel_set {
+	const char *name;
+	run_fn lut;
+	const run_fn (*direct)[3];
+} kernel_set;
+
+static const kernel_set kernel_sets[] = {
+	{ "scalar", lut_scalar, direct_scalar },
+#if defined(__x86_64__)
+	{ "avx2", lut_avx2, direct_avx2 },
+	{ "avx512", lut_avx512, direct_avx512 },
+#endif
+};
+
+static const kernel_set *active;
+static pthread_once_t active_once = PTHREAD_ONCE_INIT;
+
+static int cpu_has(const char *name)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (!strcmp(name, "avx2"))
+		return __builtin_cpu_supports("avx2");
+	if (!strcmp(name, "avx512"))
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#endif
+	return !strcmp(name, "scalar");
+}
+
+static void choose_kernels(void)
+{
+	const char *force = getenv("DSVIEW_KERNEL"); /* for tests and benchmarks */
+	size_t n = sizeof(kernel_sets) / sizeof(kernel_sets[0]);
+	active = &kernel_sets[0];
+	for (size_t i = 0; i < n; i++) {
+		if (force && *force) {
+			if (!strcmp(force, kernel_sets[i].name) && cpu_has(kernel_sets[i].name))
+				active = &kernel_sets[i];
+		} else if (cpu_has(kernel_sets[i].name)) {
+			active = &kernel_sets[i]; /* the last supported is the widest */
+		}
+	}
+}
+
+const char *dsv_xform_kernel_name(void)
+{
+	pthread_once(&active_once, choose_kernels);
+	return active->name;
+}
+
+int dsv_xform_force_kernel(const char *name)
+{
+	pthread_once(&active_once, choose_kernels);
+	for (size_t i = 0; i < sizeof(kernel_sets) / sizeof(kernel_sets[0]); i++) {
+		if (!strcmp(name, kernel_sets[i].name)) {
+			if (!cpu_has(name))
+				return DSV_ERR_UNSUPPORTED;
+			active = &kernel_sets[i];
+			return 0;
+		}
+	}
+	return DSV_ERR_UNSUPPORTED;
+}
+
+/* ---- plans ---- */
+
+static int out_index(dsv_dtype d)
+{
+	return d == DSV_F32 ? 0 : d == DSV_BF16 ? 1 : 2;
+}
+
+static int finite(double v)
+{
+	return v == v && v - v == 0.0;
+}
+
+int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xform_params *p,
+		     dsv_errbuf *eb)
+{
+	dsv_xform *x;
+	*out = NULL;
+	if ((unsigned)src >= DSV_DTYPE__COUNT || src == DSV_BF16)
+		return dsv_errf(eb, DSV_ERR_INVALID, "unsupported source dtype %s", dsv_dtype_name(src));
+	if (!dsv_dtype_is_output(dst))
+		return dsv_errf(eb, DSV_ERR_INVALID, "output dtype must be float32, bfloat16 or float16");
+	if (!finite(p->scale) || !finite(p->offset))
+		return dsv_errf(eb, DSV_ERR_INVALID, "scale and offset must be finite");
+	if (p->nchan < 0 || (p->nchan > 0 && (!p->mean || !p->std || p->chan_inner < 1)))
+		return dsv_errf(eb, DSV_ERR_INVALID, "mean/std need values and a channel axis");
+	for (int c = 0; c < p->nchan; c++) {
+		if (!finite(p->mean[c]))
+			return dsv_errf(eb, DSV_ERR_INVALID, "mean[%d] is not finite", c);
+		if (!finite(p->std[c]) || p->std[c] == 0)
+			return dsv_errf(eb, DSV_ERR_INVALID, "std[%d] is %g", c, p->std[c]);
+	}
+	if (p->has_clip && !(p->clip_lo <= p->clip_hi))
+		return dsv_errf(eb, DSV_ERR_INVALID, "clip needs LOW <= HIGH");
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	x->src = src;
+	x->dst = dst;
+	x->scale = p->scale;
+	x->offset = p->offset;
+	x->nchan = p->nchan > 0 ? p->nchan : 1;
+	x->chan_inner = p->nchan > 0 ? p->chan_inner : 1;
+	x->has_clip = p->has_clip;
+	x->lo = p->clip_lo;
+	x->hi = p->clip_hi;
+	x->mean = calloc((size_t)x->nchan, sizeof(double));
+	x->std = calloc((size_t)x->nchan, sizeof(double));
+	if (!x->mean || !x->std)
+		goto nomem;
+	for (int c = 0; c < x->nchan; c++) {
+		x->mean[c] = p->nchan ? p->mean[c] : 0.0;
+		x->std[c] = p->nchan ? p->std[c] : 1.0;
+	}
+	if ((src == DSV_U8 || src == DSV_I8) && (uint64_t)x->nchan * 256 <= LUT_MAX_ENTRIES) {
+		size_t os = dsv_dtype_size(dst);
+		x->lut = malloc((size_t)x->nchan * 256 * os);
+		if (!x->lut)
+			goto nomem;
+		for (int c = 0; c < x->nchan; c++) {
+			for (int v = 0; v < 256; v++) {
+				double xv = src == DSV_I8 ? (double)(v - 128) : (double)v;
+				float f = dsv_elem_apply(xv, x->scale, x->offset, x->mean[c], x->std[c],
+							 x->has_clip, x->lo, x->hi);
+				size_t k = (size_t)c * 256 + (size_t)v;
+				if (dst == DSV_F32)
+					((float *)x->lut)[k] = f;
+				else if (dst == DSV_BF16)
+					((uint16_t *)x->lut)[k] = dsv_elem_f32_to_bf16(f);
+				else
+					((uint16_t *)x->lut)[k] = dsv_elem_f32_to_f16(f);
+			}
+		}
+	}
+	*out = x;
+	return 0;
+nomem:
+	dsv_xform_destroy(x);
+	return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+}
+
+void dsv_xform_destroy(dsv_xform *x)
+{
+	if (!x)
+		return;
+	free(x->mean);
+	free(x->std);
+	free(x->lut);
+	free(x);
+}
+
+void dsv_xform_run(const dsv_xform *x, void *dst, const void *src, uint64_t n, uint64_t e0)
+{
+	pthread_once(&active_once, choose_kernels);
+	if (x->lut)
+		active->lut(x, dst, src, n, e0);
+	else
+		active->direct[x->src][out_index(x->dst)](x, dst, src, n, e0);
+}
+
+uint16_t dsv_f32_to_bf16(float f)
+{
+	return dsv_elem_f32_to_bf16(f);
+}
+
+uint16_t dsv_f32_to_f16(float f)
+{
+	return dsv_elem_f32_to_f16(f);
+}
+
+float dsv_f16_to_f32(uint16_t h)
+{
+	return dsv_elem_f16_to_f32(h);
+}
+
+float dsv_bf16_to_f32(uint16_t h)
+{
+	return dsv_elem_bf16_to_f32(h);
+}

@@ -1,0 +1,95 @@
+/*
+ * Per-element transform maths shared by every kernel variant and, later, the
+ * CUDA backend (DSV_HD marks functions nvcc compiles for host and device).
+ * Plain C on purpose: no vector extensions, no FMA (the build uses
+ * -ffp-contract=off), so every caller rounds the same way.
+ */
+#ifndef DSV_XFORM_ELEM_H
+#define DSV_XFORM_ELEM_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define DSV_HD __host__ __device__
+#else
+#define DSV_HD
+#endif
+
+static inline DSV_HD uint32_t dsv_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline DSV_HD float dsv_bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* Round to nearest even on the top 16 bits; NaN -> quiet NaN, sign kept. */
+static inline DSV_HD uint16_t dsv_elem_f32_to_bf16(float f)
+{
+	uint32_t x = dsv_f32_bits(f);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x0040u);
+	return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* IEEE binary32 -> binary16, round to nearest even, overflow -> inf,
+ * subnormals exact, NaN -> quiet NaN (0x7e00 with the sign). */
+static inline DSV_HD uint16_t dsv_elem_f32_to_f16(float f)
+{
+	uint32_t x = dsv_f32_bits(f);
+	uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+	if (ax > 0x7f800000u)
+		return (uint16_t)(sign | 0x7e00u);
+	if (ax >= 0x477ff000u) /* >= 65520 rounds past 65504: inf (inf too) */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax >= 0x38800000u) /* normal half: rebias exponent, round mantissa */
+		return (uint16_t)(sign | ((ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13));
+	if (ax <= 0x33000000u) /* <= 2^-25: rounds to zero (2^-25 ties to even 0) */
+		return (uint16_t)sign;
+	/* subnormal half: value / 2^-24, rounded to nearest even */
+	uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+	uint32_t shift = 126u - e; /* 14..24 */
+	uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+	if (rem > half || (rem == half && (q & 1u)))
+		q++;
+	return (uint16_t)(sign | q);
+}
+
+static inline DSV_HD float dsv_elem_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	if (e == 0x1f)
+		return dsv_bits_f32(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
+	if (e == 0) {
+		if (m == 0)
+			return dsv_bits_f32(sign);
+		/* subnormal: m * 2^-24, exact in float */
+		float v = (float)m * 5.9604644775390625e-8f;
+		return sign ? -v : v;
+	}
+	return dsv_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+static inline DSV_HD float dsv_elem_bf16_to_f32(uint16_t h)
+{
+	return dsv_bits_f32((uint32_t)h << 16);
+}
+
+/* The transform of one value, in float64, rounded once to float32. */
+static inline DSV_HD float dsv_elem_apply(double x, double scale, double offset, double mean,
+					  double std, int has_clip, double lo, double hi)
+{
+	double y = (x * scale + offset - mean) / std;
+	if (has_clip)
+		y = y < lo ? lo : (y > hi ? hi : y); /* NaN compares false: stays NaN */
+	return (float)y;
+}
+
+#endif
