@@ -1,0 +1,112 @@
+"""How training jobs read: many forked DataLoader-style workers with their own
+memmaps reading shuffled batches, and unaligned preads across chunk
+boundaries and the end of file."""
+import json
+import os
+import random
+
+import h5py
+import hdf5plugin
+import numpy as np
+
+from common import E2E, reference, same_bits
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+SCALE = 1 / 255
+
+
+def worker(path, shape, ref_path, seed, batches):
+    """Runs in a forked child: its own memmap, shuffled batches, compared with
+    the reference. Returns the number of mismatching batches."""
+    a = np.memmap(path, np.float32, "r", shape=shape)
+    ref = np.load(ref_path, mmap_mode="r")
+    rng = np.random.default_rng(seed)
+    bad = 0
+    for _ in range(batches):
+        idx = rng.choice(shape[0], size=int(rng.integers(16, 65)), replace=False)
+        if not same_bits(a[idx], ref[idx]):
+            bad += 1
+    return bad
+
+
+class Workers(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        rng = np.random.default_rng(4)
+        # 2000 rows of 48x48x3 = 6912 B uint8, 27 KB float32: ~14 MB of views
+        cls.x = rng.integers(0, 256, (2000, 48, 48, 3), dtype=np.uint8)
+        np.save(os.path.join(cls.tmp, "x.npy"), cls.x)
+        with h5py.File(os.path.join(cls.tmp, "x.h5"), "w") as f:
+            f.create_dataset("x", data=cls.x, chunks=(37, 48, 48, 3), fletcher32=True,
+                             **hdf5plugin.LZ4())
+        np.save(os.path.join(cls.tmp, "ref.npy"), reference(cls.x, SCALE, 0, MEAN, STD))
+        cls.ini = os.path.join(cls.tmp, "w.ini")
+        with open(cls.ini, "w") as f:
+            for name, src in (("npy", "x.npy"), ("lz4", "x.h5:/x")):
+                f.write(f"[{name}]\nsource = {src}\nscale = {SCALE!r}\n"
+                        f"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n")
+
+    def forked_readers(self, m, view, n=8, batches=40):
+        pids = []
+        for k in range(n):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    code = min(worker(m.path(view + ".dat"), self.x.shape, self.p("ref.npy"), k,
+                                      batches), 100)
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+        self.assertEqual(codes, [0] * n, "workers saw mismatching batches (exit = count)")
+
+    def test_8_workers_default_cache(self):
+        with self.mount(self.ini) as m:
+            self.forked_readers(m, "npy")
+            self.forked_readers(m, "lz4")
+            st = m.stats()
+            self.assertGreater(st["bytes_served"], 0)
+            self.assertEqual(st["errors"], 0)
+
+    def test_8_workers_small_cache_evicts(self):
+        with self.mount(self.ini, "--cache-size", "1M") as m:
+            self.forked_readers(m, "lz4")
+            st = m.stats()
+            self.assertLessEqual(st["cache_budget"], 1 << 20)
+            self.assertGreater(st["cache_evictions"], 0)
+
+    def test_8_workers_no_cache(self):
+        with self.mount(self.ini, "--cache-size", "0") as m:
+            self.forked_readers(m, "npy", batches=20)
+            self.assertEqual(m.stats()["cache_budget"], 0)
+
+    def test_unaligned_preads(self):
+        ref = reference(self.x, SCALE, 0, MEAN, STD).tobytes()
+        with self.mount(self.ini, "--cache-size", "2M") as m:
+            for view in ("npy", "lz4"):
+                meta = json.load(open(m.path(view + ".json")))
+                chunk_bytes = int(meta["chunk_rows"][0] * meta["row_bytes"])
+                for ext, data in ((".dat", ref), (".npy", None)):
+                    fd = os.open(m.path(view + ext), os.O_RDONLY)
+                    try:
+                        if data is None:
+                            head = os.pread(fd, 4096, 0)
+                            hlen = 10 + head[8] + 256 * head[9]
+                            data = head[:hlen] + ref
+                        size = len(data)
+                        self.assertEqual(os.fstat(fd).st_size, size)
+                        offs = [0, 1, size - 1, size - 7, size, size + 100]
+                        for k in range(1, 6):  # around chunk boundaries
+                            b = k * chunk_bytes + (len(data) - len(ref))
+                            offs += [b - 3, b - 1, b, b + 1, b + 5]
+                        rnd = random.Random(5)
+                        offs += [rnd.randrange(size) for _ in range(60)]
+                        for off in offs:
+                            for n in (1, 3, 4095, 4097, chunk_bytes + 13, 1 << 20):
+                                got = os.pread(fd, n, off)
+                                self.assertEqual(got, data[off:off + n],
+                                                 f"{view}{ext} pread({n}, {off})")
+                    finally:
+                        os.close(fd)
