@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,7 +104,14 @@ static int check_mountpoint(const char *mp)
 	}
 	snprintf(up, sizeof(up), "%s/..", mp);
 	if (stat(up, &parent) == 0 && parent.st_dev != st.st_dev) {
-		dsv_cli_error("%s: something is already mounted here (dsview umount %s)", mp, mp);
+		/* stat may be answered from cached attributes; statfs always asks
+		 * the filesystem, so it tells a dead daemon from a live one */
+		struct statfs sfs;
+		if (statfs(mp, &sfs) < 0 && errno == ENOTCONN)
+			dsv_cli_error("%s: a dead mount is still attached here; run 'dsview umount %s' first",
+				      mp, mp);
+		else
+			dsv_cli_error("%s: something is already mounted here (dsview umount %s)", mp, mp);
 		return -1;
 	}
 	return 0;

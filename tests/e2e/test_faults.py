@@ -1,0 +1,282 @@
+"""Bad input and faults: every manifest error of SPEC section 4, hostile .npy
+headers, read-only semantics, corrupt chunks, truncated sources, signals and
+umount. Each checks the clear error and that nothing else broke."""
+import errno
+import json
+import os
+import signal
+import time
+
+import h5py
+import hdf5plugin
+import numpy as np
+
+from common import E2E, mm_npy, mounted, reference, run, same_bits
+
+
+def write_npy_raw(path, header, data=b""):
+    """An .npy with an arbitrary (hostile) header dict."""
+    h = header.encode()
+    pad = (64 - (10 + len(h) + 1) % 64) % 64
+    body = h + b" " * pad + b"\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body + data)
+
+
+class BadInput(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        np.save(os.path.join(cls.tmp, "a.npy"), np.zeros((10, 4, 3), np.uint8))
+        np.save(os.path.join(cls.tmp, "b.npy"), np.zeros((10, 5, 3), np.uint8))
+        np.save(os.path.join(cls.tmp, "c.npy"), np.zeros((10, 4, 3), np.int16))
+        with open(os.path.join(cls.tmp, "odd.bin"), "wb") as f:
+            f.write(b"\0" * 1001)
+
+    def refused(self, source, *opts, want):
+        mp = self.p("mnt-bad")
+        r = run("mount", *opts, source, mp)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith("dsview: "), lines[0])
+        self.assertIn(want, lines[0])
+        self.assertFalse(mounted(mp), "something was mounted")
+        return lines[0]
+
+    def test_manifest_errors_name_line_and_reason(self):
+        cases = [
+            ("[v]\nsource = a.npy\ncolour = red\n", 3, "unknown key 'colour'"),
+            ("[a/b]\nsource = a.npy\n", 1, "invalid view name"),
+            ("[..]\nsource = a.npy\n", 1, "invalid view name"),
+            ("[v]\nsource = a.npy\nsource = missing.npy\n", 3, "missing.npy"),
+            ("[v]\nsource = a.npy\nsource = b.npy\n", 3, "does not match"),
+            ("[v]\nsource = a.npy\nsource = c.npy\n", 3, "dtype int16 differs"),
+            ("[v]\nsource = a.npy\nmean = 1 2\nstd = 1 1\n", 3, "mean/std have 2 values"),
+            ("[v]\nsource = a.npy\nmean = 1 2 3\nstd = 1 0 1\n", 4, "std contains 0"),
+            ("[v]\nsource = odd.bin\nsource_dtype = uint16\nsource_shape = -1 10\n", 2,
+             "whole number of rows"),
+            ("[v]\nsource = odd.bin\nsource_dtype = uint8\n", 3, "together"),
+        ]
+        for text, line, want in cases:
+            with self.subTest(want=want):
+                ini = self.write_ini(text, "bad.ini")
+                msg = self.refused(ini, want=want)
+                self.assertIn(f"{ini}:{line}: ", msg)
+
+    def test_cli_errors(self):
+        self.refused(self.p("nope.ini"), want="nope.ini")
+        self.refused(self.p("a.npy"), "--cache-size", "lots", want="--cache-size")
+        self.refused(self.p("a.npy"), "--dtype", "int8", want="--dtype")
+        r = run("frobnicate")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(run("--version").returncode, 0)
+        self.assertIn("usage", run("mount", "--help").stdout)
+
+    def test_hostile_npy_headers(self):
+        cases = [
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000000000000000000000,), }",
+             "too large"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "overflow"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 1000), }", "declares"),
+            ("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", "Fortran"),
+            ("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", "big-endian"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)", "malformed"),
+            ("\x00\x01garbage", "malformed"),
+        ]
+        for header, want in cases:
+            with self.subTest(want=want):
+                write_npy_raw(self.p("evil.npy"), header, b"\0" * 16)
+                self.refused(self.p("evil.npy"), want=want)
+
+    def test_h5_external_link_refused(self):
+        with h5py.File(self.p("target.h5"), "w") as f:
+            f.create_dataset("x", data=np.zeros((4, 4), np.uint8))
+        with h5py.File(self.p("linker.h5"), "w") as f:
+            f["x"] = h5py.ExternalLink(self.p("target.h5"), "/x")
+        self.refused(self.write_ini("[v]\nsource = linker.h5:/x\n", "ext.ini"), want="external")
+
+
+class ReadOnly(E2E):
+    def test_every_write_is_erofs(self):
+        np.save(self.p("r.npy"), np.arange(100, dtype=np.uint8).reshape(10, 10))
+        with self.mount(self.p("r.npy")) as m:
+            f = m.path("r.dat")
+            attempts = [
+                lambda: os.open(f, os.O_WRONLY),
+                lambda: os.open(f, os.O_RDWR),
+                lambda: os.open(f, os.O_RDONLY | os.O_TRUNC),
+                lambda: os.open(m.path("new.dat"), os.O_CREAT | os.O_WRONLY, 0o644),
+                lambda: os.unlink(f),
+                lambda: os.rename(f, m.path("moved.dat")),
+                lambda: os.mkdir(m.path("d")),
+                lambda: os.chmod(f, 0o666),
+                lambda: os.truncate(f, 0),
+                lambda: os.setxattr(f, "user.x", b"1"),
+                lambda: os.symlink("r.dat", m.path("ln")),
+                lambda: np.memmap(f, np.float32, "r+"),
+            ]
+            for k, act in enumerate(attempts):
+                with self.subTest(k=k):
+                    with self.assertRaises(OSError) as cm:
+                        act()
+                    self.assertEqual(cm.exception.errno, errno.EROFS, cm.exception)
+            self.assertTrue(same_bits(mm_npy(m.path("r.npy")), np.arange(100, dtype=np.float32).reshape(10, 10)))
+
+
+class Faults(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        rng = np.random.default_rng(6)
+        cls.x = rng.integers(0, 256, (120, 16, 16, 3), dtype=np.uint8)
+        cls.ref = reference(cls.x)
+
+    def rows_readable(self, path, rows, row_bytes, bad_bytes=None):
+        """Reads each row with pread; returns the set of rows that gave EIO.
+        Rows sharing a page with bad_bytes=(start, end) may also come back
+        short (the page cache fails whole pages): then the bytes that did
+        come must be right and end at a page boundary."""
+        bad = set()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for r in rows:
+                want = self.ref[r].tobytes()
+                try:
+                    got = os.pread(fd, row_bytes, r * row_bytes)
+                except OSError as e:
+                    self.assertEqual(e.errno, errno.EIO)
+                    bad.add(r)
+                    continue
+                if len(got) < len(want) and bad_bytes:
+                    end = r * row_bytes + len(got)
+                    self.assertEqual(end % 4096, 0, f"row {r}: short read not at a page boundary")
+                    self.assertGreaterEqual(end, bad_bytes[0] // 4096 * 4096)
+                    bad.add(r)
+                    want = want[:len(got)]
+                self.assertEqual(got, want, f"row {r} has wrong bytes")
+        finally:
+            os.close(fd)
+        return bad
+
+    def corrupt_chunk(self, path, index, kw, where):
+        """Flips one byte of chunk `index` at `where` (an offset in the
+        chunk, or None for its middle)."""
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=self.x, chunks=(10, 16, 16, 3), **kw)
+        with h5py.File(path, "r") as f:
+            info = f["x"].id.get_chunk_info(index)
+        pos = info.byte_offset + (info.size // 2 if where is None else where)
+        with open(path, "r+b") as f:
+            f.seek(pos)
+            b = f.read(1)
+            f.seek(pos)
+            f.write(bytes([b[0] ^ 0x5A]))
+
+    def check_one_bad_chunk(self, name, kw, reason, where=None):
+        path = self.p(name + ".h5")
+        self.corrupt_chunk(path, 3, kw, where)  # rows 30..39
+        ini = self.write_ini(f"[{name}]\nsource = {name}.h5:/x\n", name + ".ini")
+        row_bytes = self.ref[0].nbytes
+        span = (30 * row_bytes, 40 * row_bytes)
+        with self.mount(ini, "--cache-size", "0", expect_errors=[r"chunk 3 .*" + reason]) as m:
+            bad = self.rows_readable(m.path(name + ".dat"), range(120), row_bytes, span)
+            # exactly the chunk's rows, plus rows sharing a page with it
+            edge = {r for r in (29, 40) if (r * row_bytes) // 4096 * 4096 < span[1] and
+                    ((r + 1) * row_bytes + 4095) // 4096 * 4096 > span[0]}
+            self.assertTrue(set(range(30, 40)) <= bad <= set(range(30, 40)) | edge, bad)
+            again = self.rows_readable(m.path(name + ".dat"), [35, 0, 119], row_bytes, span)
+            self.assertEqual(again, {35})  # still EIO: failures are never cached as data
+            errs = [l for l in m.log_lines() if " error: " in l]
+            self.assertTrue(errs and all(f"{name}.h5:/x chunk 3 (rows 30-40" in l for l in errs), errs)
+            self.assertTrue(os.path.exists(f"/proc/{m.pid}"))
+            self.assertGreater(m.stats()["errors"], 0)
+
+    def test_corrupt_lz4_chunk(self):
+        # LZ4 has no checksum of its own: break the frame (block size field)
+        self.check_one_bad_chunk("lz4", dict(**hdf5plugin.LZ4()), "corrupt chunk", where=13)
+
+    def test_fletcher32_mismatch(self):
+        self.check_one_bad_chunk("fl", dict(fletcher32=True), "checksum mismatch")
+
+    def test_source_truncated_after_mount(self):
+        # 3000 rows of 768 B uint8 (3 KB float32 rows): far more than the
+        # kernel reads ahead from the first rows
+        rng = np.random.default_rng(8)
+        x = rng.integers(0, 256, (3000, 16, 16, 3), dtype=np.uint8)
+        np.save(self.p("t.npy"), x)
+        row_bytes = x[0].nbytes * 4
+        with self.mount(self.p("t.npy"), "--cache-size", "0",
+                        expect_errors=[r"data past end of file"]) as m:
+            fd = os.open(m.path("t.dat"), os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, row_bytes, 0), reference(x[:1]).tobytes())
+                os.truncate(self.p("t.npy"), 128 + 1000 * x[0].nbytes)  # 1000 rows left
+                for r in (2999, 2500, 1500):
+                    with self.assertRaises(OSError) as cm:
+                        os.pread(fd, row_bytes, r * row_bytes)
+                    self.assertEqual(cm.exception.errno, errno.EIO, f"row {r}")
+            finally:
+                os.close(fd)
+
+
+class Lifecycle(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        np.save(os.path.join(cls.tmp, "l.npy"), np.arange(4096, dtype=np.uint16).reshape(64, 64))
+
+    def wait_gone(self, mp, pid):
+        for _ in range(200):
+            if not mounted(mp) and not os.path.exists(f"/proc/{pid}"):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def test_sigterm_unmounts_cleanly(self):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with self.subTest(sig=sig):
+                m = self.mount(self.p("l.npy"))
+                with m:
+                    os.kill(m.pid, sig)
+                    self.assertTrue(self.wait_gone(m.mp, m.pid))
+
+    def test_busy_umount_then_lazy(self):
+        with self.mount(self.p("l.npy")) as m:
+            f = open(m.path("l.dat"), "rb")
+            r = run("umount", m.mp)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("-z", r.stderr)
+            self.assertTrue(mounted(m.mp))
+            self.assertEqual(run("umount", "-z", m.mp).returncode, 0)
+            self.assertFalse(mounted(m.mp))
+            f.close()
+            self.assertTrue(self.wait_gone(m.mp, m.pid))
+
+    def test_sigkill_then_umount_and_remount(self):
+        m = self.mount(self.p("l.npy"))
+        with m:
+            os.kill(m.pid, signal.SIGKILL)
+            time.sleep(0.2)
+            with self.assertRaises(OSError) as cm:
+                os.listdir(m.mp)
+            self.assertEqual(cm.exception.errno, errno.ENOTCONN)
+            r = run("mount", self.p("l.npy"), m.mp)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("dead mount", r.stderr)
+            self.assertEqual(run("umount", m.mp).returncode, 0, "umount of a dead mount")
+            self.assertFalse(mounted(m.mp))
+        with self.mount(self.p("l.npy")) as m2:
+            self.assertTrue(same_bits(mm_npy(m2.path("l.npy")), np.arange(4096, dtype=np.float32).reshape(64, 64)))
+
+    def test_stats_counters(self):
+        with self.mount(self.p("l.npy")) as m:
+            s0 = m.stats()
+            with open(m.path("l.dat"), "rb") as f:
+                f.read()
+            s1 = m.stats()
+            self.assertEqual(s1["backend"], "cpu")
+            self.assertGreaterEqual(s1["bytes_served"] - s0["bytes_served"], 64 * 64 * 4)
+            self.assertGreater(s1["cache_misses"], s0["cache_misses"])
+            self.assertEqual(s1["errors"], 0)
+            json.dumps(s1)
