@@ -121,7 +121,7 @@ int dsv_cmd_umount(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char mp[PATH_MAX], fstype[256];
+	char mp[2 * PATH_MAX + 8], fstype[256];
 	int lazy = 0, c;
 
 	optind = 1;

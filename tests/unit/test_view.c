@@ -121,7 +121,7 @@ static void test_span_boundaries(void **state)
 				continue;
 			}
 			assert_int_equal(r, 0);
-			uint64_t g, start, bytes;
+			uint64_t g = 0, start = 0, bytes = 0;
 			brute(v, b, &g, &start, &bytes);
 			assert_int_equal(sp.chunk, g);
 			assert_int_equal(sp.off, b - start);
