@@ -95,6 +95,10 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
+# Sanitizer reports fail the run instead of scrolling past.
+export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
+
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 

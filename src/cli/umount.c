@@ -89,7 +89,7 @@ static int find_mount(const char *mp, char *fstype, size_t cap)
 
 static pid_t daemon_pid(const char *mp)
 {
-	char path[PATH_MAX + 32], buf[256];
+	char path[2 * PATH_MAX + 32], buf[256];
 	snprintf(path, sizeof(path), "%s/.stats.json", mp);
 	FILE *f = fopen(path, "r");
 	if (!f)

@@ -43,6 +43,15 @@ void dsv_xform_params_init(dsv_xform_params *p)
 
 /* ---- kernels ---- */
 
+/* Callers may pass unaligned buffers: access elements through 1-aligned
+ * types (plain moves on x86, still vectorised). */
+typedef uint16_t __attribute__((aligned(1))) u16_u;
+typedef int16_t __attribute__((aligned(1))) i16_u;
+typedef uint32_t __attribute__((aligned(1))) u32_u;
+typedef int32_t __attribute__((aligned(1))) i32_u;
+typedef float __attribute__((aligned(1))) f32_u;
+typedef double __attribute__((aligned(1))) f64_u;
+
 typedef void (*run_fn)(const dsv_xform *x, void *dst, const void *src, uint64_t n, uint64_t e0);
 
 static inline __attribute__((always_inline)) double load_elem(dsv_dtype t, const void *s, uint64_t i)
@@ -50,13 +59,13 @@ static inline __attribute__((always_inline)) double load_elem(dsv_dtype t, const
 	switch (t) {
 	case DSV_U8: return ((const uint8_t *)s)[i];
 	case DSV_I8: return ((const int8_t *)s)[i];
-	case DSV_U16: return ((const uint16_t *)s)[i];
-	case DSV_I16: return ((const int16_t *)s)[i];
-	case DSV_U32: return ((const uint32_t *)s)[i];
-	case DSV_I32: return ((const int32_t *)s)[i];
-	case DSV_F16: return dsv_elem_f16_to_f32(((const uint16_t *)s)[i]);
-	case DSV_F32: return ((const float *)s)[i];
-	case DSV_F64: return ((const double *)s)[i];
+	case DSV_U16: return ((const u16_u *)s)[i];
+	case DSV_I16: return ((const i16_u *)s)[i];
+	case DSV_U32: return ((const u32_u *)s)[i];
+	case DSV_I32: return ((const i32_u *)s)[i];
+	case DSV_F16: return dsv_elem_f16_to_f32(((const u16_u *)s)[i]);
+	case DSV_F32: return ((const f32_u *)s)[i];
+	case DSV_F64: return ((const f64_u *)s)[i];
 	default: return 0;
 	}
 }
@@ -71,15 +80,15 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 	const double lo = x->lo, hi = x->hi;
 	const int clip = x->has_clip;
 	if (D == DSV_F32) {
-		float *o = dst;
+		f32_u *o = dst;
 		for (uint64_t i = 0; i < n; i++)
 			o[i] = dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi);
 	} else if (D == DSV_BF16) {
-		uint16_t *o = dst;
+		u16_u *o = dst;
 		for (uint64_t i = 0; i < n; i++)
 			o[i] = dsv_elem_f32_to_bf16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
 	} else {
-		uint16_t *o = dst;
+		u16_u *o = dst;
 		for (uint64_t i = 0; i < n; i++)
 			o[i] = dsv_elem_f32_to_f16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
 	}
@@ -93,12 +102,12 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 	unsigned flip = S == DSV_I8 ? 0x80u : 0u; /* int8 tables are indexed by x + 128 */
 	if (osize == 4) {
 		const float *t = (const float *)x->lut + (size_t)c * 256;
-		float *o = dst;
+		f32_u *o = dst;
 		for (uint64_t i = 0; i < n; i++)
 			o[i] = t[s[i] ^ flip];
 	} else {
 		const uint16_t *t = (const uint16_t *)x->lut + (size_t)c * 256;
-		uint16_t *o = dst;
+		u16_u *o = dst;
 		for (uint64_t i = 0; i < n; i++)
 			o[i] = t[s[i] ^ flip];
 	}
@@ -144,7 +153,7 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 			int c = (int)(e0 % (uint64_t)x->nchan);                                \
 			if (os == 4) {                                                         \
 				const float *t = x->lut;                                       \
-				float *o = dst;                                                \
+				f32_u *o = dst;                                                \
 				for (uint64_t i = 0; i < n; i++) {                             \
 					o[i] = t[(size_t)c * 256 + (s[i] ^ flip)];             \
 					if (++c == x->nchan)                                   \
@@ -152,7 +161,7 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 				}                                                              \
 			} else {                                                               \
 				const uint16_t *t = x->lut;                                    \
-				uint16_t *o = dst;                                             \
+				u16_u *o = dst;                                                \
 				for (uint64_t i = 0; i < n; i++) {                             \
 					o[i] = t[(size_t)c * 256 + (s[i] ^ flip)];             \
 					if (++c == x->nchan)                                   \

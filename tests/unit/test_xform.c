@@ -143,8 +143,11 @@ static void test_f16_random_against_reference(void **state)
 	}
 }
 
-static double load(dsv_dtype t, const void *p, size_t i)
+static double load(dsv_dtype t, const void *q, size_t i)
 {
+	unsigned char p[8]; /* the buffers are unaligned on purpose */
+	memcpy(p, (const unsigned char *)q + i * dsv_dtype_size(t), dsv_dtype_size(t));
+	i = 0;
 	switch (t) {
 	case DSV_U8: return ((const uint8_t *)p)[i];
 	case DSV_I8: return ((const int8_t *)p)[i];
@@ -164,13 +167,15 @@ static void fill_random(dsv_dtype t, void *p, size_t n, unsigned *seed)
 	unsigned char *b = p;
 	for (size_t i = 0; i < n * dsv_dtype_size(t); i++)
 		b[i] = (unsigned char)rand_r(seed);
-	if (t == DSV_F32) /* keep magnitudes sane, but include NaN and inf */
-		for (size_t i = 0; i < n; i++)
-			((float *)p)[i] = i % 97 == 5 ? NAN : i % 89 == 3 ? -INFINITY
-					: (float)((rand_r(seed) % 200001) - 100000) / 37.0f;
-	if (t == DSV_F64)
-		for (size_t i = 0; i < n; i++)
-			((double *)p)[i] = i % 97 == 5 ? NAN : (double)((rand_r(seed) % 2000001) - 1000000) / 3.0;
+	for (size_t i = 0; t == DSV_F32 && i < n; i++) { /* sane magnitudes, some NaN and inf */
+		float v = i % 97 == 5 ? NAN : i % 89 == 3 ? -INFINITY
+			: (float)((rand_r(seed) % 200001) - 100000) / 37.0f;
+		memcpy(b + i * 4, &v, 4);
+	}
+	for (size_t i = 0; t == DSV_F64 && i < n; i++) {
+		double v = i % 97 == 5 ? NAN : (double)((rand_r(seed) % 2000001) - 1000000) / 3.0;
+		memcpy(b + i * 8, &v, 8);
+	}
 }
 
 /* Runs the plan and checks each element against the formula in double,
