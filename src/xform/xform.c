@@ -151,7 +151,21 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 			const uint8_t *s = src;                                                \
 			unsigned flip = x->src == DSV_I8 ? 0x80u : 0u;                         \
 			int c = (int)(e0 % (uint64_t)x->nchan);                                \
-			if (os == 4) {                                                         \
+			if (os == 4 && x->nchan == 3) {                                        \
+				/* RGB pixels: align to a pixel, then whole pixels */          \
+				const float *t = x->lut;                                       \
+				f32_u *o = dst;                                                \
+				uint64_t i = 0;                                                \
+				for (; i < n && c != 0; i++, c = c == 2 ? 0 : c + 1)           \
+					o[i] = t[(size_t)c * 256 + (s[i] ^ flip)];             \
+				for (; i + 3 <= n; i += 3) {                                   \
+					o[i] = t[s[i] ^ flip];                                 \
+					o[i + 1] = t[256 + (s[i + 1] ^ flip)];                 \
+					o[i + 2] = t[512 + (s[i + 2] ^ flip)];                 \
+				}                                                              \
+				for (c = 0; i < n; i++, c++)                                   \
+					o[i] = t[(size_t)c * 256 + (s[i] ^ flip)];             \
+			} else if (os == 4) {                                                  \
 				const float *t = x->lut;                                       \
 				f32_u *o = dst;                                                \
 				for (uint64_t i = 0; i < n; i++) {                             \
