@@ -73,9 +73,16 @@ class Workers(E2E):
     def test_8_workers_small_cache_evicts(self):
         with self.mount(self.ini, "--cache-size", "1M") as m:
             self.forked_readers(m, "lz4")
+            self.forked_readers(m, "npy")
             st = m.stats()
             self.assertLessEqual(st["cache_budget"], 1 << 20)
             self.assertGreater(st["cache_evictions"], 0)
+            self.assertLessEqual(st["cache_bytes"], 1 << 20)
+            # peak RSS within budget + 64 MiB of fixed overhead (libraries,
+            # threads, per-thread decode buffers), with 8 readers at once
+            with open(f"/proc/{m.pid}/status") as f:
+                hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) * 1024
+            self.assertLess(hwm, (1 << 20) + (64 << 20), f"daemon peak RSS {hwm >> 20} MiB")
 
     def test_8_workers_no_cache(self):
         with self.mount(self.ini, "--cache-size", "0") as m:
