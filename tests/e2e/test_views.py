@@ -112,6 +112,16 @@ class Betas(E2E):
             self.assertEqual(kinds, ["hdf5-contiguous", "hdf5-chunked", "hdf5-chunked"])
             self.assertEqual(meta["chunk_rows"][1:], [10, 8])
 
+    def test_one_row_chunks(self):
+        # chunks of one row: a 1 MiB read spans hundreds of chunks (the
+        # reply is gathered into one buffer instead of an iovec)
+        with h5py.File(self.p("rows.h5"), "w") as f:
+            f.create_dataset("betas", data=self.parts[1], chunks=(1, 7, 9, 11))
+        with self.mount(self.write_ini("[r]\nsource = rows.h5:/betas\n", "rows.ini")) as m:
+            with open(m.path("r.dat"), "rb") as f:
+                self.assertEqual(f.read(), reference(self.parts[1]).tobytes())
+            self.assertTrue(same_bits(mm_npy(m.path("r.npy")), reference(self.parts[1])))
+
     def test_gzip_through_library(self):
         ini = "[gz]\nsource = gz.h5:/betas\ndtype = bfloat16\nscale = 0.0033333333333333335\n"
         with self.mount(self.write_ini(ini)) as m:
