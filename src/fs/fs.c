@@ -526,7 +526,6 @@ static const struct fuse_lowlevel_ops ops = {
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,
-	.opendir = NULL,
 	.readdir = op_readdir,
 	.statfs = op_statfs,
 	.setattr = op_erofs_setattr,

@@ -113,24 +113,27 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 	}
 }
 
-/* Walks [e0, e0 + n) in runs of one channel and calls BODY(dst, src, len, c). */
+/* Walks [e0, e0 + n) in runs of one channel and runs BODY, a statement that
+ * uses d_ and s_ (the run's output and input), len_ and c_ (its length and
+ * channel). */
 #define FOR_CHANNEL_RUNS(x, dst, src, n, e0, esize_in, esize_out, BODY)                        \
 	do {                                                                                   \
 		const char *s_ = (const char *)(src);                                          \
 		char *d_ = (char *)(dst);                                                      \
-		uint64_t left_ = (n);                                                          \
+		uint64_t left_ = (n), len_ = (n);                                              \
+		int c_ = 0;                                                                    \
 		if ((x)->nchan == 1) {                                                         \
-			BODY(d_, s_, left_, 0);                                                \
+			BODY;                                                                  \
 			break;                                                                 \
 		}                                                                              \
 		uint64_t q_ = (e0) / (x)->chan_inner;                                          \
 		uint64_t into_ = (e0) - q_ * (x)->chan_inner;                                  \
-		int c_ = (int)(q_ % (uint64_t)(x)->nchan);                                     \
+		c_ = (int)(q_ % (uint64_t)(x)->nchan);                                         \
 		while (left_) {                                                                \
-			uint64_t len_ = (x)->chan_inner - into_;                               \
+			len_ = (x)->chan_inner - into_;                                        \
 			if (len_ > left_)                                                      \
 				len_ = left_;                                                  \
-			BODY(d_, s_, len_, c_);                                                \
+			BODY;                                                                  \
 			s_ += len_ * (esize_in);                                               \
 			d_ += len_ * (esize_out);                                              \
 			left_ -= len_;                                                         \
@@ -184,10 +187,8 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 			}                                                                      \
 			return;                                                                \
 		}                                                                              \
-		_Pragma("GCC diagnostic push")                                                 \
-		_Pragma("GCC diagnostic ignored \"-Wshadow\"")                                 \
-		FOR_CHANNEL_RUNS(x, dst, src, n, e0, 1, os, LUT_BODY);                         \
-		_Pragma("GCC diagnostic pop")                                                  \
+		FOR_CHANNEL_RUNS(x, dst, src, n, e0, 1, os,                                    \
+				 run_lut(x, x->src, os, d_, s_, len_, c_));                     \
 	}                                                                                      \
 	DEFINE_DIRECT(SUF, ATTR, DSV_U8, u8)                                                   \
 	DEFINE_DIRECT(SUF, ATTR, DSV_I8, i8)                                                   \
@@ -210,8 +211,6 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 		[DSV_F64] = { d_f64_f32_##SUF, d_f64_bf16_##SUF, d_f64_f16_##SUF },            \
 	};
 
-#define LUT_BODY(d, s, len, c) run_lut(x, x->src, os, d, s, len, c)
-
 #define DEFINE_DIRECT(SUF, ATTR, S, sname)                                                     \
 	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F32, f32)                                      \
 	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16)                                    \
@@ -221,59 +220,9 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 	ATTR static void d_##sname##_##dname##_##SUF(const dsv_xform *x, void *dst,            \
 						     const void *src, uint64_t n, uint64_t e0) \
 	{                                                                                      \
-		_Pragma("GCC diagnostic push")                                                 \
-		_Pragma("GCC diagnostic ignored \"-Wshadow\"")                                 \
 		FOR_CHANNEL_RUNS(x, dst, src, n, e0, dsv_dtype_size(S), dsv_dtype_size(D),     \
-				 DIRECT_BODY_##sname##_##dname);                               \
-		_Pragma("GCC diagnostic pop")                                                  \
+				 run_direct(x, S, D, d_, s_, len_, c_));                       \
 	}
-
-/* BODY macros need S and D as constants; generate them per pair. */
-#define DB(sname, S, dname, D)                                                                 \
-	static inline __attribute__((always_inline)) void direct_body_##sname##_##dname(       \
-		const dsv_xform *x, void *d, const void *s, uint64_t len, int c)               \
-	{                                                                                      \
-		run_direct(x, S, D, d, s, len, c);                                             \
-	}
-#define DB3(sname, S) DB(sname, S, f32, DSV_F32) DB(sname, S, bf16, DSV_BF16) DB(sname, S, f16, DSV_F16)
-DB3(u8, DSV_U8)
-DB3(i8, DSV_I8)
-DB3(u16, DSV_U16)
-DB3(i16, DSV_I16)
-DB3(u32, DSV_U32)
-DB3(i32, DSV_I32)
-DB3(f16, DSV_F16)
-DB3(f32, DSV_F32)
-DB3(f64, DSV_F64)
-
-#define DIRECT_BODY_(sname, dname) direct_body_##sname##_##dname
-#define DIRECT_BODY_u8_f32(d, s, l, c) direct_body_u8_f32(x, d, s, l, c)
-#define DIRECT_BODY_u8_bf16(d, s, l, c) direct_body_u8_bf16(x, d, s, l, c)
-#define DIRECT_BODY_u8_f16(d, s, l, c) direct_body_u8_f16(x, d, s, l, c)
-#define DIRECT_BODY_i8_f32(d, s, l, c) direct_body_i8_f32(x, d, s, l, c)
-#define DIRECT_BODY_i8_bf16(d, s, l, c) direct_body_i8_bf16(x, d, s, l, c)
-#define DIRECT_BODY_i8_f16(d, s, l, c) direct_body_i8_f16(x, d, s, l, c)
-#define DIRECT_BODY_u16_f32(d, s, l, c) direct_body_u16_f32(x, d, s, l, c)
-#define DIRECT_BODY_u16_bf16(d, s, l, c) direct_body_u16_bf16(x, d, s, l, c)
-#define DIRECT_BODY_u16_f16(d, s, l, c) direct_body_u16_f16(x, d, s, l, c)
-#define DIRECT_BODY_i16_f32(d, s, l, c) direct_body_i16_f32(x, d, s, l, c)
-#define DIRECT_BODY_i16_bf16(d, s, l, c) direct_body_i16_bf16(x, d, s, l, c)
-#define DIRECT_BODY_i16_f16(d, s, l, c) direct_body_i16_f16(x, d, s, l, c)
-#define DIRECT_BODY_u32_f32(d, s, l, c) direct_body_u32_f32(x, d, s, l, c)
-#define DIRECT_BODY_u32_bf16(d, s, l, c) direct_body_u32_bf16(x, d, s, l, c)
-#define DIRECT_BODY_u32_f16(d, s, l, c) direct_body_u32_f16(x, d, s, l, c)
-#define DIRECT_BODY_i32_f32(d, s, l, c) direct_body_i32_f32(x, d, s, l, c)
-#define DIRECT_BODY_i32_bf16(d, s, l, c) direct_body_i32_bf16(x, d, s, l, c)
-#define DIRECT_BODY_i32_f16(d, s, l, c) direct_body_i32_f16(x, d, s, l, c)
-#define DIRECT_BODY_f16_f32(d, s, l, c) direct_body_f16_f32(x, d, s, l, c)
-#define DIRECT_BODY_f16_bf16(d, s, l, c) direct_body_f16_bf16(x, d, s, l, c)
-#define DIRECT_BODY_f16_f16(d, s, l, c) direct_body_f16_f16(x, d, s, l, c)
-#define DIRECT_BODY_f32_f32(d, s, l, c) direct_body_f32_f32(x, d, s, l, c)
-#define DIRECT_BODY_f32_bf16(d, s, l, c) direct_body_f32_bf16(x, d, s, l, c)
-#define DIRECT_BODY_f32_f16(d, s, l, c) direct_body_f32_f16(x, d, s, l, c)
-#define DIRECT_BODY_f64_f32(d, s, l, c) direct_body_f64_f32(x, d, s, l, c)
-#define DIRECT_BODY_f64_bf16(d, s, l, c) direct_body_f64_bf16(x, d, s, l, c)
-#define DIRECT_BODY_f64_f16(d, s, l, c) direct_body_f64_f16(x, d, s, l, c)
 
 DEFINE_KERNELS(scalar, )
 #if defined(__x86_64__)
