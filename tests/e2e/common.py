@@ -1,12 +1,22 @@
 """Shared pieces of the end-to-end tests: mounting, the numpy reference, and
 the daemon log check (libfuse's harness habit: anything that looks like an
-error in the daemon's output fails the test unless the test expected it)."""
+error in the daemon's output fails the test unless the test expected it).
+
+Mount(...) always unmounts (dsview umount, then umount -l as a fallback),
+then requires that the daemon is gone and that its log (and any sanitizer
+report, captured through ASAN_OPTIONS/UBSAN_OPTIONS log_path) holds no line
+the test did not declare. A per-test watchdog SIGKILLs the daemons of a
+hung test, which aborts their FUSE connections, so a hang becomes a failure
+instead of a stuck suite."""
+import glob
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -15,29 +25,96 @@ import numpy as np
 DSVIEW = os.environ.get("DSVIEW") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "dsview")
 
+TEST_TIMEOUT = float(os.environ.get("DSVIEW_E2E_TEST_TIMEOUT", "150"))
 
-def run(*args, check=False):
-    return subprocess.run([DSVIEW, *map(str, args)], capture_output=True, text=True,
-                          check=check, timeout=120)
+
+def _san_env(prefix=None):
+    """The environment for dsview: sanitizer reports (a sanitizer build, e.g.
+    make SANITIZE=address,undefined) go to prefix.PID files we can read,
+    since the daemon's stderr is /dev/null."""
+    env = dict(os.environ)
+    if prefix:
+        for var, base in (("ASAN_OPTIONS", "halt_on_error=1:detect_leaks=1"),
+                          ("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")):
+            opts = env.get(var, base)
+            opts = ":".join(o for o in opts.split(":") if o and not o.startswith("log_path="))
+            env[var] = (opts + ":" if opts else "") + "log_path=" + prefix
+    return env
+
+
+def run(*args, timeout=60, env=None):
+    """Runs dsview; returns the CompletedProcess (text). A run that does not
+    finish in `timeout` seconds is killed and reported as rc -9 with a note."""
+    try:
+        return subprocess.run([DSVIEW, *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return subprocess.CompletedProcess(e.cmd, -9, out, err + f"\n[killed after {timeout} s]")
+
+
+def _unescape(s):
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), s)
+
+
+def mount_entry(mp):
+    """The last /proc/self/mountinfo entry at mp as (fields, fstype, superopts), or None."""
+    mp = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(mp))),
+                      os.path.basename(os.path.abspath(mp)))
+    found = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = left.split()
+            if len(fields) > 4 and _unescape(fields[4]) == mp:
+                r = right.split()
+                found = (fields, r[0] if r else "", r[2] if len(r) > 2 else "")
+    return found
 
 
 def mounted(mp):
-    mp = os.path.realpath(mp)
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == mp for line in f)
+    return mount_entry(mp) is not None
 
+
+def alive(pid):
+    """True while pid runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def dsview_pids_for(path):
+    """PIDs of running dsview processes whose command line names path."""
+    out = []
+    for d in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"dsview") and path.encode() in argv:
+            pid = int(d.split("/")[2])
+            if alive(pid):
+                out.append(pid)
+    return out
+
+
+# ---- the reference ----
 
 def reference(x, scale=1.0, offset=0.0, mean=None, std=None, axis=-1, clip=None, dtype="float32"):
     """The SPEC formula in float64, rounded once to float32, then RNE to the
-    output type. Returns the output bits/values as a numpy array."""
-    y = x.astype(np.float64) * scale + offset
-    if mean is not None:
-        shape = [1] * x.ndim
-        shape[axis] = -1
-        y = (y - np.asarray(mean, np.float64).reshape(shape)) / np.asarray(std, np.float64).reshape(shape)
-    if clip is not None:
-        y = np.where(np.isnan(y), y, np.clip(y, clip[0], clip[1]))
+    output type. Returns float32 / uint16 (bfloat16 bits) / float16."""
     with np.errstate(over="ignore", invalid="ignore"):
+        y = x.astype(np.float64) * scale + offset
+        if mean is not None:
+            shape = [1] * x.ndim
+            shape[axis] = -1
+            y = (y - np.asarray(mean, np.float64).reshape(shape)) / np.asarray(std, np.float64).reshape(shape)
+        if clip is not None:
+            y = np.where(np.isnan(y), y, np.clip(y, clip[0], clip[1]))
         f = y.astype(np.float32)
         if dtype == "float32":
             return f
@@ -58,23 +135,91 @@ def same_bits(a, b):
     return a.tobytes() == b.tobytes()
 
 
-BAD_LOG = re.compile(r"error|==\d+==|runtime error|Sanitizer", re.I)
+def _as_float(bits, dtype):
+    if dtype == "bfloat16":
+        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(bits)
+
+
+def diff_report(got, want, dtype="float32", limit=5):
+    """'' when got and want hold identical bits, else a description: how
+    many elements differ, the largest distance in ulps of the output type,
+    and the first few (index, got, want)."""
+    got = np.ascontiguousarray(got)
+    want = np.ascontiguousarray(want)
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    if got.dtype.itemsize != want.dtype.itemsize:
+        return f"itemsize {got.dtype.itemsize} != {want.dtype.itemsize}"
+    ui = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
+    g, w = got.view(ui).ravel(), want.view(ui).ravel()
+    bad = np.flatnonzero(g != w)
+    if bad.size == 0:
+        return ""
+    gi, wi = g[bad].astype(np.int64), w[bad].astype(np.int64)
+    sign = 1 << (8 * got.dtype.itemsize - 1)
+    # monotonic integer mapping of float bits, for a distance in ulps
+    gm = np.where(gi >= sign, sign - gi, gi)
+    wm = np.where(wi >= sign, sign - wi, wi)
+    ulps = int(np.abs(gm - wm).max())
+    gf, wf = _as_float(got.ravel()[bad[:limit]], dtype), _as_float(want.ravel()[bad[:limit]], dtype)
+    first = ", ".join(f"[{np.unravel_index(i, got.shape)}] got {a!r} (0x{int(x):x}) want {b!r} (0x{int(y):x})"
+                      for i, a, b, x, y in zip(bad[:limit], gf, wf, g[bad[:limit]], w[bad[:limit]]))
+    return f"{bad.size} of {g.size} elements differ (max {ulps} ulp); {first}"
+
+
+def nan_tolerant(got, want, dtype):
+    """For float16 output the reference (numpy) keeps NaN payloads while a
+    correct implementation may return any quiet NaN: returns (got, want)
+    with every position where want is NaN replaced by 0 in both, after
+    checking that got is a quiet NaN there. Raises AssertionError if not."""
+    got = np.array(got, copy=True)
+    want = np.array(want, copy=True)
+    if dtype == "float16":
+        nan = np.isnan(want)
+        gb = got.view(np.uint16)
+        quiet = np.isnan(got[nan]) & ((gb[nan] & 0x0200) != 0)
+        if not quiet.all():
+            idx = np.flatnonzero(nan.ravel())[np.flatnonzero(~quiet)[:3]]
+            raise AssertionError("float16: NaN inputs did not give quiet NaNs at %s: got %s" % (
+                idx.tolist(), [hex(int(v)) for v in gb.ravel()[idx]]))
+        got[nan] = 0
+        want[nan] = 0
+    return got, want
+
+
+# ---- mounting ----
+
+BAD_LOG = re.compile(r"error|==\d+==|runtime error|Sanitizer|LeakSanitizer", re.I)
+_LIVE = {}  # id(Mount) -> Mount, for the watchdog
 
 
 class Mount:
-    """Mounts SOURCE on a fresh mountpoint; always unmounts; checks the log."""
+    """Mounts SOURCE on a fresh mountpoint; always unmounts; checks the log.
+    expect_errors: regexes for log lines the test declares as expected."""
 
-    def __init__(self, source, *opts, expect_errors=(), tmp=None):
+    def __init__(self, source, *opts, expect_errors=(), tmp=None, mp=None, log=True):
         self.source, self.opts, self.expect = source, opts, [re.compile(e) for e in expect_errors]
         self.tmp = tmp or tempfile.mkdtemp(prefix="dsv-e2e-")
-        self.mp = os.path.join(self.tmp, "mnt-%d" % time.monotonic_ns())
-        self.log = self.mp + ".log"
+        self.mp = mp or os.path.join(self.tmp, "mnt-%d" % time.monotonic_ns())
+        base = os.path.join(self.tmp, os.path.basename(self.mp) + "-%d" % time.monotonic_ns())
+        self.log = base + ".log"
+        self.san = base + ".san"
+        self.pid = None
 
     def __enter__(self):
-        r = run("mount", "--log", self.log, *self.opts, self.source, self.mp)
+        r = run("mount", "--log", self.log, *self.opts, self.source, self.mp, env=_san_env(self.san))
         if r.returncode != 0:
-            raise AssertionError(f"mount failed ({r.returncode}): {r.stderr}")
-        self.pid = self.stats()["pid"]
+            if mounted(self.mp):
+                subprocess.run(["umount", "-l", self.mp])
+            raise AssertionError(f"mount {self.source} failed ({r.returncode}): {r.stderr.strip()}"
+                                 + self._san_text())
+        try:
+            self.pid = self.stats()["pid"]
+        except Exception:
+            self._teardown()
+            raise
+        _LIVE[id(self)] = self
         return self
 
     def path(self, name):
@@ -91,30 +236,60 @@ class Mount:
         except FileNotFoundError:
             return []
 
+    def _san_text(self):
+        text = ""
+        for p in sorted(glob.glob(self.san + ".*")):
+            with open(p, errors="replace") as f:
+                text += f"\n--- {os.path.basename(p)}:\n" + f.read()[-6000:]
+        return text
+
     def unexpected_log(self):
         return [l for l in self.log_lines()
                 if BAD_LOG.search(l) and not any(e.search(l) for e in self.expect)]
 
-    def __exit__(self, *exc):
+    def _teardown(self):
+        """Unmounts; returns a list of problems (empty when all is well)."""
+        problems = []
+        _LIVE.pop(id(self), None)
         if mounted(self.mp):
             r = run("umount", self.mp)
             if r.returncode != 0:
-                subprocess.run(["umount", "-l", self.mp])
-                raise AssertionError(f"umount failed: {r.stderr}")
-        for _ in range(200):
-            if not os.path.exists(f"/proc/{self.pid}"):
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError(f"daemon {self.pid} still running after umount")
+                problems.append(f"dsview umount {self.mp} failed ({r.returncode}): {r.stderr.strip()}")
+                subprocess.run(["umount", "-l", self.mp], capture_output=True)
+        if mounted(self.mp):
+            problems.append(f"{self.mp} still mounted after umount")
+            subprocess.run(["umount", "-l", self.mp], capture_output=True)
+        if self.pid and alive(self.pid):
+            # dsview umount waits for the daemon; a little grace for the
+            # reaper, then it is a failure (and we kill it)
+            for _ in range(20):
+                time.sleep(0.05)
+                if not alive(self.pid):
+                    break
+            else:
+                problems.append(f"daemon {self.pid} still running after umount")
+                os.kill(self.pid, signal.SIGKILL)
+        return problems
+
+    def __exit__(self, etype, exc, tb):
+        problems = self._teardown()
         bad = self.unexpected_log()
-        if bad and not exc[0]:
-            raise AssertionError("daemon log has unexpected errors:\n" + "\n".join(bad))
+        if bad:
+            problems.append("daemon log has unexpected errors:\n  " + "\n  ".join(bad[:20]))
+        san = self._san_text()
+        if san:
+            problems.append("sanitizer report:" + san)
+        if problems and etype is None:
+            raise AssertionError("\n".join(problems))
+        if problems and exc is not None:
+            # keep the test's own failure, with the teardown problems added
+            exc.args = (*exc.args, "[teardown] " + "\n".join(problems))
         return False
 
 
 class E2E(unittest.TestCase):
-    """A temp directory per test class, removed at the end."""
+    """A temp directory per test class, removed at the end; a watchdog per
+    test that kills the daemons of a hung test."""
 
     @classmethod
     def setUpClass(cls):
@@ -123,6 +298,23 @@ class E2E(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self._hung = False
+        self._dog = threading.Timer(TEST_TIMEOUT, self._watchdog)
+        self._dog.daemon = True
+        self._dog.start()
+
+    def _watchdog(self):
+        self._hung = True
+        for m in list(_LIVE.values()):
+            if m.pid and alive(m.pid):
+                os.kill(m.pid, signal.SIGKILL)  # aborts the connection: blocked reads fail
+
+    def tearDown(self):
+        self._dog.cancel()
+        if self._hung:
+            self.fail(f"test ran over {TEST_TIMEOUT:.0f} s: the watchdog killed its daemons")
 
     def p(self, name):
         return os.path.join(self.tmp, name)
@@ -136,10 +328,37 @@ class E2E(unittest.TestCase):
             f.write(text)
         return path
 
+    def assertBits(self, got, want, what="", dtype="float32"):
+        got, want = nan_tolerant(got, want, dtype)
+        msg = diff_report(got, want, dtype)
+        if msg:
+            self.fail(f"{what}: {msg}")
+
+    def refused(self, source, *opts, want=(), rc=1):
+        """Runs a mount that must fail: exit rc, exactly one stderr line
+        starting 'dsview: ' and containing every string in want, nothing
+        mounted, no daemon left. Returns the line."""
+        mp = self.p("mnt-refused")
+        r = run("mount", "--log", self.p("refused.log"), *opts, source, mp, timeout=30)
+        try:
+            self.assertEqual(r.returncode, rc, f"mount {source} {opts}: exit {r.returncode}, "
+                             f"stderr {r.stderr.strip()!r}")
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, f"want one stderr line, got {r.stderr!r}")
+            self.assertTrue(lines[0].startswith("dsview: "), lines[0])
+            for w in ([want] if isinstance(want, str) else want):
+                self.assertIn(w, lines[0])
+            self.assertFalse(mounted(mp), "something was mounted")
+            self.assertEqual(dsview_pids_for(mp), [], "a dsview process was left running")
+        finally:
+            if mounted(mp):
+                subprocess.run(["umount", "-l", mp], capture_output=True)
+        return lines[0]
+
 
 def mm_npy(path):
     """np.load(mmap_mode='r') of a mounted .npy, copied out and closed (an
-    open memmap keeps the mount busy). Returns (array, dtype, shape)."""
+    open memmap keeps the mount busy)."""
     a = np.load(path, mmap_mode="r")
     out = np.array(a)
     del a
@@ -151,3 +370,14 @@ def mm_dat(path, dtype, shape):
     out = np.array(a)
     del a
     return out
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def npy_header_len(path):
+    with open(path, "rb") as f:
+        head = f.read(12)
+    return 10 + head[8] + 256 * head[9]
