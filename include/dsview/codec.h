@@ -35,6 +35,13 @@ size_t dsv_lz4_bound(size_t src_size, size_t block_size);
 int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size, size_t block_size, int level);
 
+/* As dsv_lz4_encode with LZ4 fast at an acceleration of 1 (LZ4's
+ * default, = level 0 above) to DSV_LZ4_MAX_ACCELERATION: higher is faster
+ * and compresses less. */
+#define DSV_LZ4_MAX_ACCELERATION 65537
+int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src,
+			    size_t src_size, size_t block_size, int acceleration);
+
 /* HDF5's Fletcher32 of len bytes (odd lengths padded as HDF5 does). */
 uint32_t dsv_fletcher32(const void *data, size_t len);
 

@@ -6,6 +6,9 @@ enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
 
 int dsv_cmd_mount(int argc, char **argv);
 int dsv_cmd_umount(int argc, char **argv);
+int dsv_cmd_pack(int argc, char **argv);
+int dsv_cmd_info(int argc, char **argv);
+int dsv_cmd_verify(int argc, char **argv);
 
 /* One line on stderr: "dsview: <msg>". */
 void dsv_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,9 @@ static const char usage[] =
 	"commands:\n"
 	"  mount [OPTIONS] SOURCE [MOUNTPOINT]  mount a manifest (.ini) or a .npy/.h5 file\n"
 	"  umount [-z] MOUNTPOINT               unmount (also after a daemon crash)\n"
+	"  pack [OPTIONS] INPUT OUTPUT.h5       write an LZ4-compressed, checksummed store\n"
+	"  info [--json] PATH                   describe a source, HDF5 file, store or manifest\n"
+	"  verify PATH                          decode every chunk, check every checksum\n"
 	"\n"
 	"  dsview COMMAND --help   options of one command\n"
 	"  dsview --version        print the version\n";
@@ -48,6 +51,12 @@ int main(int argc, char **argv)
 		return dsv_cmd_mount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "umount") || !strcmp(cmd, "unmount"))
 		return dsv_cmd_umount(argc - 1, argv + 1);
+	if (!strcmp(cmd, "pack"))
+		return dsv_cmd_pack(argc - 1, argv + 1);
+	if (!strcmp(cmd, "info"))
+		return dsv_cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "verify"))
+		return dsv_cmd_verify(argc - 1, argv + 1);
 	dsv_cli_error("unknown command '%s' (try dsview --help)", cmd);
 	return EXIT_USER;
 }

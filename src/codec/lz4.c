@@ -146,15 +146,14 @@ size_t dsv_lz4_bound(size_t src_size, size_t block_size)
 	return bound;
 }
 
-int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size, size_t block_size, int level)
+/* hc: LZ4HC at level; else LZ4 fast with acceleration level (>= 1). */
+static int64_t encode(void *dst, size_t dst_cap, const void *src,
+		      size_t src_size, size_t block_size, int hc, int level)
 {
 	const char *in = src;
 	uint8_t *out = dst;
 	size_t bs = eff_block(src_size, block_size), done = 0, pos = LZ4F_HEADER;
 
-	if (level < 0 || level > LZ4HC_CLEVEL_MAX)
-		return DSV_ERR_INVALID;
 	/* The plugin writes the block size as u32 and LZ4 blocks are int. */
 	if (bs > LZ4_MAX_INPUT_SIZE || (uint64_t)src_size > INT64_MAX)
 		return DSV_ERR_INVALID;
@@ -175,10 +174,10 @@ int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
 		 * fit it there, it does not shrink and goes in raw. */
 		cap = want - 1 < room ? want - 1 : room;
 		if (cap > 0) {
-			if (level == 0)
-				got = LZ4_compress_default(in + done,
-							   (char *)out + pos + LZ4F_BLOCK_HEADER,
-							   (int)want, (int)cap);
+			if (!hc)
+				got = LZ4_compress_fast(in + done,
+							(char *)out + pos + LZ4F_BLOCK_HEADER,
+							(int)want, (int)cap, level);
 			else
 				got = LZ4_compress_HC(in + done,
 						      (char *)out + pos + LZ4F_BLOCK_HEADER,
@@ -195,4 +194,21 @@ int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
 		done += want;
 	}
 	return (int64_t)pos;
+}
+
+int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
+		       size_t src_size, size_t block_size, int level)
+{
+	if (level < 0 || level > LZ4HC_CLEVEL_MAX)
+		return DSV_ERR_INVALID;
+	return encode(dst, dst_cap, src, src_size, block_size, level > 0,
+		      level > 0 ? level : 1);
+}
+
+int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src,
+			    size_t src_size, size_t block_size, int acceleration)
+{
+	if (acceleration < 1 || acceleration > DSV_LZ4_MAX_ACCELERATION)
+		return DSV_ERR_INVALID;
+	return encode(dst, dst_cap, src, src_size, block_size, 0, acceleration);
 }

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "dsview/codec.h"
+#include "source/h5_i.h"
 #include "source/source_i.h"
 
 #define H5_FILTER_FLETCHER32_ID 3
@@ -316,6 +317,21 @@ static int h5_enter(void)
 static void h5_leave(void)
 {
 	pthread_mutex_unlock(&h5_lock);
+}
+
+int dsv_h5_lock(void)
+{
+	return h5_enter();
+}
+
+void dsv_h5_unlock(void)
+{
+	h5_leave();
+}
+
+hid_t dsv_h5_ro_fapl(void)
+{
+	return ro_fapl;
 }
 
 /* What fallback reads need; owned by the source (s->h5). */

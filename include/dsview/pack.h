@@ -1,0 +1,93 @@
+/*
+ * dsview pack: writes a store (SPEC 7), a standard HDF5 file holding one
+ * dataset chunked along axis 0 (whole rows per chunk), with the filter
+ * pipeline LZ4 (32004) then Fletcher32, in the source's dtype, little-endian.
+ *
+ * Chunks are compressed by worker threads and written in order by one
+ * writer through HDF5's direct chunk write. Memory is bounded: at most
+ * 2 x threads chunks are in flight, whatever the input size. The output is
+ * written to "OUTPUT.tmp-PID-XXXXXX" (created with O_EXCL), fsynced, renamed
+ * over OUTPUT and the directory fsynced; any failure or interruption
+ * removes the temporary and leaves OUTPUT as it was.
+ *
+ * The dataset carries one string attribute, DSV_STORE_ATTR, holding JSON:
+ *   {"format": "dsview-store", "format_version": 1, "dsview_version": "0.1.0",
+ *    "source": "<input as given>", "source_kind": "npy", "dtype": "uint8",
+ *    "shape": [...], "codec": "lz4", "level": 0, "chunk_rows": 64,
+ *    "chunk_bytes": 1048576, "raw_bytes": N, "fletcher32": true}
+ * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
+ *
+ * Thread safety: dsv_pack runs one pack at a time per process (it takes the
+ * HDF5 lock around every library call; other threads may read sources).
+ */
+#ifndef DSVIEW_PACK_H
+#define DSVIEW_PACK_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "dsview/dsview.h"
+
+#define DSV_STORE_ATTR "dsview"
+#define DSV_STORE_FORMAT "dsview-store"
+#define DSV_STORE_FORMAT_VERSION 1
+#define DSV_PACK_DEFAULT_CHUNK (1u << 20)
+/* HDF5 caps a chunk at 4 GiB - 1; we stay well below for the LZ4 bound. */
+#define DSV_PACK_MAX_CHUNK (1ull << 31)
+
+typedef enum dsv_pack_codec {
+	DSV_PACK_LZ4 = 0,   /* LZ4 fast, --level = acceleration (1 default) */
+	DSV_PACK_LZ4HC = 1, /* LZ4HC, --level 1..12 (9 default) */
+	DSV_PACK_NONE = 2,  /* uncompressed rows, Fletcher32 only */
+} dsv_pack_codec;
+
+typedef struct dsv_pack_progress {
+	uint64_t rows_done, rows_total;
+	uint64_t raw_bytes;    /* input bytes packed so far */
+	uint64_t stored_bytes; /* chunk bytes written so far */
+} dsv_pack_progress;
+
+typedef struct dsv_pack_opts {
+	const char *input;   /* "x.npy", "x.h5:/dset", or a raw file */
+	const char *output;  /* final path */
+	const char *dataset; /* dataset name in the store; NULL: input's base name */
+	/* raw input only: dtype and shape (shape[0] may be -1) */
+	dsv_dtype raw_dtype;
+	int raw_ndim;
+	int64_t raw_shape[DSV_MAX_DIMS];
+	uint64_t chunk_bytes; /* 0: DSV_PACK_DEFAULT_CHUNK; rounded to whole rows */
+	dsv_pack_codec codec;
+	int level;   /* -1: the codec's default */
+	int threads; /* 0: online CPUs */
+	int force;   /* replace an existing output */
+	/* Set (from a signal handler) to stop: dsv_pack then fails with
+	 * DSV_ERR_INTERRUPTED-like message "interrupted" and cleans up. */
+	volatile sig_atomic_t *stop;
+	/* Called from the writer about ten times a second and at the end. */
+	void (*progress)(const dsv_pack_progress *p, void *arg);
+	void *progress_arg;
+	/* 0: check free space before writing (the default); 1: skip (tests). */
+	int no_space_check;
+} dsv_pack_opts;
+
+typedef struct dsv_pack_result {
+	uint64_t rows, chunks, chunk_rows;
+	uint64_t raw_bytes;    /* input bytes */
+	uint64_t stored_bytes; /* chunk bytes on disk (what the data costs) */
+	uint64_t file_bytes;   /* size of the output file */
+	char dataset[256];     /* the dataset's path in the store, "/name" */
+	double seconds;
+} dsv_pack_result;
+
+/* Fills opts with defaults (codec lz4, level -1, all threads). */
+void dsv_pack_opts_init(dsv_pack_opts *o);
+
+/* Packs. @return 0, or a dsv_err with eb naming the file and the reason;
+ * on any failure nothing is left at OUTPUT that was not there before and
+ * no temporary remains. */
+int dsv_pack(const dsv_pack_opts *o, dsv_pack_result *res, dsv_errbuf *eb);
+
+/* The temporary-file prefix for an output: "OUTPUT.tmp-". */
+#define DSV_PACK_TMP_INFIX ".tmp-"
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * The one HDF5 lock. Debian's HDF5 is built without thread safety, so every
+ * HDF5 call anywhere in dsview (sources, pack, info) runs between
+ * dsv_h5_lock() and dsv_h5_unlock(). The first lock also sets the library
+ * up: plugin loading off, automatic error printing off, dsview's LZ4 filter
+ * (32004) registered, and the read-only file driver behind dsv_h5_ro_fapl().
+ */
+#ifndef DSV_H5_I_H
+#define DSV_H5_I_H
+
+#include <hdf5.h>
+
+/* Takes the lock. @return 0, or -1 (lock still taken) if the read-only
+ * driver could not be set up; plain HDF5 calls still work then. */
+int dsv_h5_lock(void);
+void dsv_h5_unlock(void);
+/* A file access property list for H5Fopen of untrusted files through the
+ * read-only driver; valid while the lock is held and dsv_h5_lock gave 0. */
+hid_t dsv_h5_ro_fapl(void);
+
+#endif
