@@ -60,8 +60,8 @@ typedef struct dsv_pack_opts {
 	int level;   /* -1: the codec's default */
 	int threads; /* 0: online CPUs */
 	int force;   /* replace an existing output */
-	/* Set (from a signal handler) to stop: dsv_pack then fails with
-	 * DSV_ERR_INTERRUPTED-like message "interrupted" and cleans up. */
+	/* Set (from a signal handler) to stop: dsv_pack then fails with the
+	 * message "interrupted" and cleans up. */
 	volatile sig_atomic_t *stop;
 	/* Called from the writer about ten times a second and at the end. */
 	void (*progress)(const dsv_pack_progress *p, void *arg);
@@ -75,7 +75,10 @@ typedef struct dsv_pack_result {
 	uint64_t raw_bytes;    /* input bytes */
 	uint64_t stored_bytes; /* chunk bytes on disk (what the data costs) */
 	uint64_t file_bytes;   /* size of the output file */
+	uint64_t estimated_bytes; /* the free-space check's estimate (0: skipped) */
 	char dataset[256];     /* the dataset's path in the store, "/name" */
+	int threads;           /* compression threads used */
+	int level;             /* the level used (defaults resolved) */
 	double seconds;
 } dsv_pack_result;
 

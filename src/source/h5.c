@@ -560,7 +560,7 @@ static int classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why,
 }
 
 /* The little-endian memory type fallback reads convert into. */
-static hid_t native_type(dsv_dtype dt)
+hid_t dsv_h5_type(dsv_dtype dt)
 {
 	hid_t t;
 	switch (dt) {
@@ -1012,7 +1012,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		}
 		st->file = o.file;
 		st->dset = o.dset;
-		st->mtype = native_type(s->info.dtype);
+		st->mtype = dsv_h5_type(s->info.dtype);
 		o.file = o.dset = -1;
 		if (st->mtype < 0) {
 			h5_state_free_locked(st);

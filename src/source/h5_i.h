@@ -10,6 +10,8 @@
 
 #include <hdf5.h>
 
+#include "dsview/dsview.h"
+
 /* Takes the lock. @return 0, or -1 (lock still taken) if the read-only
  * driver could not be set up; plain HDF5 calls still work then. */
 int dsv_h5_lock(void);
@@ -17,5 +19,8 @@ void dsv_h5_unlock(void);
 /* A file access property list for H5Fopen of untrusted files through the
  * read-only driver; valid while the lock is held and dsv_h5_lock gave 0. */
 hid_t dsv_h5_ro_fapl(void);
+/* A new little-endian HDF5 type for dt (IEEE binary16 for DSV_F16), or -1;
+ * the caller closes it. Call with the lock held. */
+hid_t dsv_h5_type(dsv_dtype dt);
 
 #endif
