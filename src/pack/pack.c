@@ -37,7 +37,7 @@
 #include "source/h5_i.h"
 
 #define SAMPLE_CHUNKS 8
-#define META_RESERVE (4u << 20) /* HDF5 superblock, B-tree, heap, attribute */
+#define META_RESERVE (256u << 10) /* HDF5 superblock, object headers, heaps */
 
 /* Reads arbitrary element ranges of a source, one decoded chunk cached. */
 typedef struct reader {
@@ -481,6 +481,11 @@ static int check_output(const dsv_pack_opts *o, const char *dir, dsv_errbuf *eb)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: %s is not a directory", o->output, dir);
+	if (access(dir, W_OK) < 0) {
+		int e = errno;
+		return dsv_errf(eb, DSV_ERR_IO, "%s: cannot write to %s: %s", o->output, dir,
+				strerror(e));
+	}
 	if (lstat(o->output, &st) == 0) {
 		if (S_ISDIR(st.st_mode))
 			return dsv_errf(eb, DSV_ERR_INVALID, "%s: is a directory", o->output);

@@ -298,6 +298,10 @@ static int h5_enter(void)
 {
 	pthread_mutex_lock(&h5_lock);
 	if (!h5_ready) {
+		/* No teardown at exit: after a failed flush (a full disk while
+		 * packing) HDF5 1.10 keeps the file open and crashes closing it
+		 * again from its atexit handler. The kernel cleans up anyway. */
+		H5dont_atexit();
 		H5open();
 		H5PLset_loading_state(0);
 		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
