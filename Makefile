@@ -113,9 +113,15 @@ demo: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
+$(BUILD)/tests/codec_bench: tests/bench/codec_bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
+
 bench: deps
-	$(MAKE) all
+	$(MAKE) all $(BUILD)/tests/codec_bench
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/bench.py
+	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
+	  $(PYTHON) tests/bench/pack_bench.py
 
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)/usr/local/bin/dsview

@@ -66,8 +66,6 @@ typedef struct dsv_pack_opts {
 	/* Called from the writer about ten times a second and at the end. */
 	void (*progress)(const dsv_pack_progress *p, void *arg);
 	void *progress_arg;
-	/* 0: check free space before writing (the default); 1: skip (tests). */
-	int no_space_check;
 } dsv_pack_opts;
 
 typedef struct dsv_pack_result {
@@ -79,7 +77,9 @@ typedef struct dsv_pack_result {
 	char dataset[256];     /* the dataset's path in the store, "/name" */
 	int threads;           /* compression threads used */
 	int level;             /* the level used (defaults resolved) */
-	double seconds;
+	double seconds;        /* all of it */
+	double write_seconds;  /* read, compress and write every chunk */
+	double sync_seconds;   /* close the file and fsync it */
 } dsv_pack_result;
 
 /* Fills opts with defaults (codec lz4, level -1, all threads). */

@@ -205,7 +205,8 @@ int dsv_cmd_pack(int argc, char **argv)
 	       o.codec == DSV_PACK_LZ4 ? "lz4" : o.codec == DSV_PACK_LZ4HC ? "lz4hc" : "none");
 	if (o.codec != DSV_PACK_NONE)
 		printf(" level %d", res.level);
-	printf(", %.2f s, %s/s, %d threads\n", res.seconds,
+	printf(", %.2f s (%.2f s writing, %.2f s syncing), %s/s, %d threads\n", res.seconds,
+	       res.write_seconds, res.sync_seconds,
 	       dsv_fmt_bytes(a, sizeof(a),
 			     res.seconds > 0 ? (uint64_t)((double)res.raw_bytes / res.seconds) : 0),
 	       res.threads);

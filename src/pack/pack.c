@@ -86,6 +86,13 @@ static const char *codec_name(dsv_pack_codec c)
 	return c == DSV_PACK_LZ4 ? "lz4" : c == DSV_PACK_LZ4HC ? "lz4hc" : "none";
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int stopped(const dsv_pack_opts *o)
 {
 	return o->stop && *o->stop;
@@ -620,8 +627,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	char name[232], tmp[PATH_MAX + 64], *dir = NULL, *json = NULL, *base;
 	hid_t file = -1, dset = -1;
 	int fd = -1, err;
-	double t0;
-	struct timespec ts;
+	double t0 = now_s();
 
 	memset(res, 0, sizeof(*res));
 	if (!eb)
@@ -632,8 +638,6 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	if (oc.codec == DSV_PACK_NONE)
 		oc.level = 0;
 	res->level = oc.level;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 	tmp[0] = '\0';
 
 	/* Everything that can be checked is checked before a file exists. */
@@ -703,16 +707,18 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	base = strrchr(o->output, '/');
 	remove_stale_temps(dir, base ? base + 1 : o->output);
 
-	if (!o->no_space_check) {
-		struct statvfs vfs;
-		uint64_t need = 0, have;
-		err = estimate_size(&p, &need);
-		if (err) {
-			err = dsv_errf(eb, err, "%s: %s", o->input, dsv_strerror(err));
-			goto out;
-		}
-		if (statvfs(dir, &vfs) == 0) {
-			have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	/* Enough room for the worst case (nothing compresses) needs no
+	 * estimate; otherwise sample chunks and compare with that. */
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) == 0) {
+		uint64_t have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		uint64_t need = p.nchunks * (p.slot_cap + 64) + META_RESERVE;
+		if (have < need) {
+			err = estimate_size(&p, &need);
+			if (err) {
+				err = dsv_errf(eb, err, "%s: %s", o->input, dsv_strerror(err));
+				goto out;
+			}
 			if (have < need) {
 				err = dsv_errf(eb, DSV_ERR_IO,
 					       "%s: not enough free space: %.1f MB free, the store "
@@ -744,7 +750,9 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv_ready, NULL);
 	pthread_cond_init(&p.cv_space, NULL);
+	double tw = now_s();
 	err = run_workers(&p, dset, res, eb);
+	res->write_seconds = now_s() - tw;
 	for (unsigned k = 0; p.slots && k < p.nslots; k++)
 		free(p.slots[k].buf);
 	free(p.slots);
@@ -755,6 +763,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		goto out;
 
 	/* Close (HDF5 flushes its metadata now), then make it durable. */
+	tw = now_s();
 	errno = 0;
 	dsv_h5_lock();
 	herr_t rc = H5Dclose(dset);
@@ -777,6 +786,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		err = dsv_errf(eb, DSV_ERR_IO, "%s: fsync: %s", tmp, strerror(e));
 		goto out;
 	}
+	res->sync_seconds = now_s() - tw;
 	struct stat st;
 	if (fstat(fd, &st) == 0)
 		res->file_bytes = (uint64_t)st.st_size;
@@ -807,8 +817,7 @@ renamed:
 	res->chunk_rows = p.chunk_rows;
 	res->raw_bytes = p.in->nelems * dsv_dtype_size(p.in->dtype);
 	snprintf(res->dataset, sizeof(res->dataset), "/%s", name);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	res->seconds = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - t0;
+	res->seconds = now_s() - t0;
 out:
 	if (dset >= 0 || file >= 0) {
 		dsv_h5_lock();
