@@ -17,6 +17,8 @@
  * Before 1.6.3, HDF5 on little-endian hosts stored it with the bytes of each
  * 16-bit half swapped; HDF5 still accepts that "reversed" form, so do we.
  */
+#include <string.h>
+
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
@@ -29,6 +31,31 @@ static inline uint32_t fold(uint32_t x)
 	return (x & 0xffff) + (x >> 16);
 }
 
+/* Over one block of n <= 360 big-endian words w_i: *a = sum of w_i and
+ * *b = sum of (n - i) w_i, which fits 32 bits for n <= 360. The word-by-word
+ * recurrence sum1 += w; sum2 += sum1 adds exactly a to sum1 and
+ * n * sum1 + b to sum2, so the block form gives the same integers before
+ * each fold, and so bit-identical checksums; unlike the recurrence it has
+ * no carried dependency and vectorises (AVX2 picked at load time). */
+__attribute__((target_clones("avx2", "default"), optimize("tree-vectorize")))
+static void block_sums(const uint8_t *p, size_t n, uint32_t *a, uint32_t *b)
+{
+	uint32_t sa = 0, sb = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t v;
+		memcpy(&v, p + 2 * i, 2);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		uint32_t w = v;
+#else
+		uint32_t w = __builtin_bswap16(v); /* HDF5 reads words big-endian */
+#endif
+		sa += w;
+		sb += (uint32_t)(n - i) * w;
+	}
+	*a = sa;
+	*b = sb;
+}
+
 uint32_t dsv_fletcher32(const void *data, size_t len)
 {
 	const uint8_t *p = data;
@@ -37,12 +64,14 @@ uint32_t dsv_fletcher32(const void *data, size_t len)
 
 	while (words) {
 		size_t n = words > FL32_BLOCK_WORDS ? FL32_BLOCK_WORDS : words;
+		uint32_t a, b;
+		block_sums(p, n, &a, &b);
+		/* HDF5's sums do not overflow within a block; 64 bits here
+		 * only keep the intermediate n * sum1 + b honest. */
+		sum2 = (uint32_t)((uint64_t)sum2 + (uint64_t)n * sum1 + b);
+		sum1 += a;
+		p += 2 * n;
 		words -= n;
-		while (n--) {
-			sum1 += ((uint32_t)p[0] << 8) | p[1];
-			sum2 += sum1;
-			p += 2;
-		}
 		sum1 = fold(sum1);
 		sum2 = fold(sum2);
 	}
