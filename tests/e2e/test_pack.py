@@ -103,6 +103,26 @@ class Pack(E2E):
                     src = json.load(open(m.path("v.json")))["sources"][0]
                     self.assertNotEqual(src["kind"], "hdf5-library", "stores take the fast path")
 
+    def test_h5py_verifies_our_checksums_and_repack(self):
+        out = self.p("chk.h5")
+        self.pack("--chunk-size", "64k", self.p("img.npy"), out)
+        # repack the store itself (fast-path input) with lz4hc
+        self.pack("--codec", "lz4hc", "--level", "4", out + ":/img", self.p("chk_hc.h5"))
+        with h5py.File(self.p("chk_hc.h5"), "r") as f:
+            self.assertTrue(np.array_equal(f["img"][...], self.img))
+        with h5py.File(out, "r") as f:
+            info = f["img"].id.get_chunk_info(3)
+            rows = f["img"].chunks[0]
+        with open(out, "r+b") as fh:
+            fh.seek(info.byte_offset + info.size // 2)
+            b = fh.read(1)
+            fh.seek(info.byte_offset + info.size // 2)
+            fh.write(bytes([b[0] ^ 0x10]))
+        with h5py.File(out, "r") as f:
+            self.assertTrue(np.array_equal(f["img"][:3 * rows], self.img[:3 * rows]))
+            with self.assertRaises(OSError, msg="h5py must reject the damaged chunk"):
+                f["img"][3 * rows:4 * rows]
+
     def test_hdf5_input_through_the_library(self):
         out = self.p("betas_store.h5")
         r = self.pack("--dataset", "b", "--chunk-size", "8k", self.p("betas.h5") + ":/sess/betas", out)
