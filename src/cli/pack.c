@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/target.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
@@ -52,29 +53,6 @@ static void show_progress(const dsv_pack_progress *pr, void *arg)
 	dsv_progress *bar = arg;
 	bar->total = pr->rows_total;
 	dsv_progress_update(bar, pr->rows_done, pr->raw_bytes, pr->stored_bytes, 0);
-}
-
-/* "A,B,C", "A B C" or "AxBxC"; the first may be -1. */
-static int parse_shape(const char *s, int *ndim, int64_t *shape)
-{
-	char *end;
-	int n = 0;
-
-	while (*s) {
-		while (*s == ',' || *s == ' ' || *s == 'x' || *s == '(' || *s == ')')
-			s++;
-		if (!*s)
-			break;
-		if (n == DSV_MAX_DIMS)
-			return -1;
-		long long v = strtoll(s, &end, 10);
-		if (end == s || (v < 0 && !(v == -1 && n == 0)))
-			return -1;
-		shape[n++] = v;
-		s = end;
-	}
-	*ndim = n;
-	return n > 0 ? 0 : -1;
 }
 
 int dsv_cmd_pack(int argc, char **argv)
@@ -164,7 +142,7 @@ int dsv_cmd_pack(int argc, char **argv)
 				      "int32, float16, float32, float64)", dtype_arg);
 			return EXIT_USER;
 		}
-		if (parse_shape(shape_arg, &o.raw_ndim, o.raw_shape)) {
+		if (dsv_target_parse_shape(shape_arg, &o.raw_ndim, o.raw_shape)) {
 			dsv_cli_error("--shape '%s': want positive integers like 1000,64,64,3 "
 				      "(the first may be -1)", shape_arg);
 			return EXIT_USER;

@@ -1,0 +1,132 @@
+/* The PATH argument of info and verify; see target.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/target.h"
+#include "dsview/source.h"
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* HDF5 looks for its signature at 0, then at 512, 1024, ... (a user
+ * block before the superblock); pack and h5py never write one over 1 MiB. */
+static int has_h5_signature(const char *path)
+{
+	static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+	unsigned char buf[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+
+	if (fd < 0)
+		return 0;
+	for (off_t off = 0; off <= (1 << 20) && !found; off = off ? 2 * off : 512)
+		if (pread(fd, buf, sizeof(buf), off) == (ssize_t)sizeof(buf))
+			found = !memcmp(buf, sig, sizeof(sig));
+		else
+			break;
+	close(fd);
+	return found;
+}
+
+int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
+{
+	struct stat st;
+	const char *colon = NULL, *p = spec, *next;
+
+	memset(t, 0, sizeof(*t));
+	/* "file.h5:/dset", split at the last ":/" as dsv_source_open does,
+	 * unless the whole spec is itself a file. */
+	if (!raw && stat(spec, &st) < 0)
+		while ((next = strstr(p, ":/"))) {
+			colon = next;
+			p = next + 1;
+		}
+	t->file = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
+	if (colon)
+		t->dataset = strdup(colon + 1);
+	if (!t->file || (colon && !t->dataset)) {
+		dsv_target_free(t);
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	if (stat(t->file, &st) < 0) {
+		int e = errno;
+		dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", t->file,
+			 strerror(e));
+		dsv_target_free(t);
+		return e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", t->file);
+		dsv_target_free(t);
+		return DSV_ERR_INVALID;
+	}
+	t->file_bytes = (uint64_t)st.st_size;
+	/* The name decides first; the signature only for other names (a
+	 * .npy's data may well hold the HDF5 signature somewhere). */
+	if (raw)
+		t->kind = DSV_TARGET_RAW;
+	else if (t->dataset || dsv_source_is_h5_path(t->file))
+		t->kind = DSV_TARGET_H5;
+	else if (ends_with(t->file, ".npy"))
+		t->kind = DSV_TARGET_NPY;
+	else if (ends_with(t->file, ".ini"))
+		t->kind = DSV_TARGET_MANIFEST;
+	else if (has_h5_signature(t->file))
+		t->kind = DSV_TARGET_H5;
+	else {
+		dsv_errf(eb, DSV_ERR_INVALID,
+			 "%s: not a .npy, HDF5 file or manifest (.ini); a raw file needs --dtype and --shape",
+			 t->file);
+		dsv_target_free(t);
+		return DSV_ERR_INVALID;
+	}
+	return 0;
+}
+
+void dsv_target_free(dsv_target *t)
+{
+	if (!t)
+		return;
+	free(t->file);
+	free(t->dataset);
+	t->file = t->dataset = NULL;
+}
+
+int dsv_target_parse_shape(const char *s, int *ndim, int64_t *shape)
+{
+	char *end;
+	int n = 0;
+
+	while (*s) {
+		while (*s == ',' || *s == ' ' || *s == 'x' || *s == '(' || *s == ')')
+			s++;
+		if (!*s)
+			break;
+		if (n == DSV_MAX_DIMS)
+			return -1;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (end == s || errno || (v < 0 && !(v == -1 && n == 0)) || (v == 0 && n > 0))
+			return -1;
+		shape[n++] = v;
+		s = end;
+	}
+	*ndim = n;
+	return n > 0 ? 0 : -1;
+}
+
+const char *dsv_target_label(char *buf, size_t cap, const char *file, const char *dataset)
+{
+	if (dataset)
+		snprintf(buf, cap, "%s:%s", file, dataset);
+	else
+		snprintf(buf, cap, "%s", file);
+	return buf;
+}

@@ -1,0 +1,42 @@
+/*
+ * What a PATH argument of info and verify names: a .npy, a raw file, an
+ * HDF5 file (all its datasets, or one as "file.h5:/path/dset") or a
+ * manifest. Decided from the name, and for HDF5 also from the file's
+ * signature, so that "data.bin" holding HDF5 is not taken for raw bytes.
+ */
+#ifndef DSV_CLI_TARGET_H
+#define DSV_CLI_TARGET_H
+
+#include <stdint.h>
+
+#include "dsview/dsview.h"
+
+typedef enum dsv_target_kind {
+	DSV_TARGET_NPY,
+	DSV_TARGET_RAW,
+	DSV_TARGET_H5,
+	DSV_TARGET_MANIFEST,
+} dsv_target_kind;
+
+typedef struct dsv_target {
+	dsv_target_kind kind;
+	char *file;    /* the file to open (spec without ":/dataset") */
+	char *dataset; /* HDF5: the one dataset named, or NULL for all */
+	uint64_t file_bytes;
+} dsv_target;
+
+/*
+ * Classifies spec. raw: the caller has --dtype/--shape, so a file that is
+ * not .npy/.ini/HDF5 is raw; without, such a file is an error.
+ * @return 0, or a dsv_err with eb holding "<file>: <reason>".
+ */
+int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb);
+void dsv_target_free(dsv_target *t);
+
+/* "A,B,C", "A B C" or "AxBxC"; the first may be -1. @return 0 or -1. */
+int dsv_target_parse_shape(const char *s, int *ndim, int64_t *shape);
+
+/* "<file>:<dataset>" or "<file>" into buf. */
+const char *dsv_target_label(char *buf, size_t cap, const char *file, const char *dataset);
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * HDF5 dataset descriptions for `dsview info` (see dsview/h5info.h).
+ *
+ * Everything here reads headers only: the dataset's type, dataspace and
+ * creation property list, its storage size and one attribute. Serving
+ * decisions (fast path, library fallback, refusal) stay in h5.c; info asks
+ * dsv_source_open_h5 for those and this file for the rest.
+ */
+/* The 1.10 names of H5Lget_info's struct, as in h5.c. */
+#ifndef H5_USE_110_API
+#define H5_USE_110_API
+#endif
+#include <hdf5.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dsview/codec.h"
+#include "dsview/h5info.h"
+#include "dsview/pack.h"
+#include "source/h5_i.h"
+
+#define INFO_MAX_PATH 4096
+#define INFO_MAX_LINK_DEPTH 16
+
+const char *dsv_h5_layout_name(dsv_h5_layout l)
+{
+	switch (l) {
+	case DSV_H5_LAYOUT_CONTIGUOUS: return "contiguous";
+	case DSV_H5_LAYOUT_CHUNKED: return "chunked";
+	case DSV_H5_LAYOUT_COMPACT: return "compact";
+	case DSV_H5_LAYOUT_VIRTUAL: return "virtual";
+	case DSV_H5_LAYOUT_OTHER: break;
+	}
+	return "unknown";
+}
+
+const char *dsv_h5_filter_name(int id)
+{
+	switch (id) {
+	case H5Z_FILTER_DEFLATE: return "deflate";
+	case H5Z_FILTER_SHUFFLE: return "shuffle";
+	case H5Z_FILTER_FLETCHER32: return "fletcher32";
+	case H5Z_FILTER_SZIP: return "szip";
+	case H5Z_FILTER_NBIT: return "nbit";
+	case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+	case 307: return "bzip2";
+	case 32000: return "lzf";
+	case 32001: return "blosc";
+	case DSV_H5Z_FILTER_LZ4: return "lz4";
+	case 32008: return "bitshuffle";
+	case 32013: return "zfp";
+	case 32015: return "zstd";
+	case 32017: return "sz";
+	case 32026: return "blosc2";
+	}
+	return NULL;
+}
+
+void dsv_h5_desc_free(dsv_h5_desc *d)
+{
+	if (!d)
+		return;
+	free(d->store_attr);
+	d->store_attr = NULL;
+}
+
+/* Link access callback: never open another file, whatever the walk missed. */
+static herr_t deny_elink(const char *parent_file, const char *parent_group,
+			 const char *child_file, const char *child_object,
+			 unsigned *acc_flags, hid_t fapl, void *op_data)
+{
+	(void)parent_file, (void)parent_group, (void)child_file;
+	(void)child_object, (void)acc_flags, (void)fapl, (void)op_data;
+	return -1;
+}
+
+/*
+ * Checks every component of dpath with H5Lget_info so that an external or
+ * user-defined link is refused by name. A soft link stays in the file but
+ * may lead to an external link, so its target is walked the same way.
+ * path and dname are for messages.
+ */
+static int walk_links(hid_t file, hid_t lapl, const char *dpath, int depth,
+		      const char *path, const char *dname, dsv_errbuf *eb)
+{
+	char buf[INFO_MAX_PATH], target[INFO_MAX_PATH], next[INFO_MAX_PATH];
+	size_t n = strlen(dpath), i = 0;
+
+	if (depth > INFO_MAX_LINK_DEPTH)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: too many nested soft links",
+				path, dname);
+	if (n >= sizeof(buf))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: dataset path too long", path, dname);
+	memcpy(buf, dpath, n + 1);
+	while (i < n) {
+		H5L_info_t li;
+		size_t end;
+
+		while (i < n && buf[i] == '/')
+			i++;
+		if (i == n)
+			break;
+		for (end = i; end < n && buf[end] != '/'; end++)
+			;
+		char saved = buf[end];
+		buf[end] = '\0';
+		if (H5Lget_info(file, buf, &li, lapl) < 0)
+			return dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: no such dataset (%s not found)",
+					path, dname, buf);
+		if (li.type == H5L_TYPE_EXTERNAL)
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: external link refused (%s)",
+					path, dname, buf);
+		if (li.type == H5L_TYPE_SOFT) {
+			char *slash;
+			int len;
+			if (li.u.val_size == 0 || li.u.val_size > sizeof(target) ||
+			    H5Lget_val(file, buf, target, sizeof(target), lapl) < 0)
+				return dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable soft link %s",
+						path, dname, buf);
+			target[sizeof(target) - 1] = '\0';
+			/* A relative target names a link in the group holding this one. */
+			slash = strrchr(buf, '/');
+			if (target[0] == '/')
+				len = snprintf(next, sizeof(next), "%s", target);
+			else
+				len = snprintf(next, sizeof(next), "%.*s/%s",
+					       slash ? (int)(slash - buf) : 0, buf, target);
+			if (len < 0 || (size_t)len >= sizeof(next))
+				return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: soft link target too long",
+						path, dname);
+			int err = walk_links(file, lapl, next, depth + 1, path, dname, eb);
+			if (err)
+				return err;
+		} else if (li.type != H5L_TYPE_HARD) {
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: user-defined link refused (%s)",
+					path, dname, buf);
+		}
+		buf[end] = saved;
+		i = end;
+	}
+	return 0;
+}
+
+typedef struct open_why {
+	char desc[256]; /* the innermost error's description */
+	int truncated;
+} open_why;
+
+static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *arg)
+{
+	open_why *w = arg;
+	if (n == 0 && e->desc)
+		snprintf(w->desc, sizeof(w->desc), "%s", e->desc);
+	if (e->min_num == H5E_TRUNCATED)
+		w->truncated = 1;
+	return 0;
+}
+
+/*
+ * The message for an H5Fopen that just failed, from the library's error
+ * stack (recorded even with automatic printing off): a truncated file is
+ * the common case worth naming, since its chunks would lie past the end.
+ * Call with the lock held, before any other HDF5 call.
+ */
+static int open_failed(const char *path, dsv_errbuf *eb)
+{
+	open_why w = { "", 0 };
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
+	if (w.truncated)
+		return dsv_errf(eb, DSV_ERR_TRUNCATED,
+				"%s: truncated: the file is shorter than its HDF5 superblock "
+				"says (%s)", path, w.desc);
+	if (w.desc[0])
+		return dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged (%s)", path,
+				w.desc);
+	return dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
+}
+
+int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
+{
+	struct stat st;
+	hid_t file;
+	int err = 0;
+
+	if (stat(path, &st) < 0) {
+		int e = errno;
+		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
+				strerror(e));
+	}
+	if (!S_ISREG(st.st_mode))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+	if (dsv_h5_lock() < 0) {
+		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+	} else if ((file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl())) < 0) {
+		err = open_failed(path, eb);
+	} else {
+		H5Fclose(file);
+	}
+	dsv_h5_unlock();
+	return err;
+}
+
+/* The element type as a user would name it. */
+static void describe_type(hid_t t, char *buf, size_t cap)
+{
+	H5T_class_t cls = H5Tget_class(t);
+	size_t size = H5Tget_size(t);
+	const char *be = size > 1 && H5Tget_order(t) == H5T_ORDER_BE ? "big-endian " : "";
+	size_t spos, epos, esize, mpos, msize;
+
+	switch (cls) {
+	case H5T_INTEGER:
+		snprintf(buf, cap, "%s%sint%zu", be, H5Tget_sign(t) == H5T_SGN_2 ? "" : "u", size * 8);
+		return;
+	case H5T_FLOAT:
+		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
+			esize = msize = 0;
+		/* bfloat16 is a 2-byte float with float32's exponent. */
+		if (size == 2 && esize == 8 && msize == 7)
+			snprintf(buf, cap, "%sbfloat16", be);
+		else if ((size == 2 && esize == 5 && msize == 10) ||
+			 (size == 4 && esize == 8 && msize == 23) ||
+			 (size == 8 && esize == 11 && msize == 52))
+			snprintf(buf, cap, "%sfloat%zu", be, size * 8);
+		else
+			snprintf(buf, cap, "%zu-byte float (non-IEEE)", size);
+		return;
+	case H5T_STRING:
+		if (H5Tis_variable_str(t) > 0)
+			snprintf(buf, cap, "string (variable length)");
+		else
+			snprintf(buf, cap, "string (%zu bytes)", size);
+		return;
+	case H5T_COMPOUND: snprintf(buf, cap, "compound (%zu bytes)", size); return;
+	case H5T_ENUM: snprintf(buf, cap, "enum (%zu bytes)", size); return;
+	case H5T_BITFIELD: snprintf(buf, cap, "bitfield (%zu bytes)", size); return;
+	case H5T_OPAQUE: snprintf(buf, cap, "opaque (%zu bytes)", size); return;
+	case H5T_REFERENCE: snprintf(buf, cap, "reference"); return;
+	case H5T_VLEN: snprintf(buf, cap, "variable-length sequence"); return;
+	case H5T_ARRAY: snprintf(buf, cap, "array (%zu bytes)", size); return;
+	case H5T_TIME: snprintf(buf, cap, "time"); return;
+	default: snprintf(buf, cap, "unknown type"); return;
+	}
+}
+
+/*
+ * Reads the store attribute when the dataset has one. It must be a single
+ * string (variable or fixed length, as pack and h5py write it); anything
+ * else sets store_attr_bad rather than failing the description.
+ */
+static void read_store_attr(hid_t dset, dsv_h5_desc *d)
+{
+	hid_t attr = -1, ftype = -1, space = -1, mtype = -1;
+
+	if (H5Aexists(dset, DSV_STORE_ATTR) <= 0)
+		return;
+	d->store_attr_bad = 1;
+	if ((attr = H5Aopen(dset, DSV_STORE_ATTR, H5P_DEFAULT)) < 0 ||
+	    (ftype = H5Aget_type(attr)) < 0 || (space = H5Aget_space(attr)) < 0 ||
+	    H5Tget_class(ftype) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1 ||
+	    (mtype = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0)
+		goto out;
+	if (H5Tis_variable_str(ftype) > 0) {
+		char *p = NULL;
+		if (H5Tset_size(mtype, H5T_VARIABLE) >= 0 && H5Aread(attr, mtype, &p) >= 0 && p) {
+			size_t n = strnlen(p, DSV_H5_MAX_ATTR + 1);
+			if (n <= DSV_H5_MAX_ATTR)
+				d->store_attr = strndup(p, n);
+		}
+		if (p)
+			H5free_memory(p);
+	} else {
+		size_t n = H5Tget_size(ftype);
+		char *buf;
+		/* One byte more in memory so the library NUL-terminates. */
+		if (n == 0 || n > DSV_H5_MAX_ATTR || H5Tset_size(mtype, n + 1) < 0 ||
+		    H5Tset_strpad(mtype, H5T_STR_NULLTERM) < 0 || !(buf = calloc(1, n + 2)))
+			goto out;
+		if (H5Aread(attr, mtype, buf) >= 0)
+			d->store_attr = buf;
+		else
+			free(buf);
+	}
+	if (d->store_attr)
+		d->store_attr_bad = 0;
+out:
+	if (mtype >= 0)
+		H5Tclose(mtype);
+	if (space >= 0)
+		H5Sclose(space);
+	if (ftype >= 0)
+		H5Tclose(ftype);
+	if (attr >= 0)
+		H5Aclose(attr);
+}
+
+/* Fills the pipeline; a filter the library cannot name is still listed. */
+static int read_filters(hid_t dcpl, dsv_h5_desc *d)
+{
+	int nf = H5Pget_nfilters(dcpl);
+
+	if (nf < 0 || nf > DSV_H5_MAX_FILTERS)
+		return -1;
+	for (int i = 0; i < nf; i++) {
+		dsv_h5_filter *f = &d->filters[i];
+		size_t ncd = DSV_H5_MAX_CD;
+		char lib_name[64] = "";
+		H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &f->flags, &ncd, f->cd,
+						 sizeof(lib_name), lib_name, NULL);
+		if (id < 0)
+			return -1;
+		const char *name = dsv_h5_filter_name((int)id);
+		f->id = (int)id;
+		f->ncd = ncd < DSV_H5_MAX_CD ? ncd : DSV_H5_MAX_CD;
+		if (name)
+			snprintf(f->name, sizeof(f->name), "%s", name);
+		else
+			snprintf(f->name, sizeof(f->name), "filter-%d", f->id);
+	}
+	d->nfilters = nf;
+	return 0;
+}
+
+int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_errbuf *eb)
+{
+	char dname[INFO_MAX_PATH];
+	hid_t lapl = -1, file = -1, dset = -1, dcpl = -1, ftype = -1, space = -1;
+	hsize_t dims[DSV_MAX_DIMS];
+	struct stat st;
+	int err = 0, ndim;
+
+	memset(d, 0, sizeof(*d));
+	d->chunks_written = -1;
+	if (!dataset || !*dataset)
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: no dataset given", path);
+	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/",
+			     dataset) >= sizeof(dname))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: dataset path too long", path);
+	/* Our own stat first: it gives the clearest "no such file". */
+	if (stat(path, &st) < 0) {
+		int e = errno;
+		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
+				strerror(e));
+	}
+	if (!S_ISREG(st.st_mode))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+
+	if (dsv_h5_lock() < 0 || (lapl = H5Pcreate(H5P_LINK_ACCESS)) < 0 ||
+	    H5Pset_elink_cb(lapl, deny_elink, NULL) < 0) {
+		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		goto out;
+	}
+	file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
+	if (file < 0) {
+		err = open_failed(path, eb);
+		goto out;
+	}
+	if ((err = walk_links(file, lapl, dname, 0, path, dname, eb)))
+		goto out;
+	dset = H5Oopen(file, dname, lapl);
+	if (dset < 0) {
+		err = dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: cannot open", path, dname);
+		goto out;
+	}
+	if (H5Iget_type(dset) != H5I_DATASET) {
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: not a dataset", path, dname);
+		goto out;
+	}
+	if ((dcpl = H5Dget_create_plist(dset)) < 0 || (ftype = H5Dget_type(dset)) < 0 ||
+	    (space = H5Dget_space(dset)) < 0) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable dataset header", path, dname);
+		goto out;
+	}
+
+	describe_type(ftype, d->type, sizeof(d->type));
+	d->type_size = H5Tget_size(ftype);
+	ndim = H5Sget_simple_extent_ndims(space);
+	if (ndim < 0 || ndim > DSV_MAX_DIMS ||
+	    (ndim > 0 && H5Sget_simple_extent_dims(space, dims, NULL) != ndim)) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: bad rank", path, dname);
+		goto out;
+	}
+	d->ndim = ndim;
+	d->nelems = H5Sget_simple_extent_type(space) == H5S_NULL ? 0 : 1;
+	for (int k = 0; k < ndim; k++) {
+		d->shape[k] = dims[k];
+		if (dsv_mul_u64(d->nelems, dims[k], &d->nelems))
+			d->nelems = UINT64_MAX;
+	}
+	if (dsv_mul_u64(d->nelems, d->type_size, &d->raw_bytes))
+		d->raw_bytes = UINT64_MAX;
+
+	switch (H5Pget_layout(dcpl)) {
+	case H5D_CONTIGUOUS: d->layout = DSV_H5_LAYOUT_CONTIGUOUS; break;
+	case H5D_CHUNKED: d->layout = DSV_H5_LAYOUT_CHUNKED; break;
+	case H5D_COMPACT: d->layout = DSV_H5_LAYOUT_COMPACT; break;
+	case H5D_VIRTUAL: d->layout = DSV_H5_LAYOUT_VIRTUAL; break;
+	default: d->layout = DSV_H5_LAYOUT_OTHER; break;
+	}
+	if (d->layout == DSV_H5_LAYOUT_CHUNKED) {
+		hsize_t cdims[DSV_MAX_DIMS], n = 0;
+		if (H5Pget_chunk(dcpl, DSV_MAX_DIMS, cdims) != ndim) {
+			err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: bad chunk dimensions", path, dname);
+			goto out;
+		}
+		for (int k = 0; k < ndim; k++)
+			d->chunk[k] = cdims[k];
+		/* Walks the chunk index; fine for info, too slow for a mount. */
+		if (H5Dget_num_chunks(dset, space, &n) >= 0)
+			d->chunks_written = (int64_t)n;
+	}
+	if (read_filters(dcpl, d) < 0) {
+		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter pipeline", path, dname);
+		goto out;
+	}
+	d->external_files = H5Pget_external_count(dcpl);
+	if (d->external_files < 0)
+		d->external_files = 0;
+	d->stored_bytes = H5Dget_storage_size(dset);
+	read_store_attr(dset, d);
+
+out:
+	if (space >= 0)
+		H5Sclose(space);
+	if (ftype >= 0)
+		H5Tclose(ftype);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (dset >= 0)
+		H5Oclose(dset);
+	if (file >= 0)
+		H5Fclose(file);
+	if (lapl >= 0)
+		H5Pclose(lapl);
+	dsv_h5_unlock();
+	if (err)
+		dsv_h5_desc_free(d);
+	return err;
+}
