@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "dsview/codec.h"
+#include "dsview/h5info.h"
 #include "source/h5_i.h"
 #include "source/source_i.h"
 
@@ -379,7 +380,7 @@ static herr_t deny_elink(const char *parent_file, const char *parent_group,
 	return -1;
 }
 
-static hid_t make_lapl(hid_t cls)
+hid_t dsv_h5_make_lapl(hid_t cls)
 {
 	hid_t p = H5Pcreate(cls);
 	if (p >= 0 && H5Pset_elink_cb(p, deny_elink, NULL) < 0) {
@@ -391,19 +392,8 @@ static hid_t make_lapl(hid_t cls)
 
 static const char *filter_name(H5Z_filter_t id)
 {
-	switch (id) {
-	case H5Z_FILTER_DEFLATE: return "deflate";
-	case H5Z_FILTER_SHUFFLE: return "shuffle";
-	case H5Z_FILTER_FLETCHER32: return "fletcher32";
-	case H5Z_FILTER_SZIP: return "szip";
-	case H5Z_FILTER_NBIT: return "nbit";
-	case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
-	case DSV_H5Z_FILTER_LZ4: return "lz4";
-	case 32001: return "blosc";
-	case 32008: return "bitshuffle";
-	case 32015: return "zstd";
-	}
-	return "unknown";
+	const char *name = dsv_h5_filter_name((int)id);
+	return name ? name : "unknown";
 }
 
 /*
@@ -411,18 +401,18 @@ static const char *filter_name(H5Z_filter_t id)
  * links; soft links are followed by checking their target the same way
  * (they stay inside the file, but may lead to an external link).
  */
-static int check_links(const dsv_source *s, hid_t file, hid_t lapl,
-		       const char *dpath, int depth, dsv_errbuf *eb)
+static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth,
+		       const char *path, const char *dname, dsv_errbuf *eb)
 {
 	char buf[H5_MAX_PATH], target[H5_MAX_PATH], next[H5_MAX_PATH];
 	size_t n = strlen(dpath);
 
 	if (depth > H5_MAX_LINK_DEPTH)
 		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: too many nested soft links",
-				s->path, s->dataset);
+				path, dname);
 	if (n >= sizeof(buf))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: dataset path too long",
-				s->path, s->dataset);
+				path, dname);
 	memcpy(buf, dpath, n + 1);
 
 	for (size_t i = 0; i < n;) {
@@ -439,17 +429,16 @@ static int check_links(const dsv_source *s, hid_t file, hid_t lapl,
 		buf[end] = '\0';
 		if (H5Lget_info(file, buf, &li, lapl) < 0)
 			return dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: no such dataset (%s not found)",
-					s->path, s->dataset, buf);
+					path, dname, buf);
 		if (li.type == H5L_TYPE_EXTERNAL)
 			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-					"%s:%s: external link refused (%s)", s->path,
-					s->dataset, buf);
+					"%s:%s: external link refused (%s)", path, dname, buf);
 		if (li.type == H5L_TYPE_SOFT) {
 			int len;
 			if (li.u.val_size == 0 || li.u.val_size > sizeof(target) ||
 			    H5Lget_val(file, buf, target, sizeof(target), lapl) < 0)
 				return dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable soft link %s",
-						s->path, s->dataset, buf);
+						path, dname, buf);
 			target[sizeof(target) - 1] = '\0';
 			if (target[0] == '/') {
 				len = snprintf(next, sizeof(next), "%s", target);
@@ -461,19 +450,24 @@ static int check_links(const dsv_source *s, hid_t file, hid_t lapl,
 			}
 			if (len < 0 || (size_t)len >= sizeof(next))
 				return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: soft link target too long",
-						s->path, s->dataset);
-			int err = check_links(s, file, lapl, next, depth + 1, eb);
+						path, dname);
+			int err = check_links(file, lapl, next, depth + 1, path, dname, eb);
 			if (err)
 				return err;
 		} else if (li.type != H5L_TYPE_HARD) {
 			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-					"%s:%s: user-defined link refused (%s)", s->path,
-					s->dataset, buf);
+					"%s:%s: user-defined link refused (%s)", path, dname, buf);
 		}
 		buf[end] = saved;
 		i = end;
 	}
 	return 0;
+}
+
+int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname,
+		       dsv_errbuf *eb)
+{
+	return check_links(file, lapl, dname, 0, path, dname, eb);
 }
 
 /*
@@ -878,7 +872,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 	if (err)
 		goto out_source;
 
-	o.lapl = h5_enter() < 0 ? -1 : make_lapl(H5P_LINK_ACCESS);
+	o.lapl = h5_enter() < 0 ? -1 : dsv_h5_make_lapl(H5P_LINK_ACCESS);
 	if (o.lapl < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
 		goto out_h5;
@@ -888,7 +882,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
 		goto out_h5;
 	}
-	err = check_links(s, o.file, o.lapl, dname, 0, eb);
+	err = dsv_h5_check_links(o.file, o.lapl, s->path, dname, eb);
 	if (err)
 		goto out_h5;
 	o.dset = H5Oopen(o.file, dname, o.lapl);

@@ -23,4 +23,13 @@ hid_t dsv_h5_ro_fapl(void);
  * the caller closes it. Call with the lock held. */
 hid_t dsv_h5_type(dsv_dtype dt);
 
+/* A link access property list whose external-link callback refuses to
+ * open another file; the caller closes it. */
+hid_t dsv_h5_make_lapl(hid_t cls);
+/* Walks every component of dname (and of soft-link targets, recursively)
+ * in file, refusing external and user-defined links by name. path is for
+ * messages. @return 0 or a dsv_err with eb "path:dname: reason". */
+int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname,
+		       dsv_errbuf *eb);
+
 #endif

@@ -24,7 +24,6 @@
 #include "source/h5_i.h"
 
 #define INFO_MAX_PATH 4096
-#define INFO_MAX_LINK_DEPTH 16
 
 const char *dsv_h5_layout_name(dsv_h5_layout l)
 {
@@ -66,83 +65,6 @@ void dsv_h5_desc_free(dsv_h5_desc *d)
 		return;
 	free(d->store_attr);
 	d->store_attr = NULL;
-}
-
-/* Link access callback: never open another file, whatever the walk missed. */
-static herr_t deny_elink(const char *parent_file, const char *parent_group,
-			 const char *child_file, const char *child_object,
-			 unsigned *acc_flags, hid_t fapl, void *op_data)
-{
-	(void)parent_file, (void)parent_group, (void)child_file;
-	(void)child_object, (void)acc_flags, (void)fapl, (void)op_data;
-	return -1;
-}
-
-/*
- * Checks every component of dpath with H5Lget_info so that an external or
- * user-defined link is refused by name. A soft link stays in the file but
- * may lead to an external link, so its target is walked the same way.
- * path and dname are for messages.
- */
-static int walk_links(hid_t file, hid_t lapl, const char *dpath, int depth,
-		      const char *path, const char *dname, dsv_errbuf *eb)
-{
-	char buf[INFO_MAX_PATH], target[INFO_MAX_PATH], next[INFO_MAX_PATH];
-	size_t n = strlen(dpath), i = 0;
-
-	if (depth > INFO_MAX_LINK_DEPTH)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: too many nested soft links",
-				path, dname);
-	if (n >= sizeof(buf))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: dataset path too long", path, dname);
-	memcpy(buf, dpath, n + 1);
-	while (i < n) {
-		H5L_info_t li;
-		size_t end;
-
-		while (i < n && buf[i] == '/')
-			i++;
-		if (i == n)
-			break;
-		for (end = i; end < n && buf[end] != '/'; end++)
-			;
-		char saved = buf[end];
-		buf[end] = '\0';
-		if (H5Lget_info(file, buf, &li, lapl) < 0)
-			return dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: no such dataset (%s not found)",
-					path, dname, buf);
-		if (li.type == H5L_TYPE_EXTERNAL)
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: external link refused (%s)",
-					path, dname, buf);
-		if (li.type == H5L_TYPE_SOFT) {
-			char *slash;
-			int len;
-			if (li.u.val_size == 0 || li.u.val_size > sizeof(target) ||
-			    H5Lget_val(file, buf, target, sizeof(target), lapl) < 0)
-				return dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable soft link %s",
-						path, dname, buf);
-			target[sizeof(target) - 1] = '\0';
-			/* A relative target names a link in the group holding this one. */
-			slash = strrchr(buf, '/');
-			if (target[0] == '/')
-				len = snprintf(next, sizeof(next), "%s", target);
-			else
-				len = snprintf(next, sizeof(next), "%.*s/%s",
-					       slash ? (int)(slash - buf) : 0, buf, target);
-			if (len < 0 || (size_t)len >= sizeof(next))
-				return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: soft link target too long",
-						path, dname);
-			int err = walk_links(file, lapl, next, depth + 1, path, dname, eb);
-			if (err)
-				return err;
-		} else if (li.type != H5L_TYPE_HARD) {
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: user-defined link refused (%s)",
-					path, dname, buf);
-		}
-		buf[end] = saved;
-		i = end;
-	}
-	return 0;
 }
 
 typedef struct open_why {
@@ -349,8 +271,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	if (!S_ISREG(st.st_mode))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
 
-	if (dsv_h5_lock() < 0 || (lapl = H5Pcreate(H5P_LINK_ACCESS)) < 0 ||
-	    H5Pset_elink_cb(lapl, deny_elink, NULL) < 0) {
+	if (dsv_h5_lock() < 0 || (lapl = dsv_h5_make_lapl(H5P_LINK_ACCESS)) < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
 		goto out;
 	}
@@ -359,7 +280,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 		err = open_failed(path, eb);
 		goto out;
 	}
-	if ((err = walk_links(file, lapl, dname, 0, path, dname, eb)))
+	if ((err = dsv_h5_check_links(file, lapl, path, dname, eb)))
 		goto out;
 	dset = H5Oopen(file, dname, lapl);
 	if (dset < 0) {
