@@ -32,8 +32,9 @@
 #define DSV_STORE_FORMAT "dsview-store"
 #define DSV_STORE_FORMAT_VERSION 1
 #define DSV_PACK_DEFAULT_CHUNK (1u << 20)
-/* HDF5 caps a chunk at 4 GiB - 1; we stay well below for the LZ4 bound. */
-#define DSV_PACK_MAX_CHUNK (1ull << 31)
+/* HDF5 caps a chunk at 4 GiB - 1 and LZ4 a block at about 2 GiB; chunks
+ * stay at or below 1 GiB (one LZ4 block, the plugin's default size). */
+#define DSV_PACK_MAX_CHUNK (1ull << 30)
 
 typedef enum dsv_pack_codec {
 	DSV_PACK_LZ4 = 0,   /* LZ4 fast, --level = acceleration (1 default) */
