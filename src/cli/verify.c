@@ -357,6 +357,8 @@ static int run_workers(vjob *j, int nthreads)
 	pthread_mutex_unlock(&j->lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
+	/* the finished bar, once, even when it all took under 0.1 s */
+	dsv_progress_update(&bar, atomic_load(&j->done), atomic_load(&j->bytes), 0, 1);
 	dsv_progress_end(&bar);
 	free(tids);
 	return started;
