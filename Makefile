@@ -117,9 +117,13 @@ $(BUILD)/tests/codec_bench: tests/bench/codec_bench.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
+$(BUILD)/tests/nullfs: tests/bench/nullfs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LDFLAGS) $(LDLIBS) -o $@
+
 bench: deps
-	$(MAKE) all $(BUILD)/tests/codec_bench
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/bench.py
+	$(MAKE) all $(BUILD)/tests/codec_bench $(BUILD)/tests/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) $(PYTHON) tests/bench/bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
 

@@ -1,15 +1,21 @@
 #!/usr/bin/python3
-"""First read-path benchmark (make bench). One run, one table.
+"""Read-path benchmark (make bench). One run, one table.
 
 Peers, all producing the same normalised float32 array
 ((x/255 - mean[c]) / std[c] of uint8 HWC rows):
+  f32_mm    the materialised float32 .npy, np.load(mmap_mode="r")
+  null      a no-op FUSE filesystem (tests/bench/nullfs.c) serving the same
+            size from one buffer, mounted like dsview: the FUSE ceiling
   dsv_npy   dsview view over the uint8 .npy, np.memmap of the .dat
   dsv_lz4   dsview view over the `dsview pack` store of the same data
-  f32_mm    the materialised float32 .npy, np.load(mmap_mode="r")
   u8_numpy  uint8 np.memmap + numpy normalisation per batch (the Python way)
+  h5_numpy  h5py uint8 chunked dataset + numpy normalisation per batch
 Each: sequential pass cold (page cache dropped, daemon restarted) and warm,
-and shuffled batches of 256 rows cold. Ratios are against f32_mm measured in
-the same run. BENCH_MB scales the uint8 dataset (default 512)."""
+and shuffled batches of 256 rows cold; CPU seconds per GB delivered (reader
++ daemon, cold sequential), the daemon's peak RSS, bytes on disk. Ratios
+are against f32_mm and null measured in the same run. BENCH_MB scales the
+uint8 dataset (default 512)."""
+import json
 import os
 import shutil
 import subprocess
@@ -20,11 +26,47 @@ import time
 import numpy as np
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
+NULLFS = os.environ.get("NULLFS", "build/tests/nullfs")
 MB = int(os.environ.get("BENCH_MB", "512"))
 H, W = 224, 224  # 150 KB uint8 rows, 600 KB float32 rows
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
 BATCH = 256
+
+
+def proc_kb(pid, key):
+    """A /proc/PID/status value in kB (0 if unknown)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def proc_cpu(pid):
+    """utime + stime of a process, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
+def raise_readahead(mp):
+    """read_ahead_kb = 1024 on the mount's bdi (what dsview does itself)."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == mp:
+                try:
+                    with open(f"/sys/class/bdi/{fields[2]}/read_ahead_kb", "w") as g:
+                        g.write("1024\n")
+                except OSError:
+                    pass
 
 
 def drop_caches():
@@ -84,66 +126,130 @@ def main():
         for name, src in (("npy", "u8.npy"), ("lz4", "u8.h5:/x")):
             f.write(f"[{name}]\nsource = {src}\nscale = {1/255!r}\nmean = 0.485 0.456 0.406\n"
                     f"std = 0.229 0.224 0.225\n\n")
-    sizes = {"dsv_npy": os.path.getsize(os.path.join(work, "u8.npy")),
+    import h5py
+    rows_per_chunk = max(1, (1 << 20) // (H * W * 3))
+    with h5py.File(os.path.join(work, "u8_chunked.h5"), "w") as f:
+        src = np.load(os.path.join(work, "u8.npy"), mmap_mode="r")
+        d = f.create_dataset("x", shape=src.shape, dtype=np.uint8, chunks=(rows_per_chunk, H, W, 3))
+        for i in range(0, n, 256):
+            d[i:i + 256] = src[i:i + 256]
+        del src
+    sizes = {"f32_mm": os.path.getsize(os.path.join(work, "f32.npy")),
+             "null": 0,
+             "dsv_npy": os.path.getsize(os.path.join(work, "u8.npy")),
              "dsv_lz4": os.path.getsize(os.path.join(work, "u8.h5")),
-             "f32_mm": os.path.getsize(os.path.join(work, "f32.npy")),
-             "u8_numpy": os.path.getsize(os.path.join(work, "u8.npy"))}
+             "u8_numpy": os.path.getsize(os.path.join(work, "u8.npy")),
+             "h5_numpy": os.path.getsize(os.path.join(work, "u8_chunked.h5"))}
     can_drop = drop_caches()
     if not can_drop:
         print("warning: cannot drop the page cache (not root): 'cold' numbers are warm")
+    f32_bytes = n * H * W * 3 * 4
+    m32, s32 = MEAN.astype(np.float32), STD.astype(np.float32)
+    daemon = {"pid": None, "proc": None}
 
-    def mount():
-        subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
-                        os.path.join(work, "b.ini"), mnt], check=True)
+    def mount(peer):
+        if peer == "null":
+            os.makedirs(mnt, exist_ok=True)  # dsview mount creates it; nullfs does not
+            daemon["proc"] = subprocess.Popen([NULLFS, str(f32_bytes), mnt])
+            for _ in range(200):
+                if os.path.exists(os.path.join(mnt, "data.dat")):
+                    break
+                time.sleep(0.02)
+            raise_readahead(mnt)  # as dsview does for its own mounts
+            daemon["pid"] = daemon["proc"].pid
+        else:
+            subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
+                            os.path.join(work, "b.ini"), mnt], check=True)
+            with open(os.path.join(mnt, ".stats.json")) as f:
+                daemon["pid"] = json.load(f)["pid"]
 
-    def umount():
-        subprocess.run([DSVIEW, "umount", mnt], check=True)
+    def umount(peer):
+        hwm = proc_kb(daemon["pid"], "VmHWM")
+        if peer == "null":
+            daemon["proc"].terminate()
+            daemon["proc"].wait()
+        else:
+            subprocess.run([DSVIEW, "umount", mnt], check=True)
+        daemon["pid"] = None
+        return hwm
+
+    def cpu_now():
+        t = os.times()
+        own = t.user + t.system
+        return own, proc_cpu(daemon["pid"]) if daemon["pid"] else 0.0
 
     results = {}
     batches = min(n // BATCH, 20)
-    for peer in ("f32_mm", "dsv_npy", "dsv_lz4", "u8_numpy"):
-        r = {}
+    peers = ["f32_mm", "null", "dsv_npy", "dsv_lz4", "u8_numpy", "h5_numpy"]
+    if not os.path.exists(NULLFS):
+        print(f"warning: {NULLFS} missing (make build/tests/nullfs): no null peer")
+        peers.remove("null")
+    for peer in peers:
+        r = {"rss": 0}
+        served = peer in ("null", "dsv_npy", "dsv_lz4")
         for phase in ("cold", "warm", "shuf"):
             if phase != "warm":
                 drop_caches()
-            if peer.startswith("dsv") and phase != "warm":
-                mount()
+            if served and phase != "warm":
+                mount(peer)
+            h5f = None
             if peer == "f32_mm":
                 arr = np.load(os.path.join(work, "f32.npy"), mmap_mode="r")
                 get = lambda idx, a=arr: np.array(a[idx])
-            elif peer.startswith("dsv"):
-                arr = np.memmap(os.path.join(mnt, peer[4:] + ".dat"), np.float32, "r",
-                                shape=(n, H, W, 3))
+            elif served:
+                name = "data.dat" if peer == "null" else peer[4:] + ".dat"
+                arr = np.memmap(os.path.join(mnt, name), np.float32, "r", shape=(n, H, W, 3))
                 get = lambda idx, a=arr: np.array(a[idx])
             else:
-                u8 = np.load(os.path.join(work, "u8.npy"), mmap_mode="r")
-                m32, s32 = MEAN.astype(np.float32), STD.astype(np.float32)
+                if peer == "u8_numpy":
+                    u8 = np.load(os.path.join(work, "u8.npy"), mmap_mode="r")
+                else:
+                    h5f = h5py.File(os.path.join(work, "u8_chunked.h5"), "r")
+                    u8 = h5f["x"]
                 get = lambda idx, a=u8: (a[idx].astype(np.float32) / 255 - m32) / s32
 
                 class Norm:
                     shape = u8.shape
 
-                    def __getitem__(self, s, a=u8):
-                        return (a[s].astype(np.float32) / 255 - m32) / s32
+                    def __getitem__(self, sl, a=u8):
+                        return (a[sl].astype(np.float32) / 255 - m32) / s32
                 arr = Norm()
+            c0 = cpu_now()
             if phase == "shuf":
                 r[phase] = shuffled(get, n, batches)
             else:
                 r[phase] = seq(arr)
+            c1 = cpu_now()
+            if phase == "cold":
+                gb = f32_bytes / 1e9
+                r["cpu_py"] = (c1[0] - c0[0]) / gb
+                r["cpu_daemon"] = (c1[1] - c0[1]) / gb
             del arr, get
-            if peer.startswith("dsv") and phase != "cold":
-                umount()
+            if h5f is not None:
+                h5f.close()
+            if served and phase != "cold":
+                r["rss"] = max(r["rss"], umount(peer))
         results[peer] = r
 
     base = results["f32_mm"]
-    print(f"\n{'peer':10} {'disk MB':>8} {'seq cold GB/s':>14} {'seq warm GB/s':>14} "
-          f"{'shuffled rows/s':>16}   ratios to f32_mm (cold, warm, shuffled)")
+    ceil = results.get("null")
+    print(f"\n{'peer':9} {'disk MB':>8} {'seq cold':>9} {'seq warm':>9} {'shuffled':>9} "
+          f"{'CPU s/GB':>9} {'daemon':>9}  vs f32_mm (cold warm shuf)  vs null (cold warm shuf)")
+    print(f"{'':9} {'':>8} {'GB/s':>9} {'GB/s':>9} {'rows/s':>9} {'py+daemon':>9} {'peak RSS':>9}")
     for peer, r in results.items():
-        print(f"{peer:10} {sizes[peer] / 1e6:8.0f} {r['cold'] / 1e9:14.2f} {r['warm'] / 1e9:14.2f} "
-              f"{r['shuf']:16,.0f}   {r['cold'] / base['cold']:.2f}x {r['warm'] / base['warm']:.2f}x "
-              f"{r['shuf'] / base['shuf']:.2f}x")
+        rss = f"{r['rss'] / 1024:.0f} MiB" if r["rss"] else "-"
+        line = (f"{peer:9} {sizes[peer] / 1e6:8.0f} {r['cold'] / 1e9:9.2f} {r['warm'] / 1e9:9.2f} "
+                f"{r['shuf']:9,.0f} {r['cpu_py']:4.2f}+{r['cpu_daemon']:4.2f} {rss:>9}  "
+                f"{r['cold'] / base['cold']:6.2f}x {r['warm'] / base['warm']:5.2f}x "
+                f"{r['shuf'] / base['shuf']:5.2f}x")
+        if ceil:
+            line += (f"   {r['cold'] / ceil['cold']:6.2f}x {r['warm'] / ceil['warm']:5.2f}x "
+                     f"{r['shuf'] / ceil['shuf']:5.2f}x")
+        print(line)
     print(f"\nmachine: {os.cpu_count()} cores; BENCH_MB={MB}; batches of {BATCH} rows; "
-          f"cold = page cache dropped{'' if can_drop else ' (FAILED: not root)'} and daemon restarted")
+          f"cold = page cache dropped{'' if can_drop else ' (FAILED: not root)'} and daemon restarted;"
+          f"\nCPU s/GB: seconds of CPU per GB of float32 delivered in the cold sequential pass, "
+          f"reader process + FUSE daemon")
     shutil.rmtree(work, ignore_errors=True)
 
 
