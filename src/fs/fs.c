@@ -40,6 +40,7 @@
 #include "dsview/backend.h"
 #include "dsview/cache.h"
 #include "dsview/fs.h"
+#include "fs/prefetch.h"
 
 #define MAX_IOV 64
 #define READ_MAX (1u << 20)
@@ -62,6 +63,7 @@ struct dsv_fs {
 	int mounted;
 	dsv_backend *backend;
 	dsv_cache *cache;
+	dsv_prefetch *prefetch; /* NULL: off (cache too small to hold what it reads ahead) */
 	node *nodes; /* nodes[ino - 1] */
 	size_t nnodes;
 	struct timespec mount_time;
@@ -278,7 +280,8 @@ static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, ui
 	const dsv_view *v = fs->m->views[vi];
 	struct iovec iov[MAX_IOV + 1];
 	dsv_cache_entry *held[MAX_IOV];
-	int niov = 0, nheld = 0, err = 0;
+	int niov = 0, nheld = 0, err = 0, have_chunk = 0;
+	uint64_t first_chunk = 0, last_chunk = 0;
 	char *copy = NULL;
 	size_t copied = 0;
 	uint64_t end;
@@ -308,6 +311,10 @@ static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, ui
 		err = dsv_cache_get(fs->cache, vi, sp.chunk, (size_t)sp.chunk_bytes, &e);
 		if (err)
 			break;
+		if (!have_chunk)
+			first_chunk = sp.chunk;
+		last_chunk = sp.chunk;
+		have_chunk = 1;
 		if (!copy && niov == MAX_IOV) {
 			/* too many pieces for one iovec: gather into one buffer */
 			copy = malloc(size);
@@ -335,6 +342,8 @@ static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, ui
 		}
 		off += sp.len;
 	}
+	if (!err && have_chunk)
+		dsv_prefetch_hint(fs->prefetch, vi, first_chunk, last_chunk);
 	if (err) {
 		atomic_fetch_add(&fs->read_errors, 1);
 		fuse_reply_err(req, dsv_err_to_errno(err));
@@ -554,7 +563,8 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
 		     "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
 		     "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
-		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"errors\": %llu\n}\n",
+		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
+		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
 		     (unsigned long long)fs->read_errors, (unsigned long long)fs->opens,
@@ -563,6 +573,7 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
 		     (unsigned long long)cs.entries, (unsigned long long)cs.bytes_used,
 		     (unsigned long long)cs.budget,
+		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
 		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;
@@ -660,6 +671,27 @@ out:
 		fclose(f);
 }
 
+/* Reads ahead PREFETCH_DEPTH chunks of a view read sequentially, when the
+ * cache can hold them next to what readers hold (else it would evict what it
+ * just decoded). */
+#define PREFETCH_DEPTH 4
+#define PREFETCH_THREADS 2
+
+static void start_prefetch(dsv_fs *fs)
+{
+	uint64_t largest = 0;
+	for (size_t i = 0; i < fs->m->nviews; i++)
+		if (fs->m->views[i]->max_chunk_out > largest)
+			largest = fs->m->views[i]->max_chunk_out;
+	if (fs->o.cache_size / 4 < (PREFETCH_DEPTH + 1) * largest) {
+		dsv_log_info("readahead of chunks off: cache %llu bytes is small for chunks of %llu",
+			     (unsigned long long)fs->o.cache_size, (unsigned long long)largest);
+		return;
+	}
+	fs->prefetch = dsv_prefetch_start(fs->cache, fs->m->views, fs->m->nviews,
+					  PREFETCH_THREADS, PREFETCH_DEPTH);
+}
+
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 {
 	struct fuse_loop_config *cfg;
@@ -686,8 +718,11 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)threads);
 	raise_readahead(fs->mountpoint);
+	start_prefetch(fs);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	dsv_prefetch_stop(fs->prefetch);
+	fs->prefetch = NULL;
 	fuse_remove_signal_handlers(fs->se);
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
@@ -706,6 +741,7 @@ void dsv_fs_destroy(dsv_fs *fs)
 {
 	if (!fs)
 		return;
+	dsv_prefetch_stop(fs->prefetch);
 	if (fs->se) {
 		if (fs->mounted)
 			fuse_session_unmount(fs->se);
