@@ -68,6 +68,7 @@ struct dsv_fs {
 	size_t nnodes;
 	struct timespec mount_time;
 	_Atomic uint64_t reads, bytes_served, read_errors, opens;
+	_Atomic uint64_t bytes_decoded; /* output bytes of every chunk decoded */
 };
 
 static int dsv_err_to_errno(int err)
@@ -559,7 +560,8 @@ static char *render_stats(dsv_fs *fs)
 	dsv_cache_get_stats(fs->cache, &cs);
 	if (asprintf(&s,
 		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
-		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"read_errors\": %llu,\n"
+		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
+		     "  \"read_errors\": %llu,\n"
 		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
 		     "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
 		     "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
@@ -567,7 +569,8 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
-		     (unsigned long long)fs->read_errors, (unsigned long long)fs->opens,
+		     (unsigned long long)fs->bytes_decoded, (unsigned long long)fs->read_errors,
+		     (unsigned long long)fs->opens,
 		     (unsigned long long)(cs.fills - cs.fill_errors), (unsigned long long)cs.fill_errors,
 		     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 		     (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
@@ -582,6 +585,7 @@ static char *render_stats(dsv_fs *fs)
 static int cache_fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
 {
 	dsv_fs *fs = ctx;
+	atomic_fetch_add(&fs->bytes_decoded, size);
 	return dsv_backend_fill(fs->backend, fs->m->views[view], chunk, buf, size);
 }
 

@@ -173,6 +173,13 @@ def main():
         daemon["pid"] = None
         return hwm
 
+    def daemon_stats():
+        try:
+            with open(os.path.join(mnt, ".stats.json")) as f:
+                return json.load(f)
+        except OSError:
+            return {}
+
     def cpu_now():
         t = os.times()
         own = t.user + t.system
@@ -216,7 +223,11 @@ def main():
                 arr = Norm()
             c0 = cpu_now()
             if phase == "shuf":
+                d0 = daemon_stats().get("bytes_decoded", 0) if served else 0
                 r[phase] = shuffled(get, n, batches)
+                if served and peer != "null":
+                    asked = batches * BATCH * H * W * 3 * 4
+                    r["amp"] = (daemon_stats()["bytes_decoded"] - d0) / asked
             else:
                 r[phase] = seq(arr)
             c1 = cpu_now()
@@ -233,13 +244,14 @@ def main():
 
     base = results["f32_mm"]
     ceil = results.get("null")
-    print(f"\n{'peer':9} {'disk MB':>8} {'seq cold':>9} {'seq warm':>9} {'shuffled':>9} "
+    print(f"\n{'peer':9} {'disk MB':>8} {'seq cold':>9} {'seq warm':>9} {'shuffled':>9} {'shuf':>5} "
           f"{'CPU s/GB':>9} {'daemon':>9}  vs f32_mm (cold warm shuf)  vs null (cold warm shuf)")
-    print(f"{'':9} {'':>8} {'GB/s':>9} {'GB/s':>9} {'rows/s':>9} {'py+daemon':>9} {'peak RSS':>9}")
+    print(f"{'':9} {'':>8} {'GB/s':>9} {'GB/s':>9} {'rows/s':>9} {'amp':>5} {'py+daemon':>9} {'peak RSS':>9}")
     for peer, r in results.items():
         rss = f"{r['rss'] / 1024:.0f} MiB" if r["rss"] else "-"
+        amp = f"{r['amp']:.2f}" if "amp" in r else "-"
         line = (f"{peer:9} {sizes[peer] / 1e6:8.0f} {r['cold'] / 1e9:9.2f} {r['warm'] / 1e9:9.2f} "
-                f"{r['shuf']:9,.0f} {r['cpu_py']:4.2f}+{r['cpu_daemon']:4.2f} {rss:>9}  "
+                f"{r['shuf']:9,.0f} {amp:>5} {r['cpu_py']:4.2f}+{r['cpu_daemon']:4.2f} {rss:>9}  "
                 f"{r['cold'] / base['cold']:6.2f}x {r['warm'] / base['warm']:5.2f}x "
                 f"{r['shuf'] / base['shuf']:5.2f}x")
         if ceil:
@@ -249,7 +261,8 @@ def main():
     print(f"\nmachine: {os.cpu_count()} cores; BENCH_MB={MB}; batches of {BATCH} rows; "
           f"cold = page cache dropped{'' if can_drop else ' (FAILED: not root)'} and daemon restarted;"
           f"\nCPU s/GB: seconds of CPU per GB of float32 delivered in the cold sequential pass, "
-          f"reader process + FUSE daemon")
+          f"reader process + FUSE daemon;\nshuf amp: bytes the daemon decoded / bytes the shuffled "
+          f"batches asked for")
     shutil.rmtree(work, ignore_errors=True)
 
 
