@@ -1173,15 +1173,10 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 	return 0;
 }
 
-int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_errbuf *eb)
+int dsv_h5_check_regular(const char *path, dsv_errbuf *eb)
 {
-	h5_list l = { 0 };
 	struct stat st;
-	hid_t file;
-	int err = 0;
 
-	*names = NULL;
-	*count = 0;
 	if (stat(path, &st) < 0) {
 		int e = errno;
 		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
@@ -1189,6 +1184,19 @@ int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_err
 	}
 	if (!S_ISREG(st.st_mode))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+	return 0;
+}
+
+int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_errbuf *eb)
+{
+	h5_list l = { 0 };
+	hid_t file;
+	int err = 0;
+
+	*names = NULL;
+	*count = 0;
+	if ((err = dsv_h5_check_regular(path, eb)))
+		return err;
 
 	if (h5_enter() < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);

@@ -23,6 +23,9 @@ hid_t dsv_h5_ro_fapl(void);
  * the caller closes it. Call with the lock held. */
 hid_t dsv_h5_type(dsv_dtype dt);
 
+/* Our own stat before HDF5 opens path: it gives the clearest message.
+ * @return 0, or DSV_ERR_NOTFOUND/IO/INVALID with eb "path: reason". */
+int dsv_h5_check_regular(const char *path, dsv_errbuf *eb);
 /* A link access property list whose external-link callback refuses to
  * open another file; the caller closes it. */
 hid_t dsv_h5_make_lapl(hid_t cls);

@@ -12,11 +12,9 @@
 #endif
 #include <hdf5.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
@@ -104,17 +102,11 @@ static int open_failed(const char *path, dsv_errbuf *eb)
 
 int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
 {
-	struct stat st;
 	hid_t file;
 	int err = 0;
 
-	if (stat(path, &st) < 0) {
-		int e = errno;
-		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
-				strerror(e));
-	}
-	if (!S_ISREG(st.st_mode))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+	if ((err = dsv_h5_check_regular(path, eb)))
+		return err;
 	if (dsv_h5_lock() < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
 	} else if ((file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl())) < 0) {
@@ -252,7 +244,6 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	char dname[INFO_MAX_PATH];
 	hid_t lapl = -1, file = -1, dset = -1, dcpl = -1, ftype = -1, space = -1;
 	hsize_t dims[DSV_MAX_DIMS];
-	struct stat st;
 	int err = 0, ndim;
 
 	memset(d, 0, sizeof(*d));
@@ -263,13 +254,8 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 			     dataset) >= sizeof(dname))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: dataset path too long", path);
 	/* Our own stat first: it gives the clearest "no such file". */
-	if (stat(path, &st) < 0) {
-		int e = errno;
-		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
-				strerror(e));
-	}
-	if (!S_ISREG(st.st_mode))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+	if ((err = dsv_h5_check_regular(path, eb)))
+		return err;
 
 	if (dsv_h5_lock() < 0 || (lapl = dsv_h5_make_lapl(H5P_LINK_ACCESS)) < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
