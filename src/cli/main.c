@@ -1,6 +1,8 @@
 /* dsview: one binary, subcommands. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -30,6 +32,19 @@ void dsv_cli_error(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "dsview: %s\n", line);
+}
+
+int dsv_cli_int_arg(const char *opt, const char *arg, long lo, long hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		dsv_cli_error("%s '%s' must be an integer from %ld to %ld", opt, arg, lo, hi);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
 }
 
 int main(int argc, char **argv)

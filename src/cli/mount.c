@@ -146,11 +146,8 @@ int dsv_cmd_mount(int argc, char **argv)
 		case 'D': dtype_arg = optarg; break;
 		case 'C': cache_arg = optarg; break;
 		case 'T':
-			threads = (int)strtol(optarg, &end, 10);
-			if (*end || threads < 1 || threads > 256) {
-				dsv_cli_error("--threads '%s' must be an integer from 1 to 256", optarg);
+			if (dsv_cli_int_arg("--threads", optarg, 1, 256, &threads))
 				return EXIT_USER;
-			}
 			break;
 		case 'G': gpu_arg = optarg; break;
 		case 'o': o.fuse_opts = optarg; break;

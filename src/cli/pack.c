@@ -112,12 +112,8 @@ int dsv_cmd_pack(int argc, char **argv)
 		case 'D': dtype_arg = optarg; break;
 		case 'S': shape_arg = optarg; break;
 		case 'T':
-			v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > 256) {
-				dsv_cli_error("--threads '%s' must be an integer from 1 to 256", optarg);
+			if (dsv_cli_int_arg("--threads", optarg, 1, 256, &o.threads))
 				return EXIT_USER;
-			}
-			o.threads = (int)v;
 			break;
 		case 'f': o.force = 1; break;
 		case 'h': fputs(pack_usage, stdout); return EXIT_OK;

@@ -16,7 +16,6 @@
  * A dataset dsview refuses to open cannot be checked; verify says so and
  * fails, since someone running verify wants to know.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -377,20 +376,14 @@ int dsv_cmd_verify(int argc, char **argv)
 	dsv_errbuf eb;
 	int c, err, nthreads = 0, rc = EXIT_OK;
 	uint64_t refused = 0, checked = 0;
-	char a[32], *end;
-	long v;
+	char a[32];
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'T':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > 1024) {
-				dsv_cli_error("--threads '%s' must be an integer from 1 to 1024", optarg);
+			if (dsv_cli_int_arg("--threads", optarg, 1, 1024, &nthreads))
 				return EXIT_USER;
-			}
-			nthreads = (int)v;
 			break;
 		case 'h': fputs(verify_usage, stdout); return EXIT_OK;
 		default: fputs(verify_usage, stderr); return EXIT_USER;
