@@ -686,11 +686,12 @@ static void start_prefetch(dsv_fs *fs)
 	const char *env = getenv("DSVIEW_READAHEAD_CHUNKS"); /* for measuring: 0 turns it off */
 	unsigned depth = env ? (unsigned)strtoul(env, NULL, 10) : PREFETCH_DEPTH;
 	uint64_t largest = 0;
+
+	if (depth == 0)
+		return;
 	for (size_t i = 0; i < fs->m->nviews; i++)
 		if (fs->m->views[i]->max_chunk_out > largest)
 			largest = fs->m->views[i]->max_chunk_out;
-	if (depth == 0)
-		return;
 	if (fs->o.cache_size / 4 < (depth + 1) * largest) {
 		dsv_log_info("readahead of chunks off: cache %llu bytes is small for chunks of %llu",
 			     (unsigned long long)fs->o.cache_size, (unsigned long long)largest);
