@@ -6,8 +6,11 @@
  * key while it is being filled wait for that one fill (a chunk is decoded
  * once). A failed fill is never cached: every waiter gets the error and the
  * next get tries again. Entries are refcounted with paired get/put; an
- * unreferenced entry may be evicted (least recently used first) whenever the
- * bytes held exceed the budget. Budget 0 keeps nothing past its last put.
+ * unreferenced entry may be evicted whenever the bytes held exceed the
+ * budget. Eviction is 2Q (see cache.c): chunks read once stay in a FIFO of
+ * a quarter of the budget, chunks read again after falling out of it go to
+ * an LRU over the rest, so one long scan cannot flush the cache. Budget 0
+ * keeps nothing past its last put.
  *
  * Thread safety: every function may be called from any thread; one mutex
  * guards the table, and fills run outside it.
@@ -28,7 +31,10 @@ typedef int (*dsv_cache_fill_fn)(void *ctx, uint32_t view, uint64_t chunk, void 
 
 typedef struct dsv_cache_stats {
 	uint64_t hits, misses, evictions, fills, fill_errors, waits;
+	uint64_t ghost_hits; /* misses on keys that fell out of probation */
+	uint64_t reuses;     /* fills that took over an evicted chunk's buffer */
 	uint64_t bytes_used, budget, entries;
+	uint64_t bytes_probation; /* part of bytes_used in the probation FIFO */
 } dsv_cache_stats;
 
 dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx);

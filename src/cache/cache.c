@@ -3,9 +3,24 @@
  *
  * What it is for: FUSE worker threads ask for byte ranges of a view; each
  * range lies in a few chunks whose decoded, transformed bytes are costly to
- * produce (pread + LZ4 + transform). The cache keeps recently used chunks so
- * that the many small reads a kernel makes of one chunk (readahead windows,
- * page faults of a memmap) decode it once.
+ * produce (pread + LZ4 + transform). The cache keeps chunks so that the many
+ * requests a kernel makes of one chunk (readahead windows, page faults of a
+ * memmap, several readers) decode it once.
+ *
+ * Policy (2Q): what the kernel asks for once lands in its page cache, so a
+ * chunk that is only ever read once (a sequential epoch larger than the
+ * budget) must not flush chunks that are read again. New chunks enter a
+ * FIFO probation queue (IN) capped at a quarter of the budget; hits there
+ * are the same reader finishing the chunk and change nothing. A chunk that
+ * falls out of IN leaves its key in a ghost ring (no data). A miss on a
+ * ghost means the chunk is wanted again: it is decoded into the MAIN queue,
+ * an LRU over the rest of the budget. So a scan of any length costs at most
+ * a quarter of the budget and leaves MAIN alone.
+ *
+ * Memory: a miss that evicts takes over a victim's buffer when the sizes
+ * fit (same view, same chunk size), so a long scan recycles a few buffers
+ * instead of returning pages to the kernel and faulting in fresh zeroed
+ * ones for every chunk.
  *
  * Invariants:
  *  - An entry is in the hash table while it is LOADING or READY; a FAILED
@@ -13,16 +28,19 @@
  *    never served to a later get.
  *  - refs counts holders (gets not yet put). The table's own link does not
  *    count. An entry is freed when it is out of the table and refs is 0.
- *  - Only READY entries are on the LRU list; head = most recently used.
+ *  - Only READY entries are on a queue (q says which): head = newest (IN)
+ *    or most recently used (MAIN).
  *  - used = sum of sizes of entries in the table (LOADING ones too, so that
- *    concurrent misses count against the budget before they allocate).
+ *    concurrent misses count against the budget before they allocate);
+ *    in_bytes is the part of it on (or headed for) IN.
  *  - Eviction only takes READY entries with refs == 0. Held entries can push
  *    used above the budget by at most (threads x chunk size); that overshoot
  *    is the "small fixed overhead" of the budget promise.
+ *  - A key is never both in the table and in the ghost ring.
  *
- * Locking: one mutex (c->lock) for the table, the list and the counters; one
- * condition variable, broadcast when any fill completes. Fills and frees of
- * chunk buffers run outside the lock.
+ * Locking: one mutex (c->lock) for the table, the queues, the ghosts and the
+ * counters; one condition variable, broadcast when any fill completes. Fills
+ * and frees of chunk buffers run outside the lock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,19 +51,34 @@
 #include "dsview/dsview.h"
 
 enum { ST_LOADING, ST_READY, ST_FAILED };
+enum { Q_IN, Q_MAIN, NQ };
 
 struct dsv_cache_entry {
 	uint32_t view;
 	uint64_t chunk;
 	size_t size;
+	size_t cap; /* bytes allocated at data (>= size) */
 	void *data;
 	int refs;
 	int state;
 	int err;
 	int in_table;
+	int q;
 	dsv_cache_entry *hnext;
-	dsv_cache_entry *prev, *next; /* LRU */
+	dsv_cache_entry *prev, *next; /* on queue q */
 };
+
+typedef struct queue {
+	dsv_cache_entry *head, *tail;
+} queue;
+
+/* A key that fell out of IN; slots form a ring, oldest overwritten first. */
+typedef struct ghost {
+	uint32_t view;
+	int live;
+	uint64_t chunk;
+	int32_t hnext; /* next slot in the same bucket, -1 at the end */
+} ghost;
 
 struct dsv_cache {
 	pthread_mutex_t lock;
@@ -55,9 +88,17 @@ struct dsv_cache {
 	dsv_cache_entry **buckets;
 	size_t nbuckets; /* power of two */
 	size_t count;
-	dsv_cache_entry *head, *tail;
+	queue qs[NQ];
+	uint64_t in_bytes, in_cap;
+	ghost *ghosts;
+	int32_t *gbuckets;
+	uint32_t nghosts, gmask, gpos;
 	dsv_cache_stats st;
 };
+
+#define GHOST_MIN 1024u
+#define GHOST_MAX (1u << 18)
+#define GHOST_PER_BYTES (128u << 10) /* one ghost per 128 KiB of budget */
 
 static size_t hash_key(uint32_t view, uint64_t chunk)
 {
@@ -69,19 +110,33 @@ static size_t hash_key(uint32_t view, uint64_t chunk)
 dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx)
 {
 	dsv_cache *c = calloc(1, sizeof(*c));
+	uint64_t ng = budget / GHOST_PER_BYTES;
+	uint32_t nb = 1;
+
 	if (!c)
 		return NULL;
+	c->nghosts = (uint32_t)(ng < GHOST_MIN ? GHOST_MIN : ng > GHOST_MAX ? GHOST_MAX : ng);
+	while (nb < c->nghosts)
+		nb <<= 1;
+	c->gmask = nb - 1;
 	c->nbuckets = 1024;
 	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-	if (!c->buckets) {
+	c->ghosts = calloc(c->nghosts, sizeof(*c->ghosts));
+	c->gbuckets = malloc(nb * sizeof(*c->gbuckets));
+	if (!c->buckets || !c->ghosts || !c->gbuckets) {
+		free(c->buckets);
+		free(c->ghosts);
+		free(c->gbuckets);
 		free(c);
 		return NULL;
 	}
+	memset(c->gbuckets, 0xff, nb * sizeof(*c->gbuckets)); /* all -1 */
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->filled, NULL);
 	c->fill = fill;
 	c->ctx = ctx;
 	c->st.budget = budget;
+	c->in_cap = budget / 4;
 	return c;
 }
 
@@ -103,10 +158,54 @@ void dsv_cache_destroy(dsv_cache *c)
 		}
 	}
 	free(c->buckets);
+	free(c->ghosts);
+	free(c->gbuckets);
 	pthread_cond_destroy(&c->filled);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
+
+/* ---- ghosts ---- */
+
+static void ghost_unlink(dsv_cache *c, uint32_t slot)
+{
+	ghost *g = &c->ghosts[slot];
+	int32_t *p = &c->gbuckets[hash_key(g->view, g->chunk) & c->gmask];
+	while (*p != (int32_t)slot)
+		p = &c->ghosts[*p].hnext;
+	*p = g->hnext;
+	g->live = 0;
+}
+
+static void ghost_add(dsv_cache *c, uint32_t view, uint64_t chunk)
+{
+	uint32_t slot = c->gpos;
+	ghost *g = &c->ghosts[slot];
+	int32_t *b = &c->gbuckets[hash_key(view, chunk) & c->gmask];
+
+	if (g->live)
+		ghost_unlink(c, slot); /* the oldest key is forgotten */
+	g->view = view;
+	g->chunk = chunk;
+	g->live = 1;
+	g->hnext = *b;
+	*b = (int32_t)slot;
+	c->gpos = (slot + 1) % c->nghosts;
+}
+
+/* Removes (view, chunk) from the ghosts; @return 1 if it was there. */
+static int ghost_take(dsv_cache *c, uint32_t view, uint64_t chunk)
+{
+	int32_t i = c->gbuckets[hash_key(view, chunk) & c->gmask];
+	for (; i >= 0; i = c->ghosts[i].hnext)
+		if (c->ghosts[i].view == view && c->ghosts[i].chunk == chunk) {
+			ghost_unlink(c, (uint32_t)i);
+			return 1;
+		}
+	return 0;
+}
+
+/* ---- table and queues ---- */
 
 static dsv_cache_entry *lookup(dsv_cache *c, uint32_t view, uint64_t chunk)
 {
@@ -146,6 +245,8 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 	e->in_table = 1;
 	c->count++;
 	c->st.bytes_used += e->size;
+	if (e->q == Q_IN)
+		c->in_bytes += e->size;
 }
 
 static void table_remove(dsv_cache *c, dsv_cache_entry *e)
@@ -157,48 +258,70 @@ static void table_remove(dsv_cache *c, dsv_cache_entry *e)
 	e->in_table = 0;
 	c->count--;
 	c->st.bytes_used -= e->size;
+	if (e->q == Q_IN)
+		c->in_bytes -= e->size;
 }
 
-static void lru_unlink(dsv_cache *c, dsv_cache_entry *e)
+static void q_unlink(dsv_cache *c, dsv_cache_entry *e)
 {
+	queue *q = &c->qs[e->q];
 	if (e->prev)
 		e->prev->next = e->next;
 	else
-		c->head = e->next;
+		q->head = e->next;
 	if (e->next)
 		e->next->prev = e->prev;
 	else
-		c->tail = e->prev;
+		q->tail = e->prev;
 	e->prev = e->next = NULL;
 }
 
-static void lru_push_head(dsv_cache *c, dsv_cache_entry *e)
+static void q_push_head(dsv_cache *c, dsv_cache_entry *e)
 {
+	queue *q = &c->qs[e->q];
 	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
+	e->next = q->head;
+	if (q->head)
+		q->head->prev = e;
+	q->head = e;
+	if (!q->tail)
+		q->tail = e;
 }
 
-/* Unlinks unreferenced LRU entries until used <= budget; returns them as a
- * list (through hnext) for the caller to free outside the lock. */
+/* The oldest unreferenced entry of queue q, or NULL. */
+static dsv_cache_entry *oldest_idle(dsv_cache *c, int q)
+{
+	dsv_cache_entry *e = c->qs[q].tail;
+	while (e && e->refs)
+		e = e->prev;
+	return e;
+}
+
+/* Unlinks e and chains it on *victims (through hnext) for freeing outside
+ * the lock; an entry leaving IN leaves its key behind as a ghost. */
+static void evict_one(dsv_cache *c, dsv_cache_entry *e, dsv_cache_entry **victims)
+{
+	if (e->q == Q_IN)
+		ghost_add(c, e->view, e->chunk);
+	q_unlink(c, e);
+	table_remove(c, e);
+	c->st.evictions++;
+	e->hnext = *victims;
+	*victims = e;
+}
+
+/* Brings IN within its cap and everything within the budget, taking MAIN's
+ * least recently used first once IN is within its cap. */
 static dsv_cache_entry *evict(dsv_cache *c)
 {
-	dsv_cache_entry *freed = NULL, *e = c->tail, *prev;
-	for (; e && c->st.bytes_used > c->st.budget; e = prev) {
-		prev = e->prev;
-		if (e->refs)
-			continue;
-		lru_unlink(c, e);
-		table_remove(c, e);
-		c->st.evictions++;
-		e->hnext = freed;
-		freed = e;
-	}
-	return freed;
+	dsv_cache_entry *victims = NULL, *e;
+
+	while (c->in_bytes > c->in_cap && (e = oldest_idle(c, Q_IN)))
+		evict_one(c, e, &victims);
+	while (c->st.bytes_used > c->st.budget &&
+	       ((e = oldest_idle(c, Q_MAIN)) || (e = oldest_idle(c, Q_IN))))
+		evict_one(c, e, &victims);
+	return victims;
 }
 
 static void free_list(dsv_cache_entry *e)
@@ -210,10 +333,23 @@ static void free_list(dsv_cache_entry *e)
 	}
 }
 
+/* Moves into e the buffer of a victim that fits size without wasting more
+ * than a quarter of it. */
+static void adopt_buffer(dsv_cache_entry *e, dsv_cache_entry *victims, size_t size)
+{
+	for (dsv_cache_entry *v = victims; v; v = v->hnext)
+		if (v->data && v->cap >= size && v->cap - size <= v->cap / 4) {
+			e->data = v->data;
+			e->cap = v->cap;
+			v->data = NULL;
+			return;
+		}
+}
+
 int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_cache_entry **out)
 {
 	dsv_cache_entry *e, *victims;
-	int err;
+	int err, reused;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
@@ -222,8 +358,10 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 		e->refs++;
 		if (e->state == ST_READY) {
 			c->st.hits++;
-			lru_unlink(c, e);
-			lru_push_head(c, e);
+			if (e->q == Q_MAIN) {
+				q_unlink(c, e);
+				q_push_head(c, e);
+			}
 			pthread_mutex_unlock(&c->lock);
 			*out = e;
 			return 0;
@@ -255,16 +393,25 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 	e->size = size;
 	e->refs = 1;
 	e->state = ST_LOADING;
+	e->q = Q_IN;
+	if (ghost_take(c, view, chunk)) {
+		e->q = Q_MAIN; /* read again after it fell out of IN */
+		c->st.ghost_hits++;
+	}
 	table_insert(c, e);
 	victims = evict(c);
 	pthread_mutex_unlock(&c->lock);
+	adopt_buffer(e, victims, size ? size : 1);
 	free_list(victims);
 
-	e->data = malloc(size ? size : 1);
+	reused = e->data != NULL;
+	if (!reused && (e->data = malloc(size ? size : 1)))
+		e->cap = size ? size : 1;
 	err = e->data ? c->fill(c->ctx, view, chunk, e->data, size) : DSV_ERR_NOMEM;
 
 	pthread_mutex_lock(&c->lock);
 	c->st.fills++;
+	c->st.reuses += (uint64_t)reused;
 	if (err) {
 		c->st.fill_errors++;
 		e->state = ST_FAILED;
@@ -277,7 +424,7 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 		return err;
 	}
 	e->state = ST_READY;
-	lru_push_head(c, e);
+	q_push_head(c, e);
 	pthread_cond_broadcast(&c->filled);
 	pthread_mutex_unlock(&c->lock);
 	*out = e;
@@ -300,7 +447,7 @@ void dsv_cache_put(dsv_cache *c, dsv_cache_entry *e)
 	if (!e)
 		return;
 	pthread_mutex_lock(&c->lock);
-	if (--e->refs == 0 && c->st.bytes_used > c->st.budget)
+	if (--e->refs == 0 && (c->st.bytes_used > c->st.budget || c->in_bytes > c->in_cap))
 		victims = evict(c);
 	pthread_mutex_unlock(&c->lock);
 	free_list(victims);
@@ -311,5 +458,6 @@ void dsv_cache_get_stats(dsv_cache *c, dsv_cache_stats *out)
 	pthread_mutex_lock(&c->lock);
 	*out = c->st;
 	out->entries = c->count;
+	out->bytes_probation = c->in_bytes;
 	pthread_mutex_unlock(&c->lock);
 }

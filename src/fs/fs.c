@@ -565,6 +565,8 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
 		     "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
 		     "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
+		     "  \"cache_ghost_hits\": %llu,\n  \"cache_reuses\": %llu,\n"
+		     "  \"cache_bytes_probation\": %llu,\n"
 		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
 		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
@@ -574,7 +576,9 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)(cs.fills - cs.fill_errors), (unsigned long long)cs.fill_errors,
 		     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 		     (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
-		     (unsigned long long)cs.entries, (unsigned long long)cs.bytes_used,
+		     (unsigned long long)cs.entries, (unsigned long long)cs.ghost_hits,
+		     (unsigned long long)cs.reuses, (unsigned long long)cs.bytes_probation,
+		     (unsigned long long)cs.bytes_used,
 		     (unsigned long long)cs.budget,
 		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
 		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
@@ -675,30 +679,30 @@ out:
 		fclose(f);
 }
 
-/* Reads ahead PREFETCH_DEPTH chunks of a view read sequentially, when the
- * cache can hold them next to what readers hold (else it would evict what it
- * just decoded). */
-#define PREFETCH_DEPTH 4
+/* Reads ahead PREFETCH_BYTES of output of a view read sequentially (at
+ * least two chunks), when the cache's probation quarter can hold twice that
+ * next to what readers hold (else it would evict what it just decoded). */
+#define PREFETCH_BYTES (8u << 20)
 #define PREFETCH_THREADS 2
 
 static void start_prefetch(dsv_fs *fs)
 {
-	const char *env = getenv("DSVIEW_READAHEAD_CHUNKS"); /* for measuring: 0 turns it off */
-	unsigned depth = env ? (unsigned)strtoul(env, NULL, 10) : PREFETCH_DEPTH;
-	uint64_t largest = 0;
+	const char *env = getenv("DSVIEW_READAHEAD_KB"); /* for measuring: 0 turns it off */
+	uint64_t bytes = env ? strtoull(env, NULL, 10) * 1024 : PREFETCH_BYTES, largest = 0;
 
-	if (depth == 0)
+	if (bytes == 0)
 		return;
 	for (size_t i = 0; i < fs->m->nviews; i++)
 		if (fs->m->views[i]->max_chunk_out > largest)
 			largest = fs->m->views[i]->max_chunk_out;
-	if (fs->o.cache_size / 4 < (depth + 1) * largest) {
-		dsv_log_info("readahead of chunks off: cache %llu bytes is small for chunks of %llu",
-			     (unsigned long long)fs->o.cache_size, (unsigned long long)largest);
+	if (fs->o.cache_size / 4 < 2 * (bytes + 2 * largest)) {
+		dsv_log_info("readahead of chunks off: cache %llu bytes is small for %llu bytes ahead "
+			     "in chunks of %llu", (unsigned long long)fs->o.cache_size,
+			     (unsigned long long)bytes, (unsigned long long)largest);
 		return;
 	}
 	fs->prefetch = dsv_prefetch_start(fs->cache, fs->m->views, fs->m->nviews,
-					  PREFETCH_THREADS, depth);
+					  PREFETCH_THREADS, bytes);
 }
 
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)

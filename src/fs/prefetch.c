@@ -5,7 +5,13 @@
 
 #include "fs/prefetch.h"
 
-#define QUEUE_CAP 64
+#define QUEUE_CAP 256
+#define MAX_DEPTH 64 /* chunks per view */
+/* A run of reads must cover this much output before anything is queued: the
+ * kernel's page faults on one memmapped row (its readahead window is 1 MiB)
+ * look sequential too, and a shuffled batch must not decode rows nobody
+ * asked for. */
+#define START_BYTES (4u << 20)
 
 typedef struct job {
 	uint32_t view;
@@ -15,13 +21,15 @@ typedef struct job {
 typedef struct view_state {
 	_Atomic uint64_t last;  /* last chunk the previous read touched, +1 (0: none) */
 	_Atomic uint64_t ahead; /* chunks below this were already queued */
+	_Atomic uint64_t run;   /* first chunk of the current sequential run */
+	unsigned depth;         /* chunks to keep queued ahead */
+	unsigned start;         /* run length, in chunks, before queueing any */
 } view_state;
 
 struct dsv_prefetch {
 	dsv_cache *cache;
 	dsv_view *const *views;
 	size_t nviews;
-	unsigned depth;
 	view_state *vs;
 
 	pthread_mutex_t mu;
@@ -68,11 +76,11 @@ static void *prefetch_thread(void *arg)
 }
 
 dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_t nviews,
-				 int threads, unsigned depth)
+				 int threads, uint64_t bytes)
 {
 	dsv_prefetch *p;
 
-	if (threads <= 0 || depth == 0 || nviews == 0)
+	if (threads <= 0 || bytes == 0 || nviews == 0)
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -80,7 +88,6 @@ dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_
 	p->cache = cache;
 	p->views = views;
 	p->nviews = nviews;
-	p->depth = depth;
 	p->vs = calloc(nviews, sizeof(*p->vs));
 	p->tids = calloc((size_t)threads, sizeof(*p->tids));
 	pthread_mutex_init(&p->mu, NULL);
@@ -88,6 +95,13 @@ dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_
 	if (!p->vs || !p->tids) {
 		dsv_prefetch_stop(p);
 		return NULL;
+	}
+	for (size_t i = 0; i < nviews; i++) {
+		uint64_t chunk = views[i]->max_chunk_out ? views[i]->max_chunk_out : 1;
+		uint64_t d = bytes / chunk;
+		p->vs[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
+		d = (START_BYTES + chunk - 1) / chunk;
+		p->vs[i].start = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
 	}
 	for (; p->nthreads < threads; p->nthreads++)
 		if (pthread_create(&p->tids[p->nthreads], NULL, prefetch_thread, p))
@@ -108,15 +122,23 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t vi, uint64_t first, uint64_t la
 	uint64_t nchunks = p->views[vi]->nchunks;
 
 	/* Sequential: this read starts in, or right after, the chunk where
-	 * the previous one ended. Anything else (a shuffled batch) queues
-	 * nothing, so random reads cost no extra decoding. */
-	if (prev == 0 || first + 1 < prev || first > prev)
+	 * the previous one ended. Anything else (a shuffled batch) starts a
+	 * new run. Only a run longer than START_BYTES queues anything, and then
+	 * as far ahead as it has run, up to depth, so random reads cost no
+	 * extra decoding. */
+	if (prev == 0 || first + 1 < prev || first > prev) {
+		atomic_store(&s->run, first);
 		return;
-	uint64_t from = last + 1, to = last + 1 + p->depth;
+	}
+	uint64_t run = atomic_load(&s->run);
+	uint64_t len = last >= run ? last + 1 - run : 0;
+	if (len < s->start)
+		return;
+	uint64_t from = last + 1, to = last + 1 + (len < s->depth ? len : s->depth);
 	if (to > nchunks)
 		to = nchunks;
 	uint64_t ahead = atomic_load(&s->ahead);
-	if (ahead > from && ahead <= to + p->depth)
+	if (ahead > from && ahead <= to + s->depth)
 		from = ahead; /* already queued up to there */
 	if (from >= to)
 		return;

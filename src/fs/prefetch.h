@@ -4,12 +4,13 @@
  *
  * Every read tells the prefetcher which chunks of which view it touched.
  * When a read continues where the previous read of that view ended (or
- * stays in its last chunk), the next `depth` chunks are queued; a few
+ * stays in its last chunk), the chunks of the next `bytes` of output are
+ * queued (at least two chunks); a few
  * threads decode them into the cache (a get and an immediate put), so the
  * FUSE thread that asks for them next finds them decoded, or in flight and
  * waits for that one decode. The queue is global and bounded: when it is
  * full, hints are dropped, so prefetching can never pile up work or memory
- * beyond `depth` chunks per view plus the queue.
+ * beyond `bytes` per view plus the queue.
  *
  * Thread safety: hint may be called from any thread; start/stop are not
  * concurrent with anything else.
@@ -24,9 +25,9 @@
 
 typedef struct dsv_prefetch dsv_prefetch;
 
-/* NULL if threads or depth is 0 (prefetching off) or on allocation failure. */
+/* NULL if threads or bytes is 0 (prefetching off) or on allocation failure. */
 dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_t nviews,
-				 int threads, unsigned depth);
+				 int threads, uint64_t bytes);
 /* A read of view vi touched chunks first..last (global chunk indices). */
 void dsv_prefetch_hint(dsv_prefetch *p, uint32_t vi, uint64_t first, uint64_t last);
 /* Stops the threads (after their current chunk) and frees p; accepts NULL. */

@@ -612,7 +612,7 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 {
 	uint64_t esize = dsv_dtype_size(s->info.dtype), band, band_bytes;
 
-	dsv_source_flat_chunks(s);
+	dsv_source_flat_chunks(s, DSV_FALLBACK_CHUNK_BYTES / esize);
 	if (!band_rows || !s->info.row_elems || s->info.chunk_elems % s->info.row_elems)
 		return;
 	if (dsv_mul_u64(band_rows, s->info.row_elems, &band) ||
@@ -953,7 +953,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		haddr_t off = H5Dget_offset(o.dset);
 		if (nbytes == 0) {
 			s->info.kind = DSV_SRC_H5_CONTIGUOUS; /* nothing to read */
-			dsv_source_flat_chunks(s);
+			dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_ELEMS);
 			break;
 		}
 		if (o.conv || off == HADDR_UNDEF) {
@@ -970,7 +970,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		s->data_offset = off;
 		s->info.kind = DSV_SRC_H5_CONTIGUOUS;
 		s->info.stored_bytes = nbytes;
-		dsv_source_flat_chunks(s);
+		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_ELEMS);
 		break;
 	}
 	case H5D_CHUNKED:

@@ -68,10 +68,8 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape)
 	return 0;
 }
 
-void dsv_source_flat_chunks(dsv_source *s)
+void dsv_source_flat_chunks(dsv_source *s, uint64_t target)
 {
-	uint64_t esize = dsv_dtype_size(s->info.dtype);
-	uint64_t target = DSV_FLAT_CHUNK_BYTES / esize;
 	uint64_t row = s->info.row_elems ? s->info.row_elems : 1;
 	uint64_t ce;
 

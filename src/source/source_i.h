@@ -57,7 +57,9 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset);
 /* Picks chunk_elems for a flat source (about 1 MiB of source bytes, whole
  * rows when a row fits, else a multiple of a large divisor of the row) and
  * fills nchunks. */
-void dsv_source_flat_chunks(dsv_source *s);
+/* Splits a flat source into chunks of whole rows of about target_elems
+ * elements (a row larger than that is split into equal pieces). */
+void dsv_source_flat_chunks(dsv_source *s, uint64_t target_elems);
 /* Fills nrows/row_elems/nelems from ndim/shape; DSV_ERR_OVERFLOW if the
  * byte size does not fit in 63 bits. */
 int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
@@ -68,6 +70,11 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			 void *dst, size_t dst_cap);
 
-#define DSV_FLAT_CHUNK_BYTES (1u << 20)
+/* Chunk sizes of flat sources. Sources read with pread get small chunks
+ * (256 KiB of float32 output): a shuffled row decodes little beyond itself,
+ * and a 1 MiB kernel request is a few chunks decoded while still in cache.
+ * The library fallback pays a call per chunk, so it gets bigger ones. */
+#define DSV_PREAD_CHUNK_ELEMS (1u << 16)
+#define DSV_FALLBACK_CHUNK_BYTES (1u << 20)
 
 #endif

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""A/B of the readahead lever: the same mount with DSVIEW_READAHEAD_CHUNKS
-set to each value given (default: 0 and 4), interleaved, REPS times each:
+"""A/B of the readahead lever: the same mount with DSVIEW_READAHEAD_KB
+set to each value given (default: 0 and 8192), REPS times each in turn (give
+the values twice, e.g. 0 8192 0 8192, to interleave them):
 cold shuffled batches (5 x 256 rows) then a cold sequential pass over a
 uint8 224x224x3 .npy served as float32 (AB_MB, default 256 MB of uint8).
 
-  DSVIEW=build/dsview /usr/bin/python3 tests/bench/readahead_ab.py 0 4 0 4"""
+  DSVIEW=build/dsview /usr/bin/python3 tests/bench/readahead_ab.py 0 8192 0 8192"""
 import json
 import os
 import shutil
@@ -49,8 +50,8 @@ def main():
             return json.load(f)
 
     try:
-        for depth in sys.argv[1:] or ["0", "4"]:
-            env = dict(os.environ, DSVIEW_READAHEAD_CHUNKS=depth)
+        for depth in sys.argv[1:] or ["0", "8192"]:
+            env = dict(os.environ, DSVIEW_READAHEAD_KB=depth)
             for rep in range(REPS):
                 drop()
                 a = mounted(env)
@@ -69,7 +70,7 @@ def main():
                 seq = got / (time.perf_counter() - t) / 1e9
                 del a
                 subprocess.run([DSVIEW, "umount", mnt], check=True)
-                print(f"readahead {depth}: shuffled {shuf:6,.0f} rows/s ({st['chunks_decoded']} chunks "
+                print(f"readahead {depth} KiB: shuffled {shuf:6,.0f} rows/s ({st['chunks_decoded']} chunks "
                       f"decoded, {st['prefetched']} asked by readahead), sequential {seq:.2f} GB/s",
                       flush=True)
     finally:

@@ -1,5 +1,6 @@
 /* Chunk cache: hits, single fill under concurrency, failures never cached,
- * budget and eviction, budget 0. */
+ * budget and eviction (2Q: probation FIFO, ghosts, main LRU), buffer reuse,
+ * budget 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,27 +80,102 @@ static void test_failure_not_cached(void **state)
 	dsv_cache_destroy(c);
 }
 
+static void get_put(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size)
+{
+	dsv_cache_entry *e;
+	assert_int_equal(dsv_cache_get(c, view, chunk, size, &e), 0);
+	assert_int_equal(((const unsigned char *)dsv_cache_data(e))[size - 1],
+			 (view * 16 + chunk) & 0xff);
+	dsv_cache_put(c, e);
+}
+
 static void test_eviction_within_budget(void **state)
 {
 	fill_ctx f = { 0 };
 	dsv_cache *c = dsv_cache_create(10 * 1000, fill, &f);
-	dsv_cache_entry *e;
 	dsv_cache_stats st;
 	(void)state;
 	for (uint64_t k = 0; k < 100; k++) {
-		assert_int_equal(dsv_cache_get(c, 0, k, 1000, &e), 0);
-		dsv_cache_put(c, e);
+		get_put(c, 0, k, 1000);
 		dsv_cache_get_stats(c, &st);
 		assert_true(st.bytes_used <= 10 * 1000);
+		/* read once: only the probation quarter of the budget is used */
+		assert_true(st.bytes_probation <= 10 * 1000 / 4);
 	}
-	assert_int_equal(st.evictions, 90);
-	/* most recent ten are still there; the oldest is not */
-	assert_int_equal(dsv_cache_get(c, 0, 99, 1000, &e), 0);
-	dsv_cache_put(c, e);
+	assert_int_equal(st.evictions, 98);
+	assert_int_equal(st.entries, 2);
+	/* the newest are still there; the oldest is not, and is a ghost */
+	get_put(c, 0, 99, 1000);
 	assert_int_equal(f.calls, 100);
-	assert_int_equal(dsv_cache_get(c, 0, 0, 1000, &e), 0);
-	dsv_cache_put(c, e);
+	get_put(c, 0, 0, 1000);
 	assert_int_equal(f.calls, 101);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.ghost_hits, 1);
+	dsv_cache_destroy(c);
+}
+
+/* Chunks read again after falling out of probation go to the main LRU,
+ * and a scan of chunks read once, longer than the budget, leaves them. */
+static void test_scan_does_not_flush_reused_chunks(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(10 * 1000, fill, &f);
+	dsv_cache_stats st;
+	(void)state;
+	for (uint64_t k = 0; k < 6; k++) /* a working set ... */
+		get_put(c, 0, k, 1000);
+	for (uint64_t k = 0; k < 6; k++) /* ... read again: ghost hits */
+		get_put(c, 0, k, 1000);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.ghost_hits, 4); /* 0-3 had left probation, 4-5 had not */
+	int calls = f.calls;
+	for (uint64_t k = 1000; k < 1100; k++) /* a long scan */
+		get_put(c, 0, k, 1000);
+	assert_int_equal(f.calls, calls + 100);
+	for (uint64_t k = 0; k < 4; k++) /* the reused chunks survived it */
+		get_put(c, 0, k, 1000);
+	assert_int_equal(f.calls, calls + 100); /* plain LRU would have lost them */
+	dsv_cache_get_stats(c, &st);
+	assert_true(st.bytes_used <= 10 * 1000);
+	/* ghosts are bounded: after a scan longer than the ghost ring (1024
+	 * keys at this budget), the oldest scanned keys are forgotten */
+	for (uint64_t k = 2000; k < 4000; k++)
+		get_put(c, 0, k, 1000);
+	dsv_cache_get_stats(c, &st);
+	uint64_t gh = st.ghost_hits;
+	get_put(c, 0, 2000, 1000); /* forgotten: a plain miss */
+	get_put(c, 0, 3990, 1000); /* remembered: a ghost hit */
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.ghost_hits, gh + 1);
+	dsv_cache_destroy(c);
+}
+
+/* Past the budget, a miss takes over the buffer of the chunk it evicts. */
+static void test_buffers_recycled(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(8 * 4096, fill, &f);
+	dsv_cache_stats st;
+	dsv_cache_entry *e;
+	(void)state;
+	for (uint64_t k = 0; k < 50; k++)
+		get_put(c, 0, k, 4096);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.fills, 50);
+	assert_true(st.reuses >= 45); /* all but the first few */
+	/* a much smaller chunk does not take a big buffer, nor a bigger one a
+	 * small buffer */
+	uint64_t before = st.reuses;
+	get_put(c, 1, 0, 100);
+	get_put(c, 1, 1, 8192);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.reuses, before);
+	/* a reused buffer holds the new chunk's bytes everywhere */
+	assert_int_equal(dsv_cache_get(c, 0, 500, 4096, &e), 0);
+	const unsigned char *d = dsv_cache_data(e);
+	for (size_t i = 0; i < 4096; i++)
+		assert_int_equal(d[i], (500) & 0xff);
+	dsv_cache_put(c, e);
 	dsv_cache_destroy(c);
 }
 
@@ -238,6 +314,8 @@ int main(void)
 		cmocka_unit_test(test_hit_and_miss),
 		cmocka_unit_test(test_failure_not_cached),
 		cmocka_unit_test(test_eviction_within_budget),
+		cmocka_unit_test(test_scan_does_not_flush_reused_chunks),
+		cmocka_unit_test(test_buffers_recycled),
 		cmocka_unit_test(test_held_entries_not_evicted),
 		cmocka_unit_test(test_budget_zero),
 		cmocka_unit_test(test_concurrent_misses_fill_once),
