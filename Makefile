@@ -113,7 +113,7 @@ demo: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
-$(BUILD)/tests/codec_bench: tests/bench/codec_bench.c $(LIB)
+$(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
@@ -122,8 +122,9 @@ $(BUILD)/tests/nullfs: tests/bench/nullfs.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LDFLAGS) $(LDLIBS) -o $@
 
 bench: deps
-	$(MAKE) all $(BUILD)/tests/codec_bench $(BUILD)/tests/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) $(PYTHON) tests/bench/bench.py
+	$(MAKE) all $(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench $(BUILD)/tests/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
+	  XFORM_BENCH=$(abspath $(BUILD)/tests/xform_bench) $(PYTHON) tests/bench/bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
 

@@ -34,9 +34,10 @@ static inline DSV_HD float dsv_bits_f32(uint32_t u)
 static inline DSV_HD uint16_t dsv_elem_f32_to_bf16(float f)
 {
 	uint32_t x = dsv_f32_bits(f);
-	if ((x & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((x >> 16) | 0x0040u);
-	return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+	uint32_t nan = (uint32_t)((x >> 16) | 0x0040u);
+	uint32_t rne = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+	/* a select, not a branch, so loops over it vectorise */
+	return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : rne);
 }
 
 /* IEEE binary32 -> binary16, round to nearest even, overflow -> inf,

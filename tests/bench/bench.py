@@ -33,6 +33,7 @@ import numpy as np
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 NULLFS = os.environ.get("NULLFS", "build/tests/nullfs")
+XFORM_BENCH = os.environ.get("XFORM_BENCH", "build/tests/xform_bench")
 MB = int(os.environ.get("BENCH_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SHUF_SECONDS = 15
@@ -332,6 +333,13 @@ def main():
           f"sequential pass, reader process + FUSE daemon;\nshuf amp: bytes the daemon decoded / "
           f"bytes the shuffled batches asked for (req) and / bytes the kernel asked the daemon for "
           f"(kern;\nthe difference is the kernel's readahead around memmap page faults)")
+    if os.path.exists(XFORM_BENCH):
+        print("\nsingle-core transform kernels (xform_bench, in memory, output GB/s):")
+        out = subprocess.run([XFORM_BENCH], capture_output=True, text=True, check=True).stdout
+        rows = [json.loads(line) for line in out.splitlines()]
+        for case in dict.fromkeys(r["case"] for r in rows):
+            print(f"  {case:36}" + "".join(f" {r['kernel']} {r['out_GBps']:5.1f}"
+                                          for r in rows if r["case"] == case))
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -233,6 +233,10 @@ static void test_all_dtypes_against_reference(void **state)
 			check_plan(srcs[a], outs[b], &p, 1000, 0); /* plain cast */
 			p.scale = 1.0 / 255;
 			p.offset = 0.25;
+			check_plan(srcs[a], outs[b], &p, 1001, 0); /* affine, no mean/std */
+			p.scale = -3e38;
+			check_plan(srcs[a], outs[b], &p, 1002, 0); /* overflows to -inf, NaN stays */
+			p.scale = 1.0 / 255;
 			p.nchan = 3;
 			p.mean = mean;
 			p.std = std;
