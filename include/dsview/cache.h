@@ -7,10 +7,10 @@
  * once). A failed fill is never cached: every waiter gets the error and the
  * next get tries again. Entries are refcounted with paired get/put; an
  * unreferenced entry may be evicted whenever the bytes held exceed the
- * budget. Eviction is 2Q (see cache.c): chunks read once stay in a FIFO of
- * a quarter of the budget, chunks read again after falling out of it go to
- * an LRU over the rest, so one long scan cannot flush the cache. Budget 0
- * keeps nothing past its last put.
+ * budget. Eviction is 2Q (see cache.c): chunks read once go through a FIFO
+ * that gives back first (down to a quarter of the budget), chunks read again
+ * after falling out of it go to an LRU, so one long scan cannot flush what
+ * is reused. Budget 0 keeps nothing past its last put.
  *
  * Thread safety: every function may be called from any thread; one mutex
  * guards the table, and fills run outside it.

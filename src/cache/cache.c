@@ -10,12 +10,13 @@
  * Policy (2Q): what the kernel asks for once lands in its page cache, so a
  * chunk that is only ever read once (a sequential epoch larger than the
  * budget) must not flush chunks that are read again. New chunks enter a
- * FIFO probation queue (IN) capped at a quarter of the budget; hits there
- * are the same reader finishing the chunk and change nothing. A chunk that
- * falls out of IN leaves its key in a ghost ring (no data). A miss on a
- * ghost means the chunk is wanted again: it is decoded into the MAIN queue,
- * an LRU over the rest of the budget. So a scan of any length costs at most
- * a quarter of the budget and leaves MAIN alone.
+ * FIFO probation queue (IN); hits there are the same reader finishing the
+ * chunk, or other rows of it, and change nothing. A chunk that falls out of
+ * IN leaves its key in a ghost ring (no data). A miss on a ghost means the
+ * chunk is wanted again: it is decoded into the MAIN queue, an LRU. IN may
+ * use whatever MAIN does not, but once the budget is full it is the first
+ * to give back down to a quarter of the budget, so a scan of any length
+ * leaves MAIN's three quarters alone.
  *
  * Memory: a miss that evicts takes over a victim's buffer when the sizes
  * fit (same view, same chunk size), so a long scan recycles a few buffers
@@ -33,6 +34,7 @@
  *  - used = sum of sizes of entries in the table (LOADING ones too, so that
  *    concurrent misses count against the budget before they allocate);
  *    in_bytes is the part of it on (or headed for) IN.
+ *  - Eviction happens only while used > budget.
  *  - Eviction only takes READY entries with refs == 0. Held entries can push
  *    used above the budget by at most (threads x chunk size); that overshoot
  *    is the "small fixed overhead" of the budget promise.
@@ -310,17 +312,18 @@ static void evict_one(dsv_cache *c, dsv_cache_entry *e, dsv_cache_entry **victim
 	*victims = e;
 }
 
-/* Brings IN within its cap and everything within the budget, taking MAIN's
- * least recently used first once IN is within its cap. */
+/* Brings everything within the budget: from IN while it holds more than its
+ * quarter, else MAIN's least recently used, else IN anyway. */
 static dsv_cache_entry *evict(dsv_cache *c)
 {
 	dsv_cache_entry *victims = NULL, *e;
 
-	while (c->in_bytes > c->in_cap && (e = oldest_idle(c, Q_IN)))
+	while (c->st.bytes_used > c->st.budget) {
+		e = c->in_bytes > c->in_cap ? oldest_idle(c, Q_IN) : NULL;
+		if (!e && !(e = oldest_idle(c, Q_MAIN)) && !(e = oldest_idle(c, Q_IN)))
+			break;
 		evict_one(c, e, &victims);
-	while (c->st.bytes_used > c->st.budget &&
-	       ((e = oldest_idle(c, Q_MAIN)) || (e = oldest_idle(c, Q_IN))))
-		evict_one(c, e, &victims);
+	}
 	return victims;
 }
 
@@ -447,7 +450,7 @@ void dsv_cache_put(dsv_cache *c, dsv_cache_entry *e)
 	if (!e)
 		return;
 	pthread_mutex_lock(&c->lock);
-	if (--e->refs == 0 && (c->st.bytes_used > c->st.budget || c->in_bytes > c->in_cap))
+	if (--e->refs == 0 && c->st.bytes_used > c->st.budget)
 		victims = evict(c);
 	pthread_mutex_unlock(&c->lock);
 	free_list(victims);
