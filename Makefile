@@ -10,7 +10,8 @@ PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 PKGS     := fuse3 hdf5 liblz4 inih jansson
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libcmocka-dev libinih-dev \
-            libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin
+            libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin \
+            hdf5-filter-plugin
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \
@@ -19,7 +20,7 @@ WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
 # same bytes as the scalar reference.
 OPT      := -O2 -g -ffp-contract=off
 CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DFUSE_USE_VERSION=314
-CFLAGS   += -std=c11 $(OPT) $(WARNINGS) -pthread -MMD -MP
+CFLAGS   += -std=c11 $(OPT) $(WARNINGS) -pthread -MMD -MP $(XCFLAGS)
 LDLIBS   += -pthread -lm
 
 ifeq ($(DEBUG),1)
@@ -60,12 +61,14 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz_%)
+FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps test unit e2e demo bench install clean check-deps
+.PHONY: all deps test unit e2e demo bench install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -82,6 +85,17 @@ $(BIN): $(CLI_OBJS) $(LIB)
 $(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
+
+# Fuzz targets linked with a replay driver (gcc): `make test` runs each on
+# its committed corpus. `make fuzz` builds them with libFuzzer instead.
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/fuzz $(filter-out -MMD -MP,$(CFLAGS)) $< tests/fuzz/common.c \
+	  tests/fuzz/replay.c $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
+
+fuzz-replay: $(FUZZ_REPLAY)
+	@for t in $(FUZZ_NAMES); do printf 'fuzz %-9s ' $$t; \
+	  $(BUILD)/tests/fuzz_$$t tests/fuzz/corpus/$$t || exit 1; done
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:
@@ -106,7 +120,7 @@ e2e: $(BIN)
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/e2e/run.py
 
 test: deps
-	$(MAKE) all unit
+	$(MAKE) all unit fuzz-replay
 	$(MAKE) e2e
 
 demo: deps
@@ -128,10 +142,33 @@ bench: deps
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
 
+# libFuzzer with ASan + UBSan (clang 14, from Debian): every target for
+# FUZZ_SECONDS each, starting from the committed corpus; new inputs go to
+# build-fuzz/corpus/<target>, crashes to build-fuzz/crash-<target>-*.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang-14
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang-14 libclang-rt-14-dev"
+
+fuzz: deps fuzz-deps
+	$(MAKE) CC=$(FUZZ_CC) BUILD=build-fuzz XCFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  build-fuzz/libdsview.a
+	@set -e; for t in $(FUZZ_NAMES); do \
+	  $(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz -std=c11 -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
+	    tests/fuzz/fuzz_$$t.c tests/fuzz/common.c build-fuzz/libdsview.a $(LDLIBS) \
+	    -o build-fuzz/fuzz_$$t; \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crash-$$t- build-fuzz/corpus/$$t tests/fuzz/corpus/$$t \
+	    2>&1 | grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|ERROR|SUMMARY|Test unit written|#[0-9]+ *DONE'; \
+	done
+
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)/usr/local/bin/dsview
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/):
+small valid inputs of every kind each target reads, and the malformed cases
+the SPEC names. Run once when the seeds change; the files are committed,
+and crashers found by `make fuzz` are added beside them by hand (crash-*).
+
+  /usr/bin/python3 tests/fuzz/make_corpus.py"""
+import io
+import os
+import shutil
+import struct
+import tempfile
+
+import h5py
+import hdf5plugin
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def npy_bytes(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def npy_header(descr, shape, fortran=False, version=1, pad_to=64):
+    h = f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}"
+    hl = 4 if version >= 2 else 2
+    total = 8 + hl + len(h) + 1
+    h += " " * ((pad_to - total % pad_to) % pad_to) + "\n"
+    return b"\x93NUMPY" + bytes([version, 0]) + struct.pack("<I" if hl == 4 else "<H", len(h)) + h.encode()
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    rng = np.random.default_rng(1)
+    # npy: valid files of several dtypes and shapes, then hostile headers
+    put("npy", "u8_2d", npy_bytes(rng.integers(0, 256, (7, 5), dtype=np.uint8)))
+    put("npy", "i16_3d", npy_bytes(rng.integers(-999, 999, (3, 4, 5), dtype=np.int16)))
+    put("npy", "f32_1d", npy_bytes(rng.standard_normal(33).astype(np.float32)))
+    put("npy", "f64_0d", npy_bytes(np.array(3.5)))
+    put("npy", "v2_header", npy_header("<u2", (2, 2), version=2) + bytes(8))
+    put("npy", "shape_huge", npy_header("|u1", (2**62, 2**62)) + bytes(16))
+    put("npy", "shape_negative", npy_header("|u1", (-1, 4)) + bytes(16))
+    put("npy", "data_short", npy_header("<f4", (100, 100)) + bytes(40))
+    put("npy", "fortran", npy_header("<f4", (2, 3), fortran=True) + bytes(24))
+    put("npy", "big_endian", npy_header(">i4", (2, 3)) + bytes(24))
+    put("npy", "complex", npy_header("<c8", (2,)) + bytes(16))
+    put("npy", "header_len_past_eof", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
+    put("npy", "not_a_dict", b"\x93NUMPY\x01\x00\x10\x00" + b"[1, 2, 3]      \n")
+    put("npy", "bad_magic", b"\x93NUMPX\x01\x00" + bytes(56))
+    # raw: dtype byte, ndim byte, 4 shape bytes, data
+    for i, (t, nd, shp, n) in enumerate([(0, 2, (0, 16, 1, 1), 64), (3, 3, (0, 2, 3, 1), 48),
+                                         (7, 1, (0, 1, 1, 1), 40), (9, 2, (0, 5, 1, 1), 30),
+                                         (0, 2, (0, 7, 1, 1), 20), (2, 4, (3, 255, 255, 255), 10)]):
+        put("raw", f"seed{i}", bytes([t, nd, *shp]) + rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+    # lz4: frames written by hdf5plugin (read back raw), one and several blocks
+    tmp = tempfile.mkdtemp()
+    try:
+        p = os.path.join(tmp, "l.h5")
+        img = (np.arange(4096) % 251).astype(np.uint8)
+        with h5py.File(p, "w") as f:
+            f.create_dataset("a", data=img, chunks=(4096,), **hdf5plugin.LZ4())
+            f.create_dataset("b", data=rng.integers(0, 256, 3000, dtype=np.uint8), chunks=(3000,),
+                             **hdf5plugin.LZ4(nbytes=1024))
+        with h5py.File(p, "r") as f:
+            for name in ("a", "b"):
+                _, frame = f[name].id.read_direct_chunk((0,))
+                put("lz4", f"frame_{name}", frame)
+                put("lz4", f"frame_{name}_cut", frame[:len(frame) // 2])
+                bad = bytearray(frame)
+                bad[3] ^= 0x40  # raw size grows
+                put("lz4", f"frame_{name}_rawsize", bytes(bad))
+        put("lz4", "header_only", struct.pack(">QI", 100, 100))
+        put("lz4", "huge_raw", struct.pack(">QI", 2**62, 2**30) + struct.pack(">I", 5) + b"\x50abcd")
+        put("lz4", "zero_block", struct.pack(">QI", 10, 0))
+        # h5: the layouts and filters dsview reads, and broken files
+        def h5(name, fill):
+            q = os.path.join(tmp, name + ".h5")
+            with h5py.File(q, "w", libver="latest" if "latest" in name else "earliest") as f:
+                fill(f)
+            with open(q, "rb") as f:
+                data = f.read()
+            put("h5", name, data)
+            return data
+        x = rng.integers(0, 256, (6, 8), dtype=np.uint8)
+        h5("contiguous", lambda f: f.create_dataset("x", data=x))
+        h5("chunked_none", lambda f: f.create_dataset("x", data=x, chunks=(2, 8)))
+        h5("chunked_lz4_f32", lambda f: f.create_dataset("g/x", data=x, chunks=(4, 8), fletcher32=True,
+                                                          **hdf5plugin.LZ4()))
+        h5("chunked_gzip", lambda f: f.create_dataset("x", data=x.astype(np.int16), chunks=(3, 4),
+                                                      compression="gzip"))
+        d = h5("chunked_latest", lambda f: f.create_dataset("x", data=x, chunks=(2, 8), maxshape=(None, 8)))
+        put("h5", "truncated", d[:len(d) * 2 // 3])
+        bad = bytearray(d)
+        bad[len(bad) // 2] ^= 0xff
+        put("h5", "flipped_byte", bytes(bad))
+        h5("external_link", lambda f: f.__setitem__("x", h5py.ExternalLink("/etc/passwd", "/y")))
+        h5("external_storage", lambda f: f.create_dataset("x", shape=(4,), dtype="u1",
+                                                          external=[("/etc/hostname", 0, 4)]))
+        for plugin in ("Bitshuffle", "Blosc", "Zstd"):  # whichever Debian's hdf5plugin has
+            try:
+                h5("plugin_filter", lambda f: f.create_dataset(
+                    "x", data=x, chunks=(2, 8), **getattr(hdf5plugin, plugin)()))
+                break
+            except (ValueError, AttributeError):
+                continue
+    finally:
+        shutil.rmtree(tmp)
+    # manifests naming the fuzz target's a.npy and r.bin
+    put("manifest", "basic", b"[v]\nsource = a.npy\nscale = 0.00392156862745098\n")
+    put("manifest", "full", b"[defaults]\ndtype = bfloat16\n\n[v]\nsource = a.npy\nscale = 2\noffset = -1\n"
+        b"mean = 0.5\nstd = 0.25\nchannel_axis = 1\nclip = -3 3\n\n[w]\nsource = r.bin\ndtype = float16\n"
+        b"source_dtype = uint8\nshape = -1, 6\n")
+    put("manifest", "errors", b"[bad/name]\nsource = a.npy\n[v]\nsource = nothere.npy\nmean = 1 2 3\n"
+        b"std = 0\n[v]\nsource = a.npy\nunknown = 1\n")
+    put("manifest", "long_line", b"[v]\nsource = " + b"a" * 5000 + b"\n")
+    put("manifest", "binary", bytes(range(256)))
+    # pack: header bytes then data (see fuzz_pack.c)
+    for i in range(4):
+        put("pack", f"seed{i}", bytes([i, 7 * i + 3, 5 + i, i, i * 70]) +
+            rng.integers(0, 256, 200 + 300 * i, dtype=np.uint8).tobytes())
+    put("pack", "zeros", bytes([0, 15, 0, 0, 0]) + bytes(4096))
+
+
+if __name__ == "__main__":
+    main()
