@@ -1,10 +1,13 @@
 /*
- * Backends: the one interface through which a chunk is read, decoded and
- * transformed into output bytes. "cpu" runs in the calling thread (FUSE
- * workers are the parallelism); "cuda" (built when nvcc is found) batches
- * chunks on a GPU. Both produce identical bytes.
+ * Backends: the one interface through which a chunk that must be decoded
+ * whole (LZ4, Fletcher32, HDF5-library filters) is read and decoded into
+ * its elements, in the source dtype, for the chunk cache (dsview/read.h
+ * transforms from there). "cpu" runs in the calling thread (FUSE workers
+ * and readahead threads are the parallelism); "cuda" (built when nvcc is
+ * found) would decode batches of chunks on a GPU. Both produce identical
+ * bytes.
  *
- * Thread safety: dsv_backend_fill may be called from any number of threads
+ * Thread safety: dsv_backend_decode may be called from any number of threads
  * at once; create/destroy are not concurrent with anything. Create after
  * daemonising (CUDA must not see a fork).
  */
@@ -21,12 +24,13 @@ int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb);
 void dsv_backend_destroy(dsv_backend *b);
 const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
 
-/* Produces the output bytes of global chunk g of view v into out (size must
- * be the chunk's output size). Logs the source, chunk and reason on failure.
+/* Decodes global chunk g of view v into out: its elements in the source
+ * dtype, native little-endian (size must be the chunk's elements times the
+ * source element size). Logs the source, chunk and reason on failure.
  * @return 0 or a negative dsv_err (the read fails with EIO). */
-int dsv_backend_fill(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size);
+int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size);
 
 /* The CPU path, also used by the CUDA backend as its fallback. */
-int dsv_cpu_fill(const dsv_view *v, uint64_t g, void *out, size_t size);
+int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size);
 
 #endif

@@ -63,6 +63,13 @@ typedef struct dsv_chunk_ref {
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
 } dsv_chunk_ref;
 
+/* True when the chunk's stored bytes are its plain elements (no codec, no
+ * checksum, no HDF5-library filter): any run of them can be pread alone. */
+static inline int dsv_chunk_is_plain(const dsv_chunk_ref *r)
+{
+	return r->codec == DSV_CODEC_NONE && !r->fletcher32 && !r->fallback;
+}
+
 /* Opens "x.npy", "x.h5:/path/to/dset" or "x.h5" (a file with exactly one dataset). */
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb);
@@ -98,5 +105,10 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap);
 size_t dsv_source_scratch_size(const dsv_source *s);
+/* Reads elements [first, first + n) of a plain chunk (dsv_chunk_is_plain)
+ * into dst (n * esize bytes): one pread, nothing else of the chunk.
+ * DSV_ERR_TRUNCATED when they lie past the end of the file. */
+int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
+			  uint64_t n, void *dst);
 
 #endif

@@ -33,6 +33,7 @@ typedef struct dsv_view {
 	uint64_t *chunk_base; /* nsources + 1: global index of each first chunk */
 	uint64_t nchunks;
 	uint64_t max_chunk_out; /* output bytes of the largest chunk */
+	uint64_t max_chunk_raw; /* decoded (source dtype) bytes of the largest chunk */
 
 	/* transform as declared, for .json and info */
 	double scale, offset;
@@ -80,6 +81,10 @@ int dsv_view_span_at(const dsv_view *v, uint64_t off, uint64_t len, dsv_span *sp
 
 /* Source index and chunk reference of global chunk g. */
 int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref);
+
+/* Logs a failed chunk: the view, source, chunk, its rows, file offset and
+ * stored size, and the reason. */
+void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);
 
 /* True if name is a valid view name (letters, digits, '_', '-', '.';
  * not "." or "..", at most 200 bytes). */

@@ -56,9 +56,9 @@ const char *dsv_backend_name(const dsv_backend *b)
 	return b->gpu ? "cuda" : "cpu";
 }
 
-int dsv_backend_fill(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)
+int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)
 {
 	if (b->gpu)
-		return dsv_gpu_fill(b->gpu, v, g, out, size);
-	return dsv_cpu_fill(v, g, out, size);
+		return dsv_gpu_decode(b->gpu, v, g, out, size);
+	return dsv_cpu_decode(v, g, out, size);
 }

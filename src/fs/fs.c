@@ -14,14 +14,15 @@
  * only /.stats.json, whose content changes, is direct_io, rendered at open
  * and owned by the file handle.
  *
- * Reads: the requested range is clipped at EOF and split into chunk spans.
- * Each span's chunk is taken from the cache (filled by the backend on a
- * miss); the reply points into the cache buffers with an iovec (no copy)
- * and the entries are put after fuse_reply_iov returns, because the reply
- * is written synchronously. A range of more than MAX_IOV spans is copied
- * into one buffer instead. Any failed chunk fails the whole request with
- * EIO: a short reply would make the kernel treat the file as ending there
- * and hand out zeros, which we must never do.
+ * Reads: the requested range is clipped at EOF; dsv_read (dsview/read.h)
+ * makes its output bytes in this worker thread's reply buffer: plain
+ * elements pread and transformed, or decoded chunks taken from the cache
+ * and transformed, each written once. The buffer is reused by every request
+ * the thread serves (warm pages, no fault per reply), and fuse_reply_iov
+ * writes it, behind the .npy header where there is one, synchronously. Any
+ * failed piece fails the whole request with EIO: a short reply would make
+ * the kernel treat the file as ending there and hand out zeros, which we
+ * must never do.
  *
  * Errors: core functions return dsv_err; dsv_err_to_errno is the one place
  * that turns them into errno.
@@ -40,9 +41,10 @@
 #include "dsview/backend.h"
 #include "dsview/cache.h"
 #include "dsview/fs.h"
+#include "common/tlsbuf.h"
+#include "dsview/read.h"
 #include "fs/prefetch.h"
 
-#define MAX_IOV 64
 #define READ_MAX (1u << 20)
 
 enum node_kind { N_DIR, N_DAT, N_NPY, N_JSON, N_STATS };
@@ -68,7 +70,9 @@ struct dsv_fs {
 	size_t nnodes;
 	struct timespec mount_time;
 	_Atomic uint64_t reads, bytes_served, read_errors, opens;
-	_Atomic uint64_t bytes_decoded; /* output bytes of every chunk decoded */
+	/* output bytes (as if transformed) of every chunk decoded and every
+	 * plain piece pread: against bytes_served, the read amplification */
+	_Atomic uint64_t bytes_decoded;
 };
 
 static int dsv_err_to_errno(int err)
@@ -279,13 +283,10 @@ static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, ui
 {
 	uint32_t vi = (uint32_t)n->view;
 	const dsv_view *v = fs->m->views[vi];
-	struct iovec iov[MAX_IOV + 1];
-	dsv_cache_entry *held[MAX_IOV];
-	int niov = 0, nheld = 0, err = 0, have_chunk = 0;
-	uint64_t first_chunk = 0, last_chunk = 0;
-	char *copy = NULL;
-	size_t copied = 0;
+	struct iovec iov[2];
+	int niov = 0, err = 0;
 	uint64_t end;
+	dsv_read_info info;
 
 	if (off >= n->size || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
@@ -302,65 +303,27 @@ static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, ui
 		off -= v->npy_header_len;
 		end -= v->npy_header_len;
 	}
-	while (off < end) {
-		dsv_span sp;
-		dsv_cache_entry *e;
-		if (dsv_view_span_at(v, off, end - off, &sp)) {
-			err = DSV_ERR_INTERNAL;
-			break;
+	if (off < end) {
+		/* The reply is made in this thread's buffer, reused by every
+		 * request it serves, and written to the kernel synchronously. */
+		void *buf = dsv_tls_buf(DSV_TLS_OUT, (size_t)(end - off));
+		err = buf ? dsv_read(fs->cache, v, vi, off, (size_t)(end - off), buf, &info)
+			  : DSV_ERR_NOMEM;
+		if (!err) {
+			iov[niov].iov_base = buf;
+			iov[niov++].iov_len = (size_t)(end - off);
+			atomic_fetch_add(&fs->bytes_decoded, info.plain_bytes);
+			if (info.cached)
+				dsv_prefetch_hint(fs->prefetch, vi, info.first, info.last);
 		}
-		err = dsv_cache_get(fs->cache, vi, sp.chunk, (size_t)sp.chunk_bytes, &e);
-		if (err)
-			break;
-		if (!have_chunk)
-			first_chunk = sp.chunk;
-		last_chunk = sp.chunk;
-		have_chunk = 1;
-		if (!copy && niov == MAX_IOV) {
-			/* too many pieces for one iovec: gather into one buffer */
-			copy = malloc(size);
-			if (!copy) {
-				dsv_cache_put(fs->cache, e);
-				err = DSV_ERR_NOMEM;
-				break;
-			}
-			for (int i = 0; i < niov; i++) {
-				memcpy(copy + copied, iov[i].iov_base, iov[i].iov_len);
-				copied += iov[i].iov_len;
-			}
-			for (int i = 0; i < nheld; i++)
-				dsv_cache_put(fs->cache, held[i]);
-			nheld = 0;
-		}
-		if (copy) {
-			memcpy(copy + copied, (const char *)dsv_cache_data(e) + sp.off, (size_t)sp.len);
-			copied += (size_t)sp.len;
-			dsv_cache_put(fs->cache, e);
-		} else {
-			iov[niov].iov_base = (char *)dsv_cache_data(e) + sp.off;
-			iov[niov++].iov_len = (size_t)sp.len;
-			held[nheld++] = e;
-		}
-		off += sp.len;
 	}
-	if (!err && have_chunk)
-		dsv_prefetch_hint(fs->prefetch, vi, first_chunk, last_chunk);
 	if (err) {
 		atomic_fetch_add(&fs->read_errors, 1);
 		fuse_reply_err(req, dsv_err_to_errno(err));
-	} else if (copy) {
-		atomic_fetch_add(&fs->bytes_served, copied);
-		fuse_reply_buf(req, copy, copied);
-	} else {
-		size_t total = 0;
-		for (int i = 0; i < niov; i++)
-			total += iov[i].iov_len;
-		atomic_fetch_add(&fs->bytes_served, total);
-		fuse_reply_iov(req, iov, niov);
+		return;
 	}
-	for (int i = 0; i < nheld; i++)
-		dsv_cache_put(fs->cache, held[i]);
-	free(copy);
+	atomic_fetch_add(&fs->bytes_served, iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0));
+	fuse_reply_iov(req, iov, niov);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -589,8 +552,12 @@ static char *render_stats(dsv_fs *fs)
 static int cache_fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
 {
 	dsv_fs *fs = ctx;
-	atomic_fetch_add(&fs->bytes_decoded, size);
-	return dsv_backend_fill(fs->backend, fs->m->views[view], chunk, buf, size);
+	const dsv_view *v = fs->m->views[view];
+	dsv_chunk_ref ref;
+	size_t si;
+	if (dsv_view_chunk_ref(v, chunk, &si, &ref) == 0)
+		atomic_fetch_add(&fs->bytes_decoded, ref.nelems * v->out_esize);
+	return dsv_backend_decode(fs->backend, v, chunk, buf, size);
 }
 
 /* ---- lifecycle ---- */
@@ -679,7 +646,7 @@ out:
 		fclose(f);
 }
 
-/* Reads ahead PREFETCH_BYTES of output of a view read sequentially (at
+/* Reads ahead PREFETCH_BYTES of decoded chunks of a view read sequentially (at
  * least two chunks), when the cache's probation quarter can hold twice that
  * next to what readers hold (else it would evict what it just decoded). */
 #define PREFETCH_BYTES (8u << 20)
@@ -693,8 +660,8 @@ static void start_prefetch(dsv_fs *fs)
 	if (bytes == 0)
 		return;
 	for (size_t i = 0; i < fs->m->nviews; i++)
-		if (fs->m->views[i]->max_chunk_out > largest)
-			largest = fs->m->views[i]->max_chunk_out;
+		if (fs->m->views[i]->max_chunk_raw > largest)
+			largest = fs->m->views[i]->max_chunk_raw;
 	if (fs->o.cache_size / 4 < 2 * (bytes + 2 * largest)) {
 		dsv_log_info("readahead of chunks off: cache %llu bytes is small for %llu bytes ahead "
 			     "in chunks of %llu", (unsigned long long)fs->o.cache_size,

@@ -3,27 +3,33 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "dsview/read.h"
 #include "fs/prefetch.h"
 
 #define QUEUE_CAP 256
 #define MAX_DEPTH 64 /* chunks per view */
-/* A run of reads must cover this much output before anything is queued: the
- * kernel's page faults on one memmapped row (its readahead window is 1 MiB)
- * look sequential too, and a shuffled batch must not decode rows nobody
- * asked for. */
-#define START_BYTES (4u << 20)
+/* A run must cover this much output, and at least START_MIN chunks, before
+ * anything is queued: the kernel's reads around one memmapped row (its
+ * readahead window is 1 MiB) touch neighbouring chunks too, and a shuffled
+ * batch must not decode rows nobody asked for. */
+#define START_BYTES (8u << 20)
+#define START_MIN 3
 
 typedef struct job {
 	uint32_t view;
 	uint64_t chunk;
 } job;
 
+/* The current run of a view: the chunks [lo, hi] that reads touched, each
+ * read overlapping or next to the run so far. The kernel does not send a
+ * sequential pass in order (the pieces of one readahead window may arrive
+ * last first), so direction inside the run does not matter. */
 typedef struct view_state {
-	_Atomic uint64_t last;  /* last chunk the previous read touched, +1 (0: none) */
-	_Atomic uint64_t ahead; /* chunks below this were already queued */
-	_Atomic uint64_t run;   /* first chunk of the current sequential run */
-	unsigned depth;         /* chunks to keep queued ahead */
-	unsigned start;         /* run length, in chunks, before queueing any */
+	int live;
+	uint64_t lo, hi;
+	uint64_t ahead; /* chunks below this were already queued */
+	unsigned depth; /* chunks to keep queued ahead */
+	unsigned start; /* run length, in chunks, before queueing any */
 } view_state;
 
 struct dsv_prefetch {
@@ -57,18 +63,10 @@ static void *prefetch_thread(void *arg)
 		p->len--;
 		pthread_mutex_unlock(&p->mu);
 
-		const dsv_view *v = p->views[j.view];
-		dsv_chunk_ref ref;
-		dsv_cache_entry *e;
-		size_t src;
 		/* A failure is not cached: the reader that needs the chunk
 		 * decodes it again and gets the error itself. */
-		if (dsv_view_chunk_ref(v, j.chunk, &src, &ref) == 0 &&
-		    dsv_cache_get(p->cache, j.view, j.chunk, (size_t)(ref.nelems * v->out_esize),
-				  &e) == 0) {
-			dsv_cache_put(p->cache, e);
+		if (dsv_read_prefetch(p->cache, p->views[j.view], j.view, j.chunk) == 1)
 			atomic_fetch_add(&p->done, 1);
-		}
 		pthread_mutex_lock(&p->mu);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -97,11 +95,12 @@ dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_
 		return NULL;
 	}
 	for (size_t i = 0; i < nviews; i++) {
-		uint64_t chunk = views[i]->max_chunk_out ? views[i]->max_chunk_out : 1;
-		uint64_t d = bytes / chunk;
+		uint64_t raw = views[i]->max_chunk_raw ? views[i]->max_chunk_raw : 1;
+		uint64_t out = views[i]->max_chunk_out ? views[i]->max_chunk_out : 1;
+		uint64_t d = bytes / raw;
 		p->vs[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
-		d = (START_BYTES + chunk - 1) / chunk;
-		p->vs[i].start = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
+		d = (START_BYTES + out - 1) / out;
+		p->vs[i].start = (unsigned)(d < START_MIN ? START_MIN : d > MAX_DEPTH ? MAX_DEPTH : d);
 	}
 	for (; p->nthreads < threads; p->nthreads++)
 		if (pthread_create(&p->tids[p->nthreads], NULL, prefetch_thread, p))
@@ -118,38 +117,40 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t vi, uint64_t first, uint64_t la
 	if (!p || vi >= p->nviews)
 		return;
 	view_state *s = &p->vs[vi];
-	uint64_t prev = atomic_exchange(&s->last, last + 1);
 	uint64_t nchunks = p->views[vi]->nchunks;
 
-	/* Sequential: this read starts in, or right after, the chunk where
-	 * the previous one ended. Anything else (a shuffled batch) starts a
-	 * new run. Only a run longer than START_BYTES queues anything, and then
-	 * as far ahead as it has run, up to depth, so random reads cost no
-	 * extra decoding. */
-	if (prev == 0 || first + 1 < prev || first > prev) {
-		atomic_store(&s->run, first);
-		return;
+	pthread_mutex_lock(&p->mu);
+	if (!s->live || first > s->hi + 1 || last + 1 < s->lo) {
+		/* not next to the run: a new one (a shuffled batch jumps) */
+		s->live = 1;
+		s->lo = first;
+		s->hi = last;
+		s->ahead = 0;
+		goto out;
 	}
-	uint64_t run = atomic_load(&s->run);
-	uint64_t len = last >= run ? last + 1 - run : 0;
+	if (first < s->lo)
+		s->lo = first;
+	if (last > s->hi)
+		s->hi = last;
+	/* Only a run longer than start queues anything, and then as far ahead
+	 * as it has run, up to depth, so random reads cost no extra decoding. */
+	uint64_t len = s->hi + 1 - s->lo;
 	if (len < s->start)
-		return;
-	uint64_t from = last + 1, to = last + 1 + (len < s->depth ? len : s->depth);
+		goto out;
+	uint64_t from = s->hi + 1, to = from + (len < s->depth ? len : s->depth);
 	if (to > nchunks)
 		to = nchunks;
-	uint64_t ahead = atomic_load(&s->ahead);
-	if (ahead > from && ahead <= to + s->depth)
-		from = ahead; /* already queued up to there */
+	if (s->ahead > from)
+		from = s->ahead; /* already queued up to there */
 	if (from >= to)
-		return;
-	atomic_store(&s->ahead, to);
-
-	pthread_mutex_lock(&p->mu);
+		goto out;
+	s->ahead = to;
 	for (uint64_t g = from; g < to && p->len < QUEUE_CAP; g++) {
 		p->q[(p->head + p->len) % QUEUE_CAP] = (job){ .view = vi, .chunk = g };
 		p->len++;
 	}
 	pthread_cond_broadcast(&p->cv);
+out:
 	pthread_mutex_unlock(&p->mu);
 }
 

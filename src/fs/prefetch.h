@@ -2,10 +2,11 @@
  * Background readahead of chunks (SPEC 8: "sequential access triggers
  * readahead of the next chunks in the background").
  *
- * Every read tells the prefetcher which chunks of which view it touched.
+ * Every read tells the prefetcher which of a view's cached chunks (those
+ * decoded whole; plain ones are pread on demand) it touched.
  * When a read continues where the previous read of that view ended (or
- * stays in its last chunk), the chunks of the next `bytes` of output are
- * queued (at least two chunks); a few
+ * stays in its last chunk), the chunks of the next `bytes` of decoded
+ * (source dtype) data are queued (at least two chunks); a few
  * threads decode them into the cache (a get and an immediate put), so the
  * FUSE thread that asks for them next finds them decoded, or in flight and
  * waits for that one decode. The queue is global and bounded: when it is

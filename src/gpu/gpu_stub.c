@@ -16,8 +16,8 @@ void dsv_gpu_close(dsv_gpu *g)
 	(void)g;
 }
 
-int dsv_gpu_fill(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
+int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
 {
 	(void)g;
-	return dsv_cpu_fill(v, chunk, out, size);
+	return dsv_cpu_decode(v, chunk, out, size);
 }

@@ -195,6 +195,25 @@ size_t dsv_source_scratch_size(const dsv_source *s)
 	return (size_t)max;
 }
 
+/* [off, off + n) lies inside the file as it was at open (a file that
+ * shrank since fails at pread instead). */
+static int within_file(const dsv_source *s, uint64_t off, uint64_t n)
+{
+	return n <= s->file_size && off <= s->file_size - n;
+}
+
+int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
+			  uint64_t n, void *dst)
+{
+	uint64_t esize = dsv_dtype_size(s->info.dtype);
+	if (!dsv_chunk_is_plain(ref) || first > ref->nelems || n > ref->nelems - first)
+		return DSV_ERR_INVALID;
+	uint64_t off = ref->offset + first * esize;
+	if (!within_file(s, off, n * esize))
+		return DSV_ERR_TRUNCATED;
+	return dsv_source_pread(s, dst, (size_t)(n * esize), off);
+}
+
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap)
@@ -206,7 +225,7 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 		return DSV_ERR_INVALID;
 	if (ref->fallback)
 		return dsv_source_read_fallback(s, ref, dst, dst_cap);
-	if (ref->stored_size > s->file_size || ref->offset > s->file_size - ref->stored_size)
+	if (!within_file(s, ref->offset, ref->stored_size))
 		return DSV_ERR_TRUNCATED;
 
 	if (ref->codec == DSV_CODEC_NONE && !ref->fletcher32) {

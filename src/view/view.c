@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "view/view_i.h"
 
 int dsv_view_name_ok(const char *name)
@@ -237,7 +238,8 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 	v->out_esize = dsv_dtype_size(v->dtype);
 	if (dsv_mul_u64(first->row_elems, v->out_esize, &v->row_bytes) ||
 	    dsv_mul_u64(v->nelems, v->out_esize, &v->nbytes) || v->nbytes > INT64_MAX / 2 ||
-	    dsv_mul_u64(max_chunk, v->out_esize, &v->max_chunk_out))
+	    dsv_mul_u64(max_chunk, v->out_esize, &v->max_chunk_out) ||
+	    dsv_mul_u64(max_chunk, dsv_dtype_size(first->dtype), &v->max_chunk_raw))
 		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
 
 	dsv_xform_params_init(&p);
@@ -313,4 +315,17 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 	size_t i = source_of(v, v->chunk_base, g);
 	*src = i;
 	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
+}
+
+void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
+{
+	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
+	uint64_t row = info->row_elems ? info->row_elems : 1;
+	dsv_log_error("view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
+		      "%llu bytes): %s",
+		      v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
+		      (unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),
+		      (unsigned long long)((ref->elem_start + ref->nelems + row - 1) / row),
+		      (unsigned long long)ref->offset, (unsigned long long)ref->stored_size,
+		      dsv_strerror(err));
 }

@@ -9,7 +9,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, reference, same_bits
+from common import E2E, reference, run, same_bits
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SCALE = 1 / 255
@@ -123,39 +123,56 @@ class Workers(E2E):
 
 
 class Readahead(E2E):
-    """Sequential reads make the daemon decode the next chunks in the
-    background (SPEC 8); random reads and a cache too small to hold them
-    do not; the bytes are the same either way."""
+    """Sequential reads of a store make the daemon decode the next chunks in
+    the background (SPEC 8); random reads and a cache too small to hold them
+    do not; the bytes are the same either way. Plain sources (.npy) are pread
+    on demand, piece by piece, and never go through the cache."""
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         rng = np.random.default_rng(5)
-        cls.x = rng.integers(0, 256, (4000, 64, 64, 3), dtype=np.uint8)  # 49 MB: ~47 chunks
+        cls.x = rng.integers(0, 256, (4000, 64, 64, 3), dtype=np.uint8)  # 49 MB
         np.save(os.path.join(cls.tmp, "seq.npy"), cls.x)
+        r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "seq.npy"),
+                os.path.join(cls.tmp, "seq.h5"))  # ~190 chunks of 21 rows
+        assert r.returncode == 0, r.stderr
         cls.ref = reference(cls.x).tobytes()
 
     def stats(self, m):
         with open(m.path(".stats.json")) as f:
             return json.load(f)
 
+    def read_all(self, path, bs=1 << 20):
+        got = bytearray()
+        with open(path, "rb", buffering=0) as f:
+            while True:
+                b = f.read(bs)
+                if not b:
+                    break
+                got += b
+        return bytes(got)
+
     def test_sequential_read_prefetches(self):
-        with self.mount(self.p("seq.npy")) as m:
-            got = bytearray()
-            with open(m.path("seq.dat"), "rb", buffering=0) as f:
-                while True:
-                    b = f.read(1 << 20)
-                    if not b:
-                        break
-                    got += b
-            self.assertEqual(bytes(got), self.ref)
+        with self.mount(self.p("seq.h5")) as m:
+            self.assertEqual(self.read_all(m.path("seq.dat")), self.ref)
             st = self.stats(m)
             self.assertGreater(st["prefetched"], 0, st)
             self.assertEqual(st["errors"], 0)
 
+    def test_memmap_scan_prefetches(self):
+        # page faults of a memmap: the kernel sends a window's pieces in no
+        # particular order, and the run is still seen as sequential
+        with self.mount(self.p("seq.h5")) as m:
+            a = np.memmap(m.path("seq.dat"), np.float32, "r", shape=self.x.shape)
+            got = b"".join(np.array(a[i:i + 64]).tobytes() for i in range(0, len(a), 64))
+            del a
+            self.assertEqual(got, self.ref)
+            self.assertGreater(self.stats(m)["prefetched"], 0)
+
     def test_random_reads_do_not_prefetch(self):
         row = 64 * 64 * 3 * 4
-        with self.mount(self.p("seq.npy")) as m:
+        with self.mount(self.p("seq.h5")) as m:
             fd = os.open(m.path("seq.dat"), os.O_RDONLY)
             try:
                 # rows far apart, never in or next to the previous chunk
@@ -166,9 +183,25 @@ class Readahead(E2E):
             self.assertEqual(self.stats(m)["prefetched"], 0)
 
     def test_no_readahead_without_cache_room(self):
-        with self.mount(self.p("seq.npy"), "--cache-size", "0") as m:
-            with open(m.path("seq.dat"), "rb") as f:
-                self.assertEqual(f.read(), self.ref)
+        with self.mount(self.p("seq.h5"), "--cache-size", "0") as m:
+            self.assertEqual(self.read_all(m.path("seq.dat")), self.ref)
             self.assertEqual(self.stats(m)["prefetched"], 0)
         with open(m.log) as f:
             self.assertIn("readahead of chunks off", f.read())
+
+    def test_plain_source_decodes_only_what_is_read(self):
+        # .npy elements are pread for each request: nothing cached, nothing
+        # decoded that the kernel did not ask for, and no readahead of ours
+        row = 64 * 64 * 3 * 4
+        with self.mount(self.p("seq.npy")) as m:
+            fd = os.open(m.path("seq.dat"), os.O_RDONLY)
+            try:
+                for r in (3900, 100, 2900, 1200):
+                    self.assertEqual(os.pread(fd, row, r * row), self.ref[r * row:(r + 1) * row])
+            finally:
+                os.close(fd)
+            self.assertEqual(self.read_all(m.path("seq.dat"), bs=3 << 20), self.ref)
+            st = self.stats(m)
+            self.assertEqual(st["bytes_decoded"], st["bytes_served"], st)
+            self.assertEqual((st["cache_misses"], st["cache_hits"], st["prefetched"]), (0, 0, 0), st)
+            self.assertEqual(st["errors"], 0)

@@ -1,0 +1,44 @@
+/*
+ * Reading a view: the output bytes of any byte range, made on demand.
+ *
+ * A range maps onto chunks through dsv_view_span_at. A piece of a chunk
+ * whose stored bytes are its plain elements (.npy, raw, HDF5 contiguous,
+ * HDF5 chunks without filters) is pread alone, just the elements the range
+ * needs, and transformed into the caller's buffer: nothing is decoded that
+ * was not asked for, and the kernel's page cache, not ours, keeps the result.
+ * A piece of a chunk that must be decoded whole (LZ4, Fletcher32, filters
+ * only the HDF5 library knows) comes from the chunk cache, which holds
+ * decoded chunks in the source dtype (a quarter of their float32 bytes for
+ * uint8), and is transformed from there. Either way the transform writes
+ * once, straight into the caller's buffer (the FUSE reply).
+ *
+ * Thread safety: every function may be called from any number of threads.
+ */
+#ifndef DSVIEW_READ_H
+#define DSVIEW_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsview/cache.h"
+#include "dsview/view.h"
+
+typedef struct dsv_read_info {
+	uint64_t plain_bytes; /* output bytes made from elements pread for this read */
+	int cached;           /* some piece came from the cache: */
+	uint64_t first, last; /* its first and last global chunk index */
+} dsv_read_info;
+
+/* Writes bytes [off, off + len) of view v's output (any alignment) into
+ * dst. vi is v's index, the cache key's view. The cache's fill must decode
+ * chunk g of view vi into the source dtype (dsv_backend_decode).
+ * @return 0, or a negative dsv_err: the chunk's failure (logged with the
+ * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
+int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t len, void *dst,
+	     dsv_read_info *info);
+
+/* Decodes chunk g into the cache (readahead). @return 1 when it is there
+ * now, 0 for a plain chunk (never cached), or the fill's error. */
+int dsv_read_prefetch(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t g);
+
+#endif

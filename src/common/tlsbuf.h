@@ -1,0 +1,25 @@
+/*
+ * Per-thread scratch buffers, one per slot, kept for the thread's life and
+ * freed when it exits. FUSE workers and readahead threads reuse the same
+ * warm pages for every request instead of faulting in fresh ones.
+ *
+ * dsv_tls_buf(slot, size) invalidates the pointer it returned before for
+ * the same slot in the same thread when it has to grow (the old contents
+ * are not kept). Thread safety: each thread sees only its own buffers.
+ */
+#ifndef DSV_COMMON_TLSBUF_H
+#define DSV_COMMON_TLSBUF_H
+
+#include <stddef.h>
+
+enum {
+	DSV_TLS_STORED, /* a chunk's stored (compressed) bytes */
+	DSV_TLS_RAW,    /* source elements pread for a transform */
+	DSV_TLS_OUT,    /* a read's output bytes (the FUSE reply) */
+	DSV_TLS_NSLOTS
+};
+
+/* At least size bytes for slot, or NULL when out of memory. */
+void *dsv_tls_buf(int slot, size_t size);
+
+#endif

@@ -1,0 +1,314 @@
+/* Reading views: any byte range of a view (plain sources pread on demand,
+ * LZ4 stores through the cache) equals a reference computed here element by
+ * element in float64 and rounded once; cut elements at both ends; ranges
+ * across chunk and source boundaries; errors for ranges past the end and
+ * sources truncated after opening. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dsview/backend.h"
+#include "dsview/pack.h"
+#include "dsview/read.h"
+#include "dsview/view.h"
+
+#define ROWS_A 301
+#define ROWS_B 77
+#define H 5
+#define W 7
+#define ROW (H * W * 3)
+#define CHW_ROW (3 * 150 * 150)
+
+static char dir[] = "/tmp/dsv-test-read-XXXXXX";
+static const double mean[3] = { 0.485, 0.456, 0.406 }, stdv[3] = { 0.229, 0.224, 0.225 };
+
+typedef struct fixture {
+	dsv_manifest *m;
+	dsv_backend *b;
+	dsv_cache *c;
+	uint8_t *x; /* every source row, concatenated as the views see them */
+} fixture;
+
+static char *tpath(const char *name)
+{
+	static char p[4][256];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);
+	return p[k];
+}
+
+static void write_npy_shape(const char *name, const uint8_t *data, uint64_t rows, uint64_t row,
+			    const char *shape)
+{
+	char head[128];
+	int n = snprintf(head, sizeof(head),
+			 "{'descr': '|u1', 'fortran_order': False, 'shape': (%llu, %s), }",
+			 (unsigned long long)rows, shape);
+	size_t total = 10 + (size_t)n + 1, pad = (64 - total % 64) % 64;
+	FILE *f = fopen(tpath(name), "wb");
+	assert_non_null(f);
+	fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+	uint16_t hl = (uint16_t)(n + pad + 1);
+	fputc(hl & 0xff, f);
+	fputc(hl >> 8, f);
+	fwrite(head, 1, (size_t)n, f);
+	for (size_t i = 0; i < pad; i++)
+		fputc(' ', f);
+	fputc('\n', f);
+	assert_int_equal(fwrite(data, 1, rows * row, f), rows * row);
+	fclose(f);
+}
+
+static void write_npy(const char *name, const uint8_t *data, uint64_t rows)
+{
+	char shape[64];
+	snprintf(shape, sizeof(shape), "%d, %d, 3", H, W);
+	write_npy_shape(name, data, rows, ROW, shape);
+}
+
+static int fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+{
+	fixture *fx = ctx;
+	return dsv_backend_decode(fx->b, fx->m->views[view], chunk, buf, size);
+}
+
+static int setup(void **state)
+{
+	fixture *fx = calloc(1, sizeof(*fx));
+	dsv_errbuf eb;
+	if (!fx || !mkdtemp(dir))
+		return -1;
+	fx->x = malloc(4 * CHW_ROW); /* more than the ROWS_A + ROWS_B rows */
+	for (size_t i = 0; i < 4 * CHW_ROW; i++)
+		fx->x[i] = (uint8_t)((i * 7 + i / 97) % 256);
+	write_npy("a.npy", fx->x, ROWS_A);
+	write_npy("b.npy", fx->x + ROWS_A * ROW, ROWS_B);
+
+	/* the same rows as a store of small LZ4 chunks (8 rows each) */
+	write_npy("ab.npy", fx->x, ROWS_A + ROWS_B);
+	/* CHW rows of 67,500 elements: dsview splits them into chunks that end
+	 * inside a channel plane, so a piece's channel depends on where its
+	 * chunk starts */
+	write_npy_shape("chw.npy", fx->x, 4, CHW_ROW, "3, 150, 150");
+	dsv_pack_opts o;
+	dsv_pack_result res;
+	dsv_pack_opts_init(&o);
+	o.input = tpath("ab.npy");
+	o.output = tpath("ab.h5");
+	o.dataset = "x";
+	o.chunk_bytes = 8 * ROW;
+	o.threads = 1;
+	if (dsv_pack(&o, &res, &eb) != 0 || res.chunks < 40) {
+		fprintf(stderr, "pack: %s\n", eb.msg);
+		return -1;
+	}
+
+	FILE *f = fopen(tpath("m.ini"), "w");
+	fprintf(f, "[f32]\nsource = a.npy\nsource = b.npy\nscale = %.17g\n"
+		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		   "[f16]\nsource = a.npy\nsource = b.npy\ndtype = float16\nscale = %.17g\n"
+		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		   "[lz4]\nsource = ab.h5:/x\ndtype = bfloat16\nscale = %.17g\n"
+		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		   "[chw]\nsource = chw.npy\nscale = %.17g\nchannel_axis = 1\n"
+		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n",
+		1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0);
+	fclose(f);
+	if (dsv_manifest_load(tpath("m.ini"), &fx->m, &eb) != 0) {
+		fprintf(stderr, "manifest: %s\n", eb.msg);
+		return -1;
+	}
+	if (dsv_backend_create("off", &fx->b, &eb) != 0)
+		return -1;
+	fx->c = dsv_cache_create(1 << 20, fill, fx);
+	*state = fx;
+	return fx->c ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	fixture *fx = *state;
+	char cmd[300];
+	if (!fx)
+		return -1;
+	dsv_cache_destroy(fx->c);
+	dsv_backend_destroy(fx->b);
+	dsv_manifest_free(fx->m);
+	free(fx->x);
+	free(fx);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+/* The whole output of view vi, element by element from the source bytes. */
+static uint8_t *reference(const fixture *fx, uint32_t vi)
+{
+	const dsv_view *v = fx->m->views[vi];
+	uint8_t *out = malloc(v->nbytes);
+	for (uint64_t e = 0; e < v->nelems; e++) {
+		int c = (int)(v->channel_axis == 1 ? e / (150 * 150) % 3 : e % 3);
+		float y = (float)((fx->x[e] * (1 / 255.0) - mean[c]) / stdv[c]);
+		if (v->dtype == DSV_F32) {
+			memcpy(out + e * 4, &y, 4);
+		} else {
+			uint16_t h = v->dtype == DSV_F16 ? dsv_f32_to_f16(y) : dsv_f32_to_bf16(y);
+			memcpy(out + e * 2, &h, 2);
+		}
+	}
+	return out;
+}
+
+static void check_range(fixture *fx, uint32_t vi, const uint8_t *ref, uint64_t off, size_t len)
+{
+	const dsv_view *v = fx->m->views[vi];
+	dsv_read_info info;
+	if (off > v->nbytes)
+		return;
+	if (len > v->nbytes - off)
+		len = (size_t)(v->nbytes - off);
+	uint8_t *got = malloc(len + 1);
+	got[len] = 0xa5; /* guard */
+	assert_int_equal(dsv_read(fx->c, v, vi, off, len, got, &info), 0);
+	if (memcmp(got, ref + off, len) != 0) {
+		size_t i = 0;
+		while (got[i] == ref[off + i])
+			i++;
+		fail_msg("view %s: read(%llu, %zu) differs at byte %zu", v->name,
+			 (unsigned long long)off, len, i);
+	}
+	assert_int_equal(got[len], 0xa5);
+	free(got);
+}
+
+static void test_every_range_matches(void **state)
+{
+	fixture *fx = *state;
+	for (uint32_t vi = 0; vi < fx->m->nviews; vi++) {
+		const dsv_view *v = fx->m->views[vi];
+		uint8_t *ref = reference(fx, vi);
+		uint64_t chunk = dsv_source_get_info(v->sources[0])->chunk_elems * v->out_esize;
+		uint64_t marks[] = { 0, chunk, 2 * chunk, 5 * chunk, (uint64_t)ROWS_A * ROW * v->out_esize,
+				     v->nbytes };
+		for (size_t k = 0; k < sizeof(marks) / sizeof(*marks); k++)
+			for (int d = -9; d <= 9; d++) {
+				if ((int64_t)marks[k] + d < 0)
+					continue;
+				static const size_t lens[] = { 1, 2, 3, 5, 4096, 12345 };
+				for (size_t l = 0; l < sizeof(lens) / sizeof(*lens); l++)
+					check_range(fx, vi, ref, marks[k] + (uint64_t)d, lens[l]);
+				check_range(fx, vi, ref, marks[k] + (uint64_t)d, (size_t)chunk + 3);
+			}
+		srand(11);
+		for (int i = 0; i < 300; i++)
+			check_range(fx, vi, ref, (uint64_t)rand() % v->nbytes,
+				    (size_t)rand() % (3 * ROW * v->out_esize) + 1);
+		check_range(fx, vi, ref, 0, (size_t)v->nbytes); /* the whole view at once */
+		free(ref);
+	}
+}
+
+static void test_plain_pieces_bypass_cache(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[0];
+	dsv_cache_stats s0, s1;
+	dsv_read_info info;
+	size_t len = 3 * ROW * 4 + 2;
+	uint8_t *buf = malloc(len);
+	dsv_cache_get_stats(fx->c, &s0);
+	/* from 2 bytes into row 299 across the a.npy/b.npy boundary */
+	assert_int_equal(dsv_read(fx->c, v, 0, 299 * ROW * 4 + 2, len, buf, &info), 0);
+	dsv_cache_get_stats(fx->c, &s1);
+	assert_int_equal(s1.misses + s1.hits, s0.misses + s0.hits);
+	assert_false(info.cached);
+	/* the cut elements at both ends are read whole */
+	assert_int_equal(info.plain_bytes, len + 2);
+	free(buf);
+}
+
+static void test_cached_pieces_report_chunks(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[2];
+	dsv_read_info info;
+	uint64_t rows_per_chunk = dsv_source_get_info(v->sources[0])->chunk_elems / ROW;
+	uint64_t row_bytes = ROW * v->out_esize;
+	size_t len = (size_t)(2 * rows_per_chunk * row_bytes);
+	uint8_t *buf = malloc(len);
+	/* from the middle of chunk 3 to the middle of chunk 5 */
+	uint64_t off = (3 * rows_per_chunk + rows_per_chunk / 2) * row_bytes;
+	assert_int_equal(dsv_read(fx->c, v, 2, off, len, buf, &info), 0);
+	assert_true(info.cached);
+	assert_int_equal(info.first, 3);
+	assert_int_equal(info.last, 5);
+	assert_int_equal(info.plain_bytes, 0);
+	free(buf);
+}
+
+static void test_prefetch(void **state)
+{
+	fixture *fx = *state;
+	dsv_cache *c = dsv_cache_create(1 << 20, fill, fx);
+	dsv_cache_stats st;
+	assert_int_equal(dsv_read_prefetch(c, fx->m->views[0], 0, 1), 0); /* plain */
+	assert_int_equal(dsv_read_prefetch(c, fx->m->views[2], 2, 40), 1);
+	assert_int_equal(dsv_read_prefetch(c, fx->m->views[2], 2, 40), 1); /* already there */
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.fills, 1);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(dsv_read_prefetch(c, fx->m->views[2], 2, fx->m->views[2]->nchunks),
+			 DSV_ERR_INVALID);
+	dsv_cache_destroy(c);
+}
+
+static void test_range_past_end(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[0];
+	dsv_read_info info;
+	uint8_t buf[8];
+	assert_int_equal(dsv_read(fx->c, v, 0, v->nbytes - 4, 8, buf, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, v, 0, UINT64_MAX - 2, 8, buf, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, v, 0, v->nbytes, 0, buf, &info), 0);
+}
+
+/* Runs last: b.npy loses its last rows after the views were opened. */
+static void test_truncated_source(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[0];
+	dsv_read_info info;
+	uint8_t *ref = reference(fx, 0), buf[4096];
+	off_t size;
+	FILE *f = fopen(tpath("b.npy"), "rb");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fclose(f);
+	assert_int_equal(truncate(tpath("b.npy"), size - 10 * ROW), 0);
+	assert_int_equal(dsv_read(fx->c, v, 0, v->nbytes - sizeof(buf), sizeof(buf), buf, &info),
+			 DSV_ERR_TRUNCATED);
+	/* the rows still there read as before */
+	check_range(fx, 0, ref, (uint64_t)ROWS_A * ROW * 4 - 100, 4096);
+	free(ref);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_range_matches),
+		cmocka_unit_test(test_plain_pieces_bypass_cache),
+		cmocka_unit_test(test_cached_pieces_report_chunks),
+		cmocka_unit_test(test_prefetch),
+		cmocka_unit_test(test_range_past_end),
+		cmocka_unit_test(test_truncated_source),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
