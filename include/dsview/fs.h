@@ -15,9 +15,16 @@
 
 typedef struct dsv_fs dsv_fs;
 
+/* The kernel's readahead window of a mount unless --readahead says
+ * otherwise: a memmap reader's page fault on a shuffled row reads this much
+ * around it (mostly rows nobody asked for), while sequential passes are
+ * read ahead by dsview itself (prefetch.h) and need no large window. */
+#define DSV_FS_DEFAULT_READAHEAD (256u << 10)
+
 typedef struct dsv_fs_opts {
 	uint64_t cache_size;
 	int threads;         /* FUSE worker threads */
+	uint64_t readahead;  /* the kernel's readahead window for the mount, bytes */
 	const char *gpu;     /* auto | off | N */
 	const char *fuse_opts; /* -o, comma-separated, may be NULL */
 	int debug;

@@ -25,8 +25,7 @@
 
 typedef struct dsv_read_info {
 	uint64_t plain_bytes; /* output bytes made from elements pread for this read */
-	int cached;           /* some piece came from the cache: */
-	uint64_t first, last; /* its first and last global chunk index */
+	uint64_t first, last; /* global indices of the first and last chunk read */
 } dsv_read_info;
 
 /* Writes bytes [off, off + len) of view v's output (any alignment) into
@@ -37,8 +36,8 @@ typedef struct dsv_read_info {
 int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
-/* Decodes chunk g into the cache (readahead). @return 1 when it is there
- * now, 0 for a plain chunk (never cached), or the fill's error. */
-int dsv_read_prefetch(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t g);
+/* The view bytes [*off, *off + *len) that chunk g's output occupies.
+ * @return 0, or DSV_ERR_INVALID for g out of range. */
+int dsv_read_chunk_range(const dsv_view *v, uint64_t g, uint64_t *off, uint64_t *len);
 
 #endif

@@ -46,6 +46,9 @@ static const char mount_usage[] =
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
 	"                       (default: the smaller of 1G and 10%% of RAM)\n"
 	"      --threads N      FUSE worker threads (default 8)\n"
+	"      --readahead S    the kernel's readahead window of the mount (default\n"
+	"                       256K; 64K: less read around shuffled memmap rows,\n"
+	"                       1M: fewer requests for sequential passes)\n"
 	"      --gpu G          auto (default), off, or a CUDA device number\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other\n"
 	"      --log FILE       daemon log file (default: syslog)\n"
@@ -124,6 +127,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "dtype", required_argument, NULL, 'D' },
 		{ "cache-size", required_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'T' },
+		{ "readahead", required_argument, NULL, 'R' },
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "debug", no_argument, NULL, 'd' },
@@ -135,6 +139,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	dsv_fs *fs = NULL;
 	dsv_errbuf eb;
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
+	const char *ra_arg = NULL;
 	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
 	int foreground = 0, threads = 0, c, err;
 	char *end, real_mp[PATH_MAX];
@@ -145,6 +150,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		case 'f': foreground = 1; break;
 		case 'D': dtype_arg = optarg; break;
 		case 'C': cache_arg = optarg; break;
+		case 'R': ra_arg = optarg; break;
 		case 'T':
 			if (dsv_cli_int_arg("--threads", optarg, 1, 256, &threads))
 				return EXIT_USER;
@@ -189,6 +195,11 @@ int dsv_cmd_mount(int argc, char **argv)
 		o.cache_size = m->cache_size;
 	if (cache_arg && dsv_parse_size(cache_arg, &o.cache_size)) {
 		dsv_cli_error("--cache-size '%s' is not a size (e.g. 2G, 512M, 0)", cache_arg);
+		goto user_error;
+	}
+	o.readahead = DSV_FS_DEFAULT_READAHEAD;
+	if (ra_arg && (dsv_parse_size(ra_arg, &o.readahead) || o.readahead > (64u << 20))) {
+		dsv_cli_error("--readahead '%s' is not a size up to 64M (e.g. 256K, 1M, 0)", ra_arg);
 		goto user_error;
 	}
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;

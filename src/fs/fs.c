@@ -65,7 +65,7 @@ struct dsv_fs {
 	int mounted;
 	dsv_backend *backend;
 	dsv_cache *cache;
-	dsv_prefetch *prefetch; /* NULL: off (cache too small to hold what it reads ahead) */
+	dsv_prefetch *prefetch; /* NULL: off */
 	node *nodes; /* nodes[ino - 1] */
 	size_t nnodes;
 	struct timespec mount_time;
@@ -73,6 +73,7 @@ struct dsv_fs {
 	/* output bytes (as if transformed) of every chunk decoded and every
 	 * plain piece pread: against bytes_served, the read amplification */
 	_Atomic uint64_t bytes_decoded;
+	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
 };
 
 static int dsv_err_to_errno(int err)
@@ -279,51 +280,54 @@ static void reply_slice(fuse_req_t req, const char *data, size_t len, size_t siz
 		fuse_reply_buf(req, data + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
-static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, uint64_t off)
+/* Bytes [off, off + len) of data file n (inside it) into buf: the .npy
+ * header where it lies in the range, then the view's output. */
+static int file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char *buf,
+		      dsv_read_info *info)
 {
-	uint32_t vi = (uint32_t)n->view;
-	const dsv_view *v = fs->m->views[vi];
-	struct iovec iov[2];
-	int niov = 0, err = 0;
-	uint64_t end;
+	const dsv_view *v = fs->m->views[n->view];
+	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0;
+	int err = 0;
+	if (off < hdr) {
+		size_t h = (size_t)(hdr - off < len ? hdr - off : len);
+		memcpy(buf, v->npy_header + off, h);
+		buf += h;
+		off += h;
+		len -= h;
+	}
+	memset(info, 0, sizeof(*info));
+	info->first = UINT64_MAX; /* no chunk */
+	if (len)
+		err = dsv_read(fs->cache, v, (uint32_t)n->view, off - hdr, len, buf, info);
+	atomic_fetch_add(&fs->bytes_decoded, info->plain_bytes);
+	return err;
+}
+
+static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n, size_t size,
+		      uint64_t off)
+{
 	dsv_read_info info;
+	int err;
 
 	if (off >= n->size || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	end = n->size - off < size ? n->size : off + size;
-	if (n->kind == N_NPY) {
-		if (off < v->npy_header_len) {
-			size_t h = (size_t)((end < v->npy_header_len ? end : v->npy_header_len) - off);
-			iov[niov].iov_base = v->npy_header + off;
-			iov[niov++].iov_len = h;
-			off += h;
-		}
-		off -= v->npy_header_len;
-		end -= v->npy_header_len;
-	}
-	if (off < end) {
-		/* The reply is made in this thread's buffer, reused by every
-		 * request it serves, and written to the kernel synchronously. */
-		void *buf = dsv_tls_buf(DSV_TLS_OUT, (size_t)(end - off));
-		err = buf ? dsv_read(fs->cache, v, vi, off, (size_t)(end - off), buf, &info)
-			  : DSV_ERR_NOMEM;
-		if (!err) {
-			iov[niov].iov_base = buf;
-			iov[niov++].iov_len = (size_t)(end - off);
-			atomic_fetch_add(&fs->bytes_decoded, info.plain_bytes);
-			if (info.cached)
-				dsv_prefetch_hint(fs->prefetch, vi, info.first, info.last);
-		}
-	}
+	if (size > n->size - off)
+		size = (size_t)(n->size - off);
+	/* The reply is made in this thread's buffer, reused by every request
+	 * it serves, and written to the kernel synchronously. */
+	char *buf = dsv_tls_buf(DSV_TLS_OUT, size);
+	err = buf ? file_bytes(fs, n, off, size, buf, &info) : DSV_ERR_NOMEM;
 	if (err) {
 		atomic_fetch_add(&fs->read_errors, 1);
 		fuse_reply_err(req, dsv_err_to_errno(err));
 		return;
 	}
-	atomic_fetch_add(&fs->bytes_served, iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0));
-	fuse_reply_iov(req, iov, niov);
+	if (info.first <= info.last)
+		dsv_prefetch_hint(fs->prefetch, (uint32_t)(ino - 1), info.first, info.last, size);
+	atomic_fetch_add(&fs->bytes_served, size);
+	fuse_reply_buf(req, buf, size);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -350,7 +354,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		break;
 	}
 	default:
-		read_view(fs, req, n, size, (uint64_t)off);
+		read_view(fs, req, ino, n, size, (uint64_t)off);
 	}
 }
 
@@ -531,6 +535,7 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"cache_ghost_hits\": %llu,\n  \"cache_reuses\": %llu,\n"
 		     "  \"cache_bytes_probation\": %llu,\n"
 		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
+		     "  \"bytes_pushed\": %llu,\n"
 		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
@@ -544,6 +549,7 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)cs.bytes_used,
 		     (unsigned long long)cs.budget,
 		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
+		     (unsigned long long)fs->bytes_pushed,
 		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;
@@ -610,12 +616,12 @@ fail:
 	return err;
 }
 
-/* The kernel's readahead for this mount is the bdi's read_ahead_kb; raise it
- * to the largest request size so sequential reads arrive 1 MiB at a time.
+/* The kernel's readahead for this mount is the bdi's read_ahead_kb; set it
+ * to the chosen window (FUSE's own default is the largest request size).
  * The device number comes from mountinfo: a stat() of the mountpoint would be
  * a FUSE request that nobody answers yet (so is realpath: mountpoint must
  * already be canonical). Needs root; harmless to skip. */
-static void raise_readahead(const char *mountpoint)
+static void set_readahead(const char *mountpoint, uint64_t bytes)
 {
 	char line[8192], path[128];
 	unsigned maj = 0, min = 0;
@@ -640,36 +646,68 @@ static void raise_readahead(const char *mountpoint)
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
 	f = fopen(path, "w");
 	if (f)
-		fprintf(f, "%u\n", READ_MAX / 1024);
+		fprintf(f, "%llu\n", (unsigned long long)(bytes / 1024));
 out:
 	if (f)
 		fclose(f);
 }
 
-/* Reads ahead PREFETCH_BYTES of decoded chunks of a view read sequentially (at
- * least two chunks), when the cache's probation quarter can hold twice that
- * next to what readers hold (else it would evict what it just decoded). */
-#define PREFETCH_BYTES (8u << 20)
+/* Readahead: the prefetcher's threads make the chunks ahead of a file's
+ * sequential streams and store them in the kernel's page cache for that
+ * file (FUSE notify_store), where the reader's next page faults find them
+ * without a request. A chunk is stored from the page where it starts to
+ * the page where the next one starts, so consecutive chunks tile the file
+ * in whole pages (a page stored in two parts would never be up to date);
+ * a tripwire chunk (prefetch.h) leaves its first page to the reader.
+ * Stores go in pieces of at most READ_MAX bytes. */
+#define PREFETCH_BYTES (8u << 20) /* decoded (source) bytes ahead of a stream */
 #define PREFETCH_THREADS 2
+
+static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
+{
+	dsv_fs *fs = ctx;
+	const node *n = &fs->nodes[file];
+	const dsv_view *v = fs->m->views[n->view];
+	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, off, len;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	dsv_read_info info;
+	int err = dsv_read_chunk_range(v, chunk, &off, &len);
+	if (err)
+		return err;
+	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
+	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
+	while (off < end) {
+		size_t k = (size_t)(end - off < READ_MAX ? end - off : READ_MAX);
+		char *buf = dsv_tls_buf(DSV_TLS_OUT, k);
+		if (!buf)
+			return DSV_ERR_NOMEM;
+		if ((err = file_bytes(fs, n, off, k, buf, &info)))
+			return err;
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(k);
+		bv.buf[0].mem = buf;
+		/* fails with ENOENT once the kernel has forgotten the inode */
+		if (fuse_lowlevel_notify_store(fs->se, file + 1, (off_t)off, &bv, 0) != 0)
+			return DSV_ERR_IO;
+		atomic_fetch_add(&fs->bytes_pushed, k);
+		off += k;
+	}
+	return 0;
+}
 
 static void start_prefetch(dsv_fs *fs)
 {
 	const char *env = getenv("DSVIEW_READAHEAD_KB"); /* for measuring: 0 turns it off */
-	uint64_t bytes = env ? strtoull(env, NULL, 10) * 1024 : PREFETCH_BYTES, largest = 0;
+	uint64_t bytes = env ? strtoull(env, NULL, 10) * 1024 : PREFETCH_BYTES;
+	dsv_view **file_views;
 
-	if (bytes == 0)
+	if (bytes == 0 || !(file_views = calloc(fs->nnodes, sizeof(*file_views))))
 		return;
-	for (size_t i = 0; i < fs->m->nviews; i++)
-		if (fs->m->views[i]->max_chunk_raw > largest)
-			largest = fs->m->views[i]->max_chunk_raw;
-	if (fs->o.cache_size / 4 < 2 * (bytes + 2 * largest)) {
-		dsv_log_info("readahead of chunks off: cache %llu bytes is small for %llu bytes ahead "
-			     "in chunks of %llu", (unsigned long long)fs->o.cache_size,
-			     (unsigned long long)bytes, (unsigned long long)largest);
-		return;
-	}
-	fs->prefetch = dsv_prefetch_start(fs->cache, fs->m->views, fs->m->nviews,
-					  PREFETCH_THREADS, bytes);
+	for (size_t i = 0; i < fs->nnodes; i++)
+		if (fs->nodes[i].kind == N_DAT || fs->nodes[i].kind == N_NPY)
+			file_views[i] = fs->m->views[fs->nodes[i].view];
+	fs->prefetch = dsv_prefetch_start(file_views, fs->nnodes, PREFETCH_THREADS, bytes,
+					  push_chunk, fs);
+	free(file_views);
 }
 
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
@@ -688,16 +726,17 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (fuse_set_signal_handlers(fs->se) != 0)
 		return dsv_errf(eb, DSV_ERR_INTERNAL, "cannot install signal handlers");
-	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, kernel %s)",
+	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, readahead "
+		     "%llu KiB, kernel %s)",
 		     fs->m->nviews, fs->m->path, fs->mountpoint, (unsigned long long)fs->o.cache_size,
-		     threads, dsv_xform_kernel_name());
+		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)threads);
-	raise_readahead(fs->mountpoint);
+	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);

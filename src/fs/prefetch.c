@@ -3,45 +3,51 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "dsview/read.h"
 #include "fs/prefetch.h"
 
 #define QUEUE_CAP 256
-#define MAX_DEPTH 64 /* chunks per view */
-/* A run must cover this much output, and at least START_MIN chunks, before
- * anything is queued: the kernel's reads around one memmapped row (its
- * readahead window is 1 MiB) touch neighbouring chunks too, and a shuffled
- * batch must not decode rows nobody asked for. */
-#define START_BYTES (8u << 20)
-#define START_MIN 3
+#define MAX_DEPTH 64 /* chunks per stream */
+#define NSTREAMS 4   /* per file */
+/* A stream must have read this much, and span at least START_MIN chunks,
+ * before anything is queued: the kernel's reads around one memmapped row
+ * touch neighbouring chunks too, and the rows of a shuffled batch can fall
+ * in a run of adjacent chunks, but they read only a part of each. */
+#define START_BYTES (32u << 20)
+#define START_MIN 4
 
 typedef struct job {
-	uint32_t view;
+	uint32_t file, stream;
 	uint64_t chunk;
+	int trip;
 } job;
 
-/* The current run of a view: the chunks [lo, hi] that reads touched, each
- * read overlapping or next to the run so far. The kernel does not send a
- * sequential pass in order (the pieces of one readahead window may arrive
- * last first), so direction inside the run does not matter. */
-typedef struct view_state {
+/* Chunks [lo, hi] that reads of a file touched, each read overlapping or
+ * next to the stream so far. */
+typedef struct stream {
 	int live;
 	uint64_t lo, hi;
 	uint64_t ahead; /* chunks below this were already queued */
+	uint64_t bytes; /* read so far */
+	uint64_t used;  /* tick of the last read, for replacing the oldest */
+} stream;
+
+typedef struct file_state {
+	const dsv_view *v;
 	unsigned depth; /* chunks to keep queued ahead */
-	unsigned start; /* run length, in chunks, before queueing any */
-} view_state;
+	stream s[NSTREAMS];
+} file_state;
 
 struct dsv_prefetch {
-	dsv_cache *cache;
-	dsv_view *const *views;
-	size_t nviews;
-	view_state *vs;
+	dsv_prefetch_fn fn;
+	void *ctx;
+	file_state *files;
+	size_t nfiles;
 
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* the queue and every stream */
 	pthread_cond_t cv;
 	job q[QUEUE_CAP];
 	unsigned head, len;
+	uint64_t tick;
 	int stopping;
 	int nthreads;
 	pthread_t *tids;
@@ -61,11 +67,11 @@ static void *prefetch_thread(void *arg)
 		job j = p->q[p->head];
 		p->head = (p->head + 1) % QUEUE_CAP;
 		p->len--;
+		const stream *s = &p->files[j.file].s[j.stream];
+		if (!s->live || j.chunk <= s->hi || j.chunk < s->lo)
+			continue; /* read already, or the stream was replaced */
 		pthread_mutex_unlock(&p->mu);
-
-		/* A failure is not cached: the reader that needs the chunk
-		 * decodes it again and gets the error itself. */
-		if (dsv_read_prefetch(p->cache, p->views[j.view], j.view, j.chunk) == 1)
+		if (p->fn(p->ctx, j.file, j.chunk, j.trip) == 0)
 			atomic_fetch_add(&p->done, 1);
 		pthread_mutex_lock(&p->mu);
 	}
@@ -73,34 +79,35 @@ static void *prefetch_thread(void *arg)
 	return NULL;
 }
 
-dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_t nviews,
-				 int threads, uint64_t bytes)
+dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, size_t nfiles, int threads,
+				 uint64_t bytes, dsv_prefetch_fn fn, void *ctx)
 {
 	dsv_prefetch *p;
 
-	if (threads <= 0 || bytes == 0 || nviews == 0)
+	if (threads <= 0 || bytes == 0 || nfiles == 0)
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->cache = cache;
-	p->views = views;
-	p->nviews = nviews;
-	p->vs = calloc(nviews, sizeof(*p->vs));
+	p->fn = fn;
+	p->ctx = ctx;
+	p->nfiles = nfiles;
+	p->files = calloc(nfiles, sizeof(*p->files));
 	p->tids = calloc((size_t)threads, sizeof(*p->tids));
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	if (!p->vs || !p->tids) {
+	if (!p->files || !p->tids) {
 		dsv_prefetch_stop(p);
 		return NULL;
 	}
-	for (size_t i = 0; i < nviews; i++) {
-		uint64_t raw = views[i]->max_chunk_raw ? views[i]->max_chunk_raw : 1;
-		uint64_t out = views[i]->max_chunk_out ? views[i]->max_chunk_out : 1;
+	for (size_t i = 0; i < nfiles; i++) {
+		const dsv_view *v = file_views[i];
+		if (!v)
+			continue;
+		uint64_t raw = v->max_chunk_raw ? v->max_chunk_raw : 1;
 		uint64_t d = bytes / raw;
-		p->vs[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
-		d = (START_BYTES + out - 1) / out;
-		p->vs[i].start = (unsigned)(d < START_MIN ? START_MIN : d > MAX_DEPTH ? MAX_DEPTH : d);
+		p->files[i].v = v;
+		p->files[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
 	}
 	for (; p->nthreads < threads; p->nthreads++)
 		if (pthread_create(&p->tids[p->nthreads], NULL, prefetch_thread, p))
@@ -112,41 +119,92 @@ dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_
 	return p;
 }
 
-void dsv_prefetch_hint(dsv_prefetch *p, uint32_t vi, uint64_t first, uint64_t last)
+/* The last chunk a read may start at and still continue s: the one after
+ * it, or any that was queued ahead of it (read from the page cache, those
+ * never reach us, but for a tripwire's first page). */
+static uint64_t reach(const stream *s)
 {
-	if (!p || vi >= p->nviews)
+	return s->hi + 1 > s->ahead ? s->hi + 1 : s->ahead;
+}
+
+/* The stream a read of [first, last] continues (overlaps, is next to, or
+ * lies in what was queued ahead of it), or a fresh one in place of the
+ * least recently used. */
+static unsigned find_stream(file_state *f, uint64_t first, uint64_t last, int *fresh)
+{
+	unsigned oldest = 0;
+	for (unsigned i = 0; i < NSTREAMS; i++) {
+		const stream *s = &f->s[i];
+		if (s->live && first <= reach(s) && last + 1 >= s->lo) {
+			*fresh = 0;
+			return i;
+		}
+		if (f->s[oldest].live && (!s->live || s->used < f->s[oldest].used))
+			oldest = i;
+	}
+	*fresh = 1;
+	return oldest;
+}
+
+/* Folds into stream si every other stream it now overlaps or touches: the
+ * pieces of one window arrive last first, so a stream's next window can
+ * start as a stream of its own. */
+static void merge_streams(file_state *f, unsigned si)
+{
+	stream *s = &f->s[si];
+	for (unsigned i = 0; i < NSTREAMS; i++) {
+		stream *t = &f->s[i];
+		if (i == si || !t->live || t->lo > reach(s) || reach(t) + 1 < s->lo)
+			continue;
+		if (t->lo < s->lo)
+			s->lo = t->lo;
+		if (t->hi > s->hi)
+			s->hi = t->hi;
+		if (t->ahead > s->ahead)
+			s->ahead = t->ahead;
+		s->bytes += t->bytes;
+		t->live = 0;
+	}
+}
+
+void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,
+		       uint64_t bytes)
+{
+	if (!p || file >= p->nfiles || !p->files[file].v)
 		return;
-	view_state *s = &p->vs[vi];
-	uint64_t nchunks = p->views[vi]->nchunks;
+	file_state *f = &p->files[file];
+	int fresh;
 
 	pthread_mutex_lock(&p->mu);
-	if (!s->live || first > s->hi + 1 || last + 1 < s->lo) {
-		/* not next to the run: a new one (a shuffled batch jumps) */
-		s->live = 1;
-		s->lo = first;
-		s->hi = last;
-		s->ahead = 0;
+	unsigned si = find_stream(f, first, last, &fresh);
+	stream *s = &f->s[si];
+	s->used = ++p->tick;
+	if (fresh) {
+		*s = (stream){ .live = 1, .lo = first, .hi = last, .used = p->tick, .bytes = bytes };
 		goto out;
 	}
+	s->bytes += bytes;
 	if (first < s->lo)
 		s->lo = first;
 	if (last > s->hi)
 		s->hi = last;
-	/* Only a run longer than start queues anything, and then as far ahead
-	 * as it has run, up to depth, so random reads cost no extra decoding. */
+	merge_streams(f, si);
+	/* Only a stream longer than start queues anything, and then as far
+	 * ahead as it has run, up to depth, so random reads cost nothing. */
 	uint64_t len = s->hi + 1 - s->lo;
-	if (len < s->start)
+	if (len < START_MIN || s->bytes < START_BYTES)
 		goto out;
-	uint64_t from = s->hi + 1, to = from + (len < s->depth ? len : s->depth);
-	if (to > nchunks)
-		to = nchunks;
+	uint64_t from = s->hi + 1, to = from + (len < f->depth ? len : f->depth);
+	if (to > f->v->nchunks)
+		to = f->v->nchunks;
 	if (s->ahead > from)
 		from = s->ahead; /* already queued up to there */
 	if (from >= to)
 		goto out;
 	s->ahead = to;
 	for (uint64_t g = from; g < to && p->len < QUEUE_CAP; g++) {
-		p->q[(p->head + p->len) % QUEUE_CAP] = (job){ .view = vi, .chunk = g };
+		p->q[(p->head + p->len) % QUEUE_CAP] =
+			(job){ .file = file, .stream = si, .chunk = g, .trip = g == from + (to - from) / 2 };
 		p->len++;
 	}
 	pthread_cond_broadcast(&p->cv);
@@ -167,7 +225,7 @@ void dsv_prefetch_stop(dsv_prefetch *p)
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p->tids);
-	free(p->vs);
+	free(p->files);
 	free(p);
 }
 

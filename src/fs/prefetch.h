@@ -1,17 +1,25 @@
 /*
- * Background readahead of chunks (SPEC 8: "sequential access triggers
- * readahead of the next chunks in the background").
+ * Readahead of a file's next chunks, in the background (SPEC 8: "sequential
+ * access triggers readahead of the next chunks").
  *
- * Every read tells the prefetcher which of a view's cached chunks (those
- * decoded whole; plain ones are pread on demand) it touched.
- * When a read continues where the previous read of that view ended (or
- * stays in its last chunk), the chunks of the next `bytes` of decoded
- * (source dtype) data are queued (at least two chunks); a few
- * threads decode them into the cache (a get and an immediate put), so the
- * FUSE thread that asks for them next finds them decoded, or in flight and
- * waits for that one decode. The queue is global and bounded: when it is
- * full, hints are dropped, so prefetching can never pile up work or memory
- * beyond `bytes` per view plus the queue.
+ * Every read of a data file tells the prefetcher which chunks of its view
+ * it touched. A read that overlaps, or is next to, one of the file's recent
+ * streams extends that stream (a file keeps several, for workers that read
+ * shards of it side by side; the kernel does not send one stream's pieces
+ * in order, so direction inside a stream does not matter); any other read
+ * starts a new stream in place of the least recently used. Once a stream
+ * has read 32 MiB and spans a few chunks, the chunks of the next `bytes` of decoded (source
+ * dtype) data beyond it are queued; a few threads hand each one to the
+ * caller's function, which makes the chunk's output and gives it to the
+ * kernel (fs.c: FUSE notify_store into the file's page cache), so the
+ * reader's next page faults find it there. Reads served from there never
+ * reach us, so one chunk in the middle of each batch queued is a tripwire:
+ * it is handed on without its first page, which the reader then asks us
+ * for, and that read moves the stream on and queues the next batch. A job
+ * the stream has already read past by the time a thread takes it is
+ * dropped. The queue is global
+ * and bounded: when it is full, hints are dropped, so readahead never piles
+ * up work.
  *
  * Thread safety: hint may be called from any thread; start/stop are not
  * concurrent with anything else.
@@ -19,21 +27,31 @@
 #ifndef DSV_FS_PREFETCH_H
 #define DSV_FS_PREFETCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "dsview/cache.h"
 #include "dsview/view.h"
 
 typedef struct dsv_prefetch dsv_prefetch;
 
-/* NULL if threads or bytes is 0 (prefetching off) or on allocation failure. */
-dsv_prefetch *dsv_prefetch_start(dsv_cache *cache, dsv_view *const *views, size_t nviews,
-				 int threads, uint64_t bytes);
-/* A read of view vi touched chunks first..last (global chunk indices). */
-void dsv_prefetch_hint(dsv_prefetch *p, uint32_t vi, uint64_t first, uint64_t last);
+/* Makes chunk `chunk` of file `file` and hands it on, all but its first
+ * page when trip is set. @return 0 or a negative error (a failure is not
+ * retried: the reader that needs the chunk reads it itself and gets the
+ * error). */
+typedef int (*dsv_prefetch_fn)(void *ctx, uint32_t file, uint64_t chunk, int trip);
+
+/* file_views[i]: the view that file i shows, or NULL for files that are
+ * not read ahead. NULL if threads or bytes is 0 (readahead off) or on
+ * allocation failure. */
+dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, size_t nfiles, int threads,
+				 uint64_t bytes, dsv_prefetch_fn fn, void *ctx);
+/* A read of `bytes` bytes of file touched the view's chunks first..last
+ * (global indices). */
+void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,
+		       uint64_t bytes);
 /* Stops the threads (after their current chunk) and frees p; accepts NULL. */
 void dsv_prefetch_stop(dsv_prefetch *p);
-/* Chunks decoded by prefetching so far. */
+/* Chunks handed on successfully so far. */
 uint64_t dsv_prefetch_done(const dsv_prefetch *p);
 
 #endif

@@ -63,11 +63,11 @@ static int read_elems(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t e, 
 			info->plain_bytes += m * oes;
 		} else {
 			err = read_cached(c, v, vi, sp.chunk, si, &ref, first, m, dst);
-			if (!info->cached)
-				info->first = sp.chunk;
-			info->cached = 1;
-			info->last = sp.chunk;
 		}
+		if (info->first > sp.chunk)
+			info->first = sp.chunk;
+		if (info->last < sp.chunk)
+			info->last = sp.chunk;
 		if (err)
 			return err;
 		dst += m * oes;
@@ -85,6 +85,7 @@ int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t 
 	int err = 0;
 
 	memset(info, 0, sizeof(*info));
+	info->first = UINT64_MAX;
 	if (end < off || end > v->nbytes)
 		return DSV_ERR_INVALID;
 	if (len == 0)
@@ -112,19 +113,13 @@ int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t 
 	return err;
 }
 
-int dsv_read_prefetch(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t g)
+int dsv_read_chunk_range(const dsv_view *v, uint64_t g, uint64_t *off, uint64_t *len)
 {
 	dsv_chunk_ref ref;
-	dsv_cache_entry *e;
 	size_t si;
 	if (dsv_view_chunk_ref(v, g, &si, &ref))
 		return DSV_ERR_INVALID;
-	if (dsv_chunk_is_plain(&ref))
-		return 0;
-	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
-	int err = dsv_cache_get(c, vi, g, (size_t)(ref.nelems * ses), &e);
-	if (err)
-		return err;
-	dsv_cache_put(c, e);
-	return 1;
+	*off = (v->elem_base[si] + ref.elem_start) * v->out_esize;
+	*len = ref.nelems * v->out_esize;
+	return 0;
 }

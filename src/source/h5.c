@@ -953,7 +953,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		haddr_t off = H5Dget_offset(o.dset);
 		if (nbytes == 0) {
 			s->info.kind = DSV_SRC_H5_CONTIGUOUS; /* nothing to read */
-			dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_ELEMS);
+			dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES / dsv_dtype_size(s->info.dtype));
 			break;
 		}
 		if (o.conv || off == HADDR_UNDEF) {
@@ -970,7 +970,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		s->data_offset = off;
 		s->info.kind = DSV_SRC_H5_CONTIGUOUS;
 		s->info.stored_bytes = nbytes;
-		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_ELEMS);
+		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES / dsv_dtype_size(s->info.dtype));
 		break;
 	}
 	case H5D_CHUNKED:

@@ -54,9 +54,6 @@ struct dsv_source {
 
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
 dsv_source *dsv_source_alloc(const char *path, const char *dataset);
-/* Picks chunk_elems for a flat source (about 1 MiB of source bytes, whole
- * rows when a row fits, else a multiple of a large divisor of the row) and
- * fills nchunks. */
 /* Splits a flat source into chunks of whole rows of about target_elems
  * elements (a row larger than that is split into equal pieces). */
 void dsv_source_flat_chunks(dsv_source *s, uint64_t target_elems);
@@ -70,11 +67,12 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			 void *dst, size_t dst_cap);
 
-/* Chunk sizes of flat sources. Sources read with pread get small chunks
- * (256 KiB of float32 output): a shuffled row decodes little beyond itself,
- * and a 1 MiB kernel request is a few chunks decoded while still in cache.
- * The library fallback pays a call per chunk, so it gets bigger ones. */
-#define DSV_PREAD_CHUNK_ELEMS (1u << 16)
+/* Chunk sizes of flat sources. Sources read with pread are read piece by
+ * piece, only what a request needs, so their chunks matter only as the
+ * unit of readahead and of `verify`: about 1 MiB of source bytes, so that
+ * asking the kernel for the next chunks is a few large I/Os. The library
+ * fallback pays a call per chunk and decodes whole chunks into the cache. */
+#define DSV_PREAD_CHUNK_BYTES (1u << 20)
 #define DSV_FALLBACK_CHUNK_BYTES (1u << 20)
 
 #endif

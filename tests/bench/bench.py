@@ -37,6 +37,7 @@ XFORM_BENCH = os.environ.get("XFORM_BENCH", "build/tests/xform_bench")
 MB = int(os.environ.get("BENCH_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SHUF_SECONDS = 15
+SETTLE = float(os.environ.get("BENCH_SETTLE", "3"))
 PAR = 8  # concurrent readers of the RSS check
 H, W = 224, 224  # 150 KB uint8 rows, 600 KB float32 rows
 MEAN = np.array([0.485, 0.456, 0.406])
@@ -80,13 +81,19 @@ def raise_readahead(mp):
 
 
 def drop_caches():
+    """Empties the page cache, then waits SETTLE seconds: on a VM whose
+    balloon reports free pages to the host (this machine class), pages freed
+    a moment ago are still backed and cost less to touch than pages freed
+    seconds ago, so without the wait a peer's figure depends on what the
+    peer before it freed."""
     subprocess.run(["sync"])
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
-        return True
     except OSError:
         return False
+    time.sleep(SETTLE)
+    return True
 
 
 def seq(arr, step=64):

@@ -68,6 +68,8 @@ class BadInput(E2E):
         self.refused(self.p("nope.ini"), want="nope.ini")
         self.refused(self.p("a.npy"), "--cache-size", "lots", want="--cache-size")
         self.refused(self.p("a.npy"), "--dtype", "int8", want="--dtype")
+        self.refused(self.p("a.npy"), "--readahead", "fast", want="--readahead")
+        self.refused(self.p("a.npy"), "--readahead", "1G", want="--readahead")
         r = run("frobnicate")
         self.assertEqual(r.returncode, 1)
         self.assertEqual(run("--version").returncode, 0)

@@ -228,7 +228,8 @@ static void test_plain_pieces_bypass_cache(void **state)
 	assert_int_equal(dsv_read(fx->c, v, 0, 299 * ROW * 4 + 2, len, buf, &info), 0);
 	dsv_cache_get_stats(fx->c, &s1);
 	assert_int_equal(s1.misses + s1.hits, s0.misses + s0.hits);
-	assert_false(info.cached);
+	assert_int_equal(info.first, 0);
+	assert_int_equal(info.last, v->nchunks - 1); /* a.npy's only chunk, then b.npy's */
 	/* the cut elements at both ends are read whole */
 	assert_int_equal(info.plain_bytes, len + 2);
 	free(buf);
@@ -246,27 +247,27 @@ static void test_cached_pieces_report_chunks(void **state)
 	/* from the middle of chunk 3 to the middle of chunk 5 */
 	uint64_t off = (3 * rows_per_chunk + rows_per_chunk / 2) * row_bytes;
 	assert_int_equal(dsv_read(fx->c, v, 2, off, len, buf, &info), 0);
-	assert_true(info.cached);
 	assert_int_equal(info.first, 3);
 	assert_int_equal(info.last, 5);
 	assert_int_equal(info.plain_bytes, 0);
 	free(buf);
 }
 
-static void test_prefetch(void **state)
+static void test_chunk_range(void **state)
 {
 	fixture *fx = *state;
-	dsv_cache *c = dsv_cache_create(1 << 20, fill, fx);
-	dsv_cache_stats st;
-	assert_int_equal(dsv_read_prefetch(c, fx->m->views[0], 0, 1), 0); /* plain */
-	assert_int_equal(dsv_read_prefetch(c, fx->m->views[2], 2, 40), 1);
-	assert_int_equal(dsv_read_prefetch(c, fx->m->views[2], 2, 40), 1); /* already there */
-	dsv_cache_get_stats(c, &st);
-	assert_int_equal(st.fills, 1);
-	assert_int_equal(st.hits, 1);
-	assert_int_equal(dsv_read_prefetch(c, fx->m->views[2], 2, fx->m->views[2]->nchunks),
-			 DSV_ERR_INVALID);
-	dsv_cache_destroy(c);
+	for (uint32_t vi = 0; vi < fx->m->nviews; vi++) {
+		const dsv_view *v = fx->m->views[vi];
+		uint64_t next = 0, off, len;
+		for (uint64_t g = 0; g < v->nchunks; g++) {
+			assert_int_equal(dsv_read_chunk_range(v, g, &off, &len), 0);
+			assert_int_equal(off, next); /* the chunks tile the view */
+			assert_true(len > 0);
+			next = off + len;
+		}
+		assert_int_equal(next, v->nbytes);
+		assert_int_equal(dsv_read_chunk_range(v, v->nchunks, &off, &len), DSV_ERR_INVALID);
+	}
 }
 
 static void test_range_past_end(void **state)
@@ -306,7 +307,7 @@ int main(void)
 		cmocka_unit_test(test_every_range_matches),
 		cmocka_unit_test(test_plain_pieces_bypass_cache),
 		cmocka_unit_test(test_cached_pieces_report_chunks),
-		cmocka_unit_test(test_prefetch),
+		cmocka_unit_test(test_chunk_range),
 		cmocka_unit_test(test_range_past_end),
 		cmocka_unit_test(test_truncated_source),
 	};
