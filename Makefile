@@ -68,7 +68,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps test unit e2e demo bench install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps test unit e2e demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -141,6 +141,12 @@ bench: deps
 	  XFORM_BENCH=$(abspath $(BUILD)/tests/xform_bench) $(PYTHON) tests/bench/bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
+
+# The readahead levers A/B (tests/bench/levers.py): the kernel window and
+# dsview's own readahead, interleaved, medians.
+bench-levers: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/levers.py
 
 # libFuzzer with ASan + UBSan (clang 14, from Debian): every target for
 # FUZZ_SECONDS each, starting from the committed corpus; new inputs go to

@@ -11,7 +11,8 @@ Peers, all producing the same normalised float32 array
   u8_numpy  uint8 np.memmap + numpy normalisation per batch (the Python way)
   h5_numpy  h5py uint8 chunked dataset + numpy normalisation per batch
 Each: sequential pass cold (page cache dropped, daemon restarted) and warm,
-and shuffled batches of 256 rows cold (up to 20 batches or 15 s); CPU
+and shuffled batches of 256 rows cold (BENCH_BATCHES, default 8, or 15 s;
+with the default 1 GiB that is 30% of the rows); CPU
 seconds per GB delivered (reader + daemon, cold sequential), the daemon's
 peak RSS, bytes on disk. dsview peers also: read amplification of the
 shuffled phase, and 8 forked readers of shuffled batches at once (rows/s,
@@ -37,7 +38,9 @@ XFORM_BENCH = os.environ.get("XFORM_BENCH", "build/tests/xform_bench")
 MB = int(os.environ.get("BENCH_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SHUF_SECONDS = 15
+BATCHES = int(os.environ.get("BENCH_BATCHES", "8"))
 SETTLE = float(os.environ.get("BENCH_SETTLE", "3"))
+PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", "6"))
 PAR = 8  # concurrent readers of the RSS check
 H, W = 224, 224  # 150 KB uint8 rows, 600 KB float32 rows
 MEAN = np.array([0.485, 0.456, 0.406])
@@ -68,7 +71,9 @@ def proc_cpu(pid):
 
 
 def raise_readahead(mp):
-    """read_ahead_kb = 1024 on the mount's bdi (what dsview does itself)."""
+    """read_ahead_kb = 1024 on the null mount's bdi: FUSE's largest request,
+    the best window for a filesystem that does not read ahead itself (dsview
+    does, and sets 256 KiB, which suits shuffled memmap rows)."""
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
@@ -81,11 +86,14 @@ def raise_readahead(mp):
 
 
 def drop_caches():
-    """Empties the page cache, then waits SETTLE seconds: on a VM whose
-    balloon reports free pages to the host (this machine class), pages freed
-    a moment ago are still backed and cost less to touch than pages freed
-    seconds ago, so without the wait a peer's figure depends on what the
-    peer before it freed."""
+    """Empties the page cache, waits SETTLE seconds, then touches and frees
+    PREFAULT_GB of memory. On a VM whose balloon reports free pages to the
+    host (this machine class), the first touch of a page freed seconds ago
+    costs the host a fault: about 2.5 s per GB here, paid by whoever writes
+    the page first (the FUSE daemon copying a reply, the kernel reading a
+    file). Without this, a peer's figure depends on what the peer before it
+    freed and when; with it, every pass starts from a cold page cache over
+    memory that is backed, as on a machine without a balloon."""
     subprocess.run(["sync"])
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -93,6 +101,9 @@ def drop_caches():
     except OSError:
         return False
     time.sleep(SETTLE)
+    if PREFAULT_GB > 0:
+        a = np.ones(int(PREFAULT_GB * 2**30), np.uint8)
+        del a
     return True
 
 
@@ -230,7 +241,7 @@ def main():
         return rate, max(peak, proc_kb(daemon["pid"], "VmHWM"))
 
     runs = {}
-    batches = min(n // BATCH, 20)
+    batches = min(n // BATCH, BATCHES)
     peers = ["f32_mm", "null", "dsv_npy", "dsv_lz4", "u8_numpy", "h5_numpy"]
     if not os.path.exists(NULLFS):
         print(f"warning: {NULLFS} missing (make build/tests/nullfs): no null peer")
@@ -275,7 +286,9 @@ def main():
                         decoded = d1["bytes_decoded"] - d0["bytes_decoded"]
                         asked = rows * H * W * 3 * 4
                         r["amp"] = decoded / asked
-                        r["amp_k"] = decoded / (d1["bytes_served"] - d0["bytes_served"])
+                        handed = (d1["bytes_served"] + d1["bytes_pushed"] - d0["bytes_served"]
+                                  - d0["bytes_pushed"])
+                        r["amp_k"] = decoded / handed
                 else:
                     r[phase] = seq(arr)
                 c1 = cpu_now()
@@ -338,8 +351,12 @@ def main():
           f"batches of {BATCH} rows; cold = page cache dropped{'' if can_drop else ' (FAILED: not root)'}"
           f" and daemon restarted;\nCPU s/GB: seconds of CPU per GB of float32 delivered in the cold "
           f"sequential pass, reader process + FUSE daemon;\nshuf amp: bytes the daemon decoded / "
-          f"bytes the shuffled batches asked for (req) and / bytes the kernel asked the daemon for "
-          f"(kern;\nthe difference is the kernel's readahead around memmap page faults)")
+          f"bytes the shuffled batches asked for (req) and / bytes the daemon handed the kernel (kern:\n"
+          f"replies and readahead stores; the difference is the kernel's readahead around memmap page "
+          f"faults);\ncold passes start from a dropped page cache over {PREFAULT_GB:g} GB of memory "
+          f"touched and freed (BENCH_PREFAULT_GB: this VM's balloon makes\nthe first touch of a page "
+          f"freed seconds ago cost ~2.5 s/GB); null is mounted with read_ahead_kb 1024, dsview with "
+          f"its default (256)")
     if os.path.exists(XFORM_BENCH):
         print("\nsingle-core transform kernels (xform_bench, in memory, output GB/s):")
         out = subprocess.run([XFORM_BENCH], capture_output=True, text=True, check=True).stdout
