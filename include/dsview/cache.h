@@ -1,5 +1,5 @@
 /*
- * Chunk cache: decoded, transformed chunks under a byte budget.
+ * Chunk cache: decoded chunks (in the source dtype) under a byte budget.
  *
  * Keys are (view, chunk). dsv_cache_get returns a referenced entry, filling
  * it on a miss through the caller's fill function; concurrent gets of one

@@ -1,11 +1,14 @@
 /*
  * DESIGN
  *
- * What it is for: FUSE worker threads ask for byte ranges of a view; each
- * range lies in a few chunks whose decoded, transformed bytes are costly to
- * produce (pread + LZ4 + transform). The cache keeps chunks so that the many
- * requests a kernel makes of one chunk (readahead windows, page faults of a
- * memmap, several readers) decode it once.
+ * What it is for: FUSE worker threads and readahead threads ask for byte
+ * ranges of a view; a range that lies in chunks that must be decoded whole
+ * (LZ4, Fletcher32, HDF5-library filters) needs those chunks' elements,
+ * costly to produce (pread + checksum + LZ4). The cache keeps decoded
+ * chunks, in the source dtype, so that the many requests a kernel makes of
+ * one chunk (readahead windows, page faults of a memmap, several readers)
+ * decode it once; each request transforms what it needs from them. Plain
+ * chunks (raw elements on disk) never come here: they are pread on demand.
  *
  * Policy (2Q): what the kernel asks for once lands in its page cache, so a
  * chunk that is only ever read once (a sequential epoch larger than the
@@ -48,6 +51,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "dsview/cache.h"
 #include "dsview/dsview.h"
@@ -142,9 +146,34 @@ dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx)
 	return c;
 }
 
+/* Chunk buffers of MAP_MIN bytes or more are their own mappings, populated
+ * at once: the kernel fills in every page in one call instead of taking a
+ * fault per page as the decoder first writes it (a fault costs a VM exit
+ * on virtualised machines: decoding into fresh pages spent half its time
+ * in faults), and a freed buffer goes straight back to the system, so RSS
+ * follows the budget. */
+#define MAP_MIN (128u << 10)
+
+static void *buf_alloc(size_t n)
+{
+	if (n < MAP_MIN)
+		return malloc(n);
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void buf_free(void *p, size_t cap)
+{
+	if (p && cap >= MAP_MIN)
+		munmap(p, cap);
+	else
+		free(p);
+}
+
 static void entry_free(dsv_cache_entry *e)
 {
-	free(e->data);
+	buf_free(e->data, e->cap);
 	free(e);
 }
 
@@ -408,7 +437,7 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 	free_list(victims);
 
 	reused = e->data != NULL;
-	if (!reused && (e->data = malloc(size ? size : 1)))
+	if (!reused && (e->data = buf_alloc(size ? size : 1)))
 		e->cap = size ? size : 1;
 	err = e->data ? c->fill(c->ctx, view, chunk, e->data, size) : DSV_ERR_NOMEM;
 

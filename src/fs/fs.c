@@ -15,14 +15,21 @@
  * and owned by the file handle.
  *
  * Reads: the requested range is clipped at EOF; dsv_read (dsview/read.h)
- * makes its output bytes in this worker thread's reply buffer: plain
- * elements pread and transformed, or decoded chunks taken from the cache
- * and transformed, each written once. The buffer is reused by every request
- * the thread serves (warm pages, no fault per reply), and fuse_reply_iov
- * writes it, behind the .npy header where there is one, synchronously. Any
+ * makes its output bytes, behind the .npy header where there is one, in
+ * this worker thread's reply buffer: plain elements pread and transformed,
+ * or decoded chunks taken from the cache and transformed, each written
+ * once. The buffer is reused by every request the thread serves (warm
+ * pages, no fault per reply) and the reply is written synchronously. Any
  * failed piece fails the whole request with EIO: a short reply would make
  * the kernel treat the file as ending there and hand out zeros, which we
  * must never do.
+ *
+ * Readahead (prefetch.h): every read tells the prefetcher which chunks it
+ * touched; the chunks ahead of a sequential stream are made by its threads
+ * the same way and stored in the kernel's page cache for the file (FUSE
+ * notify_store), so the reader finds them there without a request. The
+ * kernel's own readahead window stays small (--readahead, 256 KiB), which
+ * is what shuffled memmap readers need.
  *
  * Errors: core functions return dsv_err; dsv_err_to_errno is the one place
  * that turns them into errno.
@@ -559,10 +566,8 @@ static int cache_fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_
 {
 	dsv_fs *fs = ctx;
 	const dsv_view *v = fs->m->views[view];
-	dsv_chunk_ref ref;
-	size_t si;
-	if (dsv_view_chunk_ref(v, chunk, &si, &ref) == 0)
-		atomic_fetch_add(&fs->bytes_decoded, ref.nelems * v->out_esize);
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[0])->dtype);
+	atomic_fetch_add(&fs->bytes_decoded, size / ses * v->out_esize);
 	return dsv_backend_decode(fs->backend, v, chunk, buf, size);
 }
 
