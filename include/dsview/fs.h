@@ -19,7 +19,7 @@ typedef struct dsv_fs dsv_fs;
  * otherwise: a memmap reader's page fault on a shuffled row reads this much
  * around it (mostly rows nobody asked for), while sequential passes are
  * read ahead by dsview itself (prefetch.h) and need no large window. */
-#define DSV_FS_DEFAULT_READAHEAD (256u << 10)
+#define DSV_FS_DEFAULT_READAHEAD (128u << 10)
 
 typedef struct dsv_fs_opts {
 	uint64_t cache_size;

@@ -47,7 +47,7 @@ static const char mount_usage[] =
 	"                       (default: the smaller of 1G and 10%% of RAM)\n"
 	"      --threads N      FUSE worker threads (default 8)\n"
 	"      --readahead S    the kernel's readahead window of the mount (default\n"
-	"                       256K; 64K: less read around shuffled memmap rows,\n"
+	"                       128K; 64K: less read around shuffled memmap rows,\n"
 	"                       1M: fewer requests for sequential passes)\n"
 	"      --gpu G          auto (default), off, or a CUDA device number\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other\n"

@@ -28,7 +28,7 @@
  * touched; the chunks ahead of a sequential stream are made by its threads
  * the same way and stored in the kernel's page cache for the file (FUSE
  * notify_store), so the reader finds them there without a request. The
- * kernel's own readahead window stays small (--readahead, 256 KiB), which
+ * kernel's own readahead window stays small (--readahead, 128 KiB), which
  * is what shuffled memmap readers need.
  *
  * Errors: core functions return dsv_err; dsv_err_to_errno is the one place

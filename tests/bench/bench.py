@@ -73,7 +73,7 @@ def proc_cpu(pid):
 def raise_readahead(mp):
     """read_ahead_kb = 1024 on the null mount's bdi: FUSE's largest request,
     the best window for a filesystem that does not read ahead itself (dsview
-    does, and sets 256 KiB, which suits shuffled memmap rows)."""
+    does, and sets 128 KiB, which suits shuffled memmap rows)."""
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
@@ -356,7 +356,7 @@ def main():
           f"faults);\ncold passes start from a dropped page cache over {PREFAULT_GB:g} GB of memory "
           f"touched and freed (BENCH_PREFAULT_GB: this VM's balloon makes\nthe first touch of a page "
           f"freed seconds ago cost ~2.5 s/GB); null is mounted with read_ahead_kb 1024, dsview with "
-          f"its default (256)")
+          f"its default (128)")
     if os.path.exists(XFORM_BENCH):
         print("\nsingle-core transform kernels (xform_bench, in memory, output GB/s):")
         out = subprocess.run([XFORM_BENCH], capture_output=True, text=True, check=True).stdout

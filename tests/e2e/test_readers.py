@@ -214,13 +214,13 @@ class Readahead(E2E):
             self.assertEqual(st["errors"], 0)
 
     def test_readahead_window(self):
-        # the mount's kernel readahead window: 256 KiB unless --readahead
+        # the mount's kernel readahead window: 128 KiB unless --readahead
         def window(mp):
             with open("/proc/self/mountinfo") as f:
                 dev = next(l.split()[2] for l in f if l.split()[4] == mp)
             with open(f"/sys/class/bdi/{dev}/read_ahead_kb") as f:
                 return int(f.read())
-        for opts, kb in (((), 256), (("--readahead", "64K"), 64), (("--readahead", "1M"), 1024)):
+        for opts, kb in (((), 128), (("--readahead", "64K"), 64), (("--readahead", "1M"), 1024)):
             with self.mount(self.p("seq.npy"), *opts) as m:
                 self.assertEqual(window(m.mp), kb, opts)
                 self.assertIn(f"readahead {kb} KiB", "".join(m.log_lines()))
