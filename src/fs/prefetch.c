@@ -154,7 +154,7 @@ static void merge_streams(file_state *f, unsigned si)
 	stream *s = &f->s[si];
 	for (unsigned i = 0; i < NSTREAMS; i++) {
 		stream *t = &f->s[i];
-		if (i == si || !t->live || t->lo > reach(s) || reach(t) + 1 < s->lo)
+		if (i == si || !t->live || t->lo > reach(s) || reach(t) < s->lo)
 			continue;
 		if (t->lo < s->lo)
 			s->lo = t->lo;
@@ -189,8 +189,9 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t 
 	if (last > s->hi)
 		s->hi = last;
 	merge_streams(f, si);
-	/* Only a stream longer than start queues anything, and then as far
-	 * ahead as it has run, up to depth, so random reads cost nothing. */
+	/* Only a stream that has read START_BYTES over START_MIN chunks queues
+	 * anything, and then as far ahead as it has run, up to depth, so
+	 * random reads cost nothing. */
 	uint64_t len = s->hi + 1 - s->lo;
 	if (len < START_MIN || s->bytes < START_BYTES)
 		goto out;
