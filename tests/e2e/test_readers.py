@@ -160,6 +160,18 @@ class Readahead(E2E):
             self.assertGreater(st["prefetched"], 0, st)
             self.assertEqual(st["errors"], 0)
 
+    def test_npy_file_read_ahead_behind_its_header(self):
+        # the .npy file's readahead stores sit behind the NPY header
+        with self.mount(self.p("seq.h5")) as m:
+            a = np.load(m.path("seq.npy"), mmap_mode="r")
+            self.assertEqual(a.shape, self.x.shape)
+            got = b"".join(np.array(a[i:i + 64]).tobytes() for i in range(0, len(a), 64))
+            del a
+            self.assertEqual(got, self.ref)
+            with open(m.path("seq.npy"), "rb") as f:
+                self.assertTrue(f.read().endswith(self.ref))
+            self.assertGreater(self.stats(m)["bytes_pushed"], 0)
+
     def test_memmap_scan_prefetches(self):
         # page faults of a memmap: the kernel sends a window's pieces in no
         # particular order, and the run is still seen as sequential
