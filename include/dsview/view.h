@@ -32,7 +32,6 @@ typedef struct dsv_view {
 	uint64_t *elem_base;  /* nsources + 1: view element index of each source */
 	uint64_t *chunk_base; /* nsources + 1: global index of each first chunk */
 	uint64_t nchunks;
-	uint64_t max_chunk_out; /* output bytes of the largest chunk */
 	uint64_t max_chunk_raw; /* decoded (source dtype) bytes of the largest chunk */
 
 	/* transform as declared, for .json and info */

@@ -720,8 +720,10 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	struct fuse_loop_config *cfg;
 	int err, threads = fs->o.threads > 0 ? fs->o.threads : 8;
 
-	/* Chunk buffers above 128 KiB come straight from mmap, so freed chunks
-	 * go back to the system and RSS follows the cache budget. */
+	/* Other allocations above 128 KiB (edge-chunk scratch, the HDF5
+	 * library's) come straight from mmap too, as the cache's chunk buffers
+	 * do, so what is freed goes back to the system and RSS follows the
+	 * cache budget. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	mallopt(M_ARENA_MAX, 4);
 	if ((err = dsv_backend_create(fs->o.gpu, &fs->backend, eb)))

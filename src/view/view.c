@@ -238,7 +238,6 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 	v->out_esize = dsv_dtype_size(v->dtype);
 	if (dsv_mul_u64(first->row_elems, v->out_esize, &v->row_bytes) ||
 	    dsv_mul_u64(v->nelems, v->out_esize, &v->nbytes) || v->nbytes > INT64_MAX / 2 ||
-	    dsv_mul_u64(max_chunk, v->out_esize, &v->max_chunk_out) ||
 	    dsv_mul_u64(max_chunk, dsv_dtype_size(first->dtype), &v->max_chunk_raw))
 		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
 
