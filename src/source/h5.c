@@ -21,6 +21,11 @@
  * at any file on the machine), and every chunk address and size the library
  * reports is checked before it is used.
  *
+ * Damaged files: HDF5 1.10 trusts some sizes it reads (an allocation it
+ * does not check, then a copy into it: `make fuzz` found H5Lvisit writing
+ * through NULL). So every file is first read by the library in a child
+ * process (dsv_h5_probe), and a crash there becomes "damaged file".
+ *
  * Fork: sources are opened before the daemon forks; the child inherits the
  * library state and its file descriptors. That is fine for the serial
  * library as long as the parent leaves with _exit() and closes nothing.
@@ -57,7 +62,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dsview/codec.h"
@@ -844,6 +852,92 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	return 0;
 }
 
+/* Files probed in this process (a small ring: a manifest names few files). */
+#define H5_PROBED_MAX 64
+typedef struct h5_probed {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int sig; /* the signal that killed the child, or 0 */
+} h5_probed;
+static h5_probed probed[H5_PROBED_MAX];
+static unsigned nprobed;
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static int in_probe; /* set in the child: no nested probes */
+
+static void probe_child(const char *path)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+	struct rlimit no_core = { 0, 0 };
+	char **names = NULL;
+	size_t n = 0;
+	dsv_errbuf eb;
+
+	/* Die of the signal itself, quietly: no core file, and no
+	 * sanitizer's handler turning the death into an exit status. */
+	setrlimit(RLIMIT_CORE, &no_core);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	in_probe = 1;
+	if (dsv_h5_list_datasets(path, &names, &n, &eb) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			dsv_source *s;
+			dsv_h5_desc d;
+			if (dsv_source_open_h5(path, names[i], &s, &eb) == 0)
+				dsv_source_close(s);
+			(void)dsv_h5_describe(path, names[i], &d, &eb);
+		}
+	}
+	_exit(0); /* no atexit handlers, no stdio buffers flushed twice */
+}
+
+int dsv_h5_probe(const char *path, dsv_errbuf *eb)
+{
+	struct stat st;
+	int status, sig = 0;
+	pid_t pid;
+
+	if (in_probe || stat(path, &st) < 0)
+		return 0; /* the caller reports a missing file itself */
+	pthread_mutex_lock(&probe_lock);
+	for (unsigned i = 0; i < nprobed && i < H5_PROBED_MAX; i++) {
+		h5_probed *p = &probed[i];
+		if (p->dev == st.st_dev && p->ino == st.st_ino && p->size == st.st_size &&
+		    p->mtime.tv_sec == st.st_mtim.tv_sec && p->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			sig = p->sig;
+			goto done;
+		}
+	}
+	/* Fork with the HDF5 lock held, so no other thread is inside the
+	 * library; the child's only thread takes the lock over. */
+	h5_enter();
+	pid = fork();
+	if (pid == 0) {
+		h5_leave();
+		probe_child(path);
+	}
+	h5_leave();
+	if (pid < 0) {
+		pthread_mutex_unlock(&probe_lock);
+		return 0; /* cannot probe: go on unprotected, as before */
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		sig = WTERMSIG(status);
+	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		sig = SIGABRT; /* a sanitizer's report exits instead */
+	probed[nprobed++ % H5_PROBED_MAX] = (h5_probed){ st.st_dev, st.st_ino, st.st_size,
+							 st.st_mtim, sig };
+done:
+	pthread_mutex_unlock(&probe_lock);
+	if (sig)
+		return dsv_errf(eb, DSV_ERR_FORMAT, "%s: damaged HDF5 file: the HDF5 library "
+				"crashed reading it (%s)", path, strsignal(sig));
+	return 0;
+}
+
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		       dsv_errbuf *eb)
 {
@@ -869,6 +963,8 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 	o.eb = eb;
 	/* Our own descriptor first: it gives the clearest "no such file". */
 	err = dsv_source_open_file(s, eb);
+	if (!err)
+		err = dsv_h5_probe(path, eb);
 	if (err)
 		goto out_source;
 
@@ -1195,7 +1291,7 @@ int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_err
 
 	*names = NULL;
 	*count = 0;
-	if ((err = dsv_h5_check_regular(path, eb)))
+	if ((err = dsv_h5_check_regular(path, eb)) || (err = dsv_h5_probe(path, eb)))
 		return err;
 
 	if (h5_enter() < 0) {

@@ -26,6 +26,14 @@ hid_t dsv_h5_type(dsv_dtype dt);
 /* Our own stat before HDF5 opens path: it gives the clearest message.
  * @return 0, or DSV_ERR_NOTFOUND/IO/INVALID with eb "path: reason". */
 int dsv_h5_check_regular(const char *path, dsv_errbuf *eb);
+/* Runs the HDF5 library over path first in a child process: it lists the
+ * file's datasets, opens and describes each as a mount or `info` would,
+ * and exits. If the child dies (HDF5 1.10 crashes on some damaged files),
+ * so would we: @return DSV_ERR_FORMAT with eb "path: ... damaged". Each
+ * file (device, inode, size, mtime) is probed once per process; errors
+ * the library reports are left for the caller to meet itself. Call
+ * without the lock. */
+int dsv_h5_probe(const char *path, dsv_errbuf *eb);
 /* A link access property list whose external-link callback refuses to
  * open another file; the caller closes it. */
 hid_t dsv_h5_make_lapl(hid_t cls);

@@ -78,8 +78,11 @@ void dsv_source_flat_chunks(dsv_source *s, uint64_t target)
 	} else {
 		/* A row larger than a chunk: split it into equal pieces of at most
 		 * target elements when the row divides nicely, else plain target. */
+		uint64_t least = (row + target - 1) / target;
 		ce = target;
-		for (uint64_t parts = (row + target - 1) / target; parts <= 4 * ((row + target - 1) / target); parts++) {
+		/* a bounded search: a hostile header may declare a row of 2^60
+		 * elements (with no rows, so the file is small) */
+		for (uint64_t parts = least; parts <= least + 4096 && parts / 4 <= least; parts++) {
 			if (row % parts == 0) {
 				ce = row / parts;
 				break;

@@ -91,6 +91,19 @@ class BadInput(E2E):
                 write_npy_raw(self.p("evil.npy"), header, b"\0" * 16)
                 self.refused(self.p("evil.npy"), want=want)
 
+    def test_h5_that_crashes_the_hdf5_library(self):
+        # found by make fuzz: HDF5 1.10's H5Lvisit copies through a NULL it
+        # got for a size read from this file; dsview probes in a child
+        crash = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
+                             "h5", "crash-h5lvisit-null-copy")
+        with open(crash, "rb") as f, open(self.p("damaged.h5"), "wb") as g:
+            g.write(f.read())
+        self.refused(self.p("damaged.h5"), want="damaged HDF5 file")
+        for cmd in ("info", "verify"):
+            r = run(cmd, self.p("damaged.h5"))
+            self.assertEqual(r.returncode, 1, f"{cmd}: {r.returncode} {r.stderr!r}")
+            self.assertIn("damaged HDF5 file", r.stderr)
+
     def test_h5_external_link_refused(self):
         with h5py.File(self.p("target.h5"), "w") as f:
             f.create_dataset("x", data=np.zeros((4, 4), np.uint8))
