@@ -2,16 +2,20 @@
 headers, read-only semantics, corrupt chunks, truncated sources, signals and
 umount. Each checks the clear error and that nothing else broke."""
 import errno
+import glob
 import json
 import os
-import signal
+import random
+import shutil
+import subprocess
 import time
+import signal
 
 import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, mm_npy, mounted, reference, run, same_bits
+from common import DSVIEW, E2E, alive, mm_npy, mounted, reference, run, same_bits
 
 
 def write_npy_raw(path, header, data=b""):
@@ -233,6 +237,158 @@ class Faults(E2E):
                     self.assertEqual(cm.exception.errno, errno.EIO, f"row {r}")
             finally:
                 os.close(fd)
+
+    def test_source_replaced_by_rename_serves_the_old_bytes(self):
+        # the mount holds its sources open: a file renamed over one is a new
+        # inode, and every read keeps giving the bytes of the old one,
+        # whether it was cached, pushed ahead, or never read before
+        rng = np.random.default_rng(9)
+        x = rng.integers(0, 256, (3000, 16, 16, 3), dtype=np.uint8)
+        y = 255 - x
+        ref = reference(x)
+        np.save(self.p("old.npy"), x)
+        self.assertEqual(run("pack", "--chunk-size", "64K", "--dataset", "d", self.p("old.npy"),
+                             self.p("old.h5")).returncode, 0)
+        ini = self.write_ini("[n]\nsource = n.npy\n[h]\nsource = h.h5:/d\n", "ren.ini")
+        for opts in ((), ("--cache-size", "0")):
+            with self.subTest(opts=opts):
+                shutil.copy(self.p("old.npy"), self.p("n.npy"))
+                shutil.copy(self.p("old.h5"), self.p("h.h5"))
+                with self.mount(ini, *opts) as m:
+                    for v in ("n", "h"):
+                        with open(m.path(v + ".dat"), "rb") as f:
+                            self.assertEqual(f.read(ref[:100].nbytes), ref[:100].tobytes())
+                    # new content, renamed over both sources
+                    np.save(self.p("new.npy"), y)
+                    self.assertEqual(run("pack", "--chunk-size", "64K", "--dataset", "d",
+                                         self.p("new.npy"), self.p("new.h5")).returncode, 0)
+                    os.rename(self.p("new.npy"), self.p("n.npy"))
+                    os.rename(self.p("new.h5"), self.p("h.h5"))
+                    for v in ("n", "h"):
+                        got = np.fromfile(m.path(v + ".dat"), np.float32).reshape(ref.shape)
+                        self.assertBits(got, ref, f"{v}.dat after rename")
+                        self.assertBits(mm_npy(m.path(v + ".npy")), ref, f"{v}.npy after rename")
+                # a fresh mount sees the new files
+                with self.mount(ini, *opts) as m:
+                    got = np.fromfile(m.path("h.dat"), np.float32).reshape(ref.shape)
+                    self.assertBits(got, reference(y), "h.dat in a new mount")
+
+
+def traced_by(pid):
+    """The set of TracerPid values over pid's threads."""
+    out = set()
+    for st in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            with open(st) as f:
+                out |= {int(l.split()[1]) for l in f if l.startswith("TracerPid:")}
+        except OSError:
+            pass
+    return out
+
+
+class Injected(E2E):
+    """Backing-file read errors, injected with strace into the live daemon
+    (only preads of the source file fail): the read gets EIO, a memmap
+    reader SIGBUS, and the same read succeeds once the fault clears."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        rng = np.random.default_rng(10)
+        cls.x = rng.integers(0, 256, (4000, 16, 16, 3), dtype=np.uint8)
+        cls.ref = reference(cls.x, 0.5, -3)
+        np.save(os.path.join(cls.tmp, "e.npy"), cls.x)
+        r = run("pack", "--chunk-size", "64K", os.path.join(cls.tmp, "e.npy"),
+                os.path.join(cls.tmp, "e.h5"))
+        assert r.returncode == 0, r.stderr
+        with open(os.path.join(cls.tmp, "e.ini"), "w") as f:
+            f.write("[npy]\nsource = e.npy\nscale = 0.5\noffset = -3\n"
+                    "[lz4]\nsource = e.h5:/e\nscale = 0.5\noffset = -3\n")
+
+    def inject(self, pid, path):
+        """Starts strace failing every pread64 of path in pid's threads;
+        returns once all of them are traced."""
+        st = subprocess.Popen(["strace", "-f", "-qq", "-p", str(pid), "-P", path,
+                               "-e", "trace=pread64", "-e", "inject=pread64:error=EIO",
+                               "-o", self.p("strace.log")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if st.poll() is not None:
+                self.fail("strace exited: " + st.stderr.read().decode())
+            if traced_by(pid) == {st.pid}:
+                return st
+            time.sleep(0.05)
+        st.kill()
+        self.fail("strace did not attach to every thread")
+
+    def clear(self, pid, st):
+        st.send_signal(signal.SIGINT)  # strace detaches
+        st.wait(timeout=20)
+        deadline = time.time() + 20
+        while traced_by(pid) != {0} and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(traced_by(pid), {0}, "strace did not detach")
+
+    def memmap_touch(self, path, off):
+        """Touches one float of a fresh memmap in a child; returns how it
+        ended: 'ok' with the value right, else the signal name."""
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                a = np.memmap(path, np.float32, "r")
+                code = 0 if a[off // 4] == self.ref.reshape(-1)[off // 4] else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            return signal.Signals(os.WTERMSIG(status)).name
+        return {0: "ok", 2: "wrong value"}.get(os.WEXITSTATUS(status), f"exit {os.WEXITSTATUS(status)}")
+
+    def check_view(self, view, src, cache_opts):
+        row = self.ref[0].nbytes
+        flat = self.ref.tobytes()
+        with self.mount(self.p("e.ini"), *cache_opts, expect_errors=[r"I/O error"]) as m:
+            dat = m.path(view + ".dat")
+            st = self.inject(m.pid, self.p(src))
+            try:
+                fd = os.open(dat, os.O_RDONLY)
+                try:
+                    for r in (1000, 2500, 3999):
+                        with self.assertRaises(OSError, msg=f"row {r} read despite the fault") as cm:
+                            os.pread(fd, row, r * row)
+                        self.assertEqual(cm.exception.errno, errno.EIO)
+                finally:
+                    os.close(fd)
+                # a memmap reader of a failed page gets SIGBUS (SPEC 9)
+                self.assertEqual(self.memmap_touch(dat, 3000 * row + 8), "SIGBUS")
+                # strace saw the failed preads (the injection did the work)
+                with open(self.p("strace.log")) as f:
+                    self.assertIn("INJECTED", f.read())
+            finally:
+                self.clear(m.pid, st)
+            # the fault is gone: the very same reads succeed, right
+            fd = os.open(dat, os.O_RDONLY)
+            try:
+                for r in (1000, 2500, 3999):
+                    self.assertEqual(os.pread(fd, row, r * row), flat[r * row:(r + 1) * row], f"row {r}")
+            finally:
+                os.close(fd)
+            self.assertEqual(self.memmap_touch(dat, 3000 * row + 8), "ok")
+            got = np.fromfile(dat, np.float32).reshape(self.ref.shape)
+            self.assertBits(got, self.ref, view + " after the fault cleared")
+            self.assertGreater(m.stats()["errors"], 0)
+
+    def test_eio_plain_source(self):
+        self.check_view("npy", "e.npy", ())
+
+    def test_eio_lz4_store_with_cache(self):
+        # a failed decode is never cached: the retry decodes again
+        self.check_view("lz4", "e.h5", ())
+
+    def test_eio_lz4_store_without_cache(self):
+        self.check_view("lz4", "e.h5", ("--cache-size", "0"))
 
 
 class Lifecycle(E2E):
