@@ -3,9 +3,10 @@ the daemon log check (libfuse's harness habit: anything that looks like an
 error in the daemon's output fails the test unless the test expected it).
 
 Mount(...) always unmounts (dsview umount, then umount -l as a fallback),
-then requires that the daemon is gone and that its log (and any sanitizer
-report, captured through ASAN_OPTIONS/UBSAN_OPTIONS log_path) holds no line
-the test did not declare. A per-test watchdog SIGKILLs the daemons of a
+then requires that the daemon was alive until then (unless the test stops
+it itself: expect_exit), that it is gone afterwards, and that its log (and
+any sanitizer report, captured through ASAN_OPTIONS/UBSAN_OPTIONS
+log_path) holds no line the test did not declare. A per-test watchdog SIGKILLs the daemons of a
 hung test, which aborts their FUSE connections, so a hang becomes a failure
 instead of a stuck suite."""
 import glob
@@ -198,8 +199,10 @@ class Mount:
     """Mounts SOURCE on a fresh mountpoint; always unmounts; checks the log.
     expect_errors: regexes for log lines the test declares as expected."""
 
-    def __init__(self, source, *opts, expect_errors=(), tmp=None, mp=None, log=True):
+    def __init__(self, source, *opts, expect_errors=(), expect_exit=False, tmp=None, mp=None,
+                 log=True):
         self.source, self.opts, self.expect = source, opts, [re.compile(e) for e in expect_errors]
+        self.expect_exit = expect_exit  # the test itself stops the daemon
         self.tmp = tmp or tempfile.mkdtemp(prefix="dsv-e2e-")
         self.mp = mp or os.path.join(self.tmp, "mnt-%d" % time.monotonic_ns())
         base = os.path.join(self.tmp, os.path.basename(self.mp) + "-%d" % time.monotonic_ns())
@@ -251,6 +254,11 @@ class Mount:
         """Unmounts; returns a list of problems (empty when all is well)."""
         problems = []
         _LIVE.pop(id(self), None)
+        if self.pid and not alive(self.pid) and not self.expect_exit:
+            # a daemon that is gone before we unmount crashed (or was
+            # killed by the watchdog): a failure even if every read passed
+            problems.append(f"daemon {self.pid} died during the test (crash?); log tail:\n  "
+                            + "\n  ".join(self.log_lines()[-10:]))
         if mounted(self.mp):
             r = run("umount", self.mp)
             if r.returncode != 0:

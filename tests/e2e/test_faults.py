@@ -407,13 +407,103 @@ class Lifecycle(E2E):
     def test_sigterm_unmounts_cleanly(self):
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with self.subTest(sig=sig):
-                m = self.mount(self.p("l.npy"))
+                m = self.mount(self.p("l.npy"), expect_exit=True)
                 with m:
                     os.kill(m.pid, sig)
                     self.assertTrue(self.wait_gone(m.mp, m.pid))
 
+    def test_signals_in_the_foreground_exit_0(self):
+        # -f: the daemon is our child, so its exit status can be checked
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with self.subTest(sig=sig.name):
+                mp, log = self.p("mnt-fg"), self.p(f"fg-{sig.name}.log")
+                p = subprocess.Popen([DSVIEW, "mount", "-f", "--log", log, self.p("l.npy"), mp],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                try:
+                    deadline = time.time() + 30
+                    while not os.path.exists(os.path.join(mp, "l.dat")) and time.time() < deadline:
+                        self.assertIsNone(p.poll(), "the daemon exited early")
+                        time.sleep(0.05)
+                    a = mm_npy(os.path.join(mp, "l.npy"))
+                    self.assertTrue(same_bits(a, np.arange(4096, dtype=np.float32).reshape(64, 64)))
+                    p.send_signal(sig)
+                    out, err = p.communicate(timeout=30)
+                    self.assertEqual(p.returncode, 0, err)
+                    self.assertFalse(mounted(mp))
+                    with open(log) as f:
+                        text = f.read()
+                    self.assertIn("unmounted " + mp, text)
+                    self.assertNotRegex(text, r"(?i)error")
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                    if mounted(mp):
+                        subprocess.run(["umount", "-l", mp])
+
+    def test_sigkill_under_load(self):
+        # readers mid-flight when the daemon dies: each ends with an error
+        # (ENOTCONN/EIO from read, SIGBUS for a memmap) within seconds,
+        # never hangs; dsview umount recovers the mountpoint
+        x = np.random.default_rng(11).integers(0, 65536, (4000, 4096), dtype=np.uint16)
+        np.save(self.p("big.npy"), x)
+        m = self.mount(self.p("big.npy"), "--cache-size", "16M", expect_exit=True)
+        with m:
+            dat = m.path("big.dat")
+            kids = {}
+            for k in range(6):
+                pid = os.fork()
+                if pid == 0:
+                    code = 0
+                    try:
+                        if k % 2:
+                            while True:  # memmap scans, page by page
+                                a = np.memmap(dat, np.float32, "r")
+                                for i in range(0, a.size, 1024):
+                                    _ = a[i]
+                                del a
+                        else:
+                            fd = os.open(dat, os.O_RDONLY)
+                            rng = random.Random(k)
+                            size = os.fstat(fd).st_size
+                            while True:
+                                os.pread(fd, 65536, rng.randrange(0, size))
+                    except OSError as e:
+                        code = 10 + e.errno if e.errno in (errno.EIO, errno.ENOTCONN) else 2
+                    except BaseException:
+                        code = 3
+                    os._exit(code)
+                kids[pid] = k
+            time.sleep(1.5)
+            self.assertEqual([p for p in kids if not alive(p)], [], "a reader ended before the kill")
+            os.kill(m.pid, signal.SIGKILL)
+            t0 = time.time()
+            ends = {}
+            while kids and time.time() - t0 < 30:
+                for pid in list(kids):
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        ends[kids.pop(pid)] = (status, time.time() - t0)
+                time.sleep(0.02)
+            for pid in kids:  # hung readers
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            self.assertEqual(list(kids.values()), [], "readers hung after the daemon died")
+            for k, (status, t) in sorted(ends.items()):
+                how = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
+                       else os.WEXITSTATUS(status))
+                ok = how in ("SIGBUS", 10 + errno.EIO, 10 + errno.ENOTCONN)
+                self.assertTrue(ok, f"reader {k} ended with {how} after {t:.1f} s")
+            with self.assertRaises(OSError) as cm:
+                os.open(dat, os.O_RDONLY)
+            self.assertEqual(cm.exception.errno, errno.ENOTCONN)
+            self.assertEqual(run("umount", m.mp).returncode, 0, "umount of a dead mount")
+            self.assertFalse(mounted(m.mp))
+        with self.mount(self.p("big.npy"), mp=m.mp) as m2:
+            self.assertBits(mm_npy(m2.path("big.npy")), x.astype(np.float32), "remount")
+
     def test_busy_umount_then_lazy(self):
-        with self.mount(self.p("l.npy")) as m:
+        with self.mount(self.p("l.npy"), expect_exit=True) as m:
             f = open(m.path("l.dat"), "rb")
             r = run("umount", m.mp)
             self.assertEqual(r.returncode, 1)
@@ -425,7 +515,7 @@ class Lifecycle(E2E):
             self.assertTrue(self.wait_gone(m.mp, m.pid))
 
     def test_sigkill_then_umount_and_remount(self):
-        m = self.mount(self.p("l.npy"))
+        m = self.mount(self.p("l.npy"), expect_exit=True)
         with m:
             os.kill(m.pid, signal.SIGKILL)
             time.sleep(0.2)
