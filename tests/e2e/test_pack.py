@@ -321,6 +321,49 @@ class PackErrors(E2E):
                 self.assertFalse(os.path.exists(out))
                 self.assertEqual(glob.glob(out + ".tmp-*"), [])
 
+    def test_killed_at_random_points(self):
+        # signals at uniformly random moments of a ~1 s pack, from before
+        # it opens its input to after its rename: the output is either
+        # absent or complete and right; a caught signal leaves no
+        # temporary; SIGKILL's temporary is removed by the next pack
+        x = np.random.default_rng(3).integers(0, 8, (8000, 4096), dtype=np.uint8)
+        np.save(self.p("rand.npy"), x)
+        out = self.p("rand.h5")
+        cmd = [DSVIEW, "pack", "--codec", "lz4hc", "--level", "4", "--threads", "2",
+               self.p("rand.npy"), out]
+        t0 = time.time()
+        self.assertEqual(subprocess.run(cmd, capture_output=True).returncode, 0)
+        full = time.time() - t0
+        os.unlink(out)
+        rng = np.random.default_rng(int(time.time()))
+        sigs = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP] * 3
+        seen = {"killed": 0, "finished": 0}
+        for k, sig in enumerate(sigs):
+            delay = float(rng.uniform(0, 1.1 * full))
+            with self.subTest(k=k, sig=sig.name, delay=round(delay, 3)):
+                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                time.sleep(delay)
+                p.send_signal(sig)
+                o, e = p.communicate(timeout=60)
+                temps = glob.glob(out + ".tmp-*")
+                if p.returncode == 0:  # it finished first: the file is whole
+                    seen["finished"] += 1
+                    with h5py.File(out, "r") as f:
+                        self.assertTrue(np.array_equal(f["rand"][...], x))
+                    os.unlink(out)
+                else:
+                    seen["killed"] += 1
+                    self.assertFalse(os.path.exists(out), f"{out} exists after {sig.name}")
+                    if sig != signal.SIGKILL:
+                        self.assertIn(p.returncode, (1, -sig), e)
+                        self.assertEqual(temps, [], "a caught signal left its temporary")
+                self.assertTrue(all(f"tmp-{p.pid}-" in t for t in temps), temps)
+                # the next pack removes what a killed one left
+                self.assertEqual(subprocess.run(cmd, capture_output=True).returncode, 0)
+                self.assertEqual(glob.glob(out + ".tmp-*"), [])
+                os.unlink(out)
+        self.assertGreater(seen["killed"], 0, seen)
+
     def test_memory_stays_flat(self):
         # 256 MB of input, 1 MiB chunks: the pack's peak RSS stays far below
         # the input size (it streams row blocks).
