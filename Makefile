@@ -35,7 +35,8 @@ $(error SANITIZE must be a comma list of address, undefined, thread; got '$(SANI
 endif
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
-BUILD   := $(BUILD)-san
+# build-san for address,undefined; build-tsan for thread (they cannot mix)
+BUILD   := $(BUILD)-$(if $(findstring thread,$(SANITIZE)),tsan,san)
 endif
 
 # CUDA: auto-detected (nvcc on PATH or in /usr/local/cuda), CUDA=0 forces off.
@@ -184,6 +185,6 @@ install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)/usr/local/bin/dsview
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-tsan build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

@@ -31,12 +31,13 @@ TEST_TIMEOUT = float(os.environ.get("DSVIEW_E2E_TEST_TIMEOUT", "150"))
 
 def _san_env(prefix=None):
     """The environment for dsview: sanitizer reports (a sanitizer build, e.g.
-    make SANITIZE=address,undefined) go to prefix.PID files we can read,
+    make SANITIZE=address,undefined or thread) go to prefix.PID files we can read,
     since the daemon's stderr is /dev/null."""
     env = dict(os.environ)
     if prefix:
         for var, base in (("ASAN_OPTIONS", "halt_on_error=1:detect_leaks=1"),
-                          ("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")):
+                          ("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1"),
+                          ("TSAN_OPTIONS", "halt_on_error=1:second_deadlock_stack=1")):
             opts = env.get(var, base)
             opts = ":".join(o for o in opts.split(":") if o and not o.startswith("log_path="))
             env[var] = (opts + ":" if opts else "") + "log_path=" + prefix
