@@ -3,7 +3,9 @@
 #   make test       install what is missing, build, run unit + end-to-end tests
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
-# Switches: SANITIZE=address,undefined  CUDA=0|1  DEBUG=1
+#   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
+#   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
+# Switches: SANITIZE=address,undefined|thread  CUDA=0|1  DEBUG=1  E2E=tests
 
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
@@ -69,7 +71,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps test unit e2e demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -117,12 +119,22 @@ export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
+# E2E: which e2e tests (files or unittest names; default all of them)
 e2e: $(BIN)
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/e2e/run.py
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/e2e/run.py $(E2E)
 
 test: deps
 	$(MAKE) all unit fuzz-replay
 	$(MAKE) e2e
+
+# The ThreadSanitizer run: the daemon built with -fsanitize=thread under
+# the concurrent-reader tests (8 forked workers, readahead, the 64-process
+# soak). TSan slows the daemon ~5-15x, so the rest of the suite, which is
+# not about concurrency, runs under ASan+UBSan instead (see .ci/run).
+TSAN_E2E ?= test_readers.py test_load.Soak
+stress-tsan: deps
+	$(MAKE) SANITIZE=thread all
+	DSVIEW_SOAK_SECONDS=$${DSVIEW_SOAK_SECONDS:-15} $(MAKE) SANITIZE=thread e2e E2E="$(TSAN_E2E)"
 
 demo: deps
 	$(MAKE) all

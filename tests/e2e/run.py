@@ -3,7 +3,8 @@
 one summary line 'N passed, N failed, N skipped'. Needs root, /dev/fuse,
 DSVIEW pointing at the binary, and Debian's numpy/h5py/hdf5plugin.
 
-  run.py [PATTERN]     e.g. run.py test_faults.py, or run.py 'test_v*.py'
+  run.py [PATTERN|NAME]...   e.g. run.py test_faults.py, run.py 'test_v*.py',
+                             run.py test_load.Soak test_readers.Workers.test_8_workers_no_cache
 A test counts once: failed if it or any of its subtests failed or errored
 (a class whose setUpClass failed counts as one failure)."""
 import os
@@ -52,8 +53,13 @@ def main():
         print("e2e: needs root and /dev/fuse")
         print("0 passed, 1 failed")
         return 1
-    pattern = sys.argv[1] if len(sys.argv) > 1 else "test_*.py"
-    suite = unittest.defaultTestLoader.discover(HERE, pattern=pattern, top_level_dir=HERE)
+    loader = unittest.defaultTestLoader
+    suite = unittest.TestSuite()
+    for arg in sys.argv[1:] or ["test_*.py"]:
+        if arg.endswith(".py"):
+            suite.addTests(loader.discover(HERE, pattern=arg, top_level_dir=HERE))
+        else:
+            suite.addTests(loader.loadTestsFromName(arg))
     runner = unittest.TextTestRunner(verbosity=2, resultclass=Result, stream=sys.stdout)
     t = time.time()
     res = runner.run(suite)

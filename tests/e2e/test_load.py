@@ -113,10 +113,12 @@ def nfds(pid):
 
 
 def has_asan(pid):
-    # ASAN's shadow memory and quarantine are not dsview's memory
+    # a sanitizer's shadow memory (ASan's quarantine, TSan's history) is
+    # not dsview's memory
     try:
         with open(f"/proc/{pid}/maps") as f:
-            return "libasan" in f.read()
+            maps = f.read()
+            return "libasan" in maps or "libtsan" in maps
     except OSError:
         return False
 
