@@ -50,7 +50,8 @@ static const char mount_usage[] =
 	"                       128K; 64K: less read around shuffled memmap rows,\n"
 	"                       1M: fewer requests for sequential passes)\n"
 	"      --gpu G          auto (default), off, or a CUDA device number\n"
-	"  -o OPTS              FUSE mount options, e.g. allow_other\n"
+	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
+	"                       and direct_io are refused)\n"
 	"      --log FILE       daemon log file (default: syslog)\n"
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
@@ -120,6 +121,62 @@ static int check_mountpoint(const char *mp)
 	return 0;
 }
 
+/* The -o options that would undo what every dsview mount is. libfuse lets
+ * a later option override an earlier one, so "-o rw" after our "ro" used to
+ * give a writable mount (and suid/dev dropped nosuid/nodev); direct_io
+ * would break mmap. Each is refused by name, before anything is loaded. */
+static const struct {
+	const char *opt, *why;
+} refused_fuse_opts[] = {
+	{ "rw", "dsview mounts are always read-only, nosuid, nodev" },
+	{ "suid", "dsview mounts are always read-only, nosuid, nodev" },
+	{ "dev", "dsview mounts are always read-only, nosuid, nodev" },
+	{ "direct_io", "it breaks mmap; dsview chooses direct_io per file" },
+};
+
+/* Checks one -o argument the way libfuse will split it: options end at an
+ * unescaped ',', and a backslash escapes the next character or starts an
+ * octal \NNN, so "r\w" is "rw" too. @return 0, or -1 after the error. */
+static int check_fuse_opts(const char *opts)
+{
+	char opt[256];
+	size_t n = 0;
+	int overlong = 0;
+
+	for (const char *s = opts;; s++) {
+		char ch = *s;
+		if (ch == ',' || ch == '\0') {
+			opt[n] = '\0';
+			for (size_t i = 0; !overlong && i < sizeof(refused_fuse_opts) /
+			     sizeof(refused_fuse_opts[0]); i++) {
+				if (!strcmp(opt, refused_fuse_opts[i].opt)) {
+					dsv_cli_error("-o %s: refused (%s)", opt, refused_fuse_opts[i].why);
+					return -1;
+				}
+			}
+			if (ch == '\0')
+				return 0;
+			n = 0;
+			overlong = 0;
+			continue;
+		}
+		if (ch == '\\' && s[1]) {
+			s++;
+			if (s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' &&
+			    s[2] >= '0' && s[2] <= '7') {
+				ch = (char)((s[0] - '0') * 64 + (s[1] - '0') * 8 + (s[2] - '0'));
+				s += 2;
+			} else {
+				ch = *s;
+			}
+		}
+		if (n < sizeof(opt) - 1)
+			opt[n++] = ch;
+		else
+			overlong = 1; /* longer than any refused option */
+	}
+}
+
 int dsv_cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -156,7 +213,11 @@ int dsv_cmd_mount(int argc, char **argv)
 				return EXIT_USER;
 			break;
 		case 'G': gpu_arg = optarg; break;
-		case 'o': o.fuse_opts = optarg; break;
+		case 'o':
+			if (check_fuse_opts(optarg))
+				return EXIT_USER;
+			o.fuse_opts = optarg;
+			break;
 		case 'L': log_path = optarg; break;
 		case 'd': o.debug = foreground = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;

@@ -609,8 +609,16 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 			       m->path);
 		goto fail;
 	}
-	snprintf(optbuf, sizeof(optbuf), "-oro,nosuid,nodev,default_permissions,fsname=dsview,"
-		 "subtype=dsview%s%s", o->fuse_opts ? "," : "", o->fuse_opts ? o->fuse_opts : "");
+	/* The caller's options go first: libfuse lets a later option undo an
+	 * earlier one, so what every dsview mount is comes last, where no -o
+	 * can turn it off (the CLI refuses rw, suid and dev outright), and a
+	 * string too long for the buffer is an error, never cut short. */
+	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=dsview,subtype=dsview,ro,nosuid,nodev,"
+		     "default_permissions", o->fuse_opts ? o->fuse_opts : "",
+		     o->fuse_opts ? "," : "") >= (int)sizeof(optbuf)) {
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: FUSE options too long", mountpoint);
+		goto fail;
+	}
 	if (fuse_opt_add_arg(&args, "dsview") || fuse_opt_add_arg(&args, optbuf) ||
 	    (o->debug && fuse_opt_add_arg(&args, "-d"))) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");

@@ -3,10 +3,12 @@
  *
  * inih reports no line numbers in Debian's build, so we feed it through our
  * own line reader and count lines there: the handler runs while the line it
- * is given is the last one read. Keys are collected first and sources opened
- * after the whole file parsed, because source_dtype/source_shape may follow
- * the source lines they apply to.
+ * is given is the last one read. The reader also takes section names (see
+ * reader()). Keys are collected first and sources opened after the whole
+ * file parsed, because source_dtype/source_shape may follow the source
+ * lines they apply to.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
@@ -40,45 +42,84 @@ typedef struct parse_ctx {
 	FILE *f;
 	int line;
 	int section_line; /* line of the last [section] header */
+	char sect[DSV_VIEW_NAME_MAX + 2]; /* its name; a longer one is cut short */
+	size_t sect_len;  /* the whole name's length */
+	int sect_nul;     /* the name holds a NUL byte */
+	char *buf;        /* the physical line (getline) */
+	size_t cap;
 	int too_long;
 	int err;
 	dsv_errbuf *eb;
 	dsv_manifest *m;
 	pending_view *views;
 	size_t nviews;
-	char cur_section[256];
 	int cur_section_line;
 	int started;
 	int in_dsview;
 } parse_ctx;
 
+/* Reads one physical line whole and hands inih what it should parse.
+ * Section names are taken here: inih keeps them in a 50-byte buffer and
+ * cuts longer ones short without a word (a 60-byte [name] mounted under its
+ * first 49 bytes), and its line buffer (num) is too short for "[" + a
+ * DSV_VIEW_NAME_MAX-byte name + "]". So for a header the name is kept in
+ * c->sect, NUL bytes and all, and inih gets "[s]"; handler() uses ours. Any
+ * other line goes to inih as it is, and one longer than its buffer is
+ * reported rather than let the tail be parsed as a line of its own. */
 static char *reader(char *str, int num, void *stream)
 {
 	parse_ctx *c = stream;
-	char *r = fgets(str, num, c->f);
-	if (!r)
+	if (num < 8)
 		return NULL;
-	size_t n = strlen(r);
-	const char *p = r;
-	while (*p == ' ' || *p == '\t')
+	ssize_t got = getline(&c->buf, &c->cap, c->f);
+	if (got < 0)
+		return NULL;
+	size_t n = (size_t)got;
+	const char *p = c->buf, *end = c->buf + n, *close = NULL;
+	c->line++;
+	if (c->line == 1 && n >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
+		p += 3; /* a UTF-8 BOM, which inih skips too */
+	while (p < end && isspace((unsigned char)*p))
 		p++;
-	if (*p == '[')
-		c->section_line = c->line + 1;
-	if (n && r[n - 1] == '\n') {
-		c->line++;
-	} else if (!feof(c->f)) {
-		/* inih's line buffer is shorter than the line: report it rather
-		 * than let the tail be parsed as a line of its own. */
-		if (!c->too_long)
-			c->too_long = c->line + 1;
-		int ch;
-		while ((ch = fgetc(c->f)) != EOF && ch != '\n')
-			;
-		c->line++;
-	} else {
-		c->line++;
+	if (p < end && *p == '[') {
+		c->section_line = c->line;
+		close = memchr(p + 1, ']', (size_t)(end - p - 1));
 	}
-	return r;
+	if (close) {
+		size_t len = (size_t)(close - p - 1), keep = len < sizeof(c->sect) ? len : sizeof(c->sect) - 1;
+		memcpy(c->sect, p + 1, keep);
+		c->sect[keep] = '\0';
+		c->sect_len = len;
+		c->sect_nul = memchr(p + 1, '\0', len) != NULL;
+		memcpy(str, "[s]\n", 5);
+		return str;
+	}
+	if (n > (size_t)num - 1) {
+		if (!c->too_long)
+			c->too_long = c->line;
+		n = (size_t)num - 1;
+	}
+	memcpy(str, c->buf, n);
+	str[n] = '\0';
+	return str;
+}
+
+/* name[0..n) fit for a one-line message: bytes outside printable ASCII
+ * become \xNN (a name must not bring a newline or a terminal escape into
+ * our errors), and past max bytes the rest is "...". out holds 4 * max + 4.
+ * @return out */
+static const char *shown(const char *name, size_t n, size_t max, char *out)
+{
+	char *o = out;
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+			*o++ = (char)ch;
+		else
+			o += sprintf(o, "\\x%02x", ch);
+	}
+	strcpy(o, n > max ? "..." : "");
+	return out;
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -262,22 +303,25 @@ static int handler(void *user, const char *section, const char *name, const char
 		/* a new section starts (the same name twice is a new one too) */
 		c->started = 1;
 		c->cur_section_line = c->section_line;
-		snprintf(c->cur_section, sizeof(c->cur_section), "%s", section);
-		c->in_dsview = !strcmp(section, "dsview");
+		/* inih's section is "" only before the first header; the name
+		 * itself is reader()'s c->sect */
+		c->in_dsview = *section && !c->sect_nul && !strcmp(c->sect, "dsview");
 		if (!c->in_dsview) {
+			char show[4 * 64 + 4];
 			if (!*section)
 				return fail(c, c->line, "key '%s' outside any [view] section", name);
-			if (!dsv_view_name_ok(section))
-				return fail(c, c->section_line, "invalid view name '%s' (letters, digits, _, -, . only; "
-					    "at most %d bytes)", section, DSV_VIEW_NAME_MAX);
-			if (find_view(c, section))
-				return fail(c, c->section_line, "view '%s' is defined twice", section);
+			if (c->sect_len > DSV_VIEW_NAME_MAX || c->sect_nul || !dsv_view_name_ok(c->sect))
+				return fail(c, c->section_line, "invalid view name '%s' (%zu bytes; letters, "
+					    "digits, _, -, . only; at most %d bytes)",
+					    shown(c->sect, c->sect_len, 64, show), c->sect_len, DSV_VIEW_NAME_MAX);
+			if (find_view(c, c->sect))
+				return fail(c, c->section_line, "view '%s' is defined twice", c->sect);
 			pending_view *nv = realloc(c->views, (c->nviews + 1) * sizeof(*nv));
 			if (!nv)
 				return fail(c, c->line, "out of memory");
 			c->views = nv;
 			memset(&nv[c->nviews], 0, sizeof(*nv));
-			nv[c->nviews].v = dsv_view_new(section);
+			nv[c->nviews].v = dsv_view_new(c->sect);
 			nv[c->nviews].line = c->section_line;
 			if (!nv[c->nviews].v)
 				return fail(c, c->line, "out of memory");
@@ -396,6 +440,7 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 	}
 	rc = ini_parse_stream(reader, &c, handler, &c);
 	fclose(c.f);
+	free(c.buf);
 	if (c.too_long && !c.err)
 		fail(&c, c.too_long, "line too long (at most %d characters)", INI_MAX_LINE - 2);
 	if (rc > 0 && !c.err)
@@ -467,12 +512,16 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out
 			dsv_source *s;
 			const char *name = names[i][0] == '/' ? names[i] + 1 : names[i];
 			/* Each path component must be a valid name; groups become dirs. */
-			char *copy = strdup(name), *save = NULL;
-			for (char *part = strtok_r(copy, "/", &save); part && !err;
+			char *copy = strdup(name), *save = NULL, show[4 * 64 + 4];
+			if (!copy)
+				err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+			for (char *part = copy ? strtok_r(copy, "/", &save) : NULL; part && !err;
 			     part = strtok_r(NULL, "/", &save))
 				if (!dsv_view_name_ok(part))
 					err = dsv_errf(eb, DSV_ERR_INVALID,
-						       "%s: dataset name '%s' is not a valid view name", path, names[i]);
+						       "%s: dataset name '%s' is not a valid view name (letters, "
+						       "digits, _, -, . only; at most %d bytes a part)", path,
+						       shown(names[i], strlen(names[i]), 64, show), DSV_VIEW_NAME_MAX);
 			free(copy);
 			if (!err && (err = dsv_source_open_h5(path, names[i], &s, &sub)))
 				dsv_errf(eb, err, "%s", sub.msg);
@@ -484,12 +533,15 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out
 		free(names);
 	} else if (strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".npy")) {
 		dsv_source *s;
+		char show[4 * 160 + 4];
 		const char *base = strrchr(path, '/');
 		char *name = strndup(base ? base + 1 : path, strlen(base ? base + 1 : path) - 4);
 		if (!name)
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!dsv_view_name_ok(name))
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name", path);
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name (letters, "
+				       "digits, _, -, . only; at most %d bytes)",
+				       shown(path, strlen(path), 160, show), DSV_VIEW_NAME_MAX);
 		else if (!(err = dsv_source_open_npy(path, &s, eb)))
 			err = add_file_view(m, name, s, dtype, eb);
 		free(name);
