@@ -162,7 +162,10 @@ int dsv_cmd_pack(int argc, char **argv)
 	o.progress_arg = &bar;
 	err = dsv_pack(&o, &res, &eb);
 	dsv_progress_end(&bar);
-	if (stop_flag) {
+	/* A signal after dsv_pack's last check, once the output is renamed
+	 * into place, came too late to stop it: the file is whole, so say so
+	 * (0) rather than "not written" beside a file that exists. */
+	if (stop_flag && err) {
 		dsv_cli_error("pack interrupted; %s not written", o.output);
 		return EXIT_USER;
 	}
