@@ -96,11 +96,12 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(
 	$(CC) $(CPPFLAGS) -Itests/fuzz $(filter-out -MMD -MP,$(CFLAGS)) $< tests/fuzz/common.c \
 	  tests/fuzz/replay.c $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
-# allocator_may_return_null: as in `make fuzz` (below), the HDF5 library's
-# own huge mallocs on damaged files get NULL, as they do in production.
+# As in `make fuzz` (below): the HDF5 library's own huge mallocs on damaged
+# files get NULL, as they do in production, and its leaks on them are not ours.
 fuzz-replay: $(FUZZ_REPLAY)
 	@for t in $(FUZZ_NAMES); do printf 'fuzz %-9s ' $$t; \
 	  ASAN_OPTIONS=$(ASAN_OPTIONS):allocator_may_return_null=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
 	  $(BUILD)/tests/fuzz_$$t tests/fuzz/corpus/$$t || exit 1; done
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
