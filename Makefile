@@ -10,10 +10,10 @@
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
-PKGS     := fuse3 hdf5 liblz4 inih jansson
+PKGS     := fuse3 hdf5 liblz4 inih jansson zlib
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin \
-            hdf5-filter-plugin fio strace
+            hdf5-filter-plugin zlib1g-dev fio strace
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \

@@ -56,6 +56,7 @@
 #error "src/source/h5.c: the read-only file driver is written for HDF5 1.10/1.12"
 #endif
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -67,6 +68,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
@@ -251,6 +253,31 @@ static const H5FD_class_t ro_class = {
 	.fl_map = H5FD_FLMAP_DICHOTOMY,
 };
 
+/*
+ * Filter output sizes. HDF5 1.10 copies a whole chunk out of whatever its
+ * filter pipeline returned, without checking the size: a gzip chunk that
+ * inflates to 24 bytes of a 48-byte chunk is read 24 bytes past the end of
+ * a heap buffer (`make fuzz`), and `verify` said OK while the mount served
+ * those bytes as data. So the decoders the library runs for us must make
+ * exactly the size the dataset's chunk calls for: our LZ4 filter below, and
+ * zlib's inflate, which the library's own (unreplaceable: H5Zregister
+ * refuses predefined ids) deflate filter calls through the dynamic linker,
+ * so this program's inflate() below is the one it gets. The sizes are set
+ * per fallback read, under h5_lock; 0 means not checked.
+ */
+static size_t expect_deflate, expect_lz4;
+static int (*real_inflate)(z_streamp, int); /* set in h5_enter() */
+
+int inflate(z_streamp strm, int flush)
+{
+	int rc = real_inflate ? real_inflate(strm, flush) : Z_STREAM_ERROR;
+	if (expect_deflate && (rc == Z_OK || rc == Z_STREAM_END) &&
+	    (strm->total_out > expect_deflate ||
+	     (rc == Z_STREAM_END && strm->total_out != expect_deflate)))
+		return Z_DATA_ERROR;
+	return rc;
+}
+
 /* The LZ4 filter (32004) registered in-process, so that the library
  * fallback (chunks that split rows, shuffle in front, big-endian data)
  * decodes LZ4 with our bounds-checked codec instead of a plugin. Called by
@@ -266,7 +293,8 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
 		/* An LZ4 block expands at most 255 times; a header claiming
 		 * more is hostile, and we refuse it before allocating. */
 		if (dsv_lz4_raw_size(*buf, nbytes, &raw) != 0 || raw == 0 ||
-		    raw / 256 > nbytes || raw > SIZE_MAX / 2)
+		    raw / 256 > nbytes || raw > SIZE_MAX / 2 ||
+		    (expect_lz4 && raw != expect_lz4))
 			return 0;
 		out = H5allocate_memory((size_t)raw, 0);
 		if (!out)
@@ -315,6 +343,7 @@ static int h5_enter(void)
 		H5PLset_loading_state(0);
 		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 		H5Zregister(&lz4_class);
+		real_inflate = (int (*)(z_streamp, int))dlsym(RTLD_NEXT, "inflate");
 		hid_t drv = H5FDregister(&ro_class);
 		ro_fapl = H5Pcreate(H5P_FILE_ACCESS);
 		if (drv < 0 || ro_fapl < 0 || H5Pset_driver(ro_fapl, drv, NULL) < 0) {
@@ -324,6 +353,10 @@ static int h5_enter(void)
 		}
 		h5_ready = 1;
 	}
+	/* Debian's library is built thread-safe, so error printing is a
+	 * setting of each thread's own stack: off again for this one (verify
+	 * and the daemon read from worker threads). */
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	return ro_fapl >= 0 ? 0 : -1;
 }
 
@@ -352,6 +385,7 @@ typedef struct h5_state {
 	hid_t file;
 	hid_t dset;
 	hid_t mtype; /* native little-endian type of the source dtype */
+	size_t expect_deflate, expect_lz4; /* filter output sizes (see above) */
 } h5_state;
 
 /* Call with h5_lock held. */
@@ -602,6 +636,7 @@ typedef struct h5_open {
 	hsize_t dims[DSV_MAX_DIMS];
 	int conv;            /* element type needs library conversion */
 	char conv_why[64];
+	size_t expect_deflate, expect_lz4; /* for the fallback's h5_state */
 } h5_open;
 
 static void why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
@@ -766,6 +801,35 @@ out:
 	return err;
 }
 
+/* What inflate and the LZ4 decoder must make for this dataset: a filter's
+ * output on read is its input on write, which is the chunk plus 4 bytes per
+ * Fletcher32 applied before it (shuffle keeps the size). After any other
+ * filter, or for a filter used twice, the size is not known: unchecked. */
+static void filter_sizes(h5_open *o, const hsize_t *cdims, const H5Z_filter_t *ids, int nf)
+{
+	uint64_t bytes = H5Tget_size(o->ftype), before = 0;
+	int known = 1, n_deflate = 0, n_lz4 = 0;
+
+	for (int k = 0; k < o->s->info.ndim; k++)
+		if (dsv_mul_u64(bytes, cdims[k], &bytes) || bytes > SIZE_MAX / 2)
+			return;
+	for (int i = 0; i < nf; i++) {
+		size_t want = known ? (size_t)(bytes + before) : 0;
+		if (ids[i] == H5Z_FILTER_DEFLATE && n_deflate++ == 0)
+			o->expect_deflate = want;
+		else if (ids[i] == DSV_H5Z_FILTER_LZ4 && n_lz4++ == 0)
+			o->expect_lz4 = want;
+		if (ids[i] == H5_FILTER_FLETCHER32_ID)
+			before += 4;
+		else if (ids[i] != H5Z_FILTER_SHUFFLE)
+			known = 0;
+	}
+	if (n_deflate > 1)
+		o->expect_deflate = 0;
+	if (n_lz4 > 1)
+		o->expect_lz4 = 0;
+}
+
 /*
  * Chunked layout: fast path when dsview can read the chunks itself, else
  * fallback if the library can, else refusal. Sets *fallback.
@@ -848,6 +912,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else
 		why_filters(o, ids, nf);
+	filter_sizes(o, cdims, ids, nf);
 	*fallback = 1;
 	return 0;
 }
@@ -1107,6 +1172,8 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		st->file = o.file;
 		st->dset = o.dset;
 		st->mtype = dsv_h5_type(s->info.dtype);
+		st->expect_deflate = o.expect_deflate;
+		st->expect_lz4 = o.expect_lz4;
 		o.file = o.dset = -1;
 		if (st->mtype < 0) {
 			h5_state_free_locked(st);
@@ -1208,8 +1275,11 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *ds
 		goto out_fspace;
 	if (select_range(fspace, s->info.ndim, s->info.shape, ref->elem_start, ref->nelems) < 0)
 		goto out_mspace;
+	expect_deflate = h->expect_deflate;
+	expect_lz4 = h->expect_lz4;
 	if (H5Dread(h->dset, h->mtype, mspace, fspace, H5P_DEFAULT, dst) >= 0)
 		err = 0;
+	expect_deflate = expect_lz4 = 0;
 out_mspace:
 	H5Sclose(mspace);
 out_fspace:

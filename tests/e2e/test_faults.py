@@ -218,6 +218,40 @@ class Faults(E2E):
     def test_fletcher32_mismatch(self):
         self.check_one_bad_chunk("fl", dict(fletcher32=True), "checksum mismatch")
 
+    def test_gzip_chunk_that_inflates_short(self):
+        # a valid gzip stream of half a chunk (found by make fuzz): HDF5
+        # 1.10 copied the whole chunk out of the short buffer, so the mount
+        # served heap bytes and verify said OK. Now: EIO, and verify fails.
+        # The library decodes 1 MiB of source per read (64 Ki rows here),
+        # so that is what one bad chunk takes down.
+        import zlib
+        x = (np.arange(196608 * 8) % 30011).astype(np.int16).reshape(196608, 8)
+        bad = 100352  # chunk 196 of 512 rows, in the second 1 MiB
+        short = zlib.compress(np.full(256 * 8, 7, np.int16).tobytes())
+        for kw in (dict(compression="gzip"), dict(compression="gzip", shuffle=True)):
+            with self.subTest(**kw):
+                path = self.p("short.h5")
+                with h5py.File(path, "w") as f:
+                    d = f.create_dataset("x", data=x, chunks=(512, 8), **kw)
+                    d.id.write_direct_chunk((bad, 0), short)
+                r = run("verify", path)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn("1 bad chunk", r.stdout + r.stderr)
+                self.assertNotIn("HDF5-DIAG", r.stderr)
+                with self.mount(path, "--cache-size", "0",
+                                expect_errors=[r"short.h5:/x chunk 1 .*I/O error"]) as m:
+                    fd = os.open(m.path("x.dat"), os.O_RDONLY)
+                    try:
+                        with self.assertRaises(OSError) as cm:
+                            os.pread(fd, 4 * 32, bad * 32)
+                        self.assertEqual(cm.exception.errno, errno.EIO)
+                        ref = x.astype(np.float32)
+                        for r0 in (0, 65000, 131072, 196600):  # the other 1 MiB pieces
+                            got = os.pread(fd, 8 * 32, r0 * 32)
+                            self.assertEqual(got, ref[r0:r0 + 8].tobytes(), f"rows {r0}-{r0 + 7}")
+                    finally:
+                        os.close(fd)
+
     def test_source_truncated_after_mount(self):
         # 3000 rows of 768 B uint8 (3 KB float32 rows): far more than the
         # kernel reads ahead from the first rows
