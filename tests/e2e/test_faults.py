@@ -7,9 +7,10 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import time
-import signal
+import zlib
 
 import h5py
 import hdf5plugin
@@ -224,7 +225,6 @@ class Faults(E2E):
         # served heap bytes and verify said OK. Now: EIO, and verify fails.
         # The library decodes 1 MiB of source per read (64 Ki rows here),
         # so that is what one bad chunk takes down.
-        import zlib
         x = (np.arange(196608 * 8) % 30011).astype(np.int16).reshape(196608, 8)
         bad = 100352  # chunk 196 of 512 rows, in the second 1 MiB
         short = zlib.compress(np.full(256 * 8, 7, np.int16).tobytes())
