@@ -655,7 +655,7 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 {
 	uint64_t esize = dsv_dtype_size(s->info.dtype), band, band_bytes;
 
-	dsv_source_flat_chunks(s, DSV_FALLBACK_CHUNK_BYTES / esize);
+	dsv_source_flat_chunks(s, DSV_FALLBACK_CHUNK_BYTES);
 	if (!band_rows || !s->info.row_elems || s->info.chunk_elems % s->info.row_elems)
 		return;
 	if (dsv_mul_u64(band_rows, s->info.row_elems, &band) ||
@@ -957,19 +957,19 @@ static void probe_child(const char *path)
 	_exit(0); /* no atexit handlers, no stdio buffers flushed twice */
 }
 
-int dsv_h5_probe(const char *path, dsv_errbuf *eb)
+/* dsv_h5_probe of path, whose stat is st. */
+static int probe_stat(const char *path, const struct stat *st, dsv_errbuf *eb)
 {
-	struct stat st;
 	int status, sig = 0;
 	pid_t pid;
 
-	if (in_probe || stat(path, &st) < 0)
-		return 0; /* the caller reports a missing file itself */
+	if (in_probe)
+		return 0;
 	pthread_mutex_lock(&probe_lock);
 	for (unsigned i = 0; i < nprobed && i < H5_PROBED_MAX; i++) {
 		h5_probed *p = &probed[i];
-		if (p->dev == st.st_dev && p->ino == st.st_ino && p->size == st.st_size &&
-		    p->mtime.tv_sec == st.st_mtim.tv_sec && p->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+		if (p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
+		    p->mtime.tv_sec == st->st_mtim.tv_sec && p->mtime.tv_nsec == st->st_mtim.tv_nsec) {
 			sig = p->sig;
 			goto done;
 		}
@@ -993,14 +993,21 @@ int dsv_h5_probe(const char *path, dsv_errbuf *eb)
 		sig = WTERMSIG(status);
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		sig = SIGABRT; /* a sanitizer's report exits instead */
-	probed[nprobed++ % H5_PROBED_MAX] = (h5_probed){ st.st_dev, st.st_ino, st.st_size,
-							 st.st_mtim, sig };
+	probed[nprobed++ % H5_PROBED_MAX] = (h5_probed){ st->st_dev, st->st_ino, st->st_size,
+							 st->st_mtim, sig };
 done:
 	pthread_mutex_unlock(&probe_lock);
 	if (sig)
 		return dsv_errf(eb, DSV_ERR_FORMAT, "%s: damaged HDF5 file: the HDF5 library "
 				"crashed reading it (%s)", path, strsignal(sig));
 	return 0;
+}
+
+int dsv_h5_probe(const char *path, dsv_errbuf *eb)
+{
+	struct stat st;
+	/* a missing file: the caller reports it itself */
+	return stat(path, &st) < 0 ? 0 : probe_stat(path, &st, eb);
 }
 
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
@@ -1114,7 +1121,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		haddr_t off = H5Dget_offset(o.dset);
 		if (nbytes == 0) {
 			s->info.kind = DSV_SRC_H5_CONTIGUOUS; /* nothing to read */
-			dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES / dsv_dtype_size(s->info.dtype));
+			dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 			break;
 		}
 		if (o.conv || off == HADDR_UNDEF) {
@@ -1131,7 +1138,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		s->data_offset = off;
 		s->info.kind = DSV_SRC_H5_CONTIGUOUS;
 		s->info.stored_bytes = nbytes;
-		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES / dsv_dtype_size(s->info.dtype));
+		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 		break;
 	}
 	case H5D_CHUNKED:
@@ -1339,7 +1346,7 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 	return 0;
 }
 
-int dsv_h5_check_regular(const char *path, dsv_errbuf *eb)
+int dsv_h5_check_input(const char *path, dsv_errbuf *eb)
 {
 	struct stat st;
 
@@ -1350,7 +1357,7 @@ int dsv_h5_check_regular(const char *path, dsv_errbuf *eb)
 	}
 	if (!S_ISREG(st.st_mode))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
-	return 0;
+	return probe_stat(path, &st, eb);
 }
 
 int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_errbuf *eb)
@@ -1361,7 +1368,7 @@ int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_err
 
 	*names = NULL;
 	*count = 0;
-	if ((err = dsv_h5_check_regular(path, eb)) || (err = dsv_h5_probe(path, eb)))
+	if ((err = dsv_h5_check_input(path, eb)))
 		return err;
 
 	if (h5_enter() < 0) {

@@ -23,9 +23,10 @@ hid_t dsv_h5_ro_fapl(void);
  * the caller closes it. Call with the lock held. */
 hid_t dsv_h5_type(dsv_dtype dt);
 
-/* Our own stat before HDF5 opens path: it gives the clearest message.
- * @return 0, or DSV_ERR_NOTFOUND/IO/INVALID with eb "path: reason". */
-int dsv_h5_check_regular(const char *path, dsv_errbuf *eb);
+/* Before HDF5 opens path: our own stat, which gives the clearest message,
+ * then dsv_h5_probe. @return 0, or DSV_ERR_NOTFOUND/IO/INVALID/FORMAT with
+ * eb "path: reason". */
+int dsv_h5_check_input(const char *path, dsv_errbuf *eb);
 /* Runs the HDF5 library over path first in a child process: it lists the
  * file's datasets, opens and describes each as a mount or `info` would,
  * and exits. If the child dies (HDF5 1.10 crashes on some damaged files),

@@ -223,7 +223,7 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 	}
 	s->info.kind = DSV_SRC_NPY;
 	s->info.stored_bytes = nbytes;
-	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES / dsv_dtype_size(s->info.dtype));
+	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 	free(hdr);
 	*out = s;
 	return 0;

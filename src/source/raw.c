@@ -53,7 +53,7 @@ int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
 	}
 	s->info.kind = DSV_SRC_RAW;
 	s->info.stored_bytes = dims[0] * row_bytes;
-	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES / dsv_dtype_size(s->info.dtype));
+	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 	*out = s;
 	return 0;
 fail:

@@ -68,10 +68,10 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape)
 	return 0;
 }
 
-void dsv_source_flat_chunks(dsv_source *s, uint64_t target)
+void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes)
 {
 	uint64_t row = s->info.row_elems ? s->info.row_elems : 1;
-	uint64_t ce;
+	uint64_t target = target_bytes / dsv_dtype_size(s->info.dtype), ce;
 
 	if (row <= target) {
 		ce = (target / row) * row; /* whole rows */

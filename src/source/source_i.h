@@ -54,9 +54,9 @@ struct dsv_source {
 
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
 dsv_source *dsv_source_alloc(const char *path, const char *dataset);
-/* Splits a flat source into chunks of whole rows of about target_elems
- * elements (a row larger than that is split into equal pieces). */
-void dsv_source_flat_chunks(dsv_source *s, uint64_t target_elems);
+/* Splits a flat source into chunks of whole rows of about target_bytes of
+ * source elements (a row larger than that is split into equal pieces). */
+void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes);
 /* Fills nrows/row_elems/nelems from ndim/shape; DSV_ERR_OVERFLOW if the
  * byte size does not fit in 63 bits. */
 int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
