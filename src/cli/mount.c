@@ -44,7 +44,7 @@ static const char mount_usage[] =
 	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
 	"                       bfloat16, float16\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
-	"                       (default: the smaller of 1G and 10%% of RAM)\n"
+	"                       (default: the smaller of 1G and 10% of RAM)\n"
 	"      --threads N      FUSE worker threads (default 8)\n"
 	"      --readahead S    the kernel's readahead window of the mount (default\n"
 	"                       128K; 64K: less read around shuffled memmap rows,\n"

@@ -101,6 +101,26 @@ static pid_t daemon_pid(const char *mp)
 	return p ? (pid_t)atoi(p + 6) : 0;
 }
 
+/* 1 while pid runs. A zombie counts as gone: its files and memory are
+ * released, and the parent that reaps it (init, or a container's PID 1)
+ * may take a second or more to do so. */
+static int running(pid_t pid)
+{
+	char path[64], buf[512];
+	if (kill(pid, 0) < 0)
+		return errno == EPERM;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* pid (comm) state ...: comm may hold spaces and parentheses */
+	const char *p = strrchr(buf, ')');
+	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
 static int run_fusermount(const char *mp, int lazy)
 {
 	pid_t pid = fork();
@@ -168,7 +188,7 @@ int dsv_cmd_umount(int argc, char **argv)
 	}
 	/* Wait (up to 10 s) for the daemon to finish, so a new mount here works. */
 	if (pid > 0 && !lazy) {
-		for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++) {
+		for (int i = 0; i < 1000 && running(pid); i++) {
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
 		}

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -644,6 +645,13 @@ fail:
  * The device number comes from mountinfo: a stat() of the mountpoint would be
  * a FUSE request that nobody answers yet (so is realpath: mountpoint must
  * already be canonical). Needs root; harmless to skip. */
+/* 1 if mountpoint still holds a mount whose connection is gone. */
+static int dead_mount(const char *mountpoint)
+{
+	struct statvfs sv; /* not stat: the kernel may answer that from its cache */
+	return statvfs(mountpoint, &sv) < 0 && errno == ENOTCONN;
+}
+
 static void set_readahead(const char *mountpoint, uint64_t bytes)
 {
 	char line[8192], path[128];
@@ -765,6 +773,12 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	start_prefetch(fs);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	/* An unmount that races a request the kernel is handing to a worker
+	 * fails that read with ECONNABORTED instead of ENODEV (libfuse's
+	 * clean end). Gone from the mount table means unmounted, not aborted:
+	 * an abort through /sys/fs/fuse/connections leaves a dead mount. */
+	if (err == -ECONNABORTED && !dead_mount(fs->mountpoint))
+		err = 0;
 	dsv_prefetch_stop(fs->prefetch);
 	fs->prefetch = NULL;
 	fuse_remove_signal_handlers(fs->se);

@@ -79,6 +79,10 @@ class BadInput(E2E):
         self.assertEqual(r.returncode, 1)
         self.assertEqual(run("--version").returncode, 0)
         self.assertIn("usage", run("mount", "--help").stdout)
+        for cmd in ("mount", "umount", "pack", "info", "verify"):
+            text = run(cmd, "--help").stdout
+            self.assertIn("usage", text, cmd)
+            self.assertNotIn("%%", text, cmd)  # help is printed as is, not through printf
 
     def test_hostile_npy_headers(self):
         cases = [
@@ -469,6 +473,61 @@ class Lifecycle(E2E):
                     self.assertIn("unmounted " + mp, text)
                     self.assertNotRegex(text, r"(?i)error")
                 finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                    if mounted(mp):
+                        subprocess.run(["umount", "-l", mp])
+
+    def test_umount_racing_readers_is_clean(self):
+        # A reader opening, reading and closing in a loop while umount
+        # retries: the kernel may be handing a request (an async RELEASE, a
+        # readahead read) to a worker as the connection goes. The daemon
+        # must still end as a clean unmount: exit 0, no error logged.
+        np.save(self.p("r.npy"), np.arange(2048 * 1024, dtype=np.uint16).reshape(2048, 1024))
+        for i in range(8):
+            with self.subTest(i=i):
+                mp, log = self.p("mnt-race"), self.p(f"race-{i}.log")
+                p = subprocess.Popen([DSVIEW, "mount", "-f", "--log", log, self.p("r.npy"), mp],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                kid = None
+                try:
+                    deadline = time.time() + 30
+                    while not os.path.exists(os.path.join(mp, "r.dat")) and time.time() < deadline:
+                        self.assertIsNone(p.poll(), "the daemon exited early")
+                        time.sleep(0.02)
+                    kid = os.fork()
+                    if kid == 0:
+                        code = 0
+                        try:
+                            while True:
+                                a = np.memmap(os.path.join(mp, "r.dat"), np.float32, "r")
+                                float(a[::4096].sum())  # page faults: async readahead
+                                del a
+                                for name in ("r.npy", ".stats.json"):
+                                    with open(os.path.join(mp, name), "rb") as f:
+                                        f.read(4096 * (1 + i % 3))
+                        except OSError:
+                            pass  # the mount went away under us: expected
+                        except BaseException:
+                            code = 3
+                        os._exit(code)
+                    time.sleep(0.05 * (i % 4))
+                    t0 = time.time()
+                    while mounted(mp) and time.time() - t0 < 20:
+                        run("umount", mp)  # refused while a file is open; retried
+                    self.assertFalse(mounted(mp))
+                    _, st = os.waitpid(kid, 0)
+                    kid = None
+                    self.assertEqual(os.WEXITSTATUS(st), 0)
+                    out, err = p.communicate(timeout=30)
+                    self.assertEqual(p.returncode, 0, err)
+                    with open(log) as f:
+                        self.assertNotRegex(f.read(), r"(?i)error")
+                finally:
+                    if kid:
+                        os.kill(kid, signal.SIGKILL)
+                        os.waitpid(kid, 0)
                     if p.poll() is None:
                         p.kill()
                         p.wait()
