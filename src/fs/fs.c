@@ -38,6 +38,7 @@
 #include <fuse_lowlevel.h>
 #include <malloc.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,7 @@ struct dsv_fs {
 	 * plain piece pread: against bytes_served, the read amplification */
 	_Atomic uint64_t bytes_decoded;
 	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
+	unsigned max_read; /* -o max_read=N, or 0 */
 };
 
 static int dsv_err_to_errno(int err)
@@ -202,7 +204,12 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, struct stat *st)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	dsv_fs *fs = userdata;
+	/* libfuse wants a max_read mount option repeated here, or it fails
+	 * the INIT ("init() and fuse_session_new() requested different
+	 * maximum read size"). */
+	if (fs->max_read)
+		conn->max_read = fs->max_read;
 	/* Ask for the largest requests the kernel allows (libfuse's default
 	 * max_write already gives 1 MiB max_pages). */
 	if (conn->max_readahead < READ_MAX)
@@ -584,6 +591,24 @@ static int cache_fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_
 
 /* ---- lifecycle ---- */
 
+/* Finds -o max_read=N with libfuse's own option parser, on a copy of the
+ * arguments (a matched template is consumed from the list it parses). */
+static int parse_max_read(dsv_fs *fs, const char *optbuf)
+{
+	static const struct fuse_opt spec[] = {
+		{ "max_read=%u", offsetof(dsv_fs, max_read), 0 },
+		FUSE_OPT_END,
+	};
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	int rc = 0;
+	if (fuse_opt_add_arg(&args, "dsview") || fuse_opt_add_arg(&args, optbuf))
+		rc = DSV_ERR_NOMEM;
+	else if (fuse_opt_parse(&args, fs, spec, NULL) != 0)
+		rc = DSV_ERR_INVALID;
+	fuse_opt_free_args(&args);
+	return rc;
+}
+
 int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, dsv_fs **out,
 		 dsv_errbuf *eb)
 {
@@ -619,6 +644,12 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
+	if ((err = parse_max_read(fs, optbuf))) {
+		fuse_opt_free_args(&args);
+		err = dsv_errf(eb, err, "%s: bad FUSE options '%s'", mountpoint,
+			       o->fuse_opts ? o->fuse_opts : "");
+		goto fail;
+	}
 	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
@@ -640,11 +671,6 @@ fail:
 	return err;
 }
 
-/* The kernel's readahead for this mount is the bdi's read_ahead_kb; set it
- * to the chosen window (FUSE's own default is the largest request size).
- * The device number comes from mountinfo: a stat() of the mountpoint would be
- * a FUSE request that nobody answers yet (so is realpath: mountpoint must
- * already be canonical). Needs root; harmless to skip. */
 /* 1 if mountpoint still holds a mount whose connection is gone. */
 static int dead_mount(const char *mountpoint)
 {
@@ -652,6 +678,11 @@ static int dead_mount(const char *mountpoint)
 	return statvfs(mountpoint, &sv) < 0 && errno == ENOTCONN;
 }
 
+/* The kernel's readahead for this mount is the bdi's read_ahead_kb; set it
+ * to the chosen window (FUSE's own default is the largest request size).
+ * The device number comes from mountinfo: a stat() of the mountpoint would be
+ * a FUSE request that nobody answers yet (so is realpath: mountpoint must
+ * already be canonical). Needs root; harmless to skip. */
 static void set_readahead(const char *mountpoint, uint64_t bytes)
 {
 	char line[8192], path[128];

@@ -9,7 +9,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, reference, run, same_bits
+from common import E2E, mount_entry, reference, run, same_bits
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SCALE = 1 / 255
@@ -236,3 +236,13 @@ class Readahead(E2E):
             with self.mount(self.p("seq.npy"), *opts) as m:
                 self.assertEqual(window(m.mp), kb, opts)
                 self.assertIn(f"readahead {kb} KiB", "".join(m.log_lines()))
+
+    def test_max_read_option(self):
+        # -o max_read=N caps each read request (libfuse needs it repeated
+        # in INIT, or the mount fails); the bytes are the same
+        for src, name in (("seq.h5", "seq.dat"), ("seq.npy", "seq.npy")):
+            with self.subTest(src=src), self.mount(self.p(src), "-o", "max_read=65536") as m:
+                self.assertIn("max_read=65536", mount_entry(m.mp)[2])
+                self.assertEqual(self.read_all(m.path(name))[-len(self.ref):], self.ref)
+        self.assertEqual(run("mount", "-o", "max_read=lots", self.p("seq.npy"),
+                             self.p("mnt-bad")).returncode, 1)
