@@ -17,4 +17,14 @@ void dsv_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "dsview: OPT 'ARG' must be an integer from LO to HI" and returns -1. */
 int dsv_cli_int_arg(const char *opt, const char *arg, long lo, long hi, int *out);
 
+/* s with every byte that is not part of valid UTF-8 written as \xNN, and
+ * if terminal, control characters too (C0, DEL, C1): a name read from a
+ * file can then neither move the cursor, recolour the screen or start a
+ * new line on a terminal, nor break a JSON string. The result lives until
+ * 8 more calls. */
+const char *dsv_cli_escaped(const char *s, int terminal);
+
+/* dsv_cli_escaped(s, 1) */
+const char *dsv_cli_shown(const char *s);
+
 #endif

@@ -42,6 +42,10 @@ static const char info_usage[] =
 	"  --shape S     raw file: shape, e.g. -1,64,64,3\n"
 	"  -h, --help    this help\n"
 	"\n"
+	"Names and paths are shown with control characters and bytes that are not\n"
+	"UTF-8 as \\xNN; in JSON, which escapes control characters itself, only\n"
+	"the bytes that are not UTF-8.\n"
+	"\n"
 	"JSON schema (sizes in bytes, all numbers are JSON numbers):\n"
 	"  {\"path\", \"kind\": \"npy\"|\"raw\"|\"hdf5\"|\"manifest\", \"file_bytes\",\n"
 	"   npy, raw: \"source\": SOURCE\n"
@@ -82,9 +86,17 @@ static json_t *jshape(int ndim, const uint64_t *shape)
 	return a;
 }
 
+/* A JSON string for text from a file or the command line: JSON strings
+ * are UTF-8, so a byte that is not (a name in another encoding) becomes
+ * \xNN instead of making jansson drop the whole value. */
+static json_t *jtext(const char *s)
+{
+	return json_string(dsv_cli_escaped(s, 0));
+}
+
 static json_t *jstr_or_null(const char *s)
 {
-	return s && *s ? json_string(s) : json_null();
+	return s && *s ? jtext(s) : json_null();
 }
 
 static json_t *jratio(uint64_t raw, uint64_t stored)
@@ -97,7 +109,7 @@ static json_t *jsource(const dsv_source_info *si)
 	json_t *o = json_object();
 	uint64_t esize = dsv_dtype_size(si->dtype);
 
-	json_object_set_new(o, "path", json_string(si->path));
+	json_object_set_new(o, "path", jtext(si->path));
 	json_object_set_new(o, "dataset", jstr_or_null(si->dataset));
 	json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
 	json_object_set_new(o, "why", jstr_or_null(si->why));
@@ -169,8 +181,8 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 	if (err)
 		return err;
 	o = json_object();
-	json_object_set_new(o, "name", json_string(name));
-	json_object_set_new(o, "type", json_string(d.type));
+	json_object_set_new(o, "name", jtext(name));
+	json_object_set_new(o, "type", jtext(d.type));
 	json_object_set_new(o, "element_bytes", json_integer((json_int_t)d.type_size));
 	json_object_set_new(o, "shape", jshape(d.ndim, d.shape));
 	json_object_set_new(o, "layout", json_string(dsv_h5_layout_name(d.layout)));
@@ -183,8 +195,8 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 		json_t *cd = json_array();
 		for (size_t k = 0; k < d.filters[i].ncd; k++)
 			json_array_append_new(cd, json_integer(d.filters[i].cd[k]));
-		json_array_append_new(f, json_pack("{s:i,s:s,s:o}", "id", d.filters[i].id,
-						   "name", d.filters[i].name, "cd", cd));
+		json_array_append_new(f, json_pack("{s:i,s:o,s:o}", "id", d.filters[i].id,
+						   "name", jtext(d.filters[i].name), "cd", cd));
 	}
 	json_object_set_new(o, "filters", f);
 	json_object_set_new(o, "external_files", json_integer(d.external_files));
@@ -204,7 +216,7 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 		dsv_source_close(s);
 	} else {
 		json_object_set_new(o, "serve", json_string("refused"));
-		json_object_set_new(o, "why", json_string(reason_of(oeb.msg, file, name)));
+		json_object_set_new(o, "why", jtext(reason_of(oeb.msg, file, name)));
 		json_object_set_new(o, "source", json_null());
 		counts[2]++;
 	}
@@ -240,8 +252,8 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			dsv_errbuf deb;
 			json_t *o;
 			if (jdataset(t->file, names[i], counts, &raw, &stored, &o, &deb)) {
-				o = json_pack("{s:s,s:s,s:s,s:n,s:n}", "name", names[i], "serve",
-					      "refused", "why", reason_of(deb.msg, t->file, names[i]),
+				o = json_pack("{s:o,s:s,s:o,s:n,s:n}", "name", jtext(names[i]), "serve",
+					      "refused", "why", jtext(reason_of(deb.msg, t->file, names[i])),
 					      "source", "store");
 				counts[2]++;
 			}
@@ -369,6 +381,12 @@ static const char *jstr(const json_t *o, const char *key)
 	return s ? s : "";
 }
 
+/* A string field as it may be shown on a terminal (see dsv_cli_shown). */
+static const char *jshown(const json_t *o, const char *key)
+{
+	return dsv_cli_shown(jstr(o, key));
+}
+
 static const char *fmt_shape(char *buf, size_t cap, const json_t *arr)
 {
 	size_t n = json_array_size(arr), len = 0;
@@ -385,7 +403,7 @@ static const char *fmt_shape(char *buf, size_t cap, const json_t *arr)
 static const char *fmt_scalar(char *buf, size_t cap, const json_t *v)
 {
 	if (json_is_string(v))
-		snprintf(buf, cap, "%s", json_string_value(v));
+		snprintf(buf, cap, "%s", dsv_cli_shown(json_string_value(v)));
 	else if (json_is_integer(v))
 		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
 	else if (json_is_real(v))
@@ -428,9 +446,9 @@ static void print_flat(const json_t *root)
 	const json_t *src = json_object_get(root, "source");
 	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
 
-	printf("%s: %s\n", jstr(root, "path"), jstr(root, "kind"));
+	printf("%s: %s\n", jshown(root, "path"), jshown(root, "kind"));
 	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(src, "shape")),
-	       jstr(src, "dtype"));
+	       jshown(src, "dtype"));
 	printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), jint(src, "data_bytes")),
 	       dsv_fmt_bytes(b, sizeof(b), jint(root, "file_bytes")));
 	print_chunks(src);
@@ -445,7 +463,7 @@ static void print_filters(const json_t *filters)
 	for (size_t i = 0; i < n; i++) {
 		const json_t *f = json_array_get(filters, i);
 		const json_t *cd = json_object_get(f, "cd");
-		printf("%s%s", i ? " + " : "", jstr(f, "name"));
+		printf("%s%s", i ? " + " : "", jshown(f, "name"));
 		/* The compression level is the one parameter people ask about. */
 		if (jint(f, "id") == 1 && json_array_size(cd) > 0)
 			printf(" (level %lld)", (long long)json_integer_value(json_array_get(cd, 0)));
@@ -459,11 +477,11 @@ static void print_store(const json_t *store)
 	char b[4096], c[32];
 
 	if (json_object_get(store, "error")) {
-		printf(LABEL " dsview attribute present, but %s\n", "store", jstr(store, "error"));
+		printf(LABEL " dsview attribute present, but %s\n", "store", jshown(store, "error"));
 		return;
 	}
 	printf(LABEL " %s", "store", json_is_string(json_object_get(store, "codec"))
-					     ? jstr(store, "codec") : "codec unknown");
+					     ? jshown(store, "codec") : "codec unknown");
 	if ((v = json_object_get(store, "level")))
 		printf(" level %s", fmt_scalar(b, sizeof(b), v));
 	if ((v = json_object_get(store, "chunk_rows")))
@@ -484,18 +502,18 @@ static void print_store(const json_t *store)
 static void print_dataset(const json_t *d)
 {
 	const json_t *src = json_object_get(d, "source"), *store = json_object_get(d, "store");
-	const char *serve = jstr(d, "serve"), *why = jstr(d, "why");
+	const char *serve = jstr(d, "serve"), *why = jstr(d, "why"); /* shown when printed */
 	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
 
-	printf("%s%s\n", jstr(d, "name"), json_is_object(store) ? "  (dsview store)" : "");
+	printf("%s%s\n", jshown(d, "name"), json_is_object(store) ? "  (dsview store)" : "");
 	if (!json_object_get(d, "layout")) {
 		/* Listed, but even its header could not be read. */
-		printf(LABEL " refused: %s\n", "dsview", why);
+		printf(LABEL " refused: %s\n", "dsview", dsv_cli_shown(why));
 		return;
 	}
 	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(d, "shape")),
-	       jstr(d, "type"));
-	printf(LABEL " %s", "layout", jstr(d, "layout"));
+	       jshown(d, "type"));
+	printf(LABEL " %s", "layout", jshown(d, "layout"));
 	if (json_is_array(json_object_get(d, "chunk_shape"))) {
 		printf(", chunks of %s", fmt_shape(shape, sizeof(shape), json_object_get(d, "chunk_shape")));
 		if (json_is_integer(json_object_get(d, "chunks_written")))
@@ -512,11 +530,12 @@ static void print_dataset(const json_t *d)
 	printf("\n");
 	if (!strcmp(serve, "fast-path"))
 		printf(LABEL " fast path (%s: dsview preads and decodes)%s%s\n", "dsview",
-		       jstr(src, "kind"), *why ? "; " : "", why);
+		       jshown(src, "kind"), *why ? "; " : "", dsv_cli_shown(why));
 	else if (!strcmp(serve, "library-fallback"))
-		printf(LABEL " library fallback (%s; decoded by HDF5, serialised)\n", "dsview", why);
+		printf(LABEL " library fallback (%s; decoded by HDF5, serialised)\n", "dsview",
+		       dsv_cli_shown(why));
 	else
-		printf(LABEL " refused: %s\n", "dsview", why);
+		printf(LABEL " refused: %s\n", "dsview", dsv_cli_shown(why));
 	if (json_is_object(src))
 		print_chunks(src);
 	if (json_is_object(store))
@@ -530,7 +549,7 @@ static void print_h5(const json_t *root)
 	uint64_t n = jint(t, "datasets"), raw = jint(t, "raw_bytes"), stored = jint(t, "stored_bytes");
 
 	printf("%s: HDF5 file, %s, %llu dataset%s (%llu fast path, %llu library fallback, "
-	       "%llu refused)\n", jstr(root, "path"), dsv_fmt_bytes(a, sizeof(a), jint(root, "file_bytes")),
+	       "%llu refused)\n", jshown(root, "path"), dsv_fmt_bytes(a, sizeof(a), jint(root, "file_bytes")),
 	       (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)jint(t, "fast_path"),
 	       (unsigned long long)jint(t, "library_fallback"), (unsigned long long)jint(t, "refused"));
 	for (size_t i = 0; i < json_array_size(ds); i++)
@@ -557,9 +576,9 @@ static void print_view(const json_t *v)
 	const json_t *xf = json_object_get(v, "transform"), *srcs = json_object_get(v, "sources");
 	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
 
-	printf("[%s]\n", jstr(v, "name"));
+	printf("[%s]\n", jshown(v, "name"));
 	printf(LABEL " %s %s, %s virtual (.dat), %s on disk", "output",
-	       fmt_shape(shape, sizeof(shape), json_object_get(v, "shape")), jstr(v, "dtype"),
+	       fmt_shape(shape, sizeof(shape), json_object_get(v, "shape")), jshown(v, "dtype"),
 	       dsv_fmt_bytes(a, sizeof(a), jint(v, "nbytes")),
 	       dsv_fmt_bytes(b, sizeof(b), jint(v, "stored_bytes")));
 	if (json_is_real(json_object_get(v, "ratio")))
@@ -585,15 +604,15 @@ static void print_view(const json_t *v)
 		long long r0 = (long long)json_integer_value(json_array_get(rows, 0));
 		long long r1 = (long long)json_integer_value(json_array_get(rows, 1));
 		const char *ds = json_string_value(json_object_get(s, "dataset"));
-		printf(LABEL " %s%s%s  %s %s %s, ", "source", jstr(s, "path"), ds ? ":" : "",
-		       ds ? ds : "", jstr(s, "kind"),
-		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")), jstr(s, "dtype"));
+		printf(LABEL " %s%s%s  %s %s %s, ", "source", jshown(s, "path"), ds ? ":" : "",
+		       ds ? dsv_cli_shown(ds) : "", jshown(s, "kind"),
+		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")), jshown(s, "dtype"));
 		if (r1 > r0)
 			printf("rows %lld-%lld of the view", r0, r1 - 1);
 		else
 			printf("no rows");
 		if (*jstr(s, "why"))
-			printf(" (%s)", jstr(s, "why"));
+			printf(" (%s)", jshown(s, "why"));
 		printf("\n");
 	}
 }
@@ -604,7 +623,7 @@ static void print_manifest(const json_t *root)
 	char a[32], b[32];
 	uint64_t n = jint(t, "views"), virt = jint(t, "virtual_bytes"), disk = jint(t, "stored_bytes");
 
-	printf("%s: manifest, %llu view%s\n", jstr(root, "path"), (unsigned long long)n,
+	printf("%s: manifest, %llu view%s\n", jshown(root, "path"), (unsigned long long)n,
 	       n == 1 ? "" : "s");
 	for (size_t i = 0; i < json_array_size(views); i++)
 		print_view(json_array_get(views, i));
@@ -670,7 +689,7 @@ int dsv_cmd_info(int argc, char **argv)
 	}
 
 	root = json_object();
-	json_object_set_new(root, "path", json_string(t.file));
+	json_object_set_new(root, "path", jtext(t.file));
 	switch (t.kind) {
 	case DSV_TARGET_NPY: kind = "npy"; break;
 	case DSV_TARGET_RAW: kind = "raw"; break;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/target.h"
 #include "dsview/source.h"
 
@@ -125,8 +126,8 @@ int dsv_target_parse_shape(const char *s, int *ndim, int64_t *shape)
 const char *dsv_target_label(char *buf, size_t cap, const char *file, const char *dataset)
 {
 	if (dataset)
-		snprintf(buf, cap, "%s:%s", file, dataset);
+		snprintf(buf, cap, "%s:%s", dsv_cli_shown(file), dsv_cli_shown(dataset));
 	else
-		snprintf(buf, cap, "%s", file);
+		snprintf(buf, cap, "%s", dsv_cli_shown(file));
 	return buf;
 }

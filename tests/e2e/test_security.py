@@ -23,7 +23,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, mm_dat, mm_npy, mount_entry, read_all, reference, run, same_bits
+from common import DSVIEW, E2E, mm_dat, mm_npy, mount_entry, read_all, reference, run, same_bits
 
 NOBODY = 65534
 NAME_MAX = 200  # DSV_VIEW_NAME_MAX in src/view/view_i.h
@@ -575,3 +575,41 @@ class Security(E2E):
                                       reference(self.x)))
             self.assertIn("e" * NAME_MAX + ".dat", os.listdir(m.mp))
 
+    def test_info_and_verify_escape_names_from_files(self):
+        # HDF5 names are file content: `dsview info` and `verify` show them
+        # with control characters (C0, DEL, C1) and non-UTF-8 bytes as \xNN,
+        # and leave printable UTF-8 alone
+        path = self.p("shown.h5")
+        with h5py.File(path, "w") as f:
+            f["ok\x1b[2Jred\nline\x7f"] = self.x
+            f["caf\u00e9"] = self.x
+            f["c1\u009bx"] = self.x
+            f.create_dataset(b"raw\xff\xfe", data=self.x)  # not UTF-8
+        # verify names a dataset when a chunk of it is bad: break one chunk
+        # of each, so every name is printed
+        path_bad = self.p("shown-bad.h5")
+        with h5py.File(path_bad, "w") as f:
+            for name in ("ok\x1b[2Jred\nline\x7f", "caf\u00e9", "c1\u009bx", b"raw\xff\xfe"):
+                d = f.create_dataset(name, data=self.x, chunks=(16, self.x.shape[1]),
+                                     compression="gzip")
+                d.id.write_direct_chunk((0, 0), b"not a gzip stream")
+        for cmd, rc in ((("info", path), 0), (("verify", path_bad), 1)):
+            with self.subTest(cmd=cmd[0]):
+                r = subprocess.run([DSVIEW, *cmd], capture_output=True)
+                out = r.stdout + r.stderr
+                self.assertEqual(r.returncode, rc, out)
+                text = out.decode("utf-8")  # never bytes that are not UTF-8
+                self.assertFalse([c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) < 0xa0],
+                                 repr(text))
+                self.assertIn("ok\\x1b[2Jred\\x0aline\\x7f", text)
+                self.assertIn("c1\\xc2\\x9bx", text)
+                self.assertIn("caf\u00e9", text)
+                self.assertIn("raw\\xff\\xfe", text)
+        # JSON: control characters are JSON's to escape, so those names come
+        # back exact; a name that is not UTF-8 shows its bytes as \xNN (it
+        # used to lose its "name" key: jansson takes UTF-8 only)
+        r = subprocess.run([DSVIEW, "info", "--json", path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = sorted(d["name"] for d in json.loads(r.stdout)["datasets"])
+        self.assertEqual(names, ["/c1\u009bx", "/caf\u00e9", "/ok\x1b[2Jred\nline\x7f",
+                                 "/raw\\xff\\xfe"])
