@@ -79,9 +79,11 @@ int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		       dsv_errbuf *eb);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
- * each string and the array. */
+ * each string and the array. Only the file's own datasets: soft and
+ * external links are passed over, and counted in *skipped if not NULL
+ * (skipped[0] soft, skipped[1] external and user-defined). */
 int dsv_h5_list_datasets(const char *path, char ***names, size_t *count,
-			 dsv_errbuf *eb);
+			 size_t skipped[2], dsv_errbuf *eb);
 /* True for .h5/.hdf5/.hdf/.he5/.nc names. */
 int dsv_source_is_h5_path(const char *path);
 void dsv_source_close(dsv_source *s); /* accepts NULL */

@@ -51,7 +51,8 @@ static const char info_usage[] =
 	"   npy, raw: \"source\": SOURCE\n"
 	"   hdf5:     \"datasets\": [DATASET],\n"
 	"             \"totals\": {\"datasets\", \"fast_path\", \"library_fallback\",\n"
-	"                        \"refused\", \"raw_bytes\", \"stored_bytes\"}\n"
+	"                        \"refused\", \"raw_bytes\", \"stored_bytes\",\n"
+	"                        \"links_not_followed\": {\"soft\", \"external\"}}\n"
 	"   manifest: \"views\": [VIEW], \"totals\": {\"views\", \"virtual_bytes\",\n"
 	"             \"stored_bytes\"} (a source shared by views counted once)}\n"
 	"  SOURCE  = {\"path\", \"dataset\": str|null, \"kind\": \"npy\"|\"raw\"|\n"
@@ -231,7 +232,7 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	uint64_t counts[3] = { 0 }, raw = 0, stored = 0;
 	json_t *arr = json_array();
 	char **names = NULL;
-	size_t n = 0;
+	size_t n = 0, links[2] = { 0, 0 }; /* soft, external: not followed */
 	int err = 0;
 
 	json_object_set_new(root, "datasets", arr);
@@ -245,7 +246,7 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 		 * listing would only say "not an HDF5 file, or damaged". */
 		err = dsv_h5_check_file(t->file, eb);
 		if (!err)
-			err = dsv_h5_list_datasets(t->file, &names, &n, eb);
+			err = dsv_h5_list_datasets(t->file, &names, &n, links, eb);
 		for (size_t i = 0; !err && i < n; i++) {
 			/* A dataset listed but not describable (a damaged header)
 			 * is shown with the reason; the others still are. */
@@ -266,11 +267,12 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			return err;
 	}
 	json_object_set_new(root, "totals",
-			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "datasets",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I}}", "datasets",
 				      (json_int_t)json_array_size(arr), "fast_path",
 				      (json_int_t)counts[0], "library_fallback", (json_int_t)counts[1],
 				      "refused", (json_int_t)counts[2], "raw_bytes", (json_int_t)raw,
-				      "stored_bytes", (json_int_t)stored));
+				      "stored_bytes", (json_int_t)stored, "links_not_followed", "soft",
+				      (json_int_t)links[0], "external", (json_int_t)links[1]));
 	return 0;
 }
 
@@ -561,6 +563,12 @@ static void print_h5(const json_t *root)
 			printf(" (ratio %.2f)", (double)raw / (double)stored);
 		printf("\n");
 	}
+	const json_t *links = json_object_get(t, "links_not_followed");
+	uint64_t soft = jint(links, "soft"), ext = jint(links, "external");
+	if (soft + ext)
+		printf("links: %llu soft, %llu external, not followed (a mount of the file serves "
+		       "only its own datasets; a manifest line naming a soft link serves its "
+		       "target)\n", (unsigned long long)soft, (unsigned long long)ext);
 }
 
 static void print_list(const char *label, const json_t *arr)

@@ -156,7 +156,7 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 		}
 		return 0;
 	}
-	if ((err = dsv_h5_list_datasets(t->file, &names, &n, eb)))
+	if ((err = dsv_h5_list_datasets(t->file, &names, &n, NULL, eb)))
 		return err;
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_source *s = NULL;

@@ -945,7 +945,7 @@ static void probe_child(const char *path)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		signal(sigs[i], SIG_DFL);
 	in_probe = 1;
-	if (dsv_h5_list_datasets(path, &names, &n, &eb) == 0) {
+	if (dsv_h5_list_datasets(path, &names, &n, NULL, &eb) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			dsv_source *s;
 			dsv_h5_desc d;
@@ -1299,6 +1299,7 @@ out:
 typedef struct h5_list {
 	char **names;
 	size_t n, cap;
+	size_t skipped[2]; /* soft; external and user-defined */
 	int err;
 } h5_list;
 
@@ -1310,8 +1311,10 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 
 	/* Hard links only: soft ones name objects we list anyway, and
 	 * external ones lead out of the file. */
-	if (li->type != H5L_TYPE_HARD)
+	if (li->type != H5L_TYPE_HARD) {
+		l->skipped[li->type != H5L_TYPE_SOFT]++;
 		return 0;
+	}
 	obj = H5Oopen(group, name, H5P_DEFAULT);
 	if (obj < 0)
 		return 0;
@@ -1360,7 +1363,8 @@ int dsv_h5_check_input(const char *path, dsv_errbuf *eb)
 	return probe_stat(path, &st, eb);
 }
 
-int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, dsv_errbuf *eb)
+int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, size_t skipped[2],
+			 dsv_errbuf *eb)
 {
 	h5_list l = { 0 };
 	hid_t file;
@@ -1396,5 +1400,9 @@ out:
 	}
 	*names = l.names;
 	*count = l.n;
+	if (skipped) {
+		skipped[0] = l.skipped[0];
+		skipped[1] = l.skipped[1];
+	}
 	return 0;
 }

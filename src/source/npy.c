@@ -266,7 +266,7 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 	if (dsv_source_is_h5_path(spec)) {
 		char **names = NULL;
 		size_t n = 0;
-		int err = dsv_h5_list_datasets(spec, &names, &n, eb);
+		int err = dsv_h5_list_datasets(spec, &names, &n, NULL, eb);
 		if (!err && n != 1)
 			err = dsv_errf(eb, DSV_ERR_INVALID,
 				       "%s: has %zu datasets; name one as %s:/dataset", spec, n, spec);

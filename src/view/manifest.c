@@ -504,9 +504,13 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (dsv_source_is_h5_path(path)) {
 		char **names = NULL;
-		size_t n = 0;
-		err = dsv_h5_list_datasets(path, &names, &n, eb);
-		if (!err && n == 0)
+		size_t n = 0, links[2] = { 0, 0 };
+		err = dsv_h5_list_datasets(path, &names, &n, links, eb);
+		if (!err && n == 0 && links[0] + links[1])
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
+				       "external links, not followed; name a soft link's target in a "
+				       "manifest)", path, links[0], links[1]);
+		else if (!err && n == 0)
 			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
 		for (size_t i = 0; !err && i < n; i++) {
 			dsv_source *s;

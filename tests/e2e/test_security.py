@@ -417,6 +417,17 @@ class Security(E2E):
                 r = run(cmd, self.p("links.h5"))  # describes/checks what is its own
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                 self.assertNotIn("tgt.h5", r.stdout + r.stderr)
+        # ... and says what it passed over
+        r = run("info", self.p("links.h5"))
+        self.assertIn("links: 4 soft, 3 external, not followed", r.stdout)
+        r = run("info", "--json", self.p("links.h5"))
+        self.assertEqual(json.loads(r.stdout)["totals"]["links_not_followed"],
+                         {"soft": 4, "external": 3})
+        with h5py.File(self.p("only-links.h5"), "w") as f:
+            f["s"] = h5py.SoftLink("/nowhere")
+            f["e"] = h5py.ExternalLink(tgt, "/x")
+        self.refused(self.p("only-links.h5"),
+                     want=["only-links.h5: no datasets of its own (1 soft and 1 external links"])
 
     def test_h5_plugin_filters_refused_and_never_loaded(self):
         x = self.x

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char **names = NULL;
 	size_t n = 0;
 	dsv_errbuf eb;
-	if (dsv_h5_list_datasets(path, &names, &n, &eb) != 0)
+	if (dsv_h5_list_datasets(path, &names, &n, NULL, &eb) != 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		dsv_source *s;

@@ -825,10 +825,13 @@ static void test_links(void **state)
 
 	/* Listing: hard-linked datasets only, nothing from other.h5. */
 	char p[256], **names;
-	size_t n;
+	size_t n, skipped[2];
 	dsv_errbuf eb;
-	assert_int_equal(dsv_h5_list_datasets(tpath(p, sizeof(p), "links.h5"), &names, &n, &eb), 0);
+	assert_int_equal(dsv_h5_list_datasets(tpath(p, sizeof(p), "links.h5"), &names, &n, skipped,
+					      &eb), 0);
 	assert_int_equal(n, 2);
+	assert_int_equal(skipped[0], 6); /* rel, soft_ext, soft_extg, soft_ok, loop1, loop2 */
+	assert_int_equal(skipped[1], 2); /* ext, extg */
 	assert_string_equal(names[0], "/grp/real2");
 	assert_string_equal(names[1], "/real");
 	for (size_t i = 0; i < n; i++)
@@ -909,8 +912,8 @@ static void test_bad_files(void **state)
 	fputs("not hdf5 at all\n", f);
 	fclose(f);
 	assert_int_equal(open_err("text.h5", "/x", "not an HDF5 file"), DSV_ERR_FORMAT);
-	assert_int_equal(dsv_h5_list_datasets(p, &names, &n, &eb), DSV_ERR_FORMAT);
-	assert_int_equal(dsv_h5_list_datasets(tpath(p, sizeof(p), "missing.h5"), &names, &n, &eb),
+	assert_int_equal(dsv_h5_list_datasets(p, &names, &n, NULL, &eb), DSV_ERR_FORMAT);
+	assert_int_equal(dsv_h5_list_datasets(tpath(p, sizeof(p), "missing.h5"), &names, &n, NULL, &eb),
 			 DSV_ERR_NOTFOUND);
 	assert_int_equal(dsv_source_open_h5(p, "", &s, &eb), DSV_ERR_INVALID);
 	assert_null(s);
