@@ -30,12 +30,38 @@ static int read_plain(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, ui
 	return 0;
 }
 
+/* Elements [first, first + n) of a fallback chunk through the HDF5
+ * library, uncached. A fallback chunk spans several of the file's own
+ * chunks; when it fails as a whole, the part a request wants may lie in
+ * good ones, so a damaged file chunk fails only the requests that touch
+ * it (the library decodes each file chunk whole, sizes checked as ever). */
+static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
+			      uint64_t first, uint64_t n, char *dst)
+{
+	const dsv_source *s = v->sources[si];
+	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
+	dsv_chunk_ref part = *ref;
+	void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
+	int err;
+
+	if (!raw)
+		return DSV_ERR_NOMEM;
+	part.elem_start += first;
+	part.nelems = n;
+	if ((err = dsv_source_read_fallback(s, &part, raw, (size_t)(n * ses))))
+		return err;
+	dsv_xform_run(v->xform, dst, raw, n, v->elem_base[si] + part.elem_start);
+	return 0;
+}
+
 static int read_cached(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t g, size_t si,
 		       const dsv_chunk_ref *ref, uint64_t first, uint64_t n, char *dst)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
 	dsv_cache_entry *e;
 	int err = dsv_cache_get(c, vi, g, (size_t)(ref->nelems * ses), &e);
+	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
+		return read_fallback_part(v, si, ref, first, n, dst) ? err : 0;
 	if (err)
 		return err; /* the fill logged it */
 	dsv_xform_run(v->xform, dst, (const char *)dsv_cache_data(e) + first * ses, n,

@@ -227,8 +227,9 @@ class Faults(E2E):
         # a valid gzip stream of half a chunk (found by make fuzz): HDF5
         # 1.10 copied the whole chunk out of the short buffer, so the mount
         # served heap bytes and verify said OK. Now: EIO, and verify fails.
-        # The library decodes 1 MiB of source per read (64 Ki rows here),
-        # so that is what one bad chunk takes down.
+        # The library decodes 1 MiB of source per dsview chunk (64 Ki rows
+        # here, 128 of the file's chunks); when that fails, a read retries
+        # just its own rows, so only the bad file chunk's pages fail.
         x = (np.arange(196608 * 8) % 30011).astype(np.int16).reshape(196608, 8)
         bad = 100352  # chunk 196 of 512 rows, in the second 1 MiB
         short = zlib.compress(np.full(256 * 8, 7, np.int16).tobytes())
@@ -250,9 +251,21 @@ class Faults(E2E):
                             os.pread(fd, 4 * 32, bad * 32)
                         self.assertEqual(cm.exception.errno, errno.EIO)
                         ref = x.astype(np.float32)
-                        for r0 in (0, 65000, 131072, 196600):  # the other 1 MiB pieces
+                        for r0 in (0, 65000, 131072, 196600,  # the other 1 MiB pieces
+                                   65536, bad - 8, bad + 512, 131064):  # the bad one's good rows
                             got = os.pread(fd, 8 * 32, r0 * 32)
                             self.assertEqual(got, ref[r0:r0 + 8].tobytes(), f"rows {r0}-{r0 + 7}")
+                        # row by row across the bad chunk and its neighbours:
+                        # EIO for exactly its 512 rows (whole pages: 16 KiB)
+                        failed = []
+                        for r in range(bad - 1024, bad + 1536, 8):
+                            try:
+                                got = os.pread(fd, 8 * 32, r * 32)
+                                self.assertEqual(got, ref[r:r + 8].tobytes(), f"rows {r}-{r + 7}")
+                            except OSError as e:
+                                self.assertEqual(e.errno, errno.EIO)
+                                failed.append(r)
+                        self.assertEqual(failed, list(range(bad, bad + 512, 8)))
                     finally:
                         os.close(fd)
 
