@@ -100,6 +100,11 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
  * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			     void *dst, size_t dst_cap);
+/* Elements in one band of the HDF5 file's own chunks (its chunk rows times
+ * the row) for a fallback source, else 0. A fallback chunk spans one or
+ * more; the library decodes a file chunk whole, so a range aligned to
+ * bands touches no file chunk outside it. */
+uint64_t dsv_source_fallback_band(const dsv_source *s);
 /* Reads and decodes one chunk into dst (ref->nelems elements of the source
  * dtype): pread, Fletcher32 check, LZ4 decode or fallback. scratch must hold
  * ref->stored_size and ref->raw_size bytes (see dsv_source_scratch_size). */

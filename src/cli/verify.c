@@ -39,7 +39,8 @@ static const char verify_usage[] =
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
 	"(file.h5:/path/dset), a .npy, or a manifest (every source of every view,\n"
 	"each once). Bad chunks are printed one per line, sorted, with the row\n"
-	"range and the reason; a dataset dsview refuses to serve is reported as\n"
+	"range and the reason (for data the HDF5 library decodes, the rows of the\n"
+	"file's own bad chunk); a dataset dsview refuses to serve is reported as\n"
 	"not checked. Then one summary line.\n"
 	"\n"
 	"Exit status: 0 every chunk is good, 1 a bad chunk or an unchecked dataset\n"
@@ -239,6 +240,38 @@ static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err)
 	pthread_mutex_unlock(&j->lock);
 }
 
+/* Errors that say something about dsview or the machine, not the file. */
+static int is_internal(int err)
+{
+	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || err == DSV_ERR_INVALID;
+}
+
+/* A fallback chunk that failed, band by band of the file's own chunks:
+ * records the bad bands (the rows a mount fails too) and counts the good
+ * ones' bytes. @return 0, or -1 if it cannot be narrowed down. */
+static int narrow_fallback(vjob *j, size_t si, const dsv_chunk_ref *ref, void *dst)
+{
+	const dsv_source *s = j->srcs[si].s;
+	uint64_t band = dsv_source_fallback_band(s), esize = dsv_dtype_size(dsv_source_get_info(s)->dtype);
+	uint64_t e = ref->elem_start, end = e + ref->nelems;
+
+	if (!band || band >= ref->nelems)
+		return -1;
+	while (e < end) {
+		uint64_t stop = (e / band + 1) * band;
+		dsv_chunk_ref part = *ref;
+		part.elem_start = e;
+		part.nelems = (stop < end ? stop : end) - e;
+		int err = dsv_source_read_fallback(s, &part, dst, j->dst_cap);
+		if (err)
+			record_bad(j, si, &part, err);
+		else
+			atomic_fetch_add(&j->bytes, part.nelems * esize);
+		e += part.nelems;
+	}
+	return 0;
+}
+
 static void *worker(void *arg)
 {
 	vjob *j = arg;
@@ -258,9 +291,9 @@ static void *worker(void *arg)
 		if (!err)
 			err = dsv_source_read_chunk(v->s, &ref, dst, j->dst_cap, scratch,
 						    j->scratch_cap);
-		if (err)
+		if (err && !(ref.fallback && !is_internal(err) && narrow_fallback(j, si, &ref, dst) == 0))
 			record_bad(j, si, &ref, err);
-		else
+		else if (!err)
 			atomic_fetch_add(&j->bytes, ref.nelems *
 					 dsv_dtype_size(dsv_source_get_info(v->s)->dtype));
 		atomic_fetch_add(&j->done, 1);
@@ -272,12 +305,6 @@ static void *worker(void *arg)
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	return NULL;
-}
-
-/* Errors that say something about dsview or the machine, not the file. */
-static int is_internal(int err)
-{
-	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || err == DSV_ERR_INVALID;
 }
 
 static const char *bad_reason(const vbad *b)
@@ -299,7 +326,9 @@ static int cmp_bad(const void *pa, const void *pb)
 	const vbad *a = pa, *b = pb;
 	if (a->src != b->src)
 		return a->src < b->src ? -1 : 1;
-	return a->ref.index < b->ref.index ? -1 : a->ref.index > b->ref.index;
+	if (a->ref.index != b->ref.index)
+		return a->ref.index < b->ref.index ? -1 : 1;
+	return a->ref.elem_start < b->ref.elem_start ? -1 : a->ref.elem_start > b->ref.elem_start;
 }
 
 static void print_bad(const vjob *j, const vbad *b)

@@ -656,9 +656,10 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 	uint64_t esize = dsv_dtype_size(s->info.dtype), band, band_bytes;
 
 	dsv_source_flat_chunks(s, DSV_FALLBACK_CHUNK_BYTES);
-	if (!band_rows || !s->info.row_elems || s->info.chunk_elems % s->info.row_elems)
+	if (!band_rows || !s->info.row_elems || dsv_mul_u64(band_rows, s->info.row_elems, &band))
 		return;
-	if (dsv_mul_u64(band_rows, s->info.row_elems, &band) ||
+	s->band_elems = band;
+	if (s->info.chunk_elems % s->info.row_elems ||
 	    dsv_mul_u64(band, esize, &band_bytes) || band_bytes > H5_MAX_BAND_BYTES)
 		return;
 	uint64_t k = (s->info.chunk_elems + band / 2) / band;

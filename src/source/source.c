@@ -187,6 +187,11 @@ int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 	return dsv_h5_read_fallback(s, ref, dst, dst_cap);
 }
 
+uint64_t dsv_source_fallback_band(const dsv_source *s)
+{
+	return s->fallback ? s->band_elems : 0;
+}
+
 size_t dsv_source_scratch_size(const dsv_source *s)
 {
 	if (!s->chunked || (s->codec == DSV_CODEC_NONE && !s->fletcher32))

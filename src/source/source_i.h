@@ -44,6 +44,7 @@ struct dsv_source {
 
 	/* HDF5 library state for fallback reads (h5.c owns it) */
 	int fallback;
+	uint64_t band_elems; /* elements per band of the file's own chunks, or 0 */
 	void *h5;
 	void (*h5_close)(void *h5);
 

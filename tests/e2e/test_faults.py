@@ -242,6 +242,8 @@ class Faults(E2E):
                 r = run("verify", path)
                 self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
                 self.assertIn("1 bad chunk", r.stdout + r.stderr)
+                # narrowed to the file's own chunk: the rows a mount fails
+                self.assertIn(f"rows {bad}-{bad + 511} (through the HDF5 library)", r.stdout)
                 self.assertNotIn("HDF5-DIAG", r.stderr)
                 with self.mount(path, "--cache-size", "0",
                                 expect_errors=[r"short.h5:/x chunk 1 .*I/O error"]) as m:
