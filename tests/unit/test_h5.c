@@ -573,6 +573,7 @@ static void test_library_filters_fallback(void **state)
 	assert_string_equal(dsv_source_get_info(s)->why, "filter deflate");
 	/* aligned to the file's 7-row chunks */
 	assert_int_equal(dsv_source_get_info(s)->chunk_elems % (7 * 6), 0);
+	assert_int_equal(dsv_source_fallback_band(s), 7 * 6);
 	dsv_chunk_ref r;
 	dsv_source_chunk(s, 0, &r);
 	assert_true(r.fallback);
@@ -606,6 +607,7 @@ static void test_split_rows_fallback(void **state)
 	check_info(s, DSV_SRC_H5_FALLBACK, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, UINT64_MAX);
 	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows");
 	assert_int_equal(dsv_source_get_info(s)->chunk_elems % (2 * 40), 0); /* 2-row bands */
+	assert_int_equal(dsv_source_fallback_band(s), 2 * 40);
 	read_check(s, a, sizeof(a));
 	float buf[360];
 	for (uint64_t start = 0; start < 360; start += 7) {
@@ -819,6 +821,7 @@ static void test_links(void **state)
 	static const char *ok[] = { "/real", "/soft_ok", "/grp/real2", "/grp/rel" };
 	for (int i = 0; i < 4; i++) {
 		dsv_source *s = open_ok("links.h5", ok[i]);
+		assert_int_equal(dsv_source_fallback_band(s), 0); /* not a fallback */
 		read_check(s, a, sizeof(a));
 		dsv_source_close(s);
 	}
