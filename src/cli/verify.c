@@ -312,6 +312,8 @@ static const char *bad_reason(const vbad *b)
 	switch (b->err) {
 	case DSV_ERR_CHECKSUM: return "Fletcher32 checksum mismatch";
 	case DSV_ERR_CORRUPT:
+		if (b->ref.fallback)
+			return "a chunk of the file has the wrong stored size";
 		return b->ref.codec == DSV_CODEC_LZ4 ? "LZ4 data corrupt or decodes to the wrong size"
 						     : "stored chunk shorter than its data";
 	case DSV_ERR_TRUNCATED: return "lies past the end of the file";

@@ -16,7 +16,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import DSVIEW, E2E, alive, mm_npy, mounted, reference, run, same_bits
+from common import DSVIEW, E2E, alive, mm_npy, mounted, read_all, reference, run, same_bits
 
 
 def write_npy_raw(path, header, data=b""):
@@ -268,6 +268,46 @@ class Faults(E2E):
                                 self.assertEqual(e.errno, errno.EIO)
                                 failed.append(r)
                         self.assertEqual(failed, list(range(bad, bad + 512, 8)))
+                    finally:
+                        os.close(fd)
+
+    def test_library_copied_chunk_of_the_wrong_size(self):
+        # A chunk no decoder runs on (no filter, shuffle alone, or every
+        # filter skipped by its mask) that is stored in fewer bytes than a
+        # chunk: HDF5 1.10 copied a whole chunk out of the short buffer
+        # (found by make fuzz as a damaged chunk index). Now: EIO for its
+        # rows, the rest reads right, verify names the rows.
+        # 600 rows of 32 float bytes; the bad chunks hold rows 150-299,
+        # pages away from rows 0-2
+        x = (np.arange(600 * 8) * 7 % 1000).astype(np.int16).reshape(600, 8)
+        ref = x.astype(np.float32)
+        path = self.p("wrongsize.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("plain", data=x, chunks=(150, 4)).id.write_direct_chunk(
+                (150, 0), b"12345678")
+            f.create_dataset("shuf", data=x, chunks=(150, 4), shuffle=True).id.write_direct_chunk(
+                (150, 4), b"1234567")
+            f.create_dataset("gzmask", data=x, chunks=(150, 8), compression="gzip").id.write_direct_chunk(
+                (150, 0), b"abcdefgh", filter_mask=1)
+            f.create_dataset("fine", data=x, chunks=(150, 4), compression="gzip", shuffle=True)
+        r = run("verify", path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        for name in ("plain", "shuf", "gzmask"):
+            self.assertIn(f"wrongsize.h5:/{name}: chunk 0, rows 150-299 (through the HDF5 library): "
+                          "a chunk of the file has the wrong stored size", r.stdout)
+        self.assertIn("3 bad chunks", r.stdout)
+        with self.mount(path, "--cache-size", "0",
+                        expect_errors=[r"wrongsize.h5:/(plain|shuf|gzmask) chunk 0 "]) as m:
+            self.assertEqual(read_all(m.path("fine.dat")), ref.tobytes())
+            for name in ("plain", "shuf", "gzmask"):
+                with self.subTest(name=name):
+                    fd = os.open(m.path(name + ".dat"), os.O_RDONLY)
+                    try:
+                        self.assertEqual(os.pread(fd, 3 * 32, 0), ref[:3].tobytes())
+                        self.assertEqual(os.pread(fd, 32, 599 * 32), ref[599].tobytes())
+                        with self.assertRaises(OSError) as cm:
+                            os.pread(fd, 32, 200 * 32)
+                        self.assertEqual(cm.exception.errno, errno.EIO)
                     finally:
                         os.close(fd)
 
