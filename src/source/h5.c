@@ -265,7 +265,7 @@ static const H5FD_class_t ro_class = {
  * so this program's inflate() below is the one it gets. The sizes are set
  * per fallback read, under h5_lock; 0 means not checked.
  */
-static size_t expect_deflate, expect_lz4;
+static size_t expect_deflate, expect_lz4, expect_szip;
 static int (*real_inflate)(z_streamp, int); /* set in h5_enter() */
 
 int inflate(z_streamp strm, int flush)
@@ -275,6 +275,26 @@ int inflate(z_streamp strm, int flush)
 	    (strm->total_out > expect_deflate ||
 	     (rc == Z_STREAM_END && strm->total_out != expect_deflate)))
 		return Z_DATA_ERROR;
+	return rc;
+}
+
+/* szip: the library takes the decoded size from the chunk's first 4 bytes
+ * and hands libsz (libaec) a buffer of that size; a chunk that claims less
+ * than a chunk is copied out whole just the same. Interposed like inflate;
+ * the parameter block is opaque here (libaec's SZ_com_t). */
+int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, size_t sourceLen,
+			    void *param);
+int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, size_t sourceLen,
+			    void *param)
+{
+	static int (*real)(void *, size_t *, const void *, size_t, void *);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "SZ_BufftoBuffDecompress");
+	if (!real || (expect_szip && *destLen != expect_szip))
+		return -1; /* SZ_PARAM_ERROR: the library fails the read */
+	int rc = real(dest, destLen, source, sourceLen, param);
+	if (rc == 0 && expect_szip && *destLen != expect_szip)
+		return -1;
 	return rc;
 }
 
@@ -381,21 +401,30 @@ hid_t dsv_h5_ro_fapl(void)
 }
 
 /*
- * Stored sizes of the chunks the library reads for a fallback. A chunk that
- * no decoder runs on (no filter, only shuffle and Fletcher32, every filter
- * skipped by its mask, or an edge chunk stored unfiltered) is copied out of
- * a buffer of its stored size as if it held a whole chunk: HDF5 1.10 does
- * not check (`make fuzz`: an 8-byte chunk of a 24-byte one, heap bytes
- * served and verify OK). Each chunk is checked the first time a read needs
- * it, then marked in `ok`. Chunks a decoder makes are checked by its size
- * check instead (inflate, lz4_filter).
+ * Stored sizes of the chunks the library reads for a fallback. HDF5 1.10
+ * trusts them: a chunk no decoder runs on (no filter, shuffle alone, every
+ * filter skipped by its mask, an edge chunk stored unfiltered) is copied
+ * out of a buffer of its stored size as if it held a whole chunk (`make
+ * fuzz`: an 8-byte chunk of a 24-byte one, heap bytes served and verify
+ * OK), and nbit and scaleoffset read as many input bits as their
+ * parameters say, without bounds. So each chunk is checked the first time
+ * a read needs it, then marked in `ok`: walking its filters from the
+ * outside in, Fletcher32 strips 4 bytes, shuffle keeps the size, nbit and
+ * scaleoffset need enough input and make a whole chunk; at the end, a
+ * whole chunk. Outputs of gzip, LZ4 and szip are checked by their size
+ * checks (inflate, lz4_filter, SZ_BufftoBuffDecompress); what lies inside
+ * them is not checked here.
  */
 typedef struct h5_chunk_check {
 	int ndim, nf;
 	hsize_t dims[DSV_MAX_DIMS], cdims[DSV_MAX_DIMS], grid[DSV_MAX_DIMS];
 	uint64_t nchunks, raw;   /* chunks in the grid; bytes of one, file type */
-	unsigned fl32_bits;      /* filters that are Fletcher32 (+4 bytes) */
-	unsigned shuffle_bits;   /* filters that keep the size */
+	uint64_t elems;          /* elements in a chunk */
+	struct {
+		H5Z_filter_t id;
+		size_t ncd;
+		unsigned cd[8];
+	} f[32];                 /* the pipeline, in encoding order */
 	int edge_unfiltered;     /* H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS */
 	uint8_t *ok;             /* a bit per chunk, or NULL: check every time */
 	void *probe;             /* H5Dread_chunk's buffer; never written */
@@ -416,7 +445,7 @@ typedef struct h5_state {
 	hid_t file;
 	hid_t dset;
 	hid_t mtype; /* native little-endian type of the source dtype */
-	size_t expect_deflate, expect_lz4; /* filter output sizes (see above) */
+	size_t expect_deflate, expect_lz4, expect_szip; /* filter output sizes (see above) */
 	h5_chunk_check *cc; /* chunked fallbacks only */
 } h5_state;
 
@@ -669,8 +698,8 @@ typedef struct h5_open {
 	hsize_t dims[DSV_MAX_DIMS];
 	int conv;            /* element type needs library conversion */
 	char conv_why[64];
-	size_t expect_deflate, expect_lz4; /* for the fallback's h5_state */
-	h5_chunk_check *cc;                /* likewise */
+	size_t expect_deflate, expect_lz4, expect_szip; /* for the fallback's h5_state */
+	h5_chunk_check *cc;                             /* likewise */
 } h5_open;
 
 static void why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
@@ -843,7 +872,7 @@ out:
 static void filter_sizes(h5_open *o, const hsize_t *cdims, const H5Z_filter_t *ids, int nf)
 {
 	uint64_t bytes = H5Tget_size(o->ftype), before = 0;
-	int known = 1, n_deflate = 0, n_lz4 = 0;
+	int known = 1, n_deflate = 0, n_lz4 = 0, n_szip = 0;
 
 	for (int k = 0; k < o->s->info.ndim; k++)
 		if (dsv_mul_u64(bytes, cdims[k], &bytes) || bytes > SIZE_MAX / 2)
@@ -854,6 +883,8 @@ static void filter_sizes(h5_open *o, const hsize_t *cdims, const H5Z_filter_t *i
 			o->expect_deflate = want;
 		else if (ids[i] == DSV_H5Z_FILTER_LZ4 && n_lz4++ == 0)
 			o->expect_lz4 = want;
+		else if (ids[i] == H5Z_FILTER_SZIP && n_szip++ == 0)
+			o->expect_szip = want;
 		if (ids[i] == H5_FILTER_FLETCHER32_ID)
 			before += 4;
 		else if (ids[i] != H5Z_FILTER_SHUFFLE)
@@ -863,10 +894,12 @@ static void filter_sizes(h5_open *o, const hsize_t *cdims, const H5Z_filter_t *i
 		o->expect_deflate = 0;
 	if (n_lz4 > 1)
 		o->expect_lz4 = 0;
+	if (n_szip > 1)
+		o->expect_szip = 0;
 }
 
-static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims,
-				       const H5Z_filter_t *ids, int nf, unsigned opts)
+static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, int nf,
+				       unsigned opts)
 {
 	h5_chunk_check *c = calloc(1, sizeof(*c));
 	uint64_t n = 1;
@@ -875,19 +908,23 @@ static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims,
 	c->ndim = o->s->info.ndim;
 	c->nf = nf;
 	c->raw = H5Tget_size(o->ftype);
+	c->elems = 1;
 	for (int k = 0; k < c->ndim; k++) {
 		c->dims[k] = o->dims[k];
 		c->cdims[k] = cdims[k];
 		c->grid[k] = o->dims[k] / cdims[k] + (o->dims[k] % cdims[k] != 0);
 		/* overflow: the chunks are then checked, just never marked */
-		if (dsv_mul_u64(n, c->grid[k], &n) || dsv_mul_u64(c->raw, cdims[k], &c->raw))
+		if (dsv_mul_u64(n, c->grid[k], &n))
 			n = UINT64_MAX;
+		if (dsv_mul_u64(c->elems, cdims[k], &c->elems))
+			c->elems = UINT64_MAX;
 	}
-	for (int i = 0; i < nf && i < 32; i++) {
-		if (ids[i] == H5_FILTER_FLETCHER32_ID)
-			c->fl32_bits |= 1u << i;
-		else if (ids[i] == H5Z_FILTER_SHUFFLE)
-			c->shuffle_bits |= 1u << i;
+	if (dsv_mul_u64(c->raw, c->elems, &c->raw))
+		c->raw = UINT64_MAX;
+	for (int i = 0; i < nf; i++) {
+		c->f[i].ncd = 8;
+		c->f[i].id = H5Pget_filter2(o->dcpl, (unsigned)i, NULL, &c->f[i].ncd, c->f[i].cd, 0,
+					    NULL, NULL);
 	}
 	c->edge_unfiltered = nf > 0 && (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS);
 	c->nchunks = n;
@@ -896,20 +933,30 @@ static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims,
 	return c;
 }
 
-/* The stored size of the chunk at element offsets coord, when the library
- * will copy it as it is (see h5_chunk_check). Call with h5_lock held.
+/* Bytes of input nbit (atomic types) or scaleoffset reads for one chunk;
+ * minbits is scaleoffset's, from the chunk. */
+static uint64_t bits_in(uint64_t elems, uint64_t bits)
+{
+	return bits && elems > UINT64_MAX / bits ? UINT64_MAX : (elems * bits + 7) / 8;
+}
+
+/* The stored size of the chunk at element offsets coord against what the
+ * library will do with it (see h5_chunk_check). Under h5_lock.
  * @return 0, or DSV_ERR_CORRUPT */
-static int check_stored_chunk(hid_t dset, h5_chunk_check *c, const hsize_t *coord)
+static int check_stored_chunk(const dsv_source *s, hid_t dset, h5_chunk_check *c,
+			      const hsize_t *coord)
 {
 	hsize_t size = 0;
-	haddr_t addr;
+	haddr_t addr = HADDR_UNDEF;
 	unsigned mask = 0;
-	uint64_t want = c->raw;
-	int edge = 0;
+	uint64_t cur;
+	int edge = 0, outermost = 1;
 
 	/* HDF5 1.10 fails this for a chunk never written: fill values */
 	if (H5Dget_chunk_storage_size(dset, coord, &size) < 0 || size == 0)
 		return 0;
+	if (c->raw == UINT64_MAX)
+		return DSV_ERR_CORRUPT;
 	for (int k = 0; k < c->ndim; k++)
 		if (coord[k] + c->cdims[k] > c->dims[k])
 			edge = 1;
@@ -926,18 +973,55 @@ static int check_stored_chunk(hid_t dset, h5_chunk_check *c, const hsize_t *coor
 			c->probe = p;
 			c->probe_cap = (size_t)size;
 		}
+		/* also: the library reads the size it reports */
 		if (probe_chunk(dset, coord, size, c->probe, &addr, &mask) < 0)
 			return DSV_ERR_CORRUPT;
 	}
-	for (int i = 0; i < c->nf; i++) {
-		if (i < 32 && (mask >> i & 1))
+	cur = size;
+	for (int i = c->nf - 1; i >= 0; i--) {
+		const unsigned *cd = c->f[i].cd;
+		size_t ncd = c->f[i].ncd;
+		if (mask >> i & 1)
 			continue; /* skipped for this chunk */
-		if (i >= 32 || !((c->fl32_bits | c->shuffle_bits) >> i & 1))
-			return 0; /* a decoder runs: its own check */
-		if (c->fl32_bits >> i & 1)
-			want += 4;
+		switch (c->f[i].id) {
+		case H5_FILTER_FLETCHER32_ID:
+			if (cur < 4)
+				return DSV_ERR_CORRUPT;
+			cur -= 4;
+			break;
+		case H5Z_FILTER_SHUFFLE:
+			break;
+		case H5Z_FILTER_NBIT:
+			if (ncd > 1 && cd[1])
+				break; /* stored as is */
+			/* atomic types: precision bits per element */
+			if (ncd >= 7 && cd[3] == 1 && cur < bits_in(c->elems, cd[6]))
+				return DSV_ERR_CORRUPT;
+			cur = c->raw; /* its parameters were checked at open */
+			break;
+		case H5Z_FILTER_SCALEOFFSET: {
+			/* minbits leads the chunk's own bytes, which are these
+			 * only while no filter outside has changed them */
+			unsigned char b[4];
+			if (outermost && addr != HADDR_UNDEF && ncd >= 5) {
+				if (cur < 21 || dsv_source_pread(s, b, 4, addr) != 0)
+					return DSV_ERR_CORRUPT;
+				uint64_t minbits = b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 |
+						   (uint64_t)b[3] << 24;
+				uint64_t need = minbits == 8ull * cd[4] ? c->raw : bits_in(c->elems, minbits);
+				if (need > cur - 21)
+					return DSV_ERR_CORRUPT;
+			}
+			cur = c->raw;
+			break;
+		}
+		default:
+			return 0; /* a decoder runs: its size check, inflate's etc. */
+		}
+		if (c->f[i].id != H5_FILTER_FLETCHER32_ID)
+			outermost = 0;
 	}
-	return size == want ? 0 : DSV_ERR_CORRUPT;
+	return cur == c->raw ? 0 : DSV_ERR_CORRUPT;
 }
 
 /* Checks every chunk a fallback read of n elements from flat element
@@ -962,7 +1046,7 @@ static int check_read_chunks(const dsv_source *s, hid_t dset, h5_chunk_check *c,
 				coord[0] = b * c->cdims[0];
 				for (int k = 1; k < c->ndim; k++)
 					coord[k] = idx[k] * c->cdims[k];
-				int err = check_stored_chunk(dset, c, coord);
+				int err = check_stored_chunk(s, dset, c, coord);
 				if (err)
 					return err;
 				if (c->ok)
@@ -977,6 +1061,24 @@ static int check_read_chunks(const dsv_source *s, hid_t dset, h5_chunk_check *c,
 		}
 	}
 	return 0;
+}
+
+/* nbit and scaleoffset size their output from parameters stored in the file
+ * (elements per chunk, element size), and the library then copies a whole
+ * chunk out of it: those must describe this dataset's chunk. @return 1 if
+ * so, or for any other filter. */
+static int elem_params_ok(const h5_open *o, const hsize_t *cdims, H5Z_filter_t id,
+			  const unsigned *cd, size_t ncd)
+{
+	uint64_t n = 1;
+	if (id != H5Z_FILTER_NBIT && id != H5Z_FILTER_SCALEOFFSET)
+		return 1;
+	if (id == H5Z_FILTER_NBIT && ncd > 1 && cd[1])
+		return 1; /* stored as is */
+	for (int k = 0; k < o->s->info.ndim; k++)
+		if (dsv_mul_u64(n, cdims[k], &n))
+			return 0;
+	return ncd >= 5 && cd[2] == n && cd[4] == H5Tget_size(o->ftype);
 }
 
 /*
@@ -1007,7 +1109,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter pipeline",
 				s->path, s->dataset);
 	for (int i = 0; i < nf; i++) {
-		unsigned flags, cd[8];
+		unsigned flags, cd[8] = { 0 };
 		size_t ncd = 8;
 		char name[64];
 		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncd, cd, sizeof(name),
@@ -1015,6 +1117,10 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		if (ids[i] < 0)
 			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter %d",
 					s->path, s->dataset, i);
+		if (!elem_params_ok(o, cdims, ids[i], cd, ncd))
+			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: filter %s parameters do not "
+					"match the chunk (damaged file?)", s->path, s->dataset,
+					filter_name(ids[i]));
 	}
 	fast_pipe = nf == 0 ||
 		    (nf == 1 && (ids[0] == DSV_H5Z_FILTER_LZ4 || ids[0] == H5_FILTER_FLETCHER32_ID)) ||
@@ -1062,7 +1168,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	else
 		why_filters(o, ids, nf);
 	filter_sizes(o, cdims, ids, nf);
-	if (!(o->cc = chunk_check_new(o, cdims, ids, nf, opts)))
+	if (!(o->cc = chunk_check_new(o, cdims, nf, opts)))
 		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
 	*fallback = 1;
 	return 0;
@@ -1332,6 +1438,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		st->mtype = dsv_h5_type(s->info.dtype);
 		st->expect_deflate = o.expect_deflate;
 		st->expect_lz4 = o.expect_lz4;
+		st->expect_szip = o.expect_szip;
 		st->cc = o.cc;
 		o.cc = NULL;
 		o.file = o.dset = -1;
@@ -1441,9 +1548,10 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *ds
 	err = DSV_ERR_IO;
 	expect_deflate = h->expect_deflate;
 	expect_lz4 = h->expect_lz4;
+	expect_szip = h->expect_szip;
 	if (H5Dread(h->dset, h->mtype, mspace, fspace, H5P_DEFAULT, dst) >= 0)
 		err = 0;
-	expect_deflate = expect_lz4 = 0;
+	expect_deflate = expect_lz4 = expect_szip = 0;
 out_mspace:
 	H5Sclose(mspace);
 out_fspace:

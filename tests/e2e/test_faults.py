@@ -275,8 +275,9 @@ class Faults(E2E):
         # A chunk no decoder runs on (no filter, shuffle alone, or every
         # filter skipped by its mask) that is stored in fewer bytes than a
         # chunk: HDF5 1.10 copied a whole chunk out of the short buffer
-        # (found by make fuzz as a damaged chunk index). Now: EIO for its
-        # rows, the rest reads right, verify names the rows.
+        # (found by make fuzz as a damaged chunk index); likewise short
+        # scaleoffset input, and szip output. Now: EIO for its rows, the
+        # rest reads right, verify names the rows.
         # 600 rows of 32 float bytes; the bad chunks hold rows 150-299,
         # pages away from rows 0-2
         x = (np.arange(600 * 8) * 7 % 1000).astype(np.int16).reshape(600, 8)
@@ -290,16 +291,28 @@ class Faults(E2E):
             f.create_dataset("gzmask", data=x, chunks=(150, 8), compression="gzip").id.write_direct_chunk(
                 (150, 0), b"abcdefgh", filter_mask=1)
             f.create_dataset("fine", data=x, chunks=(150, 4), compression="gzip", shuffle=True)
+            # scaleoffset reads as many bits as the chunk's header says
+            d = f.create_dataset("so", data=x, chunks=(150, 8), scaleoffset=0)
+            d.id.write_direct_chunk((150, 0), d.id.read_direct_chunk((0, 0))[1][:30])
+            # szip takes its output size from the chunk: a valid stream of
+            # half a chunk was copied out as a whole one
+            sz = dict(compression="szip", compression_opts=("nn", 8))
+            half = f.create_dataset("half", data=x[:150], chunks=(75, 8), **sz)
+            f.create_dataset("szip", data=x, chunks=(150, 8), **sz).id.write_direct_chunk(
+                (150, 0), half.id.read_direct_chunk((0, 0))[1])
+        bad = ("plain", "shuf", "gzmask", "so", "szip")
         r = run("verify", path)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        for name in ("plain", "shuf", "gzmask"):
+        for name in bad:
+            why = ("the HDF5 library could not read or decode it" if name == "szip" else
+                   "a chunk of the file has the wrong stored size")
             self.assertIn(f"wrongsize.h5:/{name}: chunk 0, rows 150-299 (through the HDF5 library): "
-                          "a chunk of the file has the wrong stored size", r.stdout)
-        self.assertIn("3 bad chunks", r.stdout)
+                          + why, r.stdout)
+        self.assertIn("5 bad chunks", r.stdout)
         with self.mount(path, "--cache-size", "0",
-                        expect_errors=[r"wrongsize.h5:/(plain|shuf|gzmask) chunk 0 "]) as m:
+                        expect_errors=[r"wrongsize.h5:/(plain|shuf|gzmask|so|szip) chunk 0 "]) as m:
             self.assertEqual(read_all(m.path("fine.dat")), ref.tobytes())
-            for name in ("plain", "shuf", "gzmask"):
+            for name in bad:
                 with self.subTest(name=name):
                     fd = os.open(m.path(name + ".dat"), os.O_RDONLY)
                     try:
