@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -84,7 +85,18 @@ struct dsv_fs {
 	_Atomic uint64_t bytes_decoded;
 	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
 	unsigned max_read; /* -o max_read=N, or 0 */
+	/* .stats.json snapshots of open handles. The kernel sends RELEASE
+	 * after close without waiting; an unmount can end the connection
+	 * before it arrives, so what is left here is freed at the end. */
+	pthread_mutex_t snap_lock;
+	struct stats_snap *snaps;
 };
+
+/* One open .stats.json: its text as of open. */
+typedef struct stats_snap {
+	struct stats_snap *prev, *next;
+	char text[];
+} stats_snap;
 
 static int dsv_err_to_errno(int err)
 {
@@ -247,6 +259,38 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static char *render_stats(dsv_fs *fs);
 
+static stats_snap *snap_new(dsv_fs *fs)
+{
+	char *s = render_stats(fs);
+	size_t len = s ? strlen(s) : 0;
+	stats_snap *snap = s ? malloc(sizeof(*snap) + len + 1) : NULL;
+	if (snap) {
+		memcpy(snap->text, s, len + 1);
+		pthread_mutex_lock(&fs->snap_lock);
+		snap->prev = NULL;
+		snap->next = fs->snaps;
+		if (fs->snaps)
+			fs->snaps->prev = snap;
+		fs->snaps = snap;
+		pthread_mutex_unlock(&fs->snap_lock);
+	}
+	free(s);
+	return snap;
+}
+
+static void snap_free(dsv_fs *fs, stats_snap *snap)
+{
+	pthread_mutex_lock(&fs->snap_lock);
+	if (snap->prev)
+		snap->prev->next = snap->next;
+	else
+		fs->snaps = snap->next;
+	if (snap->next)
+		snap->next->prev = snap->prev;
+	pthread_mutex_unlock(&fs->snap_lock);
+	free(snap);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	dsv_fs *fs = fs_of(req);
@@ -265,25 +309,26 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	atomic_fetch_add(&fs->opens, 1);
 	if (n->kind == N_STATS) {
-		char *s = render_stats(fs);
-		if (!s) {
+		stats_snap *snap = snap_new(fs);
+		if (!snap) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		fi->fh = (uint64_t)(uintptr_t)s;
+		fi->fh = (uint64_t)(uintptr_t)snap;
 		fi->direct_io = 1; /* content changes; never mmapped */
 	} else {
 		fi->keep_cache = 1; /* immutable: repeat reads stay in the page cache */
 	}
 	if (fuse_reply_open(req, fi) == -ENOENT && n->kind == N_STATS)
-		free((void *)(uintptr_t)fi->fh);
+		snap_free(fs, (stats_snap *)(uintptr_t)fi->fh);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	const node *n = node_of(fs_of(req), ino);
+	dsv_fs *fs = fs_of(req);
+	const node *n = node_of(fs, ino);
 	if (n && n->kind == N_STATS)
-		free((void *)(uintptr_t)fi->fh);
+		snap_free(fs, (stats_snap *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -369,7 +414,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 * free the snapshot in op_release while this one is still in
 		 * writev: ASan's interceptor reads the iovec after the call, and
 		 * reported exactly that (1 run in ~8 under SANITIZE=address). */
-		char *copy = strdup((const char *)(uintptr_t)fi->fh);
+		char *copy = strdup(((const stats_snap *)(uintptr_t)fi->fh)->text);
 		if (!copy) {
 			fuse_reply_err(req, ENOMEM);
 			break;
@@ -622,6 +667,7 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	fs->m = m;
 	fs->o = *o;
+	pthread_mutex_init(&fs->snap_lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
 	fs->mountpoint = strdup(mountpoint);
 	if (!fs->mountpoint || (err = build_tree(fs))) {
@@ -843,5 +889,8 @@ void dsv_fs_destroy(dsv_fs *fs)
 	free(fs->nodes);
 	dsv_manifest_free(fs->m);
 	free(fs->mountpoint);
+	while (fs->snaps)
+		snap_free(fs, fs->snaps);
+	pthread_mutex_destroy(&fs->snap_lock);
 	free(fs);
 }
