@@ -1,6 +1,7 @@
 """Bad input and faults: every manifest error of SPEC section 4, hostile .npy
 headers, read-only semantics, corrupt chunks, truncated sources, signals and
 umount. Each checks the clear error and that nothing else broke."""
+import contextlib
 import errno
 import glob
 import json
@@ -518,18 +519,31 @@ class Lifecycle(E2E):
                     os.kill(m.pid, sig)
                     self.assertTrue(self.wait_gone(m.mp, m.pid))
 
+    @contextlib.contextmanager
+    def foreground(self, source, mp, log, ready):
+        """`dsview mount -f` as our child (so its exit status can be
+        checked), once mp/ready exists; on the way out it is killed if it
+        still runs and its mountpoint detached if still there."""
+        p = subprocess.Popen([DSVIEW, "mount", "-f", "--log", log, source, mp],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 30
+            while not os.path.exists(os.path.join(mp, ready)) and time.time() < deadline:
+                self.assertIsNone(p.poll(), "the daemon exited early")
+                time.sleep(0.02)
+            yield p
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if mounted(mp):
+                subprocess.run(["umount", "-l", mp])
+
     def test_signals_in_the_foreground_exit_0(self):
-        # -f: the daemon is our child, so its exit status can be checked
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with self.subTest(sig=sig.name):
                 mp, log = self.p("mnt-fg"), self.p(f"fg-{sig.name}.log")
-                p = subprocess.Popen([DSVIEW, "mount", "-f", "--log", log, self.p("l.npy"), mp],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                try:
-                    deadline = time.time() + 30
-                    while not os.path.exists(os.path.join(mp, "l.dat")) and time.time() < deadline:
-                        self.assertIsNone(p.poll(), "the daemon exited early")
-                        time.sleep(0.05)
+                with self.foreground(self.p("l.npy"), mp, log, "l.dat") as p:
                     a = mm_npy(os.path.join(mp, "l.npy"))
                     self.assertTrue(same_bits(a, np.arange(4096, dtype=np.float32).reshape(64, 64)))
                     p.send_signal(sig)
@@ -540,12 +554,6 @@ class Lifecycle(E2E):
                         text = f.read()
                     self.assertIn("unmounted " + mp, text)
                     self.assertNotRegex(text, r"(?i)error")
-                finally:
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
-                    if mounted(mp):
-                        subprocess.run(["umount", "-l", mp])
 
     def test_umount_racing_readers_is_clean(self):
         # A reader opening, reading and closing in a loop while umount
@@ -556,14 +564,7 @@ class Lifecycle(E2E):
         for i in range(8):
             with self.subTest(i=i):
                 mp, log = self.p("mnt-race"), self.p(f"race-{i}.log")
-                p = subprocess.Popen([DSVIEW, "mount", "-f", "--log", log, self.p("r.npy"), mp],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                kid = None
-                try:
-                    deadline = time.time() + 30
-                    while not os.path.exists(os.path.join(mp, "r.dat")) and time.time() < deadline:
-                        self.assertIsNone(p.poll(), "the daemon exited early")
-                        time.sleep(0.02)
+                with self.foreground(self.p("r.npy"), mp, log, "r.dat") as p:
                     kid = os.fork()
                     if kid == 0:
                         code = 0
@@ -580,27 +581,23 @@ class Lifecycle(E2E):
                         except BaseException:
                             code = 3
                         os._exit(code)
-                    time.sleep(0.05 * (i % 4))
-                    t0 = time.time()
-                    while mounted(mp) and time.time() - t0 < 20:
-                        run("umount", mp)  # refused while a file is open; retried
-                    self.assertFalse(mounted(mp))
-                    _, st = os.waitpid(kid, 0)
-                    kid = None
-                    self.assertEqual(os.WEXITSTATUS(st), 0)
+                    try:
+                        time.sleep(0.05 * (i % 4))
+                        t0 = time.time()
+                        while mounted(mp) and time.time() - t0 < 20:
+                            run("umount", mp)  # refused while a file is open; retried
+                        self.assertFalse(mounted(mp))
+                        _, st = os.waitpid(kid, 0)
+                        kid = None
+                        self.assertEqual(os.WEXITSTATUS(st), 0)
+                    finally:
+                        if kid:
+                            os.kill(kid, signal.SIGKILL)
+                            os.waitpid(kid, 0)
                     out, err = p.communicate(timeout=30)
                     self.assertEqual(p.returncode, 0, err)
                     with open(log) as f:
                         self.assertNotRegex(f.read(), r"(?i)error")
-                finally:
-                    if kid:
-                        os.kill(kid, signal.SIGKILL)
-                        os.waitpid(kid, 0)
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
-                    if mounted(mp):
-                        subprocess.run(["umount", "-l", mp])
 
     def test_aborted_connection_with_files_open(self):
         # An abort through /sys/fs/fuse/connections while files are open:
@@ -612,46 +609,30 @@ class Lifecycle(E2E):
         if not os.listdir(ctl):
             subprocess.run(["mount", "-t", "fusectl", "none", ctl], check=True)
         mp, log = self.p("mnt-abort"), self.p("abort.log")
-        p = subprocess.Popen([DSVIEW, "mount", "-f", "--log", log, self.p("l.npy"), mp],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        fds = []
-        try:
-            deadline = time.time() + 30
-            while not os.path.exists(os.path.join(mp, "l.dat")) and time.time() < deadline:
-                self.assertIsNone(p.poll(), "the daemon exited early")
-                time.sleep(0.02)
-            conn = os.minor(os.stat(mp).st_dev)
-            for name in (".stats.json", ".stats.json", "l.dat", "l.npy"):
-                fds.append(os.open(os.path.join(mp, name), os.O_RDONLY))
-                os.read(fds[-1], 100)
-            with open(os.path.join(ctl, str(conn), "abort"), "w") as f:
-                f.write("1")
-            out, err = p.communicate(timeout=30)
-            self.assertEqual(p.returncode, 0, err)
-            self.assertNotIn(b"Sanitizer", err)
-            with self.assertRaises(OSError) as cm:
-                os.pread(fds[0], 100, 0)  # direct_io: never from the page cache
-            self.assertIn(cm.exception.errno, (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO))
-            for fd in fds:
-                try:
-                    os.close(fd)  # the flush fails: ENOTCONN
-                except OSError:
-                    pass
+        with self.foreground(self.p("l.npy"), mp, log, "l.dat") as p:
             fds = []
+            try:
+                conn = os.minor(os.stat(mp).st_dev)
+                for name in (".stats.json", ".stats.json", "l.dat", "l.npy"):
+                    fds.append(os.open(os.path.join(mp, name), os.O_RDONLY))
+                    os.read(fds[-1], 100)
+                with open(os.path.join(ctl, str(conn), "abort"), "w") as f:
+                    f.write("1")
+                out, err = p.communicate(timeout=30)
+                self.assertEqual(p.returncode, 0, err)
+                self.assertNotIn(b"Sanitizer", err)
+                with self.assertRaises(OSError) as cm:
+                    os.pread(fds[0], 100, 0)  # direct_io: never from the page cache
+                self.assertIn(cm.exception.errno, (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO))
+            finally:
+                for fd in fds:
+                    try:
+                        os.close(fd)  # the flush fails once aborted: ENOTCONN
+                    except OSError:
+                        pass
             r = run("umount", mp)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertFalse(mounted(mp))
-        finally:
-            for fd in fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            if mounted(mp):
-                subprocess.run(["umount", "-l", mp])
 
     def test_sigkill_under_load(self):
         # readers mid-flight when the daemon dies: each ends with an error
