@@ -87,16 +87,24 @@ static int find_mount(const char *mp, char *fstype, size_t cap)
 	return found;
 }
 
+/* The first cap - 1 bytes of path as a string in buf. @return 0, or -1 */
+static int read_head(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return 0;
+}
+
 static pid_t daemon_pid(const char *mp)
 {
 	char path[2 * PATH_MAX + 32], buf[256];
 	snprintf(path, sizeof(path), "%s/.stats.json", mp);
-	FILE *f = fopen(path, "r");
-	if (!f)
+	if (read_head(path, buf, sizeof(buf)) < 0)
 		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	char *p = strstr(buf, "\"pid\":");
 	return p ? (pid_t)atoi(p + 6) : 0;
 }
@@ -110,12 +118,8 @@ static int running(pid_t pid)
 	if (kill(pid, 0) < 0)
 		return errno == EPERM;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
+	if (read_head(path, buf, sizeof(buf)) < 0)
 		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	/* pid (comm) state ...: comm may hold spaces and parentheses */
 	const char *p = strrchr(buf, ')');
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
