@@ -898,8 +898,10 @@ static void filter_sizes(h5_open *o, const hsize_t *cdims, const H5Z_filter_t *i
 		o->expect_szip = 0;
 }
 
+/* ids, cds, ncds: the pipeline as open_chunked read it. */
 static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, int nf,
-				       unsigned opts)
+				       const H5Z_filter_t *ids, unsigned (*cds)[8],
+				       const size_t *ncds, unsigned opts)
 {
 	h5_chunk_check *c = calloc(1, sizeof(*c));
 	uint64_t n = 1;
@@ -922,9 +924,9 @@ static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, i
 	if (dsv_mul_u64(c->raw, c->elems, &c->raw))
 		c->raw = UINT64_MAX;
 	for (int i = 0; i < nf; i++) {
-		c->f[i].ncd = 8;
-		c->f[i].id = H5Pget_filter2(o->dcpl, (unsigned)i, NULL, &c->f[i].ncd, c->f[i].cd, 0,
-					    NULL, NULL);
+		c->f[i].id = ids[i];
+		c->f[i].ncd = ncds[i];
+		memcpy(c->f[i].cd, cds[i], sizeof(c->f[i].cd));
 	}
 	c->edge_unfiltered = nf > 0 && (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS);
 	c->nchunks = n;
@@ -1091,6 +1093,8 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	dsv_source *s = o->s;
 	hsize_t cdims[DSV_MAX_DIMS];
 	H5Z_filter_t ids[32];
+	unsigned cds[32][8] = { { 0 } }; /* each filter's first parameters */
+	size_t ncds[32];
 	int ndim = s->info.ndim, nf, whole_rows = 1, lz4 = 0, fl32 = 0, fast_pipe;
 	unsigned opts = 0;
 
@@ -1109,15 +1113,15 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter pipeline",
 				s->path, s->dataset);
 	for (int i = 0; i < nf; i++) {
-		unsigned flags, cd[8] = { 0 };
-		size_t ncd = 8;
+		unsigned flags;
 		char name[64];
-		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncd, cd, sizeof(name),
+		ncds[i] = 8;
+		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncds[i], cds[i], sizeof(name),
 					name, NULL);
 		if (ids[i] < 0)
 			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter %d",
 					s->path, s->dataset, i);
-		if (!elem_params_ok(o, cdims, ids[i], cd, ncd))
+		if (!elem_params_ok(o, cdims, ids[i], cds[i], ncds[i]))
 			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: filter %s parameters do not "
 					"match the chunk (damaged file?)", s->path, s->dataset,
 					filter_name(ids[i]));
@@ -1168,7 +1172,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	else
 		why_filters(o, ids, nf);
 	filter_sizes(o, cdims, ids, nf);
-	if (!(o->cc = chunk_check_new(o, cdims, nf, opts)))
+	if (!(o->cc = chunk_check_new(o, cdims, nf, ids, cds, ncds, opts)))
 		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
 	*fallback = 1;
 	return 0;
