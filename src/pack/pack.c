@@ -70,6 +70,7 @@ typedef struct packer {
 	unsigned nslots;
 	uint64_t next, written;
 	int err; /* first failure: workers stop taking chunks */
+	uint64_t err_chunk; /* the chunk p->eb names: the lowest that failed */
 	dsv_errbuf eb;
 } packer;
 
@@ -199,19 +200,23 @@ static int64_t make_chunk(packer *p, reader *r, uint64_t i, char *raw, void *out
 	return n + 4;
 }
 
+/* Records a worker's failure. Chunks are handed out in order and a worker
+ * finishes the chunk it holds, so after the join the message names the
+ * lowest chunk that failed, whichever thread got there first. */
 static void fail_locked(packer *p, int err, uint64_t chunk, uint64_t bad_in)
 {
-	if (p->err)
+	if (p->err && (p->err == DSV_ERR_NOMEM || chunk >= p->err_chunk))
 		return;
 	p->err = err;
+	p->err_chunk = chunk;
 	uint64_t r0 = chunk * p->chunk_rows;
+	uint64_t r1 = r0 + p->chunk_rows < p->in->nrows ? r0 + p->chunk_rows : p->in->nrows;
 	if (err == DSV_ERR_NOMEM)
 		dsv_errf(&p->eb, err, "out of memory");
 	else
 		dsv_errf(&p->eb, err, "%s: rows %llu-%llu (source chunk %llu): %s",
-			 p->o->input, (unsigned long long)r0,
-			 (unsigned long long)(r0 + p->chunk_rows - 1), (unsigned long long)bad_in,
-			 dsv_strerror(err));
+			 p->o->input, (unsigned long long)r0, (unsigned long long)(r1 - 1),
+			 (unsigned long long)bad_in, dsv_strerror(err));
 	pthread_cond_broadcast(&p->cv_ready);
 	pthread_cond_broadcast(&p->cv_space);
 }
