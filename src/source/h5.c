@@ -426,6 +426,8 @@ typedef struct h5_chunk_check {
 		unsigned cd[8];
 	} f[32];                 /* the pipeline, in encoding order */
 	int edge_unfiltered;     /* H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS */
+	/* what inflate, the LZ4 decoder and szip must make (see above); 0: unchecked */
+	size_t expect_deflate, expect_lz4, expect_szip;
 	uint8_t *ok;             /* a bit per chunk, or NULL: check every time */
 	void *probe;             /* H5Dread_chunk's buffer; never written */
 	size_t probe_cap;
@@ -445,7 +447,6 @@ typedef struct h5_state {
 	hid_t file;
 	hid_t dset;
 	hid_t mtype; /* native little-endian type of the source dtype */
-	size_t expect_deflate, expect_lz4, expect_szip; /* filter output sizes (see above) */
 	h5_chunk_check *cc; /* chunked fallbacks only */
 } h5_state;
 
@@ -698,8 +699,7 @@ typedef struct h5_open {
 	hsize_t dims[DSV_MAX_DIMS];
 	int conv;            /* element type needs library conversion */
 	char conv_why[64];
-	size_t expect_deflate, expect_lz4, expect_szip; /* for the fallback's h5_state */
-	h5_chunk_check *cc;                             /* likewise */
+	h5_chunk_check *cc;  /* for the fallback's h5_state */
 } h5_open;
 
 static void why_filters(h5_open *o, const H5Z_filter_t *ids, int nf)
@@ -869,38 +869,39 @@ out:
  * output on read is its input on write, which is the chunk plus 4 bytes per
  * Fletcher32 applied before it (shuffle keeps the size). After any other
  * filter, or for a filter used twice, the size is not known: unchecked. */
-static void filter_sizes(h5_open *o, const hsize_t *cdims, const H5Z_filter_t *ids, int nf)
+static void filter_sizes(h5_chunk_check *c)
 {
-	uint64_t bytes = H5Tget_size(o->ftype), before = 0;
+	uint64_t before = 0;
 	int known = 1, n_deflate = 0, n_lz4 = 0, n_szip = 0;
 
-	for (int k = 0; k < o->s->info.ndim; k++)
-		if (dsv_mul_u64(bytes, cdims[k], &bytes) || bytes > SIZE_MAX / 2)
-			return;
-	for (int i = 0; i < nf; i++) {
-		size_t want = known ? (size_t)(bytes + before) : 0;
-		if (ids[i] == H5Z_FILTER_DEFLATE && n_deflate++ == 0)
-			o->expect_deflate = want;
-		else if (ids[i] == DSV_H5Z_FILTER_LZ4 && n_lz4++ == 0)
-			o->expect_lz4 = want;
-		else if (ids[i] == H5Z_FILTER_SZIP && n_szip++ == 0)
-			o->expect_szip = want;
-		if (ids[i] == H5_FILTER_FLETCHER32_ID)
+	if (c->raw > SIZE_MAX / 2)
+		return;
+	for (int i = 0; i < c->nf; i++) {
+		H5Z_filter_t id = c->f[i].id;
+		size_t want = known ? (size_t)(c->raw + before) : 0;
+		if (id == H5Z_FILTER_DEFLATE && n_deflate++ == 0)
+			c->expect_deflate = want;
+		else if (id == DSV_H5Z_FILTER_LZ4 && n_lz4++ == 0)
+			c->expect_lz4 = want;
+		else if (id == H5Z_FILTER_SZIP && n_szip++ == 0)
+			c->expect_szip = want;
+		if (id == H5_FILTER_FLETCHER32_ID)
 			before += 4;
-		else if (ids[i] != H5Z_FILTER_SHUFFLE)
+		else if (id != H5Z_FILTER_SHUFFLE)
 			known = 0;
 	}
 	if (n_deflate > 1)
-		o->expect_deflate = 0;
+		c->expect_deflate = 0;
 	if (n_lz4 > 1)
-		o->expect_lz4 = 0;
+		c->expect_lz4 = 0;
 	if (n_szip > 1)
-		o->expect_szip = 0;
+		c->expect_szip = 0;
 }
 
-/* ids, cds, ncds: the pipeline as open_chunked read it. */
-static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, int nf,
-				       const H5Z_filter_t *ids, unsigned (*cds)[8],
+/* elems: elements in a chunk (UINT64_MAX: too many); ids, cds, ncds: the
+ * pipeline as open_chunked read it. */
+static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, uint64_t elems,
+				       int nf, const H5Z_filter_t *ids, unsigned (*cds)[8],
 				       const size_t *ncds, unsigned opts)
 {
 	h5_chunk_check *c = calloc(1, sizeof(*c));
@@ -910,7 +911,7 @@ static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, i
 	c->ndim = o->s->info.ndim;
 	c->nf = nf;
 	c->raw = H5Tget_size(o->ftype);
-	c->elems = 1;
+	c->elems = elems;
 	for (int k = 0; k < c->ndim; k++) {
 		c->dims[k] = o->dims[k];
 		c->cdims[k] = cdims[k];
@@ -918,8 +919,6 @@ static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, i
 		/* overflow: the chunks are then checked, just never marked */
 		if (dsv_mul_u64(n, c->grid[k], &n))
 			n = UINT64_MAX;
-		if (dsv_mul_u64(c->elems, cdims[k], &c->elems))
-			c->elems = UINT64_MAX;
 	}
 	if (dsv_mul_u64(c->raw, c->elems, &c->raw))
 		c->raw = UINT64_MAX;
@@ -932,6 +931,7 @@ static h5_chunk_check *chunk_check_new(const h5_open *o, const hsize_t *cdims, i
 	c->nchunks = n;
 	if (n != UINT64_MAX && n <= (1ull << 34))
 		c->ok = calloc((size_t)(n / 8 + 1), 1);
+	filter_sizes(c);
 	return c;
 }
 
@@ -1067,20 +1067,16 @@ static int check_read_chunks(const dsv_source *s, hid_t dset, h5_chunk_check *c,
 
 /* nbit and scaleoffset size their output from parameters stored in the file
  * (elements per chunk, element size), and the library then copies a whole
- * chunk out of it: those must describe this dataset's chunk. @return 1 if
- * so, or for any other filter. */
-static int elem_params_ok(const h5_open *o, const hsize_t *cdims, H5Z_filter_t id,
-			  const unsigned *cd, size_t ncd)
+ * chunk out of it: those must describe this dataset's chunk of elems
+ * elements. @return 1 if so, or for any other filter. */
+static int elem_params_ok(const h5_open *o, uint64_t elems, H5Z_filter_t id, const unsigned *cd,
+			  size_t ncd)
 {
-	uint64_t n = 1;
 	if (id != H5Z_FILTER_NBIT && id != H5Z_FILTER_SCALEOFFSET)
 		return 1;
 	if (id == H5Z_FILTER_NBIT && ncd > 1 && cd[1])
 		return 1; /* stored as is */
-	for (int k = 0; k < o->s->info.ndim; k++)
-		if (dsv_mul_u64(n, cdims[k], &n))
-			return 0;
-	return ncd >= 5 && cd[2] == n && cd[4] == H5Tget_size(o->ftype);
+	return ncd >= 5 && cd[2] == elems && cd[4] == H5Tget_size(o->ftype);
 }
 
 /*
@@ -1097,13 +1093,17 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	size_t ncds[32];
 	int ndim = s->info.ndim, nf, whole_rows = 1, lz4 = 0, fl32 = 0, fast_pipe;
 	unsigned opts = 0;
+	uint64_t celems = 1; /* elements in a chunk; UINT64_MAX: too many */
 
 	if (H5Pget_chunk(o->dcpl, DSV_MAX_DIMS, cdims) != ndim || cdims[0] == 0)
 		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: bad chunk dimensions",
 				s->path, s->dataset);
-	for (int k = 1; k < ndim; k++)
-		if (cdims[k] != o->dims[k])
+	for (int k = 0; k < ndim; k++) {
+		if (k > 0 && cdims[k] != o->dims[k])
 			whole_rows = 0;
+		if (celems != UINT64_MAX && dsv_mul_u64(celems, cdims[k], &celems))
+			celems = UINT64_MAX;
+	}
 	/* A band of cdims[0] rows covers whole chunks on every axis, split
 	 * rows or not: fallback reads aligned to bands decode each once. */
 	*band_rows = cdims[0];
@@ -1121,7 +1121,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		if (ids[i] < 0)
 			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter %d",
 					s->path, s->dataset, i);
-		if (!elem_params_ok(o, cdims, ids[i], cds[i], ncds[i]))
+		if (!elem_params_ok(o, celems, ids[i], cds[i], ncds[i]))
 			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: filter %s parameters do not "
 					"match the chunk (damaged file?)", s->path, s->dataset,
 					filter_name(ids[i]));
@@ -1171,8 +1171,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else
 		why_filters(o, ids, nf);
-	filter_sizes(o, cdims, ids, nf);
-	if (!(o->cc = chunk_check_new(o, cdims, nf, ids, cds, ncds, opts)))
+	if (!(o->cc = chunk_check_new(o, cdims, celems, nf, ids, cds, ncds, opts)))
 		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
 	*fallback = 1;
 	return 0;
@@ -1440,9 +1439,6 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		st->file = o.file;
 		st->dset = o.dset;
 		st->mtype = dsv_h5_type(s->info.dtype);
-		st->expect_deflate = o.expect_deflate;
-		st->expect_lz4 = o.expect_lz4;
-		st->expect_szip = o.expect_szip;
 		st->cc = o.cc;
 		o.cc = NULL;
 		o.file = o.dset = -1;
@@ -1547,12 +1543,14 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *ds
 		goto out_fspace;
 	if (select_range(fspace, s->info.ndim, s->info.shape, ref->elem_start, ref->nelems) < 0)
 		goto out_mspace;
-	if (h->cc && (err = check_read_chunks(s, h->dset, h->cc, ref->elem_start, ref->nelems)))
-		goto out_mspace;
+	if (h->cc) {
+		if ((err = check_read_chunks(s, h->dset, h->cc, ref->elem_start, ref->nelems)))
+			goto out_mspace;
+		expect_deflate = h->cc->expect_deflate;
+		expect_lz4 = h->cc->expect_lz4;
+		expect_szip = h->cc->expect_szip;
+	}
 	err = DSV_ERR_IO;
-	expect_deflate = h->expect_deflate;
-	expect_lz4 = h->expect_lz4;
-	expect_szip = h->expect_szip;
 	if (H5Dread(h->dset, h->mtype, mspace, fspace, H5P_DEFAULT, dst) >= 0)
 		err = 0;
 	expect_deflate = expect_lz4 = expect_szip = 0;
