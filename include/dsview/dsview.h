@@ -64,16 +64,40 @@ dsv_dtype dsv_dtype_parse(const char *s);
 int dsv_dtype_is_output(dsv_dtype t);
 
 /*
- * A message for the user: functions that can fail for a reason a user must
- * see fill it with one line naming the file and the reason. May be NULL.
+ * Why a call failed, for the user and for callers. Errors are data: the
+ * code and the parts (which file, which dataset or key, which manifest
+ * line, the reason alone) are fields, and msg is the one line a person
+ * reads, composed from them. A caller that needs to know which file, line
+ * or key failed reads the field, never the wording. May be NULL wherever a
+ * function takes one.
  */
 typedef struct dsv_errbuf {
-	char msg[1024];
+	int code;          /* the dsv_err the call returned (0: nothing set) */
+	char file[512];    /* the file the error is about, or "" */
+	char where[512];   /* inside the file: an HDF5 dataset path, or "" */
+	int line;          /* a manifest's line number, or 0 */
+	char key[64];      /* the manifest key at fault ("mean", "source"...), or "" */
+	char reason[1024]; /* the reason alone, without file, where or line */
+	char msg[1280];    /* for people: "file:where: reason" or "file:line: reason" */
 } dsv_errbuf;
 
-/* printf-style; returns err so callers can write `return dsv_errf(eb, e, ...)`. */
+/* Sets code and reason (printf-style) and clears the other parts; msg is
+ * the reason alone. @return err, so callers write `return dsv_errf(eb, e, ...)`. */
 int dsv_errf(dsv_errbuf *eb, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* As dsv_errf for an error about file (and, if not NULL or "", the place
+ * where inside it): msg is "file:where: reason" or "file: reason". */
+int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* As dsv_errf, and names the setting at fault (key: "mean", "std",
+ * "channel_axis", ...) so a manifest can blame the line that set it. */
+int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Marks an error set by a callee as belonging to line of manifest file
+ * (and to key, unless NULL: then the callee's key is kept): file and line
+ * are set, msg becomes "manifest:line: <the callee's msg>"; code, where
+ * and reason are kept. */
+void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line, const char *key);
 
 /* Overflow-checked arithmetic on sizes from untrusted headers. @return 0 ok. */
 static inline int dsv_mul_u64(uint64_t a, uint64_t b, uint64_t *out)

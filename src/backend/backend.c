@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "dsview/backend.h"
 #include "gpu/gpu.h"
 
@@ -14,30 +15,29 @@ int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
 {
 	dsv_backend *b = calloc(1, sizeof(*b));
 	char why[256] = "";
+	int dev;
 	*out = NULL;
 	if (!b)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (!gpu || !strcmp(gpu, "auto")) {
+	if (dsv_parse_gpu(gpu ? gpu : "auto", &dev)) {
+		free(b);
+		return dsv_errf(eb, DSV_ERR_INVALID, "--gpu '%s' must be auto, off or a device number", gpu);
+	}
+	if (dev == DSV_GPU_AUTO) {
 		b->gpu = dsv_gpu_open(-1, why, sizeof(why));
 		if (b->gpu)
 			dsv_log_info("backend: cuda");
 		else
 			dsv_log_info("backend: cpu (%s)", why);
-	} else if (!strcmp(gpu, "off")) {
+	} else if (dev == DSV_GPU_OFF) {
 		dsv_log_info("backend: cpu (--gpu off)");
 	} else {
-		char *end;
-		long dev = strtol(gpu, &end, 10);
-		if (*end || end == gpu || dev < 0) {
-			free(b);
-			return dsv_errf(eb, DSV_ERR_INVALID, "--gpu '%s' must be auto, off or a device number", gpu);
-		}
-		b->gpu = dsv_gpu_open((int)dev, why, sizeof(why));
+		b->gpu = dsv_gpu_open(dev, why, sizeof(why));
 		if (!b->gpu) {
 			free(b);
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %ld: %s", dev, why);
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %d: %s", dev, why);
 		}
-		dsv_log_info("backend: cuda device %ld", dev);
+		dsv_log_info("backend: cuda device %d", dev);
 	}
 	*out = b;
 	return 0;

@@ -27,6 +27,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "common/str.h"
 #include "dsview/fs.h"
 #include "dsview/view.h"
 
@@ -62,12 +63,6 @@ static uint64_t default_cache_size(void)
 	uint64_t tenth = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 10 : 0;
 	uint64_t gib = 1ull << 30;
 	return tenth && tenth < gib ? tenth : gib;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
 }
 
 static int mkdirs(const char *path)
@@ -199,7 +194,8 @@ int dsv_cmd_mount(int argc, char **argv)
 	const char *ra_arg = NULL;
 	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
 	int foreground = 0, threads = 0, c, err;
-	char *end, real_mp[PATH_MAX];
+	char real_mp[PATH_MAX];
+	int gpu_dev;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+fo:h", longopts, NULL)) != -1) {
@@ -232,7 +228,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	if (argc - optind == 2)
 		mountpoint = argv[optind + 1];
 
-	if (ends_with(source, ".ini")) {
+	if (dsv_has_ext(source, ".ini")) {
 		if (dtype_arg) {
 			dsv_cli_error("--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s", source);
 			return EXIT_USER;
@@ -265,12 +261,9 @@ int dsv_cmd_mount(int argc, char **argv)
 	}
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
-	if (strcmp(o.gpu, "auto") && strcmp(o.gpu, "off")) {
-		long dev = strtol(o.gpu, &end, 10);
-		if (*end || end == o.gpu || dev < 0) {
-			dsv_cli_error("--gpu '%s' must be auto, off or a device number", o.gpu);
-			goto user_error;
-		}
+	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */
+		dsv_cli_error("--gpu '%s' must be auto, off or a device number", o.gpu);
+		goto user_error;
 	}
 	if (log_path && dsv_log_open(log_path)) {
 		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));

@@ -8,14 +8,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/str.h"
 #include "cli/target.h"
 #include "dsview/source.h"
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
 
 /* HDF5 looks for its signature at 0, then at 512, 1024, ... (a user
  * block before the superblock); pack and h5py never write one over 1 MiB. */
@@ -39,20 +34,12 @@ static int has_h5_signature(const char *path)
 int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 {
 	struct stat st;
-	const char *colon = NULL, *p = spec, *next;
 
 	memset(t, 0, sizeof(*t));
-	/* "file.h5:/dset", split at the last ":/" as dsv_source_open does,
-	 * unless the whole spec is itself a file. */
-	if (!raw && stat(spec, &st) < 0)
-		while ((next = strstr(p, ":/"))) {
-			colon = next;
-			p = next + 1;
-		}
-	t->file = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
-	if (colon)
-		t->dataset = strdup(colon + 1);
-	if (!t->file || (colon && !t->dataset)) {
+	/* "file.h5:/dset", split as dsv_source_open does, unless the whole
+	 * spec is itself a file. */
+	if ((raw || stat(spec, &st) == 0) ? !(t->file = strdup(spec))
+					   : dsv_spec_split(spec, &t->file, &t->dataset)) {
 		dsv_target_free(t);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
@@ -75,9 +62,9 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 		t->kind = DSV_TARGET_RAW;
 	else if (t->dataset || dsv_source_is_h5_path(t->file))
 		t->kind = DSV_TARGET_H5;
-	else if (ends_with(t->file, ".npy"))
+	else if (dsv_has_ext(t->file, ".npy"))
 		t->kind = DSV_TARGET_NPY;
-	else if (ends_with(t->file, ".ini"))
+	else if (dsv_has_ext(t->file, ".ini"))
 		t->kind = DSV_TARGET_MANIFEST;
 	else if (has_h5_signature(t->file))
 		t->kind = DSV_TARGET_H5;

@@ -87,15 +87,81 @@ dsv_dtype dsv_dtype_parse(const char *s)
 	return DSV_DTYPE_INVALID;
 }
 
+/* "a:b: c", or "a: c" when b is empty, cut to cap (a message, so a cut
+ * one is still worth showing). */
+static void compose(char *dst, size_t cap, const char *a, const char *b, const char *c)
+{
+	size_t n = 0;
+	const char *parts[5] = { a, b[0] ? ":" : "", b, ": ", c };
+	for (int i = 0; i < 5; i++)
+		for (const char *p = parts[i]; *p && n + 1 < cap; p++)
+			dst[n++] = *p;
+	dst[n] = '\0';
+}
+
+static void errbuf_reset(dsv_errbuf *eb, int err)
+{
+	eb->code = err;
+	eb->file[0] = eb->where[0] = eb->key[0] = '\0';
+	eb->line = 0;
+}
+
 int dsv_errf(dsv_errbuf *eb, int err, const char *fmt, ...)
 {
 	if (eb) {
 		va_list ap;
+		errbuf_reset(eb, err);
 		va_start(ap, fmt);
-		vsnprintf(eb->msg, sizeof(eb->msg), fmt, ap);
+		vsnprintf(eb->reason, sizeof(eb->reason), fmt, ap);
 		va_end(ap);
+		snprintf(eb->msg, sizeof(eb->msg), "%s", eb->reason);
 	}
 	return err;
+}
+
+int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)
+{
+	if (eb) {
+		va_list ap;
+		errbuf_reset(eb, err);
+		snprintf(eb->key, sizeof(eb->key), "%s", key);
+		va_start(ap, fmt);
+		vsnprintf(eb->reason, sizeof(eb->reason), fmt, ap);
+		va_end(ap);
+		snprintf(eb->msg, sizeof(eb->msg), "%s", eb->reason);
+	}
+	return err;
+}
+
+int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where, const char *fmt,
+		...)
+{
+	if (eb) {
+		va_list ap;
+		errbuf_reset(eb, err);
+		snprintf(eb->file, sizeof(eb->file), "%s", file ? file : "");
+		snprintf(eb->where, sizeof(eb->where), "%s", where ? where : "");
+		va_start(ap, fmt);
+		vsnprintf(eb->reason, sizeof(eb->reason), fmt, ap);
+		va_end(ap);
+		compose(eb->msg, sizeof(eb->msg), eb->file, eb->where, eb->reason);
+	}
+	return err;
+}
+
+void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line, const char *key)
+{
+	char inner[sizeof(eb->msg)];
+	if (!eb)
+		return;
+	char where[16];
+	memcpy(inner, eb->msg, sizeof(inner));
+	snprintf(eb->file, sizeof(eb->file), "%s", manifest);
+	if (key)
+		snprintf(eb->key, sizeof(eb->key), "%s", key);
+	snprintf(where, sizeof(where), "%d", line);
+	eb->line = line;
+	compose(eb->msg, sizeof(eb->msg), manifest, where, inner);
 }
 
 int dsv_parse_size(const char *s, uint64_t *out)

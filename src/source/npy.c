@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/str.h"
 #include "source/source_i.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -233,35 +234,26 @@ fail:
 	return err;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcasecmp(s + n - m, suffix);
-}
-
 int dsv_source_is_h5_path(const char *path)
 {
-	return ends_with(path, ".h5") || ends_with(path, ".hdf5") || ends_with(path, ".hdf") ||
-	       ends_with(path, ".he5") || ends_with(path, ".nc");
+	return dsv_has_ext(path, ".h5") || dsv_has_ext(path, ".hdf5") || dsv_has_ext(path, ".hdf") ||
+	       dsv_has_ext(path, ".he5") || dsv_has_ext(path, ".nc");
 }
 
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 {
-	/* "file.h5:/dset": split at the last ':' followed by '/'. */
-	const char *colon = strstr(spec, ":/");
+	char *file, *dataset;
 	*out = NULL;
-	if (colon) {
-		const char *next;
-		while ((next = strstr(colon + 1, ":/")))
-			colon = next;
-		char *file = strndup(spec, (size_t)(colon - spec));
-		if (!file)
-			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		int err = dsv_source_open_h5(file, colon + 1, out, eb);
+	if (dsv_spec_split(spec, &file, &dataset))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (dataset) {
+		int err = dsv_source_open_h5(file, dataset, out, eb);
 		free(file);
+		free(dataset);
 		return err;
 	}
-	if (ends_with(spec, ".npy"))
+	free(file);
+	if (dsv_has_ext(spec, ".npy"))
 		return dsv_source_open_npy(spec, out, eb);
 	if (dsv_source_is_h5_path(spec)) {
 		char **names = NULL;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source/source_i.h"
+#include "common/str.h"
 #include "view/view_i.h"
 
 #define MAX_SOURCES 4096
@@ -132,7 +132,8 @@ static int fail(parse_ctx *c, int line, const char *fmt, ...)
 	va_end(ap);
 	if (!c->err) {
 		c->err = DSV_ERR_FORMAT;
-		dsv_errf(c->eb, DSV_ERR_FORMAT, "%s:%d: %s", c->path, line, msg);
+		dsv_errf(c->eb, DSV_ERR_FORMAT, "%s", msg);
+		dsv_errbuf_at_line(c->eb, c->path, line, NULL);
 	}
 	return 0;
 }
@@ -193,7 +194,8 @@ static int handle_dsview_key(parse_ctx *c, const char *name, const char *value)
 		m->threads = (int)n;
 		m->has_threads = 1;
 	} else if (!strcmp(name, "gpu")) {
-		if (strlen(value) >= sizeof(m->gpu))
+		int dev;
+		if (strlen(value) >= sizeof(m->gpu) || dsv_parse_gpu(value, &dev))
 			return fail(c, c->line, "gpu '%s' must be auto, off or a device number", value);
 		strcpy(m->gpu, value);
 		m->has_gpu = 1;
@@ -217,10 +219,10 @@ static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, con
 		int *l = s ? realloc(pv->spec_lines, (pv->nspecs + 1) * sizeof(*l)) : NULL;
 		if (s)
 			pv->specs = s;
-		if (!s || !l)
+		if (l)
+			pv->spec_lines = l;
+		if (!s || !l || !(pv->specs[pv->nspecs] = strdup(value)))
 			return fail(c, c->line, "out of memory");
-		pv->spec_lines = l;
-		pv->specs[pv->nspecs] = strdup(value);
 		pv->spec_lines[pv->nspecs++] = c->line;
 	} else if (!strcmp(name, "dtype")) {
 		v->dtype = dsv_dtype_parse(value);
@@ -359,7 +361,7 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		if (!path)
 			return fail(c, pv->spec_lines[i], "out of memory");
 		int is_structured = strstr(path, ":/") || dsv_source_is_h5_path(path) ||
-				    (strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".npy"));
+				    dsv_has_ext(path, ".npy");
 		if (pv->has_raw_dtype && !is_structured)
 			err = dsv_source_open_raw(path, pv->raw_dtype, pv->raw_ndim, pv->raw_shape, &s, &eb);
 		else if (!is_structured)
@@ -383,10 +385,13 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		return fail(c, pv->std_line, "std has %d values but mean has %d", pv->nstd, pv->nmean);
 	v->nchan = pv->nmean;
 	if (dsv_view_finish(v, &eb)) {
+		/* the line that set what the error names */
 		int line = pv->line;
-		if (v->nchan && strstr(eb.msg, "mean/std"))
+		if (!strcmp(eb.key, "mean") && pv->mean_line)
 			line = pv->mean_line;
-		else if (v->nchan && strstr(eb.msg, "channel_axis"))
+		else if (!strcmp(eb.key, "std") && pv->std_line)
+			line = pv->std_line;
+		else if (!strcmp(eb.key, "channel_axis") && (pv->axis_line || pv->mean_line))
 			line = pv->axis_line ? pv->axis_line : pv->mean_line;
 		return fail(c, line, "%s", eb.msg);
 	}
@@ -535,7 +540,7 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out
 		for (size_t i = 0; i < n; i++)
 			free(names[i]);
 		free(names);
-	} else if (strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".npy")) {
+	} else if (dsv_has_ext(path, ".npy")) {
 		dsv_source *s;
 		char show[4 * 160 + 4];
 		const char *base = strrchr(path, '/');

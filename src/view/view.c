@@ -247,10 +247,11 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 	if (v->nchan) {
 		int axis = v->channel_axis < 0 ? v->channel_axis + v->ndim : v->channel_axis;
 		if (axis < 0 || axis >= v->ndim)
-			return dsv_errf(eb, DSV_ERR_INVALID, "channel_axis %d is out of range for %d dimensions",
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "channel_axis",
+					    "channel_axis %d is out of range for %d dimensions",
 					v->channel_axis, v->ndim);
 		if (v->shape[axis] != (uint64_t)v->nchan)
-			return dsv_errf(eb, DSV_ERR_INVALID,
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
 					"mean/std have %d values but channel axis %d has length %llu",
 					v->nchan, v->channel_axis, (unsigned long long)v->shape[axis]);
 		p.nchan = v->nchan;

@@ -349,17 +349,17 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 	if (!dsv_dtype_is_output(dst))
 		return dsv_errf(eb, DSV_ERR_INVALID, "output dtype must be float32, bfloat16 or float16");
 	if (!finite(p->scale) || !finite(p->offset))
-		return dsv_errf(eb, DSV_ERR_INVALID, "scale and offset must be finite");
+		return dsv_errf_key(eb, DSV_ERR_INVALID, "scale", "scale and offset must be finite");
 	if (p->nchan < 0 || (p->nchan > 0 && (!p->mean || !p->std || p->chan_inner < 1)))
-		return dsv_errf(eb, DSV_ERR_INVALID, "mean/std need values and a channel axis");
+		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean/std need values and a channel axis");
 	for (int c = 0; c < p->nchan; c++) {
 		if (!finite(p->mean[c]))
-			return dsv_errf(eb, DSV_ERR_INVALID, "mean[%d] is not finite", c);
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean[%d] is not finite", c);
 		if (!finite(p->std[c]) || p->std[c] == 0)
-			return dsv_errf(eb, DSV_ERR_INVALID, "std[%d] is %g", c, p->std[c]);
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "std", "std[%d] is %g", c, p->std[c]);
 	}
 	if (p->has_clip && !(p->clip_lo <= p->clip_hi))
-		return dsv_errf(eb, DSV_ERR_INVALID, "clip needs LOW <= HIGH");
+		return dsv_errf_key(eb, DSV_ERR_INVALID, "clip", "clip needs LOW <= HIGH");
 
 	x = calloc(1, sizeof(*x));
 	if (!x)

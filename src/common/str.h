@@ -1,0 +1,31 @@
+/*
+ * Small string and path helpers every room uses: one home each, so that
+ * two copies cannot drift apart (three copies of ends_with, one of them
+ * case-insensitive, once made `dsview mount a.NPY` fail while the library
+ * opened it).
+ *
+ * Thread safety: all pure; results are owned by the caller.
+ */
+#ifndef DSV_COMMON_STR_H
+#define DSV_COMMON_STR_H
+
+#include <stddef.h>
+
+/* True when name ends with ext (".npy"), compared without regard to
+ * ASCII case: file extensions are matched as users type them. */
+int dsv_has_ext(const char *name, const char *ext);
+
+/* Splits "file.h5:/group/dset" at the last ":/" into a new file string
+ * and a new dataset string ("/group/dset"); a spec with no ":/" gives
+ * the whole spec as file and *dataset NULL. The caller frees both.
+ * @return 0 or DSV_ERR_NOMEM (then both are NULL). */
+int dsv_spec_split(const char *spec, char **file, char **dataset);
+
+/* The --gpu / `gpu =` value: "auto" (*device = DSV_GPU_AUTO), "off"
+ * (DSV_GPU_OFF) or a device number 0..INT_MAX. @return 0, or
+ * DSV_ERR_INVALID for anything else. */
+#define DSV_GPU_AUTO (-1)
+#define DSV_GPU_OFF (-2)
+int dsv_parse_gpu(const char *s, int *device);
+
+#endif

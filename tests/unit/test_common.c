@@ -1,0 +1,195 @@
+/* src/common: size parsing, dtype parsing, extensions, "file.h5:/path"
+ * splitting, --gpu values, and the error buffer's fields. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/str.h"
+#include "dsview/dsview.h"
+
+static void test_parse_size(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} ok[] = {
+		{ "0", 0 },		 { "1048576", 1048576 },    { "64k", 64u << 10 },
+		{ "64K", 64u << 10 },	 { "512M", 512u << 20 },    { "1G", 1ull << 30 },
+		{ "2T", 2ull << 40 },	 { "4KiB", 4u << 10 },	    { "4kib", 4u << 10 },
+		{ "3MB", 3u << 20 },	 { "16777215T", 16777215ull << 40 },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	static const char *const bad[] = { "", "-1", "+1", " 1", "1 ", "1X", "1KX", "1KiBs", "K",
+					   "1.5G", "0x10", "18446744073709551616" };
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 7;
+		assert_int_equal(dsv_parse_size(ok[i].s, &v), 0);
+		assert_true(v == ok[i].v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 7;
+		assert_int_equal(dsv_parse_size(bad[i], &v), DSV_ERR_INVALID);
+		assert_true(v == 7);
+	}
+	uint64_t v = 7;
+	assert_int_equal(dsv_parse_size("16777216T", &v), DSV_ERR_OVERFLOW);
+	assert_int_equal(dsv_parse_size(NULL, &v), DSV_ERR_INVALID);
+	assert_true(v == 7);
+}
+
+static void test_dtype_parse(void **state)
+{
+	(void)state;
+	for (int t = 0; t < DSV_DTYPE__COUNT; t++)
+		assert_int_equal(dsv_dtype_parse(dsv_dtype_name((dsv_dtype)t)), t);
+	assert_int_equal(dsv_dtype_parse("u1"), DSV_U8);
+	assert_int_equal(dsv_dtype_parse("|u1"), DSV_U8);
+	assert_int_equal(dsv_dtype_parse("<i2"), DSV_I16);
+	assert_int_equal(dsv_dtype_parse("=f4"), DSV_F32);
+	assert_int_equal(dsv_dtype_parse("f8"), DSV_F64);
+	assert_int_equal(dsv_dtype_parse("half"), DSV_F16);
+	assert_int_equal(dsv_dtype_parse("bf16"), DSV_BF16);
+	assert_int_equal(dsv_dtype_parse(">i2"), DSV_DTYPE_INVALID); /* big-endian */
+	assert_int_equal(dsv_dtype_parse("int64"), DSV_DTYPE_INVALID);
+	assert_int_equal(dsv_dtype_parse("Float32"), DSV_DTYPE_INVALID);
+	assert_int_equal(dsv_dtype_parse(""), DSV_DTYPE_INVALID);
+	assert_int_equal(dsv_dtype_parse(NULL), DSV_DTYPE_INVALID);
+	assert_int_equal(dsv_dtype_size(DSV_F64), 8);
+	assert_int_equal(dsv_dtype_size(DSV_DTYPE_INVALID), 0);
+	assert_string_equal(dsv_dtype_npy_descr(DSV_BF16), "<u2");
+	assert_true(dsv_dtype_is_output(DSV_BF16));
+	assert_false(dsv_dtype_is_output(DSV_F64));
+}
+
+static void test_has_ext(void **state)
+{
+	(void)state;
+	assert_true(dsv_has_ext("a.npy", ".npy"));
+	assert_true(dsv_has_ext("a.NPY", ".npy"));
+	assert_true(dsv_has_ext("/d/x.Ini", ".ini"));
+	assert_true(dsv_has_ext(".npy", ".npy"));
+	assert_false(dsv_has_ext("npy", ".npy"));
+	assert_false(dsv_has_ext("a.npy.bak", ".npy"));
+	assert_false(dsv_has_ext("", ".npy"));
+}
+
+static void check_split(const char *spec, const char *file, const char *dataset)
+{
+	char *f = (char *)1, *d = (char *)1;
+	assert_int_equal(dsv_spec_split(spec, &f, &d), 0);
+	assert_string_equal(f, file);
+	if (dataset)
+		assert_string_equal(d, dataset);
+	else
+		assert_null(d);
+	free(f);
+	free(d);
+}
+
+static void test_spec_split(void **state)
+{
+	(void)state;
+	check_split("x.h5:/betas", "x.h5", "/betas");
+	check_split("/data/x.h5:/g/h/betas", "/data/x.h5", "/g/h/betas");
+	check_split("x.h5", "x.h5", NULL);
+	check_split("x.npy", "x.npy", NULL);
+	check_split("x.h5:betas", "x.h5:betas", NULL); /* no ":/": no dataset */
+	/* the last ":/" splits: a directory may hold a colon */
+	check_split("/mnt/a:/b/x.h5:/d", "/mnt/a:/b/x.h5", "/d");
+	check_split("x.h5:/", "x.h5", "/");
+	check_split(":/d", "", "/d");
+}
+
+static void test_parse_gpu(void **state)
+{
+	int d = 99;
+	(void)state;
+	assert_int_equal(dsv_parse_gpu("auto", &d), 0);
+	assert_int_equal(d, DSV_GPU_AUTO);
+	assert_int_equal(dsv_parse_gpu("off", &d), 0);
+	assert_int_equal(d, DSV_GPU_OFF);
+	assert_int_equal(dsv_parse_gpu("0", &d), 0);
+	assert_int_equal(d, 0);
+	assert_int_equal(dsv_parse_gpu("7", &d), 0);
+	assert_int_equal(d, 7);
+	d = 99;
+	static const char *const bad[] = { "", "-1", "+1", "1a", " 1", "AUTO", "on", "0x1",
+					   "99999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(dsv_parse_gpu(bad[i], &d), DSV_ERR_INVALID);
+	assert_int_equal(dsv_parse_gpu(NULL, &d), DSV_ERR_INVALID);
+	assert_int_equal(d, 99);
+}
+
+static void test_errbuf_fields(void **state)
+{
+	dsv_errbuf eb;
+	(void)state;
+	assert_int_equal(dsv_errf_at(&eb, DSV_ERR_FORMAT, "x.h5", "/betas", "bad %s", "thing"),
+			 DSV_ERR_FORMAT);
+	assert_int_equal(eb.code, DSV_ERR_FORMAT);
+	assert_string_equal(eb.file, "x.h5");
+	assert_string_equal(eb.where, "/betas");
+	assert_string_equal(eb.reason, "bad thing");
+	assert_string_equal(eb.msg, "x.h5:/betas: bad thing");
+	dsv_errbuf_at_line(&eb, "m.ini", 12, "source");
+	assert_string_equal(eb.msg, "m.ini:12: x.h5:/betas: bad thing");
+	assert_string_equal(eb.file, "m.ini");
+	assert_int_equal(eb.line, 12);
+	assert_string_equal(eb.key, "source");
+	assert_string_equal(eb.reason, "bad thing");
+
+	dsv_errf_at(&eb, DSV_ERR_NOTFOUND, "a.npy", NULL, "gone");
+	assert_string_equal(eb.msg, "a.npy: gone");
+	assert_string_equal(eb.where, "");
+	assert_int_equal(eb.line, 0);
+	assert_string_equal(eb.key, "");
+
+	dsv_errf_key(&eb, DSV_ERR_INVALID, "std", "std[%d] is %g", 1, 0.0);
+	assert_string_equal(eb.key, "std");
+	assert_string_equal(eb.msg, "std[1] is 0");
+	dsv_errbuf_at_line(&eb, "m.ini", 3, NULL);
+	assert_string_equal(eb.key, "std"); /* kept */
+	assert_string_equal(eb.msg, "m.ini:3: std[1] is 0");
+
+	dsv_errf(&eb, DSV_ERR_IO, "plain");
+	assert_string_equal(eb.msg, "plain");
+	assert_string_equal(eb.file, "");
+	assert_string_equal(eb.key, "");
+
+	/* too long: cut, still terminated */
+	char big[4000];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	dsv_errf_at(&eb, DSV_ERR_IO, big, big, "%s", big);
+	assert_int_equal(strlen(eb.msg), sizeof(eb.msg) - 1);
+	assert_int_equal(dsv_errf(NULL, DSV_ERR_IO, "x"), DSV_ERR_IO);
+	assert_int_equal(dsv_errf_at(NULL, DSV_ERR_IO, "f", NULL, "x"), DSV_ERR_IO);
+	dsv_errbuf_at_line(NULL, "m.ini", 1, NULL);
+}
+
+static void test_strerror_table(void **state)
+{
+	(void)state;
+	for (int e = 0; e > -DSV_ERR__COUNT; e--)
+		assert_string_not_equal(dsv_strerror(e), "unknown error");
+	assert_string_equal(dsv_strerror(-DSV_ERR__COUNT), "unknown error");
+	assert_string_equal(dsv_strerror(1), "unknown error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_dtype_parse),
+		cmocka_unit_test(test_has_ext),       cmocka_unit_test(test_spec_split),
+		cmocka_unit_test(test_parse_gpu),     cmocka_unit_test(test_errbuf_fields),
+		cmocka_unit_test(test_strerror_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
