@@ -5,7 +5,9 @@
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
-# Switches: SANITIZE=address,undefined|thread  CUDA=0|1  DEBUG=1  E2E=tests
+# Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests
+# (No CUDA switch yet: src/gpu holds only the stub, so there is nothing for
+# nvcc to build; the CUDA backend brings CUDA=0|1 with it.)
 
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
@@ -27,7 +29,6 @@ LDLIBS   += -pthread -lm
 
 ifeq ($(DEBUG),1)
 OPT := -O0 -g3 -ffp-contract=off
-CPPFLAGS += -DDSV_DEBUG
 endif
 
 comma := ,
@@ -39,15 +40,6 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 # build-san for address,undefined; build-tsan for thread (they cannot mix)
 BUILD   := $(BUILD)-$(if $(findstring thread,$(SANITIZE)),tsan,san)
-endif
-
-# CUDA: auto-detected (nvcc on PATH or in /usr/local/cuda), CUDA=0 forces off.
-NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-ifeq ($(CUDA),)
-CUDA := $(if $(NVCC),1,0)
-endif
-ifeq ($(filter 0 1,$(CUDA)),)
-$(error CUDA must be 0 or 1, got '$(CUDA)')
 endif
 
 # pkg-config is only consulted when building, so `make deps` works on a bare machine.

@@ -30,7 +30,7 @@ const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
  * @return 0 or a negative dsv_err (the read fails with EIO). */
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size);
 
-/* The CPU path, also used by the CUDA backend as its fallback. */
+/* The CPU path: every chunk the GPU does not take. */
 int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size);
 
 #endif

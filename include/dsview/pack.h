@@ -1,6 +1,7 @@
 /*
- * dsview pack: writes a store (SPEC 7), a standard HDF5 file holding one
- * dataset chunked along axis 0 (whole rows per chunk), with the filter
+ * dsview pack: writes a store (README, "Packing a store"), a standard
+ * HDF5 file holding one dataset chunked along axis 0 (whole rows per
+ * chunk), with the filter
  * pipeline LZ4 (32004) then Fletcher32, in the source's dtype, little-endian.
  *
  * Chunks are compressed by worker threads and written in order by one

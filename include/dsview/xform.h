@@ -1,6 +1,6 @@
 /*
  * Transform: y = (x * scale + offset - mean[c]) / std[c], then clip, then the
- * cast to float32, bfloat16 or float16 (SPEC section 6), where c is the
+ * cast to float32, bfloat16 or float16 (README, "Transform"), where c is the
  * element's index along the channel axis.
  *
  * Accuracy: every element is evaluated in float64 (or through a lookup table

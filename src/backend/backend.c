@@ -58,7 +58,10 @@ const char *dsv_backend_name(const dsv_backend *b)
 
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)
 {
-	if (b->gpu)
-		return dsv_gpu_decode(b->gpu, v, g, out, size);
+	if (b->gpu) {
+		int err = dsv_gpu_decode(b->gpu, v, g, out, size);
+		if (err != DSV_ERR_UNSUPPORTED)
+			return err;
+	}
 	return dsv_cpu_decode(v, g, out, size);
 }

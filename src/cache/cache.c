@@ -21,10 +21,11 @@
  * to give back down to a quarter of the budget, so a scan of any length
  * leaves MAIN's three quarters alone.
  *
- * Memory: a miss that evicts takes over a victim's buffer when the sizes
- * fit (same view, same chunk size), so a long scan recycles a few buffers
- * instead of returning pages to the kernel and faulting in fresh zeroed
- * ones for every chunk.
+ * Memory: a miss that evicts takes over a victim's buffer when it is big
+ * enough and wastes at most a quarter of itself on the new chunk (any view,
+ * any chunk: adopt_buffer), so a long scan recycles a few buffers instead
+ * of returning pages to the kernel and faulting in fresh zeroed ones for
+ * every chunk.
  *
  * Invariants:
  *  - An entry is in the hash table while it is LOADING or READY; a FAILED

@@ -12,7 +12,6 @@
 #include "dsview/dsview.h"
 
 static int log_fd = 2;
-static int log_level = DSV_LOG_INFO;
 static int log_syslog;
 
 int dsv_log_open(const char *path)
@@ -30,29 +29,24 @@ void dsv_log_use_syslog(void)
 	log_syslog = 1;
 }
 
-void dsv_log_set_level(int level)
-{
-	log_level = level;
-}
-
 void dsv_log(int level, const char *fmt, ...)
 {
-	static const char *const names[] = { "error", "warning", "info", "debug" };
+	static const char *const names[] = { "error", "warning", "info" };
 	char line[2048];
 	struct timeval tv;
 	struct tm tm;
-	if (level > log_level)
-		return;
+	if (level < DSV_LOG_ERROR || level > DSV_LOG_INFO)
+		level = DSV_LOG_INFO;
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
 	int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d dsview[%d] %s: ",
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, (int)(tv.tv_usec / 1000), (int)getpid(), names[level & 3]);
+			 tm.tm_sec, (int)(tv.tv_usec / 1000), (int)getpid(), names[level]);
 	va_list ap;
 	if (log_syslog) {
-		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO };
 		va_start(ap, fmt);
-		vsyslog(prio[level & 3], fmt, ap);
+		vsyslog(prio[level], fmt, ap);
 		va_end(ap);
 		return;
 	}

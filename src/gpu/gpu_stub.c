@@ -1,7 +1,6 @@
-/* Built without CUDA: no device, every chunk goes to the CPU backend. */
+/* Built without CUDA: no device opens, so nothing is ever decoded here. */
 #include <stdio.h>
 
-#include "dsview/backend.h"
 #include "gpu/gpu.h"
 
 dsv_gpu *dsv_gpu_open(int device, char *why, size_t why_cap)
@@ -18,6 +17,6 @@ void dsv_gpu_close(dsv_gpu *g)
 
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
 {
-	(void)g;
-	return dsv_cpu_decode(v, chunk, out, size);
+	(void)g, (void)v, (void)chunk, (void)out, (void)size;
+	return DSV_ERR_UNSUPPORTED;
 }

@@ -1,5 +1,5 @@
 /*
- * Transform plans and kernels (SPEC section 6).
+ * Transform plans and kernels (README, "Transform").
  *
  * Two strategies, chosen per plan at create:
  *  - 8-bit sources (uint8, int8): a lookup table per channel, built in
@@ -8,7 +8,7 @@
  *  - everything else: dsv_elem_apply per element, over runs of elements that
  *    share a channel, so the loop body has constant coefficients and the
  *    compiler vectorises it.
- * The kernels are written once (KERNEL_SET below) and stamped out for the
+ * The kernels are written once (DEFINE_KERNELS below) and stamped out for the
  * generic target, AVX2 and AVX-512; the variant is chosen once per process.
  * They are the same C, built with -ffp-contract=off, doing the same IEEE
  * operations in the same order, so every variant gives identical bytes (the
