@@ -85,7 +85,7 @@ static dsv_source *open_ok(const char *file, const char *dset)
 {
 	char p[256];
 	dsv_source *s = NULL;
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	int err = dsv_source_open_h5(tpath(p, sizeof(p), file), dset, &s, &eb);
 	if (err)
 		fail_msg("open %s:%s: %d %s", file, dset, err, eb.msg);
@@ -96,7 +96,7 @@ static int open_err(const char *file, const char *dset, const char *want_msg)
 {
 	char p[256];
 	dsv_source *s = NULL;
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	int err = dsv_source_open_h5(tpath(p, sizeof(p), file), dset, &s, &eb);
 	assert_null(s);
 	assert_true(err < 0);
