@@ -115,7 +115,7 @@ static void test_npy_key_order_and_1d(void **state)
 static void expect_fail(const char *dict, const void *data, size_t n, int err, const char *needle)
 {
 	dsv_source *s = (dsv_source *)0x1;
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	const char *p = write_npy("bad.npy", 1, dict, data, n);
 	assert_int_equal(dsv_source_open_npy(p, &s, &eb), err);
 	assert_null(s);

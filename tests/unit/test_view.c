@@ -215,7 +215,7 @@ static void test_manifest_errors(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		dsv_manifest *m = (dsv_manifest *)0x1;
-		dsv_errbuf eb = { "" };
+		dsv_errbuf eb = { 0 };
 		char want[300];
 		const char *p = write_manifest(cases[i].text);
 		int err = dsv_manifest_load(p, &m, &eb);

@@ -333,7 +333,7 @@ static void test_validation(void **state)
 	double mean[2] = { 0, 0 }, std[2] = { 1, 0 };
 	dsv_xform_params p;
 	dsv_xform *x;
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	(void)state;
 	dsv_xform_params_init(&p);
 	p.nchan = 2;
