@@ -48,6 +48,14 @@ const void *dsv_cache_data(const dsv_cache_entry *e);
 size_t dsv_cache_size(const dsv_cache_entry *e);
 void dsv_cache_put(dsv_cache *c, dsv_cache_entry *e);
 
+/* True when the last fill of (view, chunk) failed less than a second ago
+ * (and no fill of it succeeded since; out-of-memory failures are not
+ * counted). A hint for a caller that can make do with part of the chunk
+ * (the read path's band reads of HDF5-library chunks), so that a damaged
+ * chunk is not decoded whole again for every small read of it; a get
+ * still always tries the fill. */
+int dsv_cache_failed_lately(dsv_cache *c, uint32_t view, uint64_t chunk);
+
 void dsv_cache_get_stats(dsv_cache *c, dsv_cache_stats *out);
 
 #endif

@@ -118,4 +118,39 @@ size_t dsv_source_scratch_size(const dsv_source *s);
 int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
 			  uint64_t n, void *dst);
 
+/* As dsv_source_read_chunk, with the stored bytes staged in the calling
+ * thread's own buffer: no scratch to size. */
+int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
+			    size_t dst_cap);
+
+/* A reader of runs of one source's elements, for callers that walk a
+ * source roughly in order (pack). One per thread. */
+typedef struct dsv_range {
+	const dsv_source *src;
+	size_t esize;
+	uint64_t memo; /* the chunk buf holds decoded, or UINT64_MAX */
+	void *buf;     /* one decoded chunk */
+	size_t cap;
+} dsv_range;
+
+int dsv_range_init(dsv_range *r, const dsv_source *s); /* 0 or DSV_ERR_NOMEM */
+void dsv_range_free(dsv_range *r);
+/* Copies elements [e0, e0 + n) of the source into dst: plain chunks by
+ * pread of just those elements, others decoded whole once (kept in the
+ * reader for the next call) and copied from. On failure *bad is the chunk
+ * that failed. @return 0 or the chunk's dsv_err. */
+int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *bad);
+
+/* Called for every band read: part names its elements, err its result. */
+typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err);
+/* Reads elements [first, first + n) of fallback chunk ref (relative to
+ * the chunk) into dst, band by band of the HDF5 file's own chunks
+ * (dsv_source_fallback_band), so a damaged file chunk fails only its band.
+ * With each NULL, stops at the first band that fails; otherwise calls each
+ * for every band and goes on. @return 0, or the first band's dsv_err
+ * (DSV_ERR_INVALID for a range outside the chunk or a short dst). */
+int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref,
+				   uint64_t first, uint64_t n, void *dst, size_t dst_cap,
+				   dsv_band_fn each, void *arg);
+
 #endif

@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "dsview/cache.h"
 #include "dsview/dsview.h"
@@ -74,6 +75,19 @@ struct dsv_cache_entry {
 	dsv_cache_entry *hnext;
 	dsv_cache_entry *prev, *next; /* on queue q */
 };
+
+/* A key whose fill failed lately: a hint for callers that can read part
+ * of a chunk instead (dsv_cache_failed_lately), never an answer in place
+ * of a fill. */
+typedef struct failed {
+	uint32_t view;
+	int live;
+	uint64_t chunk;
+	uint64_t when_ns; /* CLOCK_MONOTONIC */
+} failed;
+
+#define FAILED_SLOTS 32
+#define FAILED_HINT_NS 1000000000ull /* a failed chunk is tried whole again after 1 s */
 
 typedef struct queue {
 	dsv_cache_entry *head, *tail;
@@ -100,6 +114,8 @@ struct dsv_cache {
 	ghost *ghosts;
 	int32_t *gbuckets;
 	uint32_t nghosts, gmask, gpos;
+	failed failed[FAILED_SLOTS];
+	uint32_t fpos;
 	dsv_cache_stats st;
 };
 
@@ -379,6 +395,49 @@ static void adopt_buffer(dsv_cache_entry *e, dsv_cache_entry *victims, size_t si
 		}
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static failed *failed_find(dsv_cache *c, uint32_t view, uint64_t chunk)
+{
+	for (int i = 0; i < FAILED_SLOTS; i++)
+		if (c->failed[i].live && c->failed[i].view == view && c->failed[i].chunk == chunk)
+			return &c->failed[i];
+	return NULL;
+}
+
+/* Under c->lock: remembers (err != 0) or forgets (err == 0) a failed fill. */
+static void failed_note(dsv_cache *c, uint32_t view, uint64_t chunk, int err)
+{
+	failed *f = failed_find(c, view, chunk);
+	if (!err) {
+		if (f)
+			f->live = 0;
+		return;
+	}
+	if (err == DSV_ERR_NOMEM)
+		return; /* says nothing about the chunk */
+	if (!f) {
+		f = &c->failed[c->fpos];
+		c->fpos = (c->fpos + 1) % FAILED_SLOTS;
+	}
+	*f = (failed){ .view = view, .chunk = chunk, .live = 1, .when_ns = now_ns() };
+}
+
+int dsv_cache_failed_lately(dsv_cache *c, uint32_t view, uint64_t chunk)
+{
+	int lately;
+	pthread_mutex_lock(&c->lock);
+	failed *f = failed_find(c, view, chunk);
+	lately = f && now_ns() - f->when_ns < FAILED_HINT_NS;
+	pthread_mutex_unlock(&c->lock);
+	return lately;
+}
+
 int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_cache_entry **out)
 {
 	dsv_cache_entry *e, *victims;
@@ -445,6 +504,7 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 	pthread_mutex_lock(&c->lock);
 	c->st.fills++;
 	c->st.reuses += (uint64_t)reused;
+	failed_note(c, view, chunk, err);
 	if (err) {
 		c->st.fill_errors++;
 		e->state = ST_FAILED;

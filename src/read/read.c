@@ -31,26 +31,25 @@ static int read_plain(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, ui
 }
 
 /* Elements [first, first + n) of a fallback chunk through the HDF5
- * library, uncached. A fallback chunk spans several of the file's own
- * chunks; when it fails as a whole, the part a request wants may lie in
- * good ones, so a damaged file chunk fails only the requests that touch
- * it (the library decodes each file chunk whole, sizes checked as ever). */
+ * library, uncached, band by band of the file's own chunks. A fallback
+ * chunk spans several of those; when it fails as a whole, the part a
+ * request wants may lie in good ones, so a damaged file chunk fails only
+ * the requests that touch it (the library decodes each file chunk whole,
+ * sizes checked as ever). */
 static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
 			      uint64_t first, uint64_t n, char *dst)
 {
 	const dsv_source *s = v->sources[si];
 	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
-	dsv_chunk_ref part = *ref;
 	void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
 	int err;
 
 	if (!raw)
 		return DSV_ERR_NOMEM;
-	part.elem_start += first;
-	part.nelems = n;
-	if ((err = dsv_source_read_fallback(s, &part, raw, (size_t)(n * ses))))
+	if ((err = dsv_source_read_fallback_bands(s, ref, first, n, raw, (size_t)(n * ses), NULL,
+						  NULL)))
 		return err;
-	dsv_xform_run(v->xform, dst, raw, n, v->elem_base[si] + part.elem_start);
+	dsv_xform_run(v->xform, dst, raw, n, v->elem_base[si] + ref->elem_start + first);
 	return 0;
 }
 
@@ -59,7 +58,14 @@ static int read_cached(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t g,
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
 	dsv_cache_entry *e;
-	int err = dsv_cache_get(c, vi, g, (size_t)(ref->nelems * ses), &e);
+	int err;
+
+	/* A library-decoded chunk that just failed whole: a part of it is read
+	 * band by band, without decoding the whole chunk again under the
+	 * library's lock for every small read (the kernel asks page by page). */
+	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, vi, g))
+		return read_fallback_part(v, si, ref, first, n, dst);
+	err = dsv_cache_get(c, vi, g, (size_t)(ref->nelems * ses), &e);
 	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
 		return read_fallback_part(v, si, ref, first, n, dst) ? err : 0;
 	if (err)

@@ -325,7 +325,8 @@ void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref
 		      "%llu bytes): %s",
 		      v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
 		      (unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),
-		      (unsigned long long)((ref->elem_start + ref->nelems + row - 1) / row),
+		      (unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) + row - 1) /
+					   row - 1), /* the last row, as verify and pack name them */
 		      (unsigned long long)ref->offset, (unsigned long long)ref->stored_size,
 		      dsv_strerror(err));
 }
