@@ -77,6 +77,9 @@ $(LIB): $(LIB_OBJS)
 $(BIN): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJS) $(LIB) $(LDLIBS) -o $@
 
+# Fault injection: this test's __wrap_strdup fails one copy in the library.
+$(BUILD)/tests/test_manifest_oom: LDFLAGS += -Wl,--wrap=strdup
+
 $(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
