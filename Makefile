@@ -1,6 +1,7 @@
 # dsview - build, test, demo.
 #   make            build/dsview and build/libdsview.a
 #   make test       install what is missing, build, run unit + end-to-end tests
+#   make arrows     print the include graph between src/ rooms; fail on one pointing up
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
@@ -63,7 +64,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps arrows test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -122,8 +123,12 @@ unit: $(UNIT_BINS)
 e2e: $(BIN)
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/e2e/run.py $(E2E)
 
+# The include graph between src/ rooms: every arrow points down.
+arrows:
+	@$(PYTHON) tests/tools/arrows.py
+
 test: deps
-	$(MAKE) all unit fuzz-replay
+	$(MAKE) arrows all unit fuzz-replay
 	$(MAKE) e2e
 
 # The ThreadSanitizer run: the daemon built with -fsanitize=thread under

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""The include graph between src/ rooms, and the check that every arrow
+points down: a room may include headers of its own room and of rooms of a
+lower rank, never of its own rank or above. Public headers
+(include/dsview/*.h) belong to the room named in OWNER. Prints the graph;
+exits 1 on an arrow that points up or sideways, or a header with no owner.
+
+    /usr/bin/python3 tests/tools/arrows.py [ROOT]
+"""
+import os
+import re
+import sys
+
+# Lowest first. A room may include only rooms of a lower rank.
+RANK = {
+    "common": 0,
+    "codec": 1, "xform": 1,
+    "h5": 2,
+    "source": 3,
+    "view": 4, "cache": 4,
+    "pack": 5, "gpu": 5,
+    "backend": 6,
+    "read": 7,
+    "fs": 8,
+    "cli": 9,
+}
+# The room that owns each public header.
+OWNER = {
+    "dsview.h": "common", "codec.h": "codec", "xform.h": "xform",
+    "h5info.h": "h5", "source.h": "source", "view.h": "view", "cache.h": "cache",
+    "pack.h": "pack", "backend.h": "backend", "read.h": "read", "fs.h": "fs",
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def room_of(header, where):
+    if header.startswith("dsview/"):
+        return OWNER.get(header[len("dsview/"):])
+    if "/" in header:
+        return header.split("/")[0]
+    return where  # "x.h" beside the file
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    edges, bad = {}, []
+    files = []
+    for top in ("src", "include/dsview"):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            files += [os.path.join(dirpath, n) for n in names if n.endswith((".c", ".h", ".cu"))]
+    for path in sorted(files):
+        rel = os.path.relpath(path, root)
+        parts = rel.split(os.sep)
+        room = parts[1] if parts[0] == "src" else OWNER.get(parts[-1])
+        if room is None or room not in RANK:
+            bad.append(f"{rel}: no room owns it (add it to OWNER/RANK in {sys.argv[0]})")
+            continue
+        with open(path, encoding="utf-8") as f:
+            for inc in INCLUDE.findall(f.read()):
+                to = room_of(inc, room)
+                if to is None or to not in RANK:
+                    bad.append(f"{rel}: includes {inc}, which no room owns")
+                    continue
+                if to == room:
+                    continue
+                edges.setdefault(room, set()).add(to)
+                if RANK[to] >= RANK[room]:
+                    bad.append(f"{rel}: {room} -> {to} ({inc}) does not point down")
+    for room in sorted(edges, key=lambda r: (-RANK[r], r)):
+        print(f"{room:8} -> {', '.join(sorted(edges[room], key=lambda r: (-RANK[r], r)))}")
+    for b in bad:
+        print("arrows:", b, file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
