@@ -58,6 +58,29 @@ typedef struct dsv_manifest {
 	char gpu[16];
 } dsv_manifest;
 
+/* What a view is, for readers outside the library (info, verify): a
+ * copy of the view's description; the pointers are the view's own and
+ * live as long as it does. */
+typedef struct dsv_view_info {
+	const char *name;
+	dsv_dtype dtype; /* output */
+	int ndim;
+	uint64_t shape[DSV_MAX_DIMS];
+	uint64_t nelems, row_bytes, nbytes;
+	size_t nsources;
+	dsv_source *const *sources;
+	const uint64_t *elem_base; /* nsources + 1: view element index of each source */
+	uint64_t nchunks;
+	/* the transform as declared */
+	double scale, offset;
+	int nchan, channel_axis, has_clip;
+	const double *mean, *std; /* nchan values each */
+	double clip_lo, clip_hi;
+	struct timespec mtime; /* newest source mtime */
+} dsv_view_info;
+
+void dsv_view_get_info(const dsv_view *v, dsv_view_info *out);
+
 /* Parses and validates a manifest, opening every source. On error, eb holds
  * "<manifest>:<line>: <reason>". */
 int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb);

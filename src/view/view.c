@@ -26,6 +26,19 @@ int dsv_view_name_ok(const char *name)
 	return 1;
 }
 
+void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
+{
+	*out = (dsv_view_info){
+		.name = v->name, .dtype = v->dtype, .ndim = v->ndim,
+		.nelems = v->nelems, .row_bytes = v->row_bytes, .nbytes = v->nbytes,
+		.nsources = v->nsources, .sources = v->sources, .elem_base = v->elem_base,
+		.nchunks = v->nchunks, .scale = v->scale, .offset = v->offset, .nchan = v->nchan,
+		.channel_axis = v->channel_axis, .has_clip = v->has_clip, .mean = v->mean,
+		.std = v->std, .clip_lo = v->clip_lo, .clip_hi = v->clip_hi, .mtime = v->mtime,
+	};
+	memcpy(out->shape, v->shape, sizeof(out->shape));
+}
+
 dsv_view *dsv_view_new(const char *name)
 {
 	dsv_view *v = calloc(1, sizeof(*v));
