@@ -1,6 +1,7 @@
 # dsview - build, test, demo.
 #   make            build/dsview and build/libdsview.a
 #   make test       install what is missing, build, run unit + end-to-end tests
+#   make werror     build everything with -Werror (build-werror/)
 #   make arrows     print the include graph between src/ rooms; fail on one pointing up
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
@@ -64,7 +65,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps arrows test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -122,6 +123,12 @@ unit: $(UNIT_BINS)
 # E2E: which e2e tests (files or unittest names; default all of them)
 e2e: $(BIN)
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/e2e/run.py $(E2E)
+
+# Every source, test and fuzz replay driver built with -Werror (in its own
+# build directory, so the everyday build keeps its objects).
+werror:
+	$(MAKE) BUILD=build-werror XCFLAGS=-Werror all \
+	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%)
 
 # The include graph between src/ rooms: every arrow points down.
 arrows:
@@ -201,6 +208,6 @@ install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)/usr/local/bin/dsview
 
 clean:
-	rm -rf build build-san build-tsan build-fuzz
+	rm -rf build build-san build-tsan build-fuzz build-werror
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
