@@ -30,10 +30,10 @@
 
 #include <jansson.h>
 
+#include "common/str.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "dsview/view.h"
 #include "source/h5_i.h"
 
 #define SAMPLE_CHUNKS 8
@@ -652,12 +652,12 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	if (o->codec == DSV_PACK_LZ4HC && (o->level < 1 || o->level > 12))
 		return dsv_errf(eb, DSV_ERR_INVALID, "lz4hc: --level must be 1 to 12");
 	if (o->dataset) {
-		if (strlen(o->dataset) >= sizeof(name) || !dsv_view_name_ok(o->dataset))
+		if (strlen(o->dataset) >= sizeof(name) || !dsv_name_ok(o->dataset))
 			return dsv_errf(eb, DSV_ERR_INVALID,
 					"--dataset '%s': use letters, digits, '_', '-', '.'",
 					o->dataset);
 		snprintf(name, sizeof(name), "%s", o->dataset);
-	} else if (default_name(o->input, name, sizeof(name)) || !dsv_view_name_ok(name)) {
+	} else if (default_name(o->input, name, sizeof(name)) || !dsv_name_ok(name)) {
 		return dsv_errf(eb, DSV_ERR_INVALID,
 				"%s: cannot name the dataset after the input; give --dataset NAME",
 				o->input);
