@@ -223,12 +223,6 @@ static json_t *jdoubles(const double *d, int n)
 	return a;
 }
 
-static int same_source(const dsv_source_info *a, const dsv_source_info *b)
-{
-	return !strcmp(a->path, b->path) &&
-	       (a->dataset && b->dataset ? !strcmp(a->dataset, b->dataset) : a->dataset == b->dataset);
-}
-
 static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 {
 	dsv_manifest *m;
@@ -260,7 +254,7 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 				const dsv_view *pv = m->views[pi];
 				size_t lim = pi == i ? k : pv->nsources;
 				for (size_t pk = 0; pk < lim && !seen; pk++)
-					seen = same_source(dsv_source_get_info(pv->sources[pk]), si);
+					seen = dsv_source_same_file(dsv_source_get_info(pv->sources[pk]), si);
 			}
 			if (!seen)
 				disk += si->stored_bytes;

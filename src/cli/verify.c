@@ -180,12 +180,6 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 	return err;
 }
 
-static int same_source(const dsv_source_info *a, const dsv_source_info *b)
-{
-	return !strcmp(a->path, b->path) &&
-	       (a->dataset && b->dataset ? !strcmp(a->dataset, b->dataset) : a->dataset == b->dataset);
-}
-
 /* Every source of every view, each once; the manifest keeps ownership. */
 static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 {
@@ -196,7 +190,7 @@ static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 			const dsv_source_info *si = dsv_source_get_info(v->sources[k]);
 			int seen = 0;
 			for (size_t q = 0; q < j->nsrcs && !seen; q++)
-				seen = same_source(dsv_source_get_info(j->srcs[q].s), si);
+				seen = dsv_source_same_file(dsv_source_get_info(j->srcs[q].s), si);
 			if (seen)
 				continue;
 			if (add_source(j, v->sources[k], 0,

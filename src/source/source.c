@@ -116,6 +116,12 @@ const dsv_source_info *dsv_source_get_info(const dsv_source *s)
 	return &s->info;
 }
 
+int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b)
+{
+	return !strcmp(a->path, b->path) &&
+	       (a->dataset && b->dataset ? !strcmp(a->dataset, b->dataset) : a->dataset == b->dataset);
+}
+
 const char *dsv_source_kind_name(dsv_source_kind k)
 {
 	switch (k) {
