@@ -115,13 +115,21 @@ static void test_npy_key_order_and_1d(void **state)
 static void expect_fail(const char *dict, const void *data, size_t n, int err, const char *needle)
 {
 	dsv_source *s = (dsv_source *)0x1;
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	const char *p = write_npy("bad.npy", 1, dict, data, n);
 	assert_int_equal(dsv_source_open_npy(p, &s, &eb), err);
 	assert_null(s);
 	if (!strstr(eb.msg, needle))
 		fail_msg("message '%s' lacks '%s'", eb.msg, needle);
 	assert_non_null(strstr(eb.msg, "bad.npy"));
+	/* the parts are fields: msg is exactly "file: reason" */
+	char want[sizeof(eb.msg)];
+	assert_string_equal(eb.file, p);
+	assert_string_equal(eb.where, "");
+	assert_int_equal(eb.code, err);
+	assert_null(strstr(eb.reason, "bad.npy"));
+	snprintf(want, sizeof(want), "%s: %s", p, eb.reason);
+	assert_string_equal(eb.msg, want);
 }
 
 static void test_npy_hostile(void **state)
