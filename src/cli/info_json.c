@@ -67,23 +67,6 @@ static json_t *jsource(const dsv_source_info *si)
 	return o;
 }
 
-/* eb messages read "<file>:<dataset>: <reason>"; info shows the reason
- * under the dataset's name, so the prefix goes. */
-static const char *reason_of(const char *msg, const char *file, const char *dataset)
-{
-	size_t n = strlen(file);
-	if (!strncmp(msg, file, n) && msg[n] == ':') {
-		const char *r = msg + n + 1;
-		size_t m = dataset ? strlen(dataset) : 0;
-		if (dataset && !strncmp(r, dataset, m) && r[m] == ':')
-			r += m + 1;
-		while (*r == ' ')
-			r++;
-		return r;
-	}
-	return msg;
-}
-
 static json_t *jstore(const dsv_h5_desc *d)
 {
 	json_error_t je;
@@ -156,7 +139,7 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 		dsv_source_close(s);
 	} else {
 		json_object_set_new(o, "serve", json_string("refused"));
-		json_object_set_new(o, "why", jtext(reason_of(oeb.msg, file, name)));
+		json_object_set_new(o, "why", jtext(dsv_cli_reason(&oeb, file, name)));
 		json_object_set_new(o, "source", json_null());
 		counts[2]++;
 	}
@@ -193,7 +176,7 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			json_t *o;
 			if (jdataset(t->file, names[i], counts, &raw, &stored, &o, &deb)) {
 				o = json_pack("{s:o,s:s,s:o,s:n,s:n}", "name", jtext(names[i]), "serve",
-					      "refused", "why", jtext(reason_of(deb.msg, t->file, names[i])),
+					      "refused", "why", jtext(dsv_cli_reason(&deb, t->file, names[i])),
 					      "source", "store");
 				counts[2]++;
 			}

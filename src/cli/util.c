@@ -95,3 +95,11 @@ int dsv_cli_int_arg(const char *opt, const char *arg, long lo, long hi, int *out
 	*out = (int)v;
 	return 0;
 }
+
+const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *dataset)
+{
+	if (!strcmp(eb->file, file) &&
+	    (!eb->where[0] || (dataset && !strcmp(eb->where, dataset))))
+		return eb->reason;
+	return eb->msg;
+}

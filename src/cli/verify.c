@@ -120,19 +120,6 @@ static void job_free(vjob *j)
 	free(j->bads);
 }
 
-/* eb messages read "<file>:<dataset>: <reason>"; the line names the
- * dataset itself, so only the reason is kept. */
-static const char *reason_of(const char *msg, const char *label)
-{
-	size_t n = strlen(label);
-	if (!strncmp(msg, label, n) && msg[n] == ':') {
-		msg += n + 1;
-		while (*msg == ' ')
-			msg++;
-	}
-	return msg;
-}
-
 /* Every dataset of an HDF5 file, or the one named. */
 static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 {
@@ -168,7 +155,7 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 			err = dsv_errf(eb, oerr, "%s", oeb.msg);
 			break;
 		}
-		err = add_source(j, s, 1, label, oerr ? reason_of(oeb.msg, label) : NULL);
+		err = add_source(j, s, 1, label, oerr ? dsv_cli_reason(&oeb, t->file, names[i]) : NULL);
 		if (err) {
 			dsv_source_close(s);
 			err = dsv_errf(eb, err, "out of memory");
