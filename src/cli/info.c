@@ -89,7 +89,7 @@ int dsv_cmd_info(int argc, char **argv)
 	dsv_errbuf eb;
 	json_t *root;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json_out = 1; break;

@@ -79,7 +79,7 @@ int dsv_cmd_pack(int argc, char **argv)
 	long v;
 
 	dsv_pack_opts_init(&o);
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.dataset = optarg; break;

@@ -390,7 +390,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	uint64_t refused = 0, checked = 0;
 	char a[32];
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'T':
