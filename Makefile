@@ -86,6 +86,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
 
+# test_cli also links the subcommands: every CLI object but main.o.
+$(BUILD)/tests/test_cli: tests/unit/test_cli.c $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJS)) $(LIB) \
+	  $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
+
 # Fuzz targets linked with a replay driver (gcc): `make test` runs each on
 # its committed corpus. `make fuzz` builds them with libFuzzer instead.
 $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(LIB)

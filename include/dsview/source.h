@@ -89,6 +89,10 @@ int dsv_source_is_h5_path(const char *path);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);
+/* True if a and b are the same data: the same path as given and the same
+ * HDF5 dataset (both NULL for .npy and raw). Paths are compared as
+ * strings, as the totals of info and the work list of verify count them. */
+int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b);
 const char *dsv_source_kind_name(dsv_source_kind k);
 
 /* @return 0, or DSV_ERR_INVALID for an index out of range. */

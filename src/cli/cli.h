@@ -2,6 +2,10 @@
 #ifndef DSV_CLI_H
 #define DSV_CLI_H
 
+#include <sys/types.h>
+
+#include "dsview/dsview.h"
+
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
 
 int dsv_cmd_mount(int argc, char **argv);
@@ -26,5 +30,16 @@ const char *dsv_cli_escaped(const char *s, int terminal);
 
 /* dsv_cli_escaped(s, 1) */
 const char *dsv_cli_shown(const char *s);
+
+/* What to print of eb on a line that already names file (and dataset,
+ * unless NULL): the reason alone when eb is about that file and dataset
+ * (its file and where fields say so), else the whole message. Read from
+ * the fields, never from the wording. */
+const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *dataset);
+
+/* The daemon's pid from a mount's .stats.json at stats_path (its "pid"
+ * member, read as JSON); 0 if the file cannot be read (a dead daemon) or
+ * holds no positive pid. */
+pid_t dsv_cli_stats_pid(const char *stats_path);
 
 #endif

@@ -197,7 +197,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	char real_mp[PATH_MAX];
 	int gpu_dev;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "+fo:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;

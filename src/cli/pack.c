@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/target.h"
+#include "common/str.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
@@ -79,7 +80,7 @@ int dsv_cmd_pack(int argc, char **argv)
 	long v;
 
 	dsv_pack_opts_init(&o);
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.dataset = optarg; break;
@@ -144,7 +145,7 @@ int dsv_cmd_pack(int argc, char **argv)
 			return EXIT_USER;
 		}
 	} else if (!strstr(o.input, ":/") && !dsv_source_is_h5_path(o.input) &&
-		   !(strlen(o.input) > 4 && !strcmp(o.input + strlen(o.input) - 4, ".npy"))) {
+		   !dsv_has_ext(o.input, ".npy")) {
 		dsv_cli_error("%s: not a .npy or HDF5 input; a raw file needs --dtype and --shape",
 			      o.input);
 		return EXIT_USER;

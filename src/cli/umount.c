@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 
 static const char umount_usage[] =
@@ -99,14 +101,22 @@ static int read_head(const char *path, char *buf, size_t cap)
 	return 0;
 }
 
+pid_t dsv_cli_stats_pid(const char *stats_path)
+{
+	json_error_t je;
+	json_t *root = json_load_file(stats_path, 0, &je);
+	json_t *v = json_object_get(root, "pid"); /* NULL if root is NULL or not an object */
+	json_int_t pid = json_is_integer(v) ? json_integer_value(v) : 0;
+
+	json_decref(root);
+	return pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
 static pid_t daemon_pid(const char *mp)
 {
-	char path[2 * PATH_MAX + 32], buf[256];
+	char path[2 * PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/.stats.json", mp);
-	if (read_head(path, buf, sizeof(buf)) < 0)
-		return 0;
-	char *p = strstr(buf, "\"pid\":");
-	return p ? (pid_t)atoi(p + 6) : 0;
+	return dsv_cli_stats_pid(path);
 }
 
 /* 1 while pid runs. A zombie counts as gone: its files and memory are
@@ -148,7 +158,7 @@ int dsv_cmd_umount(int argc, char **argv)
 	char mp[2 * PATH_MAX + 8], fstype[256];
 	int lazy = 0, c;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "+zh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z': lazy = 1; break;

@@ -120,19 +120,6 @@ static void job_free(vjob *j)
 	free(j->bads);
 }
 
-/* eb messages read "<file>:<dataset>: <reason>"; the line names the
- * dataset itself, so only the reason is kept. */
-static const char *reason_of(const char *msg, const char *label)
-{
-	size_t n = strlen(label);
-	if (!strncmp(msg, label, n) && msg[n] == ':') {
-		msg += n + 1;
-		while (*msg == ' ')
-			msg++;
-	}
-	return msg;
-}
-
 /* Every dataset of an HDF5 file, or the one named. */
 static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 {
@@ -168,7 +155,7 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 			err = dsv_errf(eb, oerr, "%s", oeb.msg);
 			break;
 		}
-		err = add_source(j, s, 1, label, oerr ? reason_of(oeb.msg, label) : NULL);
+		err = add_source(j, s, 1, label, oerr ? dsv_cli_reason(&oeb, t->file, names[i]) : NULL);
 		if (err) {
 			dsv_source_close(s);
 			err = dsv_errf(eb, err, "out of memory");
@@ -178,12 +165,6 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 		free(names[i]);
 	free(names);
 	return err;
-}
-
-static int same_source(const dsv_source_info *a, const dsv_source_info *b)
-{
-	return !strcmp(a->path, b->path) &&
-	       (a->dataset && b->dataset ? !strcmp(a->dataset, b->dataset) : a->dataset == b->dataset);
 }
 
 /* Every source of every view, each once; the manifest keeps ownership. */
@@ -196,7 +177,7 @@ static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 			const dsv_source_info *si = dsv_source_get_info(v->sources[k]);
 			int seen = 0;
 			for (size_t q = 0; q < j->nsrcs && !seen; q++)
-				seen = same_source(dsv_source_get_info(j->srcs[q].s), si);
+				seen = dsv_source_same_file(dsv_source_get_info(j->srcs[q].s), si);
 			if (seen)
 				continue;
 			if (add_source(j, v->sources[k], 0,
@@ -409,7 +390,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	uint64_t refused = 0, checked = 0;
 	char a[32];
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'T':

@@ -57,3 +57,19 @@ int dsv_parse_gpu(const char *s, int *device)
 	*device = (int)v;
 	return 0;
 }
+
+int dsv_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > DSV_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	if (name[0] == '.')
+		return 0; /* hidden names are reserved (/.stats.json) */
+	for (const char *p = name; *p; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}

@@ -28,4 +28,13 @@ int dsv_spec_split(const char *spec, char **file, char **dataset);
 #define DSV_GPU_OFF (-2)
 int dsv_parse_gpu(const char *s, int *device);
 
+/* The longest name dsv_name_ok accepts, in bytes. */
+#define DSV_NAME_MAX 200
+
+/* True if name is a valid name for a view or a packed dataset: 1 to
+ * DSV_NAME_MAX bytes of letters, digits, '_', '-', '.', not starting with
+ * '.' (hidden names are reserved: /.stats.json). It is used as a file
+ * name in the mount and as an HDF5 dataset name, so it can hold no '/'. */
+int dsv_name_ok(const char *name);
+
 #endif

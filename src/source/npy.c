@@ -104,8 +104,8 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 		skip_ws(&c);
 		if (!strcmp(key, "descr")) {
 			if (parse_str(&c, descr, sizeof(descr)))
-				return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-						"%s: structured or unknown dtype in .npy header", s->path);
+				return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+						"structured or unknown dtype in .npy header");
 			have_descr = 1;
 		} else if (!strcmp(key, "fortran_order")) {
 			if ((size_t)(c.end - c.p) >= 4 && !strncmp(c.p, "True", 4)) {
@@ -120,8 +120,8 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 		} else if (!strcmp(key, "shape")) {
 			int r = parse_shape(&c, &ndim, shape);
 			if (r == -2)
-				return dsv_errf(eb, DSV_ERR_OVERFLOW,
-						"%s: .npy shape too large or has too many dimensions", s->path);
+				return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, NULL,
+						".npy shape too large or has too many dimensions");
 			if (r)
 				goto bad;
 			have_shape = 1;
@@ -137,23 +137,23 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 	if (!have_descr || !have_order || !have_shape)
 		goto bad;
 	if (fortran)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-				"%s: Fortran-order .npy is not supported; save it in C order "
-				"(np.save(p, np.ascontiguousarray(a)))", s->path);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+				"Fortran-order .npy is not supported; save it in C order "
+				"(np.save(p, np.ascontiguousarray(a)))");
 	if (descr[0] == '>' && strcmp(descr + 1, "u1") && strcmp(descr + 1, "i1"))
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-				"%s: big-endian dtype '%s' is not supported; convert with "
-				"a.astype(a.dtype.newbyteorder('<'))", s->path, descr);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+				"big-endian dtype '%s' is not supported; convert with "
+				"a.astype(a.dtype.newbyteorder('<'))", descr);
 	s->info.dtype = dsv_dtype_parse(descr[0] == '>' ? descr + 1 : descr);
 	if (s->info.dtype == DSV_DTYPE_INVALID || s->info.dtype == DSV_BF16)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: unsupported dtype '%s'", s->path, descr);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "unsupported dtype '%s'", descr);
 	if (ndim == 0)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: 0-d arrays are not supported", s->path);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "0-d arrays are not supported");
 	if (dsv_source_set_shape(s, ndim, shape))
-		return dsv_errf(eb, DSV_ERR_OVERFLOW, "%s: .npy shape overflows", s->path);
+		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, NULL, ".npy shape overflows");
 	return 0;
 bad:
-	return dsv_errf(eb, DSV_ERR_FORMAT, "%s: malformed .npy header", s->path);
+	return dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, NULL, "malformed .npy header");
 }
 
 int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
@@ -167,13 +167,13 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 
 	*out = NULL;
 	if (!s)
-		return dsv_errf(eb, DSV_ERR_NOMEM, "%s: out of memory", path);
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	err = dsv_source_open_file(s, eb);
 	if (err)
 		goto fail;
 	err = dsv_source_pread(s, pre, 10, 0);
 	if (err || memcmp(pre, NPY_MAGIC, 6)) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not a .npy file (bad magic)", path);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not a .npy file (bad magic)");
 		goto fail;
 	}
 	if (pre[6] == 1) {
@@ -181,33 +181,33 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 		pre_len = 10;
 	} else if (pre[6] == 2 || pre[6] == 3) {
 		if ((err = dsv_source_pread(s, pre, 12, 0))) {
-			err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: truncated .npy header", path);
+			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "truncated .npy header");
 			goto fail;
 		}
 		hlen = pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
 		pre_len = 12;
 	} else {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: .npy format version %d.%d is not supported",
-			       path, pre[6], pre[7]);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
+				  ".npy format version %d.%d is not supported", pre[6], pre[7]);
 		goto fail;
 	}
 	if (hlen > NPY_MAX_HEADER || pre_len + hlen > s->file_size) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: .npy header length %llu is invalid", path,
-			       (unsigned long long)hlen);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, ".npy header length %llu is invalid",
+				  (unsigned long long)hlen);
 		goto fail;
 	}
 	hdr = malloc(hlen + 1);
 	if (!hdr) {
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "%s: out of memory", path);
+		err = dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 		goto fail;
 	}
 	if ((err = dsv_source_pread(s, hdr, hlen, pre_len))) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: truncated .npy header", path);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "truncated .npy header");
 		goto fail;
 	}
 	hdr[hlen] = '\0';
 	if (memchr(hdr, '\0', hlen)) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: malformed .npy header", path);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "malformed .npy header");
 		goto fail;
 	}
 	err = parse_header(s, hdr, hlen, eb);
@@ -216,9 +216,9 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 	s->data_offset = pre_len + hlen;
 	nbytes = s->info.nelems * dsv_dtype_size(s->info.dtype); /* checked by set_shape */
 	if (nbytes > s->file_size - s->data_offset) {
-		err = dsv_errf(eb, DSV_ERR_TRUNCATED,
-			       "%s: file is %llu bytes but its header declares %llu bytes of data",
-			       path, (unsigned long long)s->file_size,
+		err = dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
+			       "file is %llu bytes but its header declares %llu bytes of data",
+			       (unsigned long long)s->file_size,
 			       (unsigned long long)(s->data_offset + nbytes));
 		goto fail;
 	}
@@ -260,8 +260,8 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 		size_t n = 0;
 		int err = dsv_h5_list_datasets(spec, &names, &n, NULL, eb);
 		if (!err && n != 1)
-			err = dsv_errf(eb, DSV_ERR_INVALID,
-				       "%s: has %zu datasets; name one as %s:/dataset", spec, n, spec);
+			err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
+				       "has %zu datasets; name one as %s:/dataset", n, spec);
 		if (!err)
 			err = dsv_source_open_h5(spec, names[0], out, eb);
 		for (size_t i = 0; i < n; i++)
@@ -269,7 +269,7 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 		free(names);
 		return err;
 	}
-	return dsv_errf(eb, DSV_ERR_INVALID,
-			"%s: unknown source type (expected .npy, .h5[:/dataset], or a raw "
-			"file with source_dtype and source_shape)", spec);
+	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
+			"unknown source type (expected .npy, .h5[:/dataset], or a raw "
+			"file with source_dtype and source_shape)");
 }

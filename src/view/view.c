@@ -8,22 +8,13 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "view/view_i.h"
 
 int dsv_view_name_ok(const char *name)
 {
-	size_t n = strlen(name);
-	if (n == 0 || n > DSV_VIEW_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
-		return 0;
-	if (name[0] == '.')
-		return 0; /* hidden names are reserved (/.stats.json) */
-	for (const char *p = name; *p; p++) {
-		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return 0;
-	}
-	return 1;
+	_Static_assert(DSV_NAME_MAX == DSV_VIEW_NAME_MAX, "one limit for view names");
+	return dsv_name_ok(name);
 }
 
 void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)

@@ -8,7 +8,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, mm_dat, mm_npy, npy_header_len, read_all, reference
+from common import E2E, mm_dat, mm_npy, npy_header_len, read_all, reference, run
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 NP_OUT = {"float32": np.float32, "bfloat16": np.uint16, "float16": np.float16}
@@ -345,6 +345,36 @@ class ZeroConfig(ViewCheck):
         with self.mount(self.p("x.npy")) as m:
             self.assertEqual(sorted(os.listdir(m.mp)), [".stats.json", "x.dat", "x.json", "x.npy"])
             self.check_view(m, "x", x.astype(np.float32), "float32")
+
+    def upper_npy(self):
+        """X.NPY: np.save would append .npy, so write through a file."""
+        x = (np.arange(600, dtype=np.int64) % 251).astype(np.uint8).reshape(60, 10)
+        with open(self.p("X.NPY"), "wb") as f:
+            np.save(f, x)
+        return self.p("X.NPY"), x
+
+    def test_npy_file_upper_case(self):
+        # Extensions match in any case: the CLI's own case-sensitive .npy
+        # checks once refused what the library opened (fixed in 58890f9).
+        path, x = self.upper_npy()
+        with self.mount(path) as m:
+            self.check_view(m, "X", x.astype(np.float32), "float32")
+
+    def test_npy_upper_case_in_manifest(self):
+        path, x = self.upper_npy()
+        with self.mount(self.write_ini(f"[up]\nsource = {path}\n", "upper.ini")) as m:
+            self.check_view(m, "up", x.astype(np.float32), "float32")
+
+    def test_info_and_pack_upper_case_npy(self):
+        path, x = self.upper_npy()
+        r = run("info", "--json", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["kind"], "npy")
+        out = self.p("upper_packed.h5")
+        r = run("pack", path, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(out, "r") as f:
+            self.assertTrue((f["X"][:] == x).all())
 
     def test_npy_file_relative_path_and_dtype(self):
         x = np.arange(-500, 500, dtype=np.int16).reshape(100, 10)

@@ -127,6 +127,28 @@ static void test_parse_gpu(void **state)
 	assert_int_equal(d, 99);
 }
 
+static void test_name_ok(void **state)
+{
+	char longest[DSV_NAME_MAX + 2];
+	(void)state;
+	assert_true(dsv_name_ok("stim"));
+	assert_true(dsv_name_ok("a-b_c.d9"));
+	assert_true(dsv_name_ok("A.."));
+	assert_false(dsv_name_ok(""));
+	assert_false(dsv_name_ok("."));
+	assert_false(dsv_name_ok(".."));
+	assert_false(dsv_name_ok(".hidden"));
+	assert_false(dsv_name_ok("a/b"));
+	assert_false(dsv_name_ok("a b"));
+	assert_false(dsv_name_ok("caf\xc3\xa9"));
+	memset(longest, 'x', DSV_NAME_MAX);
+	longest[DSV_NAME_MAX] = '\0';
+	assert_true(dsv_name_ok(longest));
+	longest[DSV_NAME_MAX] = 'x';
+	longest[DSV_NAME_MAX + 1] = '\0';
+	assert_false(dsv_name_ok(longest));
+}
+
 static void test_errbuf_fields(void **state)
 {
 	dsv_errbuf eb;
@@ -189,7 +211,7 @@ int main(void)
 		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_dtype_parse),
 		cmocka_unit_test(test_has_ext),       cmocka_unit_test(test_spec_split),
 		cmocka_unit_test(test_parse_gpu),     cmocka_unit_test(test_errbuf_fields),
-		cmocka_unit_test(test_strerror_table),
+		cmocka_unit_test(test_strerror_table), cmocka_unit_test(test_name_ok),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,6 +122,14 @@ static void expect_fail(const char *dict, const void *data, size_t n, int err, c
 	if (!strstr(eb.msg, needle))
 		fail_msg("message '%s' lacks '%s'", eb.msg, needle);
 	assert_non_null(strstr(eb.msg, "bad.npy"));
+	/* the parts are fields: msg is exactly "file: reason" */
+	char want[sizeof(eb.msg)];
+	assert_string_equal(eb.file, p);
+	assert_string_equal(eb.where, "");
+	assert_int_equal(eb.code, err);
+	assert_null(strstr(eb.reason, "bad.npy"));
+	snprintf(want, sizeof(want), "%s: %s", p, eb.reason);
+	assert_string_equal(eb.msg, want);
 }
 
 static void test_npy_hostile(void **state)

@@ -1,0 +1,295 @@
+/*
+ * dsview info, the human renderer: prints the document info_json.c built
+ * as aligned text, one label column. Every name or path from a file goes
+ * through dsv_cli_shown, so it cannot drive the terminal.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/info_i.h"
+#include "cli/progress.h"
+#include "dsview/dsview.h"
+
+#define LABEL "  %-10s"
+
+static uint64_t jint(const json_t *o, const char *key)
+{
+	return (uint64_t)json_integer_value(json_object_get(o, key));
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+/* A string field as it may be shown on a terminal (see dsv_cli_shown). */
+static const char *jshown(const json_t *o, const char *key)
+{
+	return dsv_cli_shown(jstr(o, key));
+}
+
+static const char *fmt_shape(char *buf, size_t cap, const json_t *arr)
+{
+	size_t n = json_array_size(arr), len = 0;
+	len += (size_t)snprintf(buf, cap, "(");
+	for (size_t k = 0; k < n && len < cap; k++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%lld", k ? ", " : "",
+					(long long)json_integer_value(json_array_get(arr, k)));
+	if (len < cap)
+		snprintf(buf + len, cap - len, "%s)", n == 1 ? "," : "");
+	return buf;
+}
+
+/* A scalar from the store attribute as text. */
+static const char *fmt_scalar(char *buf, size_t cap, const json_t *v)
+{
+	if (json_is_string(v))
+		snprintf(buf, cap, "%s", dsv_cli_shown(json_string_value(v)));
+	else if (json_is_integer(v))
+		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, cap, "%g", json_real_value(v));
+	else if (json_is_true(v) || json_is_false(v))
+		snprintf(buf, cap, "%s", json_is_true(v) ? "true" : "false");
+	else
+		snprintf(buf, cap, "?");
+	return buf;
+}
+
+static void print_chunks(const json_t *src)
+{
+	char b[32];
+	uint64_t n = jint(src, "nchunks"), bytes = jint(src, "chunk_bytes");
+	uint64_t nrows = (uint64_t)json_integer_value(json_array_get(json_object_get(src, "shape"), 0));
+	const json_t *rows = json_object_get(src, "chunk_rows");
+
+	if (n == 0) {
+		printf(LABEL " none (no elements)\n", "chunks");
+		return;
+	}
+	printf(LABEL " %llu chunk%s of ", "chunks", (unsigned long long)n, n == 1 ? "" : "s");
+	if (json_is_integer(rows)) {
+		uint64_t r = (uint64_t)json_integer_value(rows);
+		/* One chunk holds all the rows, however many it could. */
+		if (n == 1 && nrows < r) {
+			r = nrows;
+			bytes = jint(src, "data_bytes");
+		}
+		printf("%llu row%s", (unsigned long long)r, r == 1 ? "" : "s");
+	} else {
+		printf("%llu elements (rows split)", (unsigned long long)jint(src, "chunk_elems"));
+	}
+	printf(" (%s%s)\n", dsv_fmt_bytes(b, sizeof(b), bytes), n > 1 ? " each" : "");
+}
+
+static void print_flat(const json_t *root)
+{
+	const json_t *src = json_object_get(root, "source");
+	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
+
+	printf("%s: %s\n", jshown(root, "path"), jshown(root, "kind"));
+	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(src, "shape")),
+	       jshown(src, "dtype"));
+	printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), jint(src, "data_bytes")),
+	       dsv_fmt_bytes(b, sizeof(b), jint(root, "file_bytes")));
+	print_chunks(src);
+}
+
+static void print_filters(const json_t *filters)
+{
+	size_t n = json_array_size(filters);
+	printf(LABEL " ", "filters");
+	if (!n)
+		printf("none");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *f = json_array_get(filters, i);
+		const json_t *cd = json_object_get(f, "cd");
+		printf("%s%s", i ? " + " : "", jshown(f, "name"));
+		/* The compression level is the one parameter people ask about. */
+		if (jint(f, "id") == 1 && json_array_size(cd) > 0)
+			printf(" (level %lld)", (long long)json_integer_value(json_array_get(cd, 0)));
+	}
+	printf("\n");
+}
+
+static void print_store(const json_t *store)
+{
+	const json_t *v;
+	char b[4096], c[32];
+
+	if (json_object_get(store, "error")) {
+		printf(LABEL " dsview attribute present, but %s\n", "store", jshown(store, "error"));
+		return;
+	}
+	printf(LABEL " %s", "store", json_is_string(json_object_get(store, "codec"))
+					     ? jshown(store, "codec") : "codec unknown");
+	if ((v = json_object_get(store, "level")))
+		printf(" level %s", fmt_scalar(b, sizeof(b), v));
+	if ((v = json_object_get(store, "chunk_rows")))
+		printf(", %s rows per chunk", fmt_scalar(b, sizeof(b), v));
+	if (json_is_integer(v = json_object_get(store, "chunk_bytes")))
+		printf(" (%s)", dsv_fmt_bytes(c, sizeof(c), (uint64_t)json_integer_value(v)));
+	if (json_is_true(json_object_get(store, "fletcher32")))
+		printf(", fletcher32");
+	if ((v = json_object_get(store, "source")))
+		printf(", packed from %s", fmt_scalar(b, sizeof(b), v));
+	if ((v = json_object_get(store, "dsview_version")))
+		printf(" by dsview %s", fmt_scalar(b, sizeof(b), v));
+	if ((v = json_object_get(store, "format_version")))
+		printf(" (store format %s)", fmt_scalar(b, sizeof(b), v));
+	printf("\n");
+}
+
+static void print_dataset(const json_t *d)
+{
+	const json_t *src = json_object_get(d, "source"), *store = json_object_get(d, "store");
+	const char *serve = jstr(d, "serve"), *why = jstr(d, "why"); /* shown when printed */
+	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
+
+	printf("%s%s\n", jshown(d, "name"), json_is_object(store) ? "  (dsview store)" : "");
+	if (!json_object_get(d, "layout")) {
+		/* Listed, but even its header could not be read. */
+		printf(LABEL " refused: %s\n", "dsview", dsv_cli_shown(why));
+		return;
+	}
+	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(d, "shape")),
+	       jshown(d, "type"));
+	printf(LABEL " %s", "layout", jshown(d, "layout"));
+	if (json_is_array(json_object_get(d, "chunk_shape"))) {
+		printf(", chunks of %s", fmt_shape(shape, sizeof(shape), json_object_get(d, "chunk_shape")));
+		if (json_is_integer(json_object_get(d, "chunks_written")))
+			printf(", %llu written", (unsigned long long)jint(d, "chunks_written"));
+	}
+	if (jint(d, "external_files"))
+		printf(", external storage in %llu file(s)", (unsigned long long)jint(d, "external_files"));
+	printf("\n");
+	print_filters(json_object_get(d, "filters"));
+	printf(LABEL " %s for %s raw", "stored", dsv_fmt_bytes(a, sizeof(a), jint(d, "stored_bytes")),
+	       dsv_fmt_bytes(b, sizeof(b), jint(d, "raw_bytes")));
+	if (json_is_real(json_object_get(d, "ratio")))
+		printf(" (ratio %.2f)", json_real_value(json_object_get(d, "ratio")));
+	printf("\n");
+	if (!strcmp(serve, "fast-path"))
+		printf(LABEL " fast path (%s: dsview preads and decodes)%s%s\n", "dsview",
+		       jshown(src, "kind"), *why ? "; " : "", dsv_cli_shown(why));
+	else if (!strcmp(serve, "library-fallback"))
+		printf(LABEL " library fallback (%s; decoded by HDF5, serialised)\n", "dsview",
+		       dsv_cli_shown(why));
+	else
+		printf(LABEL " refused: %s\n", "dsview", dsv_cli_shown(why));
+	if (json_is_object(src))
+		print_chunks(src);
+	if (json_is_object(store))
+		print_store(store);
+}
+
+static void print_h5(const json_t *root)
+{
+	const json_t *ds = json_object_get(root, "datasets"), *t = json_object_get(root, "totals");
+	char a[32], b[32];
+	uint64_t n = jint(t, "datasets"), raw = jint(t, "raw_bytes"), stored = jint(t, "stored_bytes");
+
+	printf("%s: HDF5 file, %s, %llu dataset%s (%llu fast path, %llu library fallback, "
+	       "%llu refused)\n", jshown(root, "path"), dsv_fmt_bytes(a, sizeof(a), jint(root, "file_bytes")),
+	       (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)jint(t, "fast_path"),
+	       (unsigned long long)jint(t, "library_fallback"), (unsigned long long)jint(t, "refused"));
+	for (size_t i = 0; i < json_array_size(ds); i++)
+		print_dataset(json_array_get(ds, i));
+	if (n > 1) {
+		printf("total: %s raw, %s stored", dsv_fmt_bytes(a, sizeof(a), raw),
+		       dsv_fmt_bytes(b, sizeof(b), stored));
+		if (stored)
+			printf(" (ratio %.2f)", (double)raw / (double)stored);
+		printf("\n");
+	}
+	const json_t *links = json_object_get(t, "links_not_followed");
+	uint64_t soft = jint(links, "soft"), ext = jint(links, "external");
+	if (soft + ext)
+		printf("links: %llu soft, %llu external, not followed (a mount of the file serves "
+		       "only its own datasets; a manifest line naming a soft link serves its "
+		       "target)\n", (unsigned long long)soft, (unsigned long long)ext);
+}
+
+static void print_list(const char *label, const json_t *arr)
+{
+	printf("%s [", label);
+	for (size_t k = 0; k < json_array_size(arr); k++)
+		printf("%s%.9g", k ? ", " : "", json_number_value(json_array_get(arr, k)));
+	printf("]");
+}
+
+static void print_view(const json_t *v)
+{
+	const json_t *xf = json_object_get(v, "transform"), *srcs = json_object_get(v, "sources");
+	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
+
+	printf("[%s]\n", jshown(v, "name"));
+	printf(LABEL " %s %s, %s virtual (.dat), %s on disk", "output",
+	       fmt_shape(shape, sizeof(shape), json_object_get(v, "shape")), jshown(v, "dtype"),
+	       dsv_fmt_bytes(a, sizeof(a), jint(v, "nbytes")),
+	       dsv_fmt_bytes(b, sizeof(b), jint(v, "stored_bytes")));
+	if (json_is_real(json_object_get(v, "ratio")))
+		printf(" (ratio %.2f)", json_real_value(json_object_get(v, "ratio")));
+	printf("\n");
+	printf(LABEL " scale %.9g, offset %.9g", "transform",
+	       json_real_value(json_object_get(xf, "scale")),
+	       json_real_value(json_object_get(xf, "offset")));
+	if (json_is_array(json_object_get(xf, "mean"))) {
+		printf(", ");
+		print_list("mean", json_object_get(xf, "mean"));
+		printf(", ");
+		print_list("std", json_object_get(xf, "std"));
+		printf(", channel_axis %lld", (long long)json_integer_value(json_object_get(xf, "channel_axis")));
+	}
+	if (json_is_array(json_object_get(xf, "clip"))) {
+		printf(", ");
+		print_list("clip", json_object_get(xf, "clip"));
+	}
+	printf("\n");
+	for (size_t k = 0; k < json_array_size(srcs); k++) {
+		const json_t *s = json_array_get(srcs, k), *rows = json_object_get(s, "rows");
+		long long r0 = (long long)json_integer_value(json_array_get(rows, 0));
+		long long r1 = (long long)json_integer_value(json_array_get(rows, 1));
+		const char *ds = json_string_value(json_object_get(s, "dataset"));
+		printf(LABEL " %s%s%s  %s %s %s, ", "source", jshown(s, "path"), ds ? ":" : "",
+		       ds ? dsv_cli_shown(ds) : "", jshown(s, "kind"),
+		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")), jshown(s, "dtype"));
+		if (r1 > r0)
+			printf("rows %lld-%lld of the view", r0, r1 - 1);
+		else
+			printf("no rows");
+		if (*jstr(s, "why"))
+			printf(" (%s)", jshown(s, "why"));
+		printf("\n");
+	}
+}
+
+static void print_manifest(const json_t *root)
+{
+	const json_t *views = json_object_get(root, "views"), *t = json_object_get(root, "totals");
+	char a[32], b[32];
+	uint64_t n = jint(t, "views"), virt = jint(t, "virtual_bytes"), disk = jint(t, "stored_bytes");
+
+	printf("%s: manifest, %llu view%s\n", jshown(root, "path"), (unsigned long long)n,
+	       n == 1 ? "" : "s");
+	for (size_t i = 0; i < json_array_size(views); i++)
+		print_view(json_array_get(views, i));
+	printf("total: %s virtual, %s on disk", dsv_fmt_bytes(a, sizeof(a), virt),
+	       dsv_fmt_bytes(b, sizeof(b), disk));
+	if (disk)
+		printf(" (ratio %.2f)", (double)virt / (double)disk);
+	printf(", each source counted once\n");
+}
+
+void dsv_info_print(dsv_target_kind kind, const json_t *root)
+{
+	if (kind == DSV_TARGET_H5)
+		print_h5(root);
+	else if (kind == DSV_TARGET_MANIFEST)
+		print_manifest(root);
+	else
+		print_flat(root);
+}

@@ -1,0 +1,105 @@
+/*
+ * Helpers every subcommand shares: the one-line error, integer options,
+ * and names from files made safe to print. Apart from main.c so that
+ * tests/unit/test_cli.c links the subcommands without a main().
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "dsview/dsview.h"
+
+/* Length of the valid UTF-8 sequence at s (shortest form, no surrogates),
+ * with its code point in *cp; 0 if s does not start one. */
+static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	size_t n;
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, *cp = s[0] & 0x1fu;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, *cp = s[0] & 0x0fu;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, *cp = s[0] & 0x07u;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (s[i] & 0x3fu);
+	}
+	if ((n == 3 && *cp < 0x800) || (n == 4 && *cp < 0x10000) ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+const char *dsv_cli_escaped(const char *s, int terminal)
+{
+	static char *ring[8];
+	static unsigned next;
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = realloc(ring[next % 8], 4 * strlen(s) + 1), *o;
+	if (!out)
+		return "(out of memory)";
+	ring[next++ % 8] = out;
+	o = out;
+	while (*p) {
+		uint32_t cp;
+		size_t n = utf8_seq(p, &cp);
+		if (terminal && (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)))
+			n = 0;
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+			p += n;
+		} else {
+			o += sprintf(o, "\\x%02x", *p++);
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+const char *dsv_cli_shown(const char *s)
+{
+	return dsv_cli_escaped(s, 1);
+}
+
+void dsv_cli_error(const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dsview: %s\n", dsv_cli_shown(line));
+}
+
+int dsv_cli_int_arg(const char *opt, const char *arg, long lo, long hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		dsv_cli_error("%s '%s' must be an integer from %ld to %ld", opt, arg, lo, hi);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *dataset)
+{
+	if (!strcmp(eb->file, file) &&
+	    (!eb->where[0] || (dataset && !strcmp(eb->where, dataset))))
+		return eb->reason;
+	return eb->msg;
+}

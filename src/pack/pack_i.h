@@ -1,0 +1,64 @@
+/*
+ * Private to src/pack: the state one dsv_pack call shares between pack.c
+ * (options, the output file) and chunks.c (reading rows, compressing
+ * chunks on worker threads, handing them to the writer in order).
+ */
+#ifndef DSV_PACK_I_H
+#define DSV_PACK_I_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "dsview/pack.h"
+#include "dsview/source.h"
+
+#define META_RESERVE (256u << 10) /* HDF5 superblock, object headers, heaps */
+
+typedef struct slot {
+	void *buf;
+	size_t size;
+	int ready;
+} slot;
+
+typedef struct packer {
+	const dsv_pack_opts *o;
+	const dsv_source *src;
+	const dsv_source_info *in;
+	uint64_t row_bytes, chunk_rows, chunk_bytes, nchunks;
+	size_t slot_cap;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv_ready; /* a slot became ready, or failure */
+	pthread_cond_t cv_space; /* a slot was written, or failure */
+	slot *slots;
+	unsigned nslots;
+	uint64_t next, written;
+	int err; /* first failure: workers stop taking chunks */
+	uint64_t err_chunk; /* the chunk p->eb names: the lowest that failed */
+	dsv_errbuf eb;
+} packer;
+
+static inline int stopped(const dsv_pack_opts *o)
+{
+	return o->stop && *o->stop;
+}
+
+/* Writes chunk w (its first row row0, size bytes at buf) to the output;
+ * called on the writer thread, in chunk order. @return 0 or a dsv_err
+ * with eb set. */
+typedef int (*dsv_pack_write_fn)(const packer *p, void *arg, uint64_t w, uint64_t row0,
+				 const void *buf, size_t size, dsv_errbuf *eb);
+
+/* Bytes the store will take: exact without compression, else estimated
+ * from a sample of chunks. @return 0 or a dsv_err (eb not set). */
+int dsv_pack_estimate_size(packer *p, uint64_t *need);
+
+/* Compresses every chunk on worker threads (p->o->threads, at most one per
+ * chunk) and hands each to write in order on the calling thread, with
+ * progress. p's geometry (row_bytes ... slot_cap) must be set; the slots,
+ * lock and conditions are set up and torn down here. res->threads and
+ * res->stored_bytes are filled. @return 0 or a dsv_err with eb set. */
+int dsv_pack_run_workers(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack_result *res,
+			 dsv_errbuf *eb);
+
+#endif
