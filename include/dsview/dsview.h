@@ -73,8 +73,8 @@ int dsv_dtype_is_output(dsv_dtype t);
  */
 typedef struct dsv_errbuf {
 	int code;          /* the dsv_err the call returned (0: nothing set) */
-	char file[512];    /* the file the error is about, or "" */
-	char where[512];   /* inside the file: an HDF5 dataset path, or "" */
+	char file[4096];   /* the file the error is about, or "" (PATH_MAX) */
+	char where[4096];  /* inside the file: an HDF5 dataset path, or "" */
 	int line;          /* a manifest's line number, or 0 */
 	char key[64];      /* the manifest key at fault ("mean", "source"...), or "" */
 	char reason[1024]; /* the reason alone, without file, where or line */

@@ -71,7 +71,8 @@ typedef struct vjob {
 	vsrc *srcs;
 	size_t nsrcs, cap;
 	uint64_t total; /* chunks */
-	size_t dst_cap, scratch_cap;
+	size_t dst_cap;     /* a worker's buffer: the largest decoded chunk */
+	size_t scratch_cap; /* the largest stored chunk (each worker stages one) */
 
 	atomic_uint_fast64_t next, done, bytes;
 	atomic_int internal; /* a dsv_err that is our fault, not the file's */
@@ -227,29 +228,34 @@ static int is_internal(int err)
 	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || err == DSV_ERR_INVALID;
 }
 
+typedef struct band_ctx {
+	vjob *j;
+	size_t si;
+	uint64_t esize;
+} band_ctx;
+
+static void band_done(void *arg, const dsv_chunk_ref *part, int err)
+{
+	band_ctx *b = arg;
+	if (err)
+		record_bad(b->j, b->si, part, err);
+	else
+		atomic_fetch_add(&b->j->bytes, part->nelems * b->esize);
+}
+
 /* A fallback chunk that failed, band by band of the file's own chunks:
  * records the bad bands (the rows a mount fails too) and counts the good
  * ones' bytes. @return 0, or -1 if it cannot be narrowed down. */
 static int narrow_fallback(vjob *j, size_t si, const dsv_chunk_ref *ref, void *dst)
 {
 	const dsv_source *s = j->srcs[si].s;
-	uint64_t band = dsv_source_fallback_band(s), esize = dsv_dtype_size(dsv_source_get_info(s)->dtype);
-	uint64_t e = ref->elem_start, end = e + ref->nelems;
+	band_ctx b = { j, si, dsv_dtype_size(dsv_source_get_info(s)->dtype) };
+	uint64_t band = dsv_source_fallback_band(s);
 
 	if (!band || band >= ref->nelems)
 		return -1;
-	while (e < end) {
-		uint64_t stop = (e / band + 1) * band;
-		dsv_chunk_ref part = *ref;
-		part.elem_start = e;
-		part.nelems = (stop < end ? stop : end) - e;
-		int err = dsv_source_read_fallback(s, &part, dst, j->dst_cap);
-		if (err)
-			record_bad(j, si, &part, err);
-		else
-			atomic_fetch_add(&j->bytes, part.nelems * esize);
-		e += part.nelems;
-	}
+	(void)dsv_source_read_fallback_bands(s, ref, 0, ref->nelems, dst, j->dst_cap, band_done,
+					     &b);
 	return 0;
 }
 
@@ -257,11 +263,11 @@ static void *worker(void *arg)
 {
 	vjob *j = arg;
 	/* +1: malloc(0) may return NULL, and a zero-size source is fine. */
-	void *dst = malloc(j->dst_cap + 1), *scratch = malloc(j->scratch_cap + 1);
+	void *dst = malloc(j->dst_cap + 1);
 
-	if (!dst || !scratch)
+	if (!dst)
 		atomic_store(&j->internal, DSV_ERR_NOMEM);
-	while (dst && scratch && !atomic_load(&j->internal)) {
+	while (dst && !atomic_load(&j->internal)) {
 		uint64_t g = atomic_fetch_add(&j->next, 1);
 		if (g >= j->total)
 			break;
@@ -270,8 +276,7 @@ static void *worker(void *arg)
 		dsv_chunk_ref ref = { .index = g - v->first };
 		int err = dsv_source_chunk(v->s, g - v->first, &ref);
 		if (!err)
-			err = dsv_source_read_chunk(v->s, &ref, dst, j->dst_cap, scratch,
-						    j->scratch_cap);
+			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap);
 		if (err && !(ref.fallback && !is_internal(err) && narrow_fallback(j, si, &ref, dst) == 0))
 			record_bad(j, si, &ref, err);
 		else if (!err)
@@ -280,7 +285,6 @@ static void *worker(void *arg)
 		atomic_fetch_add(&j->done, 1);
 	}
 	free(dst);
-	free(scratch);
 	pthread_mutex_lock(&j->lock);
 	j->finished++;
 	pthread_cond_signal(&j->cond);

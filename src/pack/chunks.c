@@ -30,86 +30,10 @@
 
 #define SAMPLE_CHUNKS 8
 
-/* Reads arbitrary element ranges of a source, one decoded chunk cached. */
-typedef struct reader {
-	const dsv_source *src;
-	size_t esize;
-	uint64_t cached; /* index of the chunk in buf, UINT64_MAX if none */
-	void *buf;
-	size_t buf_cap;
-	void *scratch;
-	size_t scratch_cap;
-} reader;
-
-/* ---- reading rows ---- */
-
-static int reader_init(reader *r, const dsv_source *s)
-{
-	const dsv_source_info *in = dsv_source_get_info(s);
-	memset(r, 0, sizeof(*r));
-	r->src = s;
-	r->esize = dsv_dtype_size(in->dtype);
-	r->cached = UINT64_MAX;
-	r->buf_cap = (size_t)(in->chunk_elems * r->esize);
-	r->scratch_cap = dsv_source_scratch_size(s);
-	r->buf = r->buf_cap ? malloc(r->buf_cap) : NULL;
-	r->scratch = r->scratch_cap ? malloc(r->scratch_cap) : NULL;
-	if ((r->buf_cap && !r->buf) || (r->scratch_cap && !r->scratch))
-		return DSV_ERR_NOMEM;
-	return 0;
-}
-
-static void reader_free(reader *r)
-{
-	free(r->buf);
-	free(r->scratch);
-}
-
-/* Copies elements [e0, e0 + n) of the source to dst. Plain chunks are read
- * straight into dst; others are decoded whole once and copied from. On
- * failure *bad is the chunk that failed. */
-static int read_elems(reader *r, uint64_t e0, uint64_t n, char *dst, uint64_t *bad)
-{
-	const dsv_source_info *in = dsv_source_get_info(r->src);
-	uint64_t ce = in->chunk_elems;
-
-	while (n) {
-		uint64_t j = e0 / ce, skip, take;
-		dsv_chunk_ref ref;
-		int err = dsv_source_chunk(r->src, j, &ref);
-
-		*bad = j;
-		if (err)
-			return err;
-		skip = e0 - ref.elem_start;
-		take = ref.nelems - skip < n ? ref.nelems - skip : n;
-		if (!ref.fallback && ref.codec == DSV_CODEC_NONE && !ref.fletcher32) {
-			err = dsv_source_pread(r->src, dst, (size_t)(take * r->esize),
-					       ref.offset + skip * r->esize);
-		} else {
-			if (r->cached != j) {
-				r->cached = UINT64_MAX;
-				err = dsv_source_read_chunk(r->src, &ref, r->buf, r->buf_cap,
-							    r->scratch, r->scratch_cap);
-				if (!err)
-					r->cached = j;
-			}
-			if (!err)
-				memcpy(dst, (char *)r->buf + skip * r->esize, (size_t)(take * r->esize));
-		}
-		if (err)
-			return err;
-		dst += take * r->esize;
-		e0 += take;
-		n -= take;
-	}
-	return 0;
-}
-
 /* Reads chunk i's rows into raw (zero-padded to a full chunk: HDF5 stores
  * edge chunks whole) and encodes them into out. @return the stored size or
  * a negative dsv_err. */
-static int64_t make_chunk(packer *p, reader *r, uint64_t i, char *raw, void *out,
+static int64_t make_chunk(packer *p, dsv_range *r, uint64_t i, char *raw, void *out,
 			  uint64_t *bad)
 {
 	const dsv_pack_opts *o = p->o;
@@ -119,7 +43,7 @@ static int64_t make_chunk(packer *p, reader *r, uint64_t i, char *raw, void *out
 	int64_t n;
 	int err;
 
-	err = read_elems(r, row0 * p->in->row_elems, rows * p->in->row_elems, raw, bad);
+	err = dsv_range_read(r, row0 * p->in->row_elems, rows * p->in->row_elems, raw, bad);
 	if (err)
 		return err;
 	if (used < p->chunk_bytes)
@@ -166,9 +90,9 @@ static void fail_locked(packer *p, int err, uint64_t chunk, uint64_t bad_in)
 static void *worker(void *arg)
 {
 	packer *p = arg;
-	reader r;
+	dsv_range r;
 	char *raw = malloc(p->chunk_bytes ? (size_t)p->chunk_bytes : 1);
-	int err = reader_init(&r, p->src);
+	int err = dsv_range_init(&r, p->src);
 
 	pthread_mutex_lock(&p->mu);
 	if (err || !raw)
@@ -195,7 +119,7 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&p->cv_ready);
 	}
 	pthread_mutex_unlock(&p->mu);
-	reader_free(&r);
+	dsv_range_free(&r);
 	free(raw);
 	return NULL;
 }
@@ -205,10 +129,10 @@ static void *worker(void *arg)
  * from up to SAMPLE_CHUNKS chunks spread over the input. */
 int dsv_pack_estimate_size(packer *p, uint64_t *need)
 {
-	reader r;
+	dsv_range r;
 	char *raw = malloc((size_t)p->chunk_bytes), *out = malloc(p->slot_cap);
 	uint64_t n = p->nchunks < SAMPLE_CHUNKS ? p->nchunks : SAMPLE_CHUNKS, sum = 0, bad;
-	int err = reader_init(&r, p->src);
+	int err = dsv_range_init(&r, p->src);
 
 	if (!err && (!raw || !out))
 		err = DSV_ERR_NOMEM;
@@ -221,7 +145,7 @@ int dsv_pack_estimate_size(packer *p, uint64_t *need)
 		else
 			sum += (uint64_t)got;
 	}
-	reader_free(&r);
+	dsv_range_free(&r);
 	free(raw);
 	free(out);
 	if (err)
