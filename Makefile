@@ -210,8 +210,15 @@ fuzz: deps fuzz-deps
 	    build-fuzz/fuzz_$$t.log; \
 	done; exit $$fail
 
-install: $(BIN)
-	install -D -m 0755 $(BIN) $(DESTDIR)/usr/local/bin/dsview
+# The command, and the library with its public API (include/dsview: what
+# the command, the tests and other programs build against; src/*/*.h are
+# the library's own). PREFIX=/usr/local.
+PREFIX ?= /usr/local
+install: $(BIN) $(LIB)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/dsview
+	install -D -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libdsview.a
+	install -d $(DESTDIR)$(PREFIX)/include/dsview
+	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-werror

@@ -4,7 +4,7 @@
 
 #include "common/log.h"
 #include "common/str.h"
-#include "dsview/backend.h"
+#include "backend/backend.h"
 #include "gpu/gpu.h"
 
 struct dsv_backend {

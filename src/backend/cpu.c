@@ -1,6 +1,7 @@
 /* CPU backend: decode a chunk in the calling thread, into the cache's
  * buffer (the stored bytes staged in the thread's own buffer). */
-#include "dsview/backend.h"
+#include "backend/backend.h"
+#include "view/view_i.h"
 
 int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size)
 {

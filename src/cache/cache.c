@@ -55,7 +55,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "dsview/cache.h"
+#include "cache/cache.h"
 #include "dsview/dsview.h"
 
 enum { ST_LOADING, ST_READY, ST_FAILED };

@@ -218,7 +218,9 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	if (err)
 		return err;
 	for (size_t i = 0; i < m->nviews; i++) {
-		const dsv_view *v = m->views[i];
+		dsv_view_info vi, pvi;
+		const dsv_view_info *v = &vi;
+		dsv_view_get_info(m->views[i], &vi);
 		json_t *o = json_object(), *srcs = json_array(), *xf = json_object();
 		uint64_t vstored = 0;
 
@@ -234,7 +236,8 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			/* The totals count each file's bytes once. */
 			int seen = 0;
 			for (size_t pi = 0; pi <= i && !seen; pi++) {
-				const dsv_view *pv = m->views[pi];
+				const dsv_view_info *pv = &pvi;
+				dsv_view_get_info(m->views[pi], &pvi);
 				size_t lim = pi == i ? k : pv->nsources;
 				for (size_t pk = 0; pk < lim && !seen; pk++)
 					seen = dsv_source_same_file(dsv_source_get_info(pv->sources[pk]), si);

@@ -173,7 +173,9 @@ static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 {
 	char label[4200];
 	for (size_t i = 0; i < m->nviews; i++) {
-		const dsv_view *v = m->views[i];
+		dsv_view_info vi;
+		const dsv_view_info *v = &vi;
+		dsv_view_get_info(m->views[i], &vi);
 		for (size_t k = 0; k < v->nsources; k++) {
 			const dsv_source_info *si = dsv_source_get_info(v->sources[k]);
 			int seen = 0;

@@ -48,12 +48,13 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "dsview/backend.h"
-#include "dsview/cache.h"
+#include "backend/backend.h"
+#include "cache/cache.h"
 #include "dsview/fs.h"
 #include "common/tlsbuf.h"
-#include "dsview/read.h"
+#include "read/read.h"
 #include "fs/prefetch.h"
+#include "view/view_i.h"
 
 #define READ_MAX (1u << 20)
 

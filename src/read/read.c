@@ -2,7 +2,8 @@
 #include <string.h>
 
 #include "common/tlsbuf.h"
-#include "dsview/read.h"
+#include "read/read.h"
+#include "view/view_i.h"
 
 /* Plain elements are pread and transformed this many source bytes at a
  * time: the piece stays in the core's cache between the two. */

@@ -1,8 +1,41 @@
-/* Private helpers shared by view.c and manifest.c. */
+/*
+ * The layout of a view, private to the library: the rooms above view
+ * (read, backend, fs) read it directly, as libfuse's lib/ reads fuse_i.h;
+ * the CLI and other users go through dsv_view_get_info. Also the helpers
+ * view.c and manifest.c share.
+ */
 #ifndef DSV_VIEW_I_H
 #define DSV_VIEW_I_H
 
 #include "dsview/view.h"
+
+struct dsv_view {
+	char *name; /* may contain '/' only in zero-config mode (HDF5 groups) */
+	dsv_dtype dtype;
+	int ndim;
+	uint64_t shape[DSV_MAX_DIMS];
+	uint64_t nelems, row_bytes, nbytes;
+	size_t out_esize;
+
+	size_t nsources;
+	dsv_source **sources;
+	uint64_t *elem_base;  /* nsources + 1: view element index of each source */
+	uint64_t *chunk_base; /* nsources + 1: global index of each first chunk */
+	uint64_t nchunks;
+	uint64_t max_chunk_raw; /* decoded (source dtype) bytes of the largest chunk */
+
+	/* transform as declared, for .json and info */
+	double scale, offset;
+	int nchan, channel_axis, has_clip;
+	double *mean, *std;
+	double clip_lo, clip_hi;
+	dsv_xform *xform;
+
+	char *json;           /* content of V.json */
+	char *npy_header;     /* NPY 1.0 header, npy_header_len % 64 == 0 */
+	size_t npy_header_len;
+	struct timespec mtime; /* newest source mtime */
+};
 
 #define DSV_VIEW_NAME_MAX 200
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dsview/cache.h"
+#include "cache/cache.h"
 #include "dsview/dsview.h"
 
 typedef struct fill_ctx {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fs/prefetch.h"
+#include "view/view_i.h" /* white-box: the view's layout */
 
 #define NCHUNKS 1000
 

@@ -14,10 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dsview/backend.h"
+#include "backend/backend.h"
 #include "dsview/pack.h"
-#include "dsview/read.h"
+#include "read/read.h"
 #include "dsview/view.h"
+#include "view/view_i.h" /* white-box: the view's layout */
 
 #define ROWS_A 301
 #define ROWS_B 77

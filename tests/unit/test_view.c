@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dsview/view.h"
+#include "view/view_i.h" /* white-box: the view's layout */
 
 static char dir[] = "/tmp/dsv-test-view-XXXXXX";
 

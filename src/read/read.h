@@ -14,13 +14,13 @@
  *
  * Thread safety: every function may be called from any number of threads.
  */
-#ifndef DSVIEW_READ_H
-#define DSVIEW_READ_H
+#ifndef DSV_READ_READ_H
+#define DSV_READ_READ_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dsview/cache.h"
+#include "cache/cache.h"
 #include "dsview/view.h"
 
 typedef struct dsv_read_info {

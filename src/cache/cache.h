@@ -15,8 +15,8 @@
  * Thread safety: every function may be called from any thread; one mutex
  * guards the table, and fills run outside it.
  */
-#ifndef DSVIEW_CACHE_H
-#define DSVIEW_CACHE_H
+#ifndef DSV_CACHE_CACHE_H
+#define DSV_CACHE_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,8 +11,8 @@
  * at once; create/destroy are not concurrent with anything. Create after
  * daemonising (CUDA must not see a fork).
  */
-#ifndef DSVIEW_BACKEND_H
-#define DSVIEW_BACKEND_H
+#ifndef DSV_BACKEND_BACKEND_H
+#define DSV_BACKEND_BACKEND_H
 
 #include "dsview/view.h"
 
