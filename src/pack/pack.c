@@ -34,7 +34,7 @@
 #include "dsview/pack.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
-#include "source/h5_i.h"
+#include "h5/h5.h"
 
 #define SAMPLE_CHUNKS 8
 #define META_RESERVE (256u << 10) /* HDF5 superblock, object headers, heaps */

@@ -19,7 +19,8 @@
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
 #include "dsview/pack.h"
-#include "source/h5_i.h"
+#include "h5/h5.h"
+#include "source/h5_src.h"
 
 #define INFO_MAX_PATH 4096
 
@@ -105,7 +106,7 @@ int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
 	hid_t file;
 	int err = 0;
 
-	if ((err = dsv_h5_check_input(path, eb)))
+	if ((err = dsv_h5_check_input(path, dsv_h5_probe_all, eb)))
 		return err;
 	if (dsv_h5_lock() < 0) {
 		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
@@ -254,7 +255,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 			     dataset) >= sizeof(dname))
 		return dsv_errf(eb, DSV_ERR_INVALID, "%s: dataset path too long", path);
 	/* Our own stat first: it gives the clearest "no such file". */
-	if ((err = dsv_h5_check_input(path, eb)))
+	if ((err = dsv_h5_check_input(path, dsv_h5_probe_all, eb)))
 		return err;
 
 	if (dsv_h5_lock() < 0 || (lapl = dsv_h5_make_lapl(H5P_LINK_ACCESS)) < 0) {
