@@ -53,7 +53,7 @@ static hid_t mkds(hid_t loc, const char *name, hid_t ftype, int ndim, const hsiz
 static void describe_ok(const char *file, const char *dset, dsv_h5_desc *d)
 {
 	char p[256];
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	int err = dsv_h5_describe(tpath(p, sizeof(p), file), dset, d, &eb);
 	if (err)
 		fail_msg("describe %s:%s: %d %s", file, dset, err, eb.msg);
@@ -63,7 +63,7 @@ static int describe_err(const char *file, const char *dset, const char *want_msg
 {
 	char p[256];
 	dsv_h5_desc d;
-	dsv_errbuf eb = { "" };
+	dsv_errbuf eb = { 0 };
 	int err = dsv_h5_describe(tpath(p, sizeof(p), file), dset, &d, &eb);
 	assert_true(err < 0);
 	assert_null(d.store_attr);
