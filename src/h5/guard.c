@@ -25,9 +25,11 @@
 #include <unistd.h>
 
 #include "dsview/codec.h"
+#include "dsview/h5info.h"
 #include "h5/h5.h"
 
-#define H5_FILTER_FLETCHER32_ID 3
+/* One pipeline cap for the whole program: HDF5's own. */
+_Static_assert(DSV_H5_MAX_FILTERS == H5Z_MAX_NFILTERS, "DSV_H5_MAX_FILTERS is HDF5's limit");
 
 struct dsv_h5_chunk_check {
 	int ndim, nf;
@@ -37,8 +39,8 @@ struct dsv_h5_chunk_check {
 	struct {
 		H5Z_filter_t id;
 		size_t ncd;
-		unsigned cd[8];
-	} f[32];                 /* the pipeline, in encoding order */
+		unsigned cd[DSV_H5_MAX_CD];
+	} f[DSV_H5_MAX_FILTERS];                 /* the pipeline, in encoding order */
 	int edge_unfiltered;     /* H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS */
 	/* what inflate, the LZ4 decoder and szip must make (see above); 0: unchecked */
 	size_t expect_deflate, expect_lz4, expect_szip;
@@ -76,7 +78,7 @@ static void filter_sizes(dsv_h5_chunk_check *c)
 			c->expect_lz4 = want;
 		else if (id == H5Z_FILTER_SZIP && n_szip++ == 0)
 			c->expect_szip = want;
-		if (id == H5_FILTER_FLETCHER32_ID)
+		if (id == H5Z_FILTER_FLETCHER32)
 			before += 4;
 		else if (id != H5Z_FILTER_SHUFFLE)
 			known = 0;
@@ -91,7 +93,7 @@ static void filter_sizes(dsv_h5_chunk_check *c)
 
 dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const hsize_t *cdims,
 					   size_t type_size, uint64_t elems, int nf,
-					   const H5Z_filter_t *ids, const unsigned (*cds)[8],
+					   const H5Z_filter_t *ids, const unsigned (*cds)[DSV_H5_MAX_CD],
 					   const size_t *ncds, unsigned opts)
 {
 	dsv_h5_chunk_check *c = calloc(1, sizeof(*c));
@@ -190,7 +192,7 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 		if (mask >> i & 1)
 			continue; /* skipped for this chunk */
 		switch (c->f[i].id) {
-		case H5_FILTER_FLETCHER32_ID:
+		case H5Z_FILTER_FLETCHER32:
 			if (cur < 4)
 				return DSV_ERR_CORRUPT;
 			cur -= 4;
@@ -224,7 +226,7 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 		default:
 			return 0; /* a decoder runs: its size check, inflate's etc. */
 		}
-		if (c->f[i].id != H5_FILTER_FLETCHER32_ID)
+		if (c->f[i].id != H5Z_FILTER_FLETCHER32)
 			outermost = 0;
 	}
 	return cur == c->raw ? 0 : DSV_ERR_CORRUPT;

@@ -45,7 +45,6 @@
 #include "source/h5_src.h"
 #include "source/source_i.h"
 
-#define H5_FILTER_FLETCHER32_ID 3
 /* Sanity caps on what a file may ask of us before we allocate. */
 #define H5_MAX_CHUNKS (1ull << 28)
 #define H5_MAX_PATH 4096
@@ -306,9 +305,9 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 {
 	dsv_source *s = o->s;
 	hsize_t cdims[DSV_MAX_DIMS];
-	H5Z_filter_t ids[32];
-	unsigned cds[32][8] = { { 0 } }; /* each filter's first parameters */
-	size_t ncds[32];
+	H5Z_filter_t ids[DSV_H5_MAX_FILTERS];
+	unsigned cds[DSV_H5_MAX_FILTERS][DSV_H5_MAX_CD] = { { 0 } }; /* first parameters */
+	size_t ncds[DSV_H5_MAX_FILTERS];
 	int ndim = s->info.ndim, nf, whole_rows = 1, lz4 = 0, fl32 = 0, fast_pipe;
 	unsigned opts = 0;
 	uint64_t celems = 1; /* elements in a chunk; UINT64_MAX: too many */
@@ -333,7 +332,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	for (int i = 0; i < nf; i++) {
 		unsigned flags;
 		char name[64];
-		ncds[i] = 8;
+		ncds[i] = DSV_H5_MAX_CD;
 		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncds[i], cds[i], sizeof(name),
 					name, NULL);
 		if (ids[i] < 0)
@@ -345,8 +344,8 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 					filter_name(ids[i]));
 	}
 	fast_pipe = nf == 0 ||
-		    (nf == 1 && (ids[0] == DSV_H5Z_FILTER_LZ4 || ids[0] == H5_FILTER_FLETCHER32_ID)) ||
-		    (nf == 2 && ids[0] == DSV_H5Z_FILTER_LZ4 && ids[1] == H5_FILTER_FLETCHER32_ID);
+		    (nf == 1 && (ids[0] == DSV_H5Z_FILTER_LZ4 || ids[0] == H5Z_FILTER_FLETCHER32)) ||
+		    (nf == 2 && ids[0] == DSV_H5Z_FILTER_LZ4 && ids[1] == H5Z_FILTER_FLETCHER32);
 	/* With this option HDF5 stores partial edge chunks unfiltered without
 	 * saying so in the filter mask: only the library knows. */
 	if (nf > 0 && H5Pget_chunk_opts(o->dcpl, &opts) >= 0 &&
@@ -390,7 +389,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	else
 		why_filters(o, ids, nf);
 	if (!(o->cc = dsv_h5_chunk_check_new(ndim, o->dims, cdims, H5Tget_size(o->ftype), celems, nf, ids,
-						(const unsigned (*)[8])cds, ncds, opts)))
+						(const unsigned (*)[DSV_H5_MAX_CD])cds, ncds, opts)))
 		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
 	*fallback = 1;
 	return 0;

@@ -18,7 +18,6 @@
 
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
-#include "dsview/pack.h"
 #include "h5/h5.h"
 #include "source/h5_src.h"
 
