@@ -2,8 +2,9 @@
  * Guards on the chunks the HDF5 library decodes for dsview's fallback
  * reads (src/source/h5.c: datasets dsview cannot read with pread).
  *
- * The stored sizes of those chunks: HDF5 1.10 trusts them: a chunk no decoder runs on (no filter, shuffle alone, every
- * filter skipped by its mask, an edge chunk stored unfiltered) is copied
+ * The stored sizes of those chunks: HDF5 1.10 trusts them. A chunk no
+ * decoder runs on (no filter, shuffle alone, every filter skipped by its
+ * mask, an edge chunk stored unfiltered) is copied
  * out of a buffer of its stored size as if it held a whole chunk (`make
  * fuzz`: an 8-byte chunk of a 24-byte one, heap bytes served and verify
  * OK), and nbit and scaleoffset read as many input bits as their
@@ -93,8 +94,9 @@ static void filter_sizes(dsv_h5_chunk_check *c)
 
 dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const hsize_t *cdims,
 					   size_t type_size, uint64_t elems, int nf,
-					   const H5Z_filter_t *ids, const unsigned (*cds)[DSV_H5_MAX_CD],
-					   const size_t *ncds, unsigned opts)
+					   const H5Z_filter_t *ids,
+					   const unsigned (*cds)[DSV_H5_MAX_CD], const size_t *ncds,
+					   unsigned opts)
 {
 	dsv_h5_chunk_check *c = calloc(1, sizeof(*c));
 	uint64_t n = 1;

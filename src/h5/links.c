@@ -54,11 +54,10 @@ static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth,
 	size_t n = strlen(dpath);
 
 	if (depth > H5_MAX_LINK_DEPTH)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: too many nested soft links",
-				path, dname);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				   "too many nested soft links");
 	if (n >= sizeof(buf))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: dataset path too long",
-				path, dname);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, dname, "dataset path too long");
 	memcpy(buf, dpath, n + 1);
 
 	for (size_t i = 0; i < n;) {
@@ -74,17 +73,17 @@ static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth,
 		char saved = buf[end];
 		buf[end] = '\0';
 		if (H5Lget_info(file, buf, &li, lapl) < 0)
-			return dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: no such dataset (%s not found)",
-					path, dname, buf);
+			return dsv_errf_at(eb, DSV_ERR_NOTFOUND, path, dname,
+					   "no such dataset (%s not found)", buf);
 		if (li.type == H5L_TYPE_EXTERNAL)
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-					"%s:%s: external link refused (%s)", path, dname, buf);
+			return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+					   "external link refused (%s)", buf);
 		if (li.type == H5L_TYPE_SOFT) {
 			int len;
 			if (li.u.val_size == 0 || li.u.val_size > sizeof(target) ||
 			    H5Lget_val(file, buf, target, sizeof(target), lapl) < 0)
-				return dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable soft link %s",
-						path, dname, buf);
+				return dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname,
+						   "unreadable soft link %s", buf);
 			target[sizeof(target) - 1] = '\0';
 			if (target[0] == '/') {
 				len = snprintf(next, sizeof(next), "%s", target);
@@ -95,14 +94,14 @@ static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth,
 				len = snprintf(next, sizeof(next), "%.*s/%s", plen, buf, target);
 			}
 			if (len < 0 || (size_t)len >= sizeof(next))
-				return dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: soft link target too long",
-						path, dname);
+				return dsv_errf_at(eb, DSV_ERR_INVALID, path, dname,
+						   "soft link target too long");
 			int err = check_links(file, lapl, next, depth + 1, path, dname, eb);
 			if (err)
 				return err;
 		} else if (li.type != H5L_TYPE_HARD) {
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-					"%s:%s: user-defined link refused (%s)", path, dname, buf);
+			return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+					   "user-defined link refused (%s)", buf);
 		}
 		buf[end] = saved;
 		i = end;

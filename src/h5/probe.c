@@ -96,8 +96,9 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 done:
 	pthread_mutex_unlock(&probe_lock);
 	if (sig)
-		return dsv_errf(eb, DSV_ERR_FORMAT, "%s: damaged HDF5 file: the HDF5 library "
-				"crashed reading it (%s)", path, strsignal(sig));
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
+				   "damaged HDF5 file: the HDF5 library crashed reading it (%s)",
+				   strsignal(sig));
 	return 0;
 }
 
@@ -114,10 +115,10 @@ int dsv_h5_check_input(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb)
 
 	if (stat(path, &st) < 0) {
 		int e = errno;
-		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
-				strerror(e));
+		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, path, NULL,
+				   "%s", strerror(e));
 	}
 	if (!S_ISREG(st.st_mode))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", path);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "not a regular file");
 	return probe_stat(path, &st, work, eb);
 }

@@ -201,8 +201,8 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 
 	if (dsv_mul_u64(chunk_rows, s->info.row_elems, &s->info.chunk_elems) ||
 	    dsv_mul_u64(s->info.chunk_elems, esize, &raw) || raw > UINT32_MAX)
-		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: chunk size too large",
-				s->path, s->dataset);
+		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+				   "chunk size too large");
 	s->chunked = 1;
 	s->chunk_rows = chunk_rows;
 	s->chunk_raw_size = raw;
@@ -213,8 +213,8 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 	if (s->info.nelems == 0)
 		nchunks = 0;
 	if (nchunks > H5_MAX_CHUNKS)
-		return dsv_errf(o->eb, DSV_ERR_OVERFLOW, "%s:%s: too many chunks (%llu)",
-				s->path, s->dataset, (unsigned long long)nchunks);
+		return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+				   "too many chunks (%llu)", (unsigned long long)nchunks);
 	s->info.nchunks = nchunks;
 	*unwritten = 0;
 	if (!nchunks)
@@ -224,8 +224,8 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 	s->chunk_size = calloc(nchunks, sizeof(*s->chunk_size));
 	s->chunk_mask = calloc(nchunks, sizeof(*s->chunk_mask));
 	if (!s->chunk_off || !s->chunk_size || !s->chunk_mask)
-		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s:%s: out of memory for %llu chunks",
-				s->path, s->dataset, (unsigned long long)nchunks);
+		return dsv_errf_at(o->eb, DSV_ERR_NOMEM, s->path, s->dataset,
+				   "out of memory for %llu chunks", (unsigned long long)nchunks);
 
 	for (uint64_t i = 0; i < nchunks; i++) {
 		unsigned mask = 0;
@@ -250,15 +250,16 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 			 * these pages are never touched. */
 			void *p = realloc(probe, (size_t)size);
 			if (!p) {
-				err = dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
+				err = dsv_errf_at(o->eb, DSV_ERR_NOMEM, s->path, NULL,
+						  "out of memory");
 				goto out;
 			}
 			probe = p;
 			probe_cap = (size_t)size;
 		}
 		if (dsv_h5_locate_chunk(o->dset, coord, size, probe, &addr, &mask) < 0) {
-			err = dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: cannot locate chunk %llu",
-				       s->path, s->dataset, (unsigned long long)i);
+			err = dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+					  "cannot locate chunk %llu", (unsigned long long)i);
 			goto out;
 		}
 		int c_lz4 = lz4 && !(mask & (1u << s->lz4_filter_bit));
@@ -277,20 +278,19 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 		allocated++;
 		continue;
 bad_size:
-		err = dsv_errf(o->eb, DSV_ERR_FORMAT,
-			       "%s:%s: chunk %llu has an impossible size (%llu bytes, raw %llu)",
-			       s->path, s->dataset, (unsigned long long)i,
-			       (unsigned long long)size, (unsigned long long)raw);
+		err = dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+				  "chunk %llu has an impossible size (%llu bytes, raw %llu)",
+				  (unsigned long long)i, (unsigned long long)size,
+				  (unsigned long long)raw);
 		goto out;
 	}
 	/* Serving fill values where the file has data would be silent
 	 * corruption: the library's own count must agree with ours. */
 	hsize_t counted = 0;
 	if (H5Dget_num_chunks(o->dset, o->space, &counted) < 0 || counted != allocated)
-		err = dsv_errf(o->eb, DSV_ERR_FORMAT,
-			       "%s:%s: chunk index inconsistent (%llu chunks found, %llu counted)",
-			       s->path, s->dataset, (unsigned long long)allocated,
-			       (unsigned long long)counted);
+		err = dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+				  "chunk index inconsistent (%llu chunks found, %llu counted)",
+				  (unsigned long long)allocated, (unsigned long long)counted);
 out:
 	free(probe);
 	return err;
@@ -313,8 +313,8 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	uint64_t celems = 1; /* elements in a chunk; UINT64_MAX: too many */
 
 	if (H5Pget_chunk(o->dcpl, DSV_MAX_DIMS, cdims) != ndim || cdims[0] == 0)
-		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: bad chunk dimensions",
-				s->path, s->dataset);
+		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+				   "bad chunk dimensions");
 	for (int k = 0; k < ndim; k++) {
 		if (k > 0 && cdims[k] != o->dims[k])
 			whole_rows = 0;
@@ -327,8 +327,8 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 
 	nf = H5Pget_nfilters(o->dcpl);
 	if (nf < 0 || nf > (int)(sizeof(ids) / sizeof(ids[0])))
-		return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter pipeline",
-				s->path, s->dataset);
+		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+				   "unreadable filter pipeline");
 	for (int i = 0; i < nf; i++) {
 		unsigned flags;
 		char name[64];
@@ -336,12 +336,14 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncds[i], cds[i], sizeof(name),
 					name, NULL);
 		if (ids[i] < 0)
-			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter %d",
-					s->path, s->dataset, i);
-		if (!dsv_h5_filter_params_ok(ids[i], cds[i], ncds[i], celems, H5Tget_size(o->ftype)))
-			return dsv_errf(o->eb, DSV_ERR_FORMAT, "%s:%s: filter %s parameters do not "
-					"match the chunk (damaged file?)", s->path, s->dataset,
-					filter_name(ids[i]));
+			return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+					   "unreadable filter %d", i);
+		if (!dsv_h5_filter_params_ok(ids[i], cds[i], ncds[i], celems,
+					     H5Tget_size(o->ftype)))
+			return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
+					   "filter %s parameters do not match the chunk "
+					   "(damaged file?)",
+					   filter_name(ids[i]));
 	}
 	fast_pipe = nf == 0 ||
 		    (nf == 1 && (ids[0] == DSV_H5Z_FILTER_LZ4 || ids[0] == H5Z_FILTER_FLETCHER32)) ||
@@ -375,10 +377,10 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		unsigned cfg = 0;
 		if (H5Zfilter_avail(ids[i]) <= 0 || H5Zget_filter_info(ids[i], &cfg) < 0 ||
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
-			return dsv_errf(o->eb, DSV_ERR_UNSUPPORTED,
-					"%s:%s: filter %d (%s) is not available (dsview never "
-					"loads filter plugins)", s->path, s->dataset,
-					(int)ids[i], filter_name(ids[i]));
+			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
+					   "filter %d (%s) is not available (dsview never loads "
+					   "filter plugins)",
+					   (int)ids[i], filter_name(ids[i]));
 	}
 	if (o->conv)
 		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv_why);
@@ -388,9 +390,10 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else
 		why_filters(o, ids, nf);
-	if (!(o->cc = dsv_h5_chunk_check_new(ndim, o->dims, cdims, H5Tget_size(o->ftype), celems, nf, ids,
-						(const unsigned (*)[DSV_H5_MAX_CD])cds, ncds, opts)))
-		return dsv_errf(o->eb, DSV_ERR_NOMEM, "%s: out of memory", s->path);
+	o->cc = dsv_h5_chunk_check_new(ndim, o->dims, cdims, H5Tget_size(o->ftype), celems, nf,
+				       ids, (const unsigned (*)[DSV_H5_MAX_CD])cds, ncds, opts);
+	if (!o->cc)
+		return dsv_errf_at(o->eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
 	*fallback = 1;
 	return 0;
 }
@@ -408,13 +411,13 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 
 	*out = NULL;
 	if (!path || !dataset || !*dataset)
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: no dataset given", path ? path : "");
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path ? path : "", NULL, "no dataset given");
 	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/",
 			     dataset) >= sizeof(dname))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: dataset path too long", path);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "dataset path too long");
 	s = dsv_source_alloc(path, dname);
 	if (!s)
-		return dsv_errf(eb, DSV_ERR_NOMEM, "%s: out of memory", path);
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	o.s = s;
 	o.eb = eb;
 	/* Our own descriptor first: it gives the clearest "no such file". */
@@ -426,12 +429,12 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 
 	o.lapl = dsv_h5_lock() < 0 ? -1 : dsv_h5_make_lapl(H5P_LINK_ACCESS);
 	if (o.lapl < 0) {
-		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
 		goto out_h5;
 	}
 	o.file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 	if (o.file < 0) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged");
 		goto out_h5;
 	}
 	err = dsv_h5_check_links(o.file, o.lapl, s->path, dname, eb);
@@ -439,63 +442,62 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		goto out_h5;
 	o.dset = H5Oopen(o.file, dname, o.lapl);
 	if (o.dset < 0) {
-		err = dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: cannot open", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_NOTFOUND, path, dname, "cannot open");
 		goto out_h5;
 	}
 	if (H5Iget_type(o.dset) != H5I_DATASET) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: not a dataset", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, dname, "not a dataset");
 		goto out_h5;
 	}
 	o.dcpl = H5Dget_create_plist(o.dset);
 	o.ftype = H5Dget_type(o.dset);
 	o.space = H5Dget_space(o.dset);
 	if (o.dcpl < 0 || o.ftype < 0 || o.space < 0) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable dataset header", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "unreadable dataset header");
 		goto out_h5;
 	}
 
 	/* Refusals come first: they hold whatever the type or layout. */
 	layout = H5Pget_layout(o.dcpl);
 	if (layout == H5D_VIRTUAL) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: virtual dataset refused", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "virtual dataset refused");
 		goto out_h5;
 	}
 	if (H5Pget_external_count(o.dcpl) != 0) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-			       "%s:%s: external storage refused (the data lives in other files)",
-			       path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				  "external storage refused (the data lives in other files)");
 		goto out_h5;
 	}
 	err = classify_type(o.ftype, &s->info.dtype, &o.conv, o.conv_why, sizeof(o.conv_why));
 	if (err) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-			       "%s:%s: unsupported element type %s (dsview serves uint8, int8, "
-			       "uint16, int16, uint32, int32, float16, float32, float64)",
-			       path, dname, o.conv_why);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				  "unsupported element type %s (dsview serves uint8, int8, "
+				  "uint16, int16, uint32, int32, float16, float32, float64)",
+				  o.conv_why);
 		goto out_h5;
 	}
 	switch (H5Sget_simple_extent_type(o.space)) {
 	case H5S_SIMPLE:
 		break;
 	case H5S_SCALAR:
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: scalar datasets are not supported",
-			       path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				  "scalar datasets are not supported");
 		goto out_h5;
 	default:
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: dataset has no dataspace", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "dataset has no dataspace");
 		goto out_h5;
 	}
 	ndim = H5Sget_simple_extent_ndims(o.space);
 	if (ndim < 1 || ndim > DSV_MAX_DIMS ||
 	    H5Sget_simple_extent_dims(o.space, o.dims, NULL) != ndim) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: bad rank", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "bad rank");
 		goto out_h5;
 	}
 	for (int k = 0; k < ndim; k++)
 		shape[k] = o.dims[k];
 	if (dsv_source_set_shape(s, ndim, shape)) {
-		err = dsv_errf(eb, DSV_ERR_OVERFLOW, "%s:%s: shape too large (more than 2^63 bytes)",
-			       path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, dname,
+				  "shape too large (more than 2^63 bytes)");
 		goto out_h5;
 	}
 
@@ -516,7 +518,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 			break;
 		}
 		if (dsv_add_u64(off, nbytes, &end) || end > s->file_size) {
-			err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: data past end of file", path, dname);
+			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "data past end of file");
 			goto out_h5;
 		}
 		s->data_offset = off;
@@ -535,7 +537,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		snprintf(s->h5_why, sizeof(s->h5_why), "compact layout");
 		break;
 	default:
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s:%s: unknown layout", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "unknown layout");
 		goto out_h5;
 	}
 
@@ -557,12 +559,12 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		/* Keep the handles: the read path will need the library. */
 		err = dsv_h5_keep(s, &o.file, &o.dset, &o.cc);
 		if (err == DSV_ERR_NOMEM) {
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "%s: out of memory", path);
+			err = dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 			goto out_h5;
 		}
 		if (err) {
-			err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s:%s: no memory type for %s", path,
-				       dname, dsv_dtype_name(s->info.dtype));
+			err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, dname,
+					  "no memory type for %s", dsv_dtype_name(s->info.dtype));
 			goto out_h5;
 		}
 	}

@@ -102,18 +102,18 @@ int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, size_t 
 		return err;
 
 	if (dsv_h5_lock() < 0) {
-		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
 		goto out;
 	}
 	file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 	if (file < 0) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged");
 		goto out;
 	}
 	if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, list_cb, &l) < 0) {
 		err = l.err ? l.err : DSV_ERR_FORMAT;
-		err = dsv_errf(eb, err, "%s: cannot list datasets%s", path,
-			       err == DSV_ERR_OVERFLOW ? " (too many)" : "");
+		err = dsv_errf_at(eb, err, path, NULL, "cannot list datasets%s",
+				  err == DSV_ERR_OVERFLOW ? " (too many)" : "");
 	}
 	H5Fclose(file);
 out:

@@ -36,13 +36,13 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb)
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0) {
 		int e = errno;
-		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO,
-				"%s: %s", s->path, strerror(e));
+		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, s->path, NULL,
+				   "%s", strerror(e));
 	}
 	if (fstat(s->fd, &st) < 0)
-		return dsv_errf(eb, DSV_ERR_IO, "%s: %s", s->path, strerror(errno));
+		return dsv_errf_at(eb, DSV_ERR_IO, s->path, NULL, "%s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", s->path);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, s->path, NULL, "not a regular file");
 	s->file_size = (uint64_t)st.st_size;
 	s->info.mtime = st.st_mtim;
 	return 0;

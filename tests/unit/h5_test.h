@@ -103,8 +103,15 @@ static inline int open_err(const char *file, const char *dset, const char *want_
 	assert_true(err < 0);
 	if (want_msg && !strstr(eb.msg, want_msg))
 		fail_msg("message '%s' lacks '%s'", eb.msg, want_msg);
-	/* Every message names the file. */
+	/* Every message names the file, and is composed of the error's
+	 * fields: the file, the dataset (if any) and the reason alone. */
 	assert_non_null(strstr(eb.msg, file));
+	assert_string_equal(eb.file, p);
+	char want[4096];
+	snprintf(want, sizeof(want), "%s%s%s: %s", eb.file, eb.where[0] ? ":" : "", eb.where,
+		 eb.reason);
+	assert_string_equal(eb.msg, want);
+	assert_null(strstr(eb.reason, p));
 	return err;
 }
 
