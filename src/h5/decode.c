@@ -14,22 +14,45 @@
  * inflate() below is the one it gets, and libaec's SZ_BufftoBuffDecompress
  * for szip, interposed the same way. The sizes are set per fallback read,
  * under the global lock; 0 means not checked.
+ *
+ * The interposed functions are the whole process's, though: anything else
+ * calling inflate (another library, a test) gets ours too. So the checks
+ * apply only to the thread that holds the HDF5 lock, which is the only
+ * one the library runs in and the only one that writes the expected
+ * sizes; every other caller goes straight to the real function, found
+ * once under pthread_once (no unlocked write, and no call before the
+ * library's set-up fails).
  */
 #include <hdf5.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <zlib.h>
 
 #include "dsview/codec.h"
 #include "h5/h5.h"
 
-static size_t expect_deflate, expect_lz4, expect_szip;
-static int (*real_inflate)(z_streamp, int); /* set in dsv_h5_decode_init() */
+static size_t expect_deflate, expect_lz4, expect_szip; /* under the lock */
+
+typedef int (*inflate_fn)(z_streamp, int);
+typedef int (*szip_fn)(void *, size_t *, const void *, size_t, void *);
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static inflate_fn real_inflate;
+static szip_fn real_szip;
+
+static void find_real(void)
+{
+	*(void **)&real_inflate = dlsym(RTLD_NEXT, "inflate");
+	*(void **)&real_szip = dlsym(RTLD_NEXT, "SZ_BufftoBuffDecompress");
+}
 
 int inflate(z_streamp strm, int flush)
 {
+	pthread_once(&real_once, find_real);
 	int rc = real_inflate ? real_inflate(strm, flush) : Z_STREAM_ERROR;
+	if (!dsv_h5_lock_held())
+		return rc;
 	if (expect_deflate && (rc == Z_OK || rc == Z_STREAM_END) &&
 	    (strm->total_out > expect_deflate ||
 	     (rc == Z_STREAM_END && strm->total_out != expect_deflate)))
@@ -46,13 +69,12 @@ int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, siz
 int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, size_t sourceLen,
 			    void *param)
 {
-	static int (*real)(void *, size_t *, const void *, size_t, void *);
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "SZ_BufftoBuffDecompress");
-	if (!real || (expect_szip && *destLen != expect_szip))
+	pthread_once(&real_once, find_real);
+	size_t want = dsv_h5_lock_held() ? expect_szip : 0;
+	if (!real_szip || (want && *destLen != want))
 		return -1; /* SZ_PARAM_ERROR: the library fails the read */
-	int rc = real(dest, destLen, source, sourceLen, param);
-	if (rc == 0 && expect_szip && *destLen != expect_szip)
+	int rc = real_szip(dest, destLen, source, sourceLen, param);
+	if (rc == 0 && want && *destLen != want)
 		return -1;
 	return rc;
 }
@@ -108,7 +130,6 @@ static const H5Z_class2_t lz4_class = {
 
 herr_t dsv_h5_decode_init(void)
 {
-	real_inflate = (int (*)(z_streamp, int))dlsym(RTLD_NEXT, "inflate");
 	return H5Zregister(&lz4_class);
 }
 

@@ -38,6 +38,8 @@
  * work then. */
 int dsv_h5_lock(void);
 void dsv_h5_unlock(void);
+/* 1 if the calling thread holds the lock. */
+int dsv_h5_lock_held(void);
 /* A file access property list for H5Fopen of untrusted files through the
  * read-only driver; valid while the lock is held and dsv_h5_lock gave 0. */
 hid_t dsv_h5_ro_fapl(void);
@@ -106,7 +108,7 @@ int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uin
 
 /* decode.c */
 
-/* Registers dsview's LZ4 filter (32004) and finds zlib's own inflate.
+/* Registers dsview's LZ4 filter (32004).
  * @return as H5Zregister. Called once, by dsv_h5_lock's set-up. */
 herr_t dsv_h5_decode_init(void);
 /* The exact decoded sizes the next library read must see from inflate,

@@ -18,10 +18,15 @@
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 static int h5_ready;       /* under h5_lock */
 static hid_t ro_fapl = -1; /* file access list selecting the driver */
+/* Set while this thread holds h5_lock: the decoders decode.c interposes
+ * for the library check sizes only for the lock holder (the library's
+ * own calls); every other caller gets zlib's and libaec's functions. */
+static __thread int h5_held;
 
 int dsv_h5_lock(void)
 {
 	pthread_mutex_lock(&h5_lock);
+	h5_held = 1;
 	if (!h5_ready) {
 		/* No teardown at exit: after a failed flush (a full disk while
 		 * packing) HDF5 1.10 keeps the file open and crashes closing it
@@ -43,7 +48,13 @@ int dsv_h5_lock(void)
 
 void dsv_h5_unlock(void)
 {
+	h5_held = 0;
 	pthread_mutex_unlock(&h5_lock);
+}
+
+int dsv_h5_lock_held(void)
+{
+	return h5_held;
 }
 
 hid_t dsv_h5_ro_fapl(void)

@@ -4,6 +4,9 @@
  * not fit the chunk.
  */
 #include "h5_test.h"
+#include "h5/h5.h"
+
+#include <zlib.h>
 
 /* One dataset (12, 8) int16 in (3, 4) chunks with dcpl's filters; chunk
  * (3, 4) is then rewritten as `len` bytes of junk with filter mask `mask`
@@ -135,9 +138,68 @@ static void test_nbit_parameters_must_fit_the_chunk(void **state)
 			 DSV_ERR_FORMAT);
 }
 
+/* zlib's inflate is interposed for the library (src/h5/decode.c); any
+ * other inflate in the process must be zlib's own: from a thread that
+ * does not hold the HDF5 lock, before the library was ever set up, and
+ * while another thread holds the lock with size checks armed. */
+typedef struct unz_arg {
+	const Bytef *z;
+	uLong zlen;
+	const uint8_t *want;
+	size_t n;
+	int rc;
+} unz_arg;
+
+static void *uncompress_thread(void *p)
+{
+	unz_arg *u = p;
+	static uint8_t out[4096];
+	uLongf olen = sizeof(out);
+	u->rc = uncompress(out, &olen, u->z, u->zlen);
+	if (u->rc == Z_OK && (olen != u->n || memcmp(out, u->want, u->n) != 0))
+		u->rc = Z_DATA_ERROR;
+	return NULL;
+}
+
+static int uncompress_in_thread(unz_arg *u)
+{
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, uncompress_thread, u), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	return u->rc;
+}
+
+static void test_inflate_outside_the_lock_is_zlibs(void **state)
+{
+	static uint8_t raw[1000];
+	static Bytef z[2048];
+	uLongf zlen = sizeof(z);
+	(void)state;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (uint8_t)(i * 7 % 13);
+	assert_int_equal(compress(z, &zlen, raw, sizeof(raw)), Z_OK);
+	unz_arg u = { z, zlen, raw, sizeof(raw), -1 };
+
+	/* First: no HDF5 call yet in this process (this test runs first). */
+	assert_int_equal(uncompress_in_thread(&u), Z_OK);
+
+	/* Another thread holds the lock, a fallback read's sizes armed. */
+	(void)dsv_h5_lock();
+	dsv_h5_decode_arm(24, 0, 0);
+	assert_int_equal(uncompress_in_thread(&u), Z_OK);
+	/* The lock holder itself is still held to the size. */
+	u.rc = -1;
+	uncompress_thread(&u);
+	assert_int_equal(u.rc, Z_DATA_ERROR);
+	dsv_h5_decode_disarm();
+	dsv_h5_unlock();
+	assert_int_equal(uncompress_in_thread(&u), Z_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_inflate_outside_the_lock_is_zlibs), /* first */
 		cmocka_unit_test(test_library_chunks_of_the_wrong_size),
 		cmocka_unit_test(test_nbit_parameters_must_fit_the_chunk),
 	};
