@@ -11,7 +11,9 @@
  * leaves with _exit(), so nothing the parent owns is flushed or closed
  * twice. Results are remembered per (device, inode, size, mtime) in a
  * small ring under probe_lock; probe_lock is taken before the HDF5 lock,
- * never after.
+ * never after. When the child cannot be probed (fork fails) or its end
+ * cannot be learnt (waitpid fails: a process that ignores SIGCHLD), the
+ * file is opened unprobed and nothing is remembered.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "h5/h5.h"
 
 /* Files probed in this process (a small ring: a manifest names few files). */
@@ -58,8 +61,8 @@ static void probe_child(const char *path, dsv_h5_probe_fn work)
 static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn work,
 		      dsv_errbuf *eb)
 {
-	int status, sig = 0;
-	pid_t pid;
+	int status = 0, sig = 0;
+	pid_t pid, r;
 
 	if (in_probe)
 		return 0;
@@ -85,8 +88,19 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 		pthread_mutex_unlock(&probe_lock);
 		return 0; /* cannot probe: go on unprotected, as before */
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
+	if (r < 0) {
+		/* ECHILD: this process ignores SIGCHLD, so the child was
+		 * reaped for us and how it ended is unknowable. That is no
+		 * verdict on the file: go on unprobed, as when fork fails,
+		 * and remember nothing, so a later probe can still tell. */
+		int e = errno;
+		pthread_mutex_unlock(&probe_lock);
+		dsv_log_warn("%s: cannot wait for the HDF5 probe (%s); opening it unprobed", path,
+			     strerror(e));
+		return 0;
+	}
 	if (WIFSIGNALED(status))
 		sig = WTERMSIG(status);
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

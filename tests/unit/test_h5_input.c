@@ -4,6 +4,9 @@
  * that are not HDF5 at all.
  */
 #include "h5_test.h"
+#include "h5/h5.h"
+
+#include <signal.h>
 
 static void test_links(void **state)
 {
@@ -153,6 +156,55 @@ static void test_bad_files(void **state)
 	assert_null(s);
 }
 
+static void probe_nothing(const char *path)
+{
+	(void)path;
+}
+
+static void probe_crash(const char *path)
+{
+	(void)path;
+	raise(SIGSEGV);
+}
+
+/* Leaves 0xff bytes where the probe's locals will be, so a status it
+ * never received reads as a death by signal, not as a lucky 0. */
+static void __attribute__((noinline)) dirty_stack(void)
+{
+	volatile unsigned char junk[8192];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0xff;
+}
+
+/* A process that ignores SIGCHLD has its children reaped for it, and
+ * waitpid fails with ECHILD: the probe cannot know how its child ended.
+ * That is not evidence of damage (and must not be remembered as a
+ * verdict on the file): the file is opened unprobed, as when fork fails. */
+static void test_probe_when_waitpid_fails(void **state)
+{
+	char p[256];
+	dsv_errbuf eb = { 0 };
+	hsize_t dims[] = { 4 };
+	uint8_t a[4] = { 1, 2, 3, 4 };
+	(void)state;
+	hid_t f = new_file("waitpid.h5", 0);
+	hid_t d = mkds(f, "x", H5T_STD_U8LE, 1, dims, NULL, H5P_DEFAULT);
+	assert_int_equal(H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, a), 0);
+	H5Dclose(d);
+	H5Fclose(f);
+	tpath(p, sizeof(p), "waitpid.h5");
+
+	void (*old)(int) = signal(SIGCHLD, SIG_IGN);
+	dirty_stack();
+	int err = dsv_h5_check_input(p, probe_nothing, &eb);
+	signal(SIGCHLD, old);
+	if (err)
+		fail_msg("probe with SIGCHLD ignored: %d %s", err, eb.msg);
+	/* Not remembered: a probe that can wait still meets the crash. */
+	assert_int_equal(dsv_h5_check_input(p, probe_crash, &eb), DSV_ERR_FORMAT);
+	assert_non_null(strstr(eb.reason, "damaged HDF5 file"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -160,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_external_storage_refused),
 		cmocka_unit_test(test_unsupported_types),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_probe_when_waitpid_fails),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
