@@ -35,6 +35,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -57,6 +58,8 @@ static struct {
 	size_t size;
 } ro_probe;
 
+void (*dsv_h5_ro_open_hook)(const char *name);
+
 /* Largest address a 64-bit off_t reaches. */
 #define RO_MAXADDR ((haddr_t)INT64_MAX)
 
@@ -70,6 +73,8 @@ static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t max
 	if ((flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT)) || maxaddr == 0 ||
 	    maxaddr == HADDR_UNDEF || maxaddr > RO_MAXADDR)
 		return NULL;
+	if (dsv_h5_ro_open_hook)
+		dsv_h5_ro_open_hook(name);
 	fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -201,6 +206,21 @@ static const H5FD_class_t ro_class = {
 	.write = ro_write,
 	.fl_map = H5FD_FLMAP_DICHOTOMY,
 };
+int dsv_h5_same_file(hid_t file, int fd)
+{
+	struct stat st;
+	void *handle = NULL;
+	const ro_file *f;
+
+	if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || !handle)
+		return DSV_ERR_INTERNAL;
+	/* ro_get_handle gives &ro_file.fd */
+	f = (const ro_file *)((const char *)handle - offsetof(ro_file, fd));
+	if (fstat(fd, &st) < 0)
+		return DSV_ERR_IO;
+	return f->dev == st.st_dev && f->ino == st.st_ino;
+}
+
 hid_t dsv_h5_ro_register(void)
 {
 	hid_t drv = H5FDregister(&ro_class);

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
@@ -48,6 +49,8 @@
 /* Sanity caps on what a file may ask of us before we allocate. */
 #define H5_MAX_CHUNKS (1ull << 28)
 #define H5_MAX_PATH 4096
+/* Opens of a file that keeps being replaced before we give up. */
+#define H5_OPEN_TRIES 3
 /* A fallback chunk is aligned to the file's own chunk bands when a band is
  * at most this big, so one dsview chunk never decodes an HDF5 chunk twice. */
 #define H5_MAX_BAND_BYTES (16u << 20)
@@ -420,22 +423,49 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	o.s = s;
 	o.eb = eb;
-	/* Our own descriptor first: it gives the clearest "no such file". */
-	err = dsv_source_open_file(s, eb);
-	if (!err)
-		err = dsv_h5_probe(path, dsv_h5_probe_all, eb);
-	if (err)
-		goto out_source;
+	/* pread's descriptor and the library's handle are opened by path
+	 * one after the other; a file renamed over path in between (`dsview
+	 * pack --force` of the same output) would get the new file's chunk
+	 * map applied to the old file's bytes. So both must be one file
+	 * (device and inode), else both are opened again. */
+	for (int tries = 1;; tries++) {
+		/* Our own descriptor first: it gives the clearest "no such file". */
+		err = dsv_source_open_file(s, eb);
+		if (!err)
+			err = dsv_h5_probe(path, dsv_h5_probe_all, eb);
+		if (err)
+			goto out_source;
 
-	o.lapl = dsv_h5_lock() < 0 ? -1 : dsv_h5_make_lapl(H5P_LINK_ACCESS);
-	if (o.lapl < 0) {
-		err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
-		goto out_h5;
-	}
-	o.file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
-	if (o.file < 0) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged");
-		goto out_h5;
+		o.lapl = dsv_h5_lock() < 0 ? -1 : dsv_h5_make_lapl(H5P_LINK_ACCESS);
+		if (o.lapl < 0) {
+			err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
+			goto out_h5;
+		}
+		o.file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
+		if (o.file < 0) {
+			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
+					  "not an HDF5 file, or damaged");
+			goto out_h5;
+		}
+		err = dsv_h5_same_file(o.file, s->fd);
+		if (err == 1)
+			break;
+		if (err < 0) {
+			err = dsv_errf_at(eb, err, path, NULL, "cannot tell which file HDF5 opened");
+			goto out_h5;
+		}
+		if (tries == H5_OPEN_TRIES) {
+			err = dsv_errf_at(eb, DSV_ERR_IO, path, NULL,
+					  "the file was replaced while it was being opened "
+					  "(%d times); try again", tries);
+			goto out_h5;
+		}
+		H5Fclose(o.file);
+		H5Pclose(o.lapl);
+		o.file = o.lapl = -1;
+		dsv_h5_unlock();
+		close(s->fd);
+		s->fd = -1;
 	}
 	err = dsv_h5_check_links(o.file, o.lapl, s->path, dname, eb);
 	if (err)

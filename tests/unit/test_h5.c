@@ -6,6 +6,7 @@
  * through dsv_source_read_chunk and compared.
  */
 #include "h5_test.h"
+#include "h5/h5.h"
 
 static void test_contiguous(void **state)
 {
@@ -455,6 +456,58 @@ static void test_scratch_size_fletcher_only(void **state)
 	}
 }
 
+/* A file renamed over the source between the descriptor pread uses and
+ * the library's own open (`dsview pack --force` of the same output): the
+ * new file's chunk map must never be applied to the old file's bytes. */
+static pid_t swap_pid;
+static int swap_left;
+
+static void swap_hook(const char *name)
+{
+	char p[256];
+	if (getpid() != swap_pid || swap_left == 0 || !strstr(name, "swap.h5"))
+		return;
+	swap_left--;
+	assert_int_equal(rename(tpath(p, sizeof(p), "swap_new.h5"), name), 0);
+}
+
+static void test_file_replaced_while_opening(void **state)
+{
+	static int16_t olda[64], newa[64];
+	hsize_t dims[] = { 64 }, pad[] = { 1000 };
+	(void)state;
+	for (int i = 0; i < 64; i++) {
+		olda[i] = (int16_t)i;
+		newa[i] = (int16_t)(1000 - 3 * i);
+	}
+	hid_t f = new_file("swap.h5", 0);
+	hid_t d = mkds(f, "x", H5T_STD_I16LE, 1, dims, NULL, H5P_DEFAULT);
+	assert_int_equal(H5Dwrite(d, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, olda), 0);
+	H5Dclose(d);
+	H5Fclose(f);
+	/* The same dataset elsewhere in the file, with other values. */
+	f = new_file("swap_new.h5", 0);
+	static int16_t zeros[1000];
+	d = mkds(f, "pad", H5T_STD_I16LE, 1, pad, NULL, H5P_DEFAULT);
+	assert_int_equal(H5Dwrite(d, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros), 0);
+	H5Dclose(d);
+	d = mkds(f, "x", H5T_STD_I16LE, 1, dims, NULL, H5P_DEFAULT);
+	assert_int_equal(H5Dwrite(d, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, newa), 0);
+	H5Dclose(d);
+	H5Fclose(f);
+
+	swap_pid = getpid();
+	swap_left = 1;
+	dsv_h5_ro_open_hook = swap_hook;
+	dsv_source *s = open_ok("swap.h5", "/x");
+	dsv_h5_ro_open_hook = NULL;
+	assert_int_equal(swap_left, 0);
+	/* Opened again, consistently: the new file's bytes. */
+	check_info(s, DSV_SRC_H5_CONTIGUOUS, DSV_I16, 1, (uint64_t[]){ 64 }, 1);
+	read_check(s, newa, sizeof(newa));
+	dsv_source_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_many_chunks_open_fast),
 		cmocka_unit_test(test_hdf5plugin_fixture),
 		cmocka_unit_test(test_scratch_size_fletcher_only),
+		cmocka_unit_test(test_file_replaced_while_opening),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
