@@ -2,17 +2,17 @@
  * What `dsview info` shows about one HDF5 dataset beyond what a source
  * records: the element type as stored, the layout, the chunk shape, the
  * filter pipeline, the bytes the data occupies in the file, and the dsview
- * store attribute (DSV_STORE_ATTR in pack.h) when the dataset has one.
+ * store attribute (DSV_STORE_ATTR below) when the dataset has one.
  * Only the dataset's header is read, never its data, so a dataset dsview
  * refuses to serve (external storage, a plugin-only filter, a string
  * type) can still be described.
  *
- * Trust is as for sources (h5.c): the file is opened through dsview's
+ * Trust is as for sources (src/source/h5.c): the file is opened through dsview's
  * read-only driver, filter plugins are never loaded, and no external link
  * is ever traversed (the path walk refuses them by name and the link
  * access list denies any the walk did not foresee).
  *
- * Thread safety: every call takes the global HDF5 lock (h5_i.h) for its
+ * Thread safety: every call takes the global HDF5 lock (src/h5/h5.h) for its
  * whole duration; descriptions are plain data owned by the caller.
  */
 #ifndef DSVIEW_H5INFO_H
@@ -31,7 +31,14 @@ typedef enum dsv_h5_layout {
 	DSV_H5_LAYOUT_OTHER,
 } dsv_h5_layout;
 
-#define DSV_H5_MAX_FILTERS 16
+/* The name of the string attribute that makes a dataset a dsview store
+ * (written by pack, read by info and verify; see dsview/pack.h). */
+#define DSV_STORE_ATTR "dsview"
+
+/* Filters in one pipeline: HDF5's own limit (H5Z_MAX_NFILTERS, checked in
+ * src/h5/guard.c), so any pipeline the library accepts can be described. */
+#define DSV_H5_MAX_FILTERS 32
+/* Client data values kept per filter. */
 #define DSV_H5_MAX_CD 8
 /* The store attribute is a few hundred bytes; anything beyond this is
  * not one we print. */

@@ -28,8 +28,8 @@
 #include <stdint.h>
 
 #include "dsview/dsview.h"
+#include "dsview/h5info.h" /* DSV_STORE_ATTR */
 
-#define DSV_STORE_ATTR "dsview"
 #define DSV_STORE_FORMAT "dsview-store"
 #define DSV_STORE_FORMAT_VERSION 1
 #define DSV_PACK_DEFAULT_CHUNK (1u << 20)

@@ -34,8 +34,8 @@
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
+#include "h5/h5.h"
 #include "pack/pack_i.h"
-#include "source/h5_i.h"
 
 void dsv_pack_opts_init(dsv_pack_opts *o)
 {

@@ -18,8 +18,8 @@
 
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
-#include "dsview/pack.h"
-#include "source/h5_i.h"
+#include "h5/h5.h"
+#include "source/h5_src.h"
 
 #define INFO_MAX_PATH 4096
 
@@ -91,13 +91,14 @@ static int open_failed(const char *path, dsv_errbuf *eb)
 	open_why w = { "", 0 };
 	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
 	if (w.truncated)
-		return dsv_errf(eb, DSV_ERR_TRUNCATED,
-				"%s: truncated: the file is shorter than its HDF5 superblock "
-				"says (%s)", path, w.desc);
+		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
+				   "truncated: the file is shorter than its HDF5 superblock "
+				   "says (%s)",
+				   w.desc);
 	if (w.desc[0])
-		return dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged (%s)", path,
-				w.desc);
-	return dsv_errf(eb, DSV_ERR_FORMAT, "%s: not an HDF5 file, or damaged", path);
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
+				   "not an HDF5 file, or damaged (%s)", w.desc);
+	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged");
 }
 
 int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
@@ -105,10 +106,10 @@ int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
 	hid_t file;
 	int err = 0;
 
-	if ((err = dsv_h5_check_input(path, eb)))
+	if ((err = dsv_h5_check_input(path, dsv_h5_probe_all, eb)))
 		return err;
 	if (dsv_h5_lock() < 0) {
-		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
 	} else if ((file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl())) < 0) {
 		err = open_failed(path, eb);
 	} else {
@@ -249,16 +250,16 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	memset(d, 0, sizeof(*d));
 	d->chunks_written = -1;
 	if (!dataset || !*dataset)
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: no dataset given", path);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no dataset given");
 	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/",
 			     dataset) >= sizeof(dname))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: dataset path too long", path);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "dataset path too long");
 	/* Our own stat first: it gives the clearest "no such file". */
-	if ((err = dsv_h5_check_input(path, eb)))
+	if ((err = dsv_h5_check_input(path, dsv_h5_probe_all, eb)))
 		return err;
 
 	if (dsv_h5_lock() < 0 || (lapl = dsv_h5_make_lapl(H5P_LINK_ACCESS)) < 0) {
-		err = dsv_errf(eb, DSV_ERR_INTERNAL, "%s: HDF5 setup failed", path);
+		err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
 		goto out;
 	}
 	file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
@@ -270,16 +271,16 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 		goto out;
 	dset = H5Oopen(file, dname, lapl);
 	if (dset < 0) {
-		err = dsv_errf(eb, DSV_ERR_NOTFOUND, "%s:%s: cannot open", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_NOTFOUND, path, dname, "cannot open");
 		goto out;
 	}
 	if (H5Iget_type(dset) != H5I_DATASET) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s:%s: not a dataset", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, dname, "not a dataset");
 		goto out;
 	}
 	if ((dcpl = H5Dget_create_plist(dset)) < 0 || (ftype = H5Dget_type(dset)) < 0 ||
 	    (space = H5Dget_space(dset)) < 0) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable dataset header", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "unreadable dataset header");
 		goto out;
 	}
 
@@ -288,7 +289,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	ndim = H5Sget_simple_extent_ndims(space);
 	if (ndim < 0 || ndim > DSV_MAX_DIMS ||
 	    (ndim > 0 && H5Sget_simple_extent_dims(space, dims, NULL) != ndim)) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: bad rank", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "bad rank");
 		goto out;
 	}
 	d->ndim = ndim;
@@ -311,7 +312,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	if (d->layout == DSV_H5_LAYOUT_CHUNKED) {
 		hsize_t cdims[DSV_MAX_DIMS], n = 0;
 		if (H5Pget_chunk(dcpl, DSV_MAX_DIMS, cdims) != ndim) {
-			err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: bad chunk dimensions", path, dname);
+			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "bad chunk dimensions");
 			goto out;
 		}
 		for (int k = 0; k < ndim; k++)
@@ -321,7 +322,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 			d->chunks_written = (int64_t)n;
 	}
 	if (read_filters(dcpl, d) < 0) {
-		err = dsv_errf(eb, DSV_ERR_FORMAT, "%s:%s: unreadable filter pipeline", path, dname);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, dname, "unreadable filter pipeline");
 		goto out;
 	}
 	d->external_files = H5Pget_external_count(dcpl);

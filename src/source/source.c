@@ -37,7 +37,7 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb)
 	if (s->fd < 0) {
 		int e = errno;
 		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, s->path, NULL,
-				"%s", strerror(e));
+				   "%s", strerror(e));
 	}
 	if (fstat(s->fd, &st) < 0)
 		return dsv_errf_at(eb, DSV_ERR_IO, s->path, NULL, "%s", strerror(errno));

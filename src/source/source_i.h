@@ -64,7 +64,7 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
 /* Opens s->path read-only, fills fd, file_size, mtime. */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 
-/* Implemented in h5.c. */
+/* Implemented in h5_read.c. */
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			 void *dst, size_t dst_cap);
 

@@ -18,7 +18,7 @@
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "source/h5_i.h"
+#include "h5/h5.h"
 
 #define ROWS 1000
 #define COLS 37

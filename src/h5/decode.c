@@ -1,0 +1,146 @@
+/*
+ * Size limits on the decoders the HDF5 library runs for dsview's fallback
+ * reads (guard.c sets them per read, through dsv_h5_decode_arm).
+ *
+ * HDF5 1.10 copies a whole chunk out of whatever its filter pipeline
+ * returned, without checking the size: a gzip chunk that inflates to 24
+ * bytes of a 48-byte chunk is read 24 bytes past the end of a heap buffer
+ * (`make fuzz`), and `verify` said OK while the mount served those bytes
+ * as data. So the decoders the library runs for us must make exactly the
+ * size the dataset's chunk calls for: our LZ4 filter (32004, registered
+ * in-process so the library never needs a plugin for it), zlib's inflate,
+ * which the library's own (unreplaceable: H5Zregister refuses predefined
+ * ids) deflate filter calls through the dynamic linker, so this program's
+ * inflate() below is the one it gets, and libaec's SZ_BufftoBuffDecompress
+ * for szip, interposed the same way. The sizes are set per fallback read,
+ * under the global lock; 0 means not checked.
+ *
+ * The interposed functions are the whole process's, though: anything else
+ * calling inflate (another library, a test) gets ours too. So the checks
+ * apply only to the thread that holds the HDF5 lock, which is the only
+ * one the library runs in and the only one that writes the expected
+ * sizes; every other caller goes straight to the real function, found
+ * once under pthread_once (no unlocked write, and no call before the
+ * library's set-up fails).
+ */
+#include <hdf5.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <zlib.h>
+
+#include "dsview/codec.h"
+#include "h5/h5.h"
+
+static size_t expect_deflate, expect_lz4, expect_szip; /* under the lock */
+
+typedef int (*inflate_fn)(z_streamp, int);
+typedef int (*szip_fn)(void *, size_t *, const void *, size_t, void *);
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static inflate_fn real_inflate;
+static szip_fn real_szip;
+
+static void find_real(void)
+{
+	*(void **)&real_inflate = dlsym(RTLD_NEXT, "inflate");
+	*(void **)&real_szip = dlsym(RTLD_NEXT, "SZ_BufftoBuffDecompress");
+}
+
+int inflate(z_streamp strm, int flush)
+{
+	pthread_once(&real_once, find_real);
+	int rc = real_inflate ? real_inflate(strm, flush) : Z_STREAM_ERROR;
+	if (!dsv_h5_lock_held())
+		return rc;
+	if (expect_deflate && (rc == Z_OK || rc == Z_STREAM_END) &&
+	    (strm->total_out > expect_deflate ||
+	     (rc == Z_STREAM_END && strm->total_out != expect_deflate)))
+		return Z_DATA_ERROR;
+	return rc;
+}
+
+/* szip: the library takes the decoded size from the chunk's first 4 bytes
+ * and hands libsz (libaec) a buffer of that size; a chunk that claims less
+ * than a chunk is copied out whole just the same. Interposed like inflate;
+ * the parameter block is opaque here (libaec's SZ_com_t). */
+int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, size_t sourceLen,
+			    void *param);
+int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, size_t sourceLen,
+			    void *param)
+{
+	pthread_once(&real_once, find_real);
+	size_t want = dsv_h5_lock_held() ? expect_szip : 0;
+	if (!real_szip || (want && *destLen != want))
+		return -1; /* SZ_PARAM_ERROR: the library fails the read */
+	int rc = real_szip(dest, destLen, source, sourceLen, param);
+	if (rc == 0 && want && *destLen != want)
+		return -1;
+	return rc;
+}
+
+/* The LZ4 filter (32004) registered in-process, so that the library
+ * fallback (chunks that split rows, shuffle in front, big-endian data)
+ * decodes LZ4 with our bounds-checked codec instead of a plugin. Called by
+ * the library under the global lock. Returns the new size, 0 on failure. */
+static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
+			 size_t nbytes, size_t *buf_size, void **buf)
+{
+	uint64_t raw;
+	void *out;
+	int64_t n;
+
+	if (flags & H5Z_FLAG_REVERSE) {
+		/* An LZ4 block expands at most 255 times; a header claiming
+		 * more is hostile, and we refuse it before allocating. */
+		if (dsv_lz4_raw_size(*buf, nbytes, &raw) != 0 || raw == 0 ||
+		    raw / 256 > nbytes || raw > SIZE_MAX / 2 ||
+		    (expect_lz4 && raw != expect_lz4))
+			return 0;
+		out = H5allocate_memory((size_t)raw, 0);
+		if (!out)
+			return 0;
+		n = dsv_lz4_decode(out, (size_t)raw, *buf, nbytes);
+	} else {
+		size_t block = ncd > 0 && cd[0] > 0 ? cd[0] : DSV_LZ4_DEFAULT_BLOCK;
+		size_t cap = dsv_lz4_bound(nbytes, block);
+		out = cap ? H5allocate_memory(cap, 0) : NULL;
+		if (!out)
+			return 0;
+		n = dsv_lz4_encode(out, cap, *buf, nbytes, block, 0);
+	}
+	if (n <= 0) {
+		H5free_memory(out);
+		return 0;
+	}
+	H5free_memory(*buf);
+	*buf = out;
+	*buf_size = (size_t)n;
+	return (size_t)n;
+}
+
+static const H5Z_class2_t lz4_class = {
+	.version = H5Z_CLASS_T_VERS,
+	.id = DSV_H5Z_FILTER_LZ4,
+	.encoder_present = 1,
+	.decoder_present = 1,
+	.name = "lz4 (dsview)",
+	.filter = lz4_filter,
+};
+
+herr_t dsv_h5_decode_init(void)
+{
+	return H5Zregister(&lz4_class);
+}
+
+void dsv_h5_decode_arm(size_t deflate, size_t lz4, size_t szip)
+{
+	expect_deflate = deflate;
+	expect_lz4 = lz4;
+	expect_szip = szip;
+}
+
+void dsv_h5_decode_disarm(void)
+{
+	expect_deflate = expect_lz4 = expect_szip = 0;
+}

@@ -1,0 +1,136 @@
+/*
+ * The HDF5 layer: what every user of the HDF5 library in dsview (sources,
+ * `dsview info`, pack) shares. It sits below src/source/ and src/pack/ and
+ * includes neither.
+ *
+ *   lib.c     the one global lock and the library's set-up
+ *   driver.c  the read-only file driver; where a chunk's bytes are
+ *   probe.c   the fork probe: the library reads a file first in a child
+ *   guard.c   stored-chunk checks before the library decodes a chunk
+ *   decode.c  size limits on the decoders the library runs (zlib's
+ *             inflate, szip, our LZ4 filter)
+ *   links.c   the link walk that refuses external and user-defined links
+ *
+ * Thread safety: Debian's HDF5 1.10 is built thread-safe (H5_HAVE_THREADSAFE,
+ * "Threadsafety: yes" in libhdf5.settings), so the library serialises its own
+ * API calls. dsview still runs every HDF5 call between dsv_h5_lock() and
+ * dsv_h5_unlock(): its own state spans several library calls (the armed
+ * driver, the decoders' expected sizes, the probe's fork), and a build
+ * without thread safety must work too. No other dsview lock is taken while
+ * it is held. Everything below except dsv_h5_probe and dsv_h5_check_input
+ * is to be called with the lock held.
+ */
+#ifndef DSV_H5_H5_H
+#define DSV_H5_H5_H
+
+#include <hdf5.h>
+#include <stdint.h>
+
+#include "dsview/dsview.h"
+#include "dsview/h5info.h"
+
+/* lib.c */
+
+/* Takes the lock; the first caller also sets the library up: plugin
+ * loading off, automatic error printing off, dsview's LZ4 filter (32004)
+ * registered, the read-only driver registered. @return 0, or -1 (lock
+ * still taken) if the driver could not be set up; plain HDF5 calls still
+ * work then. */
+int dsv_h5_lock(void);
+void dsv_h5_unlock(void);
+/* 1 if the calling thread holds the lock. */
+int dsv_h5_lock_held(void);
+/* A file access property list for H5Fopen of untrusted files through the
+ * read-only driver; valid while the lock is held and dsv_h5_lock gave 0. */
+hid_t dsv_h5_ro_fapl(void);
+/* A new little-endian HDF5 type for dt (IEEE binary16 for DSV_F16), or -1;
+ * the caller closes it. */
+hid_t dsv_h5_type(dsv_dtype dt);
+
+/* driver.c */
+
+/* Registers the read-only driver. @return a file access list selecting
+ * it, or -1. Called once, by dsv_h5_lock's set-up. */
+hid_t dsv_h5_ro_register(void);
+/* Whether file, opened through dsv_h5_ro_fapl, is the file open as fd
+ * (same device and inode). @return 1 yes, 0 no, or a dsv_err. */
+int dsv_h5_same_file(hid_t file, int fd);
+/* For tests only: called with the file name just before the driver opens
+ * a file. NULL (the default) does nothing. */
+extern void (*dsv_h5_ro_open_hook)(const char *name);
+/* Where the stored bytes of the chunk at element offsets coord are:
+ * H5Dread_chunk does one index lookup and one raw-data read, which the
+ * armed driver records instead of doing. buf must hold size bytes
+ * (H5Dget_chunk_storage_size); it is not written. @return 0 with the
+ * absolute file offset in *addr and the chunk's filter mask in *mask, or
+ * -1 if the library did anything else. */
+int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf,
+			haddr_t *addr, unsigned *mask);
+
+/* probe.c */
+
+/* The work of a probe child: read path with the library as a mount or
+ * `info` would. It runs in a child process and need not clean up. */
+typedef void (*dsv_h5_probe_fn)(const char *path);
+/* Runs work(path) first in a child process. If the child dies (HDF5 1.10
+ * crashes on some damaged files), so would we: @return DSV_ERR_FORMAT
+ * with eb "path: damaged HDF5 file: ...". Each file (device, inode, size,
+ * mtime) is probed once per process; errors the library reports are left
+ * for the caller to meet itself. A missing file returns 0 (the caller
+ * reports it). Call without the lock. */
+int dsv_h5_probe(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb);
+/* Before the library opens path: our own stat, which gives the clearest
+ * message, then the probe. @return 0, or DSV_ERR_NOTFOUND/IO/INVALID/FORMAT
+ * with eb "path: reason". Call without the lock. */
+int dsv_h5_check_input(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb);
+
+/* guard.c */
+
+/* What the library will do with each stored chunk of one chunked dataset
+ * read through it; owned by the caller (dsv_h5_chunk_check_free). */
+typedef struct dsv_h5_chunk_check dsv_h5_chunk_check;
+/* ndim, dims, cdims: the dataset's and its chunks' shapes; type_size: the
+ * stored element size; elems: elements in a chunk (UINT64_MAX: too many);
+ * ids, cds, ncds: the nf filters of the pipeline, in encoding order, with
+ * their first DSV_H5_MAX_CD parameters (nf at most DSV_H5_MAX_FILTERS); opts: H5Pget_chunk_opts. @return
+ * NULL when out of memory. */
+dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const hsize_t *cdims,
+					   size_t type_size, uint64_t elems, int nf,
+					   const H5Z_filter_t *ids, const unsigned (*cds)[DSV_H5_MAX_CD],
+					   const size_t *ncds, unsigned opts);
+void dsv_h5_chunk_check_free(dsv_h5_chunk_check *c); /* accepts NULL */
+/* Checks every chunk a read of n elements from flat element start (rows
+ * of row_elems elements) may touch, and arms the decoders' size checks for
+ * the read that follows (dsv_h5_decode_disarm after it). fd is a
+ * descriptor of the same file, for the few bytes a check reads itself.
+ * @return 0, DSV_ERR_CORRUPT or DSV_ERR_NOMEM. */
+int dsv_h5_check_read_chunks(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t row_elems,
+			     uint64_t start, uint64_t n);
+/* nbit and scaleoffset size their output from parameters stored in the
+ * file; @return 1 if filter id's parameters describe a chunk of elems
+ * elements of type_size bytes (and for any other filter), else 0. */
+int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uint64_t elems,
+			    size_t type_size);
+
+/* decode.c */
+
+/* Registers dsview's LZ4 filter (32004).
+ * @return as H5Zregister. Called once, by dsv_h5_lock's set-up. */
+herr_t dsv_h5_decode_init(void);
+/* The exact decoded sizes the next library read must see from inflate,
+ * the LZ4 filter and szip (0: not checked). Cleared by disarm. */
+void dsv_h5_decode_arm(size_t deflate, size_t lz4, size_t szip);
+void dsv_h5_decode_disarm(void);
+
+/* links.c */
+
+/* A link access property list whose external-link callback refuses to
+ * open another file; the caller closes it. */
+hid_t dsv_h5_make_lapl(hid_t cls);
+/* Walks every component of dname (and of soft-link targets, recursively)
+ * in file, refusing external and user-defined links by name. path is for
+ * messages. @return 0 or a dsv_err with eb about path, where dname. */
+int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname,
+		       dsv_errbuf *eb);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Shared by the HDF5 source files (h5.c opens, h5_read.c reads, h5_list.c
+ * lists) and h5_info.c. Not thread-safe by itself: as every HDF5 call,
+ * these run under the global HDF5 lock unless said otherwise.
+ */
+#ifndef DSV_SOURCE_H5_SRC_H
+#define DSV_SOURCE_H5_SRC_H
+
+#include <hdf5.h>
+
+#include "h5/h5.h"
+#include "source/source_i.h"
+
+/* The fork probe's work for every HDF5 file dsview reads (src/h5/probe.c):
+ * lists the file's datasets, opens and describes each as a mount or `info`
+ * would. Runs in the probe's child process, without the lock. */
+void dsv_h5_probe_all(const char *path);
+
+/* Keeps an open source's file and dataset handles and its chunk check
+ * (cc, may be NULL) for fallback reads, with the memory type of its
+ * dtype, and sets s->h5 and s->h5_close. @return 0 with *file, *dset and
+ * *cc taken (-1, -1, NULL); DSV_ERR_NOMEM with nothing taken; or
+ * DSV_ERR_INTERNAL (no memory type) with all three taken and closed. */
+int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc);
+
+#endif
