@@ -1,6 +1,6 @@
 /*
- * Shared by the HDF5 source files (h5.c opens, h5_read.c reads, h5_list.c
- * lists) and h5_info.c. Not thread-safe by itself: as every HDF5 call,
+ * Shared by the HDF5 source files (h5.c opens, h5_type.c classifies element
+ * types, h5_read.c reads, h5_list.c lists) and h5_info.c. Not thread-safe by itself: as every HDF5 call,
  * these run under the global HDF5 lock unless said otherwise.
  */
 #ifndef DSV_SOURCE_H5_SRC_H
@@ -22,5 +22,11 @@ void dsv_h5_probe_all(const char *path);
  * *cc taken (-1, -1, NULL); DSV_ERR_NOMEM with nothing taken; or
  * DSV_ERR_INTERNAL (no memory type) with all three taken and closed. */
 int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc);
+
+/* Maps an HDF5 element type to a dsv_dtype (h5_type.c). *conv is set when
+ * the stored layout is not plain little-endian (the library must convert:
+ * fallback), and why names it. @return 0, or DSV_ERR_UNSUPPORTED with the
+ * type named in why. */
+int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t why_cap);
 
 #endif
