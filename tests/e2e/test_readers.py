@@ -237,6 +237,16 @@ class Readahead(E2E):
                 self.assertEqual(window(m.mp), kb, opts)
                 self.assertIn(f"readahead {kb} KiB", "".join(m.log_lines()))
 
+    def test_readahead_window_mountpoint_with_space(self):
+        # mountinfo writes a space in a mountpoint as \040: --readahead must
+        # still find the mount (it used to be silently not applied)
+        mp = self.p("mnt with space")
+        with self.mount(self.p("seq.npy"), "--readahead", "1M", mp=mp) as m:
+            dev = mount_entry(m.mp)[0][2]
+            with open(f"/sys/class/bdi/{dev}/read_ahead_kb") as f:
+                self.assertEqual(int(f.read()), 1024)
+            self.assertIn("readahead 1024 KiB", "".join(m.log_lines()))
+
     def test_max_read_option(self):
         # -o max_read=N caps each read request (libfuse needs it repeated
         # in INIT, or the mount fails); the bytes are the same
