@@ -89,6 +89,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
 
+# test_fs makes the FUSE loop's configuration fail (tests/unit/test_fs.c).
+$(BUILD)/tests/test_fs: LDFLAGS += -Wl,--wrap=fuse_loop_cfg_create
+
 # Fuzz targets linked with a replay driver (gcc): `make test` runs each on
 # its committed corpus. `make fuzz` builds them with libFuzzer instead.
 $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(LIB)

@@ -854,22 +854,26 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	fs->cache = dsv_cache_create(fs->o.cache_size, cache_fill, fs);
 	if (!fs->cache)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (fuse_set_signal_handlers(fs->se) != 0)
-		return dsv_errf(eb, DSV_ERR_INTERNAL, "cannot install signal handlers");
-	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, readahead "
-		     "%llu KiB, kernel %s)",
-		     fs->m->nviews, fs->m->path, fs->mountpoint, (unsigned long long)fs->o.cache_size,
-		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)threads);
+	/* The handlers point at fs->se, which dsv_fs_destroy frees: from here
+	 * every way out removes them (libfuse's, too, when it installed only
+	 * some: it resets those that are its own). */
+	if (fuse_set_signal_handlers(fs->se) != 0) {
+		err = dsv_errf(eb, DSV_ERR_INTERNAL, "cannot install signal handlers");
+		goto out_handlers;
+	}
+	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, readahead "
+		     "%llu KiB, kernel %s)",
+		     fs->m->nviews, fs->m->path, fs->mountpoint, (unsigned long long)fs->o.cache_size,
+		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
 	err = fuse_session_loop_mt(fs->se, cfg);
-	fuse_loop_cfg_destroy(cfg);
 	/* An unmount that races a request the kernel is handing to a worker
 	 * fails that read with ECONNABORTED instead of ENODEV (libfuse's
 	 * clean end). Gone from the mount table means unmounted, not aborted:
@@ -878,13 +882,15 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		err = 0;
 	dsv_prefetch_stop(fs->prefetch);
 	fs->prefetch = NULL;
-	fuse_remove_signal_handlers(fs->se);
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
 	dsv_log_info("unmounted %s", fs->mountpoint);
-	if (err < 0)
-		return dsv_errf(eb, DSV_ERR_IO, "FUSE loop failed: %s", strerror(-err));
-	return 0;
+	/* > 0: the signal that ended the loop, a clean end */
+	err = err < 0 ? dsv_errf(eb, DSV_ERR_IO, "FUSE loop failed: %s", strerror(-err)) : 0;
+out_handlers:
+	fuse_remove_signal_handlers(fs->se);
+	fuse_loop_cfg_destroy(cfg);
+	return err;
 }
 
 void dsv_fs_close_fd(dsv_fs *fs)
