@@ -71,7 +71,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps test unit e2e stress-tsan demo bench bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -167,6 +167,13 @@ bench: deps
 bench-levers: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/levers.py
+
+# The tree at scale (tests/bench/tree_bench.py): mount time, ls -R and a
+# walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny
+# HDF5 datasets.
+bench-tree: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/tree_bench.py
 
 # libFuzzer with ASan + UBSan (clang 14, from Debian): every target for
 # FUZZ_SECONDS each, starting from the committed corpus; new inputs go to
