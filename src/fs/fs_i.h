@@ -35,7 +35,11 @@ enum node_kind { N_DIR, N_DAT, N_NPY, N_JSON, N_STATS };
 
 typedef struct node {
 	char *name;
+	size_t namelen;
 	fuse_ino_t parent;
+	/* children in the order they were added (0: none); last_child only
+	 * while the tree is built */
+	fuse_ino_t first_child, last_child, next_sibling;
 	enum node_kind kind;
 	int view; /* index in the manifest, -1 for dirs and stats */
 	uint64_t size;
@@ -51,8 +55,12 @@ struct dsv_fs {
 	dsv_cache *cache;
 	dsv_prefetch *prefetch; /* NULL: off */
 	node *nodes; /* nodes[ino - 1] */
-	size_t nnodes;
+	size_t nnodes, capnodes;
+	/* (parent, name) -> inode number; see tree.c */
+	fuse_ino_t *slots;
+	size_t nslots, nindexed;
 	struct timespec mount_time;
+	struct timespec dir_mtime; /* every directory's */
 	_Atomic uint64_t reads, bytes_served, read_errors, opens;
 	/* output bytes (as if transformed) of every chunk decoded and every
 	 * plain piece pread: against bytes_served, the read amplification */

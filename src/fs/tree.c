@@ -12,32 +12,103 @@
 
 #include "fs/fs_i.h"
 
-static fuse_ino_t add_node(dsv_fs *fs, const char *name, size_t len, fuse_ino_t parent,
-			   enum node_kind kind, int view, uint64_t size)
+/* The index: open addressing with linear probing on (parent, name),
+ * slots hold inode numbers (0: empty), at most half full; it doubles as
+ * it fills. FNV-1a of the name, mixed with the parent. */
+static size_t child_hash(fuse_ino_t parent, const char *name, size_t len)
 {
-	node *n = realloc(fs->nodes, (fs->nnodes + 1) * sizeof(*n));
-	if (!n)
-		return 0;
-	fs->nodes = n;
-	n = &fs->nodes[fs->nnodes];
-	n->name = strndup(name, len);
-	if (!n->name)
-		return 0;
-	n->parent = parent;
-	n->kind = kind;
-	n->view = view;
-	n->size = size;
-	return ++fs->nnodes;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	h ^= (uint64_t)parent * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	return (size_t)h;
 }
 
 static fuse_ino_t find_child(dsv_fs *fs, fuse_ino_t parent, const char *name, size_t len)
 {
-	for (size_t i = 1; i < fs->nnodes; i++) {
-		const node *n = &fs->nodes[i];
-		if (n->parent == parent && strlen(n->name) == len && !memcmp(n->name, name, len))
-			return i + 1;
+	size_t mask = fs->nslots - 1;
+	if (!fs->nslots)
+		return 0;
+	for (size_t i = child_hash(parent, name, len) & mask;; i = (i + 1) & mask) {
+		fuse_ino_t ino = fs->slots[i];
+		const node *n;
+		if (!ino)
+			return 0;
+		n = &fs->nodes[ino - 1];
+		if (n->parent == parent && n->namelen == len && !memcmp(n->name, name, len))
+			return ino;
 	}
+}
+
+static void index_put(fuse_ino_t *slots, size_t nslots, const node *n, fuse_ino_t ino)
+{
+	size_t i = child_hash(n->parent, n->name, n->namelen) & (nslots - 1);
+	while (slots[i])
+		i = (i + 1) & (nslots - 1);
+	slots[i] = ino;
+}
+
+/* Room for one more entry in the index, rehashed into twice the slots
+ * when it would pass half full. */
+static int index_reserve(dsv_fs *fs)
+{
+	size_t n = fs->nslots ? fs->nslots * 2 : 1024;
+	fuse_ino_t *slots;
+	if ((fs->nindexed + 1) * 2 <= fs->nslots)
+		return 0;
+	slots = calloc(n, sizeof(*slots));
+	if (!slots)
+		return DSV_ERR_NOMEM;
+	for (size_t i = 0; i < fs->nslots; i++)
+		if (fs->slots[i])
+			index_put(slots, n, &fs->nodes[fs->slots[i] - 1], fs->slots[i]);
+	free(fs->slots);
+	fs->slots = slots;
+	fs->nslots = n;
 	return 0;
+}
+
+/* Appends a node under parent (0: the root itself, which is not indexed).
+ * The node array grows geometrically, so it may move: node pointers do
+ * not live across a call. @return its inode number, 0 when out of memory. */
+static fuse_ino_t add_node(dsv_fs *fs, const char *name, size_t len, fuse_ino_t parent,
+			   enum node_kind kind, int view, uint64_t size)
+{
+	fuse_ino_t ino;
+	node *n;
+	if (fs->nnodes == fs->capnodes) {
+		size_t cap = fs->capnodes ? fs->capnodes * 2 : 1024;
+		n = realloc(fs->nodes, cap * sizeof(*n));
+		if (!n)
+			return 0;
+		fs->nodes = n;
+		fs->capnodes = cap;
+	}
+	if (parent && index_reserve(fs))
+		return 0;
+	n = &fs->nodes[fs->nnodes];
+	memset(n, 0, sizeof(*n));
+	n->name = strndup(name, len);
+	if (!n->name)
+		return 0;
+	n->namelen = len;
+	n->parent = parent;
+	n->kind = kind;
+	n->view = view;
+	n->size = size;
+	ino = ++fs->nnodes;
+	if (parent) {
+		node *dir = &fs->nodes[parent - 1];
+		if (dir->last_child)
+			fs->nodes[dir->last_child - 1].next_sibling = ino;
+		else
+			dir->first_child = ino;
+		dir->last_child = ino;
+		index_put(fs->slots, fs->nslots, n, ino);
+		fs->nindexed++;
+	}
+	return ino;
 }
 
 int dsv_fs_tree_build(dsv_fs *fs)
@@ -74,6 +145,11 @@ int dsv_fs_tree_build(dsv_fs *fs)
 	}
 	if (!add_node(fs, ".stats.json", 11, FUSE_ROOT_ID, N_STATS, -1, 0))
 		return DSV_ERR_NOMEM;
+	/* every directory's mtime: the newest view's, or the mount's */
+	fs->dir_mtime = fs->mount_time;
+	for (size_t i = 0; i < fs->m->nviews; i++)
+		if (fs->m->views[i]->mtime.tv_sec > fs->dir_mtime.tv_sec)
+			fs->dir_mtime = fs->m->views[i]->mtime;
 	return 0;
 }
 
@@ -88,10 +164,7 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, struct stat *st)
 	if (n->kind == N_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
-		st->st_mtim = fs->mount_time;
-		for (size_t i = 0; i < fs->m->nviews; i++)
-			if (fs->m->views[i]->mtime.tv_sec > st->st_mtim.tv_sec)
-				st->st_mtim = fs->m->views[i]->mtime;
+		st->st_mtim = fs->dir_mtime;
 	} else {
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
@@ -107,8 +180,10 @@ void dsv_fs_tree_free(dsv_fs *fs)
 	for (size_t i = 0; i < fs->nnodes; i++)
 		free(fs->nodes[i].name);
 	free(fs->nodes);
+	free(fs->slots);
 	fs->nodes = NULL;
-	fs->nnodes = 0;
+	fs->slots = NULL;
+	fs->nnodes = fs->capnodes = fs->nslots = fs->nindexed = 0;
 }
 
 void dsv_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -157,27 +232,37 @@ void dsv_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* offsets: 0 ".", 1 "..", then i + 2 for node index i */
-	for (size_t i = (size_t)off; i < fs->nnodes + 2; i++) {
+	/* Offsets: 0 ".", 1 "..", i + 2 the child at node index i; each
+	 * entry's is that of the one after it (a sibling), end past them
+	 * all. So a call resumes where the last one stopped in O(1), and
+	 * a directory costs what it holds, not the whole tree. */
+	size_t end = fs->nnodes + 2, i = (size_t)off;
+	if (i >= 2 && (i >= end || i == 2 || fs->nodes[i - 2].parent != ino))
+		i = end; /* not an offset we gave out for this directory */
+	while (i < end) {
 		struct stat st = { 0 };
 		const char *name;
+		size_t next;
 		if (i == 0) {
 			name = ".";
 			st.st_ino = ino;
+			next = 1;
 		} else if (i == 1) {
 			name = "..";
 			st.st_ino = dir->parent ? dir->parent : ino;
-		} else if (fs->nodes[i - 2].parent == ino && i - 2 > 0) {
-			name = fs->nodes[i - 2].name;
-			st.st_ino = i - 1;
+			next = dir->first_child ? dir->first_child + 1 : end;
 		} else {
-			continue;
+			const node *n = &fs->nodes[i - 2];
+			name = n->name;
+			st.st_ino = i - 1;
+			next = n->next_sibling ? n->next_sibling + 1 : end;
 		}
 		st.st_mode = (i < 2 || fs->nodes[i - 2].kind == N_DIR) ? S_IFDIR : S_IFREG;
-		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
+		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)next);
 		if (need > size - used)
 			break;
 		used += need;
+		i = next;
 	}
 	fuse_reply_buf(req, buf, used);
 	free(buf);
