@@ -190,6 +190,17 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/*
+ * Read-only refusals. The mount is ro, and on a ro mount the kernel refuses
+ * every write with EROFS itself: none of these requests arrives. But root
+ * can remount it rw (mount(2) MS_REMOUNT without MS_RDONLY; dsview cannot
+ * stop that), and then SETATTR, MKNOD, MKDIR, UNLINK, RMDIR, SYMLINK,
+ * RENAME, LINK, CREATE, SETXATTR and REMOVEXATTR do reach us: each is
+ * answered EROFS here, where libfuse would answer ENOSYS, which the kernel
+ * turns into "not implemented" (or, for CREATE, a MKNOD). WRITE and
+ * FALLOCATE never arrive even then: they need a file opened for writing,
+ * and op_open refuses that (test_security: ..._after_a_remount_rw_...).
+ */
 static void op_erofs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			     struct fuse_file_info *fi)
 {
@@ -242,13 +253,6 @@ static void op_erofs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, EROFS);
 }
 
-static void op_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-			   struct fuse_file_info *fi)
-{
-	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
-	fuse_reply_err(req, EROFS);
-}
-
 static void op_erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			      size_t size, int flags)
 {
@@ -259,13 +263,6 @@ static void op_erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, 
 static void op_erofs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	(void)ino, (void)name;
-	fuse_reply_err(req, EROFS);
-}
-
-static void op_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-			       struct fuse_file_info *fi)
-{
-	(void)ino, (void)mode, (void)offset, (void)length, (void)fi;
 	fuse_reply_err(req, EROFS);
 }
 
@@ -287,8 +284,6 @@ const struct fuse_lowlevel_ops dsv_fs_ops = {
 	.rename = op_erofs_rename,
 	.link = op_erofs_link,
 	.create = op_erofs_create,
-	.write = op_erofs_write,
 	.setxattr = op_erofs_setxattr,
 	.removexattr = op_erofs_removexattr,
-	.fallocate = op_erofs_fallocate,
 };
