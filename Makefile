@@ -65,7 +65,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-levers install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -91,6 +91,9 @@ $(BUILD)/tests/test_cli: tests/unit/test_cli.c $(filter-out $(BUILD)/src/cli/mai
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJS)) $(LIB) \
 	  $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
+
+# test_fs makes the FUSE loop's configuration fail (tests/unit/test_fs.c).
+$(BUILD)/tests/test_fs: LDFLAGS += -Wl,--wrap=fuse_loop_cfg_create
 
 # Fuzz targets linked with a replay driver (gcc): `make test` runs each on
 # its committed corpus. `make fuzz` builds them with libFuzzer instead.
@@ -177,6 +180,13 @@ bench: deps
 bench-levers: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/levers.py
+
+# The tree at scale (tests/bench/tree_bench.py): mount time, ls -R and a
+# walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny
+# HDF5 datasets.
+bench-tree: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/tree_bench.py
 
 # libFuzzer with ASan + UBSan (clang 14, from Debian): every target for
 # FUZZ_SECONDS each, starting from the committed corpus; new inputs go to

@@ -1,7 +1,7 @@
 /*
  * Backends: the one interface through which a chunk that must be decoded
  * whole (LZ4, Fletcher32, HDF5-library filters) is read and decoded into
- * its elements, in the source dtype, for the chunk cache (dsview/read.h
+ * its elements, in the source dtype, for the chunk cache (read/read.h
  * transforms from there). "cpu" runs in the calling thread (FUSE workers
  * and readahead threads are the parallelism); "cuda" (built when nvcc is
  * found) would decode batches of chunks on a GPU. Both produce identical

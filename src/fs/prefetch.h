@@ -1,6 +1,6 @@
 /*
- * Readahead of a file's next chunks, in the background (SPEC 8: "sequential
- * access triggers readahead of the next chunks").
+ * Readahead of a file's next chunks, in the background: sequential access
+ * makes the next chunks before they are asked for (README, "Performance").
  *
  * Every read of a data file tells the prefetcher which chunks of its view
  * it touched. A read that overlaps, or is next to, one of the file's recent

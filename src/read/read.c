@@ -1,4 +1,4 @@
-/* Output bytes of a view's byte ranges; see dsview/read.h. */
+/* Output bytes of a view's byte ranges; see read/read.h. */
 #include <string.h>
 
 #include "common/tlsbuf.h"

@@ -107,7 +107,7 @@ def dsview_pids_for(path):
 # ---- the reference ----
 
 def reference(x, scale=1.0, offset=0.0, mean=None, std=None, axis=-1, clip=None, dtype="float32"):
-    """The SPEC formula in float64, rounded once to float32, then RNE to the
+    """The transform (README, "Transform") in float64, rounded once to float32, then RNE to the
     output type. Returns float32 / uint16 (bfloat16 bits) / float16."""
     with np.errstate(over="ignore", invalid="ignore"):
         y = x.astype(np.float64) * scale + offset

@@ -124,7 +124,7 @@ class Workers(E2E):
 
 class Readahead(E2E):
     """Sequential reads make the daemon make the next chunks in the
-    background and hand them to the kernel's page cache (SPEC 8); random
+    background and hand them to the kernel's page cache (README, "Performance"); random
     reads do not; the bytes are the same either way. Plain sources (.npy)
     are pread on demand, piece by piece, and never go through the cache."""
 
@@ -236,6 +236,16 @@ class Readahead(E2E):
             with self.mount(self.p("seq.npy"), *opts) as m:
                 self.assertEqual(window(m.mp), kb, opts)
                 self.assertIn(f"readahead {kb} KiB", "".join(m.log_lines()))
+
+    def test_readahead_window_mountpoint_with_space(self):
+        # mountinfo writes a space in a mountpoint as \040: --readahead must
+        # still find the mount (it used to be silently not applied)
+        mp = self.p("mnt with space")
+        with self.mount(self.p("seq.npy"), "--readahead", "1M", mp=mp) as m:
+            dev = mount_entry(m.mp)[0][2]
+            with open(f"/sys/class/bdi/{dev}/read_ahead_kb") as f:
+                self.assertEqual(int(f.read()), 1024)
+            self.assertIn("readahead 1024 KiB", "".join(m.log_lines()))
 
     def test_max_read_option(self):
         # -o max_read=N caps each read request (libfuse needs it repeated

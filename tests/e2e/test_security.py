@@ -1,4 +1,4 @@
-"""Security (SPEC section 9): every write path is EROFS on every kind of
+"""Security (README, "Reliability"): every write path is EROFS on every kind of
 mounted file; the mount is ro, nosuid, nodev, default_permissions and never
 direct_io, and no -o can change that; other users get in only with
 allow_other; HDF5 external storage, external links and plugin-only filters
@@ -230,6 +230,46 @@ class Security(E2E):
                 self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o444, f)
         self.assertEqual((hashlib.sha256(read_all(src)).digest(), os.stat(src).st_mtime_ns), before,
                          "the source file changed")
+
+    def test_writes_reach_the_daemon_after_a_remount_rw_and_are_erofs(self):
+        # On the ro mount the kernel refuses every write itself. Root can
+        # remount it rw (mount(2) MS_REMOUNT, no MS_RDONLY): then the
+        # requests reach the daemon, whose refusals (src/fs/ops.c) answer
+        # EROFS; without them libfuse would answer ENOSYS. WRITE and
+        # FALLOCATE still never come: no file is ever opened for writing.
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        with self.mount(self.p("grp.h5")) as m:
+            if libc.mount(b"dsview", m.mp.encode(), b"fuse.dsview", 32, None) != 0:  # MS_REMOUNT
+                self.skipTest("remount: " + os.strerror(ctypes.get_errno()))
+            self.assertNotIn("ro", mount_entry(m.mp)[0][5].split(","))
+            f, g2, E = m.path("top.dat"), m.path("g1/g2"), errno.EROFS
+            for what, want, act in [
+                ("create", E, lambda: os.open(m.path("new"), os.O_WRONLY | os.O_CREAT, 0o644)),
+                ("open O_WRONLY", E, lambda: os.open(f, os.O_WRONLY)),
+                ("mkdir", E, lambda: os.mkdir(m.path("sub"))),
+                ("mknod", E, lambda: os.mknod(m.path("fifo"), stat.S_IFIFO | 0o644)),
+                ("symlink", E, lambda: os.symlink("top.dat", m.path("ln"))),
+                ("link", E, lambda: os.link(f, m.path("hard"))),
+                ("unlink", E, lambda: os.unlink(f)),
+                ("rmdir", E, lambda: os.rmdir(g2)),
+                ("rename", E, lambda: os.rename(f, m.path("moved"))),
+                ("chmod", E, lambda: os.chmod(f, 0o666)),
+                ("chown", E, lambda: os.chown(f, NOBODY, NOBODY)),
+                ("utime", E, lambda: os.utime(f, (1, 1))),
+                ("truncate", E, lambda: os.truncate(f, 0)),
+                ("setxattr", E, lambda: os.setxattr(f, "user.x", b"1")),
+                ("removexattr", E, lambda: os.removexattr(f, "user.x")),
+            ]:
+                self._refuses(f, what, want, act)
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                self._refuses(f, "write", errno.EBADF, lambda: os.write(fd, b"x"))
+                self._refuses(f, "posix_fallocate", errno.EBADF,
+                              lambda: os.posix_fallocate(fd, 0, 4096))
+            finally:
+                os.close(fd)
+            self.assertTrue(same_bits(mm_dat(f, np.float32, self.x.shape), reference(self.x)))
 
     def _refuses(self, path, what, want, act):
         with self.subTest(path=os.path.basename(path) or path, op=what):

@@ -77,7 +77,7 @@ class Images(ViewCheck):
         cls.x = rng.integers(0, 256, (200, 32, 48, 3), dtype=np.uint8)
         cls.x[0].flat[:256] = np.arange(256)  # every pixel value in every channel
         cls.x[2].flat[:256] = np.arange(256)[::-1]
-        cls.x[1, 0, 0] = 124  # the cancelling case of SPEC 6
+        cls.x[1, 0, 0] = 124  # the cancelling case of the transform
         np.save(os.path.join(cls.tmp, "img.npy"), cls.x)
         cls.chw = np.ascontiguousarray(cls.x.transpose(0, 3, 1, 2))
         np.save(os.path.join(cls.tmp, "chw.npy"), cls.chw)
@@ -130,7 +130,7 @@ class Images(ViewCheck):
 
 
 class SourceDtypes(ViewCheck):
-    """Every source dtype of SPEC 6 (extremes included) into every output."""
+    """Every source dtype (extremes included) into every output."""
 
     SRC = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float16", "float32", "float64")
 
@@ -269,7 +269,7 @@ class Betas(ViewCheck):
     def test_lz4_as_users_write_it(self):
         # h5py + hdf5plugin.LZ4() with h5py's automatic chunk shape (which
         # splits rows) and with the shuffle filter in front: both are
-        # "chunked with the LZ4 filter 32004" (SPEC 2), which dsview decodes
+        # "chunked with the LZ4 filter 32004" (README, "Sources"), which dsview decodes
         x = self.parts[2]
         with h5py.File(self.p("ulz4.h5"), "w") as f:
             f.create_dataset("auto", data=x, chunks=True, **hdf5plugin.LZ4())

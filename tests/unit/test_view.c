@@ -1,5 +1,5 @@
 /* Views and manifests: byte range -> chunk mapping at every boundary, and
- * every manifest error of SPEC section 4 naming file, line and reason. */
+ * every manifest error naming file, line and reason. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

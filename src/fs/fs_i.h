@@ -1,0 +1,120 @@
+/*
+ * What the files of the FUSE front end share (private: only src/fs/
+ * includes it, as only src/fs/ includes FUSE headers). The design is
+ * written down at the top of fs.c.
+ *
+ *   fs.c     mount, serve (signals, readahead window, prefetch), teardown
+ *   tree.c   the node table built at mount; lookup, getattr, readdir
+ *   ops.c    open, read, release, statfs, the read-only refusals; the op
+ *            table; dsv_err_to_errno, the one place errno is spoken
+ *   stats.c  /.stats.json: its text, and the snapshots open handles own
+ *
+ * Thread safety: the tree is built before the session serves and never
+ * changes, so the workers read it without a lock; the counters are atomic;
+ * the snapshot list has its own lock (snap_lock).
+ */
+#ifndef DSV_FS_FS_I_H
+#define DSV_FS_FS_I_H
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "cache/cache.h"
+#include "dsview/fs.h"
+#include "fs/prefetch.h"
+#include "read/read.h"
+#include "view/view_i.h" /* the library's own view layout */
+
+#define READ_MAX (1u << 20)
+
+enum node_kind { N_DIR, N_DAT, N_NPY, N_JSON, N_STATS };
+
+typedef struct node {
+	char *name;
+	size_t namelen;
+	fuse_ino_t parent;
+	/* children in the order they were added (0: none); last_child only
+	 * while the tree is built */
+	fuse_ino_t first_child, last_child, next_sibling;
+	enum node_kind kind;
+	int view; /* index in the manifest, -1 for dirs and stats */
+	uint64_t size;
+} node;
+
+struct dsv_fs {
+	dsv_manifest *m;
+	char *mountpoint;
+	dsv_fs_opts o;
+	struct fuse_session *se;
+	int mounted;
+	dsv_backend *backend;
+	dsv_cache *cache;
+	dsv_prefetch *prefetch; /* NULL: off */
+	node *nodes; /* nodes[ino - 1] */
+	size_t nnodes, capnodes;
+	/* (parent, name) -> inode number; see tree.c */
+	fuse_ino_t *slots;
+	size_t nslots, nindexed;
+	struct timespec mount_time;
+	struct timespec dir_mtime; /* every directory's */
+	_Atomic uint64_t reads, bytes_served, read_errors, opens;
+	/* output bytes (as if transformed) of every chunk decoded and every
+	 * plain piece pread: against bytes_served, the read amplification */
+	_Atomic uint64_t bytes_decoded;
+	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
+	unsigned max_read; /* -o max_read=N, or 0 */
+	/* .stats.json snapshots of open handles. The kernel sends RELEASE
+	 * after close without waiting; an unmount can end the connection
+	 * before it arrives, so what is left here is freed at the end. */
+	pthread_mutex_t snap_lock;
+	struct stats_snap *snaps;
+};
+
+/* One open .stats.json: its text as of open. */
+typedef struct stats_snap {
+	struct stats_snap *prev, *next;
+	char text[];
+} stats_snap;
+
+static inline dsv_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* NULL for an inode number we never gave out. */
+static inline const node *node_of(dsv_fs *fs, fuse_ino_t ino)
+{
+	if (ino < 1 || ino > fs->nnodes)
+		return NULL;
+	return &fs->nodes[ino - 1];
+}
+
+/* tree.c */
+/* Builds the tree of fs->m's views. @return 0, DSV_ERR_NOMEM, or
+ * DSV_ERR_INVALID when two names collide. */
+int dsv_fs_tree_build(dsv_fs *fs);
+/* Frees the tree (also one half built). */
+void dsv_fs_tree_free(dsv_fs *fs);
+void dsv_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void dsv_fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void dsv_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops dsv_fs_ops;
+/* Bytes [off, off + len) of data file n (inside it) into buf. */
+int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char *buf,
+		      dsv_read_info *info);
+
+/* stats.c */
+/* A snapshot of /.stats.json, on fs->snaps; NULL when out of memory. */
+stats_snap *dsv_fs_snap_new(dsv_fs *fs);
+/* Takes snap off fs->snaps and frees it. */
+void dsv_fs_snap_free(dsv_fs *fs, stats_snap *snap);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * /.stats.json: the daemon's counters and the cache's, as JSON. Its text is
+ * rendered at open and owned by the handle (a snapshot), so a reader sees
+ * one consistent document however it reads it; the file is direct_io.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs_i.h"
+
+static char *render_stats(dsv_fs *fs)
+{
+	dsv_cache_stats cs;
+	char *s = NULL;
+	dsv_cache_get_stats(fs->cache, &cs);
+	if (asprintf(&s,
+		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
+		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
+		     "  \"read_errors\": %llu,\n"
+		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
+		     "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
+		     "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
+		     "  \"cache_ghost_hits\": %llu,\n  \"cache_reuses\": %llu,\n"
+		     "  \"cache_bytes_probation\": %llu,\n"
+		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
+		     "  \"bytes_pushed\": %llu,\n"
+		     "  \"errors\": %llu\n}\n",
+		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
+		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
+		     (unsigned long long)fs->bytes_decoded, (unsigned long long)fs->read_errors,
+		     (unsigned long long)fs->opens,
+		     (unsigned long long)(cs.fills - cs.fill_errors), (unsigned long long)cs.fill_errors,
+		     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+		     (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
+		     (unsigned long long)cs.entries, (unsigned long long)cs.ghost_hits,
+		     (unsigned long long)cs.reuses, (unsigned long long)cs.bytes_probation,
+		     (unsigned long long)cs.bytes_used,
+		     (unsigned long long)cs.budget,
+		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
+		     (unsigned long long)fs->bytes_pushed,
+		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
+		return NULL;
+	return s;
+}
+
+stats_snap *dsv_fs_snap_new(dsv_fs *fs)
+{
+	char *s = render_stats(fs);
+	size_t len = s ? strlen(s) : 0;
+	stats_snap *snap = s ? malloc(sizeof(*snap) + len + 1) : NULL;
+	if (snap) {
+		memcpy(snap->text, s, len + 1);
+		pthread_mutex_lock(&fs->snap_lock);
+		snap->prev = NULL;
+		snap->next = fs->snaps;
+		if (fs->snaps)
+			fs->snaps->prev = snap;
+		fs->snaps = snap;
+		pthread_mutex_unlock(&fs->snap_lock);
+	}
+	free(s);
+	return snap;
+}
+
+void dsv_fs_snap_free(dsv_fs *fs, stats_snap *snap)
+{
+	pthread_mutex_lock(&fs->snap_lock);
+	if (snap->prev)
+		snap->prev->next = snap->next;
+	else
+		fs->snaps = snap->next;
+	if (snap->next)
+		snap->next->prev = snap->prev;
+	pthread_mutex_unlock(&fs->snap_lock);
+	free(snap);
+}
