@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/):
 small valid inputs of every kind each target reads, and the malformed cases
-the README's Reliability section names. Run once when the seeds change; the files are committed,
-and crashers found by `make fuzz` are added beside them by hand (crash-*).
+the README's Reliability section names. Run once when the seeds change; the
+files are committed, and crashers found by `make fuzz` are added beside
+them by hand (crash-*).
 
   /usr/bin/python3 tests/fuzz/make_corpus.py"""
 import io
