@@ -92,8 +92,8 @@ typedef struct dsv_h5_chunk_check dsv_h5_chunk_check;
 /* ndim, dims, cdims: the dataset's and its chunks' shapes; type_size: the
  * stored element size; elems: elements in a chunk (UINT64_MAX: too many);
  * ids, cds, ncds: the nf filters of the pipeline, in encoding order, with
- * their first DSV_H5_MAX_CD parameters (nf at most DSV_H5_MAX_FILTERS); opts: H5Pget_chunk_opts. @return
- * NULL when out of memory. */
+ * their first DSV_H5_MAX_CD parameters (nf at most DSV_H5_MAX_FILTERS);
+ * opts: H5Pget_chunk_opts. @return NULL when out of memory. */
 dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const hsize_t *cdims,
 					   size_t type_size, uint64_t elems, int nf,
 					   const H5Z_filter_t *ids, const unsigned (*cds)[DSV_H5_MAX_CD],
