@@ -204,6 +204,9 @@ static void test_manifest_errors(void **state)
 		  "defined twice" },
 		{ "source = a.bin\n", 1, "outside any [view]" },
 		{ "[dsview]\ncache_size = lots\n", 2, "cache_size" },
+		/* checked where it is written, not later as if it came from --gpu */
+		{ "[dsview]\ngpu = 1x\n[v]\nsource = a.bin\n", 2, "gpu '1x' must be auto, off or a device" },
+		{ "[dsview]\ngpu = -1\n[v]\nsource = a.bin\n", 2, "gpu '-1'" },
 		{ "[dsview]\nthreads = 4\n", 2, "no [view] section" },
 		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nthis is not ini\n", 5,
 		  "syntax error" },
@@ -226,6 +229,25 @@ static void test_manifest_errors(void **state)
 		snprintf(want, sizeof(want), "%s:%d: ", p, cases[i].line);
 		if (strncmp(eb.msg, want, strlen(want)) || !strstr(eb.msg, cases[i].needle))
 			fail_msg("case %zu: got '%s', want '%s...%s'", i, eb.msg, want, cases[i].needle);
+	}
+}
+
+static void test_dsview_section_gpu(void **state)
+{
+	static const char *const ok[] = { "auto", "off", "0", "3" };
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char text[200];
+		dsv_manifest *m = NULL;
+		dsv_errbuf eb = { 0 };
+		snprintf(text, sizeof(text),
+			 "[dsview]\ngpu = %s\n[v]\nsource = a.bin\nsource_dtype = uint8\n"
+			 "source_shape = -1 1000\n", ok[i]);
+		if (dsv_manifest_load(write_manifest(text), &m, &eb))
+			fail_msg("gpu = %s: %s", ok[i], eb.msg);
+		assert_true(m->has_gpu);
+		assert_string_equal(m->gpu, ok[i]);
+		dsv_manifest_free(m);
 	}
 }
 
@@ -289,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_span_boundaries),
 		cmocka_unit_test(test_npy_header_and_json),
 		cmocka_unit_test(test_manifest_errors),
+		cmocka_unit_test(test_dsview_section_gpu),
 		cmocka_unit_test(test_sources_must_match),
 		cmocka_unit_test(test_name_rules),
 	};
