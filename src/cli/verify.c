@@ -28,6 +28,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/target.h"
+#include "common/clock.h"
 #include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
@@ -360,12 +361,7 @@ static int run_workers(vjob *j, int nthreads)
 	pthread_mutex_lock(&j->lock);
 	while (j->finished < started) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		dsv_deadline_ms(&ts, 100);
 		pthread_cond_timedwait(&j->cond, &j->lock, &ts);
 		pthread_mutex_unlock(&j->lock);
 		dsv_progress_update(&bar, atomic_load(&j->done), atomic_load(&j->bytes), 0, 0);

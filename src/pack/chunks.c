@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
@@ -172,12 +173,7 @@ static int write_chunks(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack_
 		pthread_mutex_lock(&p->mu);
 		while (!s->ready && !p->err && !stopped(o)) {
 			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += 100 * 1000 * 1000;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			dsv_deadline_ms(&until, 100);
 			pthread_cond_timedwait(&p->cv_ready, &p->mu, &until);
 		}
 		if (p->err && !s->ready)
