@@ -206,7 +206,9 @@ class Mount:
         self.expect_exit = expect_exit  # the test itself stops the daemon
         self.tmp = tmp or tempfile.mkdtemp(prefix="dsv-e2e-")
         self.mp = mp or os.path.join(self.tmp, "mnt-%d" % time.monotonic_ns())
-        base = os.path.join(self.tmp, os.path.basename(self.mp) + "-%d" % time.monotonic_ns())
+        # no spaces: the sanitizers' option parser splits log_path at one
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(self.mp))
+        base = os.path.join(self.tmp, name + "-%d" % time.monotonic_ns())
         self.log = base + ".log"
         self.san = base + ".san"
         self.pid = None
