@@ -18,7 +18,8 @@
 #define DSV_VERSION_PATCH 0
 #define DSV_VERSION_STRING "0.1.0"
 
-/* Core functions return 0 or a negative dsv_err; only src/fs maps to errno. */
+/* Core functions return 0 or a negative dsv_err; only the FUSE front end
+ * maps them to errno. */
 typedef enum dsv_err {
 	DSV_OK = 0,
 	DSV_ERR_NOMEM = -1,       /* allocation failed */

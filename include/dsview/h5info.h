@@ -7,13 +7,14 @@
  * refuses to serve (external storage, a plugin-only filter, a string
  * type) can still be described.
  *
- * Trust is as for sources (src/source/h5.c): the file is opened through dsview's
+ * Trust is as for HDF5 sources: the file is opened through dsview's
  * read-only driver, filter plugins are never loaded, and no external link
  * is ever traversed (the path walk refuses them by name and the link
  * access list denies any the walk did not foresee).
  *
- * Thread safety: every call takes the global HDF5 lock (src/h5/h5.h) for its
- * whole duration; descriptions are plain data owned by the caller.
+ * Thread safety: any thread may call these; each call holds dsview's one
+ * HDF5 lock, which every HDF5 call in the library runs under, for its whole
+ * duration. Descriptions are plain data owned by the caller.
  */
 #ifndef DSVIEW_H5INFO_H
 #define DSVIEW_H5INFO_H
@@ -35,8 +36,9 @@ typedef enum dsv_h5_layout {
  * (written by pack, read by info and verify; see dsview/pack.h). */
 #define DSV_STORE_ATTR "dsview"
 
-/* Filters in one pipeline: HDF5's own limit (H5Z_MAX_NFILTERS, checked in
- * src/h5/guard.c), so any pipeline the library accepts can be described. */
+/* Filters in one pipeline: HDF5's own limit (H5Z_MAX_NFILTERS; the library
+ * checks the two agree at build time), so any pipeline the library
+ * accepts can be described. */
 #define DSV_H5_MAX_FILTERS 32
 /* Client data values kept per filter. */
 #define DSV_H5_MAX_CD 8

@@ -19,8 +19,8 @@
 #include "dsview/source.h"
 #include "dsview/xform.h"
 
-/* A view; its layout is the library's own (src/view/view_i.h). Outside
- * the library, read it with dsv_view_get_info. */
+/* A view; its layout is the library's own. Outside the library, read it
+ * with dsv_view_get_info. */
 typedef struct dsv_view dsv_view;
 
 typedef struct dsv_manifest {
