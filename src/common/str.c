@@ -1,5 +1,7 @@
 /* String and path helpers; see str.h. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +16,36 @@ int dsv_has_ext(const char *name, const char *ext)
 	return n >= m && !strcasecmp(name + n - m, ext);
 }
 
+int dsv_is_h5_name(const char *name)
+{
+	return dsv_has_ext(name, ".h5") || dsv_has_ext(name, ".hdf5") || dsv_has_ext(name, ".hdf") ||
+	       dsv_has_ext(name, ".he5") || dsv_has_ext(name, ".nc");
+}
+
 int dsv_spec_split(const char *spec, char **file, char **dataset)
 {
 	const char *colon = NULL, *p = spec, *next;
+	int slash = 1; /* the dataset part starts with '/' */
 
 	while ((next = strstr(p, ":/"))) {
 		colon = next;
 		p = next + 1;
 	}
+	if (!colon) { /* "file.h5:name": the last ':' after an HDF5 file name */
+		const char *c = strrchr(spec, ':');
+		char *left = c && c[1] ? strndup(spec, (size_t)(c - spec)) : NULL;
+		if (left && dsv_is_h5_name(left)) {
+			colon = c;
+			slash = 0;
+		}
+		free(left);
+	}
 	*file = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
-	*dataset = colon ? strdup(colon + 1) : NULL;
+	*dataset = NULL;
+	if (colon && slash)
+		*dataset = strdup(colon + 1);
+	else if (colon && asprintf(dataset, "/%s", colon + 1) < 0)
+		*dataset = NULL;
 	if (!*file || (colon && !*dataset)) {
 		free(*file);
 		free(*dataset);
@@ -31,6 +53,45 @@ int dsv_spec_split(const char *spec, char **file, char **dataset)
 		return DSV_ERR_NOMEM;
 	}
 	return 0;
+}
+
+int dsv_has_glob(const char *name)
+{
+	return strpbrk(name, "*?[") != NULL;
+}
+
+int dsv_natural_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			const char *ea = a, *eb = b;
+			while (*a == '0' && isdigit((unsigned char)a[1]))
+				a++;
+			while (*b == '0' && isdigit((unsigned char)b[1]))
+				b++;
+			size_t na = 0, nb = 0;
+			while (isdigit((unsigned char)a[na]))
+				na++;
+			while (isdigit((unsigned char)b[nb]))
+				nb++;
+			if (na != nb)
+				return na < nb ? -1 : 1;
+			int c = memcmp(a, b, na);
+			if (c)
+				return c < 0 ? -1 : 1;
+			a += na;
+			b += nb;
+			/* equal values: fewer leading zeros first, as a tie-break */
+			if ((a - ea) != (b - eb))
+				return (a - ea) < (b - eb) ? -1 : 1;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return *a ? 1 : *b ? -1 : 0;
 }
 
 int dsv_parse_gpu(const char *s, int *device)

@@ -15,11 +15,23 @@
  * ASCII case: file extensions are matched as users type them. */
 int dsv_has_ext(const char *name, const char *ext);
 
-/* Splits "file.h5:/group/dset" at the last ":/" into a new file string
- * and a new dataset string ("/group/dset"); a spec with no ":/" gives
- * the whole spec as file and *dataset NULL. The caller frees both.
- * @return 0 or DSV_ERR_NOMEM (then both are NULL). */
+/* True for the names of HDF5 files: .h5, .hdf5, .hdf, .he5, .nc (any case). */
+int dsv_is_h5_name(const char *name);
+
+/* Splits a source spec into a new file string and a new dataset string:
+ * "file.h5:/group/dset" at the last ":/" ("/group/dset"), or, as h5py
+ * users write it, "file.h5:group/dset" at the last ':' whose left side is
+ * an HDF5 file name (dsv_is_h5_name), the dataset given its leading '/'.
+ * Anything else gives the whole spec as file and *dataset NULL. The caller
+ * frees both. @return 0 or DSV_ERR_NOMEM (then both are NULL). */
 int dsv_spec_split(const char *spec, char **file, char **dataset);
+
+/* True when name holds a glob(3) pattern character (*, ? or [). */
+int dsv_has_glob(const char *name);
+
+/* strcmp, except that runs of digits compare by their value, so that
+ * "session2" sorts before "session10" (natural order). */
+int dsv_natural_cmp(const char *a, const char *b);
 
 /* The --gpu / `gpu =` value: "auto" (*device = DSV_GPU_AUTO), "off"
  * (DSV_GPU_OFF) or a device number 0..INT_MAX. @return 0, or

@@ -236,8 +236,7 @@ fail:
 
 int dsv_source_is_h5_path(const char *path)
 {
-	return dsv_has_ext(path, ".h5") || dsv_has_ext(path, ".hdf5") || dsv_has_ext(path, ".hdf") ||
-	       dsv_has_ext(path, ".he5") || dsv_has_ext(path, ".nc");
+	return dsv_is_h5_name(path);
 }
 
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)

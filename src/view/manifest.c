@@ -21,8 +21,6 @@
 #include "common/str.h"
 #include "view/view_i.h"
 
-#define MAX_SOURCES 4096
-
 typedef struct pending_view {
 	dsv_view *v;
 	int line;          /* section header line */
@@ -213,8 +211,8 @@ static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, con
 	if (!strcmp(name, "source")) {
 		if (!*value)
 			return fail(c, c->line, "empty source");
-		if (pv->nspecs >= MAX_SOURCES)
-			return fail(c, c->line, "too many sources (at most %d)", MAX_SOURCES);
+		if (pv->nspecs >= DSV_VIEW_MAX_SOURCES)
+			return fail(c, c->line, "too many sources (at most %d)", DSV_VIEW_MAX_SOURCES);
 		char **s = realloc(pv->specs, (pv->nspecs + 1) * sizeof(*s));
 		int *l = s ? realloc(pv->spec_lines, (pv->nspecs + 1) * sizeof(*l)) : NULL;
 		if (s)
@@ -354,29 +352,15 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 	if ((pv->has_raw_dtype != 0) != (pv->raw_ndim != 0))
 		return fail(c, pv->has_raw_dtype ? pv->raw_dtype_line : pv->raw_shape_line,
 			    "source_dtype and source_shape must be given together");
+	dsv_raw_spec raw = { pv->raw_dtype, pv->raw_ndim, pv->raw_shape };
 	for (size_t i = 0; i < pv->nspecs; i++) {
-		dsv_source *s = NULL;
 		char *path = resolve(c->dir, pv->specs[i]);
 		int err;
 		if (!path)
 			return fail(c, pv->spec_lines[i], "out of memory");
-		int is_structured = strstr(path, ":/") || dsv_source_is_h5_path(path) ||
-				    dsv_has_ext(path, ".npy");
-		if (pv->has_raw_dtype && !is_structured)
-			err = dsv_source_open_raw(path, pv->raw_dtype, pv->raw_ndim, pv->raw_shape, &s, &eb);
-		else if (!is_structured)
-			err = dsv_errf(&eb, DSV_ERR_INVALID,
-				       "%s: raw source needs source_dtype and source_shape", path);
-		else
-			err = dsv_source_open(path, &s, &eb);
+		err = dsv_view_open_spec(v, path, pv->has_raw_dtype ? &raw : NULL, &eb);
 		free(path);
 		if (err)
-			return fail(c, pv->spec_lines[i], "%s", eb.msg);
-		if (dsv_view_add_source(v, s)) {
-			dsv_source_close(s);
-			return fail(c, pv->spec_lines[i], "out of memory");
-		}
-		if (i > 0 && dsv_view_check_source(v, i, &eb))
 			return fail(c, pv->spec_lines[i], "%s", eb.msg);
 	}
 	if ((pv->nmean != 0) != (pv->nstd != 0))

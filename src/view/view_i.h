@@ -38,6 +38,20 @@ struct dsv_view {
 };
 
 #define DSV_VIEW_NAME_MAX 200
+#define DSV_VIEW_MAX_SOURCES 4096
+
+/* A raw source's declared layout (source_dtype, source_shape). */
+typedef struct dsv_raw_spec {
+	dsv_dtype dtype;
+	int ndim;
+	const int64_t *shape;
+} dsv_raw_spec;
+
+/* Opens the sources of one manifest source line (spec.c): path is the
+ * line's value resolved against the manifest's directory; raw is NULL
+ * unless the view declares a raw layout. Each source is added to v and
+ * checked against its first. @return 0, or a dsv_err with eb set. */
+int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb);
 
 dsv_view *dsv_view_new(const char *name);
 void dsv_view_free(dsv_view *v);

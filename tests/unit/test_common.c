@@ -99,11 +99,37 @@ static void test_spec_split(void **state)
 	check_split("/data/x.h5:/g/h/betas", "/data/x.h5", "/g/h/betas");
 	check_split("x.h5", "x.h5", NULL);
 	check_split("x.npy", "x.npy", NULL);
-	check_split("x.h5:betas", "x.h5:betas", NULL); /* no ":/": no dataset */
+	/* as h5py users write it: after an HDF5 file name, ':' alone splits */
+	check_split("x.h5:betas", "x.h5", "/betas");
+	check_split("/d/X.HDF5:g/betas", "/d/X.HDF5", "/g/betas");
+	check_split("a:b/x.h5:betas", "a:b/x.h5", "/betas");
+	check_split("x.npy:betas", "x.npy:betas", NULL); /* not an HDF5 name */
+	check_split("x.h5:", "x.h5:", NULL);
+	check_split("x:y", "x:y", NULL);
 	/* the last ":/" splits: a directory may hold a colon */
 	check_split("/mnt/a:/b/x.h5:/d", "/mnt/a:/b/x.h5", "/d");
 	check_split("x.h5:/", "x.h5", "/");
 	check_split(":/d", "", "/d");
+}
+
+static void test_natural_order(void **state)
+{
+	static const char *const sorted[] = { "", "a", "a0", "a1", "a01", "a2", "a10", "a10b", "a10c",
+					      "a11", "b", "s2.h5", "s10.h5", "s100.h5" };
+	(void)state;
+	for (size_t i = 0; i < sizeof(sorted) / sizeof(sorted[0]); i++)
+		for (size_t j = 0; j < sizeof(sorted) / sizeof(sorted[0]); j++) {
+			int c = dsv_natural_cmp(sorted[i], sorted[j]);
+			if ((i < j && c >= 0) || (i > j && c <= 0) || (i == j && c))
+				fail_msg("'%s' vs '%s': %d", sorted[i], sorted[j], c);
+		}
+	assert_true(dsv_has_glob("/d/s*.h5"));
+	assert_true(dsv_has_glob("s?.h5"));
+	assert_true(dsv_has_glob("s[12].h5"));
+	assert_false(dsv_has_glob("/d/s1.h5"));
+	assert_true(dsv_is_h5_name("a.H5"));
+	assert_true(dsv_is_h5_name("a.nc"));
+	assert_false(dsv_is_h5_name("a.h5x"));
 }
 
 static void test_parse_gpu(void **state)
@@ -210,6 +236,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_dtype_parse),
 		cmocka_unit_test(test_has_ext),       cmocka_unit_test(test_spec_split),
+		cmocka_unit_test(test_natural_order),
 		cmocka_unit_test(test_parse_gpu),     cmocka_unit_test(test_errbuf_fields),
 		cmocka_unit_test(test_strerror_table), cmocka_unit_test(test_name_ok),
 	};
