@@ -214,6 +214,10 @@ class Faults(E2E):
             self.assertTrue(errs and all(f"{name}.h5:/x chunk 3 (rows 30-39," in l for l in errs), errs)
             self.assertTrue(os.path.exists(f"/proc/{m.pid}"))
             self.assertGreater(m.stats()["errors"], 0)
+        # verify names the same rows the log does, in the same convention
+        r = run("verify", path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"{name}.h5:/x: chunk 3, rows 30-39 ", r.stdout + r.stderr)
 
     def test_corrupt_lz4_chunk(self):
         # LZ4 has no checksum of its own: break the frame (block size field)
@@ -269,6 +273,10 @@ class Faults(E2E):
                         self.assertEqual(failed, list(range(bad, bad + 512, 8)))
                     finally:
                         os.close(fd)
+                    # the log names the rows verify names: the file's chunk
+                    errs = [l for l in m.log_lines() if " error: " in l]
+                    self.assertTrue(errs and all(f"chunk 1 (rows {bad}-{bad + 511}," in l
+                                                 for l in errs), errs)
 
     def test_library_copied_chunk_of_the_wrong_size(self):
         # A chunk no decoder runs on (no filter, shuffle alone, or every
