@@ -14,9 +14,9 @@
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
-PKGS     := fuse3 hdf5 liblz4 inih jansson zlib
-DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libcmocka-dev libinih-dev \
-            libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin \
+PKGS     := fuse3 hdf5 liblz4 libzstd inih jansson zlib
+DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libcmocka-dev libinih-dev \
+            libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin zlib1g-dev fio strace
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \

@@ -1,6 +1,7 @@
 /*
- * Codecs for stored chunks: the HDF5 LZ4 filter (id 32004) framing and HDF5's
- * Fletcher32 checksum (filter id 3).
+ * Codecs for stored chunks: the HDF5 LZ4 filter (id 32004) framing, the
+ * Zstandard filter (32015), h5py's LZF filter (32000) and HDF5's Fletcher32
+ * checksum (filter id 3).
  *
  * LZ4 32004 framing (as written by the HDF5 LZ4 plugin / hdf5plugin):
  *   8-byte big-endian total raw size, 4-byte big-endian block size, then per
@@ -17,6 +18,8 @@
 
 #define DSV_H5Z_FILTER_LZ4 32004
 #define DSV_LZ4_DEFAULT_BLOCK (1u << 30) /* hdf5plugin's default: one block */
+#define DSV_H5Z_FILTER_ZSTD 32015
+#define DSV_H5Z_FILTER_LZF 32000
 
 /* Reads the raw size from a 32004 header. @return 0 or DSV_ERR_CORRUPT. */
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
@@ -41,6 +44,50 @@ int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
 #define DSV_LZ4_MAX_ACCELERATION 65537
 int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src,
 			    size_t src_size, size_t block_size, int acceleration);
+
+/*
+ * Zstandard 32015: a chunk is one zstd frame that declares its content size
+ * (what ZSTD_compress writes, as the HDF5 plugin does).
+ */
+
+/* Reads the frame's declared content size. @return 0, or DSV_ERR_CORRUPT
+ * for a frame without one (streamed) or bytes that are not a frame. */
+int dsv_zstd_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
+
+/* Decodes the single frame src[0..src_size) into dst. Never reads or
+ * writes out of bounds. @return the decoded size, which equals the
+ * frame's declared content size and is <= dst_cap, or DSV_ERR_CORRUPT
+ * (no declared size, larger than dst_cap, trailing bytes or a second
+ * frame, damaged data, or data that decodes to another size). */
+int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src,
+			size_t src_size);
+
+/* Worst-case encoded size (ZSTD_compressBound). */
+size_t dsv_zstd_bound(size_t src_size);
+
+/* Encodes src as one frame with its content size, as the HDF5 plugin
+ * does. @return the encoded size or DSV_ERR_INVALID. */
+int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
+			size_t src_size, int level);
+
+/*
+ * LZF 32000: a chunk is liblzf's raw stream, no header (h5py stores a
+ * chunk LZF cannot shrink raw, with the filter's bit set in its mask).
+ */
+
+/* Decodes src into exactly dst_size bytes at dst. Never reads or writes
+ * out of bounds. @return dst_size, or DSV_ERR_CORRUPT (truncated stream,
+ * a run or reference past dst_size, a reference before the start, or a
+ * stream that decodes to fewer bytes). */
+int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
+		       size_t src_size);
+
+/* Encodes src as an LZF stream that liblzf and h5py decode (a simple
+ * greedy encoder, for tests and fuzzing). @return the encoded size, or
+ * DSV_ERR_INVALID if it does not fit in dst_cap (at most src_size +
+ * src_size / 32 + 1 bytes are ever needed). */
+int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
+		       size_t src_size);
 
 /* HDF5's Fletcher32 of len bytes (odd lengths padded as HDF5 does). */
 uint32_t dsv_fletcher32(const void *data, size_t len);

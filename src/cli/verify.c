@@ -6,7 +6,7 @@
  * chunks, then source 1's, ...). Worker threads take indices from one
  * atomic counter, so a slow chunk never holds the others up, and read each
  * chunk exactly as a mount would: dsv_source_read_chunk does the pread,
- * the Fletcher32 check and the LZ4 decode with its size checked, or goes
+ * the Fletcher32 check and the LZ4/zstd/LZF decode with its size checked, or goes
  * through the HDF5 library for fallback sources (serialised by the HDF5
  * lock, so those gain nothing from threads, and lose nothing either).
  * Each worker owns its buffers, sized for the largest chunk of any source.
@@ -302,8 +302,13 @@ static const char *bad_reason(const vbad *b)
 	case DSV_ERR_CORRUPT:
 		if (b->ref.fallback)
 			return "a chunk of the file has the wrong stored size";
-		return b->ref.codec == DSV_CODEC_LZ4 ? "LZ4 data corrupt or decodes to the wrong size"
-						     : "stored chunk shorter than its data";
+		switch (b->ref.codec) {
+		case DSV_CODEC_LZ4: return "LZ4 data corrupt or decodes to the wrong size";
+		case DSV_CODEC_ZSTD: return "zstd data corrupt or decodes to the wrong size";
+		case DSV_CODEC_LZF: return "LZF data corrupt or decodes to the wrong size";
+		case DSV_CODEC_NONE: break;
+		}
+		return "stored chunk shorter than its data";
 	case DSV_ERR_TRUNCATED: return "lies past the end of the file";
 	case DSV_ERR_IO:
 		return b->ref.fallback ? "the HDF5 library could not read or decode it" : "read error";

@@ -4,8 +4,13 @@
  * At open (mount) time we ask the HDF5 library where the bytes are, then
  * mostly stop using it: contiguous datasets become a flat run at
  * data_offset, and chunked datasets whose chunks are whole rows with no
- * filter, LZ4 (32004) and/or Fletcher32 become a chunk map (offset, size,
- * filter mask per chunk) that source.c reads with pread from any thread.
+ * filter or one codec dsview decodes itself (LZ4 32004, Zstandard 32015,
+ * LZF 32000), and/or Fletcher32 become a chunk map (offset, size, filter
+ * mask per chunk) that source.c reads with pread from any thread. Those
+ * codecs are never asked of the library: zstd and LZF are not registered
+ * there at all (plugins are never loaded), so a zstd or LZF dataset that
+ * cannot take the fast path (chunks that split rows, shuffle in front) is
+ * refused.
  * Everything else the library can decode (gzip, shuffle, big-endian types,
  * chunks that split rows, compact layout, never-written data) is read
  * through H5Dread (h5_read.c): kind DSV_SRC_H5_FALLBACK, serialised.
@@ -105,7 +110,7 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
  * the top). @return 0, or a dsv_err with the message set; *unwritten counts
  * chunks the file never stored (fill values, through the library).
  */
-static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
+static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int codec, int fl32,
 			  uint64_t *unwritten)
 {
 	dsv_source *s = o->s;
@@ -122,9 +127,11 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 	s->chunked = 1;
 	s->chunk_rows = chunk_rows;
 	s->chunk_raw_size = raw;
-	/* LZ4 frames are about raw + raw/255 + 16 bytes per block; anything
-	 * far beyond that is not a chunk we should allocate scratch for. */
-	max_stored = (lz4 ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
+	/* LZ4 frames are about raw + raw/255 + 16 bytes per block, zstd
+	 * frames raw + raw/256 + 64, LZF streams raw + raw/32 + 1 at worst;
+	 * anything far beyond that is not a chunk we should allocate scratch
+	 * for. */
+	max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
 	nchunks = s->info.nrows / chunk_rows + (s->info.nrows % chunk_rows != 0);
 	if (s->info.nelems == 0)
 		nchunks = 0;
@@ -178,12 +185,12 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int lz4, int fl32,
 					  "cannot locate chunk %llu", (unsigned long long)i);
 			goto out;
 		}
-		int c_lz4 = lz4 && !(mask & (1u << s->lz4_filter_bit));
+		int c_codec = codec && !(mask & (1u << s->codec_filter_bit));
 		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
 		uint64_t trailer = c_fl32 ? 4 : 0;
 		/* Unfiltered chunks are exactly a chunk (a short one would
 		 * make pread serve a neighbour's bytes). */
-		if ((!c_lz4 && size != raw + trailer) || dsv_add_u64(addr, size, &end))
+		if ((!c_codec && size != raw + trailer) || dsv_add_u64(addr, size, &end))
 			goto bad_size;
 		/* A chunk past the end of the file is recorded, not refused:
 		 * source.c fails those reads with DSV_ERR_TRUNCATED. */
@@ -212,6 +219,17 @@ out:
 	return err;
 }
 
+/* The codec dsview decodes itself for filter id, or DSV_CODEC_NONE. */
+static dsv_codec own_codec(H5Z_filter_t id)
+{
+	switch (id) {
+	case DSV_H5Z_FILTER_LZ4: return DSV_CODEC_LZ4;
+	case DSV_H5Z_FILTER_ZSTD: return DSV_CODEC_ZSTD;
+	case DSV_H5Z_FILTER_LZF: return DSV_CODEC_LZF;
+	}
+	return DSV_CODEC_NONE;
+}
+
 /*
  * Chunked layout: fast path when dsview can read the chunks itself, else
  * fallback if the library can, else refusal. Sets *fallback.
@@ -224,7 +242,8 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	H5Z_filter_t ids[DSV_H5_MAX_FILTERS];
 	unsigned cds[DSV_H5_MAX_FILTERS][DSV_H5_MAX_CD] = { { 0 } }; /* first parameters */
 	size_t ncds[DSV_H5_MAX_FILTERS];
-	int ndim = s->info.ndim, nf, whole_rows = 1, lz4 = 0, fl32 = 0, fast_pipe;
+	int ndim = s->info.ndim, nf, whole_rows = 1, fl32 = 0, fast_pipe;
+	dsv_codec codec = DSV_CODEC_NONE;
 	unsigned opts = 0;
 	uint64_t celems = 1; /* elements in a chunk; UINT64_MAX: too many */
 
@@ -261,9 +280,12 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 					   "(damaged file?)",
 					   filter_name(ids[i]));
 	}
+	/* dsview decodes [codec], [codec, fletcher32] and [fletcher32]
+	 * itself; anything else (shuffle in front, two codecs) is the
+	 * library's. */
 	fast_pipe = nf == 0 ||
-		    (nf == 1 && (ids[0] == DSV_H5Z_FILTER_LZ4 || ids[0] == H5Z_FILTER_FLETCHER32)) ||
-		    (nf == 2 && ids[0] == DSV_H5Z_FILTER_LZ4 && ids[1] == H5Z_FILTER_FLETCHER32);
+		    (nf == 1 && (own_codec(ids[0]) || ids[0] == H5Z_FILTER_FLETCHER32)) ||
+		    (nf == 2 && own_codec(ids[0]) && ids[1] == H5Z_FILTER_FLETCHER32);
 	/* With this option HDF5 stores partial edge chunks unfiltered without
 	 * saying so in the filter mask: only the library knows. */
 	if (nf > 0 && H5Pget_chunk_opts(o->dcpl, &opts) >= 0 &&
@@ -272,19 +294,19 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 
 	if (fast_pipe && whole_rows && !o->conv) {
 		for (int i = 0; i < nf; i++) {
-			if (ids[i] == DSV_H5Z_FILTER_LZ4) {
-				lz4 = 1;
-				s->lz4_filter_bit = (unsigned)i;
+			if (own_codec(ids[i])) {
+				codec = own_codec(ids[i]);
+				s->codec_filter_bit = (unsigned)i;
 			} else {
 				fl32 = 1;
 				s->fl32_filter_bit = (unsigned)i;
 			}
 		}
-		s->codec = lz4 ? DSV_CODEC_LZ4 : DSV_CODEC_NONE;
+		s->codec = codec;
 		s->fletcher32 = fl32;
 		s->info.kind = DSV_SRC_H5_CHUNKED;
 		*fallback = 0;
-		return resolve_chunks(o, cdims[0], lz4, fl32, unwritten);
+		return resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
 	}
 
 	/* The library must decode it: every filter has to be one it has

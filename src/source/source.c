@@ -157,8 +157,9 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 		uint32_t mask = s->chunk_mask ? s->chunk_mask[index] : 0;
 		r->offset = s->chunk_off[index];
 		r->stored_size = s->chunk_size[index];
-		r->codec = (s->codec == DSV_CODEC_LZ4 && !(mask & (1u << s->lz4_filter_bit)))
-				   ? DSV_CODEC_LZ4 : DSV_CODEC_NONE;
+		/* A chunk the codec could not shrink is stored raw, its
+		 * filter's bit set (optional filters: LZF, zstd). */
+		r->codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE;
 		r->fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit));
 		if (r->offset == DSV_SRC_UNALLOCATED)
 			r->fallback = 1;
@@ -228,6 +229,21 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 	return dsv_source_pread(s, dst, (size_t)(n * esize), off);
 }
 
+/* Decodes a stored chunk into exactly raw bytes at dst. @return 0 or
+ * DSV_ERR_CORRUPT. */
+static int decode(dsv_codec codec, void *dst, size_t raw, const void *src, size_t src_size)
+{
+	int64_t got = DSV_ERR_CORRUPT;
+
+	switch (codec) {
+	case DSV_CODEC_LZ4: got = dsv_lz4_decode(dst, raw, src, src_size); break;
+	case DSV_CODEC_ZSTD: got = dsv_zstd_decode(dst, raw, src, src_size); break;
+	case DSV_CODEC_LZF: got = dsv_lzf_decode(dst, raw, src, src_size); break;
+	case DSV_CODEC_NONE: break;
+	}
+	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
+}
+
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap)
@@ -265,20 +281,23 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 		memcpy(dst, scratch, (size_t)need);
 		return 0;
 	}
-	uint64_t raw;
-	if (dsv_lz4_raw_size(scratch, payload, &raw) || raw != ref->raw_size)
+	uint64_t raw = ref->raw_size;
+	/* The frames that carry a raw size must carry this one: checked
+	 * before anything is allocated from it. */
+	if ((ref->codec == DSV_CODEC_LZ4 &&
+	     (dsv_lz4_raw_size(scratch, payload, &raw) || raw != ref->raw_size)) ||
+	    (ref->codec == DSV_CODEC_ZSTD &&
+	     (dsv_zstd_raw_size(scratch, payload, &raw) || raw != ref->raw_size)))
 		return DSV_ERR_CORRUPT;
-	if (raw == need) {
-		int64_t got = dsv_lz4_decode(dst, dst_cap, scratch, payload);
-		return got == (int64_t)need ? 0 : DSV_ERR_CORRUPT;
-	}
+	if (raw == need)
+		return decode(ref->codec, dst, (size_t)raw, scratch, payload);
 	/* Edge chunk: decodes to more than we keep. */
 	void *tmp = malloc((size_t)raw);
 	if (!tmp)
 		return DSV_ERR_NOMEM;
-	int64_t got = dsv_lz4_decode(tmp, (size_t)raw, scratch, payload);
-	if (got == (int64_t)raw)
+	err = decode(ref->codec, tmp, (size_t)raw, scratch, payload);
+	if (!err)
 		memcpy(dst, tmp, (size_t)need);
 	free(tmp);
-	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
+	return err;
 }

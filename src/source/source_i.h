@@ -39,7 +39,7 @@ struct dsv_source {
 	uint32_t *chunk_mask;
 	dsv_codec codec;
 	int fletcher32;
-	unsigned lz4_filter_bit;   /* bit in chunk_mask meaning "LZ4 skipped" */
+	unsigned codec_filter_bit; /* bit in chunk_mask meaning "codec skipped" */
 	unsigned fl32_filter_bit;  /* bit meaning "Fletcher32 skipped" */
 
 	/* HDF5 library state for fallback reads (h5.c owns it) */
