@@ -28,12 +28,13 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <zlib.h>
 
 #include "dsview/codec.h"
 #include "h5/h5.h"
 
-static size_t expect_deflate, expect_lz4, expect_szip; /* under the lock */
+static size_t expect[DSV_H5_NDEC]; /* under the lock; 0: unchecked */
 
 typedef int (*inflate_fn)(z_streamp, int);
 typedef int (*szip_fn)(void *, size_t *, const void *, size_t, void *);
@@ -53,9 +54,9 @@ int inflate(z_streamp strm, int flush)
 	int rc = real_inflate ? real_inflate(strm, flush) : Z_STREAM_ERROR;
 	if (!dsv_h5_lock_held())
 		return rc;
-	if (expect_deflate && (rc == Z_OK || rc == Z_STREAM_END) &&
-	    (strm->total_out > expect_deflate ||
-	     (rc == Z_STREAM_END && strm->total_out != expect_deflate)))
+	if (expect[DSV_H5_DEC_DEFLATE] && (rc == Z_OK || rc == Z_STREAM_END) &&
+	    (strm->total_out > expect[DSV_H5_DEC_DEFLATE] ||
+	     (rc == Z_STREAM_END && strm->total_out != expect[DSV_H5_DEC_DEFLATE])))
 		return Z_DATA_ERROR;
 	return rc;
 }
@@ -70,7 +71,7 @@ int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, siz
 			    void *param)
 {
 	pthread_once(&real_once, find_real);
-	size_t want = dsv_h5_lock_held() ? expect_szip : 0;
+	size_t want = dsv_h5_lock_held() ? expect[DSV_H5_DEC_SZIP] : 0;
 	if (!real_szip || (want && *destLen != want))
 		return -1; /* SZ_PARAM_ERROR: the library fails the read */
 	int rc = real_szip(dest, destLen, source, sourceLen, param);
@@ -95,7 +96,7 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
 		 * more is hostile, and we refuse it before allocating. */
 		if (dsv_lz4_raw_size(*buf, nbytes, &raw) != 0 || raw == 0 ||
 		    raw / 256 > nbytes || raw > SIZE_MAX / 2 ||
-		    (expect_lz4 && raw != expect_lz4))
+		    (expect[DSV_H5_DEC_LZ4] && raw != expect[DSV_H5_DEC_LZ4]))
 			return 0;
 		out = H5allocate_memory((size_t)raw, 0);
 		if (!out)
@@ -119,28 +120,95 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
 	return (size_t)n;
 }
 
-static const H5Z_class2_t lz4_class = {
-	.version = H5Z_CLASS_T_VERS,
-	.id = DSV_H5Z_FILTER_LZ4,
-	.encoder_present = 1,
-	.decoder_present = 1,
-	.name = "lz4 (dsview)",
-	.filter = lz4_filter,
+/* Our decoders of Zstandard (32015) and LZF (32000) for the library's
+ * reads: decode only (dsview never writes through the library). The
+ * decoded size is the frame's content size (zstd), or for LZF the chunk
+ * size h5py records in cd[2]; either must be what the read expects when
+ * guard.c knows it. Returns the new size, 0 on failure. */
+static size_t decode_filter(int dec, unsigned flags, size_t ncd, const unsigned cd[],
+			    size_t nbytes, size_t *buf_size, void **buf)
+{
+	uint64_t raw = expect[dec];
+	void *out;
+	int64_t n;
+
+	if (!(flags & H5Z_FLAG_REVERSE))
+		return 0;
+	if (dec == DSV_H5_DEC_ZSTD) {
+		uint64_t declared;
+		if (dsv_zstd_raw_size(*buf, nbytes, &declared) || (raw && declared != raw))
+			return 0;
+		raw = declared;
+	} else if (!raw) {
+		raw = ncd > 2 ? cd[2] : 0;
+	}
+	/* A zstd block of n bytes makes at most 128 KiB (an RLE block: 4
+	 * bytes), an LZF reference of 3 bytes 264: a size past 65536 times the
+	 * input is hostile and refused before allocating. */
+	if (raw == 0 || raw > SIZE_MAX / 2 || raw / 65536 > nbytes)
+		return 0;
+	out = H5allocate_memory((size_t)raw, 0);
+	if (!out)
+		return 0;
+	n = dec == DSV_H5_DEC_ZSTD ? dsv_zstd_decode(out, (size_t)raw, *buf, nbytes)
+				   : dsv_lzf_decode(out, (size_t)raw, *buf, nbytes);
+	if (n != (int64_t)raw) {
+		H5free_memory(out);
+		return 0;
+	}
+	H5free_memory(*buf);
+	*buf = out;
+	*buf_size = (size_t)n;
+	return (size_t)n;
+}
+
+static size_t zstd_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t nbytes,
+			  size_t *buf_size, void **buf)
+{
+	return decode_filter(DSV_H5_DEC_ZSTD, flags, ncd, cd, nbytes, buf_size, buf);
+}
+
+static size_t lzf_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t nbytes,
+			 size_t *buf_size, void **buf)
+{
+	return decode_filter(DSV_H5_DEC_LZF, flags, ncd, cd, nbytes, buf_size, buf);
+}
+
+static const H5Z_class2_t classes[] = {
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZ4, .encoder_present = 1,
+	  .decoder_present = 1, .name = "lz4 (dsview)", .filter = lz4_filter },
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_ZSTD, .encoder_present = 0,
+	  .decoder_present = 1, .name = "zstd (dsview, decode only)", .filter = zstd_filter },
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZF, .encoder_present = 0,
+	  .decoder_present = 1, .name = "lzf (dsview, decode only)", .filter = lzf_filter },
 };
 
 herr_t dsv_h5_decode_init(void)
 {
-	return H5Zregister(&lz4_class);
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (H5Zregister(&classes[i]) < 0)
+			return -1;
+	return 0;
 }
 
-void dsv_h5_decode_arm(size_t deflate, size_t lz4, size_t szip)
+int dsv_h5_decoder_of(H5Z_filter_t id)
 {
-	expect_deflate = deflate;
-	expect_lz4 = lz4;
-	expect_szip = szip;
+	switch (id) {
+	case H5Z_FILTER_DEFLATE: return DSV_H5_DEC_DEFLATE;
+	case DSV_H5Z_FILTER_LZ4: return DSV_H5_DEC_LZ4;
+	case H5Z_FILTER_SZIP: return DSV_H5_DEC_SZIP;
+	case DSV_H5Z_FILTER_ZSTD: return DSV_H5_DEC_ZSTD;
+	case DSV_H5Z_FILTER_LZF: return DSV_H5_DEC_LZF;
+	default: return -1;
+	}
+}
+
+void dsv_h5_decode_arm(const size_t want[DSV_H5_NDEC])
+{
+	memcpy(expect, want, sizeof(expect));
 }
 
 void dsv_h5_decode_disarm(void)
 {
-	expect_deflate = expect_lz4 = expect_szip = 0;
+	memset(expect, 0, sizeof(expect));
 }

@@ -43,8 +43,8 @@ struct dsv_h5_chunk_check {
 		unsigned cd[DSV_H5_MAX_CD];
 	} f[DSV_H5_MAX_FILTERS];                 /* the pipeline, in encoding order */
 	int edge_unfiltered;     /* H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS */
-	/* what inflate, the LZ4 decoder and szip must make (see above); 0: unchecked */
-	size_t expect_deflate, expect_lz4, expect_szip;
+	/* what each checked decoder must make (see above); 0: unchecked */
+	size_t expect[DSV_H5_NDEC];
 	uint8_t *ok;             /* a bit per chunk, or NULL: check every time */
 	void *probe;             /* H5Dread_chunk's buffer; never written */
 	size_t probe_cap;
@@ -59,37 +59,31 @@ void dsv_h5_chunk_check_free(dsv_h5_chunk_check *c)
 	free(c);
 }
 
-/* What inflate and the LZ4 decoder must make for this dataset: a filter's
- * output on read is its input on write, which is the chunk plus 4 bytes per
- * Fletcher32 applied before it (shuffle keeps the size). After any other
- * filter, or for a filter used twice, the size is not known: unchecked. */
+/* What each checked decoder (inflate, LZ4, szip, zstd, LZF) must make for
+ * this dataset: a filter's output on read is its input on write, which is
+ * the chunk plus 4 bytes per Fletcher32 applied before it (shuffle keeps
+ * the size). After any other filter, or for a filter used twice, the size
+ * is not known: unchecked. */
 static void filter_sizes(dsv_h5_chunk_check *c)
 {
 	uint64_t before = 0;
-	int known = 1, n_deflate = 0, n_lz4 = 0, n_szip = 0;
+	int known = 1, uses[DSV_H5_NDEC] = { 0 };
 
 	if (c->raw > SIZE_MAX / 2)
 		return;
 	for (int i = 0; i < c->nf; i++) {
 		H5Z_filter_t id = c->f[i].id;
-		size_t want = known ? (size_t)(c->raw + before) : 0;
-		if (id == H5Z_FILTER_DEFLATE && n_deflate++ == 0)
-			c->expect_deflate = want;
-		else if (id == DSV_H5Z_FILTER_LZ4 && n_lz4++ == 0)
-			c->expect_lz4 = want;
-		else if (id == H5Z_FILTER_SZIP && n_szip++ == 0)
-			c->expect_szip = want;
+		int dec = dsv_h5_decoder_of(id);
+		if (dec >= 0 && uses[dec]++ == 0)
+			c->expect[dec] = known ? (size_t)(c->raw + before) : 0;
 		if (id == H5Z_FILTER_FLETCHER32)
 			before += 4;
 		else if (id != H5Z_FILTER_SHUFFLE)
 			known = 0;
 	}
-	if (n_deflate > 1)
-		c->expect_deflate = 0;
-	if (n_lz4 > 1)
-		c->expect_lz4 = 0;
-	if (n_szip > 1)
-		c->expect_szip = 0;
+	for (int d = 0; d < DSV_H5_NDEC; d++)
+		if (uses[d] > 1)
+			c->expect[d] = 0;
 }
 
 dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const hsize_t *cdims,
@@ -291,6 +285,6 @@ int dsv_h5_check_read_chunks(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t
 {
 	int err = check_bands(c, dset, fd, row_elems, start, n);
 	if (!err)
-		dsv_h5_decode_arm(c->expect_deflate, c->expect_lz4, c->expect_szip);
+		dsv_h5_decode_arm(c->expect);
 	return err;
 }

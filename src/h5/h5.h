@@ -114,12 +114,22 @@ int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uin
 
 /* decode.c */
 
-/* Registers dsview's LZ4 filter (32004).
+/* Registers dsview's own filters with the library: LZ4 (32004), and the
+ * decoders of Zstandard (32015) and LZF (32000), so that chunks the
+ * library must read for us (rows split across chunks, shuffle in front)
+ * are decoded by dsview's bounds-checked codecs, never by a plugin.
  * @return as H5Zregister. Called once, by dsv_h5_lock's set-up. */
 herr_t dsv_h5_decode_init(void);
-/* The exact decoded sizes the next library read must see from inflate,
- * the LZ4 filter and szip (0: not checked). Cleared by disarm. */
-void dsv_h5_decode_arm(size_t deflate, size_t lz4, size_t szip);
+/* The decoders whose output sizes are checked, indexes of the expected
+ * sizes below. */
+enum { DSV_H5_DEC_DEFLATE, DSV_H5_DEC_LZ4, DSV_H5_DEC_SZIP, DSV_H5_DEC_ZSTD, DSV_H5_DEC_LZF,
+       DSV_H5_NDEC };
+/* The decoder (DSV_H5_DEC_*) of HDF5 filter id, or -1 for one whose size
+ * is not checked (shuffle, Fletcher32, nbit, scaleoffset, ...). */
+int dsv_h5_decoder_of(H5Z_filter_t id);
+/* The exact decoded sizes the next library read must see from each
+ * decoder (0: not checked). Cleared by disarm. */
+void dsv_h5_decode_arm(const size_t expect[DSV_H5_NDEC]);
 void dsv_h5_decode_disarm(void);
 
 /* links.c */

@@ -6,14 +6,12 @@
  * data_offset, and chunked datasets whose chunks are whole rows with no
  * filter or one codec dsview decodes itself (LZ4 32004, Zstandard 32015,
  * LZF 32000), and/or Fletcher32 become a chunk map (offset, size, filter
- * mask per chunk) that source.c reads with pread from any thread. Those
- * codecs are never asked of the library: zstd and LZF are not registered
- * there at all (plugins are never loaded), so a zstd or LZF dataset that
- * cannot take the fast path (chunks that split rows, shuffle in front) is
- * refused.
+ * mask per chunk) that source.c reads with pread from any thread.
  * Everything else the library can decode (gzip, shuffle, big-endian types,
  * chunks that split rows, compact layout, never-written data) is read
- * through H5Dread (h5_read.c): kind DSV_SRC_H5_FALLBACK, serialised.
+ * through H5Dread (h5_read.c): kind DSV_SRC_H5_FALLBACK, serialised. The
+ * library decodes LZ4, Zstandard and LZF there with dsview's own codecs,
+ * registered in-process (src/h5/decode.c); plugins are never loaded.
  *
  * The HDF5 layer below (src/h5/h5.h) holds what this shares with `info`
  * and pack: the one global lock every HDF5 call runs under (no other lock

@@ -1,6 +1,8 @@
 """HDF5 files compressed the way users write them with LZF (h5py's own
 filter, 32000) and Zstandard (32015): dsview decodes both itself on the fast
-path (README, "Sources"). Every mount is compared byte for byte with numpy's
+path (README, "Sources"), and the HDF5 library decodes them with dsview's
+own codecs where it must read a dataset for us (rows split across chunks,
+shuffle in front). Every mount is compared byte for byte with numpy's
 astype(float32), and a damaged chunk fails its reads with EIO, naming the
 chunk in the log, while the rest of the file stays readable.
 
@@ -155,3 +157,54 @@ class Filters(E2E):
         # frame now declares a size that is not the chunk's
         x = np.repeat(np.arange(60, dtype=np.uint8), 1024).reshape(60, 1024)
         self.check_one_bad_chunk("badzstd", x, lambda f, a: write_zstd(f, "x", a, 10), where=5)
+
+    def test_through_the_library_with_our_decoders(self):
+        # chunks that split rows, and shuffle in front of the codec, take
+        # the library path; it has no zstd or LZF plugin, only dsview's
+        # decoders, registered in-process
+        x = self.arrays["i16_ramp"].reshape(83, 30)
+        path = self.p("lib.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("lzf_split", data=x, chunks=(8, 7), compression="lzf")
+            f.create_dataset("lzf_shuffle", data=x, chunks=(10, 30), compression="lzf", shuffle=True)
+            d = f.create_dataset("zstd_split", shape=x.shape, dtype=x.dtype, chunks=(9, 7),
+                                 compression=ZSTD, allow_unknown_filter=True)
+            cctx = zstandard.ZstdCompressor()
+            for r in range(0, 83, 9):
+                for c in range(0, 30, 7):
+                    chunk = np.zeros((9, 7), x.dtype)
+                    part = x[r:r + 9, c:c + 7]
+                    chunk[:part.shape[0], :part.shape[1]] = part
+                    d.id.write_direct_chunk((r, c), cctx.compress(chunk.tobytes()))
+            # a frame that declares less than a chunk: the library would copy
+            # a whole chunk out of it; dsview's decoder must refuse it
+            d = f.create_dataset("zstd_short", shape=x.shape, dtype=x.dtype, chunks=(9, 7),
+                                 compression=ZSTD, allow_unknown_filter=True)
+            for r in range(0, 83, 9):
+                for c in range(0, 30, 7):
+                    chunk = np.zeros((9, 7), x.dtype)
+                    part = x[r:r + 9, c:c + 7]
+                    chunk[:part.shape[0], :part.shape[1]] = part
+                    data = chunk.tobytes()[:60] if (r, c) == (18, 0) else chunk.tobytes()
+                    d.id.write_direct_chunk((r, c), cctx.compress(data))
+        r = run("info", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("0 fast path, 4 library fallback, 0 refused", r.stdout)
+        ref = reference(x)
+        row = ref[0].nbytes
+        with self.mount(path, "--cache-size", "0",
+                        expect_errors=[r"zstd_short chunk 0 \(rows 18-26,"]) as m:
+            for n in ("lzf_split", "lzf_shuffle", "zstd_split"):
+                self.assertEqual(read_all(m.path(n + ".dat")), ref.tobytes(), n)
+            fd = os.open(m.path("zstd_short.dat"), os.O_RDONLY)
+            try:
+                # rows 18-26 share the first 4 KiB page with rows 0-34
+                self.assertEqual(os.pread(fd, 9 * row, 72 * row), ref[72:81].tobytes())
+                with self.assertRaises(OSError) as cm:
+                    os.pread(fd, row, 20 * row)
+                self.assertEqual(cm.exception.errno, errno.EIO)
+            finally:
+                os.close(fd)
+        r = run("verify", path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("zstd_short: chunk 0, rows 18-26 (through the HDF5 library)", r.stdout)
