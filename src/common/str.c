@@ -1,5 +1,6 @@
 /* String and path helpers; see str.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,3 +134,18 @@ int dsv_name_unescape(char *dst, size_t dst_cap, const char *src)
 	dst[n] = '\0';
 	return n > INT_MAX ? DSV_ERR_OVERFLOW : (int)n;
 }
+
+const char *dsv_shown(const char *name, size_t n, size_t max, char *out)
+{
+	char *o = out;
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+			*o++ = (char)ch;
+		else
+			o += sprintf(o, "\\x%02x", ch);
+	}
+	strcpy(o, n > max ? "..." : "");
+	return out;
+}
+

@@ -60,4 +60,10 @@ size_t dsv_name_escape(char *dst, size_t dst_cap, const char *src);
  * dst is too small. */
 int dsv_name_unescape(char *dst, size_t dst_cap, const char *src);
 
+/* name[0..n) fit for a one-line message: bytes outside printable ASCII
+ * (and '\\') become \xNN, so a name cannot bring a newline or a terminal
+ * escape into our errors, and past max bytes the rest is "...". out holds
+ * 4 * max + 4 bytes. @return out */
+const char *dsv_shown(const char *name, size_t n, size_t max, char *out);
+
 #endif
