@@ -56,6 +56,9 @@ typedef struct dsv_h5_filter {
 
 typedef struct dsv_h5_desc {
 	char type[48];      /* as stored: "uint8", "big-endian int16", "string", ... */
+	char type_class[24]; /* one word: "integer", "float", "string", "compound",
+			      * "enum", "bitfield", "opaque", "reference",
+			      * "variable-length", "array", "time", "unknown" */
 	size_t type_size;   /* bytes per element */
 	int ndim;           /* 0 for a scalar or null dataspace */
 	uint64_t shape[DSV_MAX_DIMS];

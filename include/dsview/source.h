@@ -86,6 +86,20 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
  * (skipped[0] soft, skipped[1] external and user-defined). */
 int dsv_h5_list_datasets(const char *path, char ***names, size_t *count,
 			 size_t skipped[2], dsv_errbuf *eb);
+/* An object of an HDF5 file that could not be listed (a damaged object
+ * header or group): its path in the file and the library's reason. */
+typedef struct dsv_h5_unlisted {
+	char *path;
+	char reason[256];
+} dsv_h5_unlisted;
+/* As dsv_h5_list_datasets, and a damaged object or group does not end the
+ * listing: it is passed over and put in *bad (*nbad entries; free them
+ * with dsv_h5_unlisted_free), and the rest of the file is listed. Fails
+ * only when the file cannot be opened, is out of memory, or nothing at
+ * all could be listed (then eb says the library's reason). */
+int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipped[2],
+		    dsv_h5_unlisted **bad, size_t *nbad, dsv_errbuf *eb);
+void dsv_h5_unlisted_free(dsv_h5_unlisted *bad, size_t n); /* accepts NULL */
 /* True for .h5/.hdf5/.hdf/.he5/.nc names. */
 int dsv_source_is_h5_path(const char *path);
 void dsv_source_close(dsv_source *s); /* accepts NULL */

@@ -23,10 +23,25 @@
  * with dsv_view_get_info. */
 typedef struct dsv_view dsv_view;
 
+/* A dataset of a zero-config file that is not served: its path in the
+ * file, the reason alone (dsv_errbuf.reason), and one word for summaries
+ * ("string", "compound", "scalar", "name", "unreadable", ...). */
+typedef struct dsv_skipped {
+	char *path;
+	char *reason;
+	char kind[24];
+} dsv_skipped;
+
 typedef struct dsv_manifest {
 	char *path;
 	dsv_view **views;
 	size_t nviews;
+	/* zero-config only: what the file holds that is not served (empty
+	 * for a manifest, where every error is fatal), and skipped_json, the
+	 * text of /.skipped.json (NULL when nothing was skipped) */
+	dsv_skipped *skipped;
+	size_t nskipped;
+	char *skipped_json;
 	/* [dsview] defaults; has_* tells whether the manifest set them */
 	int has_cache_size, has_threads, has_gpu;
 	uint64_t cache_size;
@@ -60,9 +75,18 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out);
 /* Parses and validates a manifest, opening every source. On error, eb holds
  * "<manifest>:<line>: <reason>". */
 int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb);
-/* A single .npy or HDF5 file: every array becomes a view cast to dtype. */
-int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out,
-			   dsv_errbuf *eb);
+/* A single .npy or HDF5 file: every array becomes a view cast to dtype.
+ * HDF5 names are mapped to view names by dsv_name_escape (common/str.h),
+ * each group a directory. A dataset that cannot be served is put in
+ * m->skipped and the rest are served; it fails only when nothing can be
+ * served (eb then gives the reasons), or, with DSV_FROM_FILE_STRICT, at
+ * the first dataset that cannot be served. */
+#define DSV_FROM_FILE_STRICT 1
+int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
+			   dsv_manifest **out, dsv_errbuf *eb);
+/* "4 string, 2 compound": m->skipped counted by kind, most first, into
+ * buf as snprintf. @return buf */
+const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap);
 void dsv_manifest_free(dsv_manifest *m); /* accepts NULL */
 
 /* A piece of a read that lies in one chunk. */

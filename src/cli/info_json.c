@@ -166,9 +166,20 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	} else {
 		/* The library's own reason first (e.g. a truncated copy):
 		 * listing would only say "not an HDF5 file, or damaged". */
+		dsv_h5_unlisted *bad = NULL;
+		size_t nbad = 0;
 		err = dsv_h5_check_file(t->file, eb);
 		if (!err)
-			err = dsv_h5_list_datasets(t->file, &names, &n, links, eb);
+			err = dsv_h5_list_all(t->file, &names, &n, links, &bad, &nbad, eb);
+		/* A damaged object the listing passed over is refused, with the
+		 * library's reason, as a zero-config mount lists it as skipped. */
+		for (size_t i = 0; !err && i < nbad; i++) {
+			json_array_append_new(arr, json_pack("{s:o,s:s,s:o,s:n,s:n}", "name",
+							     jtext(bad[i].path), "serve", "refused", "why",
+							     jtext(bad[i].reason), "source", "store"));
+			counts[2]++;
+		}
+		dsv_h5_unlisted_free(bad, nbad);
 		for (size_t i = 0; !err && i < n; i++) {
 			/* A dataset listed but not describable (a damaged header)
 			 * is shown with the reason; the others still are. */

@@ -38,12 +38,16 @@ static const char mount_usage[] =
 	"\n"
 	"SOURCE is a manifest (.ini) or a single .npy / .h5 file (every array in it\n"
 	"becomes a view, cast to --dtype). MOUNTPOINT defaults to " DEFAULT_MOUNTPOINT "\n"
-	"and is created if missing. Returns once the mount answers.\n"
+	"and is created if missing. Returns once the mount answers. Datasets of an\n"
+	"HDF5 SOURCE that cannot be served (strings, tables, ...) are listed in\n"
+	"MOUNTPOINT/.skipped.json and the rest are served.\n"
 	"\n"
 	"options:\n"
 	"  -f, --foreground     stay in the foreground (log to stderr)\n"
 	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
 	"                       bfloat16, float16\n"
+	"      --strict         an .h5 SOURCE: refuse the whole file when one of its\n"
+	"                       datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
 	"                       (default: the smaller of 1G and 10% of RAM)\n"
 	"      --threads N      FUSE worker threads (default 8)\n"
@@ -183,6 +187,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "debug", no_argument, NULL, 'd' },
+		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -193,7 +198,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
 	const char *ra_arg = NULL;
 	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
-	int foreground = 0, threads = 0, c, err;
+	int foreground = 0, threads = 0, strict = 0, c, err;
 	char real_mp[PATH_MAX];
 	int gpu_dev;
 
@@ -216,6 +221,7 @@ int dsv_cmd_mount(int argc, char **argv)
 			break;
 		case 'L': log_path = optarg; break;
 		case 'd': o.debug = foreground = 1; break;
+		case 'S': strict = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
 		default: fputs(mount_usage, stderr); return EXIT_USER;
 		}
@@ -233,6 +239,11 @@ int dsv_cmd_mount(int argc, char **argv)
 			dsv_cli_error("--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s", source);
 			return EXIT_USER;
 		}
+		if (strict) {
+			dsv_cli_error("--strict applies to a .npy/.h5 SOURCE; in a manifest every "
+				      "error is fatal");
+			return EXIT_USER;
+		}
 		err = dsv_manifest_load(source, &m, &eb);
 	} else {
 		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
@@ -240,7 +251,7 @@ int dsv_cmd_mount(int argc, char **argv)
 			dsv_cli_error("--dtype '%s' must be float32, bfloat16 or float16", dtype_arg);
 			return EXIT_USER;
 		}
-		err = dsv_manifest_from_file(source, dt, &m, &eb);
+		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m, &eb);
 	}
 	if (err) {
 		dsv_cli_error("%s", eb.msg);
@@ -278,12 +289,18 @@ int dsv_cmd_mount(int argc, char **argv)
 		goto user_error;
 	}
 	mountpoint = real_mp;
+	size_t nskipped = m->nskipped, nserved = m->nviews;
+	char kinds[256];
+	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
 	err = dsv_fs_mount(m, mountpoint, &o, &fs, &eb);
 	if (err) {
 		dsv_cli_error("%s", eb.msg);
 		goto user_error;
 	}
 	m = NULL; /* owned by fs now */
+	if (nskipped) /* the one line a user sees; the list is in the mount */
+		dsv_cli_error("served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
+			      nserved, nserved + nskipped, source, nskipped, kinds, mountpoint);
 
 	if (foreground) {
 		err = dsv_fs_serve(fs, &eb);
@@ -314,6 +331,9 @@ int dsv_cmd_mount(int argc, char **argv)
 		}
 		if (!log_path)
 			dsv_log_use_syslog();
+		if (nskipped)
+			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)", source,
+				     nskipped, nserved + nskipped, kinds, mountpoint);
 		err = dsv_fs_serve(fs, &eb);
 		if (err)
 			dsv_log_error("%s", eb.msg);

@@ -134,3 +134,78 @@ int dsv_name_ok(const char *name)
 	}
 	return 1;
 }
+
+static int name_byte_ok(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+size_t dsv_name_escape(char *dst, size_t dst_cap, const char *src)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+		int keep = name_byte_ok(*p) && !(*p == '.' && p == (const unsigned char *)src) &&
+			   !(*p == '_' && p[1] == 'x');
+		char esc[4] = { '_', 'x', hex[*p >> 4], hex[*p & 15] };
+		const char *out = keep ? (const char *)p : esc;
+		size_t len = keep ? 1 : 4;
+		for (size_t k = 0; k < len; k++, n++)
+			if (n + 1 < dst_cap)
+				dst[n] = out[k];
+	}
+	if (dst_cap)
+		dst[n < dst_cap ? n : dst_cap - 1] = '\0';
+	return n;
+}
+
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int dsv_name_unescape(char *dst, size_t dst_cap, const char *src)
+{
+	size_t n = 0, len = strlen(src);
+	for (size_t i = 0; i < len; n++) {
+		unsigned char c;
+		if (src[i] == '_' && src[i + 1] == 'x') {
+			int hi = hex_digit(src[i + 2]), lo = hi < 0 ? -1 : hex_digit(src[i + 3]);
+			if (lo < 0)
+				return DSV_ERR_INVALID;
+			c = (unsigned char)(hi * 16 + lo);
+			/* only what dsv_name_escape writes: the map stays one-to-one */
+			if (c == 0 || (name_byte_ok(c) && !(c == '.' && i == 0) &&
+				       !(c == '_' && src[i + 4] == 'x')))
+				return DSV_ERR_INVALID;
+			i += 4;
+		} else if (name_byte_ok((unsigned char)src[i]) && !(src[i] == '.' && i == 0)) {
+			c = (unsigned char)src[i++];
+		} else {
+			return DSV_ERR_INVALID;
+		}
+		if (n + 1 >= dst_cap)
+			return DSV_ERR_OVERFLOW;
+		dst[n] = (char)c;
+	}
+	if (!dst_cap)
+		return DSV_ERR_OVERFLOW;
+	dst[n] = '\0';
+	return n > INT_MAX ? DSV_ERR_OVERFLOW : (int)n;
+}
+
+const char *dsv_shown(const char *name, size_t n, size_t max, char *out)
+{
+	char *o = out;
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+			*o++ = (char)ch;
+		else
+			o += sprintf(o, "\\x%02x", ch);
+	}
+	strcpy(o, n > max ? "..." : "");
+	return out;
+}
+

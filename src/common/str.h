@@ -49,4 +49,33 @@ int dsv_parse_gpu(const char *s, int *device);
  * name in the mount and as an HDF5 dataset name, so it can hold no '/'. */
 int dsv_name_ok(const char *name);
 
+/*
+ * The reversible map from any name (an HDF5 group or dataset name: any
+ * bytes but '/' and NUL) to a valid one, for zero-config mounts. A byte is
+ * kept as it is when it is a letter, digit, '_', '-' or '.', except that
+ * a leading '.' and a '_' followed by 'x' are escaped too; every other byte
+ * becomes "_x" and two upper-case hex digits ("my data" -> "my_x20data",
+ * ".hidden" -> "_x2Ehidden", "a_xb" -> "a_x5Fxb", "\xc3\xa9" ->
+ * "_xC3_xA9"). So a valid name without "_x" maps to itself, and in a
+ * mapped name "_x" always starts an escape: the map is one-to-one and
+ * dsv_name_unescape undoes it. A mapped name is valid when it is at most
+ * DSV_NAME_MAX bytes (and the source name was not empty).
+ *
+ * dsv_name_escape writes the map of src to dst as snprintf would (at most
+ * dst_cap - 1 bytes, NUL-terminated when dst_cap > 0). @return the mapped
+ * name's length, whatever dst_cap.
+ */
+size_t dsv_name_escape(char *dst, size_t dst_cap, const char *src);
+/* The name src is the map of, into dst (dst_cap >= strlen(src) + 1 is
+ * always enough). @return its length, or DSV_ERR_INVALID when src is not
+ * the map of any name (a bad or needless escape), DSV_ERR_OVERFLOW when
+ * dst is too small. */
+int dsv_name_unescape(char *dst, size_t dst_cap, const char *src);
+
+/* name[0..n) fit for a one-line message: bytes outside printable ASCII
+ * (and '\\') become \xNN, so a name cannot bring a newline or a terminal
+ * escape into our errors, and past max bytes the rest is "...". out holds
+ * 4 * max + 4 bytes. @return out */
+const char *dsv_shown(const char *name, size_t n, size_t max, char *out);
+
 #endif

@@ -18,7 +18,9 @@
  *
  * The tree is built once at mount and never changes: inode 1 is the root,
  * then for every view its directories (zero-config HDF5 groups), V.dat,
- * V.npy and V.json, and /.stats.json. Inode numbers are indexes into a node
+ * V.npy and V.json, /.stats.json, and /.skipped.json when a zero-config
+ * mount passed over datasets (fixed text, the manifest's, served like a
+ * V.json). Inode numbers are indexes into a node
  * array, so lookups need no lock. Data files are immutable, so they are
  * opened with keep_cache and never direct_io (mmap needs the page cache);
  * only /.stats.json, whose content changes, is direct_io, rendered at open

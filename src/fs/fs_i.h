@@ -32,7 +32,8 @@
 
 #define READ_MAX (1u << 20)
 
-enum node_kind { N_DIR, N_DAT, N_NPY, N_JSON, N_STATS };
+/* N_SKIPPED: /.skipped.json, fixed text (fs->m->skipped_json) */
+enum node_kind { N_DIR, N_DAT, N_NPY, N_JSON, N_STATS, N_SKIPPED };
 
 typedef struct node {
 	char *name;

@@ -154,6 +154,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	case N_JSON:
 		reply_slice(req, fs->m->views[n->view]->json, (size_t)n->size, size, off);
 		break;
+	case N_SKIPPED:
+		reply_slice(req, fs->m->skipped_json, (size_t)n->size, size, off);
+		break;
 	case N_STATS: {
 		/* Reply from a copy of the handle's snapshot. Once the kernel has
 		 * the reply, the reader may close the file and another worker

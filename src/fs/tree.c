@@ -145,6 +145,10 @@ int dsv_fs_tree_build(dsv_fs *fs)
 	}
 	if (!add_node(fs, ".stats.json", 11, FUSE_ROOT_ID, N_STATS, -1, 0))
 		return DSV_ERR_NOMEM;
+	/* a zero-config mount's datasets not served, when there are any */
+	if (fs->m->skipped_json && !add_node(fs, ".skipped.json", 13, FUSE_ROOT_ID, N_SKIPPED, -1,
+					     strlen(fs->m->skipped_json)))
+		return DSV_ERR_NOMEM;
 	/* every directory's mtime: the newest view's, or the mount's */
 	fs->dir_mtime = fs->mount_time;
 	for (size_t i = 0; i < fs->m->nviews; i++)

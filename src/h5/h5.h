@@ -43,6 +43,11 @@ int dsv_h5_lock_held(void);
 /* A file access property list for H5Fopen of untrusted files through the
  * read-only driver; valid while the lock is held and dsv_h5_lock gave 0. */
 hid_t dsv_h5_ro_fapl(void);
+/* The innermost description on this thread's HDF5 error stack (what the
+ * library said went wrong in the call that just failed: "bad symbol table
+ * node signature"), into buf; "no reason given by the HDF5 library" when
+ * the stack is empty. Call right after the failed call. @return buf. */
+const char *dsv_h5_error_reason(char *buf, size_t cap);
 /* A new little-endian HDF5 type for dt (IEEE binary16 for DSV_F16), or -1;
  * the caller closes it. */
 hid_t dsv_h5_type(dsv_dtype dt);

@@ -12,6 +12,7 @@
 #include <hdf5.h>
 
 #include <pthread.h>
+#include <stdio.h>
 
 #include "h5/h5.h"
 
@@ -55,6 +56,26 @@ void dsv_h5_unlock(void)
 int dsv_h5_lock_held(void)
 {
 	return h5_held;
+}
+
+static herr_t innermost_cb(unsigned n, const H5E_error2_t *e, void *arg)
+{
+	char **buf = arg;
+	if (n == 0 && e->desc)
+		snprintf(buf[0], (size_t)(buf[1] - buf[0]), "%s", e->desc);
+	return 0;
+}
+
+const char *dsv_h5_error_reason(char *buf, size_t cap)
+{
+	char *range[2] = { buf, buf + cap };
+	if (!cap)
+		return buf;
+	buf[0] = '\0';
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, range);
+	if (!buf[0])
+		snprintf(buf, cap, "no reason given by the HDF5 library");
+	return buf;
 }
 
 hid_t dsv_h5_ro_fapl(void)

@@ -119,6 +119,24 @@ int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
 	return err;
 }
 
+static const char *type_class_name(H5T_class_t cls)
+{
+	switch (cls) {
+	case H5T_INTEGER: return "integer";
+	case H5T_FLOAT: return "float";
+	case H5T_STRING: return "string";
+	case H5T_COMPOUND: return "compound";
+	case H5T_ENUM: return "enum";
+	case H5T_BITFIELD: return "bitfield";
+	case H5T_OPAQUE: return "opaque";
+	case H5T_REFERENCE: return "reference";
+	case H5T_VLEN: return "variable-length";
+	case H5T_ARRAY: return "array";
+	case H5T_TIME: return "time";
+	default: return "unknown";
+	}
+}
+
 /* The element type as a user would name it. */
 static void describe_type(hid_t t, char *buf, size_t cap)
 {
@@ -285,6 +303,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	}
 
 	describe_type(ftype, d->type, sizeof(d->type));
+	snprintf(d->type_class, sizeof(d->type_class), "%s", type_class_name(H5Tget_class(ftype)));
 	d->type_size = H5Tget_size(ftype);
 	ndim = H5Sget_simple_extent_ndims(space);
 	if (ndim < 0 || ndim > DSV_MAX_DIMS ||

@@ -1,5 +1,6 @@
 /*
- * Manifest parsing (INI through inih) and zero-configuration manifests.
+ * Manifest parsing (INI through inih); zero-configuration manifests are
+ * made in zeroconf.c.
  *
  * inih reports no line numbers in Debian's build, so we feed it through our
  * own line reader and count lines there: the handler runs while the line it
@@ -100,24 +101,6 @@ static char *reader(char *str, int num, void *stream)
 	memcpy(str, c->buf, n);
 	str[n] = '\0';
 	return str;
-}
-
-/* name[0..n) fit for a one-line message: bytes outside printable ASCII
- * become \xNN (a name must not bring a newline or a terminal escape into
- * our errors), and past max bytes the rest is "...". out holds 4 * max + 4.
- * @return out */
-static const char *shown(const char *name, size_t n, size_t max, char *out)
-{
-	char *o = out;
-	for (size_t i = 0; i < n && i < max; i++) {
-		unsigned char ch = (unsigned char)name[i];
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
-			*o++ = (char)ch;
-		else
-			o += sprintf(o, "\\x%02x", ch);
-	}
-	strcpy(o, n > max ? "..." : "");
-	return out;
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -313,7 +296,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			if (c->sect_len > DSV_VIEW_NAME_MAX || c->sect_nul || !dsv_view_name_ok(c->sect))
 				return fail(c, c->section_line, "invalid view name '%s' (%zu bytes; letters, "
 					    "digits, _, -, . only; at most %d bytes)",
-					    shown(c->sect, c->sect_len, 64, show), c->sect_len, DSV_VIEW_NAME_MAX);
+					    dsv_shown(c->sect, c->sect_len, 64, show), c->sect_len, DSV_VIEW_NAME_MAX);
 			if (find_view(c, c->sect))
 				return fail(c, c->section_line, "view '%s' is defined twice", c->sect);
 			pending_view *nv = realloc(c->views, (c->nviews + 1) * sizeof(*nv));
@@ -382,7 +365,7 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 	return 1;
 }
 
-static dsv_manifest *manifest_new(const char *path)
+dsv_manifest *dsv_manifest_new(const char *path)
 {
 	dsv_manifest *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -404,6 +387,12 @@ void dsv_manifest_free(dsv_manifest *m)
 	for (size_t i = 0; i < m->nviews; i++)
 		dsv_view_free(m->views[i]);
 	free(m->views);
+	for (size_t i = 0; i < m->nskipped; i++) {
+		free(m->skipped[i].path);
+		free(m->skipped[i].reason);
+	}
+	free(m->skipped);
+	free(m->skipped_json);
 	free(m->path);
 	free(m);
 }
@@ -418,7 +407,7 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 	if (!c.f)
 		return dsv_errf(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
 				strerror(errno));
-	c.m = manifest_new(path);
+	c.m = dsv_manifest_new(path);
 	const char *slash = strrchr(path, '/');
 	c.dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : NULL;
 	if (!c.m || (slash && !c.dir)) {
@@ -461,91 +450,5 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 		return c.err;
 	}
 	*out = c.m;
-	return 0;
-}
-
-static int add_file_view(dsv_manifest *m, const char *name, dsv_source *s, dsv_dtype dtype,
-			 dsv_errbuf *eb)
-{
-	dsv_view *v = dsv_view_new(name);
-	dsv_view **nv = realloc(m->views, (m->nviews + 1) * sizeof(*nv));
-	if (!v || !nv || dsv_view_add_source(v, s)) {
-		dsv_source_close(s);
-		dsv_view_free(v);
-		if (nv)
-			m->views = nv;
-		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	}
-	m->views = nv;
-	v->dtype = dtype;
-	m->views[m->nviews++] = v;
-	return dsv_view_finish(v, eb);
-}
-
-int dsv_manifest_from_file(const char *path, dsv_dtype dtype, dsv_manifest **out, dsv_errbuf *eb)
-{
-	dsv_manifest *m = manifest_new(path);
-	dsv_errbuf sub;
-	int err = 0;
-
-	*out = NULL;
-	if (!m)
-		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (dsv_source_is_h5_path(path)) {
-		char **names = NULL;
-		size_t n = 0, links[2] = { 0, 0 };
-		err = dsv_h5_list_datasets(path, &names, &n, links, eb);
-		if (!err && n == 0 && links[0] + links[1])
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
-				       "external links, not followed; name a soft link's target in a "
-				       "manifest)", path, links[0], links[1]);
-		else if (!err && n == 0)
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
-		for (size_t i = 0; !err && i < n; i++) {
-			dsv_source *s;
-			const char *name = names[i][0] == '/' ? names[i] + 1 : names[i];
-			/* Each path component must be a valid name; groups become dirs. */
-			char *copy = strdup(name), *save = NULL, show[4 * 64 + 4];
-			if (!copy)
-				err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-			for (char *part = copy ? strtok_r(copy, "/", &save) : NULL; part && !err;
-			     part = strtok_r(NULL, "/", &save))
-				if (!dsv_view_name_ok(part))
-					err = dsv_errf(eb, DSV_ERR_INVALID,
-						       "%s: dataset name '%s' is not a valid view name (letters, "
-						       "digits, _, -, . only; at most %d bytes a part)", path,
-						       shown(names[i], strlen(names[i]), 64, show), DSV_VIEW_NAME_MAX);
-			free(copy);
-			if (!err && (err = dsv_source_open_h5(path, names[i], &s, &sub)))
-				dsv_errf(eb, err, "%s", sub.msg);
-			if (!err)
-				err = add_file_view(m, name, s, dtype, eb);
-		}
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
-	} else if (dsv_has_ext(path, ".npy")) {
-		dsv_source *s;
-		char show[4 * 160 + 4];
-		const char *base = strrchr(path, '/');
-		char *name = strndup(base ? base + 1 : path, strlen(base ? base + 1 : path) - 4);
-		if (!name)
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (!dsv_view_name_ok(name))
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name (letters, "
-				       "digits, _, -, . only; at most %d bytes)",
-				       shown(path, strlen(path), 160, show), DSV_VIEW_NAME_MAX);
-		else if (!(err = dsv_source_open_npy(path, &s, eb)))
-			err = add_file_view(m, name, s, dtype, eb);
-		free(name);
-	} else {
-		err = dsv_errf(eb, DSV_ERR_INVALID,
-			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5)", path);
-	}
-	if (err) {
-		dsv_manifest_free(m);
-		return err;
-	}
-	*out = m;
 	return 0;
 }

@@ -59,6 +59,7 @@ void dsv_view_free(dsv_view *v)
 	free(v->std);
 	dsv_xform_destroy(v->xform);
 	free(v->json);
+	free(v->hdf5_path);
 	free(v->npy_header);
 	free(v->name);
 	free(v);
@@ -147,6 +148,18 @@ static json_t *doubles_json(const double *d, int n)
 	return a;
 }
 
+json_t *dsv_json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (!j) { /* not UTF-8: a name from a file may be any bytes */
+		size_t n = strlen(s) < 1024 ? strlen(s) : 1024;
+		char *buf = malloc(4 * n + 4);
+		j = buf ? json_string(dsv_shown(s, strlen(s), n, buf)) : NULL;
+		free(buf);
+	}
+	return j;
+}
+
 static int build_json(dsv_view *v)
 {
 	json_t *root = json_object(), *srcs = json_array(), *crows = json_array();
@@ -189,6 +202,8 @@ static int build_json(dsv_view *v)
 	json_object_set_new(root, "nbytes", json_integer((json_int_t)v->nbytes));
 	json_object_set_new(root, "row_bytes", json_integer((json_int_t)v->row_bytes));
 	json_object_set_new(root, "npy_header_bytes", json_integer((json_int_t)v->npy_header_len));
+	if (v->hdf5_path)
+		json_object_set_new(root, "hdf5_path", dsv_json_text(v->hdf5_path));
 	json_object_set_new(root, "sources", srcs);
 	json_object_set_new(root, "transform", xf);
 	json_object_set_new(root, "chunk_rows", crows);

@@ -31,6 +31,7 @@ struct dsv_view {
 	double clip_lo, clip_hi;
 	dsv_xform *xform;
 
+	char *hdf5_path;      /* zero-config HDF5: the dataset's own path, or NULL */
 	char *json;           /* content of V.json */
 	char *npy_header;     /* NPY 1.0 header, npy_header_len % 64 == 0 */
 	size_t npy_header_len;
@@ -53,12 +54,17 @@ typedef struct dsv_raw_spec {
  * checked against its first. @return 0, or a dsv_err with eb set. */
 int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb);
 
+/* An empty manifest for path (gpu "auto"), or NULL when out of memory. */
+dsv_manifest *dsv_manifest_new(const char *path);
 dsv_view *dsv_view_new(const char *name);
 void dsv_view_free(dsv_view *v);
 int dsv_view_add_source(dsv_view *v, dsv_source *s);
 int dsv_view_check_source(const dsv_view *v, size_t i, dsv_errbuf *eb);
 /* Computes shape, bases, the transform plan, the .npy header and the .json. */
 int dsv_view_finish(dsv_view *v, dsv_errbuf *eb);
+/* A JSON string of s (a jansson json_t *): s itself when it is UTF-8,
+ * else written as dsv_shown does; NULL when out of memory. */
+struct json_t *dsv_json_text(const char *s);
 void dsv_shape_str(char *buf, size_t cap, int ndim, const uint64_t *shape);
 
 static inline int timespec_newer(const struct timespec *a, const struct timespec *b)

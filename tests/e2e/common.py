@@ -215,6 +215,7 @@ class Mount:
 
     def __enter__(self):
         r = run("mount", "--log", self.log, *self.opts, self.source, self.mp, env=_san_env(self.san))
+        self.stderr = r.stderr  # the mount command's: the summary of what it skipped
         if r.returncode != 0:
             if mounted(self.mp):
                 subprocess.run(["umount", "-l", self.mp])
@@ -365,6 +366,20 @@ class E2E(unittest.TestCase):
             if mounted(mp):
                 subprocess.run(["umount", "-l", mp], capture_output=True)
         return lines[0]
+
+
+def view_name(name):
+    """The view name dsview serves an HDF5 name (str or bytes) under: the
+    rule of dsv_name_escape (src/common/str.h), written again here so the
+    tests check the C code against the README's words."""
+    b = os.fsencode(name) if isinstance(name, str) else name
+    ok = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
+    out = ""
+    for i, c in enumerate(b):
+        keep = (c in ok and not (c == ord(".") and i == 0)
+                and not (c == ord("_") and b[i + 1:i + 2] == b"x"))
+        out += chr(c) if keep else "_x%02X" % c
+    return out
 
 
 def mm_npy(path):

@@ -14,7 +14,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import DSVIEW, E2E, mm_npy, mount_entry, read_all, reference, run, same_bits
+from common import (DSVIEW, E2E, mm_npy, mount_entry, read_all, reference, run, same_bits,
+                    view_name)
 from test_security import printable
 
 NAME_MAX = 200  # DSV_VIEW_NAME_MAX in src/view/view_i.h
@@ -235,10 +236,12 @@ class Untrusted(E2E):
         np.save(ok, self.x)
         with self.mount(ok) as m:
             self.assertTrue(same_bits(mm_npy(m.path("y" * NAME_MAX + ".npy")), reference(self.x)))
-        # HDF5 dataset and group names
+        # HDF5 dataset and group names are mapped (view_name), not refused;
+        # a part whose mapped name passes the limit is skipped, and
+        # refused with --strict
         for parts in [["a\x1b[31mb"], ["a\nb"], ["a\x7f"], ["n" * (NAME_MAX + 1)], ["g\x01", "x"],
                       ["g" * (NAME_MAX + 1), "x"], ["sp ace"], ["caf\u00e9"], [".hidden"],
-                      ["ok", "..."]]:
+                      ["ok", "..."], [" " * 51], ["g", " " * 50]]:
             with self.subTest(h5=[p[:40] for p in parts]):
                 path = self.p("names.h5")
                 with h5py.File(path, "w") as f:
@@ -247,8 +250,25 @@ class Untrusted(E2E):
                     for p in parts[:-1]:
                         g = g.create_group(p)
                     g[parts[-1]] = self.x
-                line = self.refused(path, want=["names.h5: dataset name", "is not a valid view name"])
-                self.assertTrue(printable(line), f"raw bytes in {line!r}")
+                mapped = "/".join(view_name(p) for p in parts)
+                too_long = any(len(view_name(p)) > NAME_MAX for p in parts)
+                with self.mount(path) as m:
+                    self.assertTrue(same_bits(mm_npy(m.path("fine.npy")), reference(self.x)))
+                    if too_long:
+                        self.assertEqual(json.loads(read_all(m.path(".skipped.json")))[0]["kind"],
+                                         "name")
+                        self.assertIn("1 skipped: 1 name", m.stderr)
+                        self.assertTrue(printable(m.stderr.strip()), f"raw bytes in {m.stderr!r}")
+                    else:
+                        self.assertTrue(same_bits(mm_npy(m.path(mapped + ".npy")), reference(self.x)))
+                        meta = json.loads(read_all(m.path(mapped + ".json")))
+                        self.assertEqual(meta["hdf5_path"], "/" + "/".join(parts))
+                        self.assertFalse(os.path.exists(m.path(".skipped.json")))
+                        self.assertEqual(m.stderr, "")
+                if too_long:
+                    line = self.refused(path, "--strict",
+                                        want=["names.h5: dataset name", "is not a valid view name"])
+                    self.assertTrue(printable(line), f"raw bytes in {line!r}")
         with h5py.File(self.p("long.h5"), "w") as f:
             f.create_group("g" * NAME_MAX)["d" * NAME_MAX] = self.x
             f["e" * NAME_MAX] = self.x

@@ -1,5 +1,6 @@
 /* src/common: size parsing, dtype parsing, extensions, "file.h5:/path"
- * splitting, --gpu values, and the error buffer's fields. */
+ * splitting, --gpu values, view names and their reversible map, and the
+ * error buffer's fields. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,6 +176,109 @@ static void test_name_ok(void **state)
 	assert_false(dsv_name_ok(longest));
 }
 
+static void check_escape(const char *name, const char *want)
+{
+	char out[1024], back[1024];
+	assert_int_equal(dsv_name_escape(out, sizeof(out), name), strlen(want));
+	assert_string_equal(out, want);
+	assert_int_equal(dsv_name_unescape(back, sizeof(back), out), (int)strlen(name));
+	assert_string_equal(back, name);
+}
+
+static void test_name_escape_examples(void **state)
+{
+	(void)state;
+	check_escape("stim", "stim");
+	check_escape("a-b_c.d9", "a-b_c.d9");
+	check_escape("A..", "A..");
+	check_escape("my data", "my_x20data");
+	check_escape(".hidden", "_x2Ehidden");
+	check_escape(".", "_x2E");
+	check_escape("..", "_x2E.");
+	check_escape("a_xb", "a_x5Fxb");
+	check_escape("_x20", "_x5Fx20");
+	check_escape("a_Xb_", "a_Xb_");
+	check_escape("caf\xc3\xa9", "caf_xC3_xA9");
+	check_escape("b c", "b_x20c");
+	check_escape("\xff\x01\x7f", "_xFF_x01_x7F");
+	check_escape("a:b;c=d\\e", "a_x3Ab_x3Bc_x3Dd_x5Ce");
+}
+
+/* Every name of up to 4 bytes over an alphabet of the bytes the rule
+ * treats specially: each maps to a valid name that maps back, so two
+ * names never share a mapped name. */
+static void test_name_escape_round_trip(void **state)
+{
+	static const char alpha[] = "_x.aX2E \xff-";
+	size_t na = sizeof(alpha) - 1, total = 0;
+	char name[8], out[64], back[64];
+	(void)state;
+	for (size_t len = 1; len <= 4; len++) {
+		size_t combos = 1;
+		for (size_t k = 0; k < len; k++)
+			combos *= na;
+		for (size_t c = 0; c < combos; c++, total++) {
+			size_t v = c;
+			for (size_t k = 0; k < len; k++, v /= na)
+				name[k] = alpha[v % na];
+			name[len] = '\0';
+			size_t n = dsv_name_escape(out, sizeof(out), name);
+			assert_int_equal(n, strlen(out));
+			assert_true(dsv_name_ok(out));
+			assert_int_equal(dsv_name_unescape(back, sizeof(back), out), (int)len);
+			assert_memory_equal(back, name, len + 1);
+		}
+	}
+	assert_int_equal(total, 10 + 100 + 1000 + 10000);
+	for (int b = 1; b < 256; b++) {
+		name[0] = (char)b;
+		name[1] = '\0';
+		dsv_name_escape(out, sizeof(out), name);
+		assert_true(dsv_name_ok(out));
+		assert_int_equal(dsv_name_unescape(back, sizeof(back), out), 1);
+		assert_int_equal((unsigned char)back[0], b);
+	}
+}
+
+static void test_name_unescape_refuses(void **state)
+{
+	/* what dsv_name_escape never writes: decoding it would make a second
+	 * name for one HDF5 name */
+	static const char *bad[] = { "_x41", "a_x2E", "_x5F", "_x5Fy", "_x2e", "_xg0", "_x", "_x4",
+				     "a_x", ".a", "a b", "_x00", "caf\xc3\xa9", "a/b" };
+	char back[64];
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(dsv_name_unescape(back, sizeof(back), bad[i]), DSV_ERR_INVALID);
+	assert_int_equal(dsv_name_unescape(back, 3, "abc"), DSV_ERR_OVERFLOW);
+	assert_int_equal(dsv_name_unescape(back, 4, "abc"), 3);
+	assert_int_equal(dsv_name_unescape(back, 0, ""), DSV_ERR_OVERFLOW);
+}
+
+static void test_name_escape_limits(void **state)
+{
+	char name[DSV_NAME_MAX + 8], out[4 * DSV_NAME_MAX + 8], small[6];
+	(void)state;
+	/* snprintf-like: the length whatever the room, cut and terminated */
+	assert_int_equal(dsv_name_escape(small, sizeof(small), "a b c"), 11);
+	assert_string_equal(small, "a_x20");
+	assert_int_equal(dsv_name_escape(NULL, 0, ".x"), 5);
+	/* 50 escaped bytes fill the limit exactly; 51 pass it */
+	memset(name, ' ', 50);
+	name[50] = '\0';
+	assert_int_equal(dsv_name_escape(out, sizeof(out), name), DSV_NAME_MAX);
+	assert_true(dsv_name_ok(out));
+	name[50] = ' ';
+	name[51] = '\0';
+	assert_int_equal(dsv_name_escape(out, sizeof(out), name), DSV_NAME_MAX + 4);
+	assert_false(dsv_name_ok(out));
+	/* a valid name of the longest length maps to itself */
+	memset(name, 'n', DSV_NAME_MAX);
+	name[DSV_NAME_MAX] = '\0';
+	assert_int_equal(dsv_name_escape(out, sizeof(out), name), DSV_NAME_MAX);
+	assert_string_equal(out, name);
+}
+
 static void test_errbuf_fields(void **state)
 {
 	dsv_errbuf eb;
@@ -239,6 +343,10 @@ int main(void)
 		cmocka_unit_test(test_natural_order),
 		cmocka_unit_test(test_parse_gpu),     cmocka_unit_test(test_errbuf_fields),
 		cmocka_unit_test(test_strerror_table), cmocka_unit_test(test_name_ok),
+		cmocka_unit_test(test_name_escape_examples),
+		cmocka_unit_test(test_name_escape_round_trip),
+		cmocka_unit_test(test_name_unescape_refuses),
+		cmocka_unit_test(test_name_escape_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

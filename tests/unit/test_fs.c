@@ -90,7 +90,7 @@ static void serve_fails(const char *gpu, int want)
 	dsv_fs *fs = NULL;
 	dsv_errbuf eb;
 
-	assert_int_equal(dsv_manifest_from_file(npy, DSV_F32, &m, &eb), 0);
+	assert_int_equal(dsv_manifest_from_file(npy, DSV_F32, 0, &m, &eb), 0);
 	assert_int_equal(dsv_fs_mount(m, mnt, &o, &fs, &eb), 0);
 	assert_int_equal(dsv_fs_serve(fs, &eb), want);
 	dsv_fs_destroy(fs);

@@ -1,0 +1,321 @@
+/*
+ * Zero-configuration manifests: `dsview mount file.npy` or `file.h5`, one
+ * view per array.
+ *
+ * An HDF5 file is whatever its users already have: beside the arrays it
+ * may hold strings, tables (compound), scalars, names with spaces, and a
+ * damaged object here and there. So the mount is partial: every dataset
+ * that can be served is, and each one that cannot is recorded in
+ * m->skipped with the reason alone (its path is the other field), for
+ * /.skipped.json, the mount command's summary line and the log. Only
+ * failures of our own (out of memory, internal) end the load, and a
+ * file with nothing to serve fails with the reasons. DSV_FROM_FILE_STRICT
+ * keeps all-or-nothing: the first dataset that cannot be served fails the
+ * load with its message. (A manifest names its datasets itself: there
+ * every error stays fatal; see manifest.c.)
+ *
+ * Names: each part of a dataset's path is mapped by dsv_name_escape
+ * (common/str.h), one-to-one, so "my data" is served as my_x20data.* and
+ * V.json keeps the dataset's own path as "hdf5_path". A part whose mapped
+ * name passes DSV_VIEW_NAME_MAX bytes is skipped with that reason.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/str.h"
+#include "dsview/h5info.h"
+#include "view/view_i.h"
+
+/* Adds a view named name of s (taken), to m only once it is finished:
+ * a view that fails dsv_view_finish is freed and m is as before.
+ * hdf5_path: the dataset's own path (for V.json), or NULL. */
+static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path,
+			 dsv_source *s, dsv_dtype dtype, dsv_errbuf *eb)
+{
+	dsv_view *v = dsv_view_new(name);
+	dsv_view **nv = realloc(m->views, (m->nviews + 1) * sizeof(*nv));
+	int err;
+	if (nv)
+		m->views = nv;
+	if (!v || !nv || (hdf5_path && !(v->hdf5_path = strdup(hdf5_path))) ||
+	    dsv_view_add_source(v, s)) {
+		dsv_source_close(s);
+		dsv_view_free(v);
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	v->dtype = dtype;
+	if ((err = dsv_view_finish(v, eb))) {
+		dsv_view_free(v);
+		return err;
+	}
+	m->views[m->nviews++] = v;
+	return 0;
+}
+
+static int add_skipped(dsv_manifest *m, const char *path, const char *reason, const char *kind)
+{
+	dsv_skipped *ns = realloc(m->skipped, (m->nskipped + 1) * sizeof(*ns));
+	if (!ns)
+		return DSV_ERR_NOMEM;
+	m->skipped = ns;
+	dsv_skipped *k = &m->skipped[m->nskipped];
+	k->path = strdup(path);
+	k->reason = strdup(reason);
+	snprintf(k->kind, sizeof(k->kind), "%s", kind);
+	if (!k->path || !k->reason) {
+		free(k->path);
+		free(k->reason);
+		return DSV_ERR_NOMEM;
+	}
+	m->nskipped++;
+	return 0;
+}
+
+/* One word for why dataset of file is not served, from its header: its
+ * type's class when that is not a number, "scalar", "unreadable" when the
+ * header cannot be read, else "unsupported" (a filter, external storage). */
+static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap)
+{
+	dsv_h5_desc d;
+	dsv_errbuf eb;
+	if (dsv_h5_describe(file, dataset, &d, &eb)) {
+		snprintf(kind, cap, "unreadable");
+		return;
+	}
+	if (strcmp(d.type_class, "integer") && strcmp(d.type_class, "float"))
+		snprintf(kind, cap, "%s", d.type_class);
+	else if (d.ndim == 0)
+		snprintf(kind, cap, "scalar");
+	else
+		snprintf(kind, cap, "unsupported");
+	dsv_h5_desc_free(&d);
+}
+
+/* The view name of the dataset at HDF5 path dset ("/a b/c" gives
+ * "a_x20b/c"), newly allocated in *out. @return 0, DSV_ERR_NOMEM, or
+ * DSV_ERR_INVALID when a part's mapped name is longer than
+ * DSV_VIEW_NAME_MAX (*part_len: its length). */
+static int map_name(const char *dset, char **out, size_t *part_len)
+{
+	size_t len = strlen(dset), n = 0;
+	char *name = malloc(4 * len + 1), *copy = strdup(dset), *save = NULL;
+	int err = 0;
+
+	*out = NULL;
+	if (!name || !copy) {
+		free(name);
+		free(copy);
+		return DSV_ERR_NOMEM;
+	}
+	for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+		if (n)
+			name[n++] = '/';
+		size_t k = dsv_name_escape(name + n, 4 * len + 1 - n, part);
+		if (k > DSV_VIEW_NAME_MAX) {
+			*part_len = k;
+			err = DSV_ERR_INVALID;
+			break;
+		}
+		n += k;
+	}
+	name[n] = '\0';
+	free(copy);
+	if (err || n == 0) {
+		free(name);
+		return err ? err : DSV_ERR_INVALID;
+	}
+	*out = name;
+	return 0;
+}
+
+const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap)
+{
+	size_t used = 0, *counted = calloc(m->nskipped + 1, sizeof(*counted));
+	if (cap)
+		buf[0] = '\0';
+	if (!counted)
+		return buf;
+	/* counted[i]: how many share skipped[i]'s kind, on its first one */
+	for (size_t i = 0; i < m->nskipped; i++) {
+		size_t first = i;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(m->skipped[j].kind, m->skipped[i].kind)) {
+				first = j;
+				break;
+			}
+		counted[first]++;
+	}
+	for (;;) {
+		size_t best = m->nskipped;
+		for (size_t i = 0; i < m->nskipped; i++)
+			if (counted[i] && (best == m->nskipped || counted[i] > counted[best]))
+				best = i;
+		if (best == m->nskipped)
+			break;
+		int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%zu %s", used ? ", " : "",
+				 counted[best], m->skipped[best].kind);
+		if (w > 0)
+			used += (size_t)w;
+		counted[best] = 0;
+	}
+	free(counted);
+	return buf;
+}
+
+/* /.skipped.json: [{"path": ..., "reason": ..., "kind": ...}, ...]. */
+static int render_skipped(dsv_manifest *m)
+{
+	json_t *arr = json_array();
+	char *s;
+	for (size_t i = 0; arr && i < m->nskipped; i++)
+		json_array_append_new(arr, json_pack("{s:o,s:o,s:s}", "path",
+						     dsv_json_text(m->skipped[i].path), "reason",
+						     dsv_json_text(m->skipped[i].reason), "kind",
+						     m->skipped[i].kind));
+	s = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(arr);
+	if (!s || !(m->skipped_json = malloc(strlen(s) + 2))) {
+		free(s);
+		return DSV_ERR_NOMEM;
+	}
+	sprintf(m->skipped_json, "%s\n", s);
+	free(s);
+	return 0;
+}
+
+/* Nothing of path can be served: eb says why, naming each dataset. */
+static int nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *eb)
+{
+	char kinds[256], list[900], show[4 * 64 + 4];
+	size_t used = 0;
+	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
+	list[0] = '\0';
+	for (size_t i = 0; i < m->nskipped && used < sizeof(list); i++) {
+		const dsv_skipped *k = &m->skipped[i];
+		int w = snprintf(list + used, sizeof(list) - used, "%s%s: %s", i ? "; " : "",
+				 dsv_shown(k->path, strlen(k->path), 64, show), k->reason);
+		if (w > 0)
+			used += (size_t)w;
+	}
+	if (used >= sizeof(list))
+		strcpy(list + sizeof(list) - 4, "...");
+	return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: no dataset can be served (%zu skipped: %s): %s",
+			path, m->nskipped, kinds, list);
+}
+
+/* Every dataset of the HDF5 file at path, each as a view or in m->skipped. */
+static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
+		   dsv_errbuf *eb)
+{
+	int strict = flags & DSV_FROM_FILE_STRICT;
+	char **names = NULL;
+	dsv_h5_unlisted *bad = NULL;
+	size_t n = 0, nbad = 0, links[2] = { 0, 0 };
+	dsv_errbuf first; /* the first dataset's error, for a file of one */
+	int err = dsv_h5_list_all(path, &names, &n, links, &bad, &nbad, eb);
+
+	first.code = 0;
+	if (err)
+		return err;
+	if (n == 0 && nbad == 0) {
+		if (links[0] + links[1])
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
+				       "external links, not followed; name a soft link's target in a "
+				       "manifest)", path, links[0], links[1]);
+		else
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
+	}
+	for (size_t i = 0; !err && i < nbad; i++) {
+		if (strict)
+			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
+		else if (add_skipped(m, bad[i].path, bad[i].reason, "unreadable"))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else if (!first.code)
+			dsv_errf_at(&first, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
+	}
+	for (size_t i = 0; !err && i < n; i++) {
+		dsv_errbuf sub;
+		dsv_source *s;
+		char *name = NULL, kind[24], show[4 * 64 + 4];
+		size_t part_len = 0;
+		int e = map_name(names[i], &name, &part_len);
+		if (e == DSV_ERR_INVALID)
+			dsv_errf_at(&sub, e, path, names[i], "name too long once mapped to a view name "
+				    "(a part of %zu bytes, at most %d)", part_len, DSV_VIEW_NAME_MAX);
+		else if (!e)
+			e = dsv_source_open_h5(path, names[i], &s, &sub);
+		if (!e)
+			e = add_file_view(m, name, names[i], s, dtype, &sub);
+		free(name);
+		if (!e)
+			continue;
+		if (e == DSV_ERR_NOMEM || e == DSV_ERR_INTERNAL || strict) {
+			if (part_len) /* today's wording, with the mapped length */
+				err = dsv_errf(eb, e, "%s: dataset name '%s' is not a valid view name "
+					       "(%zu bytes once mapped; at most %d a part)", path,
+					       dsv_shown(names[i], strlen(names[i]), 64, show), part_len,
+					       DSV_VIEW_NAME_MAX);
+			else
+				err = dsv_errf(eb, e, "%s", e == DSV_ERR_NOMEM ? "out of memory" : sub.msg);
+			break;
+		}
+		if (part_len)
+			snprintf(kind, sizeof(kind), "name");
+		else
+			skip_kind(path, names[i], kind, sizeof(kind));
+		if (add_skipped(m, names[i], sub.reason, kind))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else if (!first.code)
+			first = sub;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	dsv_h5_unlisted_free(bad, nbad);
+	if (!err && m->nviews == 0 && m->nskipped == 1)
+		err = dsv_errf(eb, first.code, "%s", first.msg);
+	else if (!err && m->nviews == 0)
+		err = nothing_served(m, path, eb);
+	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return err;
+}
+
+int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
+			   dsv_manifest **out, dsv_errbuf *eb)
+{
+	dsv_manifest *m = dsv_manifest_new(path);
+	int err = 0;
+
+	*out = NULL;
+	if (!m)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (dsv_source_is_h5_path(path)) {
+		err = from_h5(m, path, dtype, flags, eb);
+	} else if (dsv_has_ext(path, ".npy")) {
+		dsv_source *s;
+		char show[4 * 160 + 4];
+		const char *base = strrchr(path, '/');
+		char *name = strndup(base ? base + 1 : path, strlen(base ? base + 1 : path) - 4);
+		if (!name)
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else if (!dsv_view_name_ok(name))
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name (letters, "
+				       "digits, _, -, . only; at most %d bytes)",
+				       dsv_shown(path, strlen(path), 160, show), DSV_VIEW_NAME_MAX);
+		else if (!(err = dsv_source_open_npy(path, &s, eb)))
+			err = add_file_view(m, name, NULL, s, dtype, eb);
+		free(name);
+	} else {
+		err = dsv_errf(eb, DSV_ERR_INVALID,
+			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5)", path);
+	}
+	if (err) {
+		dsv_manifest_free(m);
+		return err;
+	}
+	*out = m;
+	return 0;
+}

@@ -1,0 +1,150 @@
+"""Zero-config mounts of the HDF5 files users already have: every dataset
+that can be served is, the rest are listed in /.skipped.json with the
+reason, names that are not view names are mapped (view_name), --strict
+keeps all-or-nothing."""
+import json
+import os
+import re
+
+import h5py
+import numpy as np
+
+from common import E2E, mm_npy, read_all, reference, run, same_bits, view_name
+
+SERVED_TYPES = "dsview serves uint8, int8, uint16, int16, uint32, int32, float16, float32, float64"
+
+
+class ZeroConfigPartial(E2E):
+    def mixed(self, name="mixed.h5"):
+        """A file of servable, unservable and oddly named datasets; returns
+        its path, {hdf5 path: array} of the servable ones and {hdf5 path:
+        (kind, reason)} of the rest."""
+        served = {
+            "/u8": (np.arange(600, dtype=np.int64) % 251).astype(np.uint8).reshape(60, 10),
+            "/grp/f32": np.linspace(-3, 3, 400, dtype=np.float32).reshape(40, 10),
+            "/grp/sub/i16": np.arange(-50, 50, dtype=np.int16),
+            "/my data": np.arange(30, dtype=np.float32).reshape(10, 3),
+            "/.hidden": np.ones((4, 4), np.float64),
+            "/a/b c": np.arange(12, dtype=np.uint16).reshape(3, 4),
+            "/\u00e9": np.arange(5, dtype=np.float32),
+            "/x_y_xz": np.arange(6, dtype=np.uint8),
+        }
+        skipped = {
+            "/str": ("string", "unsupported element type string (" + SERVED_TYPES + ")"),
+            "/grp/table": ("compound", "unsupported element type compound (" + SERVED_TYPES + ")"),
+            "/vlen": ("variable-length",
+                      "unsupported element type variable-length (" + SERVED_TYPES + ")"),
+            "/scalar": ("scalar", "scalar datasets are not supported"),
+        }
+        path = self.p(name)
+        with h5py.File(path, "w") as f:
+            for k, v in served.items():
+                f[k] = v
+            f["str"] = np.array([b"abc", b"de"])
+            f["grp"].create_dataset("table", data=np.zeros(5, dtype=[("a", "<i4"), ("b", "<f8")]))
+            f.create_dataset("vlen", (3,), dtype=h5py.vlen_dtype(np.int32))
+            f["scalar"] = 3.5
+            f["grp"].attrs["note"] = "attributes are not datasets"
+        return path, served, skipped
+
+    def test_serves_what_it_can_and_lists_the_rest(self):
+        path, served, skipped = self.mixed()
+        with self.mount(path) as m:
+            lines = m.stderr.strip().splitlines()
+            self.assertEqual(lines, [f"dsview: served {len(served)} of {len(served) + len(skipped)} "
+                                     f"datasets of {path}; 4 skipped: 1 compound, 1 scalar, 1 string, "
+                                     f"1 variable-length (see {m.mp}/.skipped.json)"])
+            for h5path, x in served.items():
+                name = "/".join(view_name(p) for p in h5path[1:].split("/"))
+                with self.subTest(name=name):
+                    self.assertTrue(re.fullmatch(r"[A-Za-z0-9_/][A-Za-z0-9_./-]*", name), name)
+                    self.assertTrue(same_bits(mm_npy(m.path(name + ".npy")), reference(x)))
+                    meta = json.loads(read_all(m.path(name + ".json")))
+                    self.assertEqual(meta["hdf5_path"], h5path)
+                    self.assertEqual(meta["shape"], list(x.shape))
+            # the names of the rule in the README, spelled out
+            for want in ("my_x20data.npy", "_x2Ehidden.npy", "a/b_x20c.npy", "_xC3_xA9.npy",
+                         "x_y_x5Fxz.npy"):
+                self.assertTrue(os.path.exists(m.path(want)), want)
+            got = json.loads(read_all(m.path(".skipped.json")))
+            self.assertEqual({e["path"]: (e["kind"], e["reason"]) for e in got}, skipped)
+            self.assertEqual(len(got), len(skipped))
+            self.assertEqual(os.stat(m.path(".skipped.json")).st_size,
+                             len(read_all(m.path(".skipped.json"))))
+            self.assertEqual(m.stats()["views"], len(served))
+            log = "\n".join(m.log_lines())
+            self.assertIn("4 of 12 datasets skipped: 1 compound, 1 scalar, 1 string, "
+                          "1 variable-length", log)
+
+    def test_strict_refuses_the_file(self):
+        path, _, _ = self.mixed()
+        self.refused(path, "--strict", want=[f"{path}:/grp/table: unsupported element type compound"])
+
+    def test_strict_with_a_manifest_is_a_usage_error(self):
+        np.save(self.p("a.npy"), np.zeros((4, 4), np.uint8))
+        ini = self.write_ini(f"[a]\nsource = {self.p('a.npy')}\n")
+        self.refused(ini, "--strict", want="--strict applies to a .npy/.h5 SOURCE")
+
+    def test_nothing_servable_fails_with_the_reasons(self):
+        path = self.p("none.h5")
+        with h5py.File(path, "w") as f:
+            f["str"] = np.array([b"abc"])
+            f["scalar"] = np.float32(1)
+        line = self.refused(path, want=[f"{path}: no dataset can be served (2 skipped: 1 scalar, "
+                                        "1 string): /scalar: scalar datasets are not supported; "
+                                        "/str: unsupported element type string"])
+        self.assertNotIn("\n", line)
+        # one dataset: its own message, as before
+        with h5py.File(path, "w") as f:
+            f["str"] = np.array([b"abc"])
+        self.refused(path, want=[f"{path}:/str: unsupported element type string"])
+
+    def test_no_skipped_file_when_nothing_is_skipped(self):
+        path = self.p("clean.h5")
+        with h5py.File(path, "w") as f:
+            f["x"] = np.zeros((4, 4), np.float32)
+        with self.mount(path) as m:
+            self.assertEqual(sorted(os.listdir(m.mp)), [".stats.json", "x.dat", "x.json", "x.npy"])
+            self.assertEqual(m.stderr, "")
+            self.assertEqual(json.loads(read_all(m.path("x.json")))["hdf5_path"], "/x")
+
+    def test_info_and_skipped_agree(self):
+        path, served, skipped = self.mixed()
+        r = run("info", "--json", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        refused = {d["name"] for d in json.loads(r.stdout)["datasets"] if d["serve"] == "refused"}
+        with self.mount(path) as m:
+            listed = {e["path"] for e in json.loads(read_all(m.path(".skipped.json")))}
+        self.assertEqual(refused, listed)
+        self.assertEqual(listed, set(skipped))
+
+    def test_damaged_object_is_skipped_with_the_library_reason(self):
+        path = self.p("damaged.h5")
+        a = np.arange(20, dtype=np.uint8).reshape(2, 10)
+        with h5py.File(path, "w") as f:
+            f["a"] = a
+            f["b"] = np.ones((2, 10), np.float32)
+            f.create_group("g")["c"] = a
+            f.create_group("h")["d"] = a
+        with h5py.File(path, "r") as f:
+            b_at = h5py.h5o.get_info(f["b"].id).addr
+            h_at = h5py.h5o.get_info(f["h"].id).addr
+        with open(path, "r+b") as f:  # object header versions nobody knows
+            for at in (b_at, h_at):
+                f.seek(at)
+                f.write(b"\xff\xff\xff\xff")
+        with self.mount(path) as m:
+            self.assertTrue(same_bits(mm_npy(m.path("a.npy")), reference(a)))
+            self.assertTrue(same_bits(mm_npy(m.path("g/c.npy")), reference(a)))
+            got = json.loads(read_all(m.path(".skipped.json")))
+            self.assertEqual([(e["path"], e["kind"]) for e in got],
+                             [("/b", "unreadable"), ("/h", "unreadable")])
+            for e in got:
+                self.assertEqual(e["reason"], "cannot open object (bad object header version number)")
+            self.assertIn("2 skipped: 2 unreadable", m.stderr)
+        r = run("info", "--json", path)
+        refused = {d["name"]: d["why"] for d in json.loads(r.stdout)["datasets"]
+                   if d["serve"] == "refused"}
+        self.assertEqual(refused, {e["path"]: e["reason"] for e in got})
+        self.refused(path, "--strict", want=[f"{path}:/b: cannot open object (bad object header "
+                                             "version number)"])
