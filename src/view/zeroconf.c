@@ -19,10 +19,13 @@
  * V.json keeps the dataset's own path as "hdf5_path". A part whose mapped
  * name passes DSV_VIEW_NAME_MAX bytes is skipped with that reason.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/str.h"
 #include "dsview/h5info.h"
@@ -205,53 +208,79 @@ static int nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *e
 			path, m->nskipped, kinds, list);
 }
 
-/* Every dataset of the HDF5 file at path, each as a view or in m->skipped. */
-static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
-		   dsv_errbuf *eb)
+/* The .skipped.json path of dataset dset of file: the dataset alone for a
+ * file mount, "name.h5:/dset" in a directory mount (in, the file's name). */
+static const char *skip_path(const char *in, const char *dset, char *buf, size_t cap)
+{
+	if (!in)
+		return dset;
+	snprintf(buf, cap, "%s:%s", in, dset);
+	return buf;
+}
+
+/* Errors that end a load whatever else: ours, not the file's. */
+static int fatal(int err, unsigned flags)
+{
+	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || (flags & DSV_FROM_FILE_STRICT);
+}
+
+/* Every dataset of the HDF5 file at path, each as a view or in m->skipped.
+ * in: NULL for a file mount; in a directory mount, the file's name, whose
+ * mapped form prefixes every view name (the file becomes a directory).
+ * *first gets the first dataset's error (for a file of one). @return 0,
+ * an error of the whole file (not listed, no datasets), or a fatal one. */
+static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype dtype,
+		    unsigned flags, dsv_errbuf *first, dsv_errbuf *eb)
 {
 	int strict = flags & DSV_FROM_FILE_STRICT;
-	char **names = NULL;
+	char **names = NULL, *prefix = NULL, label[4400];
 	dsv_h5_unlisted *bad = NULL;
-	size_t n = 0, nbad = 0, links[2] = { 0, 0 };
-	dsv_errbuf first; /* the first dataset's error, for a file of one */
+	size_t n = 0, nbad = 0, links[2] = { 0, 0 }, plen = 0;
 	int err = dsv_h5_list_all(path, &names, &n, links, &bad, &nbad, eb);
 
-	first.code = 0;
+	first->code = 0;
 	if (err)
 		return err;
-	if (n == 0 && nbad == 0) {
-		if (links[0] + links[1])
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
-				       "external links, not followed; name a soft link's target in a "
-				       "manifest)", path, links[0], links[1]);
-		else
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
-	}
+	if (in && !(prefix = malloc(4 * strlen(in) + 2)))
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	else if (in && (plen = dsv_name_escape(prefix, 4 * strlen(in) + 2, in)) > DSV_VIEW_NAME_MAX)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "file name too long once mapped "
+				  "to a view name (%zu bytes, at most %d)", plen, DSV_VIEW_NAME_MAX);
+	else if (n == 0 && nbad == 0 && links[0] + links[1])
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
+			       "external links, not followed; name a soft link's target in a "
+			       "manifest)", path, links[0], links[1]);
+	else if (n == 0 && nbad == 0)
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
 	for (size_t i = 0; !err && i < nbad; i++) {
+		const char *sp = skip_path(in, bad[i].path, label, sizeof(label));
 		if (strict)
 			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
-		else if (add_skipped(m, bad[i].path, bad[i].reason, "unreadable"))
+		else if (add_skipped(m, sp, bad[i].reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (!first.code)
-			dsv_errf_at(&first, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
+		else if (!first->code)
+			dsv_errf_at(first, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
 	}
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub;
 		dsv_source *s;
-		char *name = NULL, kind[24], show[4 * 64 + 4];
+		char *name = NULL, *full = NULL, kind[24], show[4 * 64 + 4];
 		size_t part_len = 0;
 		int e = map_name(names[i], &name, &part_len);
 		if (e == DSV_ERR_INVALID)
 			dsv_errf_at(&sub, e, path, names[i], "name too long once mapped to a view name "
 				    "(a part of %zu bytes, at most %d)", part_len, DSV_VIEW_NAME_MAX);
+		else if (!e && prefix && asprintf(&full, "%s/%s", prefix, name) < 0)
+			e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
 		else if (!e)
 			e = dsv_source_open_h5(path, names[i], &s, &sub);
 		if (!e)
-			e = add_file_view(m, name, names[i], s, dtype, &sub);
+			e = add_file_view(m, full ? full : name, names[i], s, dtype, &sub);
 		free(name);
+		free(full);
 		if (!e)
 			continue;
-		if (e == DSV_ERR_NOMEM || e == DSV_ERR_INTERNAL || strict) {
+		if (fatal(e, flags)) {
 			if (part_len) /* today's wording, with the mapped length */
 				err = dsv_errf(eb, e, "%s: dataset name '%s' is not a valid view name "
 					       "(%zu bytes once mapped; at most %d a part)", path,
@@ -265,19 +294,129 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 			snprintf(kind, sizeof(kind), "name");
 		else
 			skip_kind(path, names[i], kind, sizeof(kind));
-		if (add_skipped(m, names[i], sub.reason, kind))
+		if (add_skipped(m, skip_path(in, names[i], label, sizeof(label)), sub.reason, kind))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (!first.code)
-			first = sub;
+		else if (!first->code)
+			*first = sub;
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	free(prefix);
 	dsv_h5_unlisted_free(bad, nbad);
+	return err;
+}
+
+/* Every dataset of the HDF5 file at path, each as a view or in m->skipped. */
+static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
+		   dsv_errbuf *eb)
+{
+	dsv_errbuf first; /* the first dataset's error, for a file of one */
+	int err = h5_views(m, path, NULL, dtype, flags, &first, eb);
+
 	if (!err && m->nviews == 0 && m->nskipped == 1)
 		err = dsv_errf(eb, first.code, "%s", first.msg);
 	else if (!err && m->nviews == 0)
 		err = nothing_served(m, path, eb);
+	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return err;
+}
+
+/* The view of a .npy file: named name (the file's name less ".npy"). */
+static int npy_view(dsv_manifest *m, const char *path, const char *name, dsv_dtype dtype,
+		    dsv_errbuf *eb)
+{
+	dsv_source *s;
+	int err = dsv_source_open_npy(path, &s, eb);
+	return err ? err : add_file_view(m, name, NULL, s, dtype, eb);
+}
+
+static int natural_cmp(const void *a, const void *b)
+{
+	return dsv_natural_cmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* `dsview mount DIR`: every .npy (a view named for the file, mapped as
+ * HDF5 names are) and HDF5 file (a directory named for the file, holding
+ * its datasets) of dir, not its subdirectories, in natural order; what
+ * cannot be served, a whole file or one dataset, is skipped as in a file
+ * mount, and the load fails only when nothing can be served. */
+static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
+		    dsv_errbuf *eb)
+{
+	DIR *d = opendir(dir);
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int err = 0;
+
+	if (!d)
+		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL, "%s",
+				   strerror(errno));
+	while (!err && (de = readdir(d))) {
+		if (de->d_name[0] == '.' ||
+		    !(dsv_has_ext(de->d_name, ".npy") || dsv_is_h5_name(de->d_name)))
+			continue;
+		if (n == cap) {
+			char **nn = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*nn));
+			if (!nn) {
+				err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+				break;
+			}
+			names = nn;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else
+			n++;
+	}
+	closedir(d);
+	if (!err && n == 0)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL, "no .npy or HDF5 files in it");
+	if (!err)
+		qsort(names, n, sizeof(*names), natural_cmp);
+	for (size_t i = 0; !err && i < n; i++) {
+		dsv_errbuf sub, first;
+		char *path = NULL, *stem = NULL;
+		struct stat st;
+		int e = 0;
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+			break;
+		}
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+			free(path);
+			continue; /* a directory called x.h5, a dangling link */
+		}
+		if (dsv_is_h5_name(names[i])) {
+			e = h5_views(m, path, names[i], dtype, flags, &first, &sub);
+		} else {
+			size_t len = strlen(names[i]) - 4, cap2 = 4 * len + 1;
+			char *base = strndup(names[i], len);
+			stem = base ? malloc(cap2) : NULL;
+			if (!stem)
+				e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
+			else if (dsv_name_escape(stem, cap2, base) > DSV_VIEW_NAME_MAX)
+				e = dsv_errf_at(&sub, DSV_ERR_INVALID, path, NULL, "file name too long "
+						"once mapped to a view name (at most %d bytes)",
+						DSV_VIEW_NAME_MAX);
+			else
+				e = npy_view(m, path, stem, dtype, &sub);
+			free(base);
+		}
+		if (e && fatal(e, flags))
+			err = dsv_errf(eb, e, "%s", sub.msg);
+		else if (e && add_skipped(m, names[i], sub.reason, "unreadable"))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		free(stem);
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (!err && m->nviews == 0)
+		err = nothing_served(m, dir, eb);
 	if (!err && m->nskipped && render_skipped(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
@@ -292,7 +431,10 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 	*out = NULL;
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (dsv_source_is_h5_path(path)) {
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		err = from_dir(m, path, dtype, flags, eb);
+	} else if (dsv_source_is_h5_path(path)) {
 		err = from_h5(m, path, dtype, flags, eb);
 	} else if (dsv_has_ext(path, ".npy")) {
 		dsv_source *s;
@@ -310,7 +452,8 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 		free(name);
 	} else {
 		err = dsv_errf(eb, DSV_ERR_INVALID,
-			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5)", path);
+			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5), or a "
+			       "directory of them", path);
 	}
 	if (err) {
 		dsv_manifest_free(m);

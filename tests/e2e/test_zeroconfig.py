@@ -148,3 +148,47 @@ class ZeroConfigPartial(E2E):
         self.assertEqual(refused, {e["path"]: e["reason"] for e in got})
         self.refused(path, "--strict", want=[f"{path}:/b: cannot open object (bad object header "
                                              "version number)"])
+
+
+class Directory(E2E):
+    def test_mount_a_directory(self):
+        # every .npy and HDF5 file of a directory (not its subdirectories),
+        # each HDF5 file a directory of its datasets; what cannot be served
+        # is skipped, whole files included
+        d = self.p("data")
+        os.makedirs(os.path.join(d, "sub"))
+        a = np.arange(40, dtype=np.int16).reshape(10, 4)
+        b = (np.arange(60, dtype=np.int64) % 200).astype(np.uint8).reshape(20, 3)
+        np.save(os.path.join(d, "a.npy"), a)
+        np.save(os.path.join(d, "sub", "deeper.npy"), a)
+        with h5py.File(os.path.join(d, "run 2.h5"), "w") as f:
+            f.create_group("g")["b"] = b
+            f["s"] = "text"
+        with h5py.File(os.path.join(d, "run10.h5"), "w") as f:
+            f["b"] = b[::-1].copy()
+        with open(os.path.join(d, "broken.h5"), "wb") as f:
+            f.write(b"not an hdf5 file at all" * 10)
+        with open(os.path.join(d, "notes.txt"), "w") as f:
+            f.write("ignored")
+        with self.mount(d) as m:
+            names = []
+            for root, _, files in os.walk(m.mp):
+                names += [os.path.relpath(os.path.join(root, n), m.mp) for n in files]
+            self.assertEqual(sorted(n for n in names if n.endswith(".npy")),
+                             ["a.npy", "run10.h5/b.npy", "run_x202.h5/g/b.npy"])
+            self.assertTrue(same_bits(mm_npy(m.path("a.npy")), reference(a)))
+            self.assertTrue(same_bits(mm_npy(m.path("run_x202.h5/g/b.npy")), reference(b)))
+            self.assertTrue(same_bits(mm_npy(m.path("run10.h5/b.npy")), reference(b[::-1])))
+            with open(m.path(".skipped.json")) as f:
+                skipped = {k["path"]: k for k in json.load(f)}
+            self.assertEqual(sorted(skipped), ["broken.h5", "run 2.h5:/s"])
+            self.assertIn("not an HDF5 file", skipped["broken.h5"]["reason"])
+            self.assertEqual(skipped["run 2.h5:/s"]["kind"], "string")
+        # nothing servable: refused with the reasons
+        e = self.p("empty")
+        os.makedirs(e)
+        self.refused(e, want=[e, "no .npy or HDF5 files"])
+        with open(os.path.join(e, "bad.h5"), "wb") as f:
+            f.write(b"junk" * 100)
+        self.refused(e, want=[e, "no dataset can be served", "bad.h5: "])
+        self.refused(d, "--strict", want=["broken.h5"])
