@@ -143,6 +143,9 @@ class Types(ViewCheck):
             with self.subTest(info=n):
                 self.assertIn(ds["/" + n]["serve"], ("fast-path", "library-fallback"))
         self.assertEqual(ds["/i64"]["serve"], "fast-path")
+        self.assertEqual((ds["/enum"]["type"], ds["/enumbe"]["type"]),
+                         ("enum of int64", "enum of big-endian uint64"))
+        self.assertEqual(ds["/bits64be"]["type"], "big-endian bitfield (8 bytes)")
         self.assertEqual(ds["/enumbe"]["serve"], "library-fallback")
         self.assertEqual(ds["/cmp"]["serve"], "refused")
         self.assertIn("compound", ds["/cmp"]["why"] + ds["/cmp"]["type"])
