@@ -46,6 +46,8 @@ typedef enum dsv_dtype {
 	DSV_I16,
 	DSV_U32,
 	DSV_I32,
+	DSV_U64,
+	DSV_I64,
 	DSV_F16,
 	DSV_F32,
 	DSV_F64,
@@ -55,12 +57,12 @@ typedef enum dsv_dtype {
 } dsv_dtype;
 
 size_t dsv_dtype_size(dsv_dtype t);
-/* "uint8" ... "bfloat16" */
+/* "uint8" ... "int64", "float16" ... "bfloat16" */
 const char *dsv_dtype_name(dsv_dtype t);
 /* numpy descr for the little-endian layout; bfloat16 is declared "<u2". */
 const char *dsv_dtype_npy_descr(dsv_dtype t);
 /* Parses a dtype name ("uint8", "float32", "bfloat16", numpy aliases such as
- * "u1", "<i2", "f4"). @return DSV_DTYPE_INVALID if unknown. */
+ * "u1", "<i2", "i8", "f4"). @return DSV_DTYPE_INVALID if unknown. */
 dsv_dtype dsv_dtype_parse(const char *s);
 int dsv_dtype_is_output(dsv_dtype t);
 

@@ -112,7 +112,7 @@ int dsv_cmd_info(int argc, char **argv)
 		dtype = dsv_dtype_parse(dtype_arg);
 		if (dtype == DSV_DTYPE_INVALID || dtype == DSV_BF16) {
 			dsv_cli_error("--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
-				      "int32, float16, float32, float64)", dtype_arg);
+				      "int32, uint64, int64, float16, float32, float64)", dtype_arg);
 			return EXIT_USER;
 		}
 		if (dsv_target_parse_shape(shape_arg, &ndim, shape)) {

@@ -51,6 +51,11 @@ const char *dsv_h5_error_reason(char *buf, size_t cap);
 /* A new little-endian HDF5 type for dt (IEEE binary16 for DSV_F16), or -1;
  * the caller closes it. */
 hid_t dsv_h5_type(dsv_dtype dt);
+/* The memory type the library reads a dataset of file type ftype into, as
+ * the bytes of dt (the dtype dsv_h5_classify_type gave it): dsv_h5_type(dt),
+ * but a little-endian bitfield of the same size for a bitfield, which HDF5
+ * 1.10 cannot convert to an integer. A new type, or -1; the caller closes it. */
+hid_t dsv_h5_mem_type(hid_t ftype, dsv_dtype dt);
 
 /* driver.c */
 

@@ -93,6 +93,8 @@ hid_t dsv_h5_type(dsv_dtype dt)
 	case DSV_I16: return H5Tcopy(H5T_STD_I16LE);
 	case DSV_U32: return H5Tcopy(H5T_STD_U32LE);
 	case DSV_I32: return H5Tcopy(H5T_STD_I32LE);
+	case DSV_U64: return H5Tcopy(H5T_STD_U64LE);
+	case DSV_I64: return H5Tcopy(H5T_STD_I64LE);
 	case DSV_F32: return H5Tcopy(H5T_IEEE_F32LE);
 	case DSV_F64: return H5Tcopy(H5T_IEEE_F64LE);
 	case DSV_F16:
@@ -109,4 +111,18 @@ hid_t dsv_h5_type(dsv_dtype dt)
 	default:
 		return -1;
 	}
+}
+
+hid_t dsv_h5_mem_type(hid_t ftype, dsv_dtype dt)
+{
+	if (H5Tget_class(ftype) == H5T_BITFIELD) {
+		switch (dsv_dtype_size(dt)) {
+		case 1: return H5Tcopy(H5T_STD_B8LE);
+		case 2: return H5Tcopy(H5T_STD_B16LE);
+		case 4: return H5Tcopy(H5T_STD_B32LE);
+		case 8: return H5Tcopy(H5T_STD_B64LE);
+		default: return -1;
+		}
+	}
+	return dsv_h5_type(dt);
 }

@@ -434,8 +434,9 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 	err = dsv_h5_classify_type(o.ftype, &s->info.dtype, &o.conv, o.conv_why, sizeof(o.conv_why));
 	if (err) {
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
-				  "unsupported element type %s (dsview serves uint8, int8, "
-				  "uint16, int16, uint32, int32, float16, float32, float64)",
+				  "unsupported element type %s (dsview serves integers of 1 "
+				  "to 8 bytes, enum and bitfield as their integer, float16, "
+				  "float32, float64)",
 				  o.conv_why);
 		goto out_h5;
 	}

@@ -159,6 +159,8 @@ static void describe_type(hid_t t, char *buf, size_t cap)
 			 (size == 4 && esize == 8 && msize == 23) ||
 			 (size == 8 && esize == 11 && msize == 52))
 			snprintf(buf, cap, "%sfloat%zu", be, size * 8);
+		else if (size > 8)
+			snprintf(buf, cap, "%zu-byte float (long double or quad)", size);
 		else
 			snprintf(buf, cap, "%zu-byte float (non-IEEE)", size);
 		return;
@@ -169,8 +171,18 @@ static void describe_type(hid_t t, char *buf, size_t cap)
 			snprintf(buf, cap, "string (%zu bytes)", size);
 		return;
 	case H5T_COMPOUND: snprintf(buf, cap, "compound (%zu bytes)", size); return;
-	case H5T_ENUM: snprintf(buf, cap, "enum (%zu bytes)", size); return;
-	case H5T_BITFIELD: snprintf(buf, cap, "bitfield (%zu bytes)", size); return;
+	case H5T_ENUM: {
+		/* served as its base integer: say which */
+		char base[64] = "?";
+		hid_t sup = H5Tget_super(t);
+		if (sup >= 0) {
+			describe_type(sup, base, sizeof(base));
+			H5Tclose(sup);
+		}
+		snprintf(buf, cap, "enum of %s", base);
+		return;
+	}
+	case H5T_BITFIELD: snprintf(buf, cap, "%sbitfield (%zu bytes)", be, size); return;
 	case H5T_OPAQUE: snprintf(buf, cap, "opaque (%zu bytes)", size); return;
 	case H5T_REFERENCE: snprintf(buf, cap, "reference"); return;
 	case H5T_VLEN: snprintf(buf, cap, "variable-length sequence"); return;

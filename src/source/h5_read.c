@@ -18,7 +18,7 @@
 typedef struct h5_state {
 	hid_t file;
 	hid_t dset;
-	hid_t mtype; /* native little-endian type of the source dtype */
+	hid_t mtype; /* little-endian type of the source dtype (dsv_h5_mem_type) */
 	dsv_h5_chunk_check *cc; /* chunked fallbacks only */
 } h5_state;
 
@@ -53,7 +53,10 @@ int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc
 		return DSV_ERR_NOMEM;
 	st->file = *file;
 	st->dset = *dset;
-	st->mtype = dsv_h5_type(s->info.dtype);
+	hid_t ftype = H5Dget_type(st->dset);
+	st->mtype = ftype < 0 ? -1 : dsv_h5_mem_type(ftype, s->info.dtype);
+	if (ftype >= 0)
+		H5Tclose(ftype);
 	st->cc = *cc;
 	*cc = NULL;
 	*file = *dset = -1;

@@ -7,6 +7,18 @@
 
 #include "source/h5_src.h"
 
+/* The integer dtype of an integer, enum base or bitfield of size bytes. */
+static dsv_dtype int_dtype(size_t size, int sgn)
+{
+	switch (size) {
+	case 1: return sgn ? DSV_I8 : DSV_U8;
+	case 2: return sgn ? DSV_I16 : DSV_U16;
+	case 4: return sgn ? DSV_I32 : DSV_U32;
+	case 8: return sgn ? DSV_I64 : DSV_U64;
+	default: return DSV_DTYPE_INVALID;
+	}
+}
+
 int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t why_cap)
 {
 	H5T_class_t cls = H5Tget_class(t);
@@ -17,19 +29,38 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 
 	*conv = 0;
 	*dt = DSV_DTYPE_INVALID;
-	if (cls == H5T_INTEGER) {
-		int sgn = H5Tget_sign(t) == H5T_SGN_2;
-		switch (size) {
-		case 1: *dt = sgn ? DSV_I8 : DSV_U8; break;
-		case 2: *dt = sgn ? DSV_I16 : DSV_U16; break;
-		case 4: *dt = sgn ? DSV_I32 : DSV_U32; break;
-		default:
-			snprintf(why, why_cap, "%s%zu", sgn ? "int" : "uint", size * 8);
+	if (cls == H5T_ENUM) {
+		/* An enum is served as its base integer: its stored bytes are the
+		 * base type's, so a little-endian one stays on the fast path, and
+		 * the library converts enum to integer for the fallback. */
+		hid_t base = H5Tget_super(t);
+		if (base < 0) {
+			snprintf(why, why_cap, "enum with an unreadable base type");
+			return DSV_ERR_UNSUPPORTED;
+		}
+		int err = dsv_h5_classify_type(base, dt, conv, why, why_cap);
+		H5Tclose(base);
+		if (err) {
+			char inner[128];
+			snprintf(inner, sizeof(inner), "%s", why);
+			snprintf(why, why_cap, "enum of %s", inner);
+		}
+		return err;
+	}
+	if (cls == H5T_INTEGER || cls == H5T_BITFIELD) {
+		/* A bitfield is the unsigned integer of its size (the library
+		 * reads it as a little-endian bitfield: dsv_h5_mem_type). */
+		int sgn = cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_2;
+		*dt = int_dtype(size, sgn);
+		if (*dt == DSV_DTYPE_INVALID) {
+			snprintf(why, why_cap, "%s%zu%s", sgn ? "int" : "uint", size * 8,
+				 cls == H5T_BITFIELD ? " bitfield" : "");
 			return DSV_ERR_UNSUPPORTED;
 		}
 		if (prec != size * 8 || off != 0) {
 			*conv = 1;
-			snprintf(why, why_cap, "%zu-bit integer in %zu bytes", prec, size);
+			snprintf(why, why_cap, "%zu-bit %s in %zu bytes", prec,
+				 cls == H5T_BITFIELD ? "bitfield" : "integer", size);
 		}
 	} else if (cls == H5T_FLOAT) {
 		size_t spos, epos, esize, mpos, msize;
@@ -41,7 +72,8 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 		};
 		int k = size == 2 ? 0 : size == 4 ? 1 : size == 8 ? 2 : -1;
 		if (k < 0) {
-			snprintf(why, why_cap, "%zu-byte float", size);
+			/* 10- and 16-byte floats: long double, float128 */
+			snprintf(why, why_cap, "%zu-byte float (long double or quad precision)", size);
 			return DSV_ERR_UNSUPPORTED;
 		}
 		*dt = k == 0 ? DSV_F16 : k == 1 ? DSV_F32 : DSV_F64;
@@ -67,8 +99,6 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 		switch (cls) {
 		case H5T_STRING: name = "string"; break;
 		case H5T_COMPOUND: name = "compound"; break;
-		case H5T_ENUM: name = "enum"; break;
-		case H5T_BITFIELD: name = "bitfield"; break;
 		case H5T_OPAQUE: name = "opaque"; break;
 		case H5T_REFERENCE: name = "reference"; break;
 		case H5T_VLEN: name = "variable-length"; break;

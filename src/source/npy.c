@@ -145,6 +145,12 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 				"big-endian dtype '%s' is not supported; convert with "
 				"a.astype(a.dtype.newbyteorder('<'))", descr);
 	s->info.dtype = dsv_dtype_parse(descr[0] == '>' ? descr + 1 : descr);
+	/* numpy's own spelling only: dsv_dtype_parse also takes dsview's
+	 * aliases, and '<f16' (numpy's long double) must not read as "f16". */
+	if (s->info.dtype != DSV_DTYPE_INVALID &&
+	    (!strchr("<>|=", descr[0]) ||
+	     strcmp(descr + 1, dsv_dtype_npy_descr(s->info.dtype) + 1)))
+		s->info.dtype = DSV_DTYPE_INVALID;
 	if (s->info.dtype == DSV_DTYPE_INVALID || s->info.dtype == DSV_BF16)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "unsupported dtype '%s'", descr);
 	if (ndim == 0)

@@ -49,6 +49,8 @@ typedef uint16_t __attribute__((aligned(1))) u16_u;
 typedef int16_t __attribute__((aligned(1))) i16_u;
 typedef uint32_t __attribute__((aligned(1))) u32_u;
 typedef int32_t __attribute__((aligned(1))) i32_u;
+typedef uint64_t __attribute__((aligned(1))) u64_u;
+typedef int64_t __attribute__((aligned(1))) i64_u;
 typedef float __attribute__((aligned(1))) f32_u;
 typedef double __attribute__((aligned(1))) f64_u;
 
@@ -63,9 +65,34 @@ static inline __attribute__((always_inline)) double load_elem(dsv_dtype t, const
 	case DSV_I16: return ((const i16_u *)s)[i];
 	case DSV_U32: return ((const u32_u *)s)[i];
 	case DSV_I32: return ((const i32_u *)s)[i];
+	/* 64-bit integers are rounded to float64 first (a transform's
+	 * input); plain casts use load_f32, which rounds them once. */
+	case DSV_U64: return (double)((const u64_u *)s)[i];
+	case DSV_I64: return (double)((const i64_u *)s)[i];
 	case DSV_F16: return dsv_elem_f16_to_f32(((const u16_u *)s)[i]);
 	case DSV_F32: return ((const f32_u *)s)[i];
 	case DSV_F64: return ((const f64_u *)s)[i];
+	default: return 0;
+	}
+}
+
+/* An element converted to float32 as numpy's astype does: rounded once
+ * (the C conversions from any integer type round to nearest even), -0.0,
+ * infinities and subnormals kept, NaN quiet with its payload's top bits. */
+static inline __attribute__((always_inline)) float load_f32(dsv_dtype t, const void *s, uint64_t i)
+{
+	switch (t) {
+	case DSV_U8: return ((const uint8_t *)s)[i];
+	case DSV_I8: return ((const int8_t *)s)[i];
+	case DSV_U16: return ((const u16_u *)s)[i];
+	case DSV_I16: return ((const i16_u *)s)[i];
+	case DSV_U32: return (float)((const u32_u *)s)[i];
+	case DSV_I32: return (float)((const i32_u *)s)[i];
+	case DSV_U64: return (float)((const u64_u *)s)[i];
+	case DSV_I64: return (float)((const i64_u *)s)[i];
+	case DSV_F16: return dsv_elem_f16_to_f32(((const u16_u *)s)[i]);
+	case DSV_F32: return dsv_elem_quiet_f32(((const f32_u *)s)[i]);
+	case DSV_F64: return (float)((const f64_u *)s)[i];
 	default: return 0;
 	}
 }
@@ -79,6 +106,32 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 	const double sc = x->scale, of = x->offset, m = x->mean[c], sd = x->std[c];
 	const double lo = x->lo, hi = x->hi;
 	const int clip = x->has_clip;
+	if (sc == 1.0 && of == 0.0 && m == 0.0 && sd == 1.0 && !clip) {
+		/* A plain cast: numpy's astype, not the formula (x * 1 + 0
+		 * would turn -0.0 into +0.0, and rounding int64 to float64 or
+		 * float64 to float32 before float16 would round twice).
+		 * bfloat16 is the RNE of the float32 (README, "Transform"). */
+		if (D == DSV_F32) {
+			f32_u *o = dst;
+			for (uint64_t i = 0; i < n; i++)
+				o[i] = load_f32(S, src, i);
+		} else if (D == DSV_BF16) {
+			u16_u *o = dst;
+			for (uint64_t i = 0; i < n; i++)
+				o[i] = dsv_elem_f32_to_bf16(load_f32(S, src, i));
+		} else if (S == DSV_F64) {
+			u16_u *o = dst;
+			for (uint64_t i = 0; i < n; i++)
+				o[i] = dsv_elem_f64_to_f16(((const f64_u *)src)[i]);
+		} else {
+			/* integers: exact in float32 wherever float16 is finite,
+			 * so rounding through float32 is rounding once */
+			u16_u *o = dst;
+			for (uint64_t i = 0; i < n; i++)
+				o[i] = dsv_elem_f32_to_f16(load_f32(S, src, i));
+		}
+		return;
+	}
 	if (m == 0.0 && sd == 1.0 && !clip) {
 		/* No mean/std: (v - 0) / 1 is v exactly (also -0, inf, NaN), so
 		 * this loop gives the same bytes without a division per element. */
@@ -228,6 +281,8 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 	DEFINE_DIRECT(SUF, ATTR, DSV_I16, i16)                                                 \
 	DEFINE_DIRECT(SUF, ATTR, DSV_U32, u32)                                                 \
 	DEFINE_DIRECT(SUF, ATTR, DSV_I32, i32)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U64, u64)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I64, i64)                                                 \
 	DEFINE_DIRECT(SUF, ATTR, DSV_F16, f16)                                                 \
 	DEFINE_DIRECT(SUF, ATTR, DSV_F32, f32)                                                 \
 	DEFINE_DIRECT(SUF, ATTR, DSV_F64, f64)                                                 \
@@ -238,6 +293,8 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 		[DSV_I16] = { d_i16_f32_##SUF, d_i16_bf16_##SUF, d_i16_f16_##SUF },            \
 		[DSV_U32] = { d_u32_f32_##SUF, d_u32_bf16_##SUF, d_u32_f16_##SUF },            \
 		[DSV_I32] = { d_i32_f32_##SUF, d_i32_bf16_##SUF, d_i32_f16_##SUF },            \
+		[DSV_U64] = { d_u64_f32_##SUF, d_u64_bf16_##SUF, d_u64_f16_##SUF },            \
+		[DSV_I64] = { d_i64_f32_##SUF, d_i64_bf16_##SUF, d_i64_f16_##SUF },            \
 		[DSV_F16] = { d_f16_f32_##SUF, d_f16_bf16_##SUF, d_f16_f16_##SUF },            \
 		[DSV_F32] = { d_f32_f32_##SUF, d_f32_bf16_##SUF, d_f32_f16_##SUF },            \
 		[DSV_F64] = { d_f64_f32_##SUF, d_f64_bf16_##SUF, d_f64_f16_##SUF },            \

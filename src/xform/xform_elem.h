@@ -41,13 +41,15 @@ static inline DSV_HD uint16_t dsv_elem_f32_to_bf16(float f)
 }
 
 /* IEEE binary32 -> binary16, round to nearest even, overflow -> inf,
- * subnormals exact, NaN -> quiet NaN (0x7e00 with the sign). */
+ * subnormals exact, NaN -> quiet NaN with the sign and the top 10 payload
+ * bits kept (numpy's astype does the same for quiet NaNs; it keeps a
+ * signalling NaN signalling, this quiets it). */
 static inline DSV_HD uint16_t dsv_elem_f32_to_f16(float f)
 {
 	uint32_t x = dsv_f32_bits(f);
 	uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
 	if (ax > 0x7f800000u)
-		return (uint16_t)(sign | 0x7e00u);
+		return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
 	if (ax >= 0x477ff000u) /* >= 65520 rounds past 65504: inf (inf too) */
 		return (uint16_t)(sign | 0x7c00u);
 	if (ax >= 0x38800000u) /* normal half: rebias exponent, round mantissa */
@@ -61,6 +63,50 @@ static inline DSV_HD uint16_t dsv_elem_f32_to_f16(float f)
 	if (rem > half || (rem == half && (q & 1u)))
 		q++;
 	return (uint16_t)(sign | q);
+}
+
+static inline DSV_HD uint64_t dsv_f64_bits(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+/* IEEE binary64 -> binary16 rounded once (numpy's astype(float16) from
+ * float64; going through float32 would round twice: 1 + 2^-11 + 2^-40
+ * becomes the tie 1 + 2^-11 and then 1). Same rules as the float32 one:
+ * round to nearest even, overflow -> inf, subnormals exact, NaN -> quiet
+ * NaN with the sign and the top 10 payload bits. */
+static inline DSV_HD uint16_t dsv_elem_f64_to_f16(double d)
+{
+	uint64_t x = dsv_f64_bits(d);
+	uint32_t sign = (uint32_t)(x >> 48) & 0x8000u;
+	uint64_t ax = x & 0x7fffffffffffffffull;
+	if (ax > 0x7ff0000000000000ull)
+		return (uint16_t)(sign | 0x7e00u | (uint32_t)((ax >> 42) & 0x3ffu));
+	if (ax >= 0x40effe0000000000ull) /* >= 65520 rounds past 65504: inf (inf too) */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax >= 0x3f10000000000000ull) /* >= 2^-14, normal half: rebias by 1008, round */
+		return (uint16_t)(sign | (uint32_t)((ax - 0x3f00000000000000ull + 0x1ffffffffffull +
+						     ((ax >> 42) & 1u)) >> 42));
+	if (ax <= 0x3e60000000000000ull) /* <= 2^-25: rounds to zero (2^-25 ties to even 0) */
+		return (uint16_t)sign;
+	/* subnormal half: value / 2^-24, rounded to nearest even */
+	uint32_t e = (uint32_t)(ax >> 52);
+	uint64_t m = (ax & 0xfffffffffffffull) | 0x10000000000000ull;
+	uint32_t shift = 1051u - e; /* 43..53 */
+	uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1u), half = 1ull << (shift - 1u);
+	if (rem > half || (rem == half && (q & 1u)))
+		q++;
+	return (uint16_t)(sign | (uint32_t)q);
+}
+
+/* f, with a signalling NaN made quiet (payload kept): a float32 -> float32
+ * plain cast gives quiet NaNs as every other conversion does. */
+static inline DSV_HD float dsv_elem_quiet_f32(float f)
+{
+	uint32_t x = dsv_f32_bits(f);
+	return dsv_bits_f32((x & 0x7fffffffu) > 0x7f800000u ? x | 0x400000u : x);
 }
 
 static inline DSV_HD float dsv_elem_f16_to_f32(uint16_t h)

@@ -23,15 +23,18 @@ static double now(void)
 typedef struct bench_case {
 	const char *name;
 	dsv_dtype src, dst;
-	int nchan;
+	int nchan; /* -1: plain cast (no transform), 0: affine scale 1/255 */
 } bench_case;
 
 int main(int argc, char **argv)
 {
 	static const bench_case cases[] = {
+		{ "u8->f32 plain cast", DSV_U8, DSV_F32, -1 },
+		{ "u8->bf16 plain cast", DSV_U8, DSV_BF16, -1 },
 		{ "u8->f32 affine, 1 channel", DSV_U8, DSV_F32, 0 },
 		{ "u8->f32 mean/std, 3 channels HWC", DSV_U8, DSV_F32, 3 },
 		{ "u8->bf16 mean/std, 3 channels HWC", DSV_U8, DSV_BF16, 3 },
+		{ "i16->f32 plain cast", DSV_I16, DSV_F32, -1 },
 		{ "i16->f32 affine", DSV_I16, DSV_F32, 0 },
 		{ "i16->bf16 affine", DSV_I16, DSV_BF16, 0 },
 	};
@@ -55,8 +58,9 @@ int main(int argc, char **argv)
 			dsv_xform *x;
 			dsv_errbuf eb;
 			dsv_xform_params_init(&p);
-			p.scale = 1.0 / 255;
-			if (bc->nchan) {
+			if (bc->nchan >= 0)
+				p.scale = 1.0 / 255;
+			if (bc->nchan > 0) {
 				p.nchan = bc->nchan;
 				p.mean = mean;
 				p.std = sd;

@@ -108,7 +108,23 @@ def dsview_pids_for(path):
 
 def reference(x, scale=1.0, offset=0.0, mean=None, std=None, axis=-1, clip=None, dtype="float32"):
     """The transform (README, "Transform") in float64, rounded once to float32, then RNE to the
-    output type. Returns float32 / uint16 (bfloat16 bits) / float16."""
+    output type. Returns float32 / uint16 (bfloat16 bits) / float16. With no transform (a plain
+    cast) it is numpy's astype: -0.0 kept, int64 rounded once, float64 -> float16 rounded once;
+    bfloat16 is the RNE of astype(float32)."""
+    plain = scale == 1.0 and offset == 0.0 and mean is None and clip is None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if plain and dtype == "float16":
+            return x.astype(np.float16)
+        if plain:
+            f = x.astype(np.float32)
+            if dtype == "float32":
+                return f
+        else:
+            return _formula(x, scale, offset, mean, std, axis, clip, dtype)
+    return bf16_bits(f)
+
+
+def _formula(x, scale, offset, mean, std, axis, clip, dtype):
     with np.errstate(over="ignore", invalid="ignore"):
         y = x.astype(np.float64) * scale + offset
         if mean is not None:
@@ -122,6 +138,11 @@ def reference(x, scale=1.0, offset=0.0, mean=None, std=None, axis=-1, clip=None,
             return f
         if dtype == "float16":
             return f.astype(np.float16)
+    return bf16_bits(f)
+
+
+def bf16_bits(f):
+    """Round-to-nearest-even of float32 f to bfloat16 bits; NaN quiet, top payload bits kept."""
     b = f.view(np.uint32).astype(np.uint64)
     r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
     nan = np.isnan(f)

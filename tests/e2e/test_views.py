@@ -132,7 +132,8 @@ class Images(ViewCheck):
 class SourceDtypes(ViewCheck):
     """Every source dtype (extremes included) into every output."""
 
-    SRC = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float16", "float32", "float64")
+    SRC = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16", "float32",
+           "float64")
 
     @classmethod
     def setUpClass(cls):

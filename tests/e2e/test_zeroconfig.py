@@ -11,7 +11,8 @@ import numpy as np
 
 from common import E2E, mm_npy, read_all, reference, run, same_bits, view_name
 
-SERVED_TYPES = "dsview serves uint8, int8, uint16, int16, uint32, int32, float16, float32, float64"
+SERVED_TYPES = ("dsview serves integers of 1 to 8 bytes, enum and bitfield as their integer, "
+                "float16, float32, float64")
 
 
 class ZeroConfigPartial(E2E):

@@ -57,7 +57,13 @@ static void test_dtype_parse(void **state)
 	assert_int_equal(dsv_dtype_parse("half"), DSV_F16);
 	assert_int_equal(dsv_dtype_parse("bf16"), DSV_BF16);
 	assert_int_equal(dsv_dtype_parse(">i2"), DSV_DTYPE_INVALID); /* big-endian */
-	assert_int_equal(dsv_dtype_parse("int64"), DSV_DTYPE_INVALID);
+	assert_int_equal(dsv_dtype_parse("int64"), DSV_I64);
+	assert_int_equal(dsv_dtype_parse("<i8"), DSV_I64);
+	assert_int_equal(dsv_dtype_parse("u8"), DSV_U64);
+	assert_int_equal(dsv_dtype_parse("uint64"), DSV_U64);
+	assert_int_equal(dsv_dtype_size(DSV_I64), 8);
+	assert_string_equal(dsv_dtype_npy_descr(DSV_U64), "<u8");
+	assert_int_equal(dsv_dtype_parse("int128"), DSV_DTYPE_INVALID);
 	assert_int_equal(dsv_dtype_parse("Float32"), DSV_DTYPE_INVALID);
 	assert_int_equal(dsv_dtype_parse(""), DSV_DTYPE_INVALID);
 	assert_int_equal(dsv_dtype_parse(NULL), DSV_DTYPE_INVALID);

@@ -1,7 +1,8 @@
 /*
  * What dsview refuses or meets before reading an HDF5 file: external,
  * soft and user-defined links, external storage, unsupported types, files
- * that are not HDF5 at all.
+ * that are not HDF5 at all; the integer kinds served (64-bit, enum and
+ * bitfield as their base integer, either byte order).
  */
 #include "h5_test.h"
 #include "h5/h5.h"
@@ -99,8 +100,19 @@ static void test_unsupported_types(void **state)
 	H5Tset_size(str, 8);
 	H5Dclose(mkds(f, "str", str, 1, dims, NULL, H5P_DEFAULT));
 	H5Tclose(str);
-	H5Dclose(mkds(f, "i64", H5T_STD_I64LE, 1, dims, NULL, H5P_DEFAULT));
-	H5Dclose(mkds(f, "u64", H5T_STD_U64LE, 1, dims, NULL, H5P_DEFAULT));
+	H5Dclose(mkds(f, "opaque", H5T_NATIVE_OPAQUE, 1, dims, NULL, H5P_DEFAULT));
+	H5Dclose(mkds(f, "ldouble", H5T_NATIVE_LDOUBLE, 1, dims, NULL, H5P_DEFAULT));
+	hid_t vl = H5Tvlen_create(H5T_NATIVE_INT);
+	H5Dclose(mkds(f, "vlen", vl, 1, dims, NULL, H5P_DEFAULT));
+	H5Tclose(vl);
+	H5Dclose(mkds(f, "ref", H5T_STD_REF_OBJ, 1, dims, NULL, H5P_DEFAULT));
+	hid_t ben = H5Tenum_create(H5T_STD_I64LE);
+	int64_t v64 = 0;
+	H5Tenum_insert(ben, "zero", &v64);
+	hid_t arr = H5Tarray_create2(H5T_NATIVE_INT, 1, (hsize_t[]){ 2 });
+	H5Dclose(mkds(f, "array", arr, 1, dims, NULL, H5P_DEFAULT));
+	H5Tclose(arr);
+	H5Tclose(ben);
 	hid_t cmp = H5Tcreate(H5T_COMPOUND, 8);
 	H5Tinsert(cmp, "a", 0, H5T_STD_I32LE);
 	H5Tinsert(cmp, "b", 4, H5T_IEEE_F32LE);
@@ -109,7 +121,6 @@ static void test_unsupported_types(void **state)
 	hid_t en = H5Tenum_create(H5T_NATIVE_INT);
 	int v = 0;
 	H5Tenum_insert(en, "zero", &v);
-	H5Dclose(mkds(f, "enum", en, 1, dims, NULL, H5P_DEFAULT));
 	H5Tclose(en);
 	/* bfloat16 spelled as an HDF5 float: must not pass for float16 */
 	hid_t bf = H5Tcopy(H5T_IEEE_F32LE);
@@ -127,13 +138,95 @@ static void test_unsupported_types(void **state)
 	H5Fclose(f);
 
 	assert_int_equal(open_err("types.h5", "/str", "string"), DSV_ERR_UNSUPPORTED);
-	assert_int_equal(open_err("types.h5", "/i64", "int64"), DSV_ERR_UNSUPPORTED);
-	assert_int_equal(open_err("types.h5", "/u64", "uint64"), DSV_ERR_UNSUPPORTED);
 	assert_int_equal(open_err("types.h5", "/cmp", "compound"), DSV_ERR_UNSUPPORTED);
-	assert_int_equal(open_err("types.h5", "/enum", "enum"), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(open_err("types.h5", "/opaque", "opaque"), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(open_err("types.h5", "/ldouble", "long double"), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(open_err("types.h5", "/vlen", "variable-length"), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(open_err("types.h5", "/ref", "reference"), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(open_err("types.h5", "/array", "array"), DSV_ERR_UNSUPPORTED);
 	assert_int_equal(open_err("types.h5", "/bf16", "not IEEE half"), DSV_ERR_UNSUPPORTED);
 	assert_int_equal(open_err("types.h5", "/scalar", "scalar"), DSV_ERR_UNSUPPORTED);
 	assert_int_equal(open_err("types.h5", "/null", NULL), DSV_ERR_UNSUPPORTED);
+}
+
+/* Writes name as file type ftype from values of memory type mtype. */
+static void mk_written(hid_t f, const char *name, hid_t ftype, hid_t mtype, hsize_t n,
+		       const void *vals)
+{
+	hsize_t dims[] = { n };
+	hid_t d = mkds(f, name, ftype, 1, dims, NULL, H5P_DEFAULT);
+	assert_true(H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) >= 0);
+	H5Dclose(d);
+}
+
+/* Reads name and checks dtype, fast path or fallback, and the bytes. */
+static void check_int_kind(const char *name, dsv_dtype dt, int fallback, const void *want,
+			   size_t nbytes)
+{
+	dsv_source *s = open_ok("ints.h5", name);
+	const dsv_source_info *in = dsv_source_get_info(s);
+	if (in->dtype != dt)
+		fail_msg("%s: dtype %s, want %s", name, dsv_dtype_name(in->dtype), dsv_dtype_name(dt));
+	if ((in->kind == DSV_SRC_H5_FALLBACK) != fallback)
+		fail_msg("%s: kind %s (%s)", name, dsv_source_kind_name(in->kind), in->why ? in->why : "");
+	read_check(s, want, nbytes);
+	dsv_source_close(s);
+}
+
+static void test_integer_kinds(void **state)
+{
+	static const int64_t i64[4] = { INT64_MIN, -1, (1ll << 53) + 1, INT64_MAX };
+	static const uint64_t u64[4] = { 0, 1, (1ull << 63) + 1, UINT64_MAX };
+	static const int16_t i16[4] = { -32768, -1, 7, 32767 };
+	static const uint32_t u32[4] = { 0, 1, 0xdeadbeefu, UINT32_MAX };
+	static const uint16_t u16[4] = { 0, 1, 0xbeefu, UINT16_MAX };
+	(void)state;
+	hid_t f = new_file("ints.h5", 0);
+	mk_written(f, "i64", H5T_STD_I64LE, H5T_NATIVE_INT64, 4, i64);
+	mk_written(f, "i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, 4, i64);
+	mk_written(f, "u64", H5T_STD_U64LE, H5T_NATIVE_UINT64, 4, u64);
+	mk_written(f, "u64be", H5T_STD_U64BE, H5T_NATIVE_UINT64, 4, u64);
+
+	/* enums: values are the base integer's */
+	hid_t en = H5Tenum_create(H5T_STD_I16LE), enm = H5Tenum_create(H5T_NATIVE_INT16);
+	for (int i = 0; i < 4; i++) {
+		char nm[8];
+		snprintf(nm, sizeof(nm), "v%d", i);
+		H5Tenum_insert(en, nm, &i16[i]);
+		H5Tenum_insert(enm, nm, &i16[i]);
+	}
+	mk_written(f, "enum16", en, enm, 4, i16);
+	H5Tclose(en);
+	hid_t ebe = H5Tenum_create(H5T_STD_U64BE), ebem = H5Tenum_create(H5T_NATIVE_UINT64);
+	for (int i = 0; i < 4; i++) {
+		char nm[8];
+		snprintf(nm, sizeof(nm), "v%d", i);
+		uint64_t be;
+		memcpy(&be, &u64[i], 8);
+		be = __builtin_bswap64(be);
+		H5Tenum_insert(ebe, nm, &be); /* values in the base type's byte order */
+		H5Tenum_insert(ebem, nm, &u64[i]);
+	}
+	mk_written(f, "enum64be", ebe, ebem, 4, u64);
+	H5Tclose(ebe);
+	H5Tclose(ebem);
+	H5Tclose(enm);
+
+	/* bitfields: the unsigned integer of their size */
+	mk_written(f, "bits32", H5T_STD_B32LE, H5T_STD_B32LE, 4, u32);
+	mk_written(f, "bits16be", H5T_STD_B16BE, H5T_STD_B16LE, 4, u16);
+	mk_written(f, "bits64be", H5T_STD_B64BE, H5T_STD_B64LE, 4, u64);
+	H5Fclose(f);
+
+	check_int_kind("/i64", DSV_I64, 0, i64, sizeof(i64));
+	check_int_kind("/i64be", DSV_I64, 1, i64, sizeof(i64));
+	check_int_kind("/u64", DSV_U64, 0, u64, sizeof(u64));
+	check_int_kind("/u64be", DSV_U64, 1, u64, sizeof(u64));
+	check_int_kind("/enum16", DSV_I16, 0, i16, sizeof(i16));
+	check_int_kind("/enum64be", DSV_U64, 1, u64, sizeof(u64));
+	check_int_kind("/bits32", DSV_U32, 0, u32, sizeof(u32));
+	check_int_kind("/bits16be", DSV_U16, 1, u16, sizeof(u16));
+	check_int_kind("/bits64be", DSV_U64, 1, u64, sizeof(u64));
 }
 
 static void test_bad_files(void **state)
@@ -211,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_links),
 		cmocka_unit_test(test_external_storage_refused),
 		cmocka_unit_test(test_unsupported_types),
+		cmocka_unit_test(test_integer_kinds),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_probe_when_waitpid_fails),
 	};

@@ -97,6 +97,30 @@ static void test_npy_ok(void **state)
 	}
 }
 
+static void test_npy_int64(void **state)
+{
+	static const int64_t i64[3] = { INT64_MIN, -1, INT64_MAX };
+	static const uint64_t u64[3] = { 0, (1ull << 53) + 1, UINT64_MAX };
+	static const char *descr[2] = { "<i8", "<u8" };
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		char dict[96];
+		dsv_source *s;
+		dsv_errbuf eb;
+		dsv_chunk_ref r;
+		uint64_t out[3];
+		snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (3,), }",
+			 descr[k]);
+		const char *p = write_npy("i8.npy", 1, dict, k ? (const void *)u64 : i64, 24);
+		assert_int_equal(dsv_source_open_npy(p, &s, &eb), 0);
+		assert_int_equal(dsv_source_get_info(s)->dtype, k ? DSV_U64 : DSV_I64);
+		assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
+		assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0), 0);
+		assert_memory_equal(out, k ? (const void *)u64 : i64, 24);
+		dsv_source_close(s);
+	}
+}
+
 static void test_npy_key_order_and_1d(void **state)
 {
 	uint8_t data[5] = { 1, 2, 3, 4, 5 };
@@ -150,8 +174,10 @@ static void test_npy_hostile(void **state)
 		    DSV_ERR_UNSUPPORTED, "structured");
 	expect_fail("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", data, 16,
 		    DSV_ERR_UNSUPPORTED, "dtype");
-	expect_fail("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", data, 16,
-		    DSV_ERR_UNSUPPORTED, "dtype");
+	expect_fail("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", data, 16,
+		    DSV_ERR_UNSUPPORTED, "dtype"); /* long double */
+	expect_fail("{'descr': '>i8', 'fortran_order': False, 'shape': (2,), }", data, 16,
+		    DSV_ERR_UNSUPPORTED, "big-endian");
 	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", data, 4,
 		    DSV_ERR_UNSUPPORTED, "0-d");
 	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }", data, 16,
@@ -260,6 +286,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_npy_ok),
 		cmocka_unit_test(test_npy_key_order_and_1d),
+		cmocka_unit_test(test_npy_int64),
 		cmocka_unit_test(test_npy_hostile),
 		cmocka_unit_test(test_npy_bad_magic_and_lengths),
 		cmocka_unit_test(test_flat_chunks_and_truncation),
