@@ -76,6 +76,9 @@ typedef struct dsv_h5_desc {
 	 * a single string of at most DSV_H5_MAX_ATTR bytes. */
 	char *store_attr;
 	int store_attr_bad;
+	/* A scalar (0-d) dataset's value as JSON text (a number or a string;
+	 * owned), or NULL: such a dataset is metadata, not a view. */
+	char *value_json;
 } dsv_h5_desc;
 
 /*

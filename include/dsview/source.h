@@ -50,6 +50,7 @@ typedef struct dsv_source_info {
 	uint64_t nchunks;
 	uint64_t stored_bytes; /* bytes on disk for the data */
 	struct timespec mtime;
+	const char *attrs;    /* an HDF5 dataset's attributes, a JSON object, or NULL */
 } dsv_source_info;
 
 /* Where one chunk's bytes are and how to turn them into elements. */

@@ -24,12 +24,14 @@
 typedef struct dsv_view dsv_view;
 
 /* A dataset of a zero-config file that is not served: its path in the
- * file, the reason alone (dsv_errbuf.reason), and one word for summaries
- * ("string", "compound", "scalar", "name", "unreadable", ...). */
+ * file, the reason alone (dsv_errbuf.reason), one word for summaries
+ * ("string", "compound", "scalar", "name", "unreadable", ...), and for a
+ * scalar dataset its value (JSON text), else NULL. */
 typedef struct dsv_skipped {
 	char *path;
 	char *reason;
 	char kind[24];
+	char *value;
 } dsv_skipped;
 
 typedef struct dsv_manifest {

@@ -10,6 +10,7 @@
  *   decode.c  size limits on the decoders the library runs (zlib's
  *             inflate, szip, our LZ4 filter)
  *   links.c   the link walk that refuses external and user-defined links
+ *   attr.c    attributes and scalar datasets as plain values
  *
  * Thread safety: Debian's HDF5 1.10 is built thread-safe (H5_HAVE_THREADSAFE,
  * "Threadsafety: yes" in libhdf5.settings), so the library serialises its own
@@ -141,6 +142,24 @@ int dsv_h5_decoder_of(H5Z_filter_t id);
  * decoder (0: not checked). Cleared by disarm. */
 void dsv_h5_decode_arm(const size_t expect[DSV_H5_NDEC]);
 void dsv_h5_decode_disarm(void);
+
+/* attr.c */
+
+#define DSV_H5_ATTRS_MAX 256        /* attributes read from one object */
+#define DSV_H5_ATTR_MAX_ELEMS 1024  /* numbers read from one attribute */
+/* The one string attr (an attribute or a dataset) holds, variable or fixed
+ * length, NUL-terminated in a new buffer, or NULL when it is not one
+ * string of at most max bytes. */
+char *dsv_h5_attr_string(hid_t attr, size_t max);
+/* The value of obj (an attribute or a small dataset) as JSON text: a
+ * number, a string, or an array of numbers; NULL for anything else. */
+char *dsv_h5_value_json(hid_t obj);
+/* The attributes of obj (a dataset or group) as the text of a JSON object,
+ * {name: value}, in name order: numbers, arrays of numbers (C order,
+ * flattened; NaN and infinities as null), strings. Others, and names that
+ * are not UTF-8, are passed over. @return a new string (free it), or NULL
+ * when there is none to give. */
+char *dsv_h5_attrs_json(hid_t obj);
 
 /* links.c */
 

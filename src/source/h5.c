@@ -459,6 +459,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 	}
 	for (int k = 0; k < ndim; k++)
 		shape[k] = o.dims[k];
+	s->info.attrs = s->attrs_json = dsv_h5_attrs_json(o.dset);
 	if (dsv_source_set_shape(s, ndim, shape)) {
 		err = dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, dname,
 				  "shape too large (more than 2^63 bytes)");

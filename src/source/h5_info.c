@@ -62,7 +62,8 @@ void dsv_h5_desc_free(dsv_h5_desc *d)
 	if (!d)
 		return;
 	free(d->store_attr);
-	d->store_attr = NULL;
+	free(d->value_json);
+	d->store_attr = d->value_json = NULL;
 }
 
 typedef struct open_why {
@@ -199,48 +200,15 @@ static void describe_type(hid_t t, char *buf, size_t cap)
  */
 static void read_store_attr(hid_t dset, dsv_h5_desc *d)
 {
-	hid_t attr = -1, ftype = -1, space = -1, mtype = -1;
+	hid_t attr;
 
 	if (H5Aexists(dset, DSV_STORE_ATTR) <= 0)
 		return;
-	d->store_attr_bad = 1;
-	if ((attr = H5Aopen(dset, DSV_STORE_ATTR, H5P_DEFAULT)) < 0 ||
-	    (ftype = H5Aget_type(attr)) < 0 || (space = H5Aget_space(attr)) < 0 ||
-	    H5Tget_class(ftype) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1 ||
-	    (mtype = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0)
-		goto out;
-	if (H5Tis_variable_str(ftype) > 0) {
-		char *p = NULL;
-		if (H5Tset_size(mtype, H5T_VARIABLE) >= 0 && H5Aread(attr, mtype, &p) >= 0 && p) {
-			size_t n = strnlen(p, DSV_H5_MAX_ATTR + 1);
-			if (n <= DSV_H5_MAX_ATTR)
-				d->store_attr = strndup(p, n);
-		}
-		if (p)
-			H5free_memory(p);
-	} else {
-		size_t n = H5Tget_size(ftype);
-		char *buf;
-		/* One byte more in memory so the library NUL-terminates. */
-		if (n == 0 || n > DSV_H5_MAX_ATTR || H5Tset_size(mtype, n + 1) < 0 ||
-		    H5Tset_strpad(mtype, H5T_STR_NULLTERM) < 0 || !(buf = calloc(1, n + 2)))
-			goto out;
-		if (H5Aread(attr, mtype, buf) >= 0)
-			d->store_attr = buf;
-		else
-			free(buf);
-	}
-	if (d->store_attr)
-		d->store_attr_bad = 0;
-out:
-	if (mtype >= 0)
-		H5Tclose(mtype);
-	if (space >= 0)
-		H5Sclose(space);
-	if (ftype >= 0)
-		H5Tclose(ftype);
-	if (attr >= 0)
+	if ((attr = H5Aopen(dset, DSV_STORE_ATTR, H5P_DEFAULT)) >= 0) {
+		d->store_attr = dsv_h5_attr_string(attr, DSV_H5_MAX_ATTR);
 		H5Aclose(attr);
+	}
+	d->store_attr_bad = !d->store_attr;
 }
 
 /* Fills the pipeline; a filter the library cannot name is still listed. */
@@ -361,6 +329,8 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 		d->external_files = 0;
 	d->stored_bytes = H5Dget_storage_size(dset);
 	read_store_attr(dset, d);
+	if (d->ndim == 0)
+		d->value_json = dsv_h5_value_json(dset);
 
 out:
 	if (space >= 0)

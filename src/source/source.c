@@ -108,6 +108,7 @@ void dsv_source_close(dsv_source *s)
 	free(s->chunk_mask);
 	free(s->path);
 	free(s->dataset);
+	free(s->attrs_json);
 	free(s);
 }
 

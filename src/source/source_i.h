@@ -51,6 +51,8 @@ struct dsv_source {
 	/* h5.c: storage for info.why when it is composed at open (e.g.
 	 * "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
+	/* h5.c: the dataset's attributes as JSON text (info.attrs), or NULL */
+	char *attrs_json;
 };
 
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */

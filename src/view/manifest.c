@@ -390,6 +390,7 @@ void dsv_manifest_free(dsv_manifest *m)
 	for (size_t i = 0; i < m->nskipped; i++) {
 		free(m->skipped[i].path);
 		free(m->skipped[i].reason);
+		free(m->skipped[i].value);
 	}
 	free(m->skipped);
 	free(m->skipped_json);

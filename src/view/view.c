@@ -170,6 +170,8 @@ static int build_json(dsv_view *v)
 		json_object_set_new(o, "path", json_string(si->path));
 		if (si->dataset)
 			json_object_set_new(o, "dataset", json_string(si->dataset));
+		if (si->attrs) /* our own JSON text, so it parses */
+			json_object_set_new(o, "attrs", json_loads(si->attrs, 0, NULL));
 		json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
 		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
@@ -204,6 +206,10 @@ static int build_json(dsv_view *v)
 	json_object_set_new(root, "npy_header_bytes", json_integer((json_int_t)v->npy_header_len));
 	if (v->hdf5_path)
 		json_object_set_new(root, "hdf5_path", dsv_json_text(v->hdf5_path));
+	/* a view of one dataset carries its attributes (units, rates, ids) */
+	if (v->nsources == 1 && dsv_source_get_info(v->sources[0])->attrs)
+		json_object_set_new(root, "attrs",
+				    json_loads(dsv_source_get_info(v->sources[0])->attrs, 0, NULL));
 	json_object_set_new(root, "sources", srcs);
 	json_object_set_new(root, "transform", xf);
 	json_object_set_new(root, "chunk_rows", crows);

@@ -57,7 +57,9 @@ static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_pat
 	return 0;
 }
 
-static int add_skipped(dsv_manifest *m, const char *path, const char *reason, const char *kind)
+/* value: a scalar dataset's value (JSON text, taken), or NULL. */
+static int add_skipped_value(dsv_manifest *m, const char *path, const char *reason,
+			     const char *kind, char *value)
 {
 	dsv_skipped *ns = realloc(m->skipped, (m->nskipped + 1) * sizeof(*ns));
 	if (!ns)
@@ -66,33 +68,47 @@ static int add_skipped(dsv_manifest *m, const char *path, const char *reason, co
 	dsv_skipped *k = &m->skipped[m->nskipped];
 	k->path = strdup(path);
 	k->reason = strdup(reason);
+	k->value = value;
 	snprintf(k->kind, sizeof(k->kind), "%s", kind);
 	if (!k->path || !k->reason) {
 		free(k->path);
 		free(k->reason);
+		free(k->value);
 		return DSV_ERR_NOMEM;
 	}
 	m->nskipped++;
 	return 0;
 }
 
+static int add_skipped(dsv_manifest *m, const char *path, const char *reason, const char *kind)
+{
+	return add_skipped_value(m, path, reason, kind, NULL);
+}
+
 /* One word for why dataset of file is not served, from its header: its
  * type's class when that is not a number, "scalar", "unreadable" when the
  * header cannot be read, else "unsupported" (a filter, external storage). */
-static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap)
+static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap,
+		      char **value)
 {
 	dsv_h5_desc d;
 	dsv_errbuf eb;
+	*value = NULL;
 	if (dsv_h5_describe(file, dataset, &d, &eb)) {
 		snprintf(kind, cap, "unreadable");
 		return;
 	}
-	if (strcmp(d.type_class, "integer") && strcmp(d.type_class, "float"))
-		snprintf(kind, cap, "%s", d.type_class);
-	else if (d.ndim == 0)
+	if (d.ndim == 0 && d.value_json) { /* metadata: its value goes in .skipped.json */
 		snprintf(kind, cap, "scalar");
-	else
+		*value = d.value_json;
+		d.value_json = NULL;
+	} else if (strcmp(d.type_class, "integer") && strcmp(d.type_class, "float")) {
+		snprintf(kind, cap, "%s", d.type_class);
+	} else if (d.ndim == 0) {
+		snprintf(kind, cap, "scalar");
+	} else {
 		snprintf(kind, cap, "unsupported");
+	}
 	dsv_h5_desc_free(&d);
 }
 
@@ -167,16 +183,21 @@ const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t 
 	return buf;
 }
 
-/* /.skipped.json: [{"path": ..., "reason": ..., "kind": ...}, ...]. */
+/* /.skipped.json: [{"path": ..., "reason": ..., "kind": ...}, ...], and
+ * "value" for a scalar dataset (metadata, not a view). */
 static int render_skipped(dsv_manifest *m)
 {
 	json_t *arr = json_array();
 	char *s;
-	for (size_t i = 0; arr && i < m->nskipped; i++)
-		json_array_append_new(arr, json_pack("{s:o,s:o,s:s}", "path",
-						     dsv_json_text(m->skipped[i].path), "reason",
-						     dsv_json_text(m->skipped[i].reason), "kind",
-						     m->skipped[i].kind));
+	for (size_t i = 0; arr && i < m->nskipped; i++) {
+		json_t *o = json_pack("{s:o,s:o,s:s}", "path", dsv_json_text(m->skipped[i].path),
+				      "reason", dsv_json_text(m->skipped[i].reason), "kind",
+				      m->skipped[i].kind);
+		if (o && m->skipped[i].value) /* our own JSON text, so it parses */
+			json_object_set_new(o, "value", json_loads(m->skipped[i].value,
+								   JSON_DECODE_ANY, NULL));
+		json_array_append_new(arr, o);
+	}
 	s = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(arr);
 	if (!s || !(m->skipped_json = malloc(strlen(s) + 2))) {
@@ -290,11 +311,13 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 				err = dsv_errf(eb, e, "%s", e == DSV_ERR_NOMEM ? "out of memory" : sub.msg);
 			break;
 		}
+		char *value = NULL;
 		if (part_len)
 			snprintf(kind, sizeof(kind), "name");
 		else
-			skip_kind(path, names[i], kind, sizeof(kind));
-		if (add_skipped(m, skip_path(in, names[i], label, sizeof(label)), sub.reason, kind))
+			skip_kind(path, names[i], kind, sizeof(kind), &value);
+		if (add_skipped_value(m, skip_path(in, names[i], label, sizeof(label)), sub.reason,
+				      kind, value))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!first->code)
 			*first = sub;

@@ -46,6 +46,13 @@ class ZeroConfigPartial(E2E):
             f.create_dataset("vlen", (3,), dtype=h5py.vlen_dtype(np.int32))
             f["scalar"] = 3.5
             f["grp"].attrs["note"] = "attributes are not datasets"
+            # a dataset's attributes go into its V.json as they are
+            f["u8"].attrs["units"] = "counts"
+            f["u8"].attrs["rate_hz"] = np.float32(250.0)
+            f["u8"].attrs["subjects"] = np.array([1, 2, 7], np.int64)
+            f["u8"].attrs["huge"] = np.uint64(2**64 - 1)
+            f["u8"].attrs["nan"] = np.nan
+            f["u8"].attrs["table"] = np.zeros(2, dtype=[("a", "<i4")])  # passed over
         return path, served, skipped
 
     def test_serves_what_it_can_and_lists_the_rest(self):
@@ -67,8 +74,16 @@ class ZeroConfigPartial(E2E):
             for want in ("my_x20data.npy", "_x2Ehidden.npy", "a/b_x20c.npy", "_xC3_xA9.npy",
                          "x_y_x5Fxz.npy"):
                 self.assertTrue(os.path.exists(m.path(want)), want)
+            meta = json.loads(read_all(m.path("u8.json")))
+            self.assertEqual(meta["attrs"], {"huge": float(2**64 - 1), "nan": None,
+                                             "rate_hz": 250.0, "subjects": [1, 2, 7],
+                                             "units": "counts"})
+            self.assertEqual(meta["sources"][0]["attrs"], meta["attrs"])
+            self.assertNotIn("attrs", json.loads(read_all(m.path("grp/f32.json"))))
             got = json.loads(read_all(m.path(".skipped.json")))
             self.assertEqual({e["path"]: (e["kind"], e["reason"]) for e in got}, skipped)
+            # a scalar dataset is metadata: its value is given
+            self.assertEqual([e.get("value") for e in got if e["path"] == "/scalar"], [3.5])
             self.assertEqual(len(got), len(skipped))
             self.assertEqual(os.stat(m.path(".skipped.json")).st_size,
                              len(read_all(m.path(".skipped.json"))))
@@ -184,7 +199,8 @@ class Directory(E2E):
                 skipped = {k["path"]: k for k in json.load(f)}
             self.assertEqual(sorted(skipped), ["broken.h5", "run 2.h5:/s"])
             self.assertIn("not an HDF5 file", skipped["broken.h5"]["reason"])
-            self.assertEqual(skipped["run 2.h5:/s"]["kind"], "string")
+            self.assertEqual((skipped["run 2.h5:/s"]["kind"], skipped["run 2.h5:/s"]["value"]),
+                             ("scalar", "text"))
         # nothing servable: refused with the reasons
         e = self.p("empty")
         os.makedirs(e)
