@@ -315,7 +315,10 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 					   "filter %d (%s) is not available (dsview never loads "
-					   "filter plugins)",
+					   "filter plugins; it decodes LZ4, Zstandard, LZF and the "
+					   "HDF5 library's own filters: rewrite the dataset with "
+					   "one of those where the plugin is installed, e.g. "
+					   "h5repack -f GZIP=4)",
 					   (int)ids[i], filter_name(ids[i]));
 	}
 	if (o->conv)
