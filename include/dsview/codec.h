@@ -1,7 +1,7 @@
 /*
  * Codecs for stored chunks: the HDF5 LZ4 filter (id 32004) framing, the
- * Zstandard filter (32015), h5py's LZF filter (32000) and HDF5's Fletcher32
- * checksum (filter id 3).
+ * Zstandard filter (32015), h5py's LZF filter (32000), the Blosc filter
+ * (32001, decoded by libblosc) and HDF5's Fletcher32 checksum (filter id 3).
  *
  * LZ4 32004 framing (as written by the HDF5 LZ4 plugin / hdf5plugin):
  *   8-byte big-endian total raw size, 4-byte big-endian block size, then per
@@ -20,6 +20,7 @@
 #define DSV_LZ4_DEFAULT_BLOCK (1u << 30) /* hdf5plugin's default: one block */
 #define DSV_H5Z_FILTER_ZSTD 32015
 #define DSV_H5Z_FILTER_LZF 32000
+#define DSV_H5Z_FILTER_BLOSC 32001
 
 /* Reads the raw size from a 32004 header. @return 0 or DSV_ERR_CORRUPT. */
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
@@ -88,6 +89,27 @@ int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
  * src_size / 32 + 1 bytes are ever needed). */
 int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size);
+
+/*
+ * Blosc 32001: a chunk is one Blosc-1 buffer (16-byte header with the raw
+ * size nbytes and the buffer's own size cbytes, then blocks compressed
+ * with blosclz, lz4, lz4hc, snappy, zlib or zstd, optionally byte- or
+ * bit-shuffled), as blosc_compress writes it for hdf5-blosc / hdf5plugin.
+ */
+
+/* Reads nbytes from the header. @return 0, or DSV_ERR_CORRUPT for fewer
+ * than 16 bytes, a format version other than 2, a cbytes other than
+ * src_size, or an nbytes past BLOSC_MAX_BUFFERSIZE. */
+int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
+
+/* Decodes the buffer src[0..src_size) into exactly dst_size bytes at dst
+ * (libblosc's blosc_decompress_ctx, one thread, after checking the header
+ * and block table against src_size and dst_size). Never reads or writes
+ * out of bounds. @return dst_size, or DSV_ERR_CORRUPT (as
+ * dsv_blosc_raw_size, nbytes != dst_size, typesize or blocksize 0, a block
+ * table outside the input, damaged blocks, or another decoded size). */
+int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src,
+			 size_t src_size);
 
 /* HDF5's Fletcher32 of len bytes (odd lengths padded as HDF5 does). */
 uint32_t dsv_fletcher32(const void *data, size_t len);

@@ -120,11 +120,12 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
 	return (size_t)n;
 }
 
-/* Our decoders of Zstandard (32015) and LZF (32000) for the library's
- * reads: decode only (dsview never writes through the library). The
- * decoded size is the frame's content size (zstd), or for LZF the chunk
- * size h5py records in cd[2]; either must be what the read expects when
- * guard.c knows it. Returns the new size, 0 on failure. */
+/* Our decoders of Zstandard (32015), LZF (32000) and Blosc (32001) for
+ * the library's reads: decode only (dsview never writes through the
+ * library). The decoded size is the frame's content size (zstd), the
+ * header's nbytes (Blosc), or for LZF the chunk size h5py records in
+ * cd[2]; either must be what the read expects when guard.c knows it.
+ * Returns the new size, 0 on failure. */
 static size_t decode_filter(int dec, unsigned flags, size_t ncd, const unsigned cd[],
 			    size_t nbytes, size_t *buf_size, void **buf)
 {
@@ -134,24 +135,28 @@ static size_t decode_filter(int dec, unsigned flags, size_t ncd, const unsigned 
 
 	if (!(flags & H5Z_FLAG_REVERSE))
 		return 0;
-	if (dec == DSV_H5_DEC_ZSTD) {
+	if (dec == DSV_H5_DEC_ZSTD || dec == DSV_H5_DEC_BLOSC) {
 		uint64_t declared;
-		if (dsv_zstd_raw_size(*buf, nbytes, &declared) || (raw && declared != raw))
+		if ((dec == DSV_H5_DEC_ZSTD ? dsv_zstd_raw_size(*buf, nbytes, &declared)
+					    : dsv_blosc_raw_size(*buf, nbytes, &declared)) ||
+		    (raw && declared != raw))
 			return 0;
 		raw = declared;
 	} else if (!raw) {
 		raw = ncd > 2 ? cd[2] : 0;
 	}
 	/* A zstd block of n bytes makes at most 128 KiB (an RLE block: 4
-	 * bytes), an LZF reference of 3 bytes 264: a size past 65536 times the
+	 * bytes), an LZF reference of 3 bytes 264, Blosc's inner codecs at
+	 * most what zstd does (blosclz, LZ4: 255 a byte): a size past 65536 times the
 	 * input is hostile and refused before allocating. */
 	if (raw == 0 || raw > SIZE_MAX / 2 || raw / 65536 > nbytes)
 		return 0;
 	out = H5allocate_memory((size_t)raw, 0);
 	if (!out)
 		return 0;
-	n = dec == DSV_H5_DEC_ZSTD ? dsv_zstd_decode(out, (size_t)raw, *buf, nbytes)
-				   : dsv_lzf_decode(out, (size_t)raw, *buf, nbytes);
+	n = dec == DSV_H5_DEC_ZSTD    ? dsv_zstd_decode(out, (size_t)raw, *buf, nbytes)
+	    : dec == DSV_H5_DEC_BLOSC ? dsv_blosc_decode(out, (size_t)raw, *buf, nbytes)
+				      : dsv_lzf_decode(out, (size_t)raw, *buf, nbytes);
 	if (n != (int64_t)raw) {
 		H5free_memory(out);
 		return 0;
@@ -174,6 +179,12 @@ static size_t lzf_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t
 	return decode_filter(DSV_H5_DEC_LZF, flags, ncd, cd, nbytes, buf_size, buf);
 }
 
+static size_t blosc_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t nbytes,
+			   size_t *buf_size, void **buf)
+{
+	return decode_filter(DSV_H5_DEC_BLOSC, flags, ncd, cd, nbytes, buf_size, buf);
+}
+
 static const H5Z_class2_t classes[] = {
 	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZ4, .encoder_present = 1,
 	  .decoder_present = 1, .name = "lz4 (dsview)", .filter = lz4_filter },
@@ -181,6 +192,8 @@ static const H5Z_class2_t classes[] = {
 	  .decoder_present = 1, .name = "zstd (dsview, decode only)", .filter = zstd_filter },
 	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZF, .encoder_present = 0,
 	  .decoder_present = 1, .name = "lzf (dsview, decode only)", .filter = lzf_filter },
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BLOSC, .encoder_present = 0,
+	  .decoder_present = 1, .name = "blosc (dsview, decode only)", .filter = blosc_filter },
 };
 
 herr_t dsv_h5_decode_init(void)
@@ -199,6 +212,7 @@ int dsv_h5_decoder_of(H5Z_filter_t id)
 	case H5Z_FILTER_SZIP: return DSV_H5_DEC_SZIP;
 	case DSV_H5Z_FILTER_ZSTD: return DSV_H5_DEC_ZSTD;
 	case DSV_H5Z_FILTER_LZF: return DSV_H5_DEC_LZF;
+	case DSV_H5Z_FILTER_BLOSC: return DSV_H5_DEC_BLOSC;
 	default: return -1;
 	}
 }

@@ -59,7 +59,7 @@ void dsv_h5_chunk_check_free(dsv_h5_chunk_check *c)
 	free(c);
 }
 
-/* What each checked decoder (inflate, LZ4, szip, zstd, LZF) must make for
+/* What each checked decoder (inflate, LZ4, szip, zstd, LZF, Blosc) must make for
  * this dataset: a filter's output on read is its input on write, which is
  * the chunk plus 4 bytes per Fletcher32 applied before it (shuffle keeps
  * the size). After any other filter, or for a filter used twice, the size

@@ -5,12 +5,12 @@
  * mostly stop using it: contiguous datasets become a flat run at
  * data_offset, and chunked datasets whose chunks are whole rows with no
  * filter or one codec dsview decodes itself (LZ4 32004, Zstandard 32015,
- * LZF 32000), and/or Fletcher32 become a chunk map (offset, size, filter
+ * LZF 32000, Blosc 32001), and/or Fletcher32 become a chunk map (offset, size, filter
  * mask per chunk) that source.c reads with pread from any thread.
  * Everything else the library can decode (gzip, shuffle, big-endian types,
  * chunks that split rows, compact layout, never-written data) is read
  * through H5Dread (h5_read.c): kind DSV_SRC_H5_FALLBACK, serialised. The
- * library decodes LZ4, Zstandard and LZF there with dsview's own codecs,
+ * library decodes LZ4, Zstandard, LZF and Blosc there with dsview's own codecs,
  * registered in-process (src/h5/decode.c); plugins are never loaded.
  *
  * The HDF5 layer below (src/h5/h5.h) holds what this shares with `info`
@@ -126,7 +126,8 @@ static int resolve_chunks(h5_open *o, hsize_t chunk_rows, int codec, int fl32,
 	s->chunk_rows = chunk_rows;
 	s->chunk_raw_size = raw;
 	/* LZ4 frames are about raw + raw/255 + 16 bytes per block, zstd
-	 * frames raw + raw/256 + 64, LZF streams raw + raw/32 + 1 at worst;
+	 * frames raw + raw/256 + 64, LZF streams raw + raw/32 + 1, Blosc
+	 * buffers raw + 16 (stored) at worst;
 	 * anything far beyond that is not a chunk we should allocate scratch
 	 * for. */
 	max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
@@ -224,6 +225,7 @@ static dsv_codec own_codec(H5Z_filter_t id)
 	case DSV_H5Z_FILTER_LZ4: return DSV_CODEC_LZ4;
 	case DSV_H5Z_FILTER_ZSTD: return DSV_CODEC_ZSTD;
 	case DSV_H5Z_FILTER_LZF: return DSV_CODEC_LZF;
+	case DSV_H5Z_FILTER_BLOSC: return DSV_CODEC_BLOSC;
 	}
 	return DSV_CODEC_NONE;
 }

@@ -240,6 +240,7 @@ static int decode(dsv_codec codec, void *dst, size_t raw, const void *src, size_
 	case DSV_CODEC_LZ4: got = dsv_lz4_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_ZSTD: got = dsv_zstd_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_LZF: got = dsv_lzf_decode(dst, raw, src, src_size); break;
+	case DSV_CODEC_BLOSC: got = dsv_blosc_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_NONE: break;
 	}
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;

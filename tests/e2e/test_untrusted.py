@@ -123,7 +123,7 @@ class Untrusted(E2E):
                 ds = h5py.h5d.create(f.id, b"x", h5py.h5t.STD_U8LE, h5py.h5s.create_simple(x.shape),
                                      dcpl=dcpl)
                 ds.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
-            if fid != 32015:  # dsview decodes zstd itself (test_filters)
+            if fid not in (32015, 32001):  # dsview decodes zstd, blosc itself (test_filters, test_blosc)
                 plugin_only.append((name, fid, fname))
 
         # A plugin directory that runs code the moment a library dlopens it:
@@ -152,10 +152,11 @@ class Untrusted(E2E):
             os.unlink(marker)
 
         mp = self.p("mnt-plugin")
-        # zstd (32015) needs no plugin: dsview decodes it, here chunks the
+        # zstd (32015) and blosc (32001) need no plugin: dsview decodes them, here chunks the
         # library stored raw (the optional filter skipped by their mask)
-        with self.mount(self.p("zstd.h5")) as m:
-            self.assertTrue(same_bits(mm_npy(m.path("x.npy")), reference(x)))
+        for name in ("zstd.h5", "blosc.h5"):
+            with self.mount(self.p(name)) as m:
+                self.assertTrue(same_bits(mm_npy(m.path("x.npy")), reference(x)), name)
         for name, fid, fname in plugin_only:
             # the default env can load plugins too: the library looks in its
             # own plugin directory (Debian's holds libh5bz2.so)

@@ -133,5 +133,36 @@ def main():
     put("pack", "zeros", bytes([0, 15, 0, 0, 0]) + bytes(4096))
 
 
+def blosc_seeds():
+    """fuzz_blosc: buffers from libblosc's compressor (every inner codec,
+    shuffles, a stored one, a multi-block one) and broken headers."""
+    import ctypes
+    lib = ctypes.CDLL("libblosc.so.1")
+    data = (np.arange(3000, dtype=np.int32) // 5).tobytes()
+
+    def comp(cname, shuffle, typesize, src, clevel=5, blocksize=0):
+        dst = ctypes.create_string_buffer(len(src) + 16)
+        n = lib.blosc_compress_ctx(clevel, shuffle, ctypes.c_size_t(typesize), ctypes.c_size_t(len(src)),
+                                   src, dst, ctypes.c_size_t(len(src) + 16), cname.encode(),
+                                   ctypes.c_size_t(blocksize), 1)
+        assert n >= 16, (cname, n)
+        return dst.raw[:n]
+    for i, cname in enumerate(("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")):
+        put("blosc", f"{cname}_shuf{i % 3}", comp(cname, i % 3, 4, data[:1200]))
+    put("blosc", "stored", comp("lz4", 0, 1, np.random.default_rng(5).bytes(300)))
+    multi = comp("blosclz", 1, 4, data, blocksize=1024)
+    put("blosc", "multiblock", multi)
+    bad = bytearray(multi)
+    bad[4] ^= 1
+    put("blosc", "wrong_nbytes", bytes(bad))
+    put("blosc", "cut", multi[:len(multi) // 2])
+    bad = bytearray(multi)
+    bad[20:24] = struct.pack("<I", len(multi) + 100)
+    put("blosc", "bstart_past_end", bytes(bad))
+    put("blosc", "header_only", multi[:16])
+    # round-trip half: codec, shuffle/typesize, level, then the bytes
+    put("blosc", "roundtrip", bytes([5, 7, 9]) + data[:500])
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,94 @@
+/*
+ * The HDF5 Blosc filter (id 32001) as hdf5-blosc and hdf5plugin write it: a
+ * chunk is exactly one Blosc-1 buffer made by blosc_compress, so its 16-byte
+ * header carries the raw size (nbytes) and its own length (cbytes):
+ *
+ *   0 version (2)  1 versionlz  2 flags  3 typesize
+ *   4 nbytes  8 blocksize  12 cbytes  (little-endian int32)
+ *   then, unless memcpyed, one int32 start offset per block, then the
+ *   blocks (each one stream, or typesize streams, of the inner codec:
+ *   blosclz, lz4/lz4hc, snappy, zlib or zstd; flags bits 5-7 say which).
+ *
+ * Decoding is libblosc's blosc_decompress_ctx (context version: no global
+ * state, no lock, one thread). That call takes no input size: it trusts the
+ * header's cbytes as the length of src. In c-blosc 1.21.3 (Debian 12) it
+ * then bounds every read by cbytes (block starts and stream lengths are
+ * checked against it, the memcpyed case needs cbytes == nbytes + 16) and
+ * every write by destsize, and checks each stream decodes to its block's
+ * size, but it never sees the real input length and returns nbytes-sized
+ * results only when the header is honest. So before calling it we check,
+ * ourselves: the input holds a header, cbytes equals the input size (what
+ * blosc_cbuffer_validate checks), nbytes equals the chunk size the caller
+ * expects, the format version, typesize and blocksize are sane, and the
+ * block-start table lies inside the input with every start pointing into
+ * it. After it, the result must be exactly the expected size.
+ */
+#include <blosc.h>
+#include <limits.h>
+#include <string.h>
+
+#include "dsview/codec.h"
+#include "dsview/dsview.h"
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
+{
+	size_t nbytes;
+
+	/* validate: at least a header, cbytes == src_size, nbytes <=
+	 * BLOSC_MAX_BUFFERSIZE; a version it does not know reads as zeros. */
+	if (src_size < BLOSC_MIN_HEADER_LENGTH || src_size > INT_MAX ||
+	    ((const uint8_t *)src)[0] != BLOSC_VERSION_FORMAT ||
+	    blosc_cbuffer_validate(src, src_size, &nbytes) != 0)
+		return DSV_ERR_CORRUPT;
+	*raw_size = nbytes;
+	return 0;
+}
+
+/* The header and block table of src (cbytes already == src_size) describe
+ * a buffer of nbytes whose reads stay inside src. */
+static int header_ok(const uint8_t *s, size_t src_size, uint64_t nbytes)
+{
+	uint8_t flags = s[2], typesize = s[3];
+	uint32_t blocksize = le32(s + 8);
+	uint64_t nblocks;
+
+	if (nbytes == 0)
+		return 1; /* the library writes nothing */
+	/* bit 3 is reserved ("from the future"); 0x10 is "don't split" */
+	if (typesize == 0 || (flags & 0x08) || blocksize == 0 || blocksize > nbytes ||
+	    blocksize > BLOSC_MAX_BLOCKSIZE)
+		return 0;
+	nblocks = nbytes / blocksize + (nbytes % blocksize != 0);
+	if (flags & BLOSC_MEMCPYED)
+		return src_size == nbytes + BLOSC_MAX_OVERHEAD;
+	if (nblocks > (src_size - BLOSC_MAX_OVERHEAD) / 4)
+		return 0;
+	for (uint64_t j = 0; j < nblocks; j++) {
+		uint32_t start = le32(s + BLOSC_MAX_OVERHEAD + 4 * j);
+		/* a block's first stream length lies after the table */
+		if (start < BLOSC_MAX_OVERHEAD + 4 * nblocks || start > src_size - 4)
+			return 0;
+	}
+	return 1;
+}
+
+int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	uint64_t nbytes;
+	int got;
+
+	if (dsv_blosc_raw_size(src, src_size, &nbytes) || nbytes != dst_size ||
+	    !header_ok(src, src_size, nbytes))
+		return DSV_ERR_CORRUPT;
+	if (nbytes == 0)
+		return 0;
+	got = blosc_decompress_ctx(src, dst, dst_size, 1);
+	if (got < 0 || (uint64_t)got != nbytes)
+		return DSV_ERR_CORRUPT;
+	return (int64_t)nbytes;
+}
