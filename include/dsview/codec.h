@@ -100,6 +100,12 @@ int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
 #define DSV_BSHUF_LZ4 2
 #define DSV_BSHUF_ZSTD 3
 
+/* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
+ * cd[4] compression). @return NULL and the three, or why dsview does not
+ * decode them (for a message: "no element size", ...). */
+const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
+			     unsigned *block_size, int *compression);
+
 /* bitshuffle's default block size in elements (cd_values[3] == 0):
  * 8192 / elem_size rounded down to a multiple of 8, at least 128. */
 size_t dsv_bshuf_default_block(size_t elem_size);

@@ -76,6 +76,24 @@ size_t dsv_bshuf_default_block(size_t elem_size)
 	return b > 128 ? b : 128;
 }
 
+const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
+			     unsigned *block_size, int *compression)
+{
+	*elem_size = ncd > 2 ? cd[2] : 0;
+	*block_size = ncd > 3 ? cd[3] : 0;
+	*compression = ncd > 4 ? (int)cd[4] : DSV_BSHUF_NONE;
+	if (*elem_size == 0)
+		return "no element size";
+	if (*block_size % 8)
+		return "block size not a multiple of 8 elements";
+	/* The plugin decodes any other value as no compression; its own
+	 * set_local means to refuse them, and so do we. */
+	if (*compression != DSV_BSHUF_NONE && *compression != DSV_BSHUF_LZ4 &&
+	    *compression != DSV_BSHUF_ZSTD)
+		return "unknown compression";
+	return NULL;
+}
+
 /* Transposes the 8x8 bit matrix in x: bit j of byte i goes to bit i of
  * byte j (Hacker's Delight 7-3). */
 static uint64_t transpose8(uint64_t x)
