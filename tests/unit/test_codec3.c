@@ -333,10 +333,11 @@ static void test_malformed(void **state)
 			 DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_bshuf_decode(out, size, f, len, 0, 0, DSV_BSHUF_LZ4),
 			 DSV_ERR_CORRUPT);
-	/* block sizes: 0, not a multiple of the element size, not of 8
+	/* block sizes: 0, not a multiple of the element size (257: the
+	 * plugin would truncate it to 64 elements; we call it corrupt), not of 8
 	 * elements, larger than the chunk (consistent: then one block is
 	 * the whole chunk, and the blocks here do not add up) */
-	static const uint32_t bad_blocks[] = { 0, 255, 254, 4 * 60, 4 * 4, 4 * 72, 4 * 2048,
+	static const uint32_t bad_blocks[] = { 0, 255, 254, 4 * 64 + 1, 4 * 60, 4 * 4, 4 * 72, 4 * 2048,
 					       0xfffffff8u };
 	for (size_t i = 0; i < sizeof(bad_blocks) / sizeof(bad_blocks[0]); i++) {
 		memcpy(m, f, len);
