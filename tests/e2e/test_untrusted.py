@@ -123,7 +123,7 @@ class Untrusted(E2E):
                 ds = h5py.h5d.create(f.id, b"x", h5py.h5t.STD_U8LE, h5py.h5s.create_simple(x.shape),
                                      dcpl=dcpl)
                 ds.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
-            if fid != 32015:  # dsview decodes zstd itself (test_filters)
+            if fid == 32001:  # dsview decodes zstd (test_filters) and bitshuffle itself
                 plugin_only.append((name, fid, fname))
 
         # A plugin directory that runs code the moment a library dlopens it:
@@ -156,6 +156,11 @@ class Untrusted(E2E):
         # library stored raw (the optional filter skipped by their mask)
         with self.mount(self.p("zstd.h5")) as m:
             self.assertTrue(same_bits(mm_npy(m.path("x.npy")), reference(x)))
+        # bitshuffle (32008) is dsview's too, but a pipeline without the
+        # parameters its plugin records (element size, ...) is refused
+        # for what it is (test_bitshuffle), still with no plugin loaded
+        self.refused(self.p("bshuf.h5"), want=["bitshuffle parameters not supported: no element size"])
+        self.assertFalse(os.path.exists(marker), "dsview loaded a filter plugin")
         for name, fid, fname in plugin_only:
             # the default env can load plugins too: the library looks in its
             # own plugin directory (Debian's holds libh5bz2.so)
