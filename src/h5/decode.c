@@ -202,7 +202,8 @@ static size_t bshuf_filter(unsigned flags, size_t ncd, const unsigned cd[], size
 		if (raw / 65536 > nbytes)
 			return 0;
 	}
-	if (raw == 0 || raw > SIZE_MAX / 2 || (expect[DSV_H5_DEC_BSHUF] && raw != expect[DSV_H5_DEC_BSHUF]))
+	if (raw == 0 || raw > SIZE_MAX / 2 ||
+	    (expect[DSV_H5_DEC_BSHUF] && raw != expect[DSV_H5_DEC_BSHUF]))
 		return 0;
 	out = H5allocate_memory((size_t)raw, 0);
 	if (!out)

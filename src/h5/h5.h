@@ -125,9 +125,10 @@ int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uin
 /* decode.c */
 
 /* Registers dsview's own filters with the library: LZ4 (32004), and the
- * decoders of Zstandard (32015), LZF (32000) and bitshuffle (32008), so that chunks the
- * library must read for us (rows split across chunks, shuffle in front)
- * are decoded by dsview's bounds-checked codecs, never by a plugin.
+ * decoders of Zstandard (32015), LZF (32000) and bitshuffle (32008), so
+ * that chunks the library must read for us (rows split across chunks,
+ * shuffle in front) are decoded by dsview's bounds-checked codecs, never
+ * by a plugin.
  * @return as H5Zregister. Called once, by dsv_h5_lock's set-up. */
 herr_t dsv_h5_decode_init(void);
 /* The decoders whose output sizes are checked, indexes of the expected
