@@ -1,7 +1,8 @@
 /*
  * Codecs for stored chunks: the HDF5 LZ4 filter (id 32004) framing, the
  * Zstandard filter (32015), h5py's LZF filter (32000), the Blosc filter
- * (32001, decoded by libblosc) and HDF5's Fletcher32 checksum (filter id 3).
+ * (32001, decoded by libblosc), bitshuffle (32008) and HDF5's Fletcher32
+ * checksum (filter id 3).
  *
  * LZ4 32004 framing (as written by the HDF5 LZ4 plugin / hdf5plugin):
  *   8-byte big-endian total raw size, 4-byte big-endian block size, then per
@@ -110,6 +111,47 @@ int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
  * table outside the input, damaged blocks, or another decoded size). */
 int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src,
 			 size_t src_size);
+
+/*
+ * Bitshuffle 32008 (kiyo-masui/bitshuffle's HDF5 filter): blocks of
+ * elements bit-transposed, optionally each compressed with LZ4 or zstd
+ * behind a 12-byte header; the format is described in bitshuffle.c.
+ * compression is cd_values[4]: DSV_BSHUF_NONE, _LZ4 or _ZSTD.
+ */
+#define DSV_H5Z_FILTER_BSHUF 32008
+#define DSV_BSHUF_NONE 0
+#define DSV_BSHUF_LZ4 2
+#define DSV_BSHUF_ZSTD 3
+
+/* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
+ * cd[4] compression). @return NULL and the three, or why dsview does not
+ * decode them (for a message: "no element size", ...). */
+const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
+			     unsigned *block_size, int *compression);
+
+/* bitshuffle's default block size in elements (cd_values[3] == 0):
+ * 8192 / elem_size rounded down to a multiple of 8, at least 128. */
+size_t dsv_bshuf_default_block(size_t elem_size);
+
+/* Decodes a chunk of exactly dst_size bytes of elem_size-byte elements.
+ * block_size (elements, 0: the default) is used only when uncompressed;
+ * a compressed chunk carries its own. Never reads or writes out of bounds;
+ * allocates one block (at most dst_size bytes) while it runs.
+ * @return dst_size, DSV_ERR_NOMEM, or DSV_ERR_CORRUPT (a header that does
+ * not say dst_size, a block size that is 0, not a multiple of 8 elements
+ * or of elem_size bytes, a block past the input or that does not decode to
+ * its size, a short leftover or trailing bytes). */
+int64_t dsv_bshuf_decode(void *dst, size_t dst_size, const void *src, size_t src_size,
+			 size_t elem_size, size_t block_size, int compression);
+
+/* Worst-case encoded size, or SIZE_MAX for impossible parameters. */
+size_t dsv_bshuf_bound(size_t src_size, size_t elem_size, size_t block_size, int compression);
+
+/* Encodes src as the bitshuffle plugin does (LZ4_compress_default; zstd
+ * at level). For tests and fuzzing. @return the encoded size,
+ * DSV_ERR_NOMEM, or DSV_ERR_INVALID (bad parameters or dst_cap short). */
+int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			 size_t elem_size, size_t block_size, int compression, int level);
 
 /* HDF5's Fletcher32 of len bytes (odd lengths padded as HDF5 does). */
 uint32_t dsv_fletcher32(const void *data, size_t len);

@@ -26,13 +26,15 @@ typedef enum dsv_codec {
 	DSV_CODEC_ZSTD = 2, /* HDF5 filter 32015: one zstd frame */
 	DSV_CODEC_LZF = 3,  /* HDF5 filter 32000 (h5py): bare LZF stream */
 	DSV_CODEC_BLOSC = 4, /* HDF5 filter 32001: one Blosc-1 buffer */
+	DSV_CODEC_BSHUF = 5, /* HDF5 filter 32008: bitshuffle [+ LZ4 or zstd] */
 } dsv_codec;
 
 typedef enum dsv_source_kind {
 	DSV_SRC_NPY,
 	DSV_SRC_RAW,
 	DSV_SRC_H5_CONTIGUOUS,
-	DSV_SRC_H5_CHUNKED,  /* chunked, no filter or one of LZ4, zstd, LZF, Blosc [+ Fletcher32]: fast path */
+	DSV_SRC_H5_CHUNKED,  /* chunked, no filter or one of LZ4, zstd, LZF, Blosc, bitshuffle
+			      [+ Fletcher32]: fast path */
 	DSV_SRC_H5_FALLBACK, /* filters only the HDF5 library decodes: serialised */
 } dsv_source_kind;
 

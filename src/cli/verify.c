@@ -307,6 +307,7 @@ static const char *bad_reason(const vbad *b)
 		case DSV_CODEC_ZSTD: return "zstd data corrupt or decodes to the wrong size";
 		case DSV_CODEC_LZF: return "LZF data corrupt or decodes to the wrong size";
 		case DSV_CODEC_BLOSC: return "Blosc data corrupt or decodes to the wrong size";
+		case DSV_CODEC_BSHUF: return "bitshuffle data corrupt or decodes to the wrong size";
 		case DSV_CODEC_NONE: break;
 		}
 		return "stored chunk shorter than its data";

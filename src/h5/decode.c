@@ -185,6 +185,50 @@ static size_t blosc_filter(unsigned flags, size_t ncd, const unsigned cd[], size
 	return decode_filter(DSV_H5_DEC_BLOSC, flags, ncd, cd, nbytes, buf_size, buf);
 }
 
+/* Our bitshuffle (32008) decoder for the library's reads, decode only.
+ * The decoded size: a compressed chunk's header says it, an uncompressed
+ * chunk keeps its size; either must be what the read expects when guard.c
+ * knows it, and a whole number of elements (cd[2] bytes). Returns the new
+ * size, 0 on failure. */
+static size_t bshuf_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t nbytes,
+			   size_t *buf_size, void **buf)
+{
+	uint64_t raw = nbytes;
+	unsigned elem, block;
+	int comp;
+	void *out;
+
+	if (!(flags & H5Z_FLAG_REVERSE) || dsv_bshuf_params(cd, ncd, &elem, &block, &comp))
+		return 0;
+	if (comp != DSV_BSHUF_NONE) {
+		/* The 12-byte header's u64 BE raw size. An LZ4 block expands at
+		 * most 255 times, a zstd frame at most 65536: a size past that
+		 * is hostile and refused before allocating. */
+		const uint8_t *p = *buf;
+		if (nbytes < 12)
+			return 0;
+		raw = 0;
+		for (int i = 0; i < 8; i++)
+			raw = raw << 8 | p[i];
+		if (raw / 65536 > nbytes)
+			return 0;
+	}
+	if (raw == 0 || raw > SIZE_MAX / 2 ||
+	    (expect[DSV_H5_DEC_BSHUF] && raw != expect[DSV_H5_DEC_BSHUF]))
+		return 0;
+	out = H5allocate_memory((size_t)raw, 0);
+	if (!out)
+		return 0;
+	if (dsv_bshuf_decode(out, (size_t)raw, *buf, nbytes, elem, block, comp) != (int64_t)raw) {
+		H5free_memory(out);
+		return 0;
+	}
+	H5free_memory(*buf);
+	*buf = out;
+	*buf_size = (size_t)raw;
+	return (size_t)raw;
+}
+
 static const H5Z_class2_t classes[] = {
 	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZ4, .encoder_present = 1,
 	  .decoder_present = 1, .name = "lz4 (dsview)", .filter = lz4_filter },
@@ -194,6 +238,8 @@ static const H5Z_class2_t classes[] = {
 	  .decoder_present = 1, .name = "lzf (dsview, decode only)", .filter = lzf_filter },
 	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BLOSC, .encoder_present = 0,
 	  .decoder_present = 1, .name = "blosc (dsview, decode only)", .filter = blosc_filter },
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BSHUF, .encoder_present = 0,
+	  .decoder_present = 1, .name = "bitshuffle (dsview, decode only)", .filter = bshuf_filter },
 };
 
 herr_t dsv_h5_decode_init(void)
@@ -213,6 +259,7 @@ int dsv_h5_decoder_of(H5Z_filter_t id)
 	case DSV_H5Z_FILTER_ZSTD: return DSV_H5_DEC_ZSTD;
 	case DSV_H5Z_FILTER_LZF: return DSV_H5_DEC_LZF;
 	case DSV_H5Z_FILTER_BLOSC: return DSV_H5_DEC_BLOSC;
+	case DSV_H5Z_FILTER_BSHUF: return DSV_H5_DEC_BSHUF;
 	default: return -1;
 	}
 }

@@ -126,15 +126,16 @@ int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uin
 /* decode.c */
 
 /* Registers dsview's own filters with the library: LZ4 (32004), and the
- * decoders of Zstandard (32015), LZF (32000) and Blosc (32001), so that chunks the
- * library must read for us (rows split across chunks, shuffle in front)
- * are decoded by dsview's bounds-checked codecs, never by a plugin.
+ * decoders of Zstandard (32015), LZF (32000), Blosc (32001) and
+ * bitshuffle (32008), so that chunks the library must read for us (rows
+ * split across chunks, shuffle in front) are decoded by dsview's
+ * bounds-checked codecs, never by a plugin.
  * @return as H5Zregister. Called once, by dsv_h5_lock's set-up. */
 herr_t dsv_h5_decode_init(void);
 /* The decoders whose output sizes are checked, indexes of the expected
  * sizes below. */
 enum { DSV_H5_DEC_DEFLATE, DSV_H5_DEC_LZ4, DSV_H5_DEC_SZIP, DSV_H5_DEC_ZSTD, DSV_H5_DEC_LZF,
-       DSV_H5_DEC_BLOSC, DSV_H5_NDEC };
+       DSV_H5_DEC_BLOSC, DSV_H5_DEC_BSHUF, DSV_H5_NDEC };
 /* The decoder (DSV_H5_DEC_*) of HDF5 filter id, or -1 for one whose size
  * is not checked (shuffle, Fletcher32, nbit, scaleoffset, ...). */
 int dsv_h5_decoder_of(H5Z_filter_t id);

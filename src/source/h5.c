@@ -226,6 +226,7 @@ static dsv_codec own_codec(H5Z_filter_t id)
 	case DSV_H5Z_FILTER_ZSTD: return DSV_CODEC_ZSTD;
 	case DSV_H5Z_FILTER_LZF: return DSV_CODEC_LZF;
 	case DSV_H5Z_FILTER_BLOSC: return DSV_CODEC_BLOSC;
+	case DSV_H5Z_FILTER_BSHUF: return DSV_CODEC_BSHUF;
 	}
 	return DSV_CODEC_NONE;
 }
@@ -279,6 +280,21 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 					   "filter %s parameters do not match the chunk "
 					   "(damaged file?)",
 					   filter_name(ids[i]));
+		if (ids[i] == DSV_H5Z_FILTER_BSHUF) {
+			/* dsview decodes bitshuffle on both paths (decode.c):
+			 * parameters it cannot decode are refused here. */
+			unsigned elem, block;
+			int comp;
+			const char *why = dsv_bshuf_params(cds[i], ncds[i], &elem, &block, &comp);
+			if (!why && elem != H5Tget_size(o->ftype))
+				why = "element size is not the dataset's";
+			if (why)
+				return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
+						   "bitshuffle parameters not supported: %s", why);
+			s->bshuf_elem = elem;
+			s->bshuf_block = block;
+			s->bshuf_comp = (unsigned)comp;
+		}
 	}
 	/* dsview decodes [codec], [codec, fletcher32] and [fletcher32]
 	 * itself; anything else (shuffle in front, two codecs) is the
@@ -317,8 +333,9 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 					   "filter %d (%s) is not available (dsview never loads "
-					   "filter plugins; it decodes LZ4, Zstandard, LZF and the "
-					   "HDF5 library's own filters: rewrite the dataset with "
+					   "filter plugins; it decodes LZ4, Zstandard, LZF, Blosc, "
+					   "bitshuffle and the HDF5 library's own filters: rewrite "
+					   "the dataset with "
 					   "one of those where the plugin is installed, e.g. "
 					   "h5repack -f GZIP=4)",
 					   (int)ids[i], filter_name(ids[i]));

@@ -232,7 +232,8 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 
 /* Decodes a stored chunk into exactly raw bytes at dst. @return 0 or
  * DSV_ERR_CORRUPT. */
-static int decode(dsv_codec codec, void *dst, size_t raw, const void *src, size_t src_size)
+static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, const void *src,
+		  size_t src_size)
 {
 	int64_t got = DSV_ERR_CORRUPT;
 
@@ -241,6 +242,10 @@ static int decode(dsv_codec codec, void *dst, size_t raw, const void *src, size_
 	case DSV_CODEC_ZSTD: got = dsv_zstd_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_LZF: got = dsv_lzf_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_BLOSC: got = dsv_blosc_decode(dst, raw, src, src_size); break;
+	case DSV_CODEC_BSHUF:
+		got = dsv_bshuf_decode(dst, raw, src, src_size, s->bshuf_elem, s->bshuf_block,
+				       (int)s->bshuf_comp);
+		break;
 	case DSV_CODEC_NONE: break;
 	}
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
@@ -292,12 +297,12 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 	     (dsv_zstd_raw_size(scratch, payload, &raw) || raw != ref->raw_size)))
 		return DSV_ERR_CORRUPT;
 	if (raw == need)
-		return decode(ref->codec, dst, (size_t)raw, scratch, payload);
+		return decode(s, ref->codec, dst, (size_t)raw, scratch, payload);
 	/* Edge chunk: decodes to more than we keep. */
 	void *tmp = malloc((size_t)raw);
 	if (!tmp)
 		return DSV_ERR_NOMEM;
-	err = decode(ref->codec, tmp, (size_t)raw, scratch, payload);
+	err = decode(s, ref->codec, tmp, (size_t)raw, scratch, payload);
 	if (!err)
 		memcpy(dst, tmp, (size_t)need);
 	free(tmp);

@@ -41,6 +41,9 @@ struct dsv_source {
 	int fletcher32;
 	unsigned codec_filter_bit; /* bit in chunk_mask meaning "codec skipped" */
 	unsigned fl32_filter_bit;  /* bit meaning "Fletcher32 skipped" */
+	/* bitshuffle's cd_values: element size, block size (elements, 0:
+	 * default), compression (DSV_BSHUF_*); checked at open */
+	unsigned bshuf_elem, bshuf_block, bshuf_comp;
 
 	/* HDF5 library state for fallback reads (h5.c owns it) */
 	int fallback;

@@ -123,7 +123,7 @@ class Untrusted(E2E):
                 ds = h5py.h5d.create(f.id, b"x", h5py.h5t.STD_U8LE, h5py.h5s.create_simple(x.shape),
                                      dcpl=dcpl)
                 ds.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
-            if fid not in (32015, 32001):  # dsview decodes zstd, blosc itself (test_filters, test_blosc)
+            if fid not in (32015, 32001, 32008):  # dsview decodes these itself
                 plugin_only.append((name, fid, fname))
 
         # A plugin directory that runs code the moment a library dlopens it:
@@ -157,6 +157,11 @@ class Untrusted(E2E):
         for name in ("zstd.h5", "blosc.h5"):
             with self.mount(self.p(name)) as m:
                 self.assertTrue(same_bits(mm_npy(m.path("x.npy")), reference(x)), name)
+        # bitshuffle (32008) is dsview's too, but a pipeline without the
+        # parameters its plugin records (element size, ...) is refused
+        # for what it is (test_bitshuffle), still with no plugin loaded
+        self.refused(self.p("bshuf.h5"), want=["bitshuffle parameters not supported: no element size"])
+        self.assertFalse(os.path.exists(marker), "dsview loaded a filter plugin")
         for name, fid, fname in plugin_only:
             # the default env can load plugins too: the library looks in its
             # own plugin directory (Debian's holds libh5bz2.so)

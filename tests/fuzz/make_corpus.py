@@ -117,6 +117,17 @@ def main():
                 continue
     finally:
         shutil.rmtree(tmp)
+    # bitshuffle: chunks the real plugin wrote (tests/unit/fixtures), behind
+    # fuzz_bshuf's 5-byte prefix (element size, compression, count, block)
+    fx = os.path.join(HERE, "..", "unit", "fixtures")
+    for name, es, comp, n, block in (("lz4_i16", 2, 1, 105, 0), ("zstd_f32", 4, 2, 210, 8),
+                                     ("none_u8", 1, 0, 900, 0), ("lz4_f64", 8, 1, 20, 2)):
+        with open(os.path.join(fx, "bshuf_%s.bin" % name), "rb") as f:
+            chunk = f.read()
+        pre = bytes([es - 1, comp]) + struct.pack(">H", n) + bytes([block])
+        put("bshuf", name, pre + chunk)
+        put("bshuf", name + "_cut", pre + chunk[:len(chunk) * 2 // 3])
+    put("bshuf", "garbage", bytes([3, 1, 0, 64, 0]) + bytes(range(200)))
     # manifests naming the fuzz target's a.npy and r.bin
     put("manifest", "basic", b"[v]\nsource = a.npy\nscale = 0.00392156862745098\n")
     put("manifest", "full", b"[defaults]\ndtype = bfloat16\n\n[v]\nsource = a.npy\nscale = 2\noffset = -1\n"
