@@ -335,9 +335,8 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 					   "filter %d (%s) is not available (dsview never loads "
 					   "filter plugins; it decodes LZ4, Zstandard, LZF, Blosc, "
 					   "bitshuffle and the HDF5 library's own filters: rewrite "
-					   "the dataset with "
-					   "one of those where the plugin is installed, e.g. "
-					   "h5repack -f GZIP=4)",
+					   "the dataset with one of those where the plugin is "
+					   "installed, e.g. h5repack -f GZIP=4)",
 					   (int)ids[i], filter_name(ids[i]));
 	}
 	if (o->conv)
