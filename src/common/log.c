@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "dsview/dsview.h"
 
 static int log_fd = 2;
@@ -32,30 +33,37 @@ void dsv_log_use_syslog(void)
 void dsv_log(int level, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warning", "info" };
-	char line[2048];
+	char msg[1024], shown[4 * sizeof(msg) + 4], line[sizeof(shown) + 96];
 	struct timeval tv;
 	struct tm tm;
+	va_list ap;
 	if (level < DSV_LOG_ERROR || level > DSV_LOG_INFO)
 		level = DSV_LOG_INFO;
-	gettimeofday(&tv, NULL);
-	localtime_r(&tv.tv_sec, &tm);
-	int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d dsview[%d] %s: ",
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, (int)(tv.tv_usec / 1000), (int)getpid(), names[level]);
-	va_list ap;
+	/* Names in messages come from files: control characters and other
+	 * bytes outside printable ASCII are written \xNN, so no name can
+	 * start a line of its own or reach a terminal as an escape. */
+	va_start(ap, fmt);
+	int m = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	dsv_shown(msg, strlen(msg), sizeof(msg), shown);
 	if (log_syslog) {
 		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO };
-		va_start(ap, fmt);
-		vsyslog(prio[level], fmt, ap);
-		va_end(ap);
+		syslog(prio[level], "%s", shown);
 		return;
 	}
-	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
+	gettimeofday(&tv, NULL);
+	localtime_r(&tv.tv_sec, &tm);
+	int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d dsview[%d] %s: %s\n",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec, (int)(tv.tv_usec / 1000), (int)getpid(), names[level], shown);
+	if (n < 0)
+		return;
+	if (n >= (int)sizeof(line)) {
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
 	ssize_t w = write(log_fd, line, (size_t)n);
 	(void)w;
 }

@@ -460,18 +460,20 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 	} else if (dsv_source_is_h5_path(path)) {
 		err = from_h5(m, path, dtype, flags, eb);
 	} else if (dsv_has_ext(path, ".npy")) {
-		dsv_source *s;
+		/* the view is named for the file, mapped as HDF5 names are */
 		char show[4 * 160 + 4];
-		const char *base = strrchr(path, '/');
-		char *name = strndup(base ? base + 1 : path, strlen(base ? base + 1 : path) - 4);
-		if (!name)
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		size_t len = strlen(base) - 4, cap = 4 * len + 1, n = 0;
+		char *stem = strndup(base, len), *name = malloc(cap);
+		if (!stem || !name)
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (!dsv_view_name_ok(name))
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name (letters, "
-				       "digits, _, -, . only; at most %d bytes)",
-				       dsv_shown(path, strlen(path), 160, show), DSV_VIEW_NAME_MAX);
-		else if (!(err = dsv_source_open_npy(path, &s, eb)))
-			err = add_file_view(m, name, NULL, s, dtype, eb);
+		else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
+			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name "
+				       "(%zu bytes once mapped; at most %d)",
+				       dsv_shown(path, strlen(path), 160, show), n, DSV_VIEW_NAME_MAX);
+		else
+			err = npy_view(m, path, name, dtype, eb);
+		free(stem);
 		free(name);
 	} else {
 		err = dsv_errf(eb, DSV_ERR_INVALID,

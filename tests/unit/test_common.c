@@ -7,9 +7,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/log.h"
 #include "common/str.h"
 #include "dsview/dsview.h"
 
@@ -332,6 +335,26 @@ static void test_errbuf_fields(void **state)
 	dsv_errbuf_at_line(NULL, "m.ini", 1, NULL);
 }
 
+/* A name from a file cannot forge a log line or reach a terminal raw. */
+static void test_log_escapes_names(void **state)
+{
+	char path[] = "/tmp/dsv-test-log-XXXXXX", buf[512];
+	int fd = mkstemp(path);
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(dsv_log_open(path), 0);
+	dsv_log_info("source %s", "a\nerror: forged\x1b[2J\xff.npy");
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	unlink(path);
+	assert_non_null(strstr(buf, " info: source a\\x0aerror: forged\\x1b[2J\\xff.npy\n"));
+	assert_true(n > 0 && strchr(buf, '\n') == buf + n - 1); /* one line */
+}
+
 static void test_strerror_table(void **state)
 {
 	(void)state;
@@ -348,7 +371,8 @@ int main(void)
 		cmocka_unit_test(test_has_ext),       cmocka_unit_test(test_spec_split),
 		cmocka_unit_test(test_natural_order),
 		cmocka_unit_test(test_parse_gpu),     cmocka_unit_test(test_errbuf_fields),
-		cmocka_unit_test(test_strerror_table), cmocka_unit_test(test_name_ok),
+		cmocka_unit_test(test_strerror_table),
+		cmocka_unit_test(test_log_escapes_names), cmocka_unit_test(test_name_ok),
 		cmocka_unit_test(test_name_escape_examples),
 		cmocka_unit_test(test_name_escape_round_trip),
 		cmocka_unit_test(test_name_unescape_refuses),
