@@ -47,8 +47,10 @@ hid_t dsv_h5_ro_fapl(void);
 /* The innermost description on this thread's HDF5 error stack (what the
  * library said went wrong in the call that just failed: "bad symbol table
  * node signature"), into buf; "no reason given by the HDF5 library" when
- * the stack is empty. Call right after the failed call. @return buf. */
-const char *dsv_h5_error_reason(char *buf, size_t cap);
+ * the stack is empty; *truncated (may be NULL) says whether the library
+ * found the file shorter than it should be. Call right after the failed
+ * call. @return buf. */
+const char *dsv_h5_error_reason(char *buf, size_t cap, int *truncated);
 /* A new little-endian HDF5 type for dt (IEEE binary16 for DSV_F16), or -1;
  * the caller closes it. */
 hid_t dsv_h5_type(dsv_dtype dt);

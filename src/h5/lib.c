@@ -58,21 +58,31 @@ int dsv_h5_lock_held(void)
 	return h5_held;
 }
 
+typedef struct reason_ctx {
+	char *buf;
+	size_t cap;
+	int truncated;
+} reason_ctx;
+
 static herr_t innermost_cb(unsigned n, const H5E_error2_t *e, void *arg)
 {
-	char **buf = arg;
+	reason_ctx *r = arg;
 	if (n == 0 && e->desc)
-		snprintf(buf[0], (size_t)(buf[1] - buf[0]), "%s", e->desc);
+		snprintf(r->buf, r->cap, "%s", e->desc);
+	if (e->min_num == H5E_TRUNCATED)
+		r->truncated = 1;
 	return 0;
 }
 
-const char *dsv_h5_error_reason(char *buf, size_t cap)
+const char *dsv_h5_error_reason(char *buf, size_t cap, int *truncated)
 {
-	char *range[2] = { buf, buf + cap };
+	reason_ctx r = { buf, cap, 0 };
 	if (!cap)
 		return buf;
 	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, range);
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, &r);
+	if (truncated)
+		*truncated = r.truncated;
 	if (!buf[0])
 		snprintf(buf, cap, "no reason given by the HDF5 library");
 	return buf;

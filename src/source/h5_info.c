@@ -66,21 +66,6 @@ void dsv_h5_desc_free(dsv_h5_desc *d)
 	d->store_attr = d->value_json = NULL;
 }
 
-typedef struct open_why {
-	char desc[256]; /* the innermost error's description */
-	int truncated;
-} open_why;
-
-static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *arg)
-{
-	open_why *w = arg;
-	if (n == 0 && e->desc)
-		snprintf(w->desc, sizeof(w->desc), "%s", e->desc);
-	if (e->min_num == H5E_TRUNCATED)
-		w->truncated = 1;
-	return 0;
-}
-
 /*
  * The message for an H5Fopen that just failed, from the library's error
  * stack (recorded even with automatic printing off): a truncated file is
@@ -89,17 +74,15 @@ static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *arg)
  */
 static int open_failed(const char *path, dsv_errbuf *eb)
 {
-	open_why w = { "", 0 };
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
-	if (w.truncated)
+	char why[256];
+	int truncated;
+	dsv_h5_error_reason(why, sizeof(why), &truncated);
+	if (truncated)
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
 				   "truncated: the file is shorter than its HDF5 superblock "
 				   "says (%s)",
-				   w.desc);
-	if (w.desc[0])
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
-				   "not an HDF5 file, or damaged (%s)", w.desc);
-	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged");
+				   why);
+	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)", why);
 }
 
 int dsv_h5_check_file(const char *path, dsv_errbuf *eb)

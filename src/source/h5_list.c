@@ -135,7 +135,7 @@ static int add_name(h5_list *l, char *full)
 static int add_bad(h5_list *l, char *full, const char *what)
 {
 	char why[200];
-	dsv_h5_error_reason(why, sizeof(why));
+	dsv_h5_error_reason(why, sizeof(why), NULL);
 	if (!full) {
 		l->err = DSV_ERR_NOMEM;
 		return -1;
@@ -248,7 +248,7 @@ int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipp
 	if (file < 0) {
 		char why[200];
 		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)",
-				  dsv_h5_error_reason(why, sizeof(why)));
+				  dsv_h5_error_reason(why, sizeof(why), NULL));
 		goto out;
 	}
 	if (H5Oget_info(file, &oi) >= 0 && seen_add(&l, oi.addr) < 0)
