@@ -18,8 +18,9 @@
 #include "source/h5_src.h"
 #include "source/source_i.h"
 
-/* Sanity cap on what a file may ask of us before we allocate. */
+/* Sanity caps on what a file may ask of us before we allocate or recurse. */
 #define H5_MAX_DATASETS (1u << 20)
+#define H5_MAX_GROUP_DEPTH 256 /* the walk recurses once a level */
 
 void dsv_h5_probe_all(const char *path)
 {
@@ -130,12 +131,10 @@ static int add_name(h5_list *l, char *full)
 }
 
 /* Records that the object at full (taken; NULL: out of memory) could not
- * be listed, with the library's reason for the call that just failed.
+ * be listed: what, and why (NULL: nothing more to say).
  * @return 0 or -1 (l->err set). */
-static int add_bad(h5_list *l, char *full, const char *what)
+static int add_bad_why(h5_list *l, char *full, const char *what, const char *why)
 {
-	char why[200];
-	dsv_h5_error_reason(why, sizeof(why), NULL);
 	if (!full) {
 		l->err = DSV_ERR_NOMEM;
 		return -1;
@@ -152,17 +151,28 @@ static int add_bad(h5_list *l, char *full, const char *what)
 		l->capbad = cap;
 	}
 	l->bad[l->nbad].path = full;
-	snprintf(l->bad[l->nbad].reason, sizeof(l->bad[l->nbad].reason), "%s (%s)", what, why);
+	if (why)
+		snprintf(l->bad[l->nbad].reason, sizeof(l->bad[l->nbad].reason), "%s (%s)", what, why);
+	else
+		snprintf(l->bad[l->nbad].reason, sizeof(l->bad[l->nbad].reason), "%s", what);
 	l->nbad++;
 	return 0;
+}
+
+/* As add_bad_why, with the library's reason for the call that just failed. */
+static int add_bad(h5_list *l, char *full, const char *what)
+{
+	char why[200];
+	return add_bad_why(l, full, what, dsv_h5_error_reason(why, sizeof(why), NULL));
 }
 
 typedef struct walk_at {
 	h5_list *l;
 	const char *prefix; /* the group's path, "" for the root */
+	int depth;          /* of the group: 0 for the root */
 } walk_at;
 
-static int walk_group(h5_list *l, hid_t group, const char *prefix);
+static int walk_group(h5_list *l, hid_t group, const char *prefix, int depth);
 
 static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void *op)
 {
@@ -194,8 +204,11 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 		if (seen < 0) {
 			l->err = DSV_ERR_NOMEM;
 			rc = -1;
+		} else if (!seen && at->depth + 1 > H5_MAX_GROUP_DEPTH) {
+			rc = add_bad_why(l, full, "group nested too deep (at most 256 levels)", NULL);
+			full = NULL;
 		} else if (!seen) {
-			rc = walk_group(l, obj, full);
+			rc = walk_group(l, obj, full, at->depth + 1);
 		}
 		free(full);
 	} else {
@@ -207,9 +220,9 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 
 /* @return 0, or -1 when the walk must end (l->err set). A group that
  * cannot be listed (to its end) is recorded in l->bad. */
-static int walk_group(h5_list *l, hid_t group, const char *prefix)
+static int walk_group(h5_list *l, hid_t group, const char *prefix, int depth)
 {
-	walk_at at = { l, prefix };
+	walk_at at = { l, prefix, depth };
 	hsize_t idx = 0;
 	if (H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &at) >= 0)
 		return 0;
@@ -254,7 +267,7 @@ int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipp
 	if (H5Oget_info(file, &oi) >= 0 && seen_add(&l, oi.addr) < 0)
 		l.err = DSV_ERR_NOMEM;
 	if (!l.err)
-		(void)walk_group(&l, file, "");
+		(void)walk_group(&l, file, "", 0);
 	if (l.err)
 		err = dsv_errf_at(eb, l.err, path, NULL, "cannot list datasets (%s)",
 				  l.err == DSV_ERR_OVERFLOW ? "too many" : "out of memory");

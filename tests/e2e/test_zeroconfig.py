@@ -209,3 +209,23 @@ class Directory(E2E):
             f.write(b"junk" * 100)
         self.refused(e, want=[e, "no dataset can be served", "bad.h5: "])
         self.refused(d, "--strict", want=["broken.h5"])
+
+
+class Deep(E2E):
+    def test_groups_nested_past_the_limit_are_skipped(self):
+        # the walk recurses once a level: past 256 levels a group is
+        # skipped with the reason, and the rest of the file is served
+        path = self.p("deep.h5")
+        x = np.arange(12, dtype=np.uint8).reshape(3, 4)
+        with h5py.File(path, "w") as f:
+            f["top"] = x
+            f["/".join(["g"] * 255) + "/ok"] = x  # a dataset at depth 255: served
+            f["/".join(["h"] * 300) + "/lost"] = x
+        with self.mount(path) as m:
+            self.assertTrue(same_bits(mm_npy(m.path("top.npy")), reference(x)))
+            self.assertTrue(same_bits(mm_npy(m.path("/".join(["g"] * 255) + "/ok.npy")),
+                                      reference(x)))
+            got = json.loads(read_all(m.path(".skipped.json")))
+            self.assertEqual([(e["path"], e["reason"]) for e in got],
+                             [("/" + "/".join(["h"] * 257),
+                               "group nested too deep (at most 256 levels)")])
