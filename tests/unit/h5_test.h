@@ -25,6 +25,7 @@
 
 #include "dsview/codec.h"
 #include "dsview/source.h"
+#include "fixture.h"
 
 static char dir[] = "/tmp/dsv-test-h5-XXXXXX";
 
@@ -32,13 +33,6 @@ static inline const char *tpath(char *buf, size_t cap, const char *name)
 {
 	snprintf(buf, cap, "%s/%s", dir, name);
 	return buf;
-}
-
-static inline void fixture_path(char *out, size_t cap, const char *name)
-{
-	const char *f = __FILE__, *slash = strrchr(f, '/');
-	int dlen = slash ? (int)(slash - f) : 1;
-	snprintf(out, cap, "%.*s/fixtures/%s", dlen, slash ? f : ".", name);
 }
 
 static inline hid_t new_file(const char *name, int latest)
@@ -70,16 +64,6 @@ static inline hid_t chunk_dcpl(int ndim, const hsize_t *cdims)
 	hid_t p = H5Pcreate(H5P_DATASET_CREATE);
 	assert_int_equal(H5Pset_chunk(p, ndim, cdims), 0);
 	return p;
-}
-
-/* Same generator as tests/unit/fixtures/gen_h5plugin.py: pattern(). */
-static inline void fixture_pattern(int64_t *out, size_t n, uint64_t seed)
-{
-	uint64_t x = seed;
-	for (size_t i = 0; i < n; i++) {
-		x = (x * 1103515245u + 12345u) % (1ull << 31);
-		out[i] = (i / 40) % 3 == 2 ? (int64_t)((x >> 16) % 251) : (int64_t)(i % 7);
-	}
 }
 
 static inline dsv_source *open_ok(const char *file, const char *dset)

@@ -17,41 +17,7 @@
 
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
-
-static void fixture_path(char *out, size_t cap, const char *name)
-{
-	const char *f = __FILE__, *slash = strrchr(f, '/');
-	int dlen = slash ? (int)(slash - f) : 1;
-	snprintf(out, cap, "%.*s/fixtures/%s", dlen, slash ? f : ".", name);
-}
-
-static void *read_fixture(const char *name, size_t *len)
-{
-	char path[512];
-	fixture_path(path, sizeof(path), name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		fail_msg("cannot open fixture %s (run tests from the repository root)", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
-/* Same generator as tests/unit/fixtures/gen_bshuf.py: pattern(). */
-static void fixture_pattern(int64_t *out, size_t n, uint64_t seed)
-{
-	uint64_t x = seed;
-	for (size_t i = 0; i < n; i++) {
-		x = (x * 1103515245u + 12345u) % (1ull << 31);
-		out[i] = (i / 40) % 3 == 2 ? (int64_t)((x >> 16) % 251) : (int64_t)(i % 7);
-	}
-}
+#include "fixture.h"
 
 static void fill(uint8_t *p, size_t n, unsigned seed, int compressible)
 {
