@@ -10,7 +10,6 @@ Debian ships no bitshuffle plugin, so files come two ways:
 - chunks made here by a small encoder written from bitshuffle's source
   (bshuf_h5filter.c, bitshuffle.c, bitshuffle_core.c), with the cd_values
   the plugin's set_local records, written with write_direct_chunk."""
-import errno
 import importlib.util
 import os
 import shutil
@@ -150,23 +149,8 @@ class Bitshuffle(E2E):
             d.id.write_direct_chunk((18, 0), bshuf_encode(chunk.tobytes()[:60], 2, 0, 3))
         r = run("info", path)
         self.assertIn("0 fast path, 3 library fallback, 0 refused", r.stdout)
-        ref = reference(x)
-        row = ref[0].nbytes
-        with self.mount(path, "--cache-size", "0",
-                        expect_errors=[r"zstd_short chunk 0 \(rows 18-26,"]) as m:
-            for n in ("zstd_split", "none_split"):
-                self.assertEqual(read_all(m.path(n + ".dat")), ref.tobytes(), n)
-            fd = os.open(m.path("zstd_short.dat"), os.O_RDONLY)
-            try:
-                self.assertEqual(os.pread(fd, 9 * row, 72 * row), ref[72:81].tobytes())
-                with self.assertRaises(OSError) as cm:
-                    os.pread(fd, row, 20 * row)
-                self.assertEqual(cm.exception.errno, errno.EIO)
-            finally:
-                os.close(fd)
-        r = run("verify", path)
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("zstd_short: chunk 0, rows 18-26 (through the HDF5 library)", r.stdout)
+        test_filters.check_short_chunk(self, path, "zstd_short", ("zstd_split", "none_split"), x,
+                                       (72, 9))
 
     def test_corrupt_chunk(self):
         # byte 13 is in the first block's compressed size: now past the chunk

@@ -51,6 +51,32 @@ def write_zstd(f, name, x, rows, level=3, raw_chunks=()):
             d.id.write_direct_chunk((r,) + (0,) * (x.ndim - 1), cctx.compress(c.tobytes()))
 
 
+def check_short_chunk(tc, path, short, whole, x, good):
+    """The library-path checks of a file whose dataset `short` has one
+    chunk, at rows 18-26, holding less than a chunk (the library would copy
+    a whole chunk out of it; dsview's decoder must refuse it): the
+    datasets in `whole` read as x, rows good=(first, n) of `short` read
+    right, row 20 gives EIO, the log and verify name rows 18-26."""
+    ref = reference(x)
+    row = ref[0].nbytes
+    with tc.mount(path, "--cache-size", "0", expect_errors=[rf"{short} chunk 0 \(rows 18-26,"]) as m:
+        for n in whole:
+            tc.assertEqual(read_all(m.path(n + ".dat")), ref.tobytes(), n)
+        fd = os.open(m.path(short + ".dat"), os.O_RDONLY)
+        try:
+            # rows 18-26 share the first 4 KiB page with the rows before 35
+            tc.assertEqual(os.pread(fd, good[1] * row, good[0] * row),
+                           ref[good[0]:good[0] + good[1]].tobytes())
+            with tc.assertRaises(OSError) as cm:
+                os.pread(fd, row, 20 * row)
+            tc.assertEqual(cm.exception.errno, errno.EIO)
+        finally:
+            os.close(fd)
+    r = run("verify", path)
+    tc.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+    tc.assertIn(f"{short}: chunk 0, rows 18-26 (through the HDF5 library)", r.stdout)
+
+
 class Filters(E2E):
     @classmethod
     def setUpClass(cls):
@@ -167,44 +193,21 @@ class Filters(E2E):
         with h5py.File(path, "w") as f:
             f.create_dataset("lzf_split", data=x, chunks=(8, 7), compression="lzf")
             f.create_dataset("lzf_shuffle", data=x, chunks=(10, 30), compression="lzf", shuffle=True)
-            d = f.create_dataset("zstd_split", shape=x.shape, dtype=x.dtype, chunks=(9, 7),
-                                 compression=ZSTD, allow_unknown_filter=True)
             cctx = zstandard.ZstdCompressor()
-            for r in range(0, 83, 9):
-                for c in range(0, 30, 7):
-                    chunk = np.zeros((9, 7), x.dtype)
-                    part = x[r:r + 9, c:c + 7]
-                    chunk[:part.shape[0], :part.shape[1]] = part
-                    d.id.write_direct_chunk((r, c), cctx.compress(chunk.tobytes()))
-            # a frame that declares less than a chunk: the library would copy
-            # a whole chunk out of it; dsview's decoder must refuse it
-            d = f.create_dataset("zstd_short", shape=x.shape, dtype=x.dtype, chunks=(9, 7),
-                                 compression=ZSTD, allow_unknown_filter=True)
-            for r in range(0, 83, 9):
-                for c in range(0, 30, 7):
-                    chunk = np.zeros((9, 7), x.dtype)
-                    part = x[r:r + 9, c:c + 7]
-                    chunk[:part.shape[0], :part.shape[1]] = part
-                    data = chunk.tobytes()[:60] if (r, c) == (18, 0) else chunk.tobytes()
-                    d.id.write_direct_chunk((r, c), cctx.compress(data))
+            for name in ("zstd_split", "zstd_short"):
+                d = f.create_dataset(name, shape=x.shape, dtype=x.dtype, chunks=(9, 7),
+                                     compression=ZSTD, allow_unknown_filter=True)
+                for r in range(0, 83, 9):
+                    for c in range(0, 30, 7):
+                        chunk = np.zeros((9, 7), x.dtype)
+                        part = x[r:r + 9, c:c + 7]
+                        chunk[:part.shape[0], :part.shape[1]] = part
+                        data = chunk.tobytes()
+                        if name == "zstd_short" and (r, c) == (18, 0):
+                            data = data[:60]  # a frame that declares less than a chunk
+                        d.id.write_direct_chunk((r, c), cctx.compress(data))
         r = run("info", path)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("0 fast path, 4 library fallback, 0 refused", r.stdout)
-        ref = reference(x)
-        row = ref[0].nbytes
-        with self.mount(path, "--cache-size", "0",
-                        expect_errors=[r"zstd_short chunk 0 \(rows 18-26,"]) as m:
-            for n in ("lzf_split", "lzf_shuffle", "zstd_split"):
-                self.assertEqual(read_all(m.path(n + ".dat")), ref.tobytes(), n)
-            fd = os.open(m.path("zstd_short.dat"), os.O_RDONLY)
-            try:
-                # rows 18-26 share the first 4 KiB page with rows 0-34
-                self.assertEqual(os.pread(fd, 9 * row, 72 * row), ref[72:81].tobytes())
-                with self.assertRaises(OSError) as cm:
-                    os.pread(fd, row, 20 * row)
-                self.assertEqual(cm.exception.errno, errno.EIO)
-            finally:
-                os.close(fd)
-        r = run("verify", path)
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("zstd_short: chunk 0, rows 18-26 (through the HDF5 library)", r.stdout)
+        check_short_chunk(self, path, "zstd_short", ("lzf_split", "lzf_shuffle", "zstd_split"), x,
+                          (72, 9))
