@@ -164,13 +164,10 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			return err;
 		json_array_append_new(arr, o);
 	} else {
-		/* The library's own reason first (e.g. a truncated copy):
-		 * listing would only say "not an HDF5 file, or damaged". */
+		/* a cut or damaged file fails with the library's own reason */
 		dsv_h5_unlisted *bad = NULL;
 		size_t nbad = 0;
-		err = dsv_h5_check_file(t->file, eb);
-		if (!err)
-			err = dsv_h5_list_all(t->file, &names, &n, links, &bad, &nbad, eb);
+		err = dsv_h5_list_all(t->file, &names, &n, links, &bad, &nbad, eb);
 		/* A damaged object the listing passed over is refused, with the
 		 * library's reason, as a zero-config mount lists it as skipped. */
 		for (size_t i = 0; !err && i < nbad; i++) {

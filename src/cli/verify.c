@@ -129,10 +129,8 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 	size_t n = 0;
 	int err;
 
-	/* A cut or damaged file: the library's own reason, which opening
-	 * a source would reduce to "not an HDF5 file, or damaged". */
-	if ((err = dsv_h5_check_file(t->file, eb)))
-		return err;
+	/* A cut or damaged file fails the source's open or the listing
+	 * with the library's own reason (dsv_h5_open_failed). */
 	if (t->dataset) {
 		dsv_source *s;
 		if ((err = dsv_source_open_h5(t->file, t->dataset, &s, eb)))

@@ -51,6 +51,12 @@ hid_t dsv_h5_ro_fapl(void);
  * found the file shorter than it should be. Call right after the failed
  * call. @return buf. */
 const char *dsv_h5_error_reason(char *buf, size_t cap, int *truncated);
+/* The error for an H5Fopen of path that just failed, from the library's
+ * error stack: DSV_ERR_TRUNCATED for a file shorter than its superblock
+ * says (a cut copy: its chunks would lie past the end), else
+ * DSV_ERR_FORMAT, "not an HDF5 file, or damaged (reason)". Every opener
+ * (sources, listing, info) says the same. @return the error. */
+int dsv_h5_open_failed(const char *path, dsv_errbuf *eb);
 /* A new little-endian HDF5 type for dt (IEEE binary16 for DSV_F16), or -1;
  * the caller closes it. */
 hid_t dsv_h5_type(dsv_dtype dt);

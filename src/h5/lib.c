@@ -88,6 +88,18 @@ const char *dsv_h5_error_reason(char *buf, size_t cap, int *truncated)
 	return buf;
 }
 
+int dsv_h5_open_failed(const char *path, dsv_errbuf *eb)
+{
+	char why[256];
+	int truncated;
+	dsv_h5_error_reason(why, sizeof(why), &truncated);
+	if (truncated)
+		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
+				   "truncated: the file is shorter than its HDF5 superblock says (%s)",
+				   why);
+	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)", why);
+}
+
 hid_t dsv_h5_ro_fapl(void)
 {
 	return ro_fapl;

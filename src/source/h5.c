@@ -397,8 +397,7 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		}
 		o.file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 		if (o.file < 0) {
-			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
-					  "not an HDF5 file, or damaged");
+			err = dsv_h5_open_failed(path, eb);
 			goto out_h5;
 		}
 		err = dsv_h5_same_file(o.file, s->fd);

@@ -66,25 +66,6 @@ void dsv_h5_desc_free(dsv_h5_desc *d)
 	d->store_attr = d->value_json = NULL;
 }
 
-/*
- * The message for an H5Fopen that just failed, from the library's error
- * stack (recorded even with automatic printing off): a truncated file is
- * the common case worth naming, since its chunks would lie past the end.
- * Call with the lock held, before any other HDF5 call.
- */
-static int open_failed(const char *path, dsv_errbuf *eb)
-{
-	char why[256];
-	int truncated;
-	dsv_h5_error_reason(why, sizeof(why), &truncated);
-	if (truncated)
-		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
-				   "truncated: the file is shorter than its HDF5 superblock "
-				   "says (%s)",
-				   why);
-	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)", why);
-}
-
 int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
 {
 	hid_t file;
@@ -95,7 +76,7 @@ int dsv_h5_check_file(const char *path, dsv_errbuf *eb)
 	if (dsv_h5_lock() < 0) {
 		err = dsv_errf_at(eb, DSV_ERR_INTERNAL, path, NULL, "HDF5 setup failed");
 	} else if ((file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl())) < 0) {
-		err = open_failed(path, eb);
+		err = dsv_h5_open_failed(path, eb);
 	} else {
 		H5Fclose(file);
 	}
@@ -245,7 +226,7 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	}
 	file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 	if (file < 0) {
-		err = open_failed(path, eb);
+		err = dsv_h5_open_failed(path, eb);
 		goto out;
 	}
 	if ((err = dsv_h5_check_links(file, lapl, path, dname, eb)))

@@ -259,9 +259,7 @@ int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipp
 	}
 	file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 	if (file < 0) {
-		char why[200];
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)",
-				  dsv_h5_error_reason(why, sizeof(why), NULL));
+		err = dsv_h5_open_failed(path, eb);
 		goto out;
 	}
 	if (H5Oget_info(file, &oi) >= 0 && seen_add(&l, oi.addr) < 0)

@@ -372,6 +372,12 @@ class Verify(E2E):
         lines = r.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, r.stderr)
         self.assertTrue(lines[0].startswith(f"dsview: {path}: truncated"), lines[0])
+        # every opener says the same: one dataset, info, a mount
+        for args in (("verify", path + ":/data"), ("info", path)):
+            r = run(*args)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertTrue(r.stderr.startswith(f"dsview: {path}: truncated"), r.stderr)
+        self.refused(path, want=[f"{path}: truncated"])
         # a cut .npy: its header declares more than the file holds
         np.save(self.p("cut.npy"), self.x)
         os.truncate(self.p("cut.npy"), os.path.getsize(self.p("cut.npy")) - 1000)
