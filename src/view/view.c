@@ -207,9 +207,9 @@ static int build_json(dsv_view *v)
 	if (v->hdf5_path)
 		json_object_set_new(root, "hdf5_path", dsv_json_text(v->hdf5_path));
 	/* a view of one dataset carries its attributes (units, rates, ids) */
-	if (v->nsources == 1 && dsv_source_get_info(v->sources[0])->attrs)
-		json_object_set_new(root, "attrs",
-				    json_loads(dsv_source_get_info(v->sources[0])->attrs, 0, NULL));
+	json_t *attrs = v->nsources == 1 ? json_object_get(json_array_get(srcs, 0), "attrs") : NULL;
+	if (attrs)
+		json_object_set(root, "attrs", attrs); /* the source entry's, shared */
 	json_object_set_new(root, "sources", srcs);
 	json_object_set_new(root, "transform", xf);
 	json_object_set_new(root, "chunk_rows", crows);
