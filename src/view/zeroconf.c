@@ -245,6 +245,32 @@ static int fatal(int err, unsigned flags)
 	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || (flags & DSV_FROM_FILE_STRICT);
 }
 
+/* The view name of the file at path: its name less strip bytes (".npy"),
+ * mapped as HDF5 names are, in a new string *out. @return 0,
+ * DSV_ERR_NOMEM, or DSV_ERR_INVALID with eb saying why (empty, or longer
+ * than DSV_VIEW_NAME_MAX once mapped). */
+static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t len = strlen(base) - strip, cap = 4 * len + 1, n = 0;
+	char *stem = strndup(base, len), *name = malloc(cap), show[4 * 160 + 4];
+	int err = 0;
+
+	*out = NULL;
+	if (!stem || !name)
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, strlen(path), 160, show), NULL,
+				  "file name is not a valid view name (%zu bytes once mapped; at "
+				  "most %d)", n, DSV_VIEW_NAME_MAX);
+	free(stem);
+	if (err)
+		free(name);
+	else
+		*out = name;
+	return err;
+}
+
 /* Every dataset of the HDF5 file at path, each as a view or in m->skipped.
  * in: NULL for a file mount; in a directory mount, the file's name, whose
  * mapped form prefixes every view name (the file becomes a directory).
@@ -256,22 +282,19 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	int strict = flags & DSV_FROM_FILE_STRICT;
 	char **names = NULL, *prefix = NULL, label[4400];
 	dsv_h5_unlisted *bad = NULL;
-	size_t n = 0, nbad = 0, links[2] = { 0, 0 }, plen = 0;
+	size_t n = 0, nbad = 0, links[2] = { 0, 0 };
 	int err = dsv_h5_list_all(path, &names, &n, links, &bad, &nbad, eb);
 
 	first->code = 0;
 	if (err)
 		return err;
-	if (in && !(prefix = malloc(4 * strlen(in) + 2)))
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	else if (in && (plen = dsv_name_escape(prefix, 4 * strlen(in) + 2, in)) > DSV_VIEW_NAME_MAX)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "file name too long once mapped "
-				  "to a view name (%zu bytes, at most %d)", plen, DSV_VIEW_NAME_MAX);
-	else if (n == 0 && nbad == 0 && links[0] + links[1])
+	if (in)
+		err = file_view_name(path, 0, &prefix, eb);
+	if (!err && n == 0 && nbad == 0 && links[0] + links[1])
 		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
 			       "external links, not followed; name a soft link's target in a "
 			       "manifest)", path, links[0], links[1]);
-	else if (n == 0 && nbad == 0)
+	else if (!err && n == 0 && nbad == 0)
 		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
 	for (size_t i = 0; !err && i < nbad; i++) {
 		const char *sp = skip_path(in, bad[i].path, label, sizeof(label));
@@ -346,13 +369,16 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	return err;
 }
 
-/* The view of a .npy file: named name (the file's name less ".npy"). */
-static int npy_view(dsv_manifest *m, const char *path, const char *name, dsv_dtype dtype,
-		    dsv_errbuf *eb)
+/* The view of a .npy file, named for the file (file_view_name). */
+static int npy_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_source *s;
-	int err = dsv_source_open_npy(path, &s, eb);
-	return err ? err : add_file_view(m, name, NULL, s, dtype, eb);
+	char *name;
+	int err = file_view_name(path, 4, &name, eb);
+	if (!err && !(err = dsv_source_open_npy(path, &s, eb)))
+		err = add_file_view(m, name, NULL, s, dtype, eb);
+	free(name);
+	return err;
 }
 
 static int natural_cmp(const void *a, const void *b)
@@ -401,7 +427,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		qsort(names, n, sizeof(*names), natural_cmp);
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub, first;
-		char *path = NULL, *stem = NULL;
+		char *path = NULL;
 		struct stat st;
 		int e = 0;
 		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
@@ -412,27 +438,14 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			free(path);
 			continue; /* a directory called x.h5, a dangling link */
 		}
-		if (dsv_is_h5_name(names[i])) {
+		if (dsv_is_h5_name(names[i]))
 			e = h5_views(m, path, names[i], dtype, flags, &first, &sub);
-		} else {
-			size_t len = strlen(names[i]) - 4, cap2 = 4 * len + 1;
-			char *base = strndup(names[i], len);
-			stem = base ? malloc(cap2) : NULL;
-			if (!stem)
-				e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
-			else if (dsv_name_escape(stem, cap2, base) > DSV_VIEW_NAME_MAX)
-				e = dsv_errf_at(&sub, DSV_ERR_INVALID, path, NULL, "file name too long "
-						"once mapped to a view name (at most %d bytes)",
-						DSV_VIEW_NAME_MAX);
-			else
-				e = npy_view(m, path, stem, dtype, &sub);
-			free(base);
-		}
+		else
+			e = npy_view(m, path, dtype, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && add_skipped(m, names[i], sub.reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		free(stem);
 		free(path);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -460,21 +473,7 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 	} else if (dsv_source_is_h5_path(path)) {
 		err = from_h5(m, path, dtype, flags, eb);
 	} else if (dsv_has_ext(path, ".npy")) {
-		/* the view is named for the file, mapped as HDF5 names are */
-		char show[4 * 160 + 4];
-		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		size_t len = strlen(base) - 4, cap = 4 * len + 1, n = 0;
-		char *stem = strndup(base, len), *name = malloc(cap);
-		if (!stem || !name)
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
-			err = dsv_errf(eb, DSV_ERR_INVALID, "%s: file name is not a valid view name "
-				       "(%zu bytes once mapped; at most %d)",
-				       dsv_shown(path, strlen(path), 160, show), n, DSV_VIEW_NAME_MAX);
-		else
-			err = npy_view(m, path, name, dtype, eb);
-		free(stem);
-		free(name);
+		err = npy_view(m, path, dtype, eb);
 	} else {
 		err = dsv_errf(eb, DSV_ERR_INVALID,
 			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5), or a "

@@ -186,6 +186,8 @@ class Directory(E2E):
             f.write(b"not an hdf5 file at all" * 10)
         with open(os.path.join(d, "notes.txt"), "w") as f:
             f.write("ignored")
+        long = "x" * 201 + ".npy"  # too long once mapped: skipped by name
+        np.save(os.path.join(d, long), a)
         with self.mount(d) as m:
             names = []
             for root, _, files in os.walk(m.mp):
@@ -197,7 +199,9 @@ class Directory(E2E):
             self.assertTrue(same_bits(mm_npy(m.path("run10.h5/b.npy")), reference(b[::-1])))
             with open(m.path(".skipped.json")) as f:
                 skipped = {k["path"]: k for k in json.load(f)}
-            self.assertEqual(sorted(skipped), ["broken.h5", "run 2.h5:/s"])
+            self.assertEqual(sorted(skipped), ["broken.h5", "run 2.h5:/s", long])
+            self.assertEqual(skipped[long]["reason"],
+                             "file name is not a valid view name (201 bytes once mapped; at most 200)")
             self.assertIn("not an HDF5 file", skipped["broken.h5"]["reason"])
             self.assertEqual((skipped["run 2.h5:/s"]["kind"], skipped["run 2.h5:/s"]["value"]),
                              ("scalar", "text"))
