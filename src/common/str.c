@@ -94,6 +94,16 @@ int dsv_natural_cmp(const char *a, const char *b)
 	return *a ? 1 : *b ? -1 : 0;
 }
 
+static int natural_cmp_ptrs(const void *a, const void *b)
+{
+	return dsv_natural_cmp(*(char *const *)a, *(char *const *)b);
+}
+
+void dsv_natural_sort(char **names, size_t n)
+{
+	qsort(names, n, sizeof(*names), natural_cmp_ptrs);
+}
+
 int dsv_parse_gpu(const char *s, int *device)
 {
 	char *end;

@@ -32,6 +32,8 @@ int dsv_has_glob(const char *name);
 /* strcmp, except that runs of digits compare by their value, so that
  * "session2" sorts before "session10" (natural order). */
 int dsv_natural_cmp(const char *a, const char *b);
+/* Sorts n strings in natural order, in place. */
+void dsv_natural_sort(char **names, size_t n);
 
 /* The --gpu / `gpu =` value: "auto" (*device = DSV_GPU_AUTO), "off"
  * (DSV_GPU_OFF) or a device number 0..INT_MAX. @return 0, or

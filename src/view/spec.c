@@ -47,11 +47,6 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 	return err;
 }
 
-static int natural_cmp(const void *a, const void *b)
-{
-	return dsv_natural_cmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A source spec whose file part is a glob pattern (and no file of that
  * name): every file it matches, in natural order ("s2" before "s10"),
  * each with the spec's dataset. @return 0, or a dsv_err with eb set. */
@@ -71,7 +66,7 @@ static int open_glob(dsv_view *v, const char *file, const char *dataset,
 				  "the pattern matches %zu files (at most %d sources)",
 				  (size_t)g.gl_pathc, DSV_VIEW_MAX_SOURCES);
 	else
-		qsort(g.gl_pathv, g.gl_pathc, sizeof(*g.gl_pathv), natural_cmp);
+		dsv_natural_sort(g.gl_pathv, g.gl_pathc);
 	for (size_t k = 0; !err && k < g.gl_pathc; k++) {
 		char *one;
 		if (asprintf(&one, "%s%s%s", g.gl_pathv[k], dataset ? ":" : "",

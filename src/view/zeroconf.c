@@ -381,11 +381,6 @@ static int npy_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_errb
 	return err;
 }
 
-static int natural_cmp(const void *a, const void *b)
-{
-	return dsv_natural_cmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* `dsview mount DIR`: every .npy (a view named for the file, mapped as
  * HDF5 names are) and HDF5 file (a directory named for the file, holding
  * its datasets) of dir, not its subdirectories, in natural order; what
@@ -424,7 +419,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 	if (!err && n == 0)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL, "no .npy or HDF5 files in it");
 	if (!err)
-		qsort(names, n, sizeof(*names), natural_cmp);
+		dsv_natural_sort(names, n);
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub, first;
 		char *path = NULL;
