@@ -133,11 +133,16 @@ static void test_natural_order(void **state)
 			if ((i < j && c >= 0) || (i > j && c <= 0) || (i == j && c))
 				fail_msg("'%s' vs '%s': %d", sorted[i], sorted[j], c);
 		}
-	char *mixed[] = { "s100.h5", "a10", "s2.h5", "a", "a01", "s10.h5", "a2" };
-	const char *want[] = { "a", "a01", "a2", "a10", "s2.h5", "s10.h5", "s100.h5" };
-	dsv_natural_sort(mixed, 7);
+	static const char *const given[] = { "s100.h5", "a10", "s2.h5", "a", "a01", "s10.h5", "a2" };
+	static const char *const want[] = { "a", "a01", "a2", "a10", "s2.h5", "s10.h5", "s100.h5" };
+	char *mixed[7];
 	for (size_t i = 0; i < 7; i++)
+		assert_non_null(mixed[i] = strdup(given[i]));
+	dsv_natural_sort(mixed, 7);
+	for (size_t i = 0; i < 7; i++) {
 		assert_string_equal(mixed[i], want[i]);
+		free(mixed[i]);
+	}
 	assert_true(dsv_has_glob("/d/s*.h5"));
 	assert_true(dsv_has_glob("s?.h5"));
 	assert_true(dsv_has_glob("s[12].h5"));
