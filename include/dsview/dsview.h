@@ -96,11 +96,10 @@ int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where,
  * "channel_axis", ...) so a manifest can blame the line that set it. */
 int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Marks an error set by a callee as belonging to line of manifest file
- * (and to key, unless NULL: then the callee's key is kept): file and line
- * are set, msg becomes "manifest:line: <the callee's msg>"; code, where
- * and reason are kept. */
-void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line, const char *key);
+/* Marks an error set by a callee as belonging to line of manifest file:
+ * file and line are set, msg becomes "manifest:line: <the callee's msg>";
+ * code, where, key and reason are kept. */
+void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line);
 
 /* Overflow-checked arithmetic on sizes from untrusted headers. @return 0 ok. */
 static inline int dsv_mul_u64(uint64_t a, uint64_t b, uint64_t *out)

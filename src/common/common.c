@@ -151,7 +151,7 @@ int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where, co
 	return err;
 }
 
-void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line, const char *key)
+void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line)
 {
 	char inner[sizeof(eb->msg)];
 	if (!eb)
@@ -159,8 +159,6 @@ void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line, const ch
 	char where[16];
 	memcpy(inner, eb->msg, sizeof(inner));
 	snprintf(eb->file, sizeof(eb->file), "%s", manifest);
-	if (key)
-		snprintf(eb->key, sizeof(eb->key), "%s", key);
 	snprintf(where, sizeof(where), "%d", line);
 	eb->line = line;
 	compose(eb->msg, sizeof(eb->msg), manifest, where, inner);

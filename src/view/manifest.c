@@ -114,7 +114,7 @@ static int fail(parse_ctx *c, int line, const char *fmt, ...)
 	if (!c->err) {
 		c->err = DSV_ERR_FORMAT;
 		dsv_errf(c->eb, DSV_ERR_FORMAT, "%s", msg);
-		dsv_errbuf_at_line(c->eb, c->path, line, NULL);
+		dsv_errbuf_at_line(c->eb, c->path, line);
 	}
 	return 0;
 }

@@ -309,11 +309,11 @@ static void test_errbuf_fields(void **state)
 	assert_string_equal(eb.where, "/betas");
 	assert_string_equal(eb.reason, "bad thing");
 	assert_string_equal(eb.msg, "x.h5:/betas: bad thing");
-	dsv_errbuf_at_line(&eb, "m.ini", 12, "source");
+	dsv_errbuf_at_line(&eb, "m.ini", 12);
 	assert_string_equal(eb.msg, "m.ini:12: x.h5:/betas: bad thing");
 	assert_string_equal(eb.file, "m.ini");
 	assert_int_equal(eb.line, 12);
-	assert_string_equal(eb.key, "source");
+	assert_string_equal(eb.key, "");
 	assert_string_equal(eb.reason, "bad thing");
 
 	dsv_errf_at(&eb, DSV_ERR_NOTFOUND, "a.npy", NULL, "gone");
@@ -325,7 +325,7 @@ static void test_errbuf_fields(void **state)
 	dsv_errf_key(&eb, DSV_ERR_INVALID, "std", "std[%d] is %g", 1, 0.0);
 	assert_string_equal(eb.key, "std");
 	assert_string_equal(eb.msg, "std[1] is 0");
-	dsv_errbuf_at_line(&eb, "m.ini", 3, NULL);
+	dsv_errbuf_at_line(&eb, "m.ini", 3);
 	assert_string_equal(eb.key, "std"); /* kept */
 	assert_string_equal(eb.msg, "m.ini:3: std[1] is 0");
 
@@ -342,7 +342,7 @@ static void test_errbuf_fields(void **state)
 	assert_int_equal(strlen(eb.msg), sizeof(eb.msg) - 1);
 	assert_int_equal(dsv_errf(NULL, DSV_ERR_IO, "x"), DSV_ERR_IO);
 	assert_int_equal(dsv_errf_at(NULL, DSV_ERR_IO, "f", NULL, "x"), DSV_ERR_IO);
-	dsv_errbuf_at_line(NULL, "m.ini", 1, NULL);
+	dsv_errbuf_at_line(NULL, "m.ini", 1);
 }
 
 /* A name from a file cannot forge a log line or reach a terminal raw. */
