@@ -1,4 +1,6 @@
-/* dsv_elems_to_f64: an array of any dtype, as float64 (mean/std files). */
+/* Element conversions for callers outside the kernels: an array of any
+ * dtype as float64 (mean/std files), and the bit-exact bfloat16/float16
+ * roundings (xform_elem.h). */
 #include <string.h>
 
 #include "dsview/xform.h"
@@ -25,4 +27,24 @@ void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out)
 		default: out[i] = 0; break;
 		}
 	}
+}
+
+uint16_t dsv_f32_to_bf16(float f)
+{
+	return dsv_elem_f32_to_bf16(f);
+}
+
+uint16_t dsv_f32_to_f16(float f)
+{
+	return dsv_elem_f32_to_f16(f);
+}
+
+float dsv_f16_to_f32(uint16_t h)
+{
+	return dsv_elem_f16_to_f32(h);
+}
+
+float dsv_bf16_to_f32(uint16_t h)
+{
+	return dsv_elem_bf16_to_f32(h);
 }

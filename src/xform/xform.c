@@ -1,13 +1,17 @@
 /*
  * Transform plans and kernels (README, "Transform").
  *
- * Two strategies, chosen per plan at create:
- *  - 8-bit sources (uint8, int8): a lookup table per channel, built in
+ * Strategies, chosen per plan at create:
+ *  - integer outputs: exact integer casts and clamps (xform_int.c).
+ *  - 8-bit sources (uint8, int8) where channels come in runs (chan_inner >
+ *    1) or are at most 3 (RGB pixels): a lookup table per channel, built in
  *    float64 through dsv_elem_apply and stored in the output type, so a run
  *    is one table load per element.
+ *  - chan_inner == 1 otherwise (per-element mean/std, HWC channels):
+ *    dsv_elem_apply over stretches of consecutive channels, the mean/std
+ *    arrays indexed with the element (run_elems), so the loop vectorises.
  *  - everything else: dsv_elem_apply per element, over runs of elements that
- *    share a channel, so the loop body has constant coefficients and the
- *    compiler vectorises it.
+ *    share a channel, so the loop body has constant coefficients.
  * The kernels are written once (DEFINE_KERNELS below) and stamped out for the
  * generic target, AVX2 and AVX-512; the variant is chosen once per process.
  * They are the same C, built with -ffp-contract=off, doing the same IEEE
@@ -589,24 +593,4 @@ void dsv_xform_run(const dsv_xform *x, void *dst, const void *src, uint64_t n, u
 		active->lut(x, dst, src, n, e0);
 	else
 		active->direct[x->src][out_index(x->dst)](x, dst, src, n, e0);
-}
-
-uint16_t dsv_f32_to_bf16(float f)
-{
-	return dsv_elem_f32_to_bf16(f);
-}
-
-uint16_t dsv_f32_to_f16(float f)
-{
-	return dsv_elem_f32_to_f16(f);
-}
-
-float dsv_f16_to_f32(uint16_t h)
-{
-	return dsv_elem_f16_to_f32(h);
-}
-
-float dsv_bf16_to_f32(uint16_t h)
-{
-	return dsv_elem_bf16_to_f32(h);
 }
