@@ -249,7 +249,8 @@ int dsv_cmd_mount(int argc, char **argv)
 	} else {
 		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
 		if (!dsv_dtype_is_output(dt)) {
-			dsv_cli_error("--dtype '%s' must be float32, bfloat16 or float16", dtype_arg);
+			dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
+				      "integer type (int8 ... uint64)", dtype_arg);
 			return EXIT_USER;
 		}
 		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m, &eb);
