@@ -46,7 +46,8 @@ static const char mount_usage[] =
 	"options:\n"
 	"  -f, --foreground     stay in the foreground (log to stderr)\n"
 	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
-	"                       bfloat16, float16\n"
+	"                       bfloat16, float16, or an integer type for integer\n"
+	"                       data (int8 ... uint64; values must fit)\n"
 	"      --strict         an .h5 or directory SOURCE: refuse it all when one of\n"
 	"                       its datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
@@ -254,6 +255,11 @@ int dsv_cmd_mount(int argc, char **argv)
 			return EXIT_USER;
 		}
 		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m, &eb);
+	}
+	if (err && dtype_arg && !strcmp(eb.key, "dtype")) {
+		/* the view's dtype is --dtype's here (clip needs a manifest) */
+		dsv_cli_error("--dtype %s: %s", dtype_arg, eb.msg);
+		return EXIT_USER;
 	}
 	if (err) {
 		dsv_cli_error("%s", eb.msg);
