@@ -11,8 +11,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (E2E, FLOAT_OUT, check_preads, check_whole, forked_batches, int_reference,
-                    reference, refused_at, run, windows_ref)
+from common import (E2E, FLOAT_OUT, check_preads, check_whole, forked_batches, reference, refused_at,
+                    run, windows_ref)
 
 W = 200
 MEAN, STD = [0.5, -1, 2, 0, 3], [2, 0.5, 1, 4, 0.25]
@@ -99,15 +99,19 @@ class EEG(E2E):
         ini = ("[m]\nsource = m1.npy\nsource = m2.npy\nwindow = 50\nstride = 25\nwindow_axis = 1\n"
                "scale = 0.00392156862745098\nmean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n"
                "[mneg]\nsource = m1.npy\nsource = m2.npy\nwindow = 50\nstride = 25\nwindow_axis = -2\n"
-               "dtype = int16\n")
+               "dtype = float16\n")
         with self.mount(self.write_ini(ini, "mid.ini")) as m:
             win = np.concatenate([windows_ref(a, 50, 25, 1), windows_ref(b, 50, 25, 1)])
             self.assertEqual(win.shape, (4 * 11 + 2 * 2, 50, 3))
             meta = check_whole(self, m, "m", reference(win, 1 / 255, 0, [0.485, 0.456, 0.406],
                                                        [0.229, 0.224, 0.225], -1), "float32")
             self.assertEqual(meta["window"], {"size": 50, "stride": 25, "axis": 1})
-            meta = check_whole(self, m, "mneg", win.astype(np.int16), "int16")
+            meta = check_whole(self, m, "mneg", win.astype(np.float16), "float16")
             self.assertEqual(meta["window"]["axis"], 1)
+        ini = self.write_ini("[i]\nsource = m1.npy\nsource = m2.npy\nwindow = 50\nstride = 25\nwindow_axis = 1\n"
+                             "dtype = int16\n", "midint.ini")
+        with self.mount(ini) as m:
+            check_whole(self, m, "i", win.astype(np.int16), "int16")
 
     def test_info_says_which_source_has_no_window(self):
         ini = self.write_ini(f"[w]\n{EEG_SRC}window = {W}\nstride = 100\ndtype = float16\n"
@@ -165,50 +169,57 @@ class Tokens(E2E):
         cls.src = ("source = t1.bin\nsource = t2.npy\nsource = t3.npy\nsource = t4.h5:/tok\n"
                    "source_dtype = uint16\nsource_shape = -1\n")
 
-    def test_axis0_every_stride_int64(self):
+    def test_axis0_every_stride(self):
+        # int64 (token ids for an embedding) and float32 (exact for these
+        # values): separate mounts, so one output kind failing leaves the other checked
         strides = (1024, 1025, 1100, 300)
-        ini = "".join(f"[t{s}]\n{self.src}window = 1025\nstride = {s}\nwindow_axis = 0\ndtype = int64\n\n"
-                      for s in strides)
-        ini += f"[f]\n{self.src}window = 1025\nstride = 1024\ndtype = float32\n"  # axis defaults to -1 = 0
-        with self.mount(self.write_ini(ini, "tok.ini")) as m:
-            for s in strides:
-                with self.subTest(stride=s):
-                    ref = np.concatenate([windows_ref(t, 1025, s, 0) for t in self.t]).astype(np.int64)
-                    meta = check_whole(self, m, f"t{s}", ref, "int64")
-                    self.assertEqual(meta["window"], {"size": 1025, "stride": s, "axis": 0})
-                    n = [(len(t) - 1025) // s + 1 if len(t) >= 1025 else 0 for t in self.t]
-                    self.assertEqual([src.get("windows") for src in meta["sources"]], n)
-            ref = np.concatenate([windows_ref(t, 1025, 1024, 0) for t in self.t])
-            check_whole(self, m, "f", ref.astype(np.float32), "float32")
-            ref = ref.astype(np.int64)
-            starts = np.cumsum([0] + [(len(t) - 1025) // 1024 + 1 if len(t) >= 1025 else 0 for t in self.t])
-            check_preads(self, m, "t1024", ref, rows=[1, 2] + starts.tolist(), seed=9)
-            forked_batches(self, m, "t1024", ref)
+        for out, nd in (("float32", np.float32), ("int64", np.int64)):
+            with self.subTest(dtype=out):
+                ini = "".join(f"[t{s}]\n{self.src}window = 1025\nstride = {s}\nwindow_axis = 0\ndtype = {out}\n\n"
+                              for s in strides)
+                ini += f"[d]\n{self.src}window = 1025\nstride = 1024\ndtype = {out}\n"  # axis -1 = 0 here
+                with self.mount(self.write_ini(ini, f"tok_{out}.ini")) as m:
+                    for s in strides:
+                        with self.subTest(stride=s, dtype=out):
+                            ref = np.concatenate([windows_ref(t, 1025, s, 0) for t in self.t]).astype(nd)
+                            meta = check_whole(self, m, f"t{s}", ref, out)
+                            self.assertEqual(meta["window"], {"size": 1025, "stride": s, "axis": 0})
+                            n = [(len(t) - 1025) // s + 1 if len(t) >= 1025 else 0 for t in self.t]
+                            self.assertEqual([src.get("windows") for src in meta["sources"]], n)
+                    ref = np.concatenate([windows_ref(t, 1025, 1024, 0) for t in self.t]).astype(nd)
+                    meta = check_whole(self, m, "d", ref, out)
+                    self.assertEqual(meta["window"]["axis"], 0)
+                    starts = np.cumsum([0] + [(len(t) - 1025) // 1024 + 1 if len(t) >= 1025 else 0 for t in self.t])
+                    check_preads(self, m, "t1024", ref, rows=[1, 2] + starts.tolist(), seed=9)
+                    forked_batches(self, m, "t1024", ref)
 
     def test_2d_source_axis0(self):
         x = np.random.default_rng(1403).integers(0, 256, (700, 3), dtype=np.uint8)
         np.save(self.p("x2.npy"), x)
-        ini = self.write_ini("[x]\nsource = x2.npy\nwindow = 64\nstride = 32\nwindow_axis = 0\ndtype = int16\n"
-                             "[y]\nsource = x2.npy\nwindow = 2\nwindow_axis = -1\ndtype = uint8\n", "x2.ini")
-        with self.mount(ini) as m:
-            check_whole(self, m, "x", windows_ref(x, 64, 32, 0).astype(np.int16), "int16")
-            ref = windows_ref(x, 2, 2, 1)  # (700, 2): one window of 2 of each 3-long row
-            self.assertEqual(ref.shape, (700, 2))
-            check_whole(self, m, "y", ref, "uint8")
+        for out, nd in (("float16", np.float16), ("int16", np.int16)):
+            with self.subTest(dtype=out):
+                ini = self.write_ini(f"[x]\nsource = x2.npy\nwindow = 64\nstride = 32\nwindow_axis = 0\n"
+                                     f"dtype = {out}\n[y]\nsource = x2.npy\nwindow = 2\nwindow_axis = -1\n"
+                                     f"dtype = {out}\n", f"x2_{out}.ini")
+                with self.mount(ini) as m:
+                    check_whole(self, m, "x", windows_ref(x, 64, 32, 0).astype(nd), out)
+                    ref = windows_ref(x, 2, 2, 1)  # (700, 2): one window of 2 of each 3-long row
+                    self.assertEqual(ref.shape, (700, 2))
+                    check_whole(self, m, "y", ref.astype(nd), out)
 
     def test_overlapping_windows_decode_each_chunk_once(self):
         t = np.random.default_rng(1404).integers(0, 50000, 40960, dtype=np.uint16)
         with h5py.File(self.p("ov.h5"), "w") as f:
             f.create_dataset("tok", data=t, chunks=(2048,), **hdf5plugin.LZ4())
-        ini = self.write_ini("[plain]\nsource = ov.h5:/tok\ndtype = int64\n"
-                             "[win]\nsource = ov.h5:/tok\nwindow = 1025\nstride = 512\ndtype = int64\n", "ov.ini")
+        ini = self.write_ini("[plain]\nsource = ov.h5:/tok\n"
+                             "[win]\nsource = ov.h5:/tok\nwindow = 1025\nstride = 512\n", "ov.ini")
         with self.mount(ini) as m:
-            check_whole(self, m, "plain", t.astype(np.int64), "int64")
+            check_whole(self, m, "plain", t.astype(np.float32), "float32")
             plain = m.stats()["chunks_decoded"]
         self.assertGreaterEqual(plain, 20)
         with self.mount(ini) as m:
             with open(m.path("win.dat"), "rb") as f:
                 got = f.read()
             st = m.stats()
-            self.assertEqual(got, int_reference(windows_ref(t, 1025, 512, 0), "int64").tobytes())
+            self.assertEqual(got, windows_ref(t, 1025, 512, 0).astype(np.float32).tobytes())
             self.assertEqual(st["chunks_decoded"], plain, "a 50%-overlap window view decoded chunks more than once")
