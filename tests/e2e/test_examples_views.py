@@ -58,14 +58,17 @@ class Examples(E2E):
         out = self.info_ok(ini)
         self.assertIn("contributes no window", out)  # R3: 170 samples < 200
 
-    def test_tokens_and_loader(self):
+    def tokens(self):
         d, ini = self.example("tokens.ini")
-        shutil.copy(os.path.join(EXAMPLES, "tokens_loader.py"), d)
         tok = np.random.default_rng(1431).integers(0, 50257, 150_000).astype("<u2")
         tok[:3] = [0, 65535, 50256]
         tok.tofile(os.path.join(d, "tokens.bin"))
         ref = windows_ref(tok, 1025, 1024, 0).astype(np.int64)
         self.assertEqual(ref.shape, ((150_000 - 1025) // 1024 + 1, 1025))
+        return d, ini, ref
+
+    def test_tokens(self):
+        d, ini, ref = self.tokens()
         self.info_ok(ini)
         with self.mount(ini) as m:
             meta = check_whole(self, m, "tokens", ref, "int64")
@@ -74,6 +77,16 @@ class Examples(E2E):
             a = np.load(m.path("tokens.npy"), mmap_mode="r")
             self.assertTrue((np.asarray(a[:-1, -1]) == np.asarray(a[1:, 0])).all())
             del a
+            forked_batches(self, m, "tokens", ref, workers=2, batches=8)
+
+    def test_tokens_loader(self):
+        try:
+            import torch  # noqa: F401  (Debian's python3-torch)
+        except ImportError:
+            self.skipTest("no torch for this python (Debian: python3-torch): tokens_loader.py not run")
+        d, ini, ref = self.tokens()
+        shutil.copy(os.path.join(EXAMPLES, "tokens_loader.py"), d)
+        with self.mount(ini) as m:
             r = subprocess.run([sys.executable, os.path.join(d, "tokens_loader.py"), m.path("tokens.npy"),
                                 "--workers", "2", "--batch", "16"], capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
