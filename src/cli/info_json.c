@@ -206,14 +206,6 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	return 0;
 }
 
-static json_t *jdoubles(const double *d, int n)
-{
-	json_t *a = json_array();
-	for (int k = 0; k < n; k++)
-		json_array_append_new(a, json_real(d[k]));
-	return a;
-}
-
 static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 {
 	dsv_manifest *m;
@@ -229,16 +221,24 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 		dsv_view_info vi, pvi;
 		const dsv_view_info *v = &vi;
 		dsv_view_get_info(m->views[i], &vi);
-		json_t *o = json_object(), *srcs = json_array(), *xf = json_object();
+		json_t *o = json_object(), *srcs = json_array();
+		/* what the view is beyond its sources: V.json's own words */
+		json_t *vj = json_loads(v->json, 0, NULL), *vsrcs = json_object_get(vj, "sources");
 		uint64_t vstored = 0;
 
+		if (!vj) {
+			json_decref(o);
+			json_decref(srcs);
+			dsv_manifest_free(m);
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		}
 		for (size_t k = 0; k < v->nsources; k++) {
 			const dsv_source_info *si = dsv_source_get_info(v->sources[k]);
-			uint64_t row = si->row_elems ? si->row_elems : 1;
+			json_t *vs = json_array_get(vsrcs, k);
 			json_t *so = jsource(si);
-			json_object_set_new(so, "rows",
-					    json_pack("[I,I]", (json_int_t)(v->elem_base[k] / row),
-						      (json_int_t)(v->elem_base[k + 1] / row)));
+			json_object_set(so, "rows", json_object_get(vs, "rows"));
+			if (json_object_get(vs, "windows"))
+				json_object_set(so, "windows", json_object_get(vs, "windows"));
 			json_array_append_new(srcs, so);
 			vstored += si->stored_bytes;
 			/* The totals count each file's bytes once. */
@@ -253,25 +253,17 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			if (!seen)
 				disk += si->stored_bytes;
 		}
-		json_object_set_new(xf, "scale", json_real(v->scale));
-		json_object_set_new(xf, "offset", json_real(v->offset));
-		json_object_set_new(xf, "mean", v->nchan ? jdoubles(v->mean, v->nchan) : json_null());
-		json_object_set_new(xf, "std", v->nchan ? jdoubles(v->std, v->nchan) : json_null());
-		json_object_set_new(xf, "channel_axis",
-				    v->nchan ? json_integer(v->channel_axis) : json_null());
-		if (v->has_clip) {
-			double c[2] = { v->clip_lo, v->clip_hi };
-			json_object_set_new(xf, "clip", jdoubles(c, 2));
-		} else {
-			json_object_set_new(xf, "clip", json_null());
-		}
+		static const char *const keys[] = { "rows", "window", "layout" };
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			json_object_set(o, keys[k], json_object_get(vj, keys[k]));
+		json_object_set(o, "transform", json_object_get(vj, "transform"));
+		json_decref(vj);
 		json_object_set_new(o, "name", json_string(v->name));
 		json_object_set_new(o, "shape", jshape(v->ndim, v->shape));
 		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(v->dtype)));
 		json_object_set_new(o, "nbytes", json_integer((json_int_t)v->nbytes));
 		json_object_set_new(o, "stored_bytes", json_integer((json_int_t)vstored));
 		json_object_set_new(o, "ratio", jratio(v->nbytes, vstored));
-		json_object_set_new(o, "transform", xf);
 		json_object_set_new(o, "sources", srcs);
 		json_array_append_new(views, o);
 		virt += v->nbytes;

@@ -213,17 +213,51 @@ static void print_h5(const json_t *root)
 		       "target)\n", (unsigned long long)soft, (unsigned long long)ext);
 }
 
-static void print_list(const char *label, const json_t *arr)
+/* mean or std: its values (a long list cut short), or its file */
+static void print_norm(const char *label, const json_t *x)
 {
+	char shape[DSV_MAX_DIMS * 24];
+	if (json_is_object(x)) {
+		printf("%s %s %s", label, jshown(x, "file"),
+		       fmt_shape(shape, sizeof(shape), json_object_get(x, "shape")));
+		return;
+	}
+	size_t n = json_array_size(x);
 	printf("%s [", label);
-	for (size_t k = 0; k < json_array_size(arr); k++)
-		printf("%s%.9g", k ? ", " : "", json_number_value(json_array_get(arr, k)));
-	printf("]");
+	for (size_t k = 0; k < n && k < 8; k++)
+		printf("%s%.9g", k ? ", " : "", json_number_value(json_array_get(x, k)));
+	printf("%s]", n > 8 ? ", ..." : "");
+}
+
+/* rows, window and layout lines: what the view is beyond concatenation */
+static void print_shape_keys(const json_t *v)
+{
+	const json_t *r = json_object_get(v, "rows"), *w = json_object_get(v, "window");
+	if (json_is_object(r) && json_object_get(r, "index")) {
+		printf(LABEL " %lld rows picked by %s\n", "rows", (long long)jint(r, "count"),
+		       jshown(r, "index"));
+	} else if (json_is_object(r)) {
+		const json_t *a = json_object_get(r, "start"), *b = json_object_get(r, "stop");
+		printf(LABEL " ", "rows");
+		if (json_is_integer(a))
+			printf("%lld", (long long)json_integer_value(a));
+		printf(":");
+		if (json_is_integer(b))
+			printf("%lld", (long long)json_integer_value(b));
+		printf(":%lld (%lld rows)\n", (long long)json_integer_value(json_object_get(r, "step")),
+		       (long long)jint(r, "count"));
+	}
+	if (json_is_object(w))
+		printf(LABEL " %lld along source axis %lld, stride %lld\n", "window",
+		       (long long)jint(w, "size"), (long long)jint(w, "axis"), (long long)jint(w, "stride"));
+	if (json_is_string(json_object_get(v, "layout")))
+		printf(LABEL " %s\n", "layout", jshown(v, "layout"));
 }
 
 static void print_view(const json_t *v)
 {
 	const json_t *xf = json_object_get(v, "transform"), *srcs = json_object_get(v, "sources");
+	const json_t *win = json_object_get(v, "window");
 	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
 
 	printf("[%s]\n", jshown(v, "name"));
@@ -234,19 +268,24 @@ static void print_view(const json_t *v)
 	if (json_is_real(json_object_get(v, "ratio")))
 		printf(" (ratio %.2f)", json_real_value(json_object_get(v, "ratio")));
 	printf("\n");
+	print_shape_keys(v);
 	printf(LABEL " scale %.9g, offset %.9g", "transform",
 	       json_real_value(json_object_get(xf, "scale")),
 	       json_real_value(json_object_get(xf, "offset")));
-	if (json_is_array(json_object_get(xf, "mean"))) {
+	if (!json_is_null(json_object_get(xf, "mean"))) {
 		printf(", ");
-		print_list("mean", json_object_get(xf, "mean"));
+		print_norm("mean", json_object_get(xf, "mean"));
 		printf(", ");
-		print_list("std", json_object_get(xf, "std"));
-		printf(", channel_axis %lld", (long long)json_integer_value(json_object_get(xf, "channel_axis")));
+		print_norm("std", json_object_get(xf, "std"));
+		if (json_is_integer(json_object_get(xf, "channel_axis")))
+			printf(", channel_axis %lld",
+			       (long long)json_integer_value(json_object_get(xf, "channel_axis")));
+		if (json_is_true(json_object_get(xf, "per_source")))
+			printf(", per source");
 	}
 	if (json_is_array(json_object_get(xf, "clip"))) {
 		printf(", ");
-		print_list("clip", json_object_get(xf, "clip"));
+		print_norm("clip", json_object_get(xf, "clip"));
 	}
 	printf("\n");
 	for (size_t k = 0; k < json_array_size(srcs); k++) {
@@ -254,13 +293,21 @@ static void print_view(const json_t *v)
 		long long r0 = (long long)json_integer_value(json_array_get(rows, 0));
 		long long r1 = (long long)json_integer_value(json_array_get(rows, 1));
 		const char *ds = json_string_value(json_object_get(s, "dataset"));
+		const char *what = json_is_object(win) ? "windows" : "rows";
 		printf(LABEL " %s%s%s  %s %s %s, ", "source", jshown(s, "path"), ds ? ":" : "",
 		       ds ? dsv_cli_shown(ds) : "", jshown(s, "kind"),
 		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")), jshown(s, "dtype"));
-		if (r1 > r0)
-			printf("rows %lld-%lld of the view", r0, r1 - 1);
-		else
+		if (json_is_object(win) && r1 == r0) {
+			long long ax = (long long)jint(win, "axis");
+			printf("contributes no window: axis %lld has %lld < window %lld", ax,
+			       (long long)json_integer_value(json_array_get(json_object_get(s, "shape"), (size_t)ax)),
+			       (long long)jint(win, "size"));
+		} else if (r1 > r0) {
+			printf("%s %lld-%lld%s", what, r0, r1 - 1,
+			       json_is_null(json_object_get(v, "rows")) ? " of the view" : " before `rows`");
+		} else {
 			printf("no rows");
+		}
 		if (*jstr(s, "why"))
 			printf(" (%s)", jshown(s, "why"));
 		printf("\n");

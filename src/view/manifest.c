@@ -534,6 +534,10 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		if (err)
 			return fail(c, pv->spec_lines[i], "%s", eb.msg);
 	}
+	if (dsv_dtype_is_int(v->dtype) && (v->scale != 1.0 || v->offset != 0.0 || pv->mean_line ||
+					   pv->std_line))
+		return fail(c, pv->dtype_line, "an integer output (%s) takes no scale, offset, mean or "
+			    "std", dsv_dtype_name(v->dtype));
 	if ((pv->nmean != 0) != (pv->nstd != 0))
 		return fail(c, pv->nmean ? pv->mean_line : pv->std_line, "mean and std must be given together");
 	if (pv->nmean != pv->nstd && pv->nmean != 1 && pv->nstd != 1)

@@ -207,6 +207,17 @@ json_t *dsv_json_text(const char *s)
 	return j;
 }
 
+/* A clip bound: an integer for an integer output (the largest int64 is
+ * no double: written as a bound it arrives as 2^63, and means it). */
+static json_t *bound_json(const dsv_view *v, double b)
+{
+	if (!dsv_dtype_is_int(v->dtype) || b >= 18446744073709551616.0)
+		return json_real(b);
+	if (b >= 9223372036854775808.0)
+		return v->dtype == DSV_I64 ? json_integer(INT64_MAX) : json_real(b);
+	return json_integer((json_int_t)b);
+}
+
 /* mean or std as declared: values, or the file and its shape */
 static json_t *norm_json(const dsv_view *v, const double *vals, const char *file)
 {
@@ -266,8 +277,8 @@ static int build_json(dsv_view *v)
 	json_object_set_new(xf, "channel_axis", v->by_channel
 			    ? json_integer(v->channel_axis) : json_null());
 	if (v->has_clip) {
-		double c[2] = { v->clip_lo, v->clip_hi };
-		json_object_set_new(xf, "clip", doubles_json(c, 2));
+		json_object_set_new(xf, "clip", json_pack("[o,o]", bound_json(v, v->clip_lo),
+							 bound_json(v, v->clip_hi)));
 	} else {
 		json_object_set_new(xf, "clip", json_null());
 	}

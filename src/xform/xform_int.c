@@ -73,6 +73,12 @@ static int to_ival(double v, dsv_dtype t, ival *out)
 	int is_signed = t == DSV_I8 || t == DSV_I16 || t == DSV_I32 || t == DSV_I64;
 	double top = ldexp(1.0, (int)bits - is_signed); /* max + 1 */
 	double bottom = is_signed ? -top : 0.0;
+	if (bits == 64 && v == top) {
+		/* INT64_MAX and UINT64_MAX have no double: written as bounds,
+		 * they arrive rounded up to 2^63 and 2^64, and mean the max */
+		*out = is_signed ? ival_s(INT64_MAX) : ival_u(UINT64_MAX);
+		return 0;
+	}
 	if (!(v >= bottom && v < top)) /* NaN fails too */
 		return -1;
 	if (v < 0) {

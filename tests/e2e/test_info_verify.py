@@ -244,7 +244,7 @@ class Info(E2E):
         self.assertEqual(train["sources"][1]["dataset"], "/data")
         self.assertEqual(train["transform"], {"scale": 0.25, "offset": 0.0, "mean": [0.5, 0.4, 0.3],
                                               "std": [0.2, 0.2, 0.25], "channel_axis": -1,
-                                              "clip": None})
+                                              "clip": None, "per_source": False})
         self.assertEqual(val["transform"]["clip"], [-1.0, 1.0])
         self.assertIsNone(val["transform"]["mean"])
         with h5py.File(self.p("b.h5"), "r") as f:
