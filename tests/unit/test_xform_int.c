@@ -176,6 +176,12 @@ static void test_int_fill(void **state)
 	dsv_xform_run(x, o64, s64, 3, 0);
 	assert_true(o64[0] == 1 && o64[1] == (uint64_t)1 << 63 && o64[2] == (uint64_t)1 << 63);
 	dsv_xform_destroy(x);
+	/* INT64_MAX written as a bound arrives as 2^63, and means INT64_MAX */
+	int64_t i64[3];
+	assert_int_equal(dsv_xform_create(&x, DSV_U64, DSV_I64, &p, NULL), 0);
+	dsv_xform_run(x, i64, s64, 3, 0);
+	assert_true(i64[0] == 1 && i64[1] == INT64_MAX && i64[2] == INT64_MAX);
+	dsv_xform_destroy(x);
 }
 
 static void expect_err(dsv_dtype s, dsv_dtype d, const dsv_xform_params *p, const char *key,
@@ -223,9 +229,10 @@ static void test_int_errors(void **state)
 	p.clip_hi = 65536;
 	expect_err(DSV_I32, DSV_U16, &p, "clip",
 		   "clip = 0 65536: bounds must be whole numbers from 0 to 65535 (the uint16 range)");
-	p.clip_hi = ldexp(1.0, 63);
+	/* 2^63 is how INT64_MAX arrives (test_int_clip_limits); 2^64 is past it */
+	p.clip_hi = ldexp(1.0, 64);
 	expect_err(DSV_U64, DSV_I64, &p, "clip",
-		   "clip = 0 9.2233720368547758e+18: bounds must be whole numbers from "
+		   "clip = 0 1.8446744073709552e+19: bounds must be whole numbers from "
 		   "-9223372036854775808 to 9223372036854775807 (the int64 range)");
 	p.clip_lo = -1;
 	p.clip_hi = 5;
