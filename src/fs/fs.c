@@ -78,8 +78,13 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 	size_t si;
 	(void)key;
 	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
-	if (err || !v)
-		return err; /* a tile of windows, made from cached or pread runs */
+	if (!v) { /* a tile of windows, made from cached or pread runs */
+		if (!err)
+			atomic_fetch_add(&fs->tiles, 1);
+		return err;
+	}
+	if (err)
+		return err;
 	if (dsv_view_chunk_ref(v, g, &si, &ref))
 		return DSV_ERR_INTERNAL;
 	atomic_fetch_add(&fs->bytes_decoded, ref.nelems * v->out_esize);

@@ -41,6 +41,22 @@ class EEG(E2E):
     def ref(self, stride, axis=-1):
         return np.concatenate([windows_ref(p, W, stride, axis) for p in self.parts])
 
+    def test_tiles_decode_each_chunk_once(self):
+        """Windows along the last axis are read in tiles: every LZ4 chunk of
+        e2.h5 (one recording row each) is decoded once for all its windows,
+        read forward and then backward."""
+        ini = self.write_ini("[w]\nsource = e2.h5:/eeg\nwindow = 200\nstride = 100\n", "tiles.ini")
+        ref = windows_ref(self.parts[1], W, 100, -1)
+        with self.mount(ini) as m:
+            rows = np.load(m.path("w.npy"), mmap_mode="r")
+            got = np.stack([np.array(rows[i]) for i in list(range(len(ref))) + list(range(len(ref)))[::-1]])
+            del rows
+            st = m.stats()
+        np.testing.assert_array_equal(got[:len(ref)], ref)
+        np.testing.assert_array_equal(got[len(ref):], ref[::-1])
+        self.assertEqual(st["chunks_decoded"], 2)
+        self.assertGreater(st["window_tiles"], 0)
+
     def test_every_stride(self):
         strides = (37, 100, 200, 250, 1000)
         ini = ""
