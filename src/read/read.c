@@ -385,6 +385,16 @@ static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, ch
 			err = read_windows(c, v, &r, b, e, dst, info);
 		} else if (v->layout_chw) {
 			err = read_chw(c, v, &r, i, q, m, dst, info);
+		} else if (!v->has_window && q == 0 && m == re) {
+			/* whole rows whose logical rows follow on in one source
+			 * (a slice of step 1, a sorted index's runs) are one run */
+			uint64_t k = 1;
+			while ((k + 1) * re <= n && l + k < v->lrow_base[r.si + 1] &&
+			       dsv_view_lrow(v, i + k) == l + k)
+				k++;
+			m = k * re;
+			note_unit(info, (i + k - 1) / v->seg_rows);
+			err = read_src(c, v, r.si, r.start, k * r.len, v->xf[r.si], e, dst, info, 0);
 		} else {
 			err = read_row_part(c, v, &r, q, m, v->xf[r.si], e, dst, info);
 		}
