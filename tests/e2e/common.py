@@ -133,6 +133,13 @@ def _formula(x, scale, offset, mean, std, axis, clip, dtype):
             y = (y - np.asarray(mean, np.float64).reshape(shape)) / np.asarray(std, np.float64).reshape(shape)
         if clip is not None:
             y = np.where(np.isnan(y), y, np.clip(y, clip[0], clip[1]))
+    return round_out(y, dtype)
+
+
+def round_out(y, dtype):
+    """float64 results rounded once to float32, then RNE to the output type (float32, float16,
+    or bfloat16 bits)."""
+    with np.errstate(over="ignore", invalid="ignore"):
         f = y.astype(np.float32)
         if dtype == "float32":
             return f

@@ -9,8 +9,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (E2E, FLOAT_OUT, bf16_bits, check_preads, check_whole, forked_batches, reference,
-                    refused_at, run)
+from common import (E2E, FLOAT_OUT, check_preads, check_whole, forked_batches, reference,
+                    refused_at, round_out, run)
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 S255 = 1 / 255
@@ -22,12 +22,7 @@ def ref_arrays(x, scale, offset, mean, std, dtype):
     against each row (any array shape numpy broadcasts), rounded once."""
     y = x.astype(np.float64) * scale + offset
     y = (y - np.asarray(mean, np.float64)) / np.asarray(std, np.float64)
-    f = y.astype(np.float32)
-    if dtype == "float32":
-        return f
-    if dtype == "float16":
-        return f.astype(np.float16)
-    return bf16_bits(f)
+    return round_out(y, dtype)
 
 
 def chw(a):
@@ -56,8 +51,8 @@ class Layout(E2E):
             ini += f"[c_{dt}]\nsource = img.npy\nlayout = CHW\ndtype = {dt}\n{norm}\n"
         ini += f"[c_axis1]\nsource = img.h5:/img\nlayout = CHW\nchannel_axis = 1\n{norm}\n"
         ini += f"[c_neg3]\nsource = img.h5:/img\nlayout = CHW\nchannel_axis = -3\ndtype = float16\n{norm}\n"
-        ini += (f"[c5]\nsource = img.h5:/img5\nlayout = CHW\ndtype = bfloat16\nscale = 0.5\noffset = -3\n"
-                f"mean = 1 2 3 4 5\nstd = 0.5 1 2 4 8\nclip = -10 60\n\n")
+        ini += ("[c5]\nsource = img.h5:/img5\nlayout = CHW\ndtype = bfloat16\nscale = 0.5\noffset = -3\n"
+                "mean = 1 2 3 4 5\nstd = 0.5 1 2 4 8\nclip = -10 60\n\n")
         ini += "[c_plain]\nsource = img.npy\nlayout = CHW\ndtype = float16\n\n"
         ini += f"[hwc]\nsource = img.npy\nlayout = HWC\n{norm}\n[none]\nsource = img.npy\nlayout = none\n"
         with self.mount(self.write_ini(ini, "chw.ini")) as m:

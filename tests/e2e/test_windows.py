@@ -4,7 +4,6 @@ each source (never across two), against windows cut in plain numpy
 to and larger than W; sources of different lengths, one shorter than W;
 axis 0 (token streams, int64 out), the last axis (EEG) and a middle one;
 rows applied after the windows; every window error names its line."""
-import json
 import os
 
 import h5py
