@@ -16,10 +16,10 @@ static char *render_stats(dsv_fs *fs)
 	dsv_cache_stats cs;
 	char *s = NULL;
 	dsv_cache_get_stats(fs->cache, &cs);
-	/* fills that made tiles are not decodes; a tile's count may come in
-	 * before its fill's */
-	uint64_t tiles = fs->tiles, decoded = cs.fills - cs.fill_errors;
-	decoded = decoded > tiles ? decoded - tiles : 0;
+	/* fills the read path made itself (tiles, CHW rows) are not decodes;
+	 * their count may come in before the cache's */
+	uint64_t made = fs->made, decoded = cs.fills - cs.fill_errors;
+	decoded = decoded > made ? decoded - made : 0;
 	if (asprintf(&s,
 		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
 		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
@@ -30,7 +30,7 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"cache_ghost_hits\": %llu,\n  \"cache_reuses\": %llu,\n"
 		     "  \"cache_bytes_probation\": %llu,\n"
 		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
-		     "  \"bytes_pushed\": %llu,\n  \"window_tiles\": %llu,\n"
+		     "  \"bytes_pushed\": %llu,\n  \"read_entries\": %llu,\n"
 		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
@@ -45,7 +45,7 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)cs.bytes_used,
 		     (unsigned long long)cs.budget,
 		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
-		     (unsigned long long)fs->bytes_pushed, (unsigned long long)tiles,
+		     (unsigned long long)fs->bytes_pushed, (unsigned long long)made,
 		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;

@@ -9,12 +9,16 @@
  * time: the piece stays in the core's cache between the two. */
 #define PLAIN_PIECE (256u << 10)
 
-/* What the cache's fill gets with each get: which source of which view;
- * for a tile of windows (tile set), the cache to read its runs through. */
+/* What the cache's fill gets with each get: which source of which view,
+ * and what the entry is: a chunk (decoded by the backend), or the read
+ * path's own entries, made from runs read through the cache c: a tile of
+ * windows, or a CHW row in its output order. */
+enum { ENTRY_CHUNK, ENTRY_TILE, ENTRY_CHW_ROW };
 typedef struct read_src_arg {
 	const dsv_view *v;
 	size_t si;
-	dsv_cache *tile;
+	int kind;
+	dsv_cache *c;
 } read_src_arg;
 
 /* n elements from src (source dtype) to dst: transformed by x, whose
@@ -84,7 +88,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
 	uint32_t key = v->src_key[si];
-	read_src_arg arg = { v, si, NULL };
+	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL };
 	dsv_cache_entry *e;
 	int err;
 
@@ -216,26 +220,46 @@ static int read_row_part(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r,
 	return 0;
 }
 
-/* Positions [q, q + n) of view row i with layout CHW: the source elements
- * they need are read raw (the pixels [h0, h1) of one channel's part, or
- * the whole row when the range crosses channels), permuted, then
- * transformed once. */
-static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t i, uint64_t q,
-		    uint64_t n, char *dst, dsv_read_info *info)
+/* Fills the cache entry of logical row `local` of source a->si in a
+ * view with layout CHW: its source elements (raw, read through a->c),
+ * permuted into the output order once for every read of the row. */
+static int fill_chw_row(const read_src_arg *a, uint64_t local, void *buf, size_t size)
+{
+	const dsv_view *v = a->v;
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[a->si])->dtype);
+	char *row = dsv_tls_buf(DSV_TLS_ROW, size);
+	dsv_read_info info;
+	dsv_row_runs r;
+	int err;
+	if (local >= v->lrow_base[a->si + 1] - v->lrow_base[a->si] ||
+	    (uint64_t)size != v->row_elems * ses)
+		return DSV_ERR_INTERNAL;
+	if (!row)
+		return DSV_ERR_NOMEM;
+	memset(&info, 0, sizeof(info));
+	dsv_view_lrow_runs(v, v->lrow_base[a->si] + local, &r);
+	if ((err = read_row_part(a->c, v, &r, 0, v->row_elems, NULL, 0, row, &info)))
+		return err;
+	gather_chw(row, buf, ses, v->lay_c, v->lay_hw, 0, v->row_elems);
+	return 0;
+}
+
+/* Positions [q, q + n) of view row i with layout CHW, from the row's
+ * cache entry (a row is asked for in several requests: it is read and
+ * permuted once). */
+static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t l,
+		    uint64_t i, uint64_t q, uint64_t n, char *dst)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
-	uint64_t hw = v->lay_hw, nc = v->lay_c, k0 = q / hw, k1 = (q + n - 1) / hw;
-	uint64_t h0 = k0 == k1 ? q - k0 * hw : 0, h1 = k0 == k1 ? q + n - k0 * hw : hw;
-	char *row = dsv_tls_buf(DSV_TLS_ROW, (size_t)(v->row_elems * ses));
-	char *perm = dsv_tls_buf(DSV_TLS_PERM, (size_t)(n * ses));
-	int err;
-	if (!row || !perm)
-		return DSV_ERR_NOMEM;
-	if ((err = read_row_part(c, v, r, h0 * nc, (h1 - h0) * nc, NULL, 0, row + h0 * nc * ses,
-				 info)))
+	read_src_arg arg = { v, r->si, ENTRY_CHW_ROW, c };
+	dsv_cache_entry *e;
+	int err = dsv_cache_get(c, v->tile_key + (uint32_t)r->si, l - v->lrow_base[r->si],
+				(size_t)(v->row_elems * ses), &arg, &e);
+	if (err)
 		return err;
-	gather_chw(row, perm, ses, nc, hw, q, n);
-	dsv_xform_run(v->xf[r->si], dst, perm, n, i * v->row_elems + q);
+	dsv_xform_run(v->xf[r->si], dst, (const char *)dsv_cache_data(e) + q * ses, n,
+		      i * v->row_elems + q);
+	dsv_cache_put(c, e);
 	return 0;
 }
 
@@ -306,7 +330,7 @@ static void tile_of(const dsv_view *v, const dsv_row_runs *r, uint64_t l, tile_p
 }
 
 /* Fills tile id of source a->si: every run's stretch, one after another,
- * read through the cache a->tile (compressed sources). */
+ * read through the cache a->c (compressed sources). */
 static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 {
 	const dsv_view *v = a->v;
@@ -324,7 +348,7 @@ static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 		return DSV_ERR_INTERNAL;
 	memset(&info, 0, sizeof(info));
 	for (uint64_t p = 0; p < r.nruns; p++) {
-		int err = read_src(a->tile, v, a->si, r.start + p * r.stride, t.span, NULL, 0,
+		int err = read_src(a->c, v, a->si, r.start + p * r.stride, t.span, NULL, 0,
 				   (char *)buf + p * t.span * ses, &info, 0);
 		if (err)
 			return err;
@@ -338,7 +362,7 @@ static int read_tiled(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, ui
 		      uint64_t q, uint64_t n, uint64_t oe, char *dst)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
-	read_src_arg arg = { v, r->si, c };
+	read_src_arg arg = { v, r->si, ENTRY_TILE, c };
 	dsv_cache_entry *e;
 	tile_pos t;
 	tile_of(v, r, l, &t);
@@ -384,7 +408,7 @@ static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, ch
 			note_unit(info, (i + b - 1) / v->seg_rows);
 			err = read_windows(c, v, &r, b, e, dst, info);
 		} else if (v->layout_chw) {
-			err = read_chw(c, v, &r, i, q, m, dst, info);
+			err = read_chw(c, v, &r, l, i, q, m, dst);
 		} else if (!v->has_window && q == 0 && m == re) {
 			/* whole rows whose logical rows follow on in one source
 			 * (a slice of step 1, a sorted index's runs) are one run */
@@ -456,8 +480,10 @@ int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const
 	*v = NULL;
 	if (!a)
 		return DSV_ERR_INTERNAL;
-	if (a->tile)
+	if (a->kind == ENTRY_TILE)
 		return fill_tile(a, chunk, buf, size);
+	if (a->kind == ENTRY_CHW_ROW)
+		return fill_chw_row(a, chunk, buf, size);
 	if (chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
 		return DSV_ERR_INTERNAL;
 	*v = a->v;

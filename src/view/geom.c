@@ -195,7 +195,7 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
 
 	/* tiles of windows along an inner axis: about TILE_BYTES of source */
-	if (v->has_window && v->win_axis > 1 && v->stride <= v->win) {
+	if (v->has_window && v->win_axis > 1 && v->stride <= v->win && !v->layout_chw) {
 		uint64_t per = rowe * maxes * v->stride / v->win; /* source bytes a window adds */
 		uint64_t t = per ? TILE_BYTES / per : 64;
 		v->tile_wins = t < 2 ? 2 : t > 64 ? 64 : t;
