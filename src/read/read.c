@@ -170,32 +170,32 @@ static int read_concat(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, 
 	return 0;
 }
 
-/* Gathers positions [q, q + n) of a CHW row from its HWC elements:
- * position q = k * hw + h is element h * nc + k. */
-#define GATHER(T)                                                                     \
+/* A row from HWC order (element h * nc + k) into CHW (k * hw + h): one
+ * pass over the pixels, writing a stream per channel (three for RGB). */
+#define PERMUTE(T)                                                                    \
 	do {                                                                          \
 		const T *in_ = row;                                                   \
 		T *o_ = out;                                                          \
-		uint64_t k_ = q / hw, h_ = q - k_ * hw;                               \
-		while (n) {                                                           \
-			uint64_t m_ = hw - h_ < n ? hw - h_ : n;                      \
-			for (uint64_t i_ = 0; i_ < m_; i_++)                          \
-				o_[i_] = in_[(h_ + i_) * nc + k_];                    \
-			o_ += m_;                                                     \
-			n -= m_;                                                      \
-			k_++;                                                         \
-			h_ = 0;                                                       \
+		if (nc == 3) {                                                        \
+			for (uint64_t h_ = 0; h_ < hw; h_++) {                        \
+				o_[h_] = in_[3 * h_];                                 \
+				o_[hw + h_] = in_[3 * h_ + 1];                        \
+				o_[2 * hw + h_] = in_[3 * h_ + 2];                    \
+			}                                                             \
+		} else {                                                              \
+			for (uint64_t h_ = 0; h_ < hw; h_++)                          \
+				for (uint64_t k_ = 0; k_ < nc; k_++)                  \
+					o_[k_ * hw + h_] = in_[h_ * nc + k_];         \
 		}                                                                     \
 	} while (0)
 
-static void gather_chw(const void *row, void *out, size_t es, uint64_t nc, uint64_t hw, uint64_t q,
-		       uint64_t n)
+static void permute_chw(const void *row, void *out, size_t es, uint64_t nc, uint64_t hw)
 {
 	switch (es) {
-	case 1: GATHER(uint8_t); break;
-	case 2: GATHER(uint16_t); break;
-	case 4: GATHER(uint32_t); break;
-	default: GATHER(uint64_t); break;
+	case 1: PERMUTE(uint8_t); break;
+	case 2: PERMUTE(uint16_t); break;
+	case 4: PERMUTE(uint32_t); break;
+	default: PERMUTE(uint64_t); break;
 	}
 }
 
@@ -240,7 +240,7 @@ static int fill_chw_row(const read_src_arg *a, uint64_t local, void *buf, size_t
 	dsv_view_lrow_runs(v, v->lrow_base[a->si] + local, &r);
 	if ((err = read_row_part(a->c, v, &r, 0, v->row_elems, NULL, 0, row, &info)))
 		return err;
-	gather_chw(row, buf, ses, v->lay_c, v->lay_hw, 0, v->row_elems);
+	permute_chw(row, buf, ses, v->lay_c, v->lay_hw);
 	return 0;
 }
 
