@@ -37,7 +37,7 @@ static uint64_t slice_count(int64_t start, int has_start, int64_t stop, int has_
 		if (b > len)
 			b = len;
 		*first = (uint64_t)a;
-		return b > a ? (uint64_t)((b - a + step - 1) / step) : 0;
+		return b > a ? (uint64_t)((b - a - 1) / step) + 1 : 0;
 	}
 	a = has_start ? start : len - 1;
 	b = has_stop ? stop : -1;
@@ -50,7 +50,7 @@ static uint64_t slice_count(int64_t start, int has_start, int64_t stop, int has_
 	if (b >= len)
 		b = len - 1;
 	*first = a < 0 ? 0 : (uint64_t)a;
-	return a > b ? (uint64_t)((a - b + (-step) - 1) / (-step)) : 0;
+	return a > b ? (uint64_t)((a - b - 1) / -step) + 1 : 0;
 }
 
 /* Source i's logical rows and, with a window, its windows per row. */
@@ -92,7 +92,7 @@ static int check_index(dsv_view *v, uint64_t count, uint64_t n, dsv_errbuf *eb)
 {
 	for (uint64_t i = 0; i < count; i++) {
 		int64_t x = (int64_t)v->rows_index[i];
-		if (x < 0 && (uint64_t)-x <= n)
+		if (x < 0 && 0 - (uint64_t)x <= n)
 			x += (int64_t)n;
 		if (x < 0 || (uint64_t)x >= n)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "rows",
@@ -135,18 +135,17 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 	for (int k = 1; k < first->ndim; k++)
 		row_shape[k - 1] = first->shape[k];
 	if (v->has_window) {
-		if (nl == 0) {
-			uint64_t longest = 0;
-			for (size_t i = 0; i < v->nsources; i++) {
-				const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
-				if (si->shape[v->win_axis] > longest)
-					longest = si->shape[v->win_axis];
-			}
+		uint64_t longest = 0;
+		for (size_t i = 0; i < v->nsources; i++) {
+			const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
+			if (si->shape[v->win_axis] > longest)
+				longest = si->shape[v->win_axis];
+		}
+		if (longest < v->win)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "window",
 					    "window %llu is longer than axis %d of every source "
 					    "(longest: %llu)", (unsigned long long)v->win,
 					    v->win_axis, (unsigned long long)longest);
-		}
 		if (v->win_axis == 0) {
 			if (row_ndim + 1 > DSV_MAX_DIMS - 1)
 				return dsv_errf_key(eb, DSV_ERR_INVALID, "window", "too many dimensions");

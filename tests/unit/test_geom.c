@@ -109,6 +109,9 @@ static const struct {
 	{ 10, 3, -3, -1, 0, 0, -1 },      { 10, NONE, -20, -2, 5, 9, -2 },
 	{ 0, NONE, NONE, 1, 0, 0, 1 },    { 0, NONE, NONE, -1, 0, 0, -1 },
 	{ 7, 100, NONE, -3, 3, 6, -3 },   { 10, -100, 100, 4, 3, 0, 4 },
+	/* steps that overflow a naive (stop - start + step - 1) / step */
+	{ 10, 0, 10, INT64_MAX, 1, 0, INT64_MAX }, { 10, NONE, NONE, -INT64_MAX, 1, 9, -INT64_MAX },
+	{ 10, -9223372036854775807, 9223372036854775807, 3, 4, 0, 3 },
 };
 
 static void test_rows_slices_as_python(void **state)
