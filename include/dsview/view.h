@@ -62,7 +62,8 @@ typedef struct dsv_view_info {
 	uint64_t nelems, row_bytes, nbytes;
 	size_t nsources;
 	dsv_source *const *sources;
-	const uint64_t *elem_base; /* nsources + 1: view element index of each source */
+	const uint64_t *elem_base; /* nsources + 1: first element of each source in their
+				    * concatenation (before windows, rows, layout) */
 	uint64_t nchunks;
 	/* the transform as declared */
 	double scale, offset;
