@@ -106,6 +106,10 @@ int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipp
 void dsv_h5_unlisted_free(dsv_h5_unlisted *bad, size_t n); /* accepts NULL */
 /* True for .h5/.hdf5/.hdf/.he5/.nc names. */
 int dsv_source_is_h5_path(const char *path);
+/* Another owner of s (views that share one source share its chunks in the
+ * cache): each owner closes it once, and the last close frees it. Not
+ * thread-safe, as open and close are not. @return s */
+dsv_source *dsv_source_ref(dsv_source *s);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);

@@ -1,8 +1,8 @@
 /*
  * Views and manifests. A view is one or more sources concatenated along axis
  * 0, a transform plan and an output dtype; a manifest is a list of views plus
- * mount defaults. dsv_view_span_at is the one place that maps a byte range of
- * a view onto chunks (a future row map or window map sits in front of it).
+ * mount defaults. Beyond concatenation a view may window its sources, pick
+ * rows and permute each row (SPEC 12); read/read.c maps byte ranges.
  *
  * Global chunk index g: the chunks of source 0, then of source 1, ...
  *
@@ -70,6 +70,7 @@ typedef struct dsv_view_info {
 	const double *mean, *std; /* nchan values each */
 	double clip_lo, clip_hi;
 	struct timespec mtime; /* newest source mtime */
+	const char *json; /* V.json: rows, window, layout and the full transform */
 } dsv_view_info;
 
 void dsv_view_get_info(const dsv_view *v, dsv_view_info *out);
@@ -91,17 +92,11 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap);
 void dsv_manifest_free(dsv_manifest *m); /* accepts NULL */
 
-/* A piece of a read that lies in one chunk. */
-typedef struct dsv_span {
-	uint64_t chunk; /* global chunk index */
-	uint64_t off;   /* byte offset inside the chunk's output */
-	uint64_t len;   /* bytes, > 0 */
-	uint64_t chunk_bytes; /* output bytes of the whole chunk */
-} dsv_span;
-
-/* The span of [off, off + len) that starts at off. @return 0 with span
- * filled, or 1 when off >= nbytes or len == 0 (nothing to read). */
-int dsv_view_span_at(const dsv_view *v, uint64_t off, uint64_t len, dsv_span *span);
+/* Readahead units ("segments") of a view: its chunks, in order, for a
+ * view that is its sources concatenated; about a chunk's worth of rows
+ * otherwise (windows, rows, layout). The view bytes of segment seg.
+ * @return 0, or DSV_ERR_INVALID for seg out of range. */
+int dsv_view_seg_range(const dsv_view *v, uint64_t seg, uint64_t *off, uint64_t *len);
 
 /* Source index and chunk reference of global chunk g. */
 int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref);

@@ -57,6 +57,10 @@ const char *dsv_xform_kernel_name(void);
  * when the processor lacks it. Not thread-safe: call before any run. */
 int dsv_xform_force_kernel(const char *name);
 
+/* n elements of any source dtype (little-endian, any alignment) as
+ * float64: exact but for 64-bit integers above 2^53, rounded. */
+void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out);
+
 /* Bit-exact conversions (round to nearest even; NaN stays quiet NaN). */
 uint16_t dsv_f32_to_bf16(float f);
 uint16_t dsv_f32_to_f16(float f);

@@ -22,7 +22,7 @@
  * leaves MAIN's three quarters alone.
  *
  * Memory: a miss that evicts takes over a victim's buffer when it is big
- * enough and wastes at most a quarter of itself on the new chunk (any view,
+ * enough and wastes at most a quarter of itself on the new chunk (any source,
  * any chunk: adopt_buffer), so a long scan recycles a few buffers instead
  * of returning pages to the kernel and faulting in fresh zeroed ones for
  * every chunk.
@@ -62,7 +62,7 @@ enum { ST_LOADING, ST_READY, ST_FAILED };
 enum { Q_IN, Q_MAIN, NQ };
 
 struct dsv_cache_entry {
-	uint32_t view;
+	uint32_t key;
 	uint64_t chunk;
 	size_t size;
 	size_t cap; /* bytes allocated at data (>= size) */
@@ -80,7 +80,7 @@ struct dsv_cache_entry {
  * of a chunk instead (dsv_cache_failed_lately), never an answer in place
  * of a fill. */
 typedef struct failed {
-	uint32_t view;
+	uint32_t key;
 	int live;
 	uint64_t chunk;
 	uint64_t when_ns; /* CLOCK_MONOTONIC */
@@ -95,7 +95,7 @@ typedef struct queue {
 
 /* A key that fell out of IN; slots form a ring, oldest overwritten first. */
 typedef struct ghost {
-	uint32_t view;
+	uint32_t key;
 	int live;
 	uint64_t chunk;
 	int32_t hnext; /* next slot in the same bucket, -1 at the end */
@@ -123,9 +123,9 @@ struct dsv_cache {
 #define GHOST_MAX (1u << 18)
 #define GHOST_PER_BYTES (128u << 10) /* one ghost per 128 KiB of budget */
 
-static size_t hash_key(uint32_t view, uint64_t chunk)
+static size_t hash_key(uint32_t key, uint64_t chunk)
 {
-	uint64_t h = chunk * 0x9E3779B97F4A7C15ull ^ ((uint64_t)view * 0xC2B2AE3D27D4EB4Full);
+	uint64_t h = chunk * 0x9E3779B97F4A7C15ull ^ ((uint64_t)key * 0xC2B2AE3D27D4EB4Full);
 	h ^= h >> 29;
 	return (size_t)h;
 }
@@ -218,22 +218,22 @@ void dsv_cache_destroy(dsv_cache *c)
 static void ghost_unlink(dsv_cache *c, uint32_t slot)
 {
 	ghost *g = &c->ghosts[slot];
-	int32_t *p = &c->gbuckets[hash_key(g->view, g->chunk) & c->gmask];
+	int32_t *p = &c->gbuckets[hash_key(g->key, g->chunk) & c->gmask];
 	while (*p != (int32_t)slot)
 		p = &c->ghosts[*p].hnext;
 	*p = g->hnext;
 	g->live = 0;
 }
 
-static void ghost_add(dsv_cache *c, uint32_t view, uint64_t chunk)
+static void ghost_add(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
 	uint32_t slot = c->gpos;
 	ghost *g = &c->ghosts[slot];
-	int32_t *b = &c->gbuckets[hash_key(view, chunk) & c->gmask];
+	int32_t *b = &c->gbuckets[hash_key(key, chunk) & c->gmask];
 
 	if (g->live)
 		ghost_unlink(c, slot); /* the oldest key is forgotten */
-	g->view = view;
+	g->key = key;
 	g->chunk = chunk;
 	g->live = 1;
 	g->hnext = *b;
@@ -241,12 +241,12 @@ static void ghost_add(dsv_cache *c, uint32_t view, uint64_t chunk)
 	c->gpos = (slot + 1) % c->nghosts;
 }
 
-/* Removes (view, chunk) from the ghosts; @return 1 if it was there. */
-static int ghost_take(dsv_cache *c, uint32_t view, uint64_t chunk)
+/* Removes (key, chunk) from the ghosts; @return 1 if it was there. */
+static int ghost_take(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
-	int32_t i = c->gbuckets[hash_key(view, chunk) & c->gmask];
+	int32_t i = c->gbuckets[hash_key(key, chunk) & c->gmask];
 	for (; i >= 0; i = c->ghosts[i].hnext)
-		if (c->ghosts[i].view == view && c->ghosts[i].chunk == chunk) {
+		if (c->ghosts[i].key == key && c->ghosts[i].chunk == chunk) {
 			ghost_unlink(c, (uint32_t)i);
 			return 1;
 		}
@@ -255,10 +255,10 @@ static int ghost_take(dsv_cache *c, uint32_t view, uint64_t chunk)
 
 /* ---- table and queues ---- */
 
-static dsv_cache_entry *lookup(dsv_cache *c, uint32_t view, uint64_t chunk)
+static dsv_cache_entry *lookup(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
-	dsv_cache_entry *e = c->buckets[hash_key(view, chunk) & (c->nbuckets - 1)];
-	while (e && (e->view != view || e->chunk != chunk))
+	dsv_cache_entry *e = c->buckets[hash_key(key, chunk) & (c->nbuckets - 1)];
+	while (e && (e->key != key || e->chunk != chunk))
 		e = e->hnext;
 	return e;
 }
@@ -273,7 +273,7 @@ static void grow(dsv_cache *c)
 		dsv_cache_entry *e = c->buckets[i], *next;
 		for (; e; e = next) {
 			next = e->hnext;
-			size_t h = hash_key(e->view, e->chunk) & (n - 1);
+			size_t h = hash_key(e->key, e->chunk) & (n - 1);
 			e->hnext = b[h];
 			b[h] = e;
 		}
@@ -287,7 +287,7 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 {
 	if (c->count >= c->nbuckets)
 		grow(c);
-	size_t h = hash_key(e->view, e->chunk) & (c->nbuckets - 1);
+	size_t h = hash_key(e->key, e->chunk) & (c->nbuckets - 1);
 	e->hnext = c->buckets[h];
 	c->buckets[h] = e;
 	e->in_table = 1;
@@ -299,7 +299,7 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 
 static void table_remove(dsv_cache *c, dsv_cache_entry *e)
 {
-	dsv_cache_entry **p = &c->buckets[hash_key(e->view, e->chunk) & (c->nbuckets - 1)];
+	dsv_cache_entry **p = &c->buckets[hash_key(e->key, e->chunk) & (c->nbuckets - 1)];
 	while (*p != e)
 		p = &(*p)->hnext;
 	*p = e->hnext;
@@ -350,7 +350,7 @@ static dsv_cache_entry *oldest_idle(dsv_cache *c, int q)
 static void evict_one(dsv_cache *c, dsv_cache_entry *e, dsv_cache_entry **victims)
 {
 	if (e->q == Q_IN)
-		ghost_add(c, e->view, e->chunk);
+		ghost_add(c, e->key, e->chunk);
 	q_unlink(c, e);
 	table_remove(c, e);
 	c->st.evictions++;
@@ -402,18 +402,18 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static failed *failed_find(dsv_cache *c, uint32_t view, uint64_t chunk)
+static failed *failed_find(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
 	for (int i = 0; i < FAILED_SLOTS; i++)
-		if (c->failed[i].live && c->failed[i].view == view && c->failed[i].chunk == chunk)
+		if (c->failed[i].live && c->failed[i].key == key && c->failed[i].chunk == chunk)
 			return &c->failed[i];
 	return NULL;
 }
 
 /* Under c->lock: remembers (err != 0) or forgets (err == 0) a failed fill. */
-static void failed_note(dsv_cache *c, uint32_t view, uint64_t chunk, int err)
+static void failed_note(dsv_cache *c, uint32_t key, uint64_t chunk, int err)
 {
-	failed *f = failed_find(c, view, chunk);
+	failed *f = failed_find(c, key, chunk);
 	if (!err) {
 		if (f)
 			f->live = 0;
@@ -425,27 +425,28 @@ static void failed_note(dsv_cache *c, uint32_t view, uint64_t chunk, int err)
 		f = &c->failed[c->fpos];
 		c->fpos = (c->fpos + 1) % FAILED_SLOTS;
 	}
-	*f = (failed){ .view = view, .chunk = chunk, .live = 1, .when_ns = now_ns() };
+	*f = (failed){ .key = key, .chunk = chunk, .live = 1, .when_ns = now_ns() };
 }
 
-int dsv_cache_failed_lately(dsv_cache *c, uint32_t view, uint64_t chunk)
+int dsv_cache_failed_lately(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
 	int lately;
 	pthread_mutex_lock(&c->lock);
-	failed *f = failed_find(c, view, chunk);
+	failed *f = failed_find(c, key, chunk);
 	lately = f && now_ns() - f->when_ns < FAILED_HINT_NS;
 	pthread_mutex_unlock(&c->lock);
 	return lately;
 }
 
-int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_cache_entry **out)
+int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
+		  dsv_cache_entry **out)
 {
 	dsv_cache_entry *e, *victims;
 	int err, reused;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
-	e = lookup(c, view, chunk);
+	e = lookup(c, key, chunk);
 	if (e) {
 		e->refs++;
 		if (e->state == ST_READY) {
@@ -480,13 +481,13 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 		pthread_mutex_unlock(&c->lock);
 		return DSV_ERR_NOMEM;
 	}
-	e->view = view;
+	e->key = key;
 	e->chunk = chunk;
 	e->size = size;
 	e->refs = 1;
 	e->state = ST_LOADING;
 	e->q = Q_IN;
-	if (ghost_take(c, view, chunk)) {
+	if (ghost_take(c, key, chunk)) {
 		e->q = Q_MAIN; /* read again after it fell out of IN */
 		c->st.ghost_hits++;
 	}
@@ -499,12 +500,12 @@ int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size, dsv_
 	reused = e->data != NULL;
 	if (!reused && (e->data = buf_alloc(size ? size : 1)))
 		e->cap = size ? size : 1;
-	err = e->data ? c->fill(c->ctx, view, chunk, e->data, size) : DSV_ERR_NOMEM;
+	err = e->data ? c->fill(c->ctx, arg, key, chunk, e->data, size) : DSV_ERR_NOMEM;
 
 	pthread_mutex_lock(&c->lock);
 	c->st.fills++;
 	c->st.reuses += (uint64_t)reused;
-	failed_note(c, view, chunk, err);
+	failed_note(c, key, chunk, err);
 	if (err) {
 		c->st.fill_errors++;
 		e->state = ST_FAILED;

@@ -1,7 +1,8 @@
 /*
  * Chunk cache: decoded chunks (in the source dtype) under a byte budget.
  *
- * Keys are (view, chunk). dsv_cache_get returns a referenced entry, filling
+ * Keys are (key, chunk): the read path uses a source's key and the chunk's
+ * index in that source, so views of one source share it. dsv_cache_get returns a referenced entry, filling
  * it on a miss through the caller's fill function; concurrent gets of one
  * key while it is being filled wait for that one fill (a chunk is decoded
  * once). A failed fill is never cached: every waiter gets the error and the
@@ -24,10 +25,11 @@
 typedef struct dsv_cache dsv_cache;
 typedef struct dsv_cache_entry dsv_cache_entry;
 
-/* Fills buf (size bytes) with chunk `chunk` of view `view`. @return 0 or a
- * negative dsv_err. Called without the cache lock held. */
-typedef int (*dsv_cache_fill_fn)(void *ctx, uint32_t view, uint64_t chunk, void *buf,
-				 size_t size);
+/* Fills buf (size bytes) with chunk `chunk` of key `key`; arg is the arg
+ * of the get that missed. @return 0 or a negative dsv_err. Called without
+ * the cache lock held. */
+typedef int (*dsv_cache_fill_fn)(void *ctx, const void *arg, uint32_t key, uint64_t chunk,
+				 void *buf, size_t size);
 
 typedef struct dsv_cache_stats {
 	uint64_t hits, misses, evictions, fills, fill_errors, waits;
@@ -40,21 +42,22 @@ typedef struct dsv_cache_stats {
 dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx);
 void dsv_cache_destroy(dsv_cache *c); /* accepts NULL; no entry may be held */
 
-/* @return 0 with *out referenced, or the fill's error. */
-int dsv_cache_get(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size,
+/* @return 0 with *out referenced, or the fill's error. arg goes to the
+ * fill when this get is the one that fills. */
+int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
 		  dsv_cache_entry **out);
 /* Valid until the matching put. */
 const void *dsv_cache_data(const dsv_cache_entry *e);
 size_t dsv_cache_size(const dsv_cache_entry *e);
 void dsv_cache_put(dsv_cache *c, dsv_cache_entry *e);
 
-/* True when the last fill of (view, chunk) failed less than a second ago
+/* True when the last fill of (key, chunk) failed less than a second ago
  * (and no fill of it succeeded since; out-of-memory failures are not
  * counted). A hint for a caller that can make do with part of the chunk
  * (the read path's band reads of HDF5-library chunks), so that a damaged
  * chunk is not decoded whole again for every small read of it; a get
  * still always tries the fill. */
-int dsv_cache_failed_lately(dsv_cache *c, uint32_t view, uint64_t chunk);
+int dsv_cache_failed_lately(dsv_cache *c, uint32_t key, uint64_t chunk);
 
 void dsv_cache_get_stats(dsv_cache *c, dsv_cache_stats *out);
 

@@ -16,6 +16,8 @@ enum {
 	DSV_TLS_STORED, /* a chunk's stored (compressed) bytes */
 	DSV_TLS_RAW,    /* source elements pread for a transform */
 	DSV_TLS_OUT,    /* a read's output bytes (the FUSE reply) */
+	DSV_TLS_ROW,    /* one view row's source elements, before its layout */
+	DSV_TLS_PERM,   /* the same, permuted into the output order */
 	DSV_TLS_NSLOTS
 };
 

@@ -66,13 +66,21 @@
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
-static int cache_fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+/* A chunk the read path asked the cache for (read/read.h): key and chunk
+ * are the source's, arg says which view and source of it. */
+static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf,
+		      size_t size)
 {
 	dsv_fs *fs = ctx;
-	const dsv_view *v = fs->m->views[view];
-	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[0])->dtype);
-	atomic_fetch_add(&fs->bytes_decoded, size / ses * v->out_esize);
-	return dsv_backend_decode(fs->backend, v, chunk, buf, size);
+	const dsv_view *v;
+	dsv_chunk_ref ref;
+	uint64_t g;
+	size_t si;
+	(void)key;
+	if (dsv_read_fill(arg, chunk, &v, &g) || dsv_view_chunk_ref(v, g, &si, &ref))
+		return DSV_ERR_INTERNAL;
+	atomic_fetch_add(&fs->bytes_decoded, ref.nelems * v->out_esize);
+	return dsv_backend_decode(fs->backend, v, g, buf, size);
 }
 
 /* ---- lifecycle ---- */
@@ -240,7 +248,7 @@ static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
 	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, off, len;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	dsv_read_info info;
-	int err = dsv_read_chunk_range(v, chunk, &off, &len);
+	int err = dsv_view_seg_range(v, chunk, &off, &len);
 	if (err)
 		return err;
 	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;

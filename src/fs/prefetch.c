@@ -105,7 +105,7 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, size_t nfiles, int
 		const dsv_view *v = file_views[i];
 		if (!v)
 			continue;
-		uint64_t raw = v->max_chunk_raw ? v->max_chunk_raw : 1;
+		uint64_t raw = v->seg_raw ? v->seg_raw : 1;
 		uint64_t d = bytes / raw;
 		p->files[i].v = v;
 		p->files[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
@@ -197,8 +197,8 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t 
 	if (len < START_MIN || s->bytes < START_BYTES)
 		goto out;
 	uint64_t from = s->hi + 1, to = from + (len < f->depth ? len : f->depth);
-	if (to > f->v->nchunks)
-		to = f->v->nchunks;
+	if (to > f->v->nsegs)
+		to = f->v->nsegs;
 	if (s->ahead > from)
 		from = s->ahead; /* already queued up to there */
 	if (from >= to)

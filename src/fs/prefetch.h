@@ -3,7 +3,9 @@
  * makes the next chunks before they are asked for (README, "Performance").
  *
  * Every read of a data file tells the prefetcher which chunks of its view
- * it touched. A read that overlaps, or is next to, one of the file's recent
+ * it touched (its readahead units, dsv_view_seg_range: the chunks of a
+ * view that concatenates its sources, runs of about a chunk's rows of one
+ * with windows, rows or a layout; "chunk" below means such a unit). A read that overlaps, or is next to, one of the file's recent
  * streams extends that stream (a file keeps several, for workers that read
  * shards of it side by side; the kernel does not send one stream's pieces
  * in order, so direction inside a stream does not matter); any other read

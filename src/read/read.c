@@ -9,24 +9,44 @@
  * time: the piece stays in the core's cache between the two. */
 #define PLAIN_PIECE (256u << 10)
 
+/* What the cache's fill gets with each get: which source of which view. */
+typedef struct read_src_arg {
+	const dsv_view *v;
+	size_t si;
+} read_src_arg;
+
+/* n elements from src (source dtype) to dst: transformed by x, whose
+ * channels count from output element oe, or copied as they are (x NULL). */
+static void emit(const dsv_xform *x, char *dst, const void *src, uint64_t n, uint64_t oe,
+		 size_t ses)
+{
+	if (x)
+		dsv_xform_run(x, dst, src, n, oe);
+	else
+		memcpy(dst, src, (size_t)(n * ses));
+}
+
 static int read_plain(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, uint64_t first,
-		      uint64_t n, char *dst)
+		      uint64_t n, const dsv_xform *x, uint64_t oe, char *dst)
 {
 	const dsv_source *s = v->sources[si];
 	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
-	uint64_t step = PLAIN_PIECE / ses, elem = v->elem_base[si] + ref->elem_start + first;
-	void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)((n < step ? n : step) * ses));
+	size_t oes = x ? v->out_esize : ses;
+	uint64_t step = PLAIN_PIECE / ses;
+	void *raw = x ? dsv_tls_buf(DSV_TLS_RAW, (size_t)((n < step ? n : step) * ses)) : NULL;
 
-	if (!raw)
+	if (x && !raw)
 		return DSV_ERR_NOMEM;
 	for (uint64_t k = 0; k < n; k += step) {
 		uint64_t m = n - k < step ? n - k : step;
-		int err = dsv_source_read_elems(s, ref, first + k, m, raw);
+		char *out = dst + k * oes;
+		int err = dsv_source_read_elems(s, ref, first + k, m, x ? raw : out);
 		if (err) {
 			dsv_view_log_chunk_error(v, si, ref, err);
 			return err;
 		}
-		dsv_xform_run(v->xform, dst + k * v->out_esize, raw, m, elem + k);
+		if (x)
+			dsv_xform_run(x, out, raw, m, oe + k);
 	}
 	return 0;
 }
@@ -38,7 +58,8 @@ static int read_plain(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, ui
  * the requests that touch it (the library decodes each file chunk whole,
  * sizes checked as ever). */
 static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
-			      uint64_t first, uint64_t n, char *dst)
+			      uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe,
+			      char *dst)
 {
 	const dsv_source *s = v->sources[si];
 	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
@@ -50,67 +71,206 @@ static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref 
 	if ((err = dsv_source_read_fallback_bands(s, ref, first, n, raw, (size_t)(n * ses), NULL,
 						  NULL)))
 		return err;
-	dsv_xform_run(v->xform, dst, raw, n, v->elem_base[si] + ref->elem_start + first);
+	emit(x, dst, raw, n, oe, ses);
 	return 0;
 }
 
-static int read_cached(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t g, size_t si,
-		       const dsv_chunk_ref *ref, uint64_t first, uint64_t n, char *dst)
+/* The cache key of a chunk is its source's (v->src_key: views that share
+ * a source share its decoded chunks) and its index in the source. */
+static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
+		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
+	uint32_t key = v->src_key[si];
+	read_src_arg arg = { v, si };
 	dsv_cache_entry *e;
 	int err;
 
 	/* A library-decoded chunk that just failed whole: a part of it is read
 	 * band by band, without decoding the whole chunk again under the
 	 * library's lock for every small read (the kernel asks page by page). */
-	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, vi, g))
-		return read_fallback_part(v, si, ref, first, n, dst);
-	err = dsv_cache_get(c, vi, g, (size_t)(ref->nelems * ses), &e);
+	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, key, ref->index))
+		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
+	err = dsv_cache_get(c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
 	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
-		return read_fallback_part(v, si, ref, first, n, dst) ? err : 0;
+		return read_fallback_part(v, si, ref, first, n, x, oe, dst) ? err : 0;
 	if (err)
 		return err; /* the fill logged it */
-	dsv_xform_run(v->xform, dst, (const char *)dsv_cache_data(e) + first * ses, n,
-		      v->elem_base[si] + ref->elem_start + first);
+	emit(x, dst, (const char *)dsv_cache_data(e) + first * ses, n, oe, ses);
 	dsv_cache_put(c, e);
 	return 0;
 }
 
-/* Output elements [e, e + n) into dst, chunk piece by chunk piece. */
-static int read_elems(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t e, uint64_t n,
-		      char *dst, dsv_read_info *info)
+static void note_unit(dsv_read_info *info, uint64_t u)
 {
-	size_t oes = v->out_esize;
+	if (info->first > u)
+		info->first = u;
+	if (info->last < u)
+		info->last = u;
+}
+
+/* Elements [a, a + n) of source si into dst, chunk piece by chunk piece:
+ * transformed by x from output element oe, or raw (x NULL). by_chunk:
+ * the view's readahead units are its chunks (note them in info). */
+static int read_src(dsv_cache *c, const dsv_view *v, size_t si, uint64_t a, uint64_t n,
+		    const dsv_xform *x, uint64_t oe, char *dst, dsv_read_info *info, int by_chunk)
+{
+	const dsv_source *s = v->sources[si];
+	const dsv_source_info *in = dsv_source_get_info(s);
+	size_t oes = x ? v->out_esize : dsv_dtype_size(in->dtype);
 	while (n) {
-		dsv_span sp;
 		dsv_chunk_ref ref;
-		size_t si;
 		int err;
-		if (dsv_view_span_at(v, e * oes, n * oes, &sp) ||
-		    dsv_view_chunk_ref(v, sp.chunk, &si, &ref))
+		if (dsv_source_chunk(s, a / in->chunk_elems, &ref))
 			return DSV_ERR_INTERNAL;
-		uint64_t first = sp.off / oes, m = sp.len / oes;
+		uint64_t first = a - ref.elem_start, m = ref.nelems - first;
+		if (m > n)
+			m = n;
 		if (dsv_chunk_is_plain(&ref)) {
-			err = read_plain(v, si, &ref, first, m, dst);
-			info->plain_bytes += m * oes;
+			err = read_plain(v, si, &ref, first, m, x, oe, dst);
+			info->plain_bytes += m * v->out_esize;
 		} else {
-			err = read_cached(c, v, vi, sp.chunk, si, &ref, first, m, dst);
+			err = read_cached(c, v, si, &ref, first, m, x, oe, dst);
 		}
-		if (info->first > sp.chunk)
-			info->first = sp.chunk;
-		if (info->last < sp.chunk)
-			info->last = sp.chunk;
+		if (by_chunk)
+			note_unit(info, v->chunk_base[si] + ref.index);
 		if (err)
 			return err;
 		dst += m * oes;
+		a += m;
+		oe += m;
+		n -= m;
+	}
+	return 0;
+}
+
+/* Output elements [e, e + n) of a view that is its sources concatenated:
+ * long runs, source by source. */
+static int read_concat(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
+		       dsv_read_info *info)
+{
+	while (n) {
+		size_t si = dsv_view_source_of(v, v->elem_base, e);
+		uint64_t m = v->elem_base[si + 1] - e;
+		if (m > n)
+			m = n;
+		int err = read_src(c, v, si, e - v->elem_base[si], m, v->xf[si], e, dst, info, 1);
+		if (err)
+			return err;
+		dst += m * v->out_esize;
 		e += m;
 		n -= m;
 	}
 	return 0;
 }
 
-int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t len, void *dst,
+/* Gathers positions [q, q + n) of a CHW row from its HWC elements:
+ * position q = k * hw + h is element h * nc + k. */
+#define GATHER(T)                                                                     \
+	do {                                                                          \
+		const T *in_ = row;                                                   \
+		T *o_ = out;                                                          \
+		uint64_t k_ = q / hw, h_ = q - k_ * hw;                               \
+		while (n) {                                                           \
+			uint64_t m_ = hw - h_ < n ? hw - h_ : n;                      \
+			for (uint64_t i_ = 0; i_ < m_; i_++)                          \
+				o_[i_] = in_[(h_ + i_) * nc + k_];                    \
+			o_ += m_;                                                     \
+			n -= m_;                                                      \
+			k_++;                                                         \
+			h_ = 0;                                                       \
+		}                                                                     \
+	} while (0)
+
+static void gather_chw(const void *row, void *out, size_t es, uint64_t nc, uint64_t hw, uint64_t q,
+		       uint64_t n)
+{
+	switch (es) {
+	case 1: GATHER(uint8_t); break;
+	case 2: GATHER(uint16_t); break;
+	case 4: GATHER(uint32_t); break;
+	default: GATHER(uint64_t); break;
+	}
+}
+
+/* Positions [q, q + n) of a row before its layout, from the row's runs:
+ * transformed by x from output element oe, or raw (x NULL). */
+static int read_row_part(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t q,
+			 uint64_t n, const dsv_xform *x, uint64_t oe, char *dst, dsv_read_info *info)
+{
+	size_t oes = x ? v->out_esize : dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
+	uint64_t p = q / r->len, off = q - p * r->len;
+	while (n) {
+		uint64_t k = r->len - off < n ? r->len - off : n;
+		int err = read_src(c, v, r->si, r->start + p * r->stride + off, k, x, oe, dst, info, 0);
+		if (err)
+			return err;
+		dst += k * oes;
+		oe += k;
+		n -= k;
+		p++;
+		off = 0;
+	}
+	return 0;
+}
+
+/* Positions [q, q + n) of view row i with layout CHW: the source elements
+ * they need are read raw (the pixels [h0, h1) of one channel's part, or
+ * the whole row when the range crosses channels), permuted, then
+ * transformed once. */
+static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t i, uint64_t q,
+		    uint64_t n, char *dst, dsv_read_info *info)
+{
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
+	uint64_t hw = v->lay_hw, nc = v->lay_c, k0 = q / hw, k1 = (q + n - 1) / hw;
+	uint64_t h0 = k0 == k1 ? q - k0 * hw : 0, h1 = k0 == k1 ? q + n - k0 * hw : hw;
+	char *row = dsv_tls_buf(DSV_TLS_ROW, (size_t)(v->row_elems * ses));
+	char *perm = dsv_tls_buf(DSV_TLS_PERM, (size_t)(n * ses));
+	int err;
+	if (!row || !perm)
+		return DSV_ERR_NOMEM;
+	if ((err = read_row_part(c, v, r, h0 * nc, (h1 - h0) * nc, NULL, 0, row + h0 * nc * ses,
+				 info)))
+		return err;
+	gather_chw(row, perm, ses, nc, hw, q, n);
+	dsv_xform_run(v->xf[r->si], dst, perm, n, i * v->row_elems + q);
+	return 0;
+}
+
+/* Output elements [e, e + n) of a view with windows, rows or a layout:
+ * row by row, each from its runs of source elements (geom.c). */
+static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
+		     dsv_read_info *info)
+{
+	uint64_t re = v->row_elems;
+	while (n) {
+		uint64_t i = e / re, q = e - i * re, m = re - q;
+		dsv_row_runs r;
+		int err;
+		if (m > n)
+			m = n;
+		note_unit(info, i / v->seg_rows);
+		dsv_view_row_runs(v, i, &r);
+		if (v->layout_chw)
+			err = read_chw(c, v, &r, i, q, m, dst, info);
+		else
+			err = read_row_part(c, v, &r, q, m, v->xf[r.si], e, dst, info);
+		if (err)
+			return err;
+		dst += m * v->out_esize;
+		e += m;
+		n -= m;
+	}
+	return 0;
+}
+
+static int read_elems(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
+		      dsv_read_info *info)
+{
+	return v->mapped ? read_rows(c, v, e, n, dst, info) : read_concat(c, v, e, n, dst, info);
+}
+
+int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info)
 {
 	uint64_t oes = v->out_esize, end = off + len;
@@ -126,33 +286,32 @@ int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t 
 	/* whole elements [a, b); at most one cut element on each side */
 	uint64_t a = (off + oes - 1) / oes, b = end / oes;
 	if (a > b) { /* inside one element */
-		if (!(err = read_elems(c, v, vi, off / oes, 1, part, info)))
+		if (!(err = read_elems(c, v, off / oes, 1, part, info)))
 			memcpy(d, part + off % oes, len);
 		return err;
 	}
 	if (off % oes) {
-		if ((err = read_elems(c, v, vi, a - 1, 1, part, info)))
+		if ((err = read_elems(c, v, a - 1, 1, part, info)))
 			return err;
 		memcpy(d, part + off % oes, oes - off % oes);
 		d += oes - off % oes;
 	}
 	if (b > a) {
-		if ((err = read_elems(c, v, vi, a, b - a, d, info)))
+		if ((err = read_elems(c, v, a, b - a, d, info)))
 			return err;
 		d += (b - a) * oes;
 	}
-	if (end % oes && (err = read_elems(c, v, vi, b, 1, part, info)) == 0)
+	if (end % oes && (err = read_elems(c, v, b, 1, part, info)) == 0)
 		memcpy(d, part, end % oes);
 	return err;
 }
 
-int dsv_read_chunk_range(const dsv_view *v, uint64_t g, uint64_t *off, uint64_t *len)
+int dsv_read_fill(const void *arg, uint64_t chunk, const dsv_view **v, uint64_t *g)
 {
-	dsv_chunk_ref ref;
-	size_t si;
-	if (dsv_view_chunk_ref(v, g, &si, &ref))
-		return DSV_ERR_INVALID;
-	*off = (v->elem_base[si] + ref.elem_start) * v->out_esize;
-	*len = ref.nelems * v->out_esize;
+	const read_src_arg *a = arg;
+	if (!a || chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
+		return DSV_ERR_INTERNAL;
+	*v = a->v;
+	*g = a->v->chunk_base[a->si] + chunk;
 	return 0;
 }

@@ -1,7 +1,10 @@
 /*
  * Reading a view: the output bytes of any byte range, made on demand.
  *
- * A range maps onto chunks through dsv_view_span_at. A piece of a chunk
+ * A range of a view that is its sources concatenated maps onto long runs
+ * of source elements; a view with windows, rows or a layout is read row by
+ * row, each row from its runs (view/geom.c), a CHW row gathered from its
+ * source pixels first. A piece of a chunk
  * whose stored bytes are its plain elements (.npy, raw, HDF5 contiguous,
  * HDF5 chunks without filters) is pread alone, just the elements the range
  * needs, and transformed into the caller's buffer: nothing is decoded that
@@ -25,19 +28,21 @@
 
 typedef struct dsv_read_info {
 	uint64_t plain_bytes; /* output bytes made from elements pread for this read */
-	uint64_t first, last; /* global indices of the first and last chunk read */
+	uint64_t first, last; /* the first and last readahead unit (segment) read */
 } dsv_read_info;
 
 /* Writes bytes [off, off + len) of view v's output (any alignment) into
- * dst. vi is v's index, the cache key's view. The cache's fill must decode
- * chunk g of view vi into the source dtype (dsv_backend_decode).
+ * dst. Chunks that must be decoded whole come from the cache under their
+ * source's key (v->src_key, shared by views of one source); its fill gets
+ * the arg of the get, which dsv_read_fill reads: the view and the chunk to
+ * decode into the source dtype (dsv_backend_decode).
  * @return 0, or a negative dsv_err: the chunk's failure (logged with the
  * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
-int dsv_read(dsv_cache *c, const dsv_view *v, uint32_t vi, uint64_t off, size_t len, void *dst,
+int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
-/* The view bytes [*off, *off + *len) that chunk g's output occupies.
- * @return 0, or DSV_ERR_INVALID for g out of range. */
-int dsv_read_chunk_range(const dsv_view *v, uint64_t g, uint64_t *off, uint64_t *len);
+/* In a cache fill of (key, chunk): the view of the get that asked, and
+ * the chunk's global index g in it (for dsv_backend_decode). */
+int dsv_read_fill(const void *arg, uint64_t chunk, const dsv_view **v, uint64_t *g);
 
 #endif

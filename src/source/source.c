@@ -18,6 +18,7 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 	if (!s)
 		return NULL;
 	s->fd = -1;
+	s->refs = 1;
 	s->path = strdup(path);
 	s->dataset = dataset ? strdup(dataset) : NULL;
 	if (!s->path || (dataset && !s->dataset)) {
@@ -95,9 +96,15 @@ void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes)
 	s->info.nchunks = s->info.nelems ? (s->info.nelems + ce - 1) / ce : 0;
 }
 
+dsv_source *dsv_source_ref(dsv_source *s)
+{
+	s->refs++;
+	return s;
+}
+
 void dsv_source_close(dsv_source *s)
 {
-	if (!s)
+	if (!s || --s->refs > 0)
 		return;
 	if (s->h5_close)
 		s->h5_close(s->h5);

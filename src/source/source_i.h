@@ -22,6 +22,7 @@
 
 struct dsv_source {
 	dsv_source_info info;
+	int refs; /* dsv_source_ref adds one; close frees at the last */
 	char *path;
 	char *dataset;
 	int fd;

@@ -14,10 +14,12 @@
 #include <ini.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/str.h"
 #include "view/view_i.h"
@@ -31,8 +33,10 @@ typedef struct pending_view {
 	int has_raw_dtype, raw_dtype_line, raw_ndim, raw_shape_line;
 	dsv_dtype raw_dtype;
 	int64_t raw_shape[DSV_MAX_DIMS];
-	int mean_line, std_line, axis_line, dtype_line;
+	int mean_line, std_line, axis_line, dtype_line, clip_line;
 	int nmean, nstd;
+	char *mean_file, *std_file, *rows_file; /* '@' values, as written */
+	int rows_line, window_line, stride_line, waxis_line, layout_line, per_source_line;
 } pending_view;
 
 typedef struct parse_ctx {
@@ -186,8 +190,110 @@ static int handle_dsview_key(parse_ctx *c, const char *name, const char *value)
 	return 1;
 }
 
+/* rows = a:b or a:b:step, each part an integer or empty (Python's
+ * slice); an omitted bound is INT64_MIN. @return 0, or -1. */
+static int parse_slice(const char *s, int64_t out[3])
+{
+	int k = 0;
+	out[0] = out[1] = INT64_MIN;
+	out[2] = 1;
+	for (;;) {
+		char *end;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s != ':' && *s) {
+			errno = 0;
+			long long x = strtoll(s, &end, 10);
+			if (end == s || errno || x == INT64_MIN)
+				return -1;
+			out[k] = x;
+			s = end;
+			while (*s == ' ' || *s == '\t')
+				s++;
+		}
+		if (!*s)
+			break;
+		if (*s != ':' || ++k > 2)
+			return -1;
+		s++;
+	}
+	return k >= 1 && out[2] != 0 ? 0 : -1;
+}
+
+/* A value naming a file ("@path"): the path, copied into *out. */
+static int take_file(parse_ctx *c, const char *name, const char *value, char **out)
+{
+	const char *p = value + 1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!*p)
+		return fail(c, c->line, "%s '@' needs a file name", name);
+	free(*out);
+	if (!(*out = strdup(p)))
+		return fail(c, c->line, "out of memory");
+	return 1;
+}
+
+/* window, stride, window_axis, layout, per_source, rows: the keys of
+ * SPEC 12. @return 1 handled, 0 failed, -1 not one of them. */
+static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, const char *value)
+{
+	dsv_view *v = pv->v;
+	long long n;
+	if (!strcmp(name, "rows")) {
+		int64_t sl[3];
+		pv->rows_line = c->line;
+		if (value[0] == '@') {
+			v->rows_kind = DSV_ROWS_INDEX;
+			return take_file(c, name, value, &pv->rows_file);
+		}
+		if (parse_slice(value, sl))
+			return fail(c, c->line, "rows '%s' must be a:b, a:b:step (Python slice, step not "
+				    "0) or @index.npy", value);
+		v->rows_kind = DSV_ROWS_SLICE;
+		v->rows_start = sl[0];
+		v->rows_stop = sl[1];
+		v->rows_step = sl[2];
+	} else if (!strcmp(name, "window") || !strcmp(name, "stride")) {
+		int w = name[0] == 'w';
+		if (parse_int(value, &n) || n < 1)
+			return fail(c, c->line, "%s '%s' must be a positive integer", name, value);
+		*(w ? &v->win : &v->stride) = (uint64_t)n;
+		*(w ? &pv->window_line : &pv->stride_line) = c->line;
+		v->has_window |= w;
+	} else if (!strcmp(name, "window_axis")) {
+		if (parse_int(value, &n) || n < -DSV_MAX_DIMS || n >= DSV_MAX_DIMS)
+			return fail(c, c->line, "window_axis '%s' is not an axis", value);
+		v->win_axis = (int)n;
+		pv->waxis_line = c->line;
+	} else if (!strcmp(name, "layout")) {
+		if (!strcasecmp(value, "CHW"))
+			v->layout_chw = 1;
+		else if (!strcasecmp(value, "HWC") || !strcasecmp(value, "none"))
+			v->layout_chw = 0;
+		else
+			return fail(c, c->line, "layout '%s' must be CHW (or HWC, as stored)", value);
+		pv->layout_line = c->line;
+	} else if (!strcmp(name, "per_source")) {
+		if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1"))
+			v->per_source = 1;
+		else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0"))
+			v->per_source = 0;
+		else
+			return fail(c, c->line, "per_source '%s' must be true or false", value);
+		pv->per_source_line = c->line;
+	} else {
+		return -1;
+	}
+	return 1;
+}
+
 static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, const char *value)
 {
+	int shape_key = handle_shape_key(c, pv, name, value);
+	if (shape_key >= 0)
+		return shape_key;
+
 	dsv_view *v = pv->v;
 	double d[DSV_MAX_DIMS + 2];
 	long long n;
@@ -208,12 +314,17 @@ static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, con
 	} else if (!strcmp(name, "dtype")) {
 		v->dtype = dsv_dtype_parse(value);
 		if (!dsv_dtype_is_output(v->dtype))
-			return fail(c, c->line, "dtype '%s' must be float32, bfloat16 or float16", value);
+			return fail(c, c->line, "dtype '%s' must be float32, bfloat16, float16 or an "
+				    "integer type (int8 ... int64, uint8 ... uint64)", value);
 		pv->dtype_line = c->line;
 	} else if (!strcmp(name, "scale") || !strcmp(name, "offset")) {
 		if (parse_doubles(value, d, 1) != 1)
 			return fail(c, c->line, "%s '%s' is not a finite number", name, value);
 		*(name[0] == 's' ? &v->scale : &v->offset) = d[0];
+	} else if ((!strcmp(name, "mean") || !strcmp(name, "std")) && value[0] == '@') {
+		int is_mean = name[0] == 'm';
+		*(is_mean ? &pv->mean_line : &pv->std_line) = c->line;
+		return take_file(c, name, value, is_mean ? &pv->mean_file : &pv->std_file);
 	} else if (!strcmp(name, "mean") || !strcmp(name, "std")) {
 		int is_mean = name[0] == 'm';
 		double *vals = malloc(sizeof(double) * 65536);
@@ -237,11 +348,13 @@ static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, con
 		if (parse_int(value, &n) || n < -DSV_MAX_DIMS || n >= DSV_MAX_DIMS)
 			return fail(c, c->line, "channel_axis '%s' is not an axis", value);
 		v->channel_axis = (int)n;
+		v->has_channel_axis = 1;
 		pv->axis_line = c->line;
 	} else if (!strcmp(name, "clip")) {
 		if (parse_doubles(value, d, 2) != 2 || d[0] > d[1])
 			return fail(c, c->line, "clip '%s' must be two numbers LOW HIGH with LOW <= HIGH", value);
 		v->has_clip = 1;
+		pv->clip_line = c->line;
 		v->clip_lo = d[0];
 		v->clip_hi = d[1];
 	} else if (!strcmp(name, "source_dtype")) {
@@ -272,7 +385,8 @@ static int handle_view_key(parse_ctx *c, pending_view *pv, const char *name, con
 		pv->raw_shape_line = c->line;
 	} else {
 		return fail(c, c->line, "unknown key '%s' (expected source, dtype, scale, offset, mean, "
-			    "std, channel_axis, clip, source_dtype, source_shape)", name);
+			    "std, channel_axis, clip, source_dtype, source_shape, rows, window, stride, "
+			    "window_axis, layout, per_source)", name);
 	}
 	return 1;
 }
@@ -326,6 +440,71 @@ static char *resolve(const char *dir, const char *spec)
 	return out;
 }
 
+/* mean and std where one is a single number and the other a list: the
+ * single one repeated, so both index the channels. @return 0, or -1. */
+static int expand_scalar(pending_view *pv)
+{
+	dsv_view *v = pv->v;
+	int n = pv->nmean > pv->nstd ? pv->nmean : pv->nstd;
+	double **one = pv->nmean == 1 ? &v->mean : &v->std;
+	double *rep = malloc((size_t)n * sizeof(double));
+	if (!rep)
+		return -1;
+	for (int i = 0; i < n; i++)
+		rep[i] = (*one)[0];
+	free(*one);
+	*one = rep;
+	pv->nmean = pv->nstd = n;
+	return 0;
+}
+
+/* The line that set what an error of dsv_view_finish names (eb->key). */
+static int line_of_key(const pending_view *pv, const char *key)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} lines[] = {
+		{ "mean", offsetof(pending_view, mean_line) },
+		{ "std", offsetof(pending_view, std_line) },
+		{ "channel_axis", offsetof(pending_view, axis_line) },
+		{ "rows", offsetof(pending_view, rows_line) },
+		{ "window", offsetof(pending_view, window_line) },
+		{ "stride", offsetof(pending_view, stride_line) },
+		{ "window_axis", offsetof(pending_view, waxis_line) },
+		{ "layout", offsetof(pending_view, layout_line) },
+		{ "per_source", offsetof(pending_view, per_source_line) },
+		{ "dtype", offsetof(pending_view, dtype_line) },
+		{ "clip", offsetof(pending_view, clip_line) },
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		int line = *(const int *)((const char *)pv + lines[i].off);
+		if (!strcmp(key, lines[i].key) && line)
+			return line;
+	}
+	/* the channel axis by default, a window's axis by default */
+	if (!strcmp(key, "channel_axis") && pv->mean_line)
+		return pv->mean_line;
+	if (!strcmp(key, "window_axis") && pv->window_line)
+		return pv->window_line;
+	return pv->line;
+}
+
+/* The '@' files of a view, resolved against the manifest's directory. */
+static int resolve_files(parse_ctx *c, pending_view *pv)
+{
+	dsv_view *v = pv->v;
+	if ((pv->mean_file != NULL) != (pv->std_file != NULL) ||
+	    (pv->mean_file && (pv->nmean || pv->nstd)))
+		return fail(c, pv->mean_file ? pv->mean_line : pv->std_line,
+			    "mean and std must both be @files or both be numbers");
+	if ((pv->rows_file && !(v->rows_file = resolve(c->dir, pv->rows_file))) ||
+	    (pv->mean_file && !(v->mean_file = resolve(c->dir, pv->mean_file))) ||
+	    (pv->std_file && !(v->std_file = resolve(c->dir, pv->std_file))))
+		return fail(c, pv->line, "out of memory");
+	return 1;
+}
+
 static int open_view_sources(parse_ctx *c, pending_view *pv)
 {
 	dsv_errbuf eb;
@@ -335,6 +514,15 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 	if ((pv->has_raw_dtype != 0) != (pv->raw_ndim != 0))
 		return fail(c, pv->has_raw_dtype ? pv->raw_dtype_line : pv->raw_shape_line,
 			    "source_dtype and source_shape must be given together");
+	if (!v->has_window && (pv->stride_line || pv->waxis_line))
+		return fail(c, pv->stride_line ? pv->stride_line : pv->waxis_line,
+			    "%s needs window = W", pv->stride_line ? "stride" : "window_axis");
+	if (v->has_window && !pv->stride_line)
+		v->stride = v->win;
+	if (v->has_window && !pv->waxis_line)
+		v->win_axis = -1;
+	if (!resolve_files(c, pv))
+		return 0;
 	dsv_raw_spec raw = { pv->raw_dtype, pv->raw_ndim, pv->raw_shape };
 	for (size_t i = 0; i < pv->nspecs; i++) {
 		char *path = resolve(c->dir, pv->specs[i]);
@@ -348,20 +536,13 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 	}
 	if ((pv->nmean != 0) != (pv->nstd != 0))
 		return fail(c, pv->nmean ? pv->mean_line : pv->std_line, "mean and std must be given together");
-	if (pv->nmean != pv->nstd)
+	if (pv->nmean != pv->nstd && pv->nmean != 1 && pv->nstd != 1)
 		return fail(c, pv->std_line, "std has %d values but mean has %d", pv->nstd, pv->nmean);
+	if (pv->nmean != pv->nstd && expand_scalar(pv) != 0)
+		return fail(c, pv->line, "out of memory");
 	v->nchan = pv->nmean;
-	if (dsv_view_finish(v, &eb)) {
-		/* the line that set what the error names */
-		int line = pv->line;
-		if (!strcmp(eb.key, "mean") && pv->mean_line)
-			line = pv->mean_line;
-		else if (!strcmp(eb.key, "std") && pv->std_line)
-			line = pv->std_line;
-		else if (!strcmp(eb.key, "channel_axis") && (pv->axis_line || pv->mean_line))
-			line = pv->axis_line ? pv->axis_line : pv->mean_line;
-		return fail(c, line, "%s", eb.msg);
-	}
+	if (dsv_view_finish(v, &eb))
+		return fail(c, line_of_key(pv, eb.key), "%s", eb.msg);
 	return 1;
 }
 
@@ -439,6 +620,9 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 			free(c.views[i].specs[k]);
 		free(c.views[i].specs);
 		free(c.views[i].spec_lines);
+		free(c.views[i].mean_file);
+		free(c.views[i].std_file);
+		free(c.views[i].rows_file);
 		if (c.err)
 			dsv_view_free(c.views[i].v);
 		else
@@ -450,6 +634,7 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 		dsv_manifest_free(c.m);
 		return c.err;
 	}
+	dsv_manifest_share(c.m);
 	*out = c.m;
 	return 0;
 }

@@ -26,6 +26,7 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 		.nchunks = v->nchunks, .scale = v->scale, .offset = v->offset, .nchan = v->nchan,
 		.channel_axis = v->channel_axis, .has_clip = v->has_clip, .mean = v->mean,
 		.std = v->std, .clip_lo = v->clip_lo, .clip_hi = v->clip_hi, .mtime = v->mtime,
+		.json = v->json,
 	};
 	memcpy(out->shape, v->shape, sizeof(out->shape));
 }
@@ -50,19 +51,62 @@ void dsv_view_free(dsv_view *v)
 {
 	if (!v)
 		return;
-	for (size_t i = 0; i < v->nsources; i++)
+	for (size_t i = 0; i < v->nsources; i++) {
 		dsv_source_close(v->sources[i]);
+		if (v->xf && v->xf_own[i])
+			dsv_xform_destroy(v->xf[i]);
+	}
 	free(v->sources);
+	free(v->src_key);
 	free(v->elem_base);
 	free(v->chunk_base);
+	free(v->nwin);
+	free(v->lrow_base);
+	free(v->rows_index);
+	free(v->rows_file);
 	free(v->mean);
 	free(v->std);
-	dsv_xform_destroy(v->xform);
+	free(v->mean_file);
+	free(v->std_file);
+	free(v->xf);
+	free(v->xf_own);
 	free(v->json);
 	free(v->hdf5_path);
 	free(v->npy_header);
 	free(v->name);
 	free(v);
+}
+
+/* Two opens of the same data, read the same way. */
+static int same_source(const dsv_source_info *a, const dsv_source_info *b)
+{
+	if (!dsv_source_same_file(a, b) || a->kind != b->kind || a->dtype != b->dtype ||
+	    a->ndim != b->ndim || a->chunk_elems != b->chunk_elems || a->nchunks != b->nchunks ||
+	    a->stored_bytes != b->stored_bytes)
+		return 0;
+	return !memcmp(a->shape, b->shape, sizeof(a->shape));
+}
+
+void dsv_manifest_share(dsv_manifest *m)
+{
+	for (size_t i = 0; i < m->nviews; i++) {
+		dsv_view *v = m->views[i];
+		for (size_t k = 0; k < v->nsources; k++) {
+			const dsv_source_info *a = dsv_source_get_info(v->sources[k]);
+			for (size_t j = 0; j <= i; j++) {
+				dsv_view *w = m->views[j];
+				size_t lim = j == i ? k : w->nsources, q = 0;
+				while (q < lim && !same_source(dsv_source_get_info(w->sources[q]), a))
+					q++;
+				if (q == lim)
+					continue;
+				dsv_source_close(v->sources[k]);
+				v->sources[k] = dsv_source_ref(w->sources[q]);
+				v->src_key[k] = w->src_key[q];
+				break;
+			}
+		}
+	}
 }
 
 int dsv_view_add_source(dsv_view *v, dsv_source *s)
@@ -75,24 +119,25 @@ int dsv_view_add_source(dsv_view *v, dsv_source *s)
 	return 0;
 }
 
-/* Checks that source i matches source 0 (trailing shape and dtype). */
+/* Checks that source i matches source 0: the shape after axis 0, but for
+ * the window axis (recordings of different lengths give windows of one
+ * shape). Dtypes may differ: each source converts from its own. */
 int dsv_view_check_source(const dsv_view *v, size_t i, dsv_errbuf *eb)
 {
 	const dsv_source_info *a = dsv_source_get_info(v->sources[0]);
 	const dsv_source_info *b = dsv_source_get_info(v->sources[i]);
+	int wk = !v->has_window ? -1 : v->win_axis < 0 ? v->win_axis + a->ndim : v->win_axis;
 	char sa[256], sb[256];
-	if (a->dtype != b->dtype)
-		return dsv_errf(eb, DSV_ERR_INVALID, "source dtype %s differs from the first source's %s",
-				dsv_dtype_name(b->dtype), dsv_dtype_name(a->dtype));
 	int same = a->ndim == b->ndim;
 	for (int k = 1; same && k < a->ndim; k++)
-		same = a->shape[k] == b->shape[k];
+		same = a->shape[k] == b->shape[k] || k == wk;
 	if (same)
 		return 0;
 	dsv_shape_str(sa, sizeof(sa), a->ndim, a->shape);
 	dsv_shape_str(sb, sizeof(sb), b->ndim, b->shape);
 	return dsv_errf(eb, DSV_ERR_INVALID,
-			"source shape %s does not match the first source's %s after axis 0", sb, sa);
+			"source shape %s does not match the first source's %s after axis 0%s", sb, sa,
+			wk > 0 ? " (but for the window axis)" : "");
 }
 
 void dsv_shape_str(char *buf, size_t cap, int ndim, const uint64_t *shape)
@@ -160,6 +205,32 @@ json_t *dsv_json_text(const char *s)
 	return j;
 }
 
+/* mean or std as declared: values, or the file and its shape */
+static json_t *norm_json(const dsv_view *v, const double *vals, const char *file)
+{
+	if (file)
+		return json_pack("{s:o,s:o}", "file", dsv_json_text(file), "shape",
+				 shape_json(v->norm_ndim, v->norm_shape));
+	return v->nchan ? doubles_json(vals, v->nchan) : json_null();
+}
+
+static json_t *rows_json(const dsv_view *v)
+{
+	if (v->rows_kind == DSV_ROWS_INDEX)
+		return json_pack("{s:o,s:I}", "index", dsv_json_text(v->rows_file), "count",
+				 (json_int_t)v->shape[0]);
+	if (v->rows_kind != DSV_ROWS_SLICE)
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "start", v->rows_start == INT64_MIN ? json_null()
+								    : json_integer(v->rows_start));
+	json_object_set_new(o, "stop", v->rows_stop == INT64_MIN ? json_null()
+								  : json_integer(v->rows_stop));
+	json_object_set_new(o, "step", json_integer(v->rows_step));
+	json_object_set_new(o, "count", json_integer((json_int_t)v->shape[0]));
+	return o;
+}
+
 static int build_json(dsv_view *v)
 {
 	json_t *root = json_object(), *srcs = json_array(), *crows = json_array();
@@ -175,12 +246,11 @@ static int build_json(dsv_view *v)
 		json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
 		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
-		json_t *rows = json_array();
-		json_array_append_new(rows, json_integer((json_int_t)(v->elem_base[i] /
-					(si->row_elems ? si->row_elems : 1))));
-		json_array_append_new(rows, json_integer((json_int_t)(v->elem_base[i + 1] /
-					(si->row_elems ? si->row_elems : 1))));
-		json_object_set_new(o, "rows", rows);
+		/* its rows among the concatenated (windowed) rows, before `rows` */
+		json_object_set_new(o, "rows", json_pack("[I,I]", (json_int_t)v->lrow_base[i],
+							 (json_int_t)v->lrow_base[i + 1]));
+		if (v->has_window)
+			json_object_set_new(o, "windows", json_integer((json_int_t)v->nwin[i]));
 		json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
 		json_array_append_new(srcs, o);
 		json_array_append_new(crows, si->row_elems && si->chunk_elems % si->row_elems == 0
@@ -189,15 +259,17 @@ static int build_json(dsv_view *v)
 	}
 	json_object_set_new(xf, "scale", json_real(v->scale));
 	json_object_set_new(xf, "offset", json_real(v->offset));
-	json_object_set_new(xf, "mean", v->nchan ? doubles_json(v->mean, v->nchan) : json_null());
-	json_object_set_new(xf, "std", v->nchan ? doubles_json(v->std, v->nchan) : json_null());
-	json_object_set_new(xf, "channel_axis", v->nchan ? json_integer(v->channel_axis) : json_null());
+	json_object_set_new(xf, "mean", norm_json(v, v->mean, v->mean_file));
+	json_object_set_new(xf, "std", norm_json(v, v->std, v->std_file));
+	json_object_set_new(xf, "channel_axis", v->by_channel
+			    ? json_integer(v->channel_axis) : json_null());
 	if (v->has_clip) {
 		double c[2] = { v->clip_lo, v->clip_hi };
 		json_object_set_new(xf, "clip", doubles_json(c, 2));
 	} else {
 		json_object_set_new(xf, "clip", json_null());
 	}
+	json_object_set_new(xf, "per_source", json_boolean(v->per_source));
 	json_object_set_new(root, "shape", shape_json(v->ndim, v->shape));
 	json_object_set_new(root, "dtype", json_string(dsv_dtype_name(v->dtype)));
 	json_object_set_new(root, "order", json_string("C"));
@@ -210,6 +282,12 @@ static int build_json(dsv_view *v)
 	json_t *attrs = v->nsources == 1 ? json_object_get(json_array_get(srcs, 0), "attrs") : NULL;
 	if (attrs)
 		json_object_set(root, "attrs", attrs); /* the source entry's, shared */
+	json_object_set_new(root, "rows", rows_json(v));
+	json_object_set_new(root, "window", v->has_window
+			    ? json_pack("{s:I,s:I,s:i}", "size", (json_int_t)v->win, "stride",
+					(json_int_t)v->stride, "axis", v->win_axis)
+			    : json_null());
+	json_object_set_new(root, "layout", v->layout_chw ? json_string("CHW") : json_null());
 	json_object_set_new(root, "sources", srcs);
 	json_object_set_new(root, "transform", xf);
 	json_object_set_new(root, "chunk_rows", crows);
@@ -232,64 +310,41 @@ static int build_json(dsv_view *v)
 
 int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 {
-	const dsv_source_info *first;
-	dsv_xform_params p;
-	uint64_t rows = 0, max_chunk = 0;
+	static uint32_t next_key; /* loading is single-threaded */
+	uint64_t max_chunk = 0, nindex = 0;
 	int err;
 
 	if (v->nsources == 0)
 		return dsv_errf(eb, DSV_ERR_INVALID, "view '%s' has no source", v->name);
-	first = dsv_source_get_info(v->sources[0]);
 	v->elem_base = calloc(v->nsources + 1, sizeof(uint64_t));
 	v->chunk_base = calloc(v->nsources + 1, sizeof(uint64_t));
-	if (!v->elem_base || !v->chunk_base)
+	v->src_key = calloc(v->nsources, sizeof(uint32_t));
+	if (!v->elem_base || !v->chunk_base || !v->src_key)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < v->nsources; i++) {
 		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
-		if (dsv_add_u64(rows, si->nrows, &rows) ||
-		    dsv_add_u64(v->elem_base[i], si->nelems, &v->elem_base[i + 1]) ||
-		    dsv_add_u64(v->chunk_base[i], si->nchunks, &v->chunk_base[i + 1]))
+		uint64_t raw;
+		v->src_key[i] = next_key++; /* dsv_manifest_share merges shared ones */
+		if (dsv_add_u64(v->elem_base[i], si->nelems, &v->elem_base[i + 1]) ||
+		    dsv_add_u64(v->chunk_base[i], si->nchunks, &v->chunk_base[i + 1]) ||
+		    dsv_mul_u64(si->chunk_elems, dsv_dtype_size(si->dtype), &raw))
 			return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
-		if (si->chunk_elems > max_chunk)
-			max_chunk = si->chunk_elems;
+		if (raw > max_chunk)
+			max_chunk = raw;
 		if (timespec_newer(&si->mtime, &v->mtime))
 			v->mtime = si->mtime;
 	}
-	v->ndim = first->ndim;
-	memcpy(v->shape, first->shape, sizeof(v->shape));
-	v->shape[0] = rows;
-	v->nelems = v->elem_base[v->nsources];
 	v->nchunks = v->chunk_base[v->nsources];
+	v->max_chunk_raw = max_chunk;
 	v->out_esize = dsv_dtype_size(v->dtype);
-	if (dsv_mul_u64(first->row_elems, v->out_esize, &v->row_bytes) ||
-	    dsv_mul_u64(v->nelems, v->out_esize, &v->nbytes) || v->nbytes > INT64_MAX / 2 ||
-	    dsv_mul_u64(max_chunk, dsv_dtype_size(first->dtype), &v->max_chunk_raw))
+	if (v->rows_kind == DSV_ROWS_INDEX && (err = dsv_view_load_index(v, &nindex, eb)))
+		return err;
+	if ((err = dsv_view_geometry(v, nindex, eb)))
+		return err;
+	if (dsv_mul_u64(v->row_elems, v->out_esize, &v->row_bytes) ||
+	    dsv_mul_u64(v->nelems, v->out_esize, &v->nbytes) || v->nbytes > INT64_MAX / 2)
 		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
-
-	dsv_xform_params_init(&p);
-	p.scale = v->scale;
-	p.offset = v->offset;
-	if (v->nchan) {
-		int axis = v->channel_axis < 0 ? v->channel_axis + v->ndim : v->channel_axis;
-		if (axis < 0 || axis >= v->ndim)
-			return dsv_errf_key(eb, DSV_ERR_INVALID, "channel_axis",
-					    "channel_axis %d is out of range for %d dimensions",
-					v->channel_axis, v->ndim);
-		if (v->shape[axis] != (uint64_t)v->nchan)
-			return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
-					"mean/std have %d values but channel axis %d has length %llu",
-					v->nchan, v->channel_axis, (unsigned long long)v->shape[axis]);
-		p.nchan = v->nchan;
-		p.mean = v->mean;
-		p.std = v->std;
-		p.chan_inner = 1;
-		for (int k = axis + 1; k < v->ndim; k++)
-			p.chan_inner *= v->shape[k];
-	}
-	p.has_clip = v->has_clip;
-	p.clip_lo = v->clip_lo;
-	p.clip_hi = v->clip_hi;
-	if ((err = dsv_xform_create(&v->xform, first->dtype, v->dtype, &p, eb)))
+	if ((err = dsv_view_plans(v, eb)))
 		return err;
 	if ((err = build_npy_header(v)))
 		return dsv_errf(eb, err, "view '%s': .npy header too large", v->name);
@@ -298,46 +353,11 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 	return 0;
 }
 
-/* Index of the source holding view element e (sources may be empty). */
-static size_t source_of(const dsv_view *v, const uint64_t *base, uint64_t x)
-{
-	size_t lo = 0, hi = v->nsources; /* first i with base[i] > x, minus one */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (base[mid] <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - 1;
-}
-
-int dsv_view_span_at(const dsv_view *v, uint64_t off, uint64_t len, dsv_span *span)
-{
-	if (len == 0 || off >= v->nbytes)
-		return 1;
-	uint64_t e = off / v->out_esize;
-	size_t i = source_of(v, v->elem_base, e);
-	const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
-	uint64_t local = (e - v->elem_base[i]) / si->chunk_elems;
-	uint64_t first = v->elem_base[i] + local * si->chunk_elems;
-	uint64_t n = si->nelems - local * si->chunk_elems;
-	if (n > si->chunk_elems)
-		n = si->chunk_elems;
-	span->chunk = v->chunk_base[i] + local;
-	span->chunk_bytes = n * v->out_esize;
-	span->off = off - first * v->out_esize;
-	span->len = span->chunk_bytes - span->off;
-	if (span->len > len)
-		span->len = len;
-	return 0;
-}
-
 int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref)
 {
 	if (g >= v->nchunks)
 		return DSV_ERR_INVALID;
-	size_t i = source_of(v, v->chunk_base, g);
+	size_t i = dsv_view_source_of(v, v->chunk_base, g);
 	*src = i;
 	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
 }

@@ -503,3 +503,9 @@ float dsv_bf16_to_f32(uint16_t h)
 {
 	return dsv_elem_bf16_to_f32(h);
 }
+
+void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out)
+{
+	for (uint64_t i = 0; i < n; i++)
+		out[i] = load_elem(t, src, i);
+}

@@ -55,7 +55,7 @@ class BadInput(E2E):
             ("[..]\nsource = a.npy\n", 1, "invalid view name"),
             ("[v]\nsource = a.npy\nsource = missing.npy\n", 3, "missing.npy"),
             ("[v]\nsource = a.npy\nsource = b.npy\n", 3, "does not match"),
-            ("[v]\nsource = a.npy\nsource = c.npy\n", 3, "dtype int16 differs"),
+            ("[v]\nsource = a.npy\nsource = c.npy\nwindow = 9\n", 4, "longer than axis 2"),
             ("[v]\nsource = a.npy\nmean = 1 2\nstd = 1 1\n", 3, "mean/std have 2 values"),
             ("[v]\nsource = a.npy\nmean = 1 2 3\nstd = 1 0 1\n", 4, "std contains 0"),
             ("[v]\nsource = odd.bin\nsource_dtype = uint16\nsource_shape = -1 10\n", 2,

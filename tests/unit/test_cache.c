@@ -20,11 +20,14 @@ typedef struct fill_ctx {
 	atomic_int calls;
 	atomic_int fail_next; /* fail this many fills */
 	int slow_us;
+	const void *last_arg; /* the arg of the last get that filled */
 } fill_ctx;
 
-static int fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+static int fill(void *ctx, const void *arg, uint32_t view, uint64_t chunk, void *buf, size_t size)
 {
 	fill_ctx *f = ctx;
+	if (arg)
+		f->last_arg = arg;
 	atomic_fetch_add(&f->calls, 1);
 	if (f->slow_us)
 		usleep((useconds_t)f->slow_us);
@@ -43,14 +46,14 @@ static void test_hit_and_miss(void **state)
 	dsv_cache_entry *e, *e2;
 	dsv_cache_stats st;
 	(void)state;
-	assert_int_equal(dsv_cache_get(c, 1, 2, 1000, &e), 0);
+	assert_int_equal(dsv_cache_get(c, 1, 2, 1000, NULL, &e), 0);
 	assert_int_equal(((const unsigned char *)dsv_cache_data(e))[999], 18);
 	assert_int_equal(dsv_cache_size(e), 1000);
-	assert_int_equal(dsv_cache_get(c, 1, 2, 1000, &e2), 0);
+	assert_int_equal(dsv_cache_get(c, 1, 2, 1000, NULL, &e2), 0);
 	assert_ptr_equal(e, e2);
 	dsv_cache_put(c, e);
 	dsv_cache_put(c, e2);
-	assert_int_equal(dsv_cache_get(c, 2, 2, 1000, &e), 0); /* other view, same chunk */
+	assert_int_equal(dsv_cache_get(c, 2, 2, 1000, NULL, &e), 0); /* other view, same chunk */
 	assert_int_equal(((const unsigned char *)dsv_cache_data(e))[0], 34);
 	dsv_cache_put(c, e);
 	dsv_cache_get_stats(c, &st);
@@ -69,12 +72,12 @@ static void test_failure_not_cached(void **state)
 	dsv_cache_stats st;
 	(void)state;
 	f.fail_next = 1;
-	assert_int_equal(dsv_cache_get(c, 0, 7, 100, &e), DSV_ERR_CHECKSUM);
+	assert_int_equal(dsv_cache_get(c, 0, 7, 100, NULL, &e), DSV_ERR_CHECKSUM);
 	assert_null(e);
 	dsv_cache_get_stats(c, &st);
 	assert_int_equal(st.bytes_used, 0);
 	assert_int_equal(st.entries, 0);
-	assert_int_equal(dsv_cache_get(c, 0, 7, 100, &e), 0); /* retry succeeds */
+	assert_int_equal(dsv_cache_get(c, 0, 7, 100, NULL, &e), 0); /* retry succeeds */
 	dsv_cache_put(c, e);
 	assert_int_equal(f.calls, 2);
 	dsv_cache_destroy(c);
@@ -83,7 +86,7 @@ static void test_failure_not_cached(void **state)
 static void get_put(dsv_cache *c, uint32_t view, uint64_t chunk, size_t size)
 {
 	dsv_cache_entry *e;
-	assert_int_equal(dsv_cache_get(c, view, chunk, size, &e), 0);
+	assert_int_equal(dsv_cache_get(c, view, chunk, size, NULL, &e), 0);
 	assert_int_equal(((const unsigned char *)dsv_cache_data(e))[size - 1],
 			 (view * 16 + chunk) & 0xff);
 	dsv_cache_put(c, e);
@@ -174,7 +177,7 @@ static void test_buffers_recycled(void **state)
 	dsv_cache_get_stats(c, &st);
 	assert_int_equal(st.reuses, before);
 	/* a reused buffer holds the new chunk's bytes everywhere */
-	assert_int_equal(dsv_cache_get(c, 0, 500, 4096, &e), 0);
+	assert_int_equal(dsv_cache_get(c, 0, 500, 4096, NULL, &e), 0);
 	const unsigned char *d = dsv_cache_data(e);
 	for (size_t i = 0; i < 4096; i++)
 		assert_int_equal(d[i], (500) & 0xff);
@@ -188,9 +191,9 @@ static void test_held_entries_not_evicted(void **state)
 	dsv_cache *c = dsv_cache_create(1000, fill, &f);
 	dsv_cache_entry *held, *e;
 	(void)state;
-	assert_int_equal(dsv_cache_get(c, 0, 1, 1000, &held), 0);
+	assert_int_equal(dsv_cache_get(c, 0, 1, 1000, NULL, &held), 0);
 	for (uint64_t k = 2; k < 10; k++) {
-		assert_int_equal(dsv_cache_get(c, 0, k, 1000, &e), 0);
+		assert_int_equal(dsv_cache_get(c, 0, k, 1000, NULL, &e), 0);
 		dsv_cache_put(c, e);
 	}
 	assert_int_equal(((const unsigned char *)dsv_cache_data(held))[500], 1);
@@ -206,7 +209,7 @@ static void test_budget_zero(void **state)
 	dsv_cache_stats st;
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(dsv_cache_get(c, 0, 5, 4096, &e), 0);
+		assert_int_equal(dsv_cache_get(c, 0, 5, 4096, NULL, &e), 0);
 		dsv_cache_put(c, e);
 	}
 	dsv_cache_get_stats(c, &st);
@@ -225,7 +228,7 @@ static void *worker(void *p)
 {
 	worker_arg *a = p;
 	dsv_cache_entry *e;
-	a->rc = dsv_cache_get(a->c, 3, 42, 1 << 16, &e);
+	a->rc = dsv_cache_get(a->c, 3, 42, 1 << 16, NULL, &e);
 	if (!a->rc) {
 		a->first = ((const unsigned char *)dsv_cache_data(e))[0];
 		dsv_cache_put(a->c, e);
@@ -272,7 +275,7 @@ static void test_concurrent_failure_shared_then_retry(void **state)
 		assert_true(a[i].rc == 0 || a[i].rc == DSV_ERR_CHECKSUM);
 	}
 	assert_true(failed >= 1);
-	assert_int_equal(dsv_cache_get(c, 3, 42, 1 << 16, &e), 0);
+	assert_int_equal(dsv_cache_get(c, 3, 42, 1 << 16, NULL, &e), 0);
 	dsv_cache_put(c, e);
 	dsv_cache_destroy(c);
 }
@@ -284,7 +287,7 @@ static void *stress(void *p)
 	for (int i = 0; i < 20000; i++) {
 		dsv_cache_entry *e;
 		uint64_t k = (uint64_t)(rand_r(&seed) % 64);
-		if (dsv_cache_get(c, 1, k, 512, &e) == 0) {
+		if (dsv_cache_get(c, 1, k, 512, NULL, &e) == 0) {
 			const unsigned char *d = dsv_cache_data(e);
 			if (d[0] != ((16 + k) & 0xff) || d[511] != d[0])
 				abort();

@@ -49,7 +49,7 @@ static int handler(void *ctx, uint32_t file, uint64_t chunk, int trip)
 
 /* One view of NCHUNKS chunks of 1 MiB decoded: streams start after 32 MiB
  * read and run 8 chunks (8 MiB decoded) ahead. */
-static dsv_view view = { .nchunks = NCHUNKS, .max_chunk_raw = 1 << 20 };
+static dsv_view view = { .nchunks = NCHUNKS, .nsegs = NCHUNKS, .seg_raw = 1 << 20 };
 
 static dsv_prefetch *start(record *r)
 {

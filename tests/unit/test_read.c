@@ -75,10 +75,15 @@ static void write_npy(const char *name, const uint8_t *data, uint64_t rows)
 	write_npy_shape(name, data, rows, ROW, shape);
 }
 
-static int fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf, size_t size)
 {
 	fixture *fx = ctx;
-	return dsv_backend_decode(fx->b, fx->m->views[view], chunk, buf, size);
+	const dsv_view *v;
+	uint64_t g;
+	(void)key;
+	if (dsv_read_fill(arg, chunk, &v, &g))
+		return DSV_ERR_INTERNAL;
+	return dsv_backend_decode(fx->b, v, g, buf, size);
 }
 
 static int setup(void **state)
@@ -177,7 +182,7 @@ static void check_range(fixture *fx, uint32_t vi, const uint8_t *ref, uint64_t o
 		len = (size_t)(v->nbytes - off);
 	uint8_t *got = malloc(len + 1);
 	got[len] = 0xa5; /* guard */
-	assert_int_equal(dsv_read(fx->c, v, vi, off, len, got, &info), 0);
+	assert_int_equal(dsv_read(fx->c, v, off, len, got, &info), 0);
 	if (memcmp(got, ref + off, len) != 0) {
 		size_t i = 0;
 		while (got[i] == ref[off + i])
@@ -226,7 +231,7 @@ static void test_plain_pieces_bypass_cache(void **state)
 	uint8_t *buf = malloc(len);
 	dsv_cache_get_stats(fx->c, &s0);
 	/* from 2 bytes into row 299 across the a.npy/b.npy boundary */
-	assert_int_equal(dsv_read(fx->c, v, 0, 299 * ROW * 4 + 2, len, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, v, 299 * ROW * 4 + 2, len, buf, &info), 0);
 	dsv_cache_get_stats(fx->c, &s1);
 	assert_int_equal(s1.misses + s1.hits, s0.misses + s0.hits);
 	assert_int_equal(info.first, 0);
@@ -247,7 +252,7 @@ static void test_cached_pieces_report_chunks(void **state)
 	uint8_t *buf = malloc(len);
 	/* from the middle of chunk 3 to the middle of chunk 5 */
 	uint64_t off = (3 * rows_per_chunk + rows_per_chunk / 2) * row_bytes;
-	assert_int_equal(dsv_read(fx->c, v, 2, off, len, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, v, off, len, buf, &info), 0);
 	assert_int_equal(info.first, 3);
 	assert_int_equal(info.last, 5);
 	assert_int_equal(info.plain_bytes, 0);
@@ -260,14 +265,14 @@ static void test_chunk_range(void **state)
 	for (uint32_t vi = 0; vi < fx->m->nviews; vi++) {
 		const dsv_view *v = fx->m->views[vi];
 		uint64_t next = 0, off, len;
-		for (uint64_t g = 0; g < v->nchunks; g++) {
-			assert_int_equal(dsv_read_chunk_range(v, g, &off, &len), 0);
+		for (uint64_t g = 0; g < v->nsegs; g++) {
+			assert_int_equal(dsv_view_seg_range(v, g, &off, &len), 0);
 			assert_int_equal(off, next); /* the chunks tile the view */
 			assert_true(len > 0);
 			next = off + len;
 		}
 		assert_int_equal(next, v->nbytes);
-		assert_int_equal(dsv_read_chunk_range(v, v->nchunks, &off, &len), DSV_ERR_INVALID);
+		assert_int_equal(dsv_view_seg_range(v, v->nsegs, &off, &len), DSV_ERR_INVALID);
 	}
 }
 
@@ -277,9 +282,9 @@ static void test_range_past_end(void **state)
 	const dsv_view *v = fx->m->views[0];
 	dsv_read_info info;
 	uint8_t buf[8];
-	assert_int_equal(dsv_read(fx->c, v, 0, v->nbytes - 4, 8, buf, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, v, 0, UINT64_MAX - 2, 8, buf, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, v, 0, v->nbytes, 0, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, v, v->nbytes - 4, 8, buf, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, v, UINT64_MAX - 2, 8, buf, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, v, v->nbytes, 0, buf, &info), 0);
 }
 
 /* Runs last: b.npy loses its last rows after the views were opened. */
@@ -295,7 +300,7 @@ static void test_truncated_source(void **state)
 	size = ftell(f);
 	fclose(f);
 	assert_int_equal(truncate(tpath("b.npy"), size - 10 * ROW), 0);
-	assert_int_equal(dsv_read(fx->c, v, 0, v->nbytes - sizeof(buf), sizeof(buf), buf, &info),
+	assert_int_equal(dsv_read(fx->c, v, v->nbytes - sizeof(buf), sizeof(buf), buf, &info),
 			 DSV_ERR_TRUNCATED);
 	/* the rows still there read as before */
 	check_range(fx, 0, ref, (uint64_t)ROWS_A * ROW * 4 - 100, 4096);

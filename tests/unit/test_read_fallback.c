@@ -32,11 +32,16 @@ typedef struct fixture {
 	int fills;
 } fixture;
 
-static int fill(void *ctx, uint32_t view, uint64_t chunk, void *buf, size_t size)
+static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf, size_t size)
 {
 	fixture *fx = ctx;
 	fx->fills++;
-	return dsv_backend_decode(fx->b, fx->m->views[view], chunk, buf, size);
+	const dsv_view *v;
+	uint64_t g;
+	(void)key;
+	if (dsv_read_fill(arg, chunk, &v, &g))
+		return DSV_ERR_INTERNAL;
+	return dsv_backend_decode(fx->b, v, g, buf, size);
 }
 
 /* gzip.h5:/x, int16 (ROWS, COLS) in chunks of 2 rows, x[r][c] = r * 100 + c;
@@ -120,7 +125,7 @@ static int read_rows(fixture *fx, int r0, int r1)
 {
 	static float out[ROWS * COLS];
 	dsv_read_info info;
-	int err = dsv_read(fx->c, fx->m->views[0], 0, (uint64_t)r0 * COLS * 4,
+	int err = dsv_read(fx->c, fx->m->views[0], (uint64_t)r0 * COLS * 4,
 			   (size_t)(r1 - r0) * COLS * 4, out, &info);
 	for (int r = r0; !err && r < r1; r++)
 		for (int c = 0; c < COLS; c++)
