@@ -192,8 +192,8 @@ def main():
           f"uint16 ({info['tok_numpy']['n']} windows); made in {time.perf_counter() - t0:.0f} s",
           flush=True)
     if "BENCH_PREFAULT_GB" not in os.environ:
-        # memory a pass touches: the sources' page cache plus the output's
-        B.PREFAULT_GB = min(6.0, max(1.0, 3 * MB / 1000))
+        # memory a pass touches: the largest output (4x the images) plus its source
+        B.PREFAULT_GB = min(6.0, max(1.0, 5 * MB / 1000))
     can_drop = B.drop_caches()
     if not can_drop:
         print("warning: cannot drop the page cache (not root): 'cold' numbers are warm")
