@@ -38,7 +38,8 @@ typedef enum dsv_err {
 
 const char *dsv_strerror(int err);
 
-/* Element types. Sources may be any but BF16; outputs are F32, BF16, F16. */
+/* Element types. Sources may be any but BF16; outputs are F32, BF16, F16
+ * and every integer type (integer outputs need integer sources). */
 typedef enum dsv_dtype {
 	DSV_U8,
 	DSV_I8,
@@ -64,7 +65,12 @@ const char *dsv_dtype_npy_descr(dsv_dtype t);
 /* Parses a dtype name ("uint8", "float32", "bfloat16", numpy aliases such as
  * "u1", "<i2", "i8", "f4"). @return DSV_DTYPE_INVALID if unknown. */
 dsv_dtype dsv_dtype_parse(const char *s);
+/* float32, bfloat16, float16 or an integer type: what a view may serve. */
 int dsv_dtype_is_output(dsv_dtype t);
+/* uint8 ... int64 */
+int dsv_dtype_is_int(dsv_dtype t);
+/* float16, float32, float64 or bfloat16 */
+int dsv_dtype_is_float(dsv_dtype t);
 
 /*
  * Why a call failed, for the user and for callers. Errors are data: the

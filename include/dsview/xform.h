@@ -3,6 +3,13 @@
  * cast to float32, bfloat16 or float16 (README, "Transform"), where c is the
  * element's index along the channel axis.
  *
+ * Integer outputs (uint8 ... int64, SPEC 12) take integer sources and no
+ * arithmetic: scale 1, offset 0, no mean/std. The plan is a plain cast when
+ * every source value fits the output type; otherwise clip is required, its
+ * bounds whole numbers inside the output range, and values are clamped to
+ * [LOW, HIGH] then converted, in exact integer arithmetic (64-bit values
+ * never pass through float64).
+ *
  * Accuracy: every element is evaluated in float64 (or through a lookup table
  * built in float64 for 8-bit sources) and rounded once to float32; bfloat16
  * and float16 are the round-to-nearest-even of that float32. Every kernel
@@ -39,8 +46,10 @@ typedef struct dsv_xform_params {
 /* Fills p with the defaults (plain cast). */
 void dsv_xform_params_init(dsv_xform_params *p);
 
-/* src: any source dtype but BF16; dst: DSV_F32, DSV_BF16 or DSV_F16.
- * @return 0, DSV_ERR_INVALID (with a message) or DSV_ERR_NOMEM. */
+/* src: any source dtype but BF16; dst: DSV_F32, DSV_BF16, DSV_F16, or an
+ * integer dtype (then src is an integer dtype too, see above).
+ * @return 0, DSV_ERR_INVALID (with a message, and eb->key naming the
+ * setting at fault: "dtype", "clip", "mean", ...) or DSV_ERR_NOMEM. */
 int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst,
 		     const dsv_xform_params *p, dsv_errbuf *eb);
 void dsv_xform_destroy(dsv_xform *x); /* accepts NULL */
@@ -51,15 +60,16 @@ void dsv_xform_destroy(dsv_xform *x); /* accepts NULL */
 void dsv_xform_run(const dsv_xform *x, void *dst, const void *src, uint64_t n,
 		   uint64_t elem_start);
 
+/* n elements of dtype t (any, bfloat16 included; little-endian, src may be
+ * unaligned) as float64: exact but for 64-bit integers above 2^53, which
+ * round to nearest. For mean/std arrays read from files. */
+void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out);
+
 /* "avx512", "avx2" or "scalar": the kernel variant this process uses. */
 const char *dsv_xform_kernel_name(void);
 /* Forces a variant (tests compare them); returns 0, or DSV_ERR_UNSUPPORTED
  * when the processor lacks it. Not thread-safe: call before any run. */
 int dsv_xform_force_kernel(const char *name);
-
-/* n elements of any source dtype (little-endian, any alignment) as
- * float64: exact but for 64-bit integers above 2^53, rounded. */
-void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out);
 
 /* Bit-exact conversions (round to nearest even; NaN stays quiet NaN). */
 uint16_t dsv_f32_to_bf16(float f);

@@ -46,7 +46,8 @@ static const char mount_usage[] =
 	"options:\n"
 	"  -f, --foreground     stay in the foreground (log to stderr)\n"
 	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
-	"                       bfloat16, float16\n"
+	"                       bfloat16, float16, or an integer type for integer\n"
+	"                       data (int8 ... uint64; values must fit)\n"
 	"      --strict         an .h5 or directory SOURCE: refuse it all when one of\n"
 	"                       its datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
@@ -249,10 +250,16 @@ int dsv_cmd_mount(int argc, char **argv)
 	} else {
 		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
 		if (!dsv_dtype_is_output(dt)) {
-			dsv_cli_error("--dtype '%s' must be float32, bfloat16 or float16", dtype_arg);
+			dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
+				      "integer type (int8 ... uint64)", dtype_arg);
 			return EXIT_USER;
 		}
 		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m, &eb);
+	}
+	if (err && dtype_arg && !strcmp(eb.key, "dtype")) {
+		/* the view's dtype is --dtype's here (clip needs a manifest) */
+		dsv_cli_error("--dtype %s: %s", dtype_arg, eb.msg);
+		return EXIT_USER;
 	}
 	if (err) {
 		dsv_cli_error("%s", eb.msg);

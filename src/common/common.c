@@ -60,7 +60,17 @@ const char *dsv_dtype_npy_descr(dsv_dtype t)
 
 int dsv_dtype_is_output(dsv_dtype t)
 {
-	return t == DSV_F32 || t == DSV_BF16 || t == DSV_F16;
+	return t == DSV_F32 || t == DSV_BF16 || t == DSV_F16 || dsv_dtype_is_int(t);
+}
+
+int dsv_dtype_is_int(dsv_dtype t)
+{
+	return (unsigned)t <= DSV_I64; /* the enum lists the integers first */
+}
+
+int dsv_dtype_is_float(dsv_dtype t)
+{
+	return t == DSV_F16 || t == DSV_F32 || t == DSV_F64 || t == DSV_BF16;
 }
 
 dsv_dtype dsv_dtype_parse(const char *s)

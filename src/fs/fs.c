@@ -77,7 +77,10 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 	uint64_t g;
 	size_t si;
 	(void)key;
-	if (dsv_read_fill(arg, chunk, &v, &g) || dsv_view_chunk_ref(v, g, &si, &ref))
+	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
+	if (err || !v)
+		return err; /* a tile of windows, made from cached or pread runs */
+	if (dsv_view_chunk_ref(v, g, &si, &ref))
 		return DSV_ERR_INTERNAL;
 	atomic_fetch_add(&fs->bytes_decoded, ref.nelems * v->out_esize);
 	return dsv_backend_decode(fs->backend, v, g, buf, size);

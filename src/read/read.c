@@ -9,10 +9,12 @@
  * time: the piece stays in the core's cache between the two. */
 #define PLAIN_PIECE (256u << 10)
 
-/* What the cache's fill gets with each get: which source of which view. */
+/* What the cache's fill gets with each get: which source of which view;
+ * for a tile of windows (tile set), the cache to read its runs through. */
 typedef struct read_src_arg {
 	const dsv_view *v;
 	size_t si;
+	dsv_cache *tile;
 } read_src_arg;
 
 /* n elements from src (source dtype) to dst: transformed by x, whose
@@ -82,7 +84,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
 	uint32_t key = v->src_key[si];
-	read_src_arg arg = { v, si };
+	read_src_arg arg = { v, si, NULL };
 	dsv_cache_entry *e;
 	int err;
 
@@ -237,24 +239,155 @@ static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint
 	return 0;
 }
 
+/* Whole windows that overlap or touch (stride <= window) are read
+ * together: per run, the stretch of source the next windows of one source
+ * row cover, once, then each window transformed from it. Without this an
+ * EEG window of 129 channels is 129 small reads, and each sample is read
+ * W / stride times. At most this many source bytes per stretch. */
+#define WINDOW_STRETCH (1u << 20)
+
+/* How many whole rows from view row i (with n elements left to read)
+ * are consecutive windows of one source row: 0 or 1 when not worth it. */
+static uint64_t window_batch(const dsv_view *v, uint64_t i, uint64_t n, const dsv_row_runs *r)
+{
+	if (!v->has_window || v->layout_chw || v->stride > v->win ||
+	    (v->rows_kind == DSV_ROWS_SLICE ? v->rows_delta != 1 : v->rows_kind != DSV_ROWS_ALL))
+		return 0;
+	uint64_t l = v->rows_kind == DSV_ROWS_SLICE ? v->rows_first + i : i;
+	uint64_t nw = v->nwin[r->si], j0 = (l - v->lrow_base[r->si]) % nw, b = n / v->row_elems;
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
+	uint64_t step = v->stride * (r->len / v->win), cap = WINDOW_STRETCH / ses;
+	if (b > nw - j0)
+		b = nw - j0;
+	if (r->len < cap && b > (cap - r->len) / (step ? step : 1) + 1)
+		b = (cap - r->len) / (step ? step : 1) + 1;
+	return b;
+}
+
+/* b whole windows from view row i (output element e), the first at r. */
+static int read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t b,
+			uint64_t e, char *dst, dsv_read_info *info)
+{
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
+	uint64_t step = v->stride * (r->len / v->win), span = (b - 1) * step + r->len;
+	char *buf = dsv_tls_buf(DSV_TLS_ROW, (size_t)(span * ses));
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	for (uint64_t p = 0; p < r->nruns; p++) {
+		int err = read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf, info, 0);
+		if (err)
+			return err;
+		for (uint64_t w = 0; w < b; w++) {
+			uint64_t o = w * v->row_elems + p * r->len;
+			dsv_xform_run(v->xf[r->si], dst + o * v->out_esize, buf + w * step * ses, r->len,
+				      e + o);
+		}
+	}
+	return 0;
+}
+
+/* Where logical row l's window lies in its tile (view_i.h): the tile's
+ * index among its source's, the stretch of one run in the tile
+ * (elements), the window's offset in that stretch, and the logical row
+ * of the tile's first window. */
+typedef struct tile_pos {
+	uint64_t id, span, off, first;
+} tile_pos;
+
+static void tile_of(const dsv_view *v, const dsv_row_runs *r, uint64_t l, tile_pos *t)
+{
+	uint64_t nw = v->nwin[r->si], tw = v->tile_wins, local = l - v->lrow_base[r->si];
+	uint64_t src_row = local / nw, j = local % nw, j0 = j - j % tw;
+	uint64_t wins = nw - j0 < tw ? nw - j0 : tw, step = v->stride * (r->len / v->win);
+	t->id = src_row * ((nw + tw - 1) / tw) + j0 / tw;
+	t->span = (wins - 1) * step + r->len;
+	t->off = (j - j0) * step;
+	t->first = l - (j - j0);
+}
+
+/* Fills tile id of source a->si: every run's stretch, one after another,
+ * read through the cache a->tile (compressed sources). */
+static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
+{
+	const dsv_view *v = a->v;
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[a->si])->dtype);
+	uint64_t nw = v->nwin[a->si], ntiles = (nw + v->tile_wins - 1) / v->tile_wins;
+	uint64_t l = v->lrow_base[a->si] + id / ntiles * nw + id % ntiles * v->tile_wins;
+	dsv_read_info info;
+	dsv_row_runs r;
+	tile_pos t;
+	if (nw == 0 || id >= ntiles * dsv_source_get_info(v->sources[a->si])->nrows)
+		return DSV_ERR_INTERNAL;
+	dsv_view_lrow_runs(v, l, &r);
+	tile_of(v, &r, l, &t);
+	if ((uint64_t)size != r.nruns * t.span * ses)
+		return DSV_ERR_INTERNAL;
+	memset(&info, 0, sizeof(info));
+	for (uint64_t p = 0; p < r.nruns; p++) {
+		int err = read_src(a->tile, v, a->si, r.start + p * r.stride, t.span, NULL, 0,
+				   (char *)buf + p * t.span * ses, &info, 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Positions [q, q + n) of logical row l, a window of a tiled view, from
+ * its tile in the cache: one get for the whole row. */
+static int read_tiled(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t l,
+		      uint64_t q, uint64_t n, uint64_t oe, char *dst)
+{
+	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
+	read_src_arg arg = { v, r->si, c };
+	dsv_cache_entry *e;
+	tile_pos t;
+	tile_of(v, r, l, &t);
+	int err = dsv_cache_get(c, v->tile_key + (uint32_t)r->si, t.id,
+				(size_t)(r->nruns * t.span * ses), &arg, &e);
+	if (err)
+		return err;
+	const char *tile = dsv_cache_data(e);
+	uint64_t p = q / r->len, off = q - p * r->len;
+	while (n) {
+		uint64_t k = r->len - off < n ? r->len - off : n;
+		dsv_xform_run(v->xf[r->si], dst, tile + (p * t.span + t.off + off) * ses, k, oe);
+		dst += k * v->out_esize;
+		oe += k;
+		n -= k;
+		p++;
+		off = 0;
+	}
+	dsv_cache_put(c, e);
+	return 0;
+}
+
 /* Output elements [e, e + n) of a view with windows, rows or a layout:
- * row by row, each from its runs of source elements (geom.c). */
+ * row by row, each from its runs of source elements (geom.c), or
+ * windows by the stretch. */
 static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
 		     dsv_read_info *info)
 {
 	uint64_t re = v->row_elems;
 	while (n) {
-		uint64_t i = e / re, q = e - i * re, m = re - q;
+		uint64_t i = e / re, q = e - i * re, m = re - q, b;
 		dsv_row_runs r;
 		int err;
 		if (m > n)
 			m = n;
 		note_unit(info, i / v->seg_rows);
-		dsv_view_row_runs(v, i, &r);
-		if (v->layout_chw)
+		uint64_t l = dsv_view_lrow(v, i);
+		dsv_view_lrow_runs(v, l, &r);
+		if (v->tile_wins) {
+			err = read_tiled(c, v, &r, l, q, m, e, dst);
+		} else if (q == 0 && (b = window_batch(v, i, n, &r)) > 1) {
+			m = b * re;
+			note_unit(info, (i + b - 1) / v->seg_rows);
+			err = read_windows(c, v, &r, b, e, dst, info);
+		} else if (v->layout_chw) {
 			err = read_chw(c, v, &r, i, q, m, dst, info);
-		else
+		} else {
 			err = read_row_part(c, v, &r, q, m, v->xf[r.si], e, dst, info);
+		}
 		if (err)
 			return err;
 		dst += m * v->out_esize;
@@ -306,10 +439,16 @@ int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *ds
 	return err;
 }
 
-int dsv_read_fill(const void *arg, uint64_t chunk, const dsv_view **v, uint64_t *g)
+int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
+		  uint64_t *g)
 {
 	const read_src_arg *a = arg;
-	if (!a || chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
+	*v = NULL;
+	if (!a)
+		return DSV_ERR_INTERNAL;
+	if (a->tile)
+		return fill_tile(a, chunk, buf, size);
+	if (chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
 		return DSV_ERR_INTERNAL;
 	*v = a->v;
 	*g = a->v->chunk_base[a->si] + chunk;

@@ -35,14 +35,19 @@ typedef struct dsv_read_info {
  * dst. Chunks that must be decoded whole come from the cache under their
  * source's key (v->src_key, shared by views of one source); its fill gets
  * the arg of the get, which dsv_read_fill reads: the view and the chunk to
- * decode into the source dtype (dsv_backend_decode).
+ * decode into the source dtype (dsv_backend_decode), or a tile of windows
+ * dsv_read_fill makes itself.
  * @return 0, or a negative dsv_err: the chunk's failure (logged with the
  * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
 int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
-/* In a cache fill of (key, chunk): the view of the get that asked, and
- * the chunk's global index g in it (for dsv_backend_decode). */
-int dsv_read_fill(const void *arg, uint64_t chunk, const dsv_view **v, uint64_t *g);
+/* In a cache fill of (key, chunk) into buf (size bytes): fills buf itself
+ * when the entry is the read path's own (a tile of windows: 0 and *v
+ * NULL), else sets *v, the view of the get that asked, and g, the chunk's
+ * global index in it, for dsv_backend_decode to fill. @return 0 or a
+ * negative dsv_err. */
+int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
+		  uint64_t *g);
 
 #endif

@@ -17,6 +17,8 @@
 
 #include "view/view_i.h"
 
+#define TILE_BYTES (512u << 10)
+
 /* Resolves a Python slice over n rows: the first row, the step, and the
  * count (PySlice_AdjustIndices). has_* are 0 for an omitted bound. */
 static uint64_t slice_count(int64_t start, int has_start, int64_t stop, int has_stop, int64_t step,
@@ -192,6 +194,13 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 	if (dsv_mul_u64(n, rowe, &v->nelems))
 		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
 
+	/* tiles of windows along an inner axis: about TILE_BYTES of source */
+	if (v->has_window && v->win_axis > 1 && v->stride <= v->win) {
+		uint64_t per = rowe * maxes * v->stride / v->win; /* source bytes a window adds */
+		uint64_t t = per ? TILE_BYTES / per : 64;
+		v->tile_wins = t < 2 ? 2 : t > 64 ? 64 : t;
+	}
+
 	/* readahead units: chunks, or about a chunk's worth of rows */
 	if (!v->mapped) {
 		v->nsegs = v->nchunks;
@@ -220,13 +229,17 @@ size_t dsv_view_source_of(const dsv_view *v, const uint64_t *base, uint64_t x)
 	return lo - 1;
 }
 
-void dsv_view_row_runs(const dsv_view *v, uint64_t row, dsv_row_runs *r)
+uint64_t dsv_view_lrow(const dsv_view *v, uint64_t row)
 {
-	uint64_t l = row;
 	if (v->rows_kind == DSV_ROWS_SLICE)
-		l = (uint64_t)((int64_t)v->rows_first + (int64_t)row * v->rows_delta);
-	else if (v->rows_kind == DSV_ROWS_INDEX)
-		l = v->rows_index[row];
+		return (uint64_t)((int64_t)v->rows_first + (int64_t)row * v->rows_delta);
+	if (v->rows_kind == DSV_ROWS_INDEX)
+		return v->rows_index[row];
+	return row;
+}
+
+void dsv_view_lrow_runs(const dsv_view *v, uint64_t l, dsv_row_runs *r)
+{
 	size_t si = dsv_view_source_of(v, v->lrow_base, l);
 	const dsv_source_info *s = dsv_source_get_info(v->sources[si]);
 	uint64_t local = l - v->lrow_base[si];

@@ -129,6 +129,8 @@ int dsv_view_check_source(const dsv_view *v, size_t i, dsv_errbuf *eb)
 	int wk = !v->has_window ? -1 : v->win_axis < 0 ? v->win_axis + a->ndim : v->win_axis;
 	char sa[256], sb[256];
 	int same = a->ndim == b->ndim;
+	if (v->has_window && (wk < 0 || wk >= a->ndim))
+		return 0; /* dsv_view_finish names the window_axis at fault */
 	for (int k = 1; same && k < a->ndim; k++)
 		same = a->shape[k] == b->shape[k] || k == wk;
 	if (same)
@@ -341,6 +343,8 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 		return err;
 	if ((err = dsv_view_geometry(v, nindex, eb)))
 		return err;
+	v->tile_key = next_key;
+	next_key += (uint32_t)v->nsources;
 	if (dsv_mul_u64(v->row_elems, v->out_esize, &v->row_bytes) ||
 	    dsv_mul_u64(v->nelems, v->out_esize, &v->nbytes) || v->nbytes > INT64_MAX / 2)
 		return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);

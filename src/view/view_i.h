@@ -46,6 +46,13 @@ struct dsv_view {
 	int layout_chw;       /* the row's last axis (C of HW C) moves to the front */
 	uint64_t lay_c, lay_hw; /* C and the product of the other row dims */
 	uint64_t nsegs, seg_rows, seg_raw; /* readahead units: see dsv_view_seg_range */
+	/* Windows along an axis k > 0 are many short runs (an EEG window is
+	 * one run per channel): they are read through the cache in tiles of
+	 * tile_wins consecutive windows of one source row, every run's
+	 * stretch read once per tile (0: not tiled). tile_key: the cache key
+	 * of source i's tiles is tile_key + i (this view's own). */
+	uint64_t tile_wins;
+	uint32_t tile_key;
 
 	/* transform as declared, for .json and info */
 	double scale, offset;
@@ -108,14 +115,16 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb);
 /* The source i with base[i] <= x < base[i + 1] (the last such i, as
  * sources may be empty). */
 size_t dsv_view_source_of(const dsv_view *v, const uint64_t *base, uint64_t x);
-/* Where view row `row`'s elements are, before layout: nruns runs of len
+/* The logical row (windowed, concatenated, before `rows`) of view row row. */
+uint64_t dsv_view_lrow(const dsv_view *v, uint64_t row);
+/* Where logical row l's elements are, before layout: nruns runs of len
  * elements of source si, the p-th starting at element start + p * stride
  * of the source. */
 typedef struct dsv_row_runs {
 	size_t si;
 	uint64_t start, len, stride, nruns;
 } dsv_row_runs;
-void dsv_view_row_runs(const dsv_view *v, uint64_t row, dsv_row_runs *r);
+void dsv_view_lrow_runs(const dsv_view *v, uint64_t l, dsv_row_runs *r);
 
 /* norm.c. rows = @file: rows_index from rows_file, *count entries. */
 int dsv_view_load_index(dsv_view *v, uint64_t *count, dsv_errbuf *eb);

@@ -23,7 +23,8 @@ static double now(void)
 typedef struct bench_case {
 	const char *name;
 	dsv_dtype src, dst;
-	int nchan; /* -1: plain cast (no transform), 0: affine scale 1/255 */
+	int nchan; /* -1: plain cast (no transform), 0: affine scale 1/255,
+		    * > 3: per-element mean/std over rows of nchan elements */
 } bench_case;
 
 int main(int argc, char **argv)
@@ -37,17 +38,26 @@ int main(int argc, char **argv)
 		{ "i16->f32 plain cast", DSV_I16, DSV_F32, -1 },
 		{ "i16->f32 affine", DSV_I16, DSV_F32, 0 },
 		{ "i16->bf16 affine", DSV_I16, DSV_BF16, 0 },
+		{ "i16->f32 mean/std per element, 100k rows", DSV_I16, DSV_F32, 100000 },
+		{ "u8->f32 mean/std per element, 100k rows", DSV_U8, DSV_F32, 100000 },
+		{ "u16->i64 plain cast", DSV_U16, DSV_I64, -1 },
+		{ "i32->i16 clip", DSV_I32, DSV_I16, -2 },
 	};
 	static const char *kernels[] = { "scalar", "avx2", "avx512" };
 	static const double mean[3] = { 0.485, 0.456, 0.406 }, sd[3] = { 0.229, 0.224, 0.225 };
 	size_t mb = argc > 1 ? strtoull(argv[1], NULL, 10) : 256;
 	size_t block = 1u << 18; /* elements per call: 1 MiB of float32, like one request */
-	unsigned char *src = malloc(block * 2);
-	float *dst = malloc(block * 4);
+	unsigned char *src = malloc(block * 4);
+	double *dst = malloc(block * 8);
+	double *emean = malloc(100000 * sizeof(double)), *esd = malloc(100000 * sizeof(double));
 
-	if (!src || !dst)
+	if (!src || !dst || !emean || !esd)
 		return 1;
-	for (size_t i = 0; i < block * 2; i++)
+	for (size_t i = 0; i < 100000; i++) {
+		emean[i] = (double)(i % 1000) * 0.01;
+		esd[i] = 1.0 + (double)(i % 7);
+	}
+	for (size_t i = 0; i < block * 4; i++)
 		src[i] = (unsigned char)(i * 2654435761u >> 13);
 	for (size_t k = 0; k < sizeof(kernels) / sizeof(*kernels); k++) {
 		if (dsv_xform_force_kernel(kernels[k]))
@@ -62,13 +72,18 @@ int main(int argc, char **argv)
 				p.scale = 1.0 / 255;
 			if (bc->nchan > 0) {
 				p.nchan = bc->nchan;
-				p.mean = mean;
-				p.std = sd;
+				p.mean = bc->nchan > 3 ? emean : mean;
+				p.std = bc->nchan > 3 ? esd : sd;
 				p.chan_inner = 1;
+			}
+			if (bc->nchan == -2) {
+				p.has_clip = 1;
+				p.clip_lo = -1000;
+				p.clip_hi = 1000;
 			}
 			if (dsv_xform_create(&x, bc->src, bc->dst, &p, &eb))
 				return 1;
-			size_t osize = bc->dst == DSV_F32 ? 4 : 2;
+			size_t osize = dsv_dtype_size(bc->dst);
 			size_t calls = mb * 1000000 / (block * osize);
 			double t = now();
 			for (size_t i = 0; i < calls; i++)

@@ -428,3 +428,157 @@ def npy_header_len(path):
     with open(path, "rb") as f:
         head = f.read(12)
     return 10 + head[8] + 256 * head[9]
+
+
+# ---- views beyond concatenation (issue 14): integer outputs, windows, checks ----
+
+OUT_DESCR = {"float32": "<f4", "bfloat16": "<u2", "float16": "<f2", "int8": "|i1", "uint8": "|u1",
+             "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8",
+             "uint64": "<u8"}
+FLOAT_OUT = ("float32", "bfloat16", "float16")
+
+
+def out_np(dtype):
+    """The numpy dtype a view of output dtype `dtype` is read as (.npy's descr)."""
+    return np.dtype(OUT_DESCR[dtype])
+
+
+def int_reference(x, dtype, clip=None):
+    """An integer view: the source values (clamped to clip when given) as dtype."""
+    v = np.asarray(x).astype(np.int64) if np.asarray(x).dtype != np.uint64 else np.asarray(x)
+    if clip is not None:
+        v = np.clip(v, clip[0], clip[1])
+    return v.astype(out_np(dtype))
+
+
+def windows_ref(x, size, stride, axis=-1):
+    """Windows of one source the way SPEC 12 defines them, in plain numpy:
+    n = (T - W) // S + 1 along `axis`; axis 0 gives (n, W, ...), axis k > 0
+    gives (R * n, ..., W, ...), all windows of row 0 first."""
+    x = np.asarray(x)
+    axis = axis % x.ndim
+    t = x.shape[axis]
+    n = (t - size) // stride + 1 if t >= size else 0
+    if axis == 0:
+        parts = [x[i * stride:i * stride + size] for i in range(n)]
+        shape = (size,) + x.shape[1:]
+    else:
+        parts = []
+        for r in range(x.shape[0]):
+            for i in range(n):
+                sl = [slice(None)] * (x.ndim - 1)
+                sl[axis - 1] = slice(i * stride, i * stride + size)
+                parts.append(x[r][tuple(sl)])
+        shape = list(x.shape[1:])
+        shape[axis - 1] = size
+        shape = tuple(shape)
+    return np.stack(parts) if parts else np.zeros((0,) + shape, x.dtype)
+
+
+def check_whole(tc, m, name, ref, dtype):
+    """One view against its reference: .dat by np.memmap and read(), .npy by
+    np.load(mmap_mode='r') (shape and descr), st_size, and .json's shape,
+    dtype and nbytes. Returns the parsed .json."""
+    nd = out_np(dtype)
+    ref = np.ascontiguousarray(ref)
+    dat, npy = m.path(name + ".dat"), m.path(name + ".npy")
+    tc.assertEqual(os.stat(dat).st_size, ref.nbytes, f"{name}.dat st_size")
+    if ref.size:
+        tc.assertBits(mm_dat(dat, nd, ref.shape), ref, f"{name}.dat memmap", dtype)
+    got = read_all(dat)
+    tc.assertEqual(len(got), ref.nbytes, f"{name}.dat read() length")
+    if got != ref.tobytes():
+        tc.assertBits(np.frombuffer(got, nd).reshape(ref.shape), ref, f"{name}.dat read()", dtype)
+    b = mm_npy(npy)
+    tc.assertEqual(b.shape, ref.shape, f"{name}.npy shape")
+    tc.assertEqual(b.dtype.str, OUT_DESCR[dtype], f"{name}.npy descr")
+    tc.assertBits(b, ref, f"{name}.npy np.load", dtype)
+    with open(m.path(name + ".json")) as f:
+        meta = json.load(f)
+    tc.assertEqual(meta["shape"], list(ref.shape), f"{name}.json shape")
+    tc.assertEqual(meta["dtype"], dtype, f"{name}.json dtype")
+    tc.assertEqual(meta["nbytes"], ref.nbytes, f"{name}.json nbytes")
+    if ref.shape[0]:
+        tc.assertEqual(meta["row_bytes"], ref.nbytes // ref.shape[0], f"{name}.json row_bytes")
+    return meta
+
+
+def check_preads(tc, m, name, ref, rows=(), seed=0, n_random=80):
+    """Plain os.pread of .dat and .npy at unaligned offsets: around the
+    starts of `rows` (source and window boundaries) and at random."""
+    data = np.ascontiguousarray(ref).tobytes()
+    nrows = ref.shape[0] if ref.ndim else 0
+    rb = len(data) // nrows if nrows else 1
+    rng = np.random.default_rng(seed)
+    for ext in (".dat", ".npy"):
+        fd = os.open(m.path(name + ext), os.O_RDONLY)
+        try:
+            full = data
+            if ext == ".npy":
+                head = os.pread(fd, 4096, 0)
+                full = head[:10 + head[8] + 256 * head[9]] + data
+            base = len(full) - len(data)
+            size = len(full)
+            offs = [0, 1, max(size - 1, 0), max(size - 5, 0), size, size + 3]
+            for r in rows:
+                b = base + r * rb
+                offs += [b - rb - 1, b - 3, b - 1, b, b + 1, b + rb // 2 + 1]
+            offs += [int(rng.integers(0, max(size, 1))) for _ in range(n_random)]
+            for off in offs:
+                if off < 0:
+                    continue
+                for n in (1, 3, rb + 5, 3 * rb + 1, 65537):
+                    got = os.pread(fd, n, off)
+                    if got != full[off:off + n]:
+                        tc.fail(f"{name}{ext} pread({n}, {off}): {len(got)} bytes, "
+                                f"want {len(full[off:off + n])}, first difference at "
+                                f"{next((i for i, (a, b) in enumerate(zip(got, full[off:off + n])) if a != b), min(len(got), len(full[off:off + n])))}")
+        finally:
+            os.close(fd)
+
+
+def _batch_worker(path, ref_path, seed, batches, use_npy):
+    ref = np.load(ref_path, mmap_mode="r")
+    a = np.load(path, mmap_mode="r") if use_npy else np.memmap(path, ref.dtype, "r", shape=ref.shape)
+    rng = np.random.default_rng(seed)
+    bad = 0
+    for _ in range(batches):
+        idx = rng.choice(ref.shape[0], size=min(int(rng.integers(4, 33)), ref.shape[0]), replace=False)
+        if not same_bits(a[idx], ref[idx]):
+            bad += 1
+    return bad
+
+
+def forked_batches(tc, m, name, ref, workers=4, batches=15):
+    """`workers` forked processes, each with its own np.memmap (.dat; half
+    of them np.load(mmap_mode='r') of .npy), read shuffled batches and
+    compare them with ref. Fails with the mismatch count per worker."""
+    if ref.shape[0] == 0:
+        return
+    ref_path = os.path.join(m.tmp, "fork-ref-%d.npy" % time.monotonic_ns())
+    np.save(ref_path, np.ascontiguousarray(ref))
+    pids = []
+    for k in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            code = 101
+            try:
+                ext = ".npy" if k % 2 else ".dat"
+                code = min(_batch_worker(m.path(name + ext), ref_path, k, batches, k % 2 == 1), 100)
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+    os.unlink(ref_path)
+    tc.assertEqual(codes, [0] * workers, f"{name}: workers saw mismatching batches (exit = count)")
+
+
+def refused_at(tc, ini_text, line, want=(), name="bad.ini"):
+    """A manifest that must not mount: `manifest:line: ` plus every want
+    string in the one stderr line (E2E.refused). line may be a set of
+    acceptable lines where the contract leaves it open."""
+    ini = tc.write_ini(ini_text, name)
+    msg = tc.refused(ini, want=want)
+    lines = line if isinstance(line, (set, tuple, list)) else (line,)
+    tc.assertTrue(any(f"{ini}:{n}: " in msg for n in lines), f"want {ini}:{line}: in {msg!r}")
+    return msg

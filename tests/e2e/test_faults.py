@@ -71,7 +71,8 @@ class BadInput(E2E):
     def test_cli_errors(self):
         self.refused(self.p("nope.ini"), want="nope.ini")
         self.refused(self.p("a.npy"), "--cache-size", "lots", want="--cache-size")
-        self.refused(self.p("a.npy"), "--dtype", "int8", want="--dtype")
+        self.refused(self.p("a.npy"), "--dtype", "int3", want="--dtype")
+        self.refused(self.p("a.npy"), "--dtype", "int8", want="--dtype int8: uint8 values may not fit")
         self.refused(self.p("a.npy"), "--readahead", "fast", want="--readahead")
         self.refused(self.p("a.npy"), "--readahead", "1G", want="--readahead")
         r = run("frobnicate")

@@ -137,11 +137,57 @@ def main():
         b"std = 0\n[v]\nsource = a.npy\nunknown = 1\n")
     put("manifest", "long_line", b"[v]\nsource = " + b"a" * 5000 + b"\n")
     put("manifest", "binary", bytes(range(256)))
+    views_manifest_seeds()
     # pack: header bytes then data (see fuzz_pack.c)
     for i in range(4):
         put("pack", f"seed{i}", bytes([i, 7 * i + 3, 5 + i, i, i * 70]) +
             rng.integers(0, 256, 200 + 300 * i, dtype=np.uint8).tobytes())
     put("pack", "zeros", bytes([0, 15, 0, 0, 0]) + bytes(4096))
+
+
+def views_manifest_seeds():
+    """Manifests with the keys of the views issue (SPEC 12: rows, window,
+    stride, window_axis, integer dtype and clip, layout, mean/std as a scalar
+    or @file, per_source), valid and invalid, over the fuzz target's a.npy
+    ((4, 6) uint8) and r.bin (24 bytes). Written by main(); alone with
+    /usr/bin/python3 -c 'import make_corpus; make_corpus.views_manifest_seeds()'."""
+    seeds = {
+        # valid
+        "views_rows_slices": b"[v]\nsource = a.npy\nrows = 1:3\n[w]\nsource = a.npy\nrows = ::-1\ndtype = int64\n"
+                             b"[x]\nsource = a.npy\nsource = a.npy\nrows = -3::2\n[e]\nsource = a.npy\nrows = 3:1\n",
+        "views_window": b"[v]\nsource = a.npy\nwindow = 3\nstride = 2\nwindow_axis = 1\ndtype = int16\n"
+                        b"[t]\nsource = r.bin\nsource_dtype = uint8\nsource_shape = -1\nwindow = 5\nstride = 4\n"
+                        b"window_axis = 0\ndtype = int64\nrows = ::-1\n",
+        "views_layout": b"[v]\nsource = r.bin\nsource_dtype = uint8\nsource_shape = -1 4 3\nlayout = CHW\n"
+                        b"mean = 1 2 3\nstd = 4 5 6\ndtype = bfloat16\n[h]\nsource = a.npy\nlayout = HWC\n",
+        "views_int_clip": b"[v]\nsource = a.npy\ndtype = int8\nclip = -5 100\n[u]\nsource = a.npy\ndtype = uint64\n",
+        "views_scalar_mean": b"[v]\nsource = a.npy\nmean = 0.5\nstd = 2\ndtype = float16\n",
+        "views_mixed_dtypes": b"[v]\nsource = a.npy\nsource = r.bin\nsource_dtype = int16\nsource_shape = -1 6\n"
+                              b"dtype = bfloat16\nscale = 0.5\n",
+        "views_per_source": b"[v]\nsource = a.npy\nsource = a.npy\nsource = a.npy\nsource = a.npy\n"
+                            b"mean = @a.npy\nstd = 3\nper_source = true\n",
+        "views_everything": b"[v]\nsource = r.bin\nsource_dtype = uint8\nsource_shape = -1 2 3\nwindow = 2\n"
+                            b"stride = 1\nwindow_axis = 1\nrows = 1::-1\nlayout = CHW\nscale = 0.1\nmean = 1 2 3\n"
+                            b"std = 1 2 3\nclip = -1 1\ndtype = float16\n",
+        # invalid: each new key wrong in the ways the contract names
+        "views_rows_bad": b"[v]\nsource = a.npy\nrows = 1:2:0\n[w]\nsource = a.npy\nrows = @nothere.npy\n"
+                          b"[x]\nsource = a.npy\nrows = @a.npy\n[y]\nsource = a.npy\nrows = 1:2:3:4\n",
+        "views_rows_overflow": b"[v]\nsource = a.npy\nrows = -9223372036854775808:9223372036854775807:"
+                               b"-9223372036854775808\n[w]\nsource = a.npy\nrows = 99999999999999999999:\n",
+        "views_window_bad": b"[v]\nsource = a.npy\nwindow = 0\n[w]\nsource = a.npy\nwindow = 100\n"
+                            b"[x]\nsource = a.npy\nstride = 3\n[y]\nsource = a.npy\nwindow = 2\nwindow_axis = 7\n",
+        "views_window_overflow": b"[v]\nsource = a.npy\nwindow = 18446744073709551617\n"
+                                 b"[w]\nsource = a.npy\nwindow = 1\nstride = -9223372036854775808\n"
+                                 b"window_axis = -9223372036854775808\n",
+        "views_int_bad": b"[v]\nsource = a.npy\ndtype = int8\n[w]\nsource = a.npy\ndtype = int32\nscale = 2\n"
+                         b"[x]\nsource = a.npy\ndtype = int64\nclip = 0 1e40\n[y]\nsource = a.npy\ndtype = int7\n",
+        "views_layout_bad": b"[v]\nsource = a.npy\nlayout = CHW\n[w]\nsource = a.npy\nlayout = XYZ\n",
+        "views_norm_bad": b"[v]\nsource = a.npy\nmean = @a.npy\nstd = 1\n[w]\nsource = a.npy\nper_source = true\n"
+                          b"mean = 1\nstd = 2\n[x]\nsource = a.npy\nper_source = perhaps\n"
+                          b"[y]\nsource = a.npy\nmean = @\nstd = @r.bin\n",
+    }
+    for name, text in seeds.items():
+        put("manifest", name, text)
 
 
 def blosc_seeds():

@@ -81,8 +81,9 @@ static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *
 	const dsv_view *v;
 	uint64_t g;
 	(void)key;
-	if (dsv_read_fill(arg, chunk, &v, &g))
-		return DSV_ERR_INTERNAL;
+	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
+	if (err || !v)
+		return err;
 	return dsv_backend_decode(fx->b, v, g, buf, size);
 }
 

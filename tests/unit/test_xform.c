@@ -366,7 +366,8 @@ static void test_validation(void **state)
 	p.std = NULL;
 	assert_int_equal(dsv_xform_create(&x, DSV_U8, DSV_F32, &p, &eb), DSV_ERR_INVALID);
 	dsv_xform_params_init(&p);
-	assert_int_equal(dsv_xform_create(&x, DSV_U8, DSV_I16, &p, &eb), DSV_ERR_INVALID);
+	assert_int_equal(dsv_xform_create(&x, DSV_F32, DSV_I16, &p, &eb), DSV_ERR_INVALID);
+	assert_int_equal(dsv_xform_create(&x, DSV_U8, DSV_F64, &p, &eb), DSV_ERR_INVALID);
 	assert_int_equal(dsv_xform_create(&x, DSV_BF16, DSV_F32, &p, &eb), DSV_ERR_INVALID);
 	p.has_clip = 1;
 	p.clip_lo = 2;
