@@ -184,7 +184,7 @@ bench: deps
 
 # The views of SPEC 12 against their baselines (tests/bench/views_bench.py):
 # rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.
-# VIEWS_MB (default 512) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
+# VIEWS_MB (default 768) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
 # VIEWS_JSON=FILE also writes the table as JSON.
 bench-views: deps
 	$(MAKE) all
