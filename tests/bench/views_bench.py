@@ -12,7 +12,8 @@ pass's view.
   img_rows   the same + `rows = @idx.npy`: a random 50% subset, sorted
   img_chw    the same + `layout = CHW`
              each: rows/s of a sequential pass (64 rows a read) and of
-             shuffled batches of 256 (sorted batches of a permutation)
+             shuffled batches of 256 (sorted batches of a permutation); disk
+             bytes of the sequential pass over the source bytes of its rows
   eeg        plain float16 view of four float32 "releases" (R, 129, T)
   eeg_win    the same + `window = 200`, `stride = 100` (50% overlap, last axis)
   eeg32, eeg32_win   the same two with float32 output
@@ -120,8 +121,10 @@ def make_data(work):
     del x
     idx = np.sort(rng.choice(n, n // 2, replace=False)).astype(np.int64)
     np.save(os.path.join(work, "idx.npy"), idx)
-    info["img"] = {"n": n, "row_out": H * W * C * 4, "src": n * H * W * C}
-    info["img_rows"] = {"n": len(idx), "row_out": H * W * C * 4, "src": n * H * W * C}
+    info["img"] = {"n": n, "row_out": H * W * C * 4, "src": n * H * W * C,
+                   "covered": n * H * W * C}
+    info["img_rows"] = {"n": len(idx), "row_out": H * W * C * 4, "src": n * H * W * C,
+                        "covered": len(idx) * H * W * C}
     info["img_chw"] = dict(info["img"])
     # EEG: four releases of (R, 129, T) float32 (one T: the plain view must concatenate
     # them; T is not a multiple of the stride, so the windows leave a tail uncovered)
@@ -321,7 +324,7 @@ def main():
         vals = [r[key] for r in runs.get(peer, []) if key in r]
         return float(np.median(vals)) if vals else None
 
-    metrics = {"img": ["seq rows/s", "shuf rows/s"], "eeg": ["seq out GB/s", "disk/covered"],
+    metrics = {"img": ["seq rows/s", "shuf rows/s", "disk/covered"], "eeg": ["seq out GB/s", "disk/covered"],
                "eegT": ["seq out GB/s", "disk/covered"],
                "tok": ["shuf cold rows/s", "shuf warm rows/s"]}
     table = []
