@@ -6,6 +6,7 @@
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
+#   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 # Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests
 # (No CUDA switch yet: src/gpu holds only the stub, so there is nothing for
@@ -65,7 +66,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-views bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -177,8 +178,17 @@ bench: deps
 	$(MAKE) all $(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench $(BUILD)/tests/nullfs
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
 	  XFORM_BENCH=$(abspath $(BUILD)/tests/xform_bench) $(PYTHON) tests/bench/bench.py
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
+
+# The views of SPEC 12 against their baselines (tests/bench/views_bench.py):
+# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.
+# VIEWS_MB (default 768) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
+# VIEWS_JSON=FILE also writes the table as JSON.
+bench-views: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
 
 # The readahead levers A/B (tests/bench/levers.py): the kernel window and
 # dsview's own readahead, interleaved, medians.
