@@ -112,22 +112,18 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 		 * bfloat16 is the RNE of the float32 (README, "Transform"). */
 		if (D == DSV_F32) {
 			f32_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = load_f32(S, src, i);
+			VEC_FOR(i, n, o[i] = load_f32(S, src, i));
 		} else if (D == DSV_BF16) {
 			u16_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = dsv_elem_f32_to_bf16(load_f32(S, src, i));
+			VEC_FOR(i, n, o[i] = dsv_elem_f32_to_bf16(load_f32(S, src, i)));
 		} else if (S == DSV_F64) {
 			u16_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = dsv_elem_f64_to_f16(((const f64_u *)src)[i]);
+			VEC_FOR(i, n, o[i] = dsv_elem_f64_to_f16(((const f64_u *)src)[i]));
 		} else {
 			/* integers: exact in float32 wherever float16 is finite,
 			 * so rounding through float32 is rounding once */
 			u16_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = dsv_elem_f32_to_f16(load_f32(S, src, i));
+			VEC_FOR(i, n, o[i] = dsv_elem_f32_to_f16(load_f32(S, src, i)));
 		}
 		return;
 	}
@@ -136,31 +132,25 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 		 * this loop gives the same bytes without a division per element. */
 		if (D == DSV_F32) {
 			f32_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = (float)(load_elem(S, src, i) * sc + of);
+			VEC_FOR(i, n, o[i] = (float)(load_elem(S, src, i) * sc + of));
 		} else if (D == DSV_BF16) {
 			u16_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = dsv_elem_f32_to_bf16((float)(load_elem(S, src, i) * sc + of));
+			VEC_FOR(i, n, o[i] = dsv_elem_f32_to_bf16((float)(load_elem(S, src, i) * sc + of)));
 		} else {
 			u16_u *o = dst;
-			for (uint64_t i = 0; i < n; i++)
-				o[i] = dsv_elem_f32_to_f16((float)(load_elem(S, src, i) * sc + of));
+			VEC_FOR(i, n, o[i] = dsv_elem_f32_to_f16((float)(load_elem(S, src, i) * sc + of)));
 		}
 		return;
 	}
 	if (D == DSV_F32) {
 		f32_u *o = dst;
-		for (uint64_t i = 0; i < n; i++)
-			o[i] = dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi);
+		VEC_FOR(i, n, o[i] = dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
 	} else if (D == DSV_BF16) {
 		u16_u *o = dst;
-		for (uint64_t i = 0; i < n; i++)
-			o[i] = dsv_elem_f32_to_bf16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
+		VEC_FOR(i, n, o[i] = dsv_elem_f32_to_bf16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi)));
 	} else {
 		u16_u *o = dst;
-		for (uint64_t i = 0; i < n; i++)
-			o[i] = dsv_elem_f32_to_f16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
+		VEC_FOR(i, n, o[i] = dsv_elem_f32_to_f16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi)));
 	}
 }
 
@@ -363,14 +353,20 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16)                                    \
 	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F16, f16)
 
-/* The stretch loop is a function of its own: inlined into the walk that
- * calls it, GCC 12 no longer vectorises it. */
+/* The stretch loops (e_ per element, r_ per channel run) are functions of
+ * their own: inlined into the walk that calls them, GCC 12 no longer
+ * vectorises them. */
 #define DEFINE_DIRECT1(SUF, ATTR, S, sname, D, dname)                                          \
 	ATTR DSV_VECTORISE __attribute__((noinline)) static void e_##sname##_##dname##_##SUF(                \
 		const dsv_xform *x, void *dst, const void *src, uint64_t n,                     \
 		const double *restrict mean, const double *restrict sd)                         \
 	{                                                                                      \
 		elem_stretch(x, S, D, dst, src, n, mean, sd);                                  \
+	}                                                                                      \
+	ATTR DSV_VECTORISE __attribute__((noinline)) static void r_##sname##_##dname##_##SUF(  \
+		const dsv_xform *x, void *dst, const void *src, uint64_t n, int c)              \
+	{                                                                                      \
+		run_direct(x, S, D, dst, src, n, c);                                           \
 	}                                                                                      \
 	ATTR static void d_##sname##_##dname##_##SUF(const dsv_xform *x, void *dst,            \
 						     const void *src, uint64_t n, uint64_t e0) \
@@ -381,7 +377,7 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 			return;                                                                \
 		}                                                                              \
 		FOR_CHANNEL_RUNS(x, dst, src, n, e0, dsv_dtype_size(S), dsv_dtype_size(D),     \
-				 run_direct(x, S, D, d_, s_, len_, c_));                       \
+				 r_##sname##_##dname##_##SUF(x, d_, s_, len_, c_));            \
 	}
 
 DEFINE_KERNELS(scalar, )

@@ -43,26 +43,24 @@ static inline DSV_HD uint16_t dsv_elem_f32_to_bf16(float f)
 /* IEEE binary32 -> binary16, round to nearest even, overflow -> inf,
  * subnormals exact, NaN -> quiet NaN with the sign and the top 10 payload
  * bits kept (numpy's astype does the same for quiet NaNs; it keeps a
- * signalling NaN signalling, this quiets it). */
+ * signalling NaN signalling, this quiets it). Every case is computed and
+ * one selected, with no branch, so loops over it vectorise; it gives the
+ * same half as the branching form for every one of the 2^32 floats. */
 static inline DSV_HD uint16_t dsv_elem_f32_to_f16(float f)
 {
 	uint32_t x = dsv_f32_bits(f);
 	uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-	if (ax > 0x7f800000u)
-		return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-	if (ax >= 0x477ff000u) /* >= 65520 rounds past 65504: inf (inf too) */
-		return (uint16_t)(sign | 0x7c00u);
-	if (ax >= 0x38800000u) /* normal half: rebias exponent, round mantissa */
-		return (uint16_t)(sign | ((ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13));
-	if (ax <= 0x33000000u) /* <= 2^-25: rounds to zero (2^-25 ties to even 0) */
-		return (uint16_t)sign;
-	/* subnormal half: value / 2^-24, rounded to nearest even */
-	uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
-	uint32_t shift = 126u - e; /* 14..24 */
-	uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-	if (rem > half || (rem == half && (q & 1u)))
-		q++;
-	return (uint16_t)(sign | q);
+	uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
+	/* a normal half: rebias the exponent, round the mantissa (>= 65520
+	 * rounds past 65504 to the infinity 0x7c00 by itself) */
+	uint32_t normal = (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;
+	/* below 2^-14: adding 0.5 leaves the value in units of 2^-24, the
+	 * subnormal half's step, in the low mantissa bits, rounded to nearest
+	 * even by the float addition itself (0x400 is 2^-14, the least normal) */
+	uint32_t sub = dsv_f32_bits(dsv_bits_f32(ax) + 0.5f) - 0x3f000000u;
+	int32_t sa = (int32_t)ax; /* < 2^31: signed compares, which AVX2 has */
+	uint32_t r = sa > 0x7f800000 ? nan : sa >= 0x47800000 ? 0x7c00u : sa >= 0x38800000 ? normal : sub;
+	return (uint16_t)(sign | r);
 }
 
 static inline DSV_HD uint64_t dsv_f64_bits(double d)
