@@ -16,7 +16,8 @@ enum {
 	DSV_TLS_STORED, /* a chunk's stored (compressed) bytes */
 	DSV_TLS_RAW,    /* source elements pread for a transform */
 	DSV_TLS_OUT,    /* a read's output bytes (the FUSE reply) */
-	DSV_TLS_ROW,    /* source runs of view rows: a CHW row, windows' stretches */
+	DSV_TLS_ROW,    /* source runs of view rows: a CHW row's pixels, windows' stretches */
+	DSV_TLS_PERM,   /* a CHW row's pixels gathered into output order */
 	DSV_TLS_NSLOTS
 };
 

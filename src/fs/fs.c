@@ -78,7 +78,7 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 	size_t si;
 	(void)key;
 	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
-	if (!v) { /* a tile of windows or a CHW row, made from its runs */
+	if (!v) { /* a tile of windows, made from its runs */
 		if (!err)
 			atomic_fetch_add(&fs->made, 1);
 		return err;

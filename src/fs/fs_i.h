@@ -68,7 +68,7 @@ struct dsv_fs {
 	 * plain piece pread: against bytes_served, the read amplification */
 	_Atomic uint64_t bytes_decoded;
 	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
-	_Atomic uint64_t made;         /* cache entries the read path made (read.h) */
+	_Atomic uint64_t made;         /* tiles of windows the read path made (read.h) */
 	unsigned max_read; /* -o max_read=N, or 0 */
 	/* .stats.json snapshots of open handles. The kernel sends RELEASE
 	 * after close without waiting; an unmount can end the connection

@@ -16,7 +16,7 @@ static char *render_stats(dsv_fs *fs)
 	dsv_cache_stats cs;
 	char *s = NULL;
 	dsv_cache_get_stats(fs->cache, &cs);
-	/* fills the read path made itself (tiles, CHW rows) are not decodes;
+	/* fills the read path made itself (tiles of windows) are not decodes;
 	 * their count may come in before the cache's */
 	uint64_t made = fs->made, decoded = cs.fills - cs.fill_errors;
 	decoded = decoded > made ? decoded - made : 0;

@@ -11,9 +11,8 @@
 
 /* What the cache's fill gets with each get: which source of which view,
  * and what the entry is: a chunk (decoded by the backend), or the read
- * path's own entries, made from runs read through the cache c: a tile of
- * windows, or a CHW row in its output order. */
-enum { ENTRY_CHUNK, ENTRY_TILE, ENTRY_CHW_ROW };
+ * path's own, a tile of windows made from runs read through the cache c. */
+enum { ENTRY_CHUNK, ENTRY_TILE };
 typedef struct read_src_arg {
 	const dsv_view *v;
 	size_t si;
@@ -170,32 +169,39 @@ static int read_concat(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, 
 	return 0;
 }
 
-/* A row from HWC order (element h * nc + k) into CHW (k * hw + h): one
- * pass over the pixels, writing a stream per channel (three for RGB). */
-#define PERMUTE(T)                                                                    \
+/* Positions [q, q + n) of a CHW row (position k * hw + h) from the row's
+ * HWC elements (element h * nc + k) in row: channel by channel, a whole
+ * row in one pass over its pixels, writing a stream per channel. */
+#define GATHER(T)                                                                     \
 	do {                                                                          \
 		const T *in_ = row;                                                   \
 		T *o_ = out;                                                          \
-		if (nc == 3) {                                                        \
-			for (uint64_t h_ = 0; h_ < hw; h_++) {                        \
-				o_[h_] = in_[3 * h_];                                 \
-				o_[hw + h_] = in_[3 * h_ + 1];                        \
-				o_[2 * hw + h_] = in_[3 * h_ + 2];                    \
-			}                                                             \
-		} else {                                                              \
+		if (q == 0 && n == nc * hw) {                                         \
 			for (uint64_t h_ = 0; h_ < hw; h_++)                          \
 				for (uint64_t k_ = 0; k_ < nc; k_++)                  \
 					o_[k_ * hw + h_] = in_[h_ * nc + k_];         \
+			break;                                                        \
+		}                                                                     \
+		uint64_t k_ = q / hw, h_ = q - k_ * hw;                               \
+		while (n) {                                                           \
+			uint64_t m_ = hw - h_ < n ? hw - h_ : n;                      \
+			for (uint64_t i_ = 0; i_ < m_; i_++)                          \
+				o_[i_] = in_[(h_ + i_) * nc + k_];                    \
+			o_ += m_;                                                     \
+			n -= m_;                                                      \
+			k_++;                                                         \
+			h_ = 0;                                                       \
 		}                                                                     \
 	} while (0)
 
-static void permute_chw(const void *row, void *out, size_t es, uint64_t nc, uint64_t hw)
+static void gather_chw(const void *row, void *out, size_t es, uint64_t nc, uint64_t hw, uint64_t q,
+		       uint64_t n)
 {
 	switch (es) {
-	case 1: PERMUTE(uint8_t); break;
-	case 2: PERMUTE(uint16_t); break;
-	case 4: PERMUTE(uint32_t); break;
-	default: PERMUTE(uint64_t); break;
+	case 1: GATHER(uint8_t); break;
+	case 2: GATHER(uint16_t); break;
+	case 4: GATHER(uint32_t); break;
+	default: GATHER(uint64_t); break;
 	}
 }
 
@@ -220,46 +226,38 @@ static int read_row_part(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r,
 	return 0;
 }
 
-/* Fills the cache entry of logical row `local` of source a->si in a
- * view with layout CHW: its source elements (raw, read through a->c),
- * permuted into the output order once for every read of the row. */
-static int fill_chw_row(const read_src_arg *a, uint64_t local, void *buf, size_t size)
-{
-	const dsv_view *v = a->v;
-	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[a->si])->dtype);
-	char *row = dsv_tls_buf(DSV_TLS_ROW, size);
-	dsv_read_info info;
-	dsv_row_runs r;
-	int err;
-	if (local >= v->lrow_base[a->si + 1] - v->lrow_base[a->si] ||
-	    (uint64_t)size != v->row_elems * ses)
-		return DSV_ERR_INTERNAL;
-	if (!row)
-		return DSV_ERR_NOMEM;
-	memset(&info, 0, sizeof(info));
-	dsv_view_lrow_runs(v, v->lrow_base[a->si] + local, &r);
-	if ((err = read_row_part(a->c, v, &r, 0, v->row_elems, NULL, 0, row, &info)))
-		return err;
-	permute_chw(row, buf, ses, v->lay_c, v->lay_hw);
-	return 0;
-}
-
-/* Positions [q, q + n) of view row i with layout CHW, from the row's
- * cache entry (a row is asked for in several requests: it is read and
- * permuted once). */
-static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t l,
-		    uint64_t i, uint64_t q, uint64_t n, char *dst)
+/* Positions [q, q + n) of view row i with layout CHW: the pixels they
+ * need are read raw (all channels of pixels [h0, h1) for a range inside
+ * one channel; [h0, hw) and [0, h1) for one that crosses into the next;
+ * the whole row past that), gathered into output order, then transformed
+ * once. The kernel asks for a row in pieces, and reads ahead into rows a
+ * shuffled reader never asks for: each piece costs only its pixels. */
+static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t i, uint64_t q,
+		    uint64_t n, char *dst, dsv_read_info *info)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
-	read_src_arg arg = { v, r->si, ENTRY_CHW_ROW, c };
-	dsv_cache_entry *e;
-	int err = dsv_cache_get(c, v->tile_key + (uint32_t)r->si, l - v->lrow_base[r->si],
-				(size_t)(v->row_elems * ses), &arg, &e);
-	if (err)
-		return err;
-	dsv_xform_run(v->xf[r->si], dst, (const char *)dsv_cache_data(e) + q * ses, n,
-		      i * v->row_elems + q);
-	dsv_cache_put(c, e);
+	uint64_t hw = v->lay_hw, nc = v->lay_c, k0 = q / hw, k1 = (q + n - 1) / hw;
+	uint64_t h0 = q - k0 * hw, h1 = q + n - k1 * hw; /* pixels [h0, ..) of k0, [.., h1) of k1 */
+	uint64_t from[2] = { 0, 0 }, to[2] = { hw, 0 };
+	char *row = dsv_tls_buf(DSV_TLS_ROW, (size_t)(v->row_elems * ses));
+	char *perm = dsv_tls_buf(DSV_TLS_PERM, (size_t)(n * ses));
+	int err;
+	if (!row || !perm)
+		return DSV_ERR_NOMEM;
+	if (k0 == k1) {
+		from[0] = h0;
+		to[0] = h1;
+	} else if (k1 == k0 + 1 && h1 < h0) {
+		from[0] = h0;
+		to[1] = h1;
+	}
+	for (int k = 0; k < 2; k++)
+		if (to[k] > from[k] &&
+		    (err = read_row_part(c, v, r, from[k] * nc, (to[k] - from[k]) * nc, NULL, 0,
+					 row + from[k] * nc * ses, info)))
+			return err;
+	gather_chw(row, perm, ses, nc, hw, q, n);
+	dsv_xform_run(v->xf[r->si], dst, perm, n, i * v->row_elems + q);
 	return 0;
 }
 
@@ -408,7 +406,7 @@ static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, ch
 			note_unit(info, (i + b - 1) / v->seg_rows);
 			err = read_windows(c, v, &r, b, e, dst, info);
 		} else if (v->layout_chw) {
-			err = read_chw(c, v, &r, l, i, q, m, dst);
+			err = read_chw(c, v, &r, i, q, m, dst, info);
 		} else if (!v->has_window && q == 0 && m == re) {
 			/* whole rows whose logical rows follow on in one source
 			 * (a slice of step 1, a sorted index's runs) are one run */
@@ -482,8 +480,6 @@ int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const
 		return DSV_ERR_INTERNAL;
 	if (a->kind == ENTRY_TILE)
 		return fill_tile(a, chunk, buf, size);
-	if (a->kind == ENTRY_CHW_ROW)
-		return fill_chw_row(a, chunk, buf, size);
 	if (chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
 		return DSV_ERR_INTERNAL;
 	*v = a->v;

@@ -4,9 +4,8 @@
  * A range of a view that is its sources concatenated maps onto long runs
  * of source elements; a view with windows, rows or a layout is read row by
  * row, each row from its runs (view/geom.c); windows along an inner axis
- * come from tiles of consecutive windows, and a CHW row from an entry
- * holding it permuted into output order, both made once in the chunk
- * cache from their runs. A piece of a chunk
+ * come from tiles of consecutive windows made once in the chunk cache, a
+ * piece of a CHW row from the pixels it needs, gathered. A piece of a chunk
  * whose stored bytes are its plain elements (.npy, raw, HDF5 contiguous,
  * HDF5 chunks without filters) is pread alone, just the elements the range
  * needs, and transformed into the caller's buffer: nothing is decoded that
@@ -37,16 +36,16 @@ typedef struct dsv_read_info {
  * dst. Chunks that must be decoded whole come from the cache under their
  * source's key (v->src_key, shared by views of one source); its fill gets
  * the arg of the get, which dsv_read_fill reads: the view and the chunk to
- * decode into the source dtype (dsv_backend_decode), or an entry
- * dsv_read_fill makes itself (a tile of windows, a CHW row).
+ * decode into the source dtype (dsv_backend_decode), or a tile of windows
+ * dsv_read_fill makes itself.
  * @return 0, or a negative dsv_err: the chunk's failure (logged with the
  * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
 int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
 /* In a cache fill of (key, chunk) into buf (size bytes): fills buf itself
- * when the entry is the read path's own (a tile of windows, a CHW row in
- * output order: 0 and *v NULL), else sets *v, the view of the get that asked, and g, the chunk's
+ * when the entry is the read path's own (a tile of windows: 0 and *v
+ * NULL), else sets *v, the view of the get that asked, and g, the chunk's
  * global index in it, for dsv_backend_decode to fill. @return 0 or a
  * negative dsv_err. */
 int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
