@@ -66,6 +66,10 @@
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
+/* The tiles' cache: a pass reads each tile once, a few threads at a time
+ * (an eighth of the chunk cache's budget when that is smaller). */
+#define TILE_BUDGET (32u << 20)
+
 /* A chunk the read path asked the cache for (read/read.h): key and chunk
  * are the source's, arg says which view and source of it. */
 static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf,
@@ -309,7 +313,9 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	if ((err = dsv_backend_create(fs->o.gpu, &fs->backend, eb)))
 		return err;
 	fs->cache = dsv_cache_create(fs->o.cache_size, cache_fill, fs);
-	if (!fs->cache)
+	uint64_t tiles = fs->o.cache_size / 8 < TILE_BUDGET ? fs->o.cache_size / 8 : TILE_BUDGET;
+	fs->tiles = fs->cache ? dsv_cache_create(tiles, cache_fill, fs) : NULL;
+	if (!fs->cache || !fs->tiles)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
@@ -365,6 +371,7 @@ void dsv_fs_destroy(dsv_fs *fs)
 			fuse_session_unmount(fs->se);
 		fuse_session_destroy(fs->se);
 	}
+	dsv_cache_destroy(fs->tiles);
 	dsv_cache_destroy(fs->cache);
 	dsv_backend_destroy(fs->backend);
 	dsv_fs_tree_free(fs);

@@ -55,6 +55,7 @@ struct dsv_fs {
 	int mounted;
 	dsv_backend *backend;
 	dsv_cache *cache;
+	dsv_cache *tiles; /* tiles of windows (read.h): a small budget of its own */
 	dsv_prefetch *prefetch; /* NULL: off */
 	node *nodes; /* nodes[ino - 1] */
 	size_t nnodes, capnodes;

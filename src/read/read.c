@@ -356,15 +356,15 @@ static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 
 /* Positions [q, q + n) of logical row l, a window of a tiled view, from
  * its tile in the cache: one get for the whole row. */
-static int read_tiled(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t l,
-		      uint64_t q, uint64_t n, uint64_t oe, char *dst)
+static int read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_row_runs *r,
+		      uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	read_src_arg arg = { v, r->si, ENTRY_TILE, c };
 	dsv_cache_entry *e;
 	tile_pos t;
 	tile_of(v, r, l, &t);
-	int err = dsv_cache_get(c, v->tile_key + (uint32_t)r->si, t.id,
+	int err = dsv_cache_get(tiles, v->tile_key + (uint32_t)r->si, t.id,
 				(size_t)(r->nruns * t.span * ses), &arg, &e);
 	if (err)
 		return err;
@@ -379,15 +379,15 @@ static int read_tiled(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, ui
 		p++;
 		off = 0;
 	}
-	dsv_cache_put(c, e);
+	dsv_cache_put(tiles, e);
 	return 0;
 }
 
 /* Output elements [e, e + n) of a view with windows, rows or a layout:
  * row by row, each from its runs of source elements (geom.c), or
  * windows by the stretch. */
-static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
-		     dsv_read_info *info)
+static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t e, uint64_t n,
+		     char *dst, dsv_read_info *info)
 {
 	uint64_t re = v->row_elems;
 	while (n) {
@@ -400,7 +400,7 @@ static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, ch
 		uint64_t l = dsv_view_lrow(v, i);
 		dsv_view_lrow_runs(v, l, &r);
 		if (v->tile_wins) {
-			err = read_tiled(c, v, &r, l, q, m, e, dst);
+			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst);
 		} else if (q == 0 && (b = window_batch(v, i, n, &r)) > 1) {
 			m = b * re;
 			note_unit(info, (i + b - 1) / v->seg_rows);
@@ -429,13 +429,13 @@ static int read_rows(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, ch
 	return 0;
 }
 
-static int read_elems(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
-		      dsv_read_info *info)
+static int read_elems(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t e, uint64_t n,
+		      char *dst, dsv_read_info *info)
 {
-	return v->mapped ? read_rows(c, v, e, n, dst, info) : read_concat(c, v, e, n, dst, info);
+	return v->mapped ? read_rows(c, tiles, v, e, n, dst, info) : read_concat(c, v, e, n, dst, info);
 }
 
-int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *dst,
+int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info)
 {
 	uint64_t oes = v->out_esize, end = off + len;
@@ -451,22 +451,22 @@ int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *ds
 	/* whole elements [a, b); at most one cut element on each side */
 	uint64_t a = (off + oes - 1) / oes, b = end / oes;
 	if (a > b) { /* inside one element */
-		if (!(err = read_elems(c, v, off / oes, 1, part, info)))
+		if (!(err = read_elems(c, tiles, v, off / oes, 1, part, info)))
 			memcpy(d, part + off % oes, len);
 		return err;
 	}
 	if (off % oes) {
-		if ((err = read_elems(c, v, a - 1, 1, part, info)))
+		if ((err = read_elems(c, tiles, v, a - 1, 1, part, info)))
 			return err;
 		memcpy(d, part + off % oes, oes - off % oes);
 		d += oes - off % oes;
 	}
 	if (b > a) {
-		if ((err = read_elems(c, v, a, b - a, d, info)))
+		if ((err = read_elems(c, tiles, v, a, b - a, d, info)))
 			return err;
 		d += (b - a) * oes;
 	}
-	if (end % oes && (err = read_elems(c, v, b, 1, part, info)) == 0)
+	if (end % oes && (err = read_elems(c, tiles, v, b, 1, part, info)) == 0)
 		memcpy(d, part, end % oes);
 	return err;
 }

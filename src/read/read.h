@@ -33,14 +33,17 @@ typedef struct dsv_read_info {
 } dsv_read_info;
 
 /* Writes bytes [off, off + len) of view v's output (any alignment) into
- * dst. Chunks that must be decoded whole come from the cache under their
+ * dst. Tiles of windows go to the cache tiles (NULL: c): read once each
+ * by a sequential pass, they have a small cache of their own, whose
+ * buffers are reused, rather than fill c's budget with fresh memory the
+ * kernel must zero. Chunks that must be decoded whole come from the cache under their
  * source's key (v->src_key, shared by views of one source); its fill gets
  * the arg of the get, which dsv_read_fill reads: the view and the chunk to
  * decode into the source dtype (dsv_backend_decode), or a tile of windows
  * dsv_read_fill makes itself.
  * @return 0, or a negative dsv_err: the chunk's failure (logged with the
  * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
-int dsv_read(dsv_cache *c, const dsv_view *v, uint64_t off, size_t len, void *dst,
+int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
 /* In a cache fill of (key, chunk) into buf (size bytes): fills buf itself

@@ -33,7 +33,7 @@ static void read_views(const dsv_manifest *m)
 		dsv_view_get_info(m->views[i], &vi);
 		for (size_t piece = 7; piece <= sizeof(buf); piece += sizeof(buf) - 7)
 			for (uint64_t off = 0; off < vi.nbytes && off < (1u << 20); off += piece)
-				(void)dsv_read(c, m->views[i], off,
+				(void)dsv_read(c, NULL, m->views[i], off,
 					       vi.nbytes - off < piece ? vi.nbytes - off : piece, buf, &info);
 	}
 	dsv_cache_destroy(c);

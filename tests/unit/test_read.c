@@ -183,7 +183,7 @@ static void check_range(fixture *fx, uint32_t vi, const uint8_t *ref, uint64_t o
 		len = (size_t)(v->nbytes - off);
 	uint8_t *got = malloc(len + 1);
 	got[len] = 0xa5; /* guard */
-	assert_int_equal(dsv_read(fx->c, v, off, len, got, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, got, &info), 0);
 	if (memcmp(got, ref + off, len) != 0) {
 		size_t i = 0;
 		while (got[i] == ref[off + i])
@@ -232,7 +232,7 @@ static void test_plain_pieces_bypass_cache(void **state)
 	uint8_t *buf = malloc(len);
 	dsv_cache_get_stats(fx->c, &s0);
 	/* from 2 bytes into row 299 across the a.npy/b.npy boundary */
-	assert_int_equal(dsv_read(fx->c, v, 299 * ROW * 4 + 2, len, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, 299 * ROW * 4 + 2, len, buf, &info), 0);
 	dsv_cache_get_stats(fx->c, &s1);
 	assert_int_equal(s1.misses + s1.hits, s0.misses + s0.hits);
 	assert_int_equal(info.first, 0);
@@ -253,7 +253,7 @@ static void test_cached_pieces_report_chunks(void **state)
 	uint8_t *buf = malloc(len);
 	/* from the middle of chunk 3 to the middle of chunk 5 */
 	uint64_t off = (3 * rows_per_chunk + rows_per_chunk / 2) * row_bytes;
-	assert_int_equal(dsv_read(fx->c, v, off, len, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, buf, &info), 0);
 	assert_int_equal(info.first, 3);
 	assert_int_equal(info.last, 5);
 	assert_int_equal(info.plain_bytes, 0);
@@ -283,9 +283,9 @@ static void test_range_past_end(void **state)
 	const dsv_view *v = fx->m->views[0];
 	dsv_read_info info;
 	uint8_t buf[8];
-	assert_int_equal(dsv_read(fx->c, v, v->nbytes - 4, 8, buf, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, v, UINT64_MAX - 2, 8, buf, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, v, v->nbytes, 0, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - 4, 8, buf, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, NULL, v, UINT64_MAX - 2, 8, buf, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes, 0, buf, &info), 0);
 }
 
 /* Runs last: b.npy loses its last rows after the views were opened. */
@@ -301,7 +301,7 @@ static void test_truncated_source(void **state)
 	size = ftell(f);
 	fclose(f);
 	assert_int_equal(truncate(tpath("b.npy"), size - 10 * ROW), 0);
-	assert_int_equal(dsv_read(fx->c, v, v->nbytes - sizeof(buf), sizeof(buf), buf, &info),
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - sizeof(buf), sizeof(buf), buf, &info),
 			 DSV_ERR_TRUNCATED);
 	/* the rows still there read as before */
 	check_range(fx, 0, ref, (uint64_t)ROWS_A * ROW * 4 - 100, 4096);

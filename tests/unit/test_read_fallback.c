@@ -126,7 +126,7 @@ static int read_rows(fixture *fx, int r0, int r1)
 {
 	static float out[ROWS * COLS];
 	dsv_read_info info;
-	int err = dsv_read(fx->c, fx->m->views[0], (uint64_t)r0 * COLS * 4,
+	int err = dsv_read(fx->c, NULL, fx->m->views[0], (uint64_t)r0 * COLS * 4,
 			   (size_t)(r1 - r0) * COLS * 4, out, &info);
 	for (int r = r0; !err && r < r1; r++)
 		for (int c = 0; c < COLS; c++)
