@@ -2,8 +2,9 @@
  * DESIGN
  *
  * The FUSE front end (low-level API). It is the top of the house: a read
- * walks fs -> read (dsv_read, read/read.h: a view's byte range to chunk
- * spans) -> cache (decoded chunks, kept in the source dtype) or, for plain
+ * walks fs -> read (dsv_read, read/read.h: a view's byte range to runs of
+ * source elements) -> cache (decoded chunks, kept in the source dtype, and
+ * a small second cache for tiles of windows) or, for plain
  * sources, a pread -> backend (source pread of the stored chunk, codec)
  * and comes back to read, where the transform (xform) turns source
  * elements into output bytes. Nothing below calls up, and only src/fs/
@@ -36,8 +37,10 @@
  * EIO: a short reply would make the kernel treat the file as ending there
  * and hand out zeros, which we must never do.
  *
- * Readahead (prefetch.h): every read tells the prefetcher which chunks it
- * touched; the chunks ahead of a sequential stream are made by its threads
+ * Readahead (prefetch.h): every read tells the prefetcher which segments
+ * (dsv_view_seg_range: chunks, or about a chunk's rows of a view with
+ * windows, rows or a layout) it touched; those ahead of a sequential
+ * stream are made by its threads
  * the same way and stored in the kernel's page cache for the file (FUSE
  * notify_store), so the reader finds them there without a request. The
  * kernel's own readahead window stays small (--readahead, 128 KiB), which
