@@ -11,9 +11,27 @@
 #ifndef DSVIEW_FS_H
 #define DSVIEW_FS_H
 
+#include <stdint.h>
+#include <sys/ioctl.h>
+
 #include "dsview/view.h"
 
 typedef struct dsv_fs dsv_fs;
+
+/* Sampler hints (README, "Sampler hints"): ioctl(fd, DSV_IOC_PREFETCH,
+ * &r) on an open V.dat or V.npy queues view rows r.rows[0 .. r.n) to be
+ * made and stored in that file's page cache ahead of the reads that will
+ * fault them. Fails with EINVAL, queueing nothing, for n above
+ * DSV_PREFETCH_MAX, flags not 0 or a row outside [0, rows); ENOTTY on any
+ * other file. Python: fcntl.ioctl(fd, DSV_IOC_PREFETCH, bytes) with the
+ * struct packed little-endian (examples/prefetch_sampler.py). */
+#define DSV_PREFETCH_MAX 2046
+typedef struct dsv_prefetch_rows {
+	uint32_t n;
+	uint32_t flags; /* 0 */
+	int64_t rows[DSV_PREFETCH_MAX];
+} dsv_prefetch_rows;
+#define DSV_IOC_PREFETCH _IOW('d', 1, dsv_prefetch_rows)
 
 /* The kernel's readahead window of a mount unless --readahead says
  * otherwise: a memmap reader's page fault on a shuffled row reads this much

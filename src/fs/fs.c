@@ -255,22 +255,16 @@ out:
 #define PREFETCH_BYTES (8u << 20) /* decoded (source) bytes ahead of a stream */
 #define PREFETCH_THREADS 2
 
-static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
+/* Makes bytes [off, end) of file (whole pages, or up to its end) and
+ * stores them in its page cache, in pieces of at most READ_MAX bytes. */
+static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
 {
-	dsv_fs *fs = ctx;
 	const node *n = &fs->nodes[file];
-	const dsv_view *v = fs->m->views[n->view];
-	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, off, len;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	dsv_read_info info;
-	int err = dsv_view_seg_range(v, chunk, &off, &len);
-	if (err)
-		return err;
-	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
-	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
 	while (off < end) {
 		size_t k = (size_t)(end - off < READ_MAX ? end - off : READ_MAX);
 		char *buf = dsv_tls_buf(DSV_TLS_OUT, k);
+		int err;
 		if (!buf)
 			return DSV_ERR_NOMEM;
 		if ((err = dsv_fs_file_bytes(fs, n, off, k, buf, &info)))
@@ -284,6 +278,39 @@ static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
 		off += k;
 	}
 	return 0;
+}
+
+static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
+{
+	dsv_fs *fs = ctx;
+	const node *n = &fs->nodes[file];
+	const dsv_view *v = fs->m->views[n->view];
+	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, off, len;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int err = dsv_view_seg_range(v, chunk, &off, &len);
+	if (err)
+		return err;
+	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
+	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
+	return store_pages(fs, file, off, end);
+}
+
+/* Sampler hints (hints.h): a row's pages, from the page where it starts
+ * to the page where it ends (or the end of the file), so the faults of a
+ * read of the row find every page it touches. */
+#define HINT_THREADS 2
+#define HINT_CAP 16384 /* rows queued at most */
+
+static int push_row(void *ctx, uint32_t file, uint64_t row)
+{
+	dsv_fs *fs = ctx;
+	const node *n = &fs->nodes[file];
+	const dsv_view *v = fs->m->views[n->view];
+	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t off = (hdr + row * v->row_bytes) / page * page;
+	uint64_t end = (hdr + (row + 1) * v->row_bytes + page - 1) / page * page;
+	return store_pages(fs, file, off, end < n->size ? end : n->size);
 }
 
 static void start_prefetch(dsv_fs *fs)
@@ -339,6 +366,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
+	fs->hints = dsv_hints_start(HINT_THREADS, HINT_CAP, push_row, fs);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	/* An unmount that races a request the kernel is handing to a worker
 	 * fails that read with ECONNABORTED instead of ENODEV (libfuse's
@@ -348,6 +376,8 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		err = 0;
 	dsv_prefetch_stop(fs->prefetch);
 	fs->prefetch = NULL;
+	dsv_hints_stop(fs->hints);
+	fs->hints = NULL;
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
 	dsv_log_info("unmounted %s", fs->mountpoint);
@@ -369,6 +399,7 @@ void dsv_fs_destroy(dsv_fs *fs)
 	if (!fs)
 		return;
 	dsv_prefetch_stop(fs->prefetch);
+	dsv_hints_stop(fs->hints);
 	if (fs->se) {
 		if (fs->mounted)
 			fuse_session_unmount(fs->se);

@@ -5,8 +5,10 @@
  *
  *   fs.c     mount, serve (signals, readahead window, prefetch), teardown
  *   tree.c   the node table built at mount; lookup, getattr, readdir
- *   ops.c    open, read, release, statfs, the read-only refusals; the op
- *            table; dsv_err_to_errno, the one place errno is spoken
+ *   ops.c    open, read, release, statfs, sampler hints (ioctl), the
+ *            read-only refusals; the op table; dsv_err_to_errno, the one
+ *            place errno is spoken
+ *   hints.c  the queue and threads of sampler hints (hints.h)
  *   stats.c  /.stats.json: its text, and the snapshots open handles own
  *
  * Thread safety: the tree is built before the session serves and never
@@ -26,6 +28,7 @@
 #include "backend/backend.h"
 #include "cache/cache.h"
 #include "dsview/fs.h"
+#include "fs/hints.h"
 #include "fs/prefetch.h"
 #include "read/read.h"
 #include "view/view_i.h" /* the library's own view layout */
@@ -57,6 +60,7 @@ struct dsv_fs {
 	dsv_cache *cache;
 	dsv_cache *tiles; /* tiles of windows (read.h): a small budget of its own */
 	dsv_prefetch *prefetch; /* NULL: off */
+	dsv_hints *hints;       /* sampler hints (hints.h), NULL: off */
 	node *nodes; /* nodes[ino - 1] */
 	size_t nnodes, capnodes;
 	/* (parent, name) -> inode number; see tree.c */

@@ -256,6 +256,40 @@ static void op_erofs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, EROFS);
 }
 
+/* Sampler hints (dsview/fs.h, hints.h): rows of an open V.dat or V.npy
+ * to make and store ahead of the reader. Checked whole before any is
+ * queued; the mount stays read-only (an ioctl is not a write). */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		     size_t out_bufsz)
+{
+	dsv_fs *fs = fs_of(req);
+	const node *n = node_of(fs, ino);
+	const dsv_prefetch_rows *r = in_buf;
+	uint64_t rows[DSV_PREFETCH_MAX];
+	(void)arg, (void)fi, (void)out_bufsz;
+	if (!n || (n->kind != N_DAT && n->kind != N_NPY) || cmd != DSV_IOC_PREFETCH ||
+	    (flags & FUSE_IOCTL_COMPAT)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	const dsv_view *v = fs->m->views[n->view];
+	if (in_bufsz != sizeof(*r) || r->n > DSV_PREFETCH_MAX || r->flags != 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	for (uint32_t i = 0; i < r->n; i++) {
+		if (r->rows[i] < 0 || (uint64_t)r->rows[i] >= v->shape[0]) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		rows[i] = (uint64_t)r->rows[i];
+	}
+	if (fs->hints)
+		dsv_hints_add(fs->hints, (uint32_t)(ino - 1), rows, r->n);
+	fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 static void op_erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			      size_t size, int flags)
 {
@@ -278,6 +312,7 @@ const struct fuse_lowlevel_ops dsv_fs_ops = {
 	.release = op_release,
 	.readdir = dsv_fs_op_readdir,
 	.statfs = op_statfs,
+	.ioctl = op_ioctl,
 	.setattr = op_erofs_setattr,
 	.mknod = op_erofs_mknod,
 	.mkdir = op_erofs_mkdir,

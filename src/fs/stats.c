@@ -16,6 +16,9 @@ static char *render_stats(dsv_fs *fs)
 	dsv_cache_stats cs;
 	char *s = NULL;
 	dsv_cache_get_stats(fs->cache, &cs);
+	dsv_hints_stats hs = { 0 };
+	if (fs->hints)
+		dsv_hints_get_stats(fs->hints, &hs);
 	/* tiles of windows have a cache of their own (fs->tiles) */
 	uint64_t made = fs->made, decoded = cs.fills - cs.fill_errors;
 	if (asprintf(&s,
@@ -29,6 +32,7 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"cache_bytes_probation\": %llu,\n"
 		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
 		     "  \"bytes_pushed\": %llu,\n  \"read_entries\": %llu,\n"
+		     "  \"hints_queued\": %llu,\n  \"hints_stored\": %llu,\n  \"hints_dropped\": %llu,\n"
 		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
@@ -44,6 +48,8 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)cs.budget,
 		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
 		     (unsigned long long)fs->bytes_pushed, (unsigned long long)made,
+		     (unsigned long long)hs.queued, (unsigned long long)hs.stored,
+		     (unsigned long long)hs.dropped,
 		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;
