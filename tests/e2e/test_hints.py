@@ -1,0 +1,125 @@
+"""Sampler hints (README, "Sampler hints"): rows hinted through the ioctl
+of examples/prefetch_sampler.py are stored in the page cache before the
+reader asks, so reading them makes no request; bad hints are refused
+whole with EINVAL (ENOTTY off the data files) and change nothing; the
+queue is bounded; the bytes read are the view's either way."""
+import errno
+import fcntl
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+from common import E2E, reference
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import prefetch_sampler as ps  # noqa: E402
+
+
+class Hints(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.x = np.random.default_rng(1500).integers(0, 256, (3000, 32, 32, 3), dtype=np.uint8)
+        np.save(os.path.join(cls.tmp, "x.npy"), cls.x)
+        cls.ref = reference(cls.x, scale=1 / 255, mean=[0.5, 0.4, 0.3], std=[0.2, 0.2, 0.25])
+        cls.ini = os.path.join(cls.tmp, "h.ini")
+        with open(cls.ini, "w") as f:
+            f.write("[v]\nsource = x.npy\nscale = 0.00392156862745098\n"
+                    "mean = 0.5 0.4 0.3\nstd = 0.2 0.2 0.25\n")
+
+    def wait_idle(self, m, queued):
+        """Until every queued hint was stored, dropped or failed."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            st = m.stats()
+            if st["hints_queued"] == queued and \
+                    st["hints_stored"] + st["hints_dropped"] >= queued:
+                return st
+            time.sleep(0.02)
+        self.fail(f"hints not done: {m.stats()}")
+
+    def test_hinted_rows_make_no_request(self):
+        for name in ("v.npy", "v.dat"):
+            with self.subTest(file=name), self.mount(self.ini) as m:
+                rows = np.sort(np.random.default_rng(1).choice(len(self.x), 256, replace=False))
+                if name == "v.npy":  # np.load reads the header itself
+                    a = np.load(m.path(name), mmap_mode="r")
+                else:
+                    a = np.memmap(m.path(name), np.float32, "r", shape=self.ref.shape)
+                fd = os.open(m.path(name), os.O_RDONLY)
+                try:
+                    ps.hint(fd, rows)
+                finally:
+                    os.close(fd)
+                self.wait_idle(m, 256)
+                before = m.stats()["reads"]
+                got = np.array(a[rows])
+                del a
+                after = m.stats()["reads"]
+                np.testing.assert_array_equal(got, self.ref[rows])
+                # the requests of the .stats.json read that took `before` only
+                self.assertLessEqual(after - before, 2, "hinted rows were asked for")
+
+    def test_bad_hints_refused_whole(self):
+        with self.mount(self.ini) as m:
+            fd = os.open(m.path("v.npy"), os.O_RDONLY)
+            try:
+                for rows in ([0, len(self.x)], [-1], [5, 2**40]):
+                    with self.subTest(rows=rows), self.assertRaises(OSError) as cm:
+                        ps.hint(fd, rows)
+                    self.assertEqual(cm.exception.errno, errno.EINVAL)
+                buf = bytearray(ps._SIZE)
+                for n, flags in ((ps.PREFETCH_MAX + 1, 0), (1, 1)):
+                    struct.pack_into("<II", buf, 0, n, flags)
+                    with self.subTest(n=n, flags=flags), self.assertRaises(OSError) as cm:
+                        fcntl.ioctl(fd, ps.DSV_IOC_PREFETCH, buf, True)
+                    self.assertEqual(cm.exception.errno, errno.EINVAL)
+                with self.assertRaises(OSError) as cm:  # another request on a data file
+                    fcntl.ioctl(fd, ps.DSV_IOC_PREFETCH + 1, bytearray(ps._SIZE), True)
+                self.assertEqual(cm.exception.errno, errno.ENOTTY)
+            finally:
+                os.close(fd)
+            fd = os.open(m.path("v.json"), os.O_RDONLY)
+            try:
+                with self.assertRaises(OSError) as cm:
+                    ps.hint(fd, [0])
+                self.assertEqual(cm.exception.errno, errno.ENOTTY)
+            finally:
+                os.close(fd)
+            st = m.stats()
+            self.assertEqual(st["hints_queued"], 0)
+            np.testing.assert_array_equal(np.load(m.path("v.npy"), mmap_mode="r")[7], self.ref[7])
+
+    def test_queue_is_bounded_and_bytes_stay_right(self):
+        with self.mount(self.ini) as m:
+            fd = os.open(m.path("v.npy"), os.O_RDONLY)
+            rows = np.random.default_rng(2).integers(0, len(self.x), 40000)
+            try:
+                ps.hint(fd, rows)  # more than the queue holds, faster than it drains
+            finally:
+                os.close(fd)
+            st = self.wait_idle(m, len(rows))
+            self.assertEqual(st["hints_stored"] + st["hints_dropped"], len(rows))
+            self.assertEqual(st["errors"], 0)
+            a = np.load(m.path("v.npy"), mmap_mode="r")
+            np.testing.assert_array_equal(np.array(a), self.ref)
+            del a
+
+    def test_hinting_batch_sampler(self):
+        batches = [np.sort(np.random.default_rng(k).choice(len(self.x), 64, replace=False)).tolist()
+                   for k in range(6)]
+        with self.mount(self.ini) as m:
+            s = ps.HintingBatchSampler(batches, m.path("v.npy"), lookahead=2)
+            a = np.load(m.path("v.npy"), mmap_mode="r")
+            seen = []
+            for b in s:
+                seen.append(b)
+                np.testing.assert_array_equal(np.array(a[b]), self.ref[b])
+            del a
+            s.close()
+            self.assertEqual(seen, batches)
+            self.assertEqual(len(s), 6)
+            self.wait_idle(m, 6 * 64)
