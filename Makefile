@@ -6,7 +6,7 @@
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
-#   make bench-read    the read table of issue 15 alone (READ_MB=128 ROUNDS=1: ~3 min)
+#   make bench-read    the read table of issue 15 alone (READ_MB=128 ROUNDS=1: ~4 min)
 #   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 # Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests

@@ -37,7 +37,7 @@ f32_mm), CPU seconds per GB of float32 delivered, readers and daemon apart.
 Other knobs: READ_PEERS=f32_mm,dsv_npy,... a subset; READ_JSON=path writes
 the results; BENCH_DIR (default /var/tmp), BENCH_SETTLE, BENCH_PREFAULT_GB
 (see benchlib; the prefault defaults to 6 GB scaled by READ_MB/1024, at
-least 1). READ_MB=128 ROUNDS=1 is a quick run (~3 min on 2 cores)."""
+least 1). READ_MB=128 ROUNDS=1 is a quick run (~4 min on 2 cores)."""
 import json
 import os
 import shutil
