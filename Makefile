@@ -6,6 +6,7 @@
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
+#   make bench-read    the read table of issue 15 alone (READ_MB=128 ROUNDS=1: ~4 min)
 #   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 # Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests
@@ -66,7 +67,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-views bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -178,9 +179,22 @@ bench: deps
 	$(MAKE) all $(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench $(BUILD)/tests/nullfs
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
 	  XFORM_BENCH=$(abspath $(BUILD)/tests/xform_bench) $(PYTHON) tests/bench/bench.py
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
+	  $(PYTHON) tests/bench/read_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
+
+# The read table of issue 15 (tests/bench/read_bench.py): 12 KB and 150 KB
+# rows, cold and warm sequential passes, shuffled batches by one reader and
+# by READ_WORKERS (4) forked workers; rows/s, read amplification, CPU s/GB of
+# reader and daemon; the issue's targets, met or not. READ_MB (default
+# BENCH_MB or 1024) scales each size; READ_MB=128 ROUNDS=1 is a quick run;
+# READ_JSON=FILE also writes the results as JSON.
+bench-read: deps
+	$(MAKE) all $(BUILD)/tests/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
+	  $(PYTHON) tests/bench/read_bench.py
 
 # The views of SPEC 12 against their baselines (tests/bench/views_bench.py):
 # rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.

@@ -10,7 +10,9 @@ Peers, all producing the same normalised float32 array
   dsv_lz4   dsview view over the `dsview pack` store of the same data
   u8_numpy  uint8 np.memmap + numpy normalisation per batch (the Python way)
   h5_numpy  h5py uint8 chunked dataset + numpy normalisation per batch
-Each: sequential pass cold (page cache dropped, daemon restarted) and warm,
+Each: sequential pass cold (page cache dropped, daemon restarted) and warm
+(a second pass once the file is wholly in the page cache: mincore-checked,
+with untimed passes until it is),
 and shuffled batches of 256 rows cold (BENCH_BATCHES, default 8, or 15 s;
 with the default 1 GiB that is 30% of the rows); CPU
 seconds per GB delivered (reader + daemon, cold sequential), the daemon's
@@ -32,103 +34,17 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from benchlib import (BATCH, BATCHES, H, MEAN, SETTLE, SHUF_SECONDS, STD, W,  # noqa: E402,F401
+                      drop_caches, proc_cpu, proc_kb, raise_readahead, seq, shuffled)
+
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 NULLFS = os.environ.get("NULLFS", "build/tests/nullfs")
 XFORM_BENCH = os.environ.get("XFORM_BENCH", "build/tests/xform_bench")
 MB = int(os.environ.get("BENCH_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
-SHUF_SECONDS = 15
-BATCHES = int(os.environ.get("BENCH_BATCHES", "8"))
-SETTLE = float(os.environ.get("BENCH_SETTLE", "3"))
-PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", "6"))
 PAR = 8  # concurrent readers of the RSS check
-H, W = 224, 224  # 150 KB uint8 rows, 600 KB float32 rows
-MEAN = np.array([0.485, 0.456, 0.406])
-STD = np.array([0.229, 0.224, 0.225])
-BATCH = 256
-
-
-def proc_kb(pid, key):
-    """A /proc/PID/status value in kB (0 if unknown)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def proc_cpu(pid):
-    """utime + stime of a process, in seconds."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except OSError:
-        return 0.0
-
-
-def raise_readahead(mp):
-    """read_ahead_kb = 1024 on the null mount's bdi: FUSE's largest request,
-    the best window for a filesystem that does not read ahead itself (dsview
-    does, and sets 128 KiB, which suits shuffled memmap rows)."""
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == mp:
-                try:
-                    with open(f"/sys/class/bdi/{fields[2]}/read_ahead_kb", "w") as g:
-                        g.write("1024\n")
-                except OSError:
-                    pass
-
-
-def drop_caches():
-    """Empties the page cache, waits SETTLE seconds, then touches and frees
-    PREFAULT_GB of memory. On a VM whose balloon reports free pages to the
-    host (this machine class), the first touch of a page freed seconds ago
-    costs the host a fault: about 2.5 s per GB here, paid by whoever writes
-    the page first (the FUSE daemon copying a reply, the kernel reading a
-    file). Without this, a peer's figure depends on what the peer before it
-    freed and when; with it, every pass starts from a cold page cache over
-    memory that is backed, as on a machine without a balloon."""
-    subprocess.run(["sync"])
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        return False
-    time.sleep(SETTLE)
-    if PREFAULT_GB > 0:
-        a = np.ones(int(PREFAULT_GB * 2**30), np.uint8)
-        del a
-    return True
-
-
-def seq(arr, step=64):
-    t = time.perf_counter()
-    n = 0
-    for i in range(0, arr.shape[0], step):
-        n += np.array(arr[i:i + step]).nbytes
-    return n / (time.perf_counter() - t)
-
-
-def shuffled(get, n, batches, seed=7):
-    """Rows/s and rows read over sorted batches of a permutation (at least
-    two batches, then until `batches` or SHUF_SECONDS)."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n)
-    t = time.perf_counter()
-    rows = 0
-    for b in range(batches):
-        idx = np.sort(order[b * BATCH:(b + 1) * BATCH])
-        _ = get(idx)
-        rows += len(idx)
-        if b >= 1 and time.perf_counter() - t > SHUF_SECONDS:
-            break
-    return rows / (time.perf_counter() - t), rows
 
 
 def main():
@@ -277,6 +193,11 @@ def main():
                         def __getitem__(self, sl, a=u8):
                             return (a[sl].astype(np.float32) / 255 - m32) / s32
                     arr = Norm()
+                if phase == "warm":  # a second pass over a wholly cached file
+                    path = {"f32_mm": "f32.npy", "u8_numpy": "u8.npy",
+                            "h5_numpy": "u8_chunked.h5"}.get(peer)
+                    path = os.path.join(work, path) if path else os.path.join(mnt, name)
+                    r["cached"] = benchlib.cache_fully(path, lambda a=arr: seq(a))
                 c0 = cpu_now()
                 if phase == "shuf":
                     d0 = daemon_stats() if served else {}
@@ -353,7 +274,7 @@ def main():
           f"sequential pass, reader process + FUSE daemon;\nshuf amp: bytes the daemon decoded / "
           f"bytes the shuffled batches asked for (req) and / bytes the daemon handed the kernel (kern:\n"
           f"replies and readahead stores; the difference is the kernel's readahead around memmap page "
-          f"faults);\ncold passes start from a dropped page cache over {PREFAULT_GB:g} GB of memory "
+          f"faults);\ncold passes start from a dropped page cache over {benchlib.PREFAULT_GB:g} GB of memory "
           f"touched and freed (BENCH_PREFAULT_GB: this VM's balloon makes\nthe first touch of a page "
           f"freed seconds ago cost ~2.5 s/GB); null is mounted with read_ahead_kb 1024, dsview with "
           f"its default (128)")

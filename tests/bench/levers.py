@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from bench import drop_caches
+from benchlib import drop_caches
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("AB_MB", "2048"))

@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench as B  # noqa: E402  (drop_caches, proc_cpu, proc_kb, shuffled, seq)
+import benchlib as B  # noqa: E402  (drop_caches, proc_cpu, proc_kb, shuffled, seq)
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("VIEWS_MB", "768"))

@@ -1,0 +1,198 @@
+"""Helpers shared by the benchmarks (bench.py, read_bench.py, views_bench.py,
+levers.py): page-cache handling, /proc readings, page-cache residency, the
+sequential and shuffled readers, the bench's image rows.
+
+Environment: BENCH_SETTLE (seconds after dropping the page cache, default 3),
+BENCH_PREFAULT_GB (memory touched and freed after dropping it, default 6),
+BENCH_BATCHES (shuffled batches of bench.py and views_bench.py, default 8).
+A benchmark may assign PREFAULT_GB on this module before drop_caches()."""
+import ctypes
+import gc
+import mmap
+import os
+import subprocess
+import time
+
+import numpy as np
+
+SHUF_SECONDS = 15
+BATCHES = int(os.environ.get("BENCH_BATCHES", "8"))
+SETTLE = float(os.environ.get("BENCH_SETTLE", "3"))
+PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", "6"))
+H, W = 224, 224  # bench.py's rows: 150 KB uint8, 600 KB float32
+MEAN = np.array([0.485, 0.456, 0.406])
+STD = np.array([0.229, 0.224, 0.225])
+BATCH = 256
+
+
+def proc_kb(pid, key):
+    """A /proc/PID/status value in kB (0 if unknown)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def proc_cpu(pid):
+    """utime + stime of a process, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
+def proc_read_bytes(pid="self"):
+    """read_bytes of /proc/PID/io: bytes the process (all its threads) made
+    the kernel fetch from storage (0 if unknown)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def raise_readahead(mp, kb=1024):
+    """read_ahead_kb = 1024 on the null mount's bdi: FUSE's largest request,
+    the best window for a filesystem that does not read ahead itself (dsview
+    does, and sets 128 KiB, which suits shuffled memmap rows)."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == mp:
+                try:
+                    with open(f"/sys/class/bdi/{fields[2]}/read_ahead_kb", "w") as g:
+                        g.write(f"{kb}\n")
+                except OSError:
+                    pass
+
+
+def drop_caches():
+    """Empties the page cache, waits SETTLE seconds, then touches and frees
+    PREFAULT_GB of memory. On a VM whose balloon reports free pages to the
+    host (this machine class), the first touch of a page freed seconds ago
+    costs the host a fault: about 2.5 s per GB here, paid by whoever writes
+    the page first (the FUSE daemon copying a reply, the kernel reading a
+    file). Without this, a peer's figure depends on what the peer before it
+    freed and when; with it, every pass starts from a cold page cache over
+    memory that is backed, as on a machine without a balloon. A cyclic
+    garbage collection first: a memmap kept alive by a reference cycle (a
+    class defined in a function, a closure) stays mapped, and the kernel
+    does not drop mapped pages."""
+    gc.collect()
+    subprocess.run(["sync"])
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        return False
+    time.sleep(SETTLE)
+    if PREFAULT_GB > 0:
+        a = np.ones(int(PREFAULT_GB * 2**30), np.uint8)
+        del a
+    return True
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+
+
+def resident(path):
+    """Fraction of a file's pages in the page cache (mincore over a shared
+    read-only mapping of it, as fincore does; touches no page)."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return 1.0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return float("nan")
+        try:
+            vec = np.zeros((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE, np.uint8)
+            if _libc.mincore(addr, size, vec.ctypes.data) != 0:
+                return float("nan")
+            return float(np.count_nonzero(vec & 1)) / vec.size
+        finally:
+            _libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+def seq(arr, step=64):
+    t = time.perf_counter()
+    n = 0
+    for i in range(0, arr.shape[0], step):
+        n += np.array(arr[i:i + step]).nbytes
+    return n / (time.perf_counter() - t)
+
+
+def shuffled(get, n, batches, seed=7):
+    """Rows/s and rows read over sorted batches of a permutation (at least
+    two batches, then until `batches` or SHUF_SECONDS)."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    t = time.perf_counter()
+    rows = 0
+    for b in range(batches):
+        idx = np.sort(order[b * BATCH:(b + 1) * BATCH])
+        _ = get(idx)
+        rows += len(idx)
+        if b >= 1 and time.perf_counter() - t > SHUF_SECONDS:
+            break
+    return rows / (time.perf_counter() - t), rows
+
+
+def make_images(path, n, h, w, seed=0, block_bytes=64 << 20):
+    """The bench's uint8 HWC rows (gradients + noise, LZ4 ratio ~1.06) into
+    a new .npy at path, written in blocks."""
+    x = np.lib.format.open_memmap(path, "w+", np.uint8, (n, h, w, 3))
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    grad = xx * 0.7 + yy * 0.4
+    fac = np.array([0.6, 0.8, 1.0])
+    step = max(1, block_bytes // (h * w * 3))
+    for i in range(0, n, step):
+        k = min(step, n - i)
+        base = (grad[None] + np.arange(i, i + k)[:, None, None]) % 256
+        blk = (base[..., None] * fac).astype(np.uint8)
+        blk += rng.integers(0, 3, blk.shape, dtype=np.uint8)
+        x[i:i + k] = blk
+    x.flush()
+    del x
+
+
+def normalise_file(src, dst, block_bytes=64 << 20):
+    """dst: the float32 .npy of (src/255 - MEAN) / STD, as dsview serves it."""
+    x = np.load(src, mmap_mode="r")
+    f32 = np.lib.format.open_memmap(dst, "w+", np.float32, x.shape)
+    step = max(1, block_bytes // (x[0].nbytes * 8))
+    for i in range(0, x.shape[0], step):
+        f32[i:i + step] = ((x[i:i + step].astype(np.float64) / 255 - MEAN) / STD).astype(np.float32)
+    f32.flush()
+    del f32, x
+
+
+def cache_fully(path, read_pass, tries=3):
+    """Before a warm pass: while path is not wholly in the page cache, run
+    read_pass() (an untimed sequential pass), at most `tries` times. Returns
+    the resident fraction the timed warm pass then starts from."""
+    frac = resident(path)
+    for _ in range(tries):
+        if frac >= 0.999:
+            break
+        read_pass()
+        frac = resident(path)
+    return frac
