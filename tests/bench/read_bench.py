@@ -9,6 +9,9 @@ For each row size, a uint8 HWC dataset of READ_MB MB (default BENCH_MB or
             mounted like dsview with read_ahead_kb 1024: the FUSE ceiling
   dsv_npy   dsview view over the uint8 .npy, np.memmap of the .dat
   dsv_lz4   dsview view over the `dsview pack` store of the same data
+  dsv_hint  dsv_npy with sampler hints (examples/prefetch_sampler.py): each
+            shuffled reader hints its next HINT_AHEAD (2) batches before
+            reading one; shuffled phases only (sequential is dsv_npy's)
   u8_numpy  uint8 np.load(mmap_mode="r") + numpy normalisation per batch
   h5_numpy  h5py uint8 chunked dataset (1 MiB chunks) + numpy normalisation
 Row sizes (READ_SIZES, default "64,224"): 64x64x3 (12 KB, 48 KB as float32)
@@ -49,6 +52,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import benchlib as L  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
@@ -58,8 +62,9 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SIZES = [int(s) for s in os.environ.get("READ_SIZES", "64,224").split(",")]
 WORKERS = int(os.environ.get("READ_WORKERS", "4"))
 OUT_JSON = os.environ.get("READ_JSON")
-PEERS = ["f32_mm", "null", "dsv_npy", "dsv_lz4", "u8_numpy", "h5_numpy"]
-SERVED = ("null", "dsv_npy", "dsv_lz4")
+PEERS = ["f32_mm", "null", "dsv_npy", "dsv_hint", "dsv_lz4", "u8_numpy", "h5_numpy"]
+SERVED = ("null", "dsv_npy", "dsv_hint", "dsv_lz4")
+HINT_AHEAD = 2
 SEQ_READ = 64 * 224 * 224 * 3  # uint8 bytes of one sequential read (bench.py's 64 rows)
 # target: (peer measured, metric, baseline peer, at least)
 TARGETS = [("shuffled, single reader", "shuf1", "u8_numpy", 1.0),
@@ -143,7 +148,8 @@ class Dataset:
     def file(self, peer):
         """The file whose pages a warm pass reads."""
         if peer in SERVED:
-            return os.path.join(self.mnt, "data.dat" if peer == "null" else peer[4:] + ".dat")
+            name = {"null": "data", "dsv_hint": "npy"}.get(peer, peer[4:])
+            return os.path.join(self.mnt, name + ".dat")
         return self.path({"f32_mm": "f32.npy", "u8_numpy": "u8.npy",
                           "h5_numpy": "u8_chunked.h5"}[peer])
 
@@ -199,11 +205,27 @@ def reader(ds, peer, order, mine, batches, wfd, go):
     """A forked worker: open after the fork, wait for go, read its batches,
     report rows, CPU and own read_bytes on wfd."""
     _, get, close = ds.open(peer)
+    mine = mine[:batches]
+
+    def idx(k):
+        return np.sort(order[mine[k] * L.BATCH:(mine[k] + 1) * L.BATCH])
+    hint = None
+    if peer == "dsv_hint":
+        import prefetch_sampler
+        fd = os.open(ds.file(peer), os.O_RDONLY)
+
+        def hint(k):
+            if k < len(mine):
+                prefetch_sampler.hint(fd, idx(k))
     os.read(go, 1)
     c0, io0 = os.times(), L.proc_read_bytes()
     t, rows = time.perf_counter(), 0
-    for k, b in enumerate(mine[:batches]):
-        out = get(np.sort(order[b * L.BATCH:(b + 1) * L.BATCH]))
+    for k in range(HINT_AHEAD if hint else 0):
+        hint(k)
+    for k in range(len(mine)):
+        if hint:
+            hint(k + HINT_AHEAD)
+        out = get(idx(k))
         assert out.dtype == np.float32 and out.flags.c_contiguous
         rows += out.shape[0]
         if k >= 1 and time.perf_counter() - t > L.SHUF_SECONDS:
@@ -267,13 +289,14 @@ def shuf_pass(ds, peer, r, workers, seed):
 def run_peer(ds, peer, rnd):
     r = {}
     served = peer in SERVED
-    L.drop_caches()
-    if served:
-        ds.mount(peer)
-    seq_pass(ds, peer, r, "cold")
-    seq_pass(ds, peer, r, "warm")
-    if served:
-        ds.umount(peer)
+    if peer != "dsv_hint":
+        L.drop_caches()
+        if served:
+            ds.mount(peer)
+        seq_pass(ds, peer, r, "cold")
+        seq_pass(ds, peer, r, "warm")
+        if served:
+            ds.umount(peer)
     for workers in (1, WORKERS):
         L.drop_caches()
         if served:
@@ -307,9 +330,13 @@ def report(ds, res, peers):
         r = res[peer]
 
         def cpu(key):
+            if "cpu_r_" + key not in r:
+                return "-"
             return f"{r['cpu_r_' + key]:.2f}+{r['cpu_d_' + key]:.2f}"
-        print(f"{peer:9} {r['cold'] / 1e9:8.2f} {r['warm'] / 1e9:8.2f} "
-              f"{100 * r['cached']:6.1f} {r['shuf1']:7,.0f} {r['shufw']:7,.0f} "
+        gbs = {k: r[k] / 1e9 if k in r else None for k in ("cold", "warm")}
+        cached = 100 * r["cached"] if "cached" in r else None
+        print(f"{peer:9} {fmt(gbs['cold'], '8.2f'):>8} {fmt(gbs['warm'], '8.2f'):>8} "
+              f"{fmt(cached, '6.1f'):>6} {r['shuf1']:7,.0f} {r['shufw']:7,.0f} "
               f"{fmt(r.get('amp_shuf1'), '6.2f'):>6} {fmt(r.get('amp_shufw'), '6.2f'):>6} "
               f"{cpu('cold'):>9} {cpu('shuf1'):>9} {cpu('shufw'):>9}  "
               f"{fmt(ratio(peer, 'shuf1', 'u8_numpy'), '.2f')}/{fmt(ratio(peer, 'shufw', 'u8_numpy'), '.2f'):>4} "
@@ -322,6 +349,10 @@ def report(ds, res, peers):
         met.append({"target": name, "ratio": v, "want": want, "base": base, "met": ok})
         print(f"  target {name:24} dsv_npy / {base:8} {fmt(v, '.2f')}x (>= {want:.2f}x): "
               f"{'-' if ok is None else 'met' if ok else 'NOT met'}")
+    for key in ("shuf1", "shufw"):
+        if key in res.get("dsv_hint", {}):
+            print(f"  with hints ({key}): dsv_hint / u8_numpy {fmt(ratio('dsv_hint', key, 'u8_numpy'), '.2f')}x, "
+                  f"dsv_hint / dsv_npy {fmt(ratio('dsv_hint', key, 'dsv_npy'), '.2f')}x")
     return met
 
 
@@ -346,8 +377,9 @@ def main():
                 for peer in peers:
                     r = run_peer(ds, peer, rnd)
                     runs.setdefault(peer, []).append(r)
-                    print(f"  round {rnd + 1}/{ROUNDS} {peer:8}: cold {r['cold'] / 1e9:.2f} "
-                          f"warm {r['warm'] / 1e9:.2f} GB/s ({100 * r['cached']:.1f}% cached), "
+                    seq = (f"cold {r['cold'] / 1e9:.2f} warm {r['warm'] / 1e9:.2f} GB/s "
+                           f"({100 * r['cached']:.1f}% cached), " if "cold" in r else "")
+                    print(f"  round {rnd + 1}/{ROUNDS} {peer:8}: {seq}"
                           f"shuffled {r['shuf1']:,.0f} / {WORKERS}w {r['shufw']:,.0f} rows/s",
                           flush=True)
             res = {p: {k: float(np.median([r[k] for r in rs]))
