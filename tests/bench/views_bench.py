@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import benchlib as B  # noqa: E402  (drop_caches, proc_cpu, proc_kb, shuffled, seq)
+import benchlib as B  # noqa: E402  (drop_caches, proc_cpu, proc_kb, proc_read_bytes, shuffled, seq)
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("VIEWS_MB", "768"))
@@ -83,18 +83,6 @@ TARGETS = {("img_rows", "seq rows/s"): (">=", 0.9), ("img_rows", "shuf rows/s"):
            ("eegT_win", "seq out GB/s"): (">=", 0.9), ("eegT_win", "disk/covered"): ("<=", 1.1),
            ("tok_dsv", "shuf cold rows/s"): (">=", 0.9),
            ("tok_dsv", "shuf warm rows/s"): (">=", 0.9)}
-
-
-def io_read_bytes(pid):
-    """Bytes a process caused to be read from storage (/proc/PID/io)."""
-    try:
-        with open(f"/proc/{pid}/io") as f:
-            for line in f:
-                if line.startswith("read_bytes:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def npy_data_bytes(path):
@@ -245,13 +233,13 @@ def main():
             arr = np.load(os.path.join(mnt, f"{peer}.npy"), mmap_mode="r")
         else:
             arr = None
-        own0 = io_read_bytes(os.getpid())  # a Python peer reads the files itself
+        own0 = B.proc_read_bytes(os.getpid())  # a Python peer reads the files itself
         c0 = cpu_now()
         try:
             r = body(arr)
         finally:
             c1 = cpu_now()
-            io1 = io_read_bytes(daemon["pid"]) if served else io_read_bytes(os.getpid()) - own0
+            io1 = B.proc_read_bytes(daemon["pid"]) if served else B.proc_read_bytes(os.getpid()) - own0
             del arr
             if served:
                 umount()
