@@ -50,6 +50,15 @@ typedef struct node {
 	uint64_t size;
 } node;
 
+/* How long one kind of work took, per request: n[k] counts requests of
+ * [2^k, 2^(k+1)) microseconds (n[0] also those under 1 us, the last
+ * bucket everything longer); sum_us is their total. */
+#define DSV_LAT_BUCKETS 16
+typedef struct lat_hist {
+	_Atomic uint64_t n[DSV_LAT_BUCKETS];
+	_Atomic uint64_t sum_us;
+} lat_hist;
+
 struct dsv_fs {
 	dsv_manifest *m;
 	char *mountpoint;
@@ -74,6 +83,9 @@ struct dsv_fs {
 	_Atomic uint64_t bytes_decoded;
 	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
 	_Atomic uint64_t made;         /* tiles of windows the read path made (read.h) */
+	/* a data read's two halves (ops.c): making its bytes, and writing
+	 * the reply (the kernel copies it into the reader's pages) */
+	lat_hist lat_make, lat_reply;
 	unsigned max_read; /* -o max_read=N, or 0 */
 	/* .stats.json snapshots of open handles. The kernel sends RELEASE
 	 * after close without waiting; an unmount can end the connection
@@ -123,5 +135,8 @@ int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char 
 stats_snap *dsv_fs_snap_new(dsv_fs *fs);
 /* Takes snap off fs->snaps and frees it. */
 void dsv_fs_snap_free(dsv_fs *fs, stats_snap *snap);
+/* Counts one request of work that began at t0 (CLOCK_MONOTONIC) and ended
+ * at t1 into h. */
+void dsv_fs_lat_add(lat_hist *h, const struct timespec *t0, const struct timespec *t1);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
@@ -123,8 +124,12 @@ static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n,
 		size = (size_t)(n->size - off);
 	/* The reply is made in this thread's buffer, reused by every request
 	 * it serves, and written to the kernel synchronously. */
+	struct timespec t0, t1, t2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	char *buf = dsv_tls_buf(DSV_TLS_OUT, size);
 	err = buf ? dsv_fs_file_bytes(fs, n, off, size, buf, &info) : DSV_ERR_NOMEM;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dsv_fs_lat_add(&fs->lat_make, &t0, &t1);
 	if (err) {
 		atomic_fetch_add(&fs->read_errors, 1);
 		fuse_reply_err(req, dsv_err_to_errno(err));
@@ -134,6 +139,8 @@ static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n,
 		dsv_prefetch_hint(fs->prefetch, (uint32_t)(ino - 1), info.first, info.last, size);
 	atomic_fetch_add(&fs->bytes_served, size);
 	fuse_reply_buf(req, buf, size);
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	dsv_fs_lat_add(&fs->lat_reply, &t1, &t2);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

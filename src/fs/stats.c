@@ -4,12 +4,37 @@
  * one consistent document however it reads it; the file is direct_io.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fs/fs_i.h"
+
+void dsv_fs_lat_add(lat_hist *h, const struct timespec *t0, const struct timespec *t1)
+{
+	int64_t ns = (int64_t)(t1->tv_sec - t0->tv_sec) * 1000000000 + (t1->tv_nsec - t0->tv_nsec);
+	uint64_t us = ns > 0 ? (uint64_t)ns / 1000 : 0;
+	unsigned k = 0;
+	while (k + 1 < DSV_LAT_BUCKETS && us >= (2ull << k))
+		k++;
+	atomic_fetch_add(&h->n[k], 1);
+	atomic_fetch_add(&h->sum_us, us);
+}
+
+/* h's counts as a JSON array, into out (room for 16 numbers of 20 digits). */
+#define HIST_TEXT (DSV_LAT_BUCKETS * 22 + 4)
+static void render_hist(char out[HIST_TEXT], const lat_hist *h)
+{
+	size_t at = 0;
+	out[at++] = '[';
+	for (unsigned k = 0; k < DSV_LAT_BUCKETS; k++)
+		at += (size_t)snprintf(out + at, HIST_TEXT - at, "%s%llu", k ? ", " : "",
+				       (unsigned long long)h->n[k]);
+	snprintf(out + at, HIST_TEXT - at, "]");
+}
 
 static char *render_stats(dsv_fs *fs)
 {
@@ -21,6 +46,9 @@ static char *render_stats(dsv_fs *fs)
 		dsv_hints_get_stats(fs->hints, &hs);
 	/* tiles of windows have a cache of their own (fs->tiles) */
 	uint64_t made = fs->made, decoded = cs.fills - cs.fill_errors;
+	char make[HIST_TEXT], reply[HIST_TEXT];
+	render_hist(make, &fs->lat_make);
+	render_hist(reply, &fs->lat_reply);
 	if (asprintf(&s,
 		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
 		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
@@ -33,6 +61,8 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
 		     "  \"bytes_pushed\": %llu,\n  \"read_entries\": %llu,\n"
 		     "  \"hints_queued\": %llu,\n  \"hints_stored\": %llu,\n  \"hints_dropped\": %llu,\n"
+		     "  \"read_make_us\": %s,\n  \"read_make_us_sum\": %llu,\n"
+		     "  \"read_reply_us\": %s,\n  \"read_reply_us_sum\": %llu,\n"
 		     "  \"errors\": %llu\n}\n",
 		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
@@ -49,7 +79,9 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
 		     (unsigned long long)fs->bytes_pushed, (unsigned long long)made,
 		     (unsigned long long)hs.queued, (unsigned long long)hs.stored,
-		     (unsigned long long)hs.dropped,
+		     (unsigned long long)hs.dropped, make,
+		     (unsigned long long)fs->lat_make.sum_us, reply,
+		     (unsigned long long)fs->lat_reply.sum_us,
 		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Interleaved A/B of the two readahead levers of a dsview mount, on a
-uint8 224x224x3 .npy served as normalised float32 (AB_MB of uint8, default
-2048: shuffled batches then read a small part of it, as in training).
+"""Interleaved A/B of levers of a dsview mount, on a uint8 SxSx3 .npy
+(S = AB_SIDE, default 224; 64 gives the 12 KB rows of make bench-read)
+served as normalised float32 (AB_MB of uint8, default 2048: shuffled
+batches then read a small part of it, as in training).
 
   window  the kernel's readahead window of the mount (--readahead):
           cold shuffled batches (AB_BATCHES x 256 rows) in rows/s and read
@@ -11,6 +12,9 @@ uint8 224x224x3 .npy served as normalised float32 (AB_MB of uint8, default
           (DSVIEW_READAHEAD_KB=0): the cold sequential pass read back to
           back, and paced like training (a 10 ms step after every 16 rows;
           GB/s counts reading time only)
+  hints   the threads that store sampler-hinted rows (DSVIEW_HINT_THREADS,
+          AB_HINT_THREADS): cold shuffled batches by one reader that hints
+          its next 2 batches (examples/prefetch_sampler.py), rows/s
 
 Every configuration runs REPS times, interleaved; medians are printed.
 Page cache handling as in bench.py (dropped, SETTLE, PREFAULT_GB).
@@ -23,9 +27,14 @@ import subprocess
 import tempfile
 import time
 
+import sys
+
 import numpy as np
 
 from benchlib import drop_caches
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from prefetch_sampler import hint  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("AB_MB", "2048"))
@@ -33,7 +42,8 @@ SEQ_MB = int(os.environ.get("AB_SEQ_MB", "2048"))
 BATCHES = int(os.environ.get("AB_BATCHES", "8"))
 REPS = int(os.environ.get("REPS", "3"))
 WINDOWS = os.environ.get("AB_WINDOWS", "64K 128K 256K 512K 1M").split()
-H = W = 224
+HINT_THREADS = os.environ.get("AB_HINT_THREADS", "2 4 8 16 32").split()
+H = W = int(os.environ.get("AB_SIDE", "224"))
 ROW = H * W * 3
 
 
@@ -102,6 +112,23 @@ def main():
                     del a
                     umount()
                 res.setdefault(("push", push), []).append(tuple(row))
+            for threads in HINT_THREADS:
+                a = mounted(env=dict(os.environ, DSVIEW_HINT_THREADS=threads))
+                fd = os.open(os.path.join(mnt, "v.dat"), os.O_RDONLY)
+                order = np.random.default_rng(100 + rep).permutation(n)
+                batches = [np.sort(order[b * 256:(b + 1) * 256]) for b in range(BATCHES)]
+                t = time.perf_counter()
+                for b in batches[:2]:
+                    hint(fd, b)
+                for b in range(BATCHES):
+                    if b + 2 < BATCHES:
+                        hint(fd, batches[b + 2])
+                    _ = np.array(a[batches[b]])
+                res.setdefault(("hints", threads), []).append(
+                    (BATCHES * 256 / (time.perf_counter() - t),))
+                os.close(fd)
+                del a
+                umount()
             print(f"rep {rep + 1}/{REPS} done", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -114,6 +141,10 @@ def main():
     for push in ("on", "off"):
         m = np.median(np.array(res[("push", push)]), axis=0)
         print(f"{push:14} {m[0]:16.2f} {m[1]:11.2f}")
+    print(f"\n{'hint threads':14} {'hinted shuffled rows/s':>23}")
+    for threads in HINT_THREADS:
+        m = np.median(np.array(res[("hints", threads)]), axis=0)
+        print(f"{threads:14} {m[0]:23,.0f}")
 
 
 if __name__ == "__main__":

@@ -267,3 +267,11 @@ class Lifecycle(E2E):
             self.assertEqual(s1["cache_misses"], s0["cache_misses"])
             self.assertEqual(s1["errors"], 0)
             json.dumps(s1)
+            # every data read that made bytes counted once in each latency
+            # histogram (16 power-of-two buckets of microseconds); reads at
+            # EOF and of .stats.json are not
+            data = s1["reads"] - s0["reads"] - 1
+            for half in ("read_make_us", "read_reply_us"):
+                self.assertEqual(len(s1[half]), 16, half)
+                self.assertIn(sum(s1[half]) - sum(s0[half]), range(1, data + 1), half)
+                self.assertGreaterEqual(s1[half + "_sum"], s0[half + "_sum"], half)
