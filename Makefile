@@ -67,7 +67,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-shuffle bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -204,11 +204,19 @@ bench-views: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
 
-# The readahead levers A/B (tests/bench/levers.py): the kernel window and
-# dsview's own readahead, interleaved, medians.
+# The levers A/B (tests/bench/levers.py): the kernel window, dsview's own
+# readahead and the hint threads, interleaved, medians.
 bench-levers: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/levers.py
+
+# Where a shuffled pass's time goes (tests/bench/shuffle_profile.py): per
+# configuration, requests and bytes made per row, the daemon's time per
+# request (.stats.json histograms), and the disk's own latency.
+bench-shuffle: deps
+	$(MAKE) all $(BUILD)/tests/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
+	  $(PYTHON) tests/bench/shuffle_profile.py
 
 # The tree at scale (tests/bench/tree_bench.py): mount time, ls -R and a
 # walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny

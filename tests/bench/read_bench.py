@@ -197,7 +197,7 @@ def seq_pass(ds, peer, r, phase):
     gb = ds.f32_bytes / 1e9
     r[f"cpu_r_{phase}"] = (t1.user + t1.system - t0.user - t0.system) / gb
     r[f"cpu_d_{phase}"] = (d1[0] - d0[0]) / gb
-    del arr
+    arr = None  # unmap before the next pass
     close()
 
 
@@ -278,6 +278,7 @@ def shuf_pass(ds, peer, r, workers, seed):
     key = "shuf1" if workers == 1 else "shufw"
     gb = rows * ds.row * 4 / 1e9
     r[key] = rows / wall
+    r[f"rows_{key}"] = rows
     r[f"cpu_r_{key}"] = sum(x["cpu"] for x in rep) / gb
     r[f"cpu_d_{key}"] = (d1[0] - d0[0]) / gb
     r[f"wall_{key}"] = wall / gb

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Where the time of a shuffled pass goes (make bench-shuffle): cold sorted
+batches of 256 random rows of 64x64x3 uint8 (12 KB; PROF_SIDE sets the
+side), read as normalised float32 by PROF_WORKERS (1) forked readers, as in
+make bench-read, under several configurations, REPS (3) interleaved rounds,
+medians. Each configuration is a peer of read_bench.py and its options:
+
+  dsv_npy                         dsview over the uint8 .npy, defaults
+  dsv_npy:--readahead=192K        ... with mount options (--opt=value)
+  dsv_npy:warm-source             ... with the uint8 source file read into the
+                                  page cache first (no disk in the pass)
+  dsv_hint:threads=4              hinted reader, DSVIEW_HINT_THREADS=4
+  null:ra=128                     the no-op FUSE filesystem, read_ahead_kb 128
+  u8_numpy, f32_mm, ...           the Python peers
+
+Reported per configuration: rows/s and microseconds per row; for dsview,
+the FUSE read requests per row, the output bytes made per row (bytes
+served over the float32 row), and the daemon's mean microseconds per
+request making the bytes (pread, decode, transform) and writing the reply
+(the kernel copying it into the reader's pages), from .stats.json's
+histograms; the rest of a row's time is the crossing (the fault, the
+request's queueing and the two wake-ups) and the reader's own work.
+Then the disk's own latency: random O_DIRECT reads of 4 KB to 512 KB of the
+source file, medians of 300.
+
+  PROF_CONFIGS="u8_numpy dsv_npy ..." (default below), PROF_MB (1024)."""
+import json
+import mmap
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+os.environ.setdefault("READ_MB", os.environ.get("PROF_MB", "1024"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as L  # noqa: E402
+import read_bench as R  # noqa: E402
+
+SIDE = int(os.environ.get("PROF_SIDE", "64"))
+WORKERS = int(os.environ.get("PROF_WORKERS", "1"))
+REPS = int(os.environ.get("REPS", "3"))
+CONFIGS = os.environ.get(
+    "PROF_CONFIGS", "u8_numpy null:ra=128 dsv_npy dsv_npy:warm-source dsv_npy:--readahead=64K "
+    "dsv_npy:--readahead=192K dsv_hint:threads=2 dsv_hint").split()
+
+
+def parse(config):
+    peer, *opts = config.split(":")
+    mount, env, warm, ra = [], {}, False, None
+    for o in opts:
+        if o == "warm-source":
+            warm = True
+        elif o.startswith("threads="):
+            env["DSVIEW_HINT_THREADS"] = o.split("=", 1)[1]
+        elif o.startswith("ra="):
+            ra = int(o.split("=", 1)[1])
+        elif o.startswith("--"):
+            mount += o.split("=", 1)
+        else:
+            raise SystemExit(f"unknown option {o!r} in {config!r}")
+    return peer, mount, env, warm, ra
+
+
+def mount(ds, peer, opts, env, ra):
+    if peer == "null":
+        ds.mount(peer)
+        if ra:
+            L.raise_readahead(ds.mnt, ra)
+        return
+    subprocess.run([R.DSVIEW, "mount", *opts, "--log", ds.path("log"), ds.path("b.ini"),
+                    ds.mnt], check=True, env=dict(os.environ, **env))
+    with open(os.path.join(ds.mnt, ".stats.json")) as f:
+        ds.pid = json.load(f)["pid"]
+
+
+def stats(ds):
+    with open(os.path.join(ds.mnt, ".stats.json")) as f:
+        return json.load(f)
+
+
+def one(ds, config, rep):
+    peer, opts, env, warm, ra = parse(config)
+    L.drop_caches()
+    if warm:
+        subprocess.run(["cat", ds.path("u8.npy")], stdout=subprocess.DEVNULL, check=True)
+    served = peer in R.SERVED
+    if served:
+        mount(ds, peer, opts, env, ra)
+    s0 = stats(ds) if served and peer != "null" else None
+    r = {}
+    R.shuf_pass(ds, peer, r, WORKERS, seed=rep + 100 * WORKERS)
+    key = "shuf1" if WORKERS == 1 else "shufw"
+    out = {"rows/s": r[key]}
+    if s0:
+        s1 = stats(ds)
+        rows = r[f"rows_{key}"]
+        reads = s1["reads"] - s0["reads"]
+        out["req/row"] = reads / rows
+        out["made/row"] = (s1["bytes_served"] - s0["bytes_served"]) / rows / (ds.row * 4)
+        for half in ("make", "reply"):
+            n = sum(s1[f"read_{half}_us"]) - sum(s0[f"read_{half}_us"])
+            us = s1[f"read_{half}_us_sum"] - s0[f"read_{half}_us_sum"]
+            out[f"{half} us"] = us / n if n else 0.0
+    if served:
+        ds.umount(peer)
+    return out
+
+
+def disk_latency(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    size = os.fstat(fd).st_size
+    res = []
+    for kb in (4, 16, 32, 64, 128, 256, 512):
+        buf, rng, ts = mmap.mmap(-1, kb << 10), random.Random(kb), []
+        for _ in range(300):
+            off = rng.randrange(0, size - (kb << 10)) // 4096 * 4096
+            t = time.perf_counter()
+            os.preadv(fd, [buf], off)
+            ts.append(time.perf_counter() - t)
+        res.append((kb, 1e6 * float(np.median(ts))))
+    os.close(fd)
+    return res
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="dsview-prof-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    L.PREFAULT_GB = min(6.0, max(1.0, 6 * R.MB / 1024))
+    res = {}
+    try:
+        ds = R.Dataset(work, SIDE)
+        for rep in range(REPS):
+            for c in CONFIGS:
+                res.setdefault(c, []).append(one(ds, c, rep))
+                print(f"  round {rep + 1}/{REPS} {c}: {res[c][-1]['rows/s']:,.0f} rows/s",
+                      flush=True)
+        lat = disk_latency(ds.path("u8.npy"))
+    finally:
+        if os.path.ismount(os.path.join(work, f"s{SIDE}", "mnt")):
+            subprocess.run(["fusermount3", "-u", os.path.join(work, f"s{SIDE}", "mnt")])
+        shutil.rmtree(work, ignore_errors=True)
+    cols = ["rows/s", "us/row", "req/row", "made/row", "make us", "reply us"]
+    print(f"\n{WORKERS} reader(s), rows of {SIDE}x{SIDE}x3 uint8, {REPS} rounds, medians")
+    print(f"{'configuration':30}" + "".join(f"{c:>10}" for c in cols))
+    for c, rs in res.items():
+        med = {k: float(np.median([r[k] for r in rs])) for k in rs[0]}
+        med["us/row"] = 1e6 * WORKERS / med["rows/s"]
+        print(f"{c:30}" + "".join(f"{med[k]:10,.1f}" if k in med else f"{'-':>10}"
+                                  for k in cols))
+    print("\ndisk: random O_DIRECT reads of the source file, median microseconds")
+    print("  " + "  ".join(f"{kb} KB {us:.0f}" for kb, us in lat))
+
+
+if __name__ == "__main__":
+    main()
