@@ -308,11 +308,14 @@ static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
  * for measuring. */
 #define HINT_THREADS 16
 
-static int hint_threads(void)
+/* A setting that exists for measuring (make bench-levers): the environment
+ * variable name's value when it is a number in [lo, hi], else def. */
+static long knob(const char *name, long def, long lo, long hi)
 {
-	const char *env = getenv("DSVIEW_HINT_THREADS");
-	long k = env ? strtol(env, NULL, 10) : HINT_THREADS;
-	return k >= 1 && k <= 256 ? (int)k : HINT_THREADS;
+	const char *env = getenv(name);
+	char *end;
+	long k = env ? strtol(env, &end, 10) : def;
+	return env && (end == env || *end || k < lo || k > hi) ? def : k;
 }
 
 static int push_row(void *ctx, uint32_t file, uint64_t row)
@@ -329,8 +332,9 @@ static int push_row(void *ctx, uint32_t file, uint64_t row)
 
 static void start_prefetch(dsv_fs *fs)
 {
-	const char *env = getenv("DSVIEW_READAHEAD_KB"); /* for measuring: 0 turns it off */
-	uint64_t bytes = env ? strtoull(env, NULL, 10) * 1024 : PREFETCH_BYTES;
+	/* 0 turns it off */
+	uint64_t bytes = (uint64_t)knob("DSVIEW_READAHEAD_KB", PREFETCH_BYTES / 1024, 0,
+					1L << 30) * 1024;
 	dsv_view **file_views;
 
 	if (bytes == 0 || !(file_views = calloc(fs->nnodes, sizeof(*file_views))))
@@ -364,7 +368,11 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	/* Both measured in make bench-levers, and left as they are: a /dev/fuse
+	 * descriptor per worker thread, and more background (readahead)
+	 * requests in flight, changed nothing that noise did not. */
+	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)knob("DSVIEW_CLONE_FD", 0, 0, 1));
+	fs->max_background = (unsigned)knob("DSVIEW_MAX_BACKGROUND", 0, 1, 65535);
 	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)threads);
 	/* The handlers point at fs->se, which dsv_fs_destroy frees: from here
@@ -380,7 +388,8 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
-	fs->hints = dsv_hints_start(hint_threads(), HINT_CAP, push_row, fs);
+	fs->hints = dsv_hints_start((int)knob("DSVIEW_HINT_THREADS", HINT_THREADS, 1, 256), HINT_CAP,
+				     push_row, fs);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	/* An unmount that races a request the kernel is handing to a worker
 	 * fails that read with ECONNABORTED instead of ENODEV (libfuse's

@@ -87,6 +87,7 @@ struct dsv_fs {
 	 * the reply (the kernel copies it into the reader's pages) */
 	lat_hist lat_make, lat_reply;
 	unsigned max_read; /* -o max_read=N, or 0 */
+	unsigned max_background; /* DSVIEW_MAX_BACKGROUND (fs.c), or 0: libfuse's */
 	/* .stats.json snapshots of open handles. The kernel sends RELEASE
 	 * after close without waiting; an unmount can end the connection
 	 * before it arrives, so what is left here is freed at the end. */

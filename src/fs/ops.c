@@ -36,6 +36,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * max_write already gives 1 MiB max_pages). */
 	if (conn->max_readahead < READ_MAX)
 		conn->max_readahead = READ_MAX;
+	if (fs->max_background) {
+		conn->max_background = fs->max_background;
+		conn->congestion_threshold = fs->max_background * 3 / 4;
+	}
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

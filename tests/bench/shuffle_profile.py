@@ -9,7 +9,9 @@ medians. Each configuration is a peer of read_bench.py and its options:
   dsv_npy:--readahead=192K        ... with mount options (--opt=value)
   dsv_npy:warm-source             ... with the uint8 source file read into the
                                   page cache first (no disk in the pass)
-  dsv_hint:threads=4              hinted reader, DSVIEW_HINT_THREADS=4
+  dsv_hint:DSVIEW_HINT_THREADS=4  ... with the daemon's environment (knobs for
+                                  measuring: DSVIEW_HINT_THREADS, DSVIEW_CLONE_FD,
+                                  DSVIEW_MAX_BACKGROUND, DSVIEW_READAHEAD_KB)
   null:ra=128                     the no-op FUSE filesystem, read_ahead_kb 128
   u8_numpy, f32_mm, ...           the Python peers
 
@@ -46,7 +48,7 @@ WORKERS = int(os.environ.get("PROF_WORKERS", "1"))
 REPS = int(os.environ.get("REPS", "3"))
 CONFIGS = os.environ.get(
     "PROF_CONFIGS", "u8_numpy null:ra=128 dsv_npy dsv_npy:warm-source dsv_npy:--readahead=64K "
-    "dsv_npy:--readahead=192K dsv_hint:threads=2 dsv_hint").split()
+    "dsv_npy:--readahead=192K dsv_hint:DSVIEW_HINT_THREADS=2 dsv_hint").split()
 
 
 def parse(config):
@@ -55,8 +57,8 @@ def parse(config):
     for o in opts:
         if o == "warm-source":
             warm = True
-        elif o.startswith("threads="):
-            env["DSVIEW_HINT_THREADS"] = o.split("=", 1)[1]
+        elif "=" in o and o.split("=", 1)[0].isupper():
+            env[o.split("=", 1)[0]] = o.split("=", 1)[1]
         elif o.startswith("ra="):
             ra = int(o.split("=", 1)[1])
         elif o.startswith("--"):
