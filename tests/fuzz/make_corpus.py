@@ -7,6 +7,7 @@ them by hand (crash-*).
 
   /usr/bin/python3 tests/fuzz/make_corpus.py"""
 import io
+import json
 import os
 import shutil
 import struct
@@ -221,5 +222,34 @@ def blosc_seeds():
     put("blosc", "roundtrip", bytes([5, 7, 9]) + data[:500])
 
 
+def zarray_seeds():
+    """Zarr metadata: byte 0 even = v2 .zarray, odd = v3 zarr.json."""
+    v2 = {"chunks": [4, 3], "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5,
+                                            "shuffle": 1, "blocksize": 0},
+          "dtype": "<f4", "fill_value": "NaN", "filters": None, "order": "C",
+          "shape": [10, 7], "zarr_format": 2, "dimension_separator": "/"}
+    v3 = {"zarr_format": 3, "node_type": "array", "shape": [10, 7], "data_type": "int16",
+          "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 3]}},
+          "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+          "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}},
+                     {"name": "bytes", "configuration": {"endian": "big"}},
+                     {"name": "zstd", "configuration": {"level": 3}}],
+          "fill_value": -1, "attributes": {"units": "uV", "rate": 100}}
+    put("zarray", "v2_blosc", b"\x00" + json.dumps(v2).encode())
+    put("zarray", "v2_lz4_be", b"\x00" + json.dumps(dict(v2, dtype=">i2", fill_value=None,
+                                                          compressor={"id": "lz4"})).encode())
+    put("zarray", "v2_0d", b"\x00" + json.dumps(dict(v2, shape=[], chunks=[])).encode())
+    put("zarray", "v2_filters", b"\x00" + json.dumps(dict(v2, filters=[{"id": "delta"}])).encode())
+    put("zarray", "v2_huge", b"\x00" + json.dumps(dict(v2, shape=[2**62, 2**62],
+                                                         chunks=[1, 1])).encode())
+    put("zarray", "v3_zstd", b"\x01" + json.dumps(v3).encode())
+    put("zarray", "v3_sharded", b"\x01" + json.dumps(dict(v3, codecs=[
+        {"name": "sharding_indexed", "configuration": {}}])).encode())
+    put("zarray", "v3_fill_bits", b"\x01" + json.dumps(dict(v3, data_type="float32",
+                                                             fill_value="0x7fc00000")).encode())
+    put("zarray", "truncated", b"\x01" + json.dumps(v3).encode()[:90])
+
+
 if __name__ == "__main__":
     main()
+    zarray_seeds()
