@@ -164,4 +164,18 @@ int dsv_fletcher32_check(const void *buf, size_t len);
 /* Appends the trailer: writes 4 bytes at buf + len. */
 void dsv_fletcher32_append(void *buf, size_t len);
 
+/*
+ * zlib and gzip streams (Zarr's "zlib" and "gzip" compressors; src/codec/
+ * zlib.c). Decode must make exactly dst_size bytes from a stream that ends
+ * and spans src (gzip: one or more members). @return dst_size, or
+ * DSV_ERR_CORRUPT / DSV_ERR_NOMEM / DSV_ERR_OVERFLOW (sizes over 4 GiB).
+ */
+int64_t dsv_zlib_decode(void *dst, size_t dst_size, const void *src, size_t src_size, int gzip);
+/* Room dsv_zlib_encode needs at most for src_size bytes. */
+size_t dsv_zlib_bound(size_t src_size, int gzip);
+/* One zlib stream (or one gzip member) at level 0-9 (else the default).
+ * @return its size, or DSV_ERR_OVERFLOW when dst_cap is too small. */
+int64_t dsv_zlib_encode(void *dst, size_t dst_cap, const void *src, size_t src_size, int level,
+			int gzip);
+
 #endif

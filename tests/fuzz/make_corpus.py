@@ -250,6 +250,24 @@ def zarray_seeds():
     put("zarray", "truncated", b"\x01" + json.dumps(v3).encode()[:90])
 
 
+def zlib_seeds():
+    """zlib/gzip chunks: byte 0 bit 0 = gzip, bytes 1-2 = decoded size."""
+    import gzip
+    import zlib
+    data = bytes(range(256)) * 8 + b"dsview" * 100
+
+    def seed(name, gz, size, stream):
+        put("zlib", name, bytes([gz]) + struct.pack("<H", size) + stream)
+    seed("zlib", 0, len(data), zlib.compress(data, 6))
+    seed("gzip_two_members", 1, len(data),
+         gzip.compress(data[:1000], mtime=0) + gzip.compress(data[1000:], mtime=0))
+    seed("zlib_short", 0, len(data) - 1, zlib.compress(data, 1))
+    seed("gzip_cut", 1, len(data), gzip.compress(data, mtime=0)[:-9])
+    seed("zlib_stored", 0, 100, zlib.compress(data[:100], 0))
+    seed("garbage", 1, 4096, bytes(range(255, 0, -1)))
+
+
 if __name__ == "__main__":
     main()
     zarray_seeds()
+    zlib_seeds()
