@@ -178,4 +178,14 @@ size_t dsv_zlib_bound(size_t src_size, int gzip);
 int64_t dsv_zlib_encode(void *dst, size_t dst_cap, const void *src, size_t src_size, int level,
 			int gzip);
 
+/*
+ * numcodecs' LZ4 framing (Zarr's "lz4" compressor; src/codec/lz4_sized.c):
+ * 4 bytes little-endian decoded size, then one LZ4 block. Decode makes
+ * exactly dst_size bytes or fails: @return dst_size or DSV_ERR_CORRUPT.
+ * Encode (for tests) @return the frame's size or DSV_ERR_OVERFLOW; room
+ * needed: 4 + LZ4_compressBound(src_size).
+ */
+int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
+int64_t dsv_lz4_sized_encode(void *dst, size_t dst_cap, const void *src, size_t src_size);
+
 #endif

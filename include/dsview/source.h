@@ -36,6 +36,7 @@ typedef enum dsv_source_kind {
 	DSV_SRC_H5_CHUNKED,  /* chunked, no filter or one of LZ4, zstd, LZF, Blosc, bitshuffle
 			      [+ Fletcher32]: fast path */
 	DSV_SRC_H5_FALLBACK, /* filters only the HDF5 library decodes: serialised */
+	DSV_SRC_ZARR,        /* a Zarr v2 or v3 array: a directory of chunk files */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {
@@ -67,13 +68,15 @@ typedef struct dsv_chunk_ref {
 	dsv_codec codec;
 	int fletcher32; /* stored bytes end with HDF5's Fletcher32 of the rest */
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
+	int grid;       /* a band of an N-d chunk grid, made from its chunks */
 } dsv_chunk_ref;
 
 /* True when the chunk's stored bytes are its plain elements (no codec, no
- * checksum, no HDF5-library filter): any run of them can be pread alone. */
+ * checksum, no HDF5-library filter, not a band of a grid): any run of them
+ * can be pread alone. */
 static inline int dsv_chunk_is_plain(const dsv_chunk_ref *r)
 {
-	return r->codec == DSV_CODEC_NONE && !r->fletcher32 && !r->fallback;
+	return r->codec == DSV_CODEC_NONE && !r->fletcher32 && !r->fallback && !r->grid;
 }
 
 /* Opens "x.npy", "x.h5:/path/to/dset" or "x.h5" (a file with exactly one dataset). */
@@ -84,6 +87,10 @@ int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
 			const int64_t *shape, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		       dsv_errbuf *eb);
+/* A Zarr array: dir holds its .zarray (v2) or zarr.json (v3). */
+int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb);
+/* 2 or 3 when path is a directory holding a Zarr array's metadata, else 0. */
+int dsv_source_zarr_version(const char *path);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
  * each string and the array. Only the file's own datasets: soft and
  * external links are passed over, and counted in *skipped if not NULL

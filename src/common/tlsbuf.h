@@ -18,6 +18,7 @@ enum {
 	DSV_TLS_OUT,    /* a read's output bytes (the FUSE reply) */
 	DSV_TLS_ROW,    /* source runs of view rows: a CHW row's pixels, windows' stretches */
 	DSV_TLS_PERM,   /* a CHW row's pixels gathered into output order */
+	DSV_TLS_GRID,   /* one decoded chunk of an N-d grid, before it is scattered */
 	DSV_TLS_NSLOTS
 };
 

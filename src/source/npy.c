@@ -249,6 +249,8 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 {
 	char *file, *dataset;
 	*out = NULL;
+	if (dsv_source_zarr_version(spec))
+		return dsv_source_open_zarr(spec, out, eb);
 	if (dsv_spec_split(spec, &file, &dataset))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (dataset) {
@@ -275,6 +277,6 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 		return err;
 	}
 	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-			"unknown source type (expected .npy, .h5[:/dataset], or a raw "
-			"file with source_dtype and source_shape)");
+			"unknown source type (expected .npy, .h5[:/dataset], a Zarr array's "
+			"directory, or a raw file with source_dtype and source_shape)");
 }

@@ -108,6 +108,8 @@ void dsv_source_close(dsv_source *s)
 		return;
 	if (s->h5_close)
 		s->h5_close(s->h5);
+	if (s->zarr_close)
+		s->zarr_close(s->zarr);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->chunk_off);
@@ -138,6 +140,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_H5_CONTIGUOUS: return "hdf5-contiguous";
 	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";
+	case DSV_SRC_ZARR: return "zarr";
 	}
 	return "unknown";
 }
@@ -161,6 +164,9 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 		return 0;
 	}
 	r->raw_size = s->chunk_raw_size;
+	r->grid = s->grid;
+	if (s->grid)
+		r->raw_size = r->nelems * esize;
 	if (s->chunk_off) {
 		uint32_t mask = s->chunk_mask ? s->chunk_mask[index] : 0;
 		r->offset = s->chunk_off[index];
@@ -267,6 +273,8 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 
 	if (dst_cap < need)
 		return DSV_ERR_INVALID;
+	if (ref->grid)
+		return dsv_grid_read_band(s, ref, dst, dst_cap);
 	if (ref->fallback)
 		return dsv_source_read_fallback(s, ref, dst, dst_cap);
 	if (!within_file(s, ref->offset, ref->stored_size))

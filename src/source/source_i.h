@@ -52,11 +52,26 @@ struct dsv_source {
 	void *h5;
 	void (*h5_close)(void *h5);
 
-	/* h5.c: storage for info.why when it is composed at open (e.g.
-	 * "filters shuffle+deflate"); lives as long as the source. */
+	/* h5.c, zarr.c: storage for info.why when it is composed at open
+	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
 	/* h5.c: the dataset's attributes as JSON text (info.attrs), or NULL */
 	char *attrs_json;
+
+	/* N-d chunk grid (grid.c): the array is stored in chunks that are
+	 * boxes of gshape; the read path's chunks are bands of gshape[0]
+	 * whole rows (chunked is set, chunk_rows = gshape[0]), each made
+	 * from the grid chunks it holds. grid_chunk decodes grid chunk idx
+	 * into size bytes in its stored order and byte order, or returns
+	 * DSV_ERR_NOTFOUND for a chunk never written (read as g_fill). */
+	int grid;
+	uint64_t gshape[DSV_MAX_DIMS];
+	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
+	int g_fortran, g_big_endian;
+	unsigned char g_fill[8]; /* one element, little-endian */
+	int (*grid_chunk)(const dsv_source *s, const uint64_t *idx, void *dst, size_t size);
+	void *zarr; /* zarr.c's state, freed by zarr_close */
+	void (*zarr_close)(void *zarr);
 };
 
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
@@ -69,6 +84,9 @@ void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes);
 int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
 /* Opens s->path read-only, fills fd, file_size, mtime. */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
+
+/* Implemented in grid.c: band ref->index of a grid source into dst. */
+int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 
 /* Implemented in h5_read.c. */
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,

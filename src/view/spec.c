@@ -1,6 +1,7 @@
 /*
  * A manifest's source line: one file ("x.npy", "x.h5:/dset", "x.h5:dset",
- * a raw file with source_dtype and source_shape), or a glob(3) pattern in
+ * a Zarr array's directory, a raw file with source_dtype and source_shape),
+ * or a glob(3) pattern in
  * its file part ("/data/s*.h5:/betas") that expands to every match, in
  * natural order, each opened as a source of the view.
  */
@@ -25,7 +26,8 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 
 	if (dsv_spec_split(path, &file, &dataset))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	int is_structured = dataset || dsv_source_is_h5_path(file) || dsv_has_ext(file, ".npy");
+	int is_structured = dataset || dsv_source_is_h5_path(file) || dsv_has_ext(file, ".npy") ||
+			    dsv_source_zarr_version(file);
 	if (raw && !is_structured)
 		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
 	else if (!is_structured && stat(file, &st) < 0)

@@ -1,0 +1,242 @@
+/*
+ * Zarr arrays as sources: a directory holding a v2 `.zarray` (with an
+ * optional `.zattrs`) or a v3 `zarr.json`, and one file per chunk, named by
+ * the chunk key (zarr_meta.c). Read through the N-d grid (grid.c): the read
+ * path's chunks are bands of whole rows, each made from its chunk files.
+ *
+ * Chunk files are opened per read and closed after it, not held open: a
+ * band reads each of its files once and the cache keeps the band, so an
+ * open costs little against the read and decode; and an array of 100,000
+ * chunk files must not hold 100,000 descriptors. A missing chunk file is
+ * the fill value, as Zarr defines it (fill_value null: zeros). A chunk file
+ * that is larger than any encoding of one chunk, fails to decode or
+ * decodes to another size is corrupt: EIO for the rows that need it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/tlsbuf.h"
+#include "dsview/codec.h"
+#include "source/source_i.h"
+#include "source/zarr.h"
+
+/* Metadata files larger than this are refused (a .zarray is ~400 bytes). */
+#define META_MAX (1u << 20)
+/* A band (the read path's chunk: gshape[0] whole rows) at most this big. */
+#define BAND_MAX (256ull << 20)
+
+typedef struct zarr_state {
+	char *dir;
+	dsv_zarr_meta m;
+} zarr_state;
+
+static void zarr_close(void *p)
+{
+	zarr_state *z = p;
+	if (z)
+		free(z->dir);
+	free(z);
+}
+
+/* Reads dir/name whole (at most META_MAX bytes) into a malloc'd buffer.
+ * @return 0, DSV_ERR_NOTFOUND when it does not exist, or another error. */
+static int slurp(const char *dir, const char *name, char **text, size_t *len, struct stat *st)
+{
+	char path[4096];
+	*text = NULL;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return DSV_ERR_INVALID;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
+	int err = 0;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))
+		err = DSV_ERR_IO;
+	else if (st->st_size > META_MAX)
+		err = DSV_ERR_OVERFLOW;
+	else if (!(*text = malloc((size_t)st->st_size + 1)))
+		err = DSV_ERR_NOMEM;
+	else if (read(fd, *text, (size_t)st->st_size) != st->st_size)
+		err = DSV_ERR_IO;
+	close(fd);
+	if (err) {
+		free(*text);
+		*text = NULL;
+		return err;
+	}
+	(*text)[st->st_size] = '\0';
+	*len = (size_t)st->st_size;
+	return 0;
+}
+
+int dsv_source_zarr_version(const char *path)
+{
+	char *text;
+	size_t len;
+	struct stat st;
+	int v = 0;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	if (slurp(path, ".zarray", &text, &len, &st) == 0)
+		v = 2;
+	else if (slurp(path, "zarr.json", &text, &len, &st) == 0)
+		v = strstr(text, "\"array\"") ? 3 : 0; /* open parses it for real */
+	free(text);
+	return v;
+}
+
+/* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
+static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
+{
+	const zarr_state *z = s->zarr;
+	char key[1024], path[4096 + 1024];
+	struct stat st;
+	int err = dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key));
+	if (err)
+		return DSV_ERR_INTERNAL;
+	snprintf(path, sizeof(path), "%s/%s", z->dir, key);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
+	/* No encoding here makes a chunk much bigger than its raw bytes. */
+	uint64_t cap = (uint64_t)size + size / 8 + 4096;
+	unsigned char *buf = NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		err = DSV_ERR_IO;
+	else if ((uint64_t)st.st_size > cap)
+		err = DSV_ERR_CORRUPT;
+	else if (!(buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)st.st_size)))
+		err = DSV_ERR_NOMEM;
+	for (size_t got = 0; !err && got < (size_t)st.st_size;) {
+		ssize_t k = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			err = k < 0 ? DSV_ERR_IO : DSV_ERR_TRUNCATED;
+		else
+			got += (size_t)k;
+	}
+	close(fd);
+	if (err)
+		return err;
+	size_t n = (size_t)st.st_size;
+	int64_t made = DSV_ERR_CORRUPT;
+	switch (z->m.codec) {
+	case DSV_ZC_NONE:
+		if (n == size) {
+			memcpy(dst, buf, size);
+			made = (int64_t)size;
+		}
+		break;
+	case DSV_ZC_BLOSC: made = dsv_blosc_decode(dst, size, buf, n); break;
+	case DSV_ZC_ZSTD: made = dsv_zstd_decode(dst, size, buf, n); break;
+	case DSV_ZC_LZ4: made = dsv_lz4_sized_decode(dst, size, buf, n); break;
+	case DSV_ZC_ZLIB: made = dsv_zlib_decode(dst, size, buf, n, 0); break;
+	case DSV_ZC_GZIP: made = dsv_zlib_decode(dst, size, buf, n, 1); break;
+	}
+	if (made == DSV_ERR_NOMEM)
+		return DSV_ERR_NOMEM;
+	return made == (int64_t)size ? 0 : DSV_ERR_CORRUPT;
+}
+
+int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
+{
+	char *text = NULL, *attrs = NULL;
+	size_t len = 0, alen;
+	struct stat st;
+	int err, version = 2;
+	dsv_source *s;
+	zarr_state *z;
+
+	*out = NULL;
+	if (!(s = dsv_source_alloc(dir, NULL)) || !(z = calloc(1, sizeof(*z)))) {
+		dsv_source_close(s);
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	/* Chunk files are opened by path long after this, by a daemon whose
+	 * working directory is "/": keep the absolute path. */
+	if (!(z->dir = realpath(dir, NULL))) {
+		int e = errno;
+		free(z);
+		dsv_source_close(s);
+		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : e == ENOMEM ? DSV_ERR_NOMEM
+				   : DSV_ERR_IO, dir, NULL, "%s", strerror(e));
+	}
+	s->zarr = z;
+	s->zarr_close = zarr_close;
+	err = slurp(z->dir, ".zarray", &text, &len, &st);
+	if (err == DSV_ERR_NOTFOUND) {
+		version = 3;
+		err = slurp(z->dir, "zarr.json", &text, &len, &st);
+	}
+	if (err) {
+		dsv_source_close(s);
+		return dsv_errf_at(eb, err, dir, NULL, "%s",
+				   err == DSV_ERR_NOTFOUND ? "not a Zarr array (no .zarray or zarr.json)"
+				   : err == DSV_ERR_OVERFLOW ? "array metadata larger than 1 MiB"
+				   : "cannot read the array metadata");
+	}
+	s->info.mtime = st.st_mtim;
+	if ((err = dsv_zarr_parse(text, len, version, &z->m, eb)) ||
+	    (version == 3 && (err = dsv_zarr_attrs(text, len, 3, &attrs, eb)))) {
+		free(text);
+		dsv_errbuf inner = *eb;
+		dsv_source_close(s);
+		return dsv_errf_at(eb, err, dir, version == 2 ? ".zarray" : "zarr.json", "%s",
+				   inner.reason);
+	}
+	free(text);
+	if (version == 2) { /* the attributes live beside, in .zattrs */
+		err = slurp(z->dir, ".zattrs", &text, &alen, &st);
+		if (!err)
+			err = dsv_zarr_attrs(text, alen, 2, &attrs, eb);
+		free(text);
+		if (err && err != DSV_ERR_NOTFOUND) {
+			dsv_errbuf inner = *eb;
+			dsv_source_close(s);
+			return dsv_errf_at(eb, err, dir, ".zattrs", "%s", inner.reason);
+		}
+	}
+	s->attrs_json = attrs;
+	s->info.attrs = attrs;
+
+	const dsv_zarr_meta *m = &z->m;
+	s->info.kind = DSV_SRC_ZARR;
+	s->info.dtype = m->dtype;
+	snprintf(s->h5_why, sizeof(s->h5_why), "zarr v%d, %s", m->version, m->compressor);
+	s->info.why = s->h5_why;
+	if (dsv_source_set_shape(s, m->ndim, m->shape)) {
+		dsv_source_close(s);
+		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, dir, NULL, "the array is too large");
+	}
+	s->grid = 1;
+	s->chunked = 1;
+	s->g_fortran = m->fortran;
+	s->g_big_endian = m->big_endian;
+	memcpy(s->g_fill, m->fill, sizeof(s->g_fill));
+	for (int k = 0; k < m->ndim; k++) {
+		s->gshape[k] = m->chunks[k];
+		s->gcount[k] = m->grid[k];
+	}
+	s->grid_chunk = zarr_chunk;
+	uint64_t band_rows = m->ndim ? m->chunks[0] : 1;
+	s->chunk_rows = band_rows;
+	s->info.chunk_elems = band_rows * (m->ndim ? s->info.row_elems : 1);
+	s->info.nchunks = m->ndim ? m->grid[0] : 1;
+	s->chunk_raw_size = s->info.chunk_elems * dsv_dtype_size(m->dtype);
+	if (s->chunk_raw_size > BAND_MAX) {
+		dsv_source_close(s);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
+				   "%llu rows of a chunk (%llu MiB) are more than the read path "
+				   "takes at once (%llu MiB)",
+				   (unsigned long long)band_rows,
+				   (unsigned long long)(s->chunk_raw_size >> 20), BAND_MAX >> 20);
+	}
+	*out = s;
+	return 0;
+}
