@@ -91,6 +91,8 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb);
 /* 2 or 3 when path is a directory holding a Zarr array's metadata, else 0. */
 int dsv_source_zarr_version(const char *path);
+/* 2 or 3 when path is a directory holding a Zarr group's metadata, else 0. */
+int dsv_source_zarr_group(const char *path);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
  * each string and the array. Only the file's own datasets: soft and
  * external links are passed over, and counted in *skipped if not NULL

@@ -90,6 +90,22 @@ int dsv_source_zarr_version(const char *path)
 	return v;
 }
 
+int dsv_source_zarr_group(const char *path)
+{
+	char *text;
+	size_t len;
+	struct stat st;
+	int v = 0;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	if (slurp(path, ".zgroup", &text, &len, &st) == 0)
+		v = 2;
+	else if (slurp(path, "zarr.json", &text, &len, &st) == 0)
+		v = strstr(text, "\"group\"") ? 3 : 0;
+	free(text);
+	return v;
+}
+
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
 static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
 {

@@ -1,6 +1,6 @@
 /*
- * Zero-configuration manifests: `dsview mount file.npy` or `file.h5`, one
- * view per array.
+ * Zero-configuration manifests: `dsview mount file.npy`, `file.h5` or
+ * `data.zarr` (an array or a group), one view per array.
  *
  * An HDF5 file is whatever its users already have: beside the arrays it
  * may hold strings, tables (compound), scalars, names with spaces, and a
@@ -381,6 +381,81 @@ static int npy_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_errb
 	return err;
 }
 
+/* Every Zarr array under dir (a Zarr group, or an array itself), each a
+ * view named for its path below dir (rel, "" at the top; parts mapped as
+ * HDF5 names are); one that cannot be opened is skipped with the reason.
+ * Subdirectories are walked DSV_ZARR_DEPTH deep at most. */
+#define DSV_ZARR_DEPTH 8
+static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const char *top,
+		      dsv_dtype dtype, unsigned flags, int depth, dsv_errbuf *eb)
+{
+	dsv_errbuf sub;
+	if (dsv_source_zarr_version(dir)) {
+		dsv_source *s;
+		char *name = NULL;
+		size_t part_len = 0;
+		int e = *rel ? map_name(rel, &name, &part_len)
+			     : file_view_name(top, dsv_has_ext(top, ".zarr") ? 5 : 0, &name, &sub);
+		if (e == DSV_ERR_INVALID && *rel)
+			dsv_errf_at(&sub, e, dir, NULL, "name too long once mapped to a view name");
+		if (!e && !(e = dsv_source_open_zarr(dir, &s, &sub)))
+			e = add_file_view(m, name, NULL, s, dtype, &sub);
+		free(name);
+		if (e && (fatal(e, flags) || !*rel))
+			return dsv_errf(eb, e, "%s", sub.msg);
+		if (e && add_skipped(m, rel, sub.reason, "unreadable"))
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		return 0;
+	}
+	DIR *d = depth < DSV_ZARR_DEPTH ? opendir(dir) : NULL;
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
+	int err = 0;
+	while (d && !err && (de = readdir(d))) {
+		char **nn = de->d_name[0] != '.' ? realloc(names, (n + 1) * sizeof(*nn)) : names;
+		if (de->d_name[0] == '.')
+			continue;
+		if (!nn || !(nn[n] = strdup(de->d_name)))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else
+			n++;
+		if (nn)
+			names = nn;
+	}
+	if (d)
+		closedir(d);
+	dsv_natural_sort(names, n);
+	for (size_t i = 0; !err && i < n; i++) {
+		char *path = NULL, *r = NULL;
+		struct stat st;
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0 ||
+		    asprintf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0)
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			err = zarr_views(m, path, r, top, dtype, flags, depth + 1, eb);
+		free(path);
+		free(r);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return err;
+}
+
+/* `dsview mount X.zarr`: a Zarr array, or a group's arrays. */
+static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
+		     dsv_errbuf *eb)
+{
+	int err = zarr_views(m, path, "", path, dtype, flags, 0, eb);
+	if (!err && m->nviews == 0)
+		err = m->nskipped ? nothing_served(m, path, eb)
+				  : dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no Zarr arrays in it");
+	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return err;
+}
+
 /* `dsview mount DIR`: every .npy (a view named for the file, mapped as
  * HDF5 names are) and HDF5 file (a directory named for the file, holding
  * its datasets) of dir, not its subdirectories, in natural order; what
@@ -463,7 +538,10 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (dsv_source_zarr_version(path) ||
+	    dsv_has_ext(path, ".zarr") || dsv_source_zarr_group(path))) {
+		err = from_zarr(m, path, dtype, flags, eb);
+	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		err = from_dir(m, path, dtype, flags, eb);
 	} else if (dsv_source_is_h5_path(path)) {
 		err = from_h5(m, path, dtype, flags, eb);
@@ -471,8 +549,8 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 		err = npy_view(m, path, dtype, eb);
 	} else {
 		err = dsv_errf(eb, DSV_ERR_INVALID,
-			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5), or a "
-			       "directory of them", path);
+			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5), a "
+			       "Zarr array or group, or a directory of them", path);
 	}
 	if (err) {
 		dsv_manifest_free(m);
