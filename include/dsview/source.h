@@ -93,6 +93,9 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_zarr_version(const char *path);
 /* 2 or 3 when path is a directory holding a Zarr group's metadata, else 0. */
 int dsv_source_zarr_group(const char *path);
+/* The calling thread's last chunk of an N-d grid that could not be read
+ * (a Zarr chunk file's path), for the log; "" if none. */
+const char *dsv_source_grid_failure(void);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
  * each string and the array. Only the file's own datasets: soft and
  * external links are passed over, and counted in *skipped if not NULL

@@ -280,8 +280,9 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 		      json_t *root, dsv_errbuf *eb)
 {
 	dsv_source *s;
-	int err = t->kind == DSV_TARGET_NPY ? dsv_source_open_npy(t->file, &s, eb)
-					     : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
+	int err = t->kind == DSV_TARGET_NPY    ? dsv_source_open_npy(t->file, &s, eb)
+		  : t->kind == DSV_TARGET_ZARR ? dsv_source_open_zarr(t->file, &s, eb)
+					       : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
 	if (err)
 		return err;
 	json_object_set_new(root, "source", jsource(dsv_source_get_info(s)));
@@ -300,6 +301,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	case DSV_TARGET_NPY: kind = "npy"; break;
 	case DSV_TARGET_RAW: kind = "raw"; break;
 	case DSV_TARGET_H5: kind = "hdf5"; break;
+	case DSV_TARGET_ZARR: kind = "zarr"; break;
 	case DSV_TARGET_MANIFEST: kind = "manifest"; break;
 	}
 	json_object_set_new(root, "kind", json_string(kind));
@@ -307,6 +309,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 		json_object_set_new(root, "file_bytes", json_integer((json_int_t)t->file_bytes));
 	switch (t->kind) {
 	case DSV_TARGET_NPY:
+	case DSV_TARGET_ZARR:
 	case DSV_TARGET_RAW: err = build_flat(t, dtype, ndim, shape, root, eb); break;
 	case DSV_TARGET_H5: err = build_h5(t, root, eb); break;
 	case DSV_TARGET_MANIFEST: err = build_manifest(t, root, eb); break;

@@ -50,8 +50,14 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 		dsv_target_free(t);
 		return e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
 	}
+	if (!raw && S_ISDIR(st.st_mode) && !t->dataset && dsv_source_zarr_version(t->file)) {
+		t->kind = DSV_TARGET_ZARR;
+		return 0;
+	}
 	if (!S_ISREG(st.st_mode)) {
-		dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file", t->file);
+		dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file%s", t->file,
+			 S_ISDIR(st.st_mode) && dsv_source_zarr_group(t->file)
+			 ? " (a Zarr group: name one of its arrays)" : "");
 		dsv_target_free(t);
 		return DSV_ERR_INVALID;
 	}

@@ -15,6 +15,7 @@ typedef enum dsv_target_kind {
 	DSV_TARGET_NPY,
 	DSV_TARGET_RAW,
 	DSV_TARGET_H5,
+	DSV_TARGET_ZARR, /* a Zarr array's directory */
 	DSV_TARGET_MANIFEST,
 } dsv_target_kind;
 

@@ -66,6 +66,7 @@ typedef struct vbad {
 	size_t src;
 	dsv_chunk_ref ref;
 	int err;
+	char file[512]; /* a grid band's chunk file that failed (Zarr), or "" */
 } vbad;
 
 typedef struct vjob {
@@ -220,6 +221,9 @@ static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err)
 		j->bad_cap = cap;
 	}
 	j->bads[j->nbad++] = (vbad){ .src = src, .ref = *ref, .err = err };
+	if (ref->grid) /* this thread's failure: the file that failed */
+		snprintf(j->bads[j->nbad - 1].file, sizeof(j->bads[0].file), "%s",
+			 dsv_source_grid_failure());
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -308,7 +312,8 @@ static const char *bad_reason(const vbad *b)
 		case DSV_CODEC_BSHUF: return "bitshuffle data corrupt or decodes to the wrong size";
 		case DSV_CODEC_NONE: break;
 		}
-		return "stored chunk shorter than its data";
+		return b->ref.grid ? "corrupt, or decodes to the wrong size"
+				   : "stored chunk shorter than its data";
 	case DSV_ERR_TRUNCATED: return "lies past the end of the file";
 	case DSV_ERR_IO:
 		return b->ref.fallback ? "the HDF5 library could not read or decode it" : "read error";
@@ -339,6 +344,8 @@ static void print_bad(const vjob *j, const vbad *b)
 		printf("elements %llu-%llu", (unsigned long long)first, (unsigned long long)(end - 1));
 	if (b->ref.fallback)
 		printf(" (through the HDF5 library)");
+	else if (b->ref.grid)
+		printf(" (chunk file %s)", b->file);
 	else
 		printf(" (%llu bytes at offset %llu)", (unsigned long long)b->ref.stored_size,
 		       (unsigned long long)b->ref.offset);
@@ -425,9 +432,11 @@ int dsv_cmd_verify(int argc, char **argv)
 		if (!(err = dsv_manifest_load(t.file, &m, &eb)))
 			err = collect_manifest(&j, m, &eb);
 		break;
-	case DSV_TARGET_NPY: {
+	case DSV_TARGET_NPY:
+	case DSV_TARGET_ZARR: {
 		dsv_source *s;
-		if (!(err = dsv_source_open_npy(t.file, &s, &eb)) &&
+		if (!(err = t.kind == DSV_TARGET_NPY ? dsv_source_open_npy(t.file, &s, &eb)
+						     : dsv_source_open_zarr(t.file, &s, &eb)) &&
 		    (err = add_source(&j, s, 1, t.file, NULL))) {
 			dsv_source_close(s);
 			err = dsv_errf(&eb, err, "out of memory");

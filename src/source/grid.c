@@ -11,10 +11,24 @@
  * place: runs along the last axis for C-order chunks, element by element
  * for Fortran-order ones. A chunk never written reads as the fill value.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/tlsbuf.h"
 #include "source/source_i.h"
+
+/* The calling thread's last grid chunk that failed (dsv_source_grid_failure). */
+static _Thread_local char failed[4096 + 1024];
+
+void dsv_grid_note_failure(const char *what)
+{
+	snprintf(failed, sizeof(failed), "%s", what);
+}
+
+const char *dsv_source_grid_failure(void)
+{
+	return failed;
+}
 
 static void swap_elems(unsigned char *p, uint64_t n, size_t es)
 {

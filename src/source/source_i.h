@@ -87,6 +87,8 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 
 /* Implemented in grid.c: band ref->index of a grid source into dst. */
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+/* A grid_chunk that fails says which chunk (its file) for the log. */
+void dsv_grid_note_failure(const char *what);
 
 /* Implemented in h5_read.c. */
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,

@@ -117,8 +117,12 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 		return DSV_ERR_INTERNAL;
 	snprintf(path, sizeof(path), "%s/%s", z->dir, key);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
+	if (fd < 0 && errno == ENOENT)
+		return DSV_ERR_NOTFOUND;
+	if (fd < 0) {
+		dsv_grid_note_failure(path);
+		return DSV_ERR_IO;
+	}
 	/* No encoding here makes a chunk much bigger than its raw bytes. */
 	uint64_t cap = (uint64_t)size + size / 8 + 4096;
 	unsigned char *buf = NULL;
@@ -138,8 +142,10 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 			got += (size_t)k;
 	}
 	close(fd);
-	if (err)
+	if (err) {
+		dsv_grid_note_failure(path);
 		return err;
+	}
 	size_t n = (size_t)st.st_size;
 	int64_t made = DSV_ERR_CORRUPT;
 	switch (z->m.codec) {
@@ -155,9 +161,10 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 	case DSV_ZC_ZLIB: made = dsv_zlib_decode(dst, size, buf, n, 0); break;
 	case DSV_ZC_GZIP: made = dsv_zlib_decode(dst, size, buf, n, 1); break;
 	}
-	if (made == DSV_ERR_NOMEM)
-		return DSV_ERR_NOMEM;
-	return made == (int64_t)size ? 0 : DSV_ERR_CORRUPT;
+	if (made == (int64_t)size)
+		return 0;
+	dsv_grid_note_failure(path);
+	return made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT;
 }
 
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
