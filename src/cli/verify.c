@@ -66,7 +66,7 @@ typedef struct vbad {
 	size_t src;
 	dsv_chunk_ref ref;
 	int err;
-	char file[512]; /* a grid band's chunk file that failed (Zarr), or "" */
+	char file[512]; /* a grid band's chunk that failed (its file, for Zarr), or "" */
 } vbad;
 
 typedef struct vjob {
@@ -345,7 +345,7 @@ static void print_bad(const vjob *j, const vbad *b)
 	if (b->ref.fallback)
 		printf(" (through the HDF5 library)");
 	else if (b->ref.grid)
-		printf(" (chunk file %s)", b->file);
+		printf(" (%s)", b->file);
 	else
 		printf(" (%llu bytes at offset %llu)", (unsigned long long)b->ref.stored_size,
 		       (unsigned long long)b->ref.offset);

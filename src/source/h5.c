@@ -308,7 +308,7 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	    (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) && s->info.nrows % cdims[0])
 		fast_pipe = 0;
 
-	if (fast_pipe && whole_rows && !o->conv) {
+	if (fast_pipe && !o->conv) {
 		for (int i = 0; i < nf; i++) {
 			if (own_codec(ids[i])) {
 				codec = own_codec(ids[i]);
@@ -322,7 +322,14 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		s->fletcher32 = fl32;
 		s->info.kind = DSV_SRC_H5_CHUNKED;
 		*fallback = 0;
-		return resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
+		if (whole_rows)
+			return resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
+		int err = dsv_h5_open_grid(s, o->dset, o->space, cdims, codec != DSV_CODEC_NONE,
+					   fl32, s->h5_why, sizeof(s->h5_why), o->eb);
+		if (err != DSV_ERR_UNSUPPORTED)
+			return err;
+		s->codec = DSV_CODEC_NONE; /* the library's, with the reason in h5_why */
+		s->fletcher32 = 0;
 	}
 
 	/* The library must decode it: every filter has to be one it has
@@ -341,8 +348,11 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 	}
 	if (o->conv)
 		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv_why);
+	else if (!whole_rows && fast_pipe)
+		; /* dsv_h5_open_grid said why in h5_why */
 	else if (!whole_rows)
-		snprintf(s->h5_why, sizeof(s->h5_why), "chunks split rows");
+		snprintf(s->h5_why, sizeof(s->h5_why), "chunks split rows; filters the library "
+			 "decodes");
 	else if (fast_pipe)
 		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else

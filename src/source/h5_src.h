@@ -1,6 +1,7 @@
 /*
  * Shared by the HDF5 source files (h5.c opens, h5_type.c classifies element
- * types, h5_read.c reads, h5_list.c lists) and h5_info.c. Not thread-safe by itself: as every HDF5 call,
+ * types, h5_read.c reads, h5_list.c lists, h5_grid.c maps chunks that split
+ * rows) and h5_info.c. Not thread-safe by itself: as every HDF5 call,
  * these run under the global HDF5 lock unless said otherwise.
  */
 #ifndef DSV_SOURCE_H5_SRC_H
@@ -28,5 +29,12 @@ int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc
  * fallback), and why names it. @return 0, or DSV_ERR_UNSUPPORTED with the
  * type named in why. */
 int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t why_cap);
+
+/* Opens a chunked dataset whose chunks split rows through the N-d grid
+ * (h5_grid.c), with s->codec and the filter bits already set. @return 0;
+ * DSV_ERR_UNSUPPORTED with why set when it must stay on the library path
+ * (nothing kept); or another error with eb set. */
+int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
+		     int fl32, char *why, size_t why_cap, dsv_errbuf *eb);
 
 #endif

@@ -165,8 +165,10 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 	}
 	r->raw_size = s->chunk_raw_size;
 	r->grid = s->grid;
-	if (s->grid)
+	if (s->grid) { /* a band: grid.c makes it from its chunks */
 		r->raw_size = r->nelems * esize;
+		return 0;
+	}
 	if (s->chunk_off) {
 		uint32_t mask = s->chunk_mask ? s->chunk_mask[index] : 0;
 		r->offset = s->chunk_off[index];

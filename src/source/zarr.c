@@ -106,6 +106,13 @@ int dsv_source_zarr_group(const char *path)
 	return v;
 }
 
+static void note(const char *path)
+{
+	char what[4096 + 1100];
+	snprintf(what, sizeof(what), "chunk file %s", path);
+	dsv_grid_note_failure(what);
+}
+
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
 static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
 {
@@ -120,7 +127,7 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 	if (fd < 0 && errno == ENOENT)
 		return DSV_ERR_NOTFOUND;
 	if (fd < 0) {
-		dsv_grid_note_failure(path);
+		note(path);
 		return DSV_ERR_IO;
 	}
 	/* No encoding here makes a chunk much bigger than its raw bytes. */
@@ -143,7 +150,7 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 	}
 	close(fd);
 	if (err) {
-		dsv_grid_note_failure(path);
+		note(path);
 		return err;
 	}
 	size_t n = (size_t)st.st_size;
@@ -163,7 +170,7 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 	}
 	if (made == (int64_t)size)
 		return 0;
-	dsv_grid_note_failure(path);
+	note(path);
 	return made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT;
 }
 

@@ -381,9 +381,9 @@ void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref
 {
 	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
 	uint64_t row = info->row_elems ? info->row_elems : 1;
-	if (ref->grid) { /* a band of chunk files: name the one that failed */
-		dsv_log_error("view %s: source %s rows %llu-%llu: chunk file %s: %s", v->name,
-			      info->path, (unsigned long long)(ref->elem_start / row),
+	if (ref->grid) { /* a band of a grid's chunks: name the one that failed */
+		dsv_log_error("view %s: source %s%s%s rows %llu-%llu: %s: %s", v->name,
+			      info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "", (unsigned long long)(ref->elem_start / row),
 			      (unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) +
 						    row - 1) / row - 1),
 			      dsv_source_grid_failure(), dsv_strerror(err));

@@ -143,6 +143,9 @@ static void test_split_rows_fallback(void **state)
 		(&a[0][0][0])[i] = (float)i * 1.5f;
 	hid_t f = new_file("split.h5", 0);
 	hid_t p = chunk_dcpl(3, cd);
+	/* deflate: the library's to decode (unfiltered, or with a codec of
+	 * dsview's, the N-d grid reads it: test_split_rows_grid) */
+	H5Pset_deflate(p, 1);
 	hid_t d = mkds(f, "a", H5T_IEEE_F32LE, 3, dims, NULL, p);
 	H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a);
 	H5Dclose(d);
@@ -151,7 +154,8 @@ static void test_split_rows_fallback(void **state)
 
 	dsv_source *s = open_ok("split.h5", "/a");
 	check_info(s, DSV_SRC_H5_FALLBACK, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, UINT64_MAX);
-	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows");
+	assert_string_equal(dsv_source_get_info(s)->why,
+			    "chunks split rows; filters the library decodes");
 	assert_int_equal(dsv_source_get_info(s)->chunk_elems % (2 * 40), 0); /* 2-row bands */
 	assert_int_equal(dsv_source_fallback_band(s), 2 * 40);
 	read_check(s, a, sizeof(a));
@@ -168,6 +172,52 @@ static void test_split_rows_fallback(void **state)
 	assert_int_equal(dsv_source_read_fallback(s, &r, buf, sizeof(buf)), DSV_ERR_INVALID);
 	r.nelems = 10;
 	assert_int_equal(dsv_source_read_fallback(s, &r, buf, 39), DSV_ERR_INVALID);
+	dsv_source_close(s);
+}
+
+/* Chunks of (2, 5, 4) over (9, 10, 4), unfiltered, and one never written:
+ * the first is read through the N-d grid in bands of 2 rows, each chunk
+ * pread and placed; the second stays with the library (its fill value). */
+static void test_split_rows_grid(void **state)
+{
+	static float a[9][10][4];
+	hsize_t dims[] = { 9, 10, 4 }, cd[] = { 2, 5, 4 };
+	(void)state;
+	for (int i = 0; i < 360; i++)
+		(&a[0][0][0])[i] = (float)i * 1.5f;
+	hid_t f = new_file("grid.h5", 0);
+	hid_t p = chunk_dcpl(3, cd);
+	hid_t d = mkds(f, "a", H5T_IEEE_F32LE, 3, dims, NULL, p);
+	H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a);
+	H5Dclose(d);
+	hsize_t one[] = { 2, 5, 4 }, at[] = { 2, 5, 0 };
+	hid_t fs, ms = H5Screate_simple(3, one, NULL);
+	d = mkds(f, "holes", H5T_IEEE_F32LE, 3, dims, NULL, p);
+	fs = H5Dget_space(d);
+	H5Sselect_hyperslab(fs, H5S_SELECT_SET, at, NULL, one, NULL);
+	H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, a);
+	H5Sclose(fs);
+	H5Sclose(ms);
+	H5Dclose(d);
+	H5Pclose(p);
+	H5Fclose(f);
+
+	dsv_source *s = open_ok("grid.h5", "/a");
+	check_info(s, DSV_SRC_H5_CHUNKED, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, 5);
+	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 2 rows");
+	assert_int_equal(dsv_source_get_info(s)->chunk_elems, 2 * 40);
+	dsv_chunk_ref r;
+	assert_int_equal(dsv_source_chunk(s, 4, &r), 0);
+	assert_true(r.grid);
+	assert_false(dsv_chunk_is_plain(&r));
+	assert_int_equal(r.nelems, 40); /* the last band: one row */
+	read_check(s, a, sizeof(a));
+	dsv_source_close(s);
+
+	s = open_ok("grid.h5", "/holes");
+	check_info(s, DSV_SRC_H5_FALLBACK, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, UINT64_MAX);
+	assert_string_equal(dsv_source_get_info(s)->why,
+			    "chunks split rows; some never written (fill values via HDF5)");
 	dsv_source_close(s);
 }
 
@@ -356,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_library_pipeline),
 		cmocka_unit_test(test_library_filters_fallback),
 		cmocka_unit_test(test_split_rows_fallback),
+		cmocka_unit_test(test_split_rows_grid),
 		cmocka_unit_test(test_fallback_threads),
 		cmocka_unit_test(test_big_endian_fallback),
 		cmocka_unit_test(test_compact_and_unwritten_fallback),

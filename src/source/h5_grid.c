@@ -1,0 +1,172 @@
+/*
+ * HDF5 datasets whose chunks split rows ((1, 64, 64) over (N, 256, 256)
+ * volumes, (1000, 16) over (N, 129) channels) with filters dsview decodes
+ * itself: served through the N-d grid (grid.c) instead of the library
+ * fallback. At open, every chunk of the grid is located as for row chunks
+ * (h5.c's resolve_chunks: storage size, then the file offset the library
+ * reads it from) into s->chunk_off/chunk_size/chunk_mask, indexed by the
+ * chunk's grid position in C order. A read decodes one grid chunk with
+ * dsv_source_read_chunk (pread, Fletcher32, codec, size checks) outside
+ * the HDF5 lock, as row chunks are.
+ *
+ * Datasets with a chunk never written (the library supplies its fill
+ * value), a chunk whose stored size is impossible or that the library will
+ * not locate, or bands larger than the read path takes stay on the
+ * fallback, with the reason.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/tlsbuf.h"
+#include "source/h5_src.h"
+
+/* A band (cdims[0] whole rows) at most this big, as for Zarr. */
+#define GRID_BAND_MAX (256ull << 20)
+#define GRID_MAX_CHUNKS (1ull << 28)
+
+static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
+{
+	uint64_t lin = 0, esize = dsv_dtype_size(s->info.dtype);
+	for (int k = 0; k < s->info.ndim; k++)
+		lin = lin * s->gcount[k] + idx[k];
+	uint32_t mask = s->chunk_mask[lin];
+	dsv_chunk_ref r = {
+		.index = lin,
+		.nelems = size / esize,
+		.raw_size = size,
+		.offset = s->chunk_off[lin],
+		.stored_size = s->chunk_size[lin],
+		.codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE,
+		.fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit)),
+	};
+	void *stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)r.stored_size);
+	int err = stored ? dsv_source_read_chunk(s, &r, dst, size, stored, (size_t)r.stored_size)
+			 : DSV_ERR_NOMEM;
+	if (err) {
+		char pos[256];
+		size_t n = 0;
+		for (int k = 0; k < s->info.ndim && n < sizeof(pos); k++)
+			n += (size_t)snprintf(pos + n, sizeof(pos) - n, "%s%llu", k ? ", " : "",
+					      (unsigned long long)idx[k]);
+		char what[512];
+		snprintf(what, sizeof(what), "chunk (%s), %llu bytes at offset %llu", pos,
+			 (unsigned long long)r.stored_size, (unsigned long long)r.offset);
+		dsv_grid_note_failure(what);
+	}
+	return err;
+}
+
+int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
+		     int fl32, char *why, size_t why_cap, dsv_errbuf *eb)
+{
+	int nd = s->info.ndim;
+	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, allocated = 0;
+	hsize_t coord[DSV_MAX_DIMS] = { 0 };
+	uint64_t idx[DSV_MAX_DIMS] = { 0 };
+	void *probe = NULL;
+	size_t probe_cap = 0;
+	int err = 0;
+
+	for (int k = 0; k < nd; k++) {
+		s->gshape[k] = cdims[k];
+		s->gcount[k] = s->info.shape[k] / cdims[k] + (s->info.shape[k] % cdims[k] != 0);
+		if (dsv_mul_u64(raw, cdims[k], &raw) || dsv_mul_u64(n, s->gcount[k], &n))
+			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset, "too many chunks");
+	}
+	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) ||
+	    dsv_mul_u64(band, esize, &band) || band > GRID_BAND_MAX || raw > UINT32_MAX) {
+		snprintf(why, why_cap, "chunks split rows; a band of %llu rows is too large",
+			 (unsigned long long)cdims[0]);
+		return DSV_ERR_UNSUPPORTED;
+	}
+	if (n > GRID_MAX_CHUNKS)
+		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+				   "too many chunks (%llu)", (unsigned long long)n);
+	if (s->info.nelems == 0)
+		n = 0;
+	if (n && (!(s->chunk_off = calloc(n, sizeof(*s->chunk_off))) ||
+		  !(s->chunk_size = calloc(n, sizeof(*s->chunk_size))) ||
+		  !(s->chunk_mask = calloc(n, sizeof(*s->chunk_mask)))))
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, s->dataset, "out of memory");
+	/* as resolve_chunks: nothing encodes a chunk to much more than raw */
+	uint64_t max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
+	for (uint64_t i = 0; i < n; i++) {
+		hsize_t size = 0;
+		haddr_t addr = HADDR_UNDEF;
+		unsigned mask = 0;
+		uint64_t end;
+		for (int k = 0; k < nd; k++)
+			coord[k] = idx[k] * cdims[k];
+		if (H5Dget_chunk_storage_size(dset, coord, &size) < 0 || size == 0) {
+			snprintf(why, why_cap, "chunks split rows; some never written (fill values "
+				 "via HDF5)");
+			err = DSV_ERR_UNSUPPORTED;
+			goto out;
+		}
+		if (size > max_stored)
+			goto bad;
+		if (size > probe_cap) {
+			void *p = realloc(probe, (size_t)size);
+			if (!p) {
+				err = dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
+				goto out;
+			}
+			probe = p;
+			probe_cap = (size_t)size;
+		}
+		if (dsv_h5_locate_chunk(dset, coord, size, probe, &addr, &mask) < 0)
+			goto bad;
+		int c_codec = codec && !(mask & (1u << s->codec_filter_bit));
+		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
+		if ((!c_codec && size != raw + (c_fl32 ? 4 : 0)) || dsv_add_u64(addr, size, &end))
+			goto bad;
+		s->chunk_off[i] = addr;
+		s->chunk_size[i] = (uint32_t)size;
+		s->chunk_mask[i] = mask;
+		s->info.stored_bytes += size;
+		allocated++;
+		for (int k = nd - 1; k >= 0; k--) {
+			if (++idx[k] < s->gcount[k])
+				break;
+			idx[k] = 0;
+		}
+		continue;
+bad:
+		/* The library may still read the rest, and verify then names the
+		 * chunk: as the row-chunked path does with such files, leave it
+		 * to the fallback rather than refuse the whole dataset. */
+		snprintf(why, why_cap, "chunks split rows; chunk %llu cannot be read directly "
+			 "(%llu bytes stored, %llu raw)", (unsigned long long)i,
+			 (unsigned long long)size, (unsigned long long)raw);
+		err = DSV_ERR_UNSUPPORTED;
+		goto out;
+	}
+	hsize_t counted = 0;
+	if (H5Dget_num_chunks(dset, space, &counted) < 0 || counted != allocated) {
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, s->dataset,
+				  "chunk index inconsistent (%llu chunks found, %llu counted)",
+				  (unsigned long long)allocated, (unsigned long long)counted);
+		goto out;
+	}
+	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s", (unsigned long long)cdims[0],
+		 cdims[0] == 1 ? "" : "s");
+	s->grid = 1;
+	s->chunked = 1;
+	s->grid_chunk = h5_grid_chunk;
+	s->chunk_rows = cdims[0];
+	s->info.chunk_elems = cdims[0] * s->info.row_elems;
+	s->info.nchunks = s->info.nelems ? s->gcount[0] : 0;
+	s->chunk_raw_size = band;
+out:
+	free(probe);
+	if (err == DSV_ERR_UNSUPPORTED || (err && !s->grid)) {
+		free(s->chunk_off);
+		free(s->chunk_size);
+		free(s->chunk_mask);
+		s->chunk_off = NULL;
+		s->chunk_size = NULL;
+		s->chunk_mask = NULL;
+		s->info.stored_bytes = 0;
+	}
+	return err;
+}
