@@ -2,11 +2,16 @@
 #ifndef DSV_CLI_H
 #define DSV_CLI_H
 
+#include <getopt.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "dsview/dsview.h"
 
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
+
+/* Where mount mounts, and umount unmounts, when no MOUNTPOINT is given. */
+#define DSV_DEFAULT_MOUNTPOINT "/mnt/dsview"
 
 int dsv_cmd_mount(int argc, char **argv);
 int dsv_cmd_umount(int argc, char **argv);
@@ -16,6 +21,29 @@ int dsv_cmd_verify(int argc, char **argv);
 
 /* One line on stderr: "dsview: <msg>". */
 void dsv_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* getopt_long for every subcommand, one grammar: options may come before
+ * or after operands (GNU permutation; "--" ends them), and an unknown
+ * option, or one missing its value, prints one line naming it and
+ * "try 'dsview CMD --help'". shortopts as getopt_long's, without a leading
+ * '+', '-' or ':'. @return the option, -1 after the last, or '?' after
+ * the message (the caller returns EXIT_USER). Start with optind = 0. */
+int dsv_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+		   const struct option *longopts);
+
+/* Checks that argv[optind..argc) holds from min to max operands; else
+ * prints one line ("missing WHAT" / "unexpected argument 'X'", then "try
+ * 'dsview CMD --help'") and returns -1. what names the operands, e.g.
+ * "SOURCE [MOUNTPOINT]". */
+int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max,
+		     const char *what);
+
+/* Parses a size option (dsv_parse_size: 512K, 2G, 0) that must be a whole
+ * multiple of unit and at most max (0: no limit, else max_what names the
+ * limit, e.g. "this machine's memory"). Otherwise prints one line naming
+ * the option, the value and the limit, and returns -1. */
+int dsv_cli_size_arg(const char *opt, const char *arg, uint64_t unit, uint64_t max,
+		     const char *max_what, uint64_t *out);
 
 /* Parses an integer option value in [lo, hi] into *out; otherwise prints
  * "dsview: OPT 'ARG' must be an integer from LO to HI" and returns -1. */

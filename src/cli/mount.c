@@ -11,6 +11,7 @@
  *     returns once the child's loop answered. Then the parent _exit()s
  *     without touching the mount or HDF5.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,14 +32,12 @@
 #include "dsview/fs.h"
 #include "dsview/view.h"
 
-#define DEFAULT_MOUNTPOINT "/mnt/dsview"
-
 static const char mount_usage[] =
 	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"
 	"\n"
 	"SOURCE is a manifest (.ini), a single .npy / .h5 file (every array in it\n"
 	"becomes a view, cast to --dtype), or a directory of them (each .h5 file a\n"
-	"directory of its arrays). MOUNTPOINT defaults to " DEFAULT_MOUNTPOINT "\n"
+	"directory of its arrays). MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT "\n"
 	"and is created if missing. Returns once the mount answers. Datasets of an\n"
 	"HDF5 SOURCE that cannot be served (strings, tables, ...) are listed in\n"
 	"MOUNTPOINT/.skipped.json and the rest are served.\n"
@@ -58,15 +57,22 @@ static const char mount_usage[] =
 	"                       1M: fewer requests for sequential passes)\n"
 	"      --gpu G          auto (default), off, or a CUDA device number\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
-	"                       and direct_io are refused)\n"
+	"                       and direct_io are refused; nonempty mounts over a\n"
+	"                       directory that is not empty)\n"
 	"      --log FILE       daemon log file (default: syslog)\n"
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
-static uint64_t default_cache_size(void)
+/* Bytes of RAM, or UINT64_MAX when unknown (then nothing is refused). */
+static uint64_t phys_mem(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
-	uint64_t tenth = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 10 : 0;
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
+}
+
+static uint64_t default_cache_size(void)
+{
+	uint64_t tenth = phys_mem() == UINT64_MAX ? 0 : phys_mem() / 10;
 	uint64_t gib = 1ull << 30;
 	return tenth && tenth < gib ? tenth : gib;
 }
@@ -88,7 +94,22 @@ static int mkdirs(const char *path)
 	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int check_mountpoint(const char *mp)
+/* 1 if directory path holds anything but . and .. (0 also when unreadable:
+ * the mount then says why). */
+static int dir_has_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int found = 0;
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d)))
+		found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return found;
+}
+
+static int check_mountpoint(const char *mp, int nonempty)
 {
 	struct stat st, parent;
 	char up[4200];
@@ -119,6 +140,11 @@ static int check_mountpoint(const char *mp)
 			dsv_cli_error("%s: something is already mounted here (dsview umount %s)", mp, mp);
 		return -1;
 	}
+	if (!nonempty && dir_has_entries(mp)) {
+		dsv_cli_error("%s: mountpoint is not empty: the mount would hide its files (-o nonempty "
+			      "mounts over them)", mp);
+		return -1;
+	}
 	return 0;
 }
 
@@ -137,17 +163,33 @@ static const struct {
 
 /* Checks one -o argument the way libfuse will split it: options end at an
  * unescaped ',', and a backslash escapes the next character or starts an
- * octal \NNN, so "r\w" is "rw" too. @return 0, or -1 after the error. */
-static int check_fuse_opts(const char *opts)
+ * octal \NNN, so "r\w" is "rw" too. Appends its options to acc (cap
+ * bytes, comma-separated, as they were written) except "nonempty", which
+ * sets *nonempty instead: libfuse 3 no longer knows it, and dsview
+ * itself refuses a non-empty mountpoint without it. @return 0, or -1
+ * after the error. */
+static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 {
 	char opt[256];
 	size_t n = 0;
 	int overlong = 0;
+	const char *tok = opts;
 
 	for (const char *s = opts;; s++) {
 		char ch = *s;
 		if (ch == ',' || ch == '\0') {
 			opt[n] = '\0';
+			if (!overlong && !strcmp(opt, "nonempty")) {
+				*nonempty = 1;
+			} else if (s > tok) {
+				size_t len = strlen(acc);
+				if (len + 1 + (size_t)(s - tok) >= cap) {
+					dsv_cli_error("-o: FUSE options too long");
+					return -1;
+				}
+				snprintf(acc + len, cap - len, "%s%.*s", len ? "," : "", (int)(s - tok), tok);
+			}
+			tok = s + 1;
 			for (size_t i = 0; !overlong && i < sizeof(refused_fuse_opts) /
 			     sizeof(refused_fuse_opts[0]); i++) {
 				if (!strcmp(opt, refused_fuse_opts[i].opt)) {
@@ -178,6 +220,147 @@ static int check_fuse_opts(const char *opts)
 	}
 }
 
+/* The child's start-up result, over a pipe to the parent: one status
+ * byte (0: serving, else the exit status), then for a failure its one-line
+ * reason. Nothing at all (EOF) means the child died before it could say. */
+static void note_serving(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+static void tell_serving(void *arg)
+{
+	int *fd = arg;
+	char ok = 0;
+	if (*fd >= 0 && write(*fd, &ok, 1) != 1)
+		dsv_log_warn("cannot tell the mount command that the mount serves: %s",
+			     strerror(errno));
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Exit status of a start-up failure: 2 only for an internal bug. */
+static int startup_status(int err)
+{
+	return err == DSV_ERR_INTERNAL ? EXIT_INTERNAL : EXIT_USER;
+}
+
+/* Reads the child's start-up result from fd into status and msg (cap
+ * bytes). @return 1 if the child said anything, 0 at EOF first. */
+static int read_startup(int fd, int *status, char *msg, size_t cap)
+{
+	unsigned char st;
+	ssize_t r;
+	size_t n = 0;
+	while ((r = read(fd, &st, 1)) < 0 && errno == EINTR)
+		;
+	if (r != 1)
+		return 0;
+	*status = st;
+	while (st && n + 1 < cap && ((r = read(fd, msg + n, cap - 1 - n)) > 0 ||
+				     (r < 0 && errno == EINTR)))
+		n += r > 0 ? (size_t)r : 0;
+	msg[n] = '\0';
+	return 1;
+}
+
+/* Serves fs in a child and returns (in the parent) once the mount answers,
+ * or fails with the child's own start-up error. Never returns in the
+ * child. */
+static int daemonise(dsv_fs *fs, const char *mountpoint, const char *log_path,
+		     const char *source, size_t nskipped, size_t nserved, const char *kinds)
+{
+	dsv_errbuf eb;
+	int pfd[2], err;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		dsv_cli_error("pipe: %s", strerror(errno));
+		dsv_fs_destroy(fs);
+		return EXIT_INTERNAL;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		dsv_cli_error("fork: %s", strerror(errno));
+		dsv_fs_destroy(fs);
+		return EXIT_INTERNAL;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR), wfd = pfd[1];
+		close(pfd[0]);
+		setsid();
+		if (chdir("/") < 0)
+			_exit(EXIT_INTERNAL);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			if (null > 2)
+				close(null);
+		}
+		if (!log_path)
+			dsv_log_use_syslog();
+		if (nskipped)
+			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)", source,
+				     nskipped, nserved + nskipped, kinds, mountpoint);
+		dsv_fs_on_serving(fs, tell_serving, &wfd);
+		err = dsv_fs_serve(fs, &eb);
+		if (err)
+			dsv_log_error("%s", eb.msg);
+		if (err && wfd >= 0) { /* a start-up failure: the parent prints it */
+			char st = (char)startup_status(err);
+			if (write(wfd, &st, 1) != 1 || write(wfd, eb.msg, strlen(eb.msg)) < 0)
+				dsv_log_warn("cannot tell the mount command why: %s", strerror(errno));
+		}
+		dsv_fs_destroy(fs); /* unmounts */
+		_exit(err ? (wfd >= 0 ? startup_status(err) : EXIT_INTERNAL) : EXIT_OK);
+	}
+
+	/* Parent: drop our /dev/fuse descriptor (so a dying child aborts the
+	 * connection), hear how the start went, then wait for an answer. */
+	close(pfd[1]);
+	dsv_fs_close_fd(fs);
+	char msg[sizeof(eb.msg)];
+	int status = EXIT_INTERNAL, wstatus;
+	int said = read_startup(pfd[0], &status, msg, sizeof(msg));
+	close(pfd[0]);
+	if (!said || status) {
+		struct statfs sfs;
+		while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+			;
+		/* the child unmounts on its way out; a crash leaves a dead mount */
+		if (statfs(mountpoint, &sfs) < 0 && errno == ENOTCONN)
+			umount2(mountpoint, MNT_DETACH);
+		if (said)
+			dsv_cli_error("%s", msg);
+		else
+			dsv_cli_error("%s: the daemon exited before it could serve (%s; see the log)",
+				      mountpoint, WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus))
+								      : "no reason given");
+		_exit(said ? status : EXIT_INTERNAL);
+	}
+	struct stat st;
+	int rc;
+	do
+		rc = stat(mountpoint, &st);
+	while (rc < 0 && errno == EINTR);
+	int saved = errno;
+	if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)", mountpoint);
+		umount2(mountpoint, MNT_DETACH);
+		_exit(EXIT_INTERNAL);
+	}
+	if (rc < 0 || !S_ISDIR(st.st_mode)) {
+		dsv_cli_error("%s: the mount did not answer: %s", mountpoint,
+			      rc < 0 ? strerror(saved) : "not a directory");
+		kill(pid, SIGTERM);
+		umount2(mountpoint, MNT_DETACH);
+		_exit(EXIT_INTERNAL);
+	}
+	_exit(EXIT_OK);
+}
+
 int dsv_cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -199,13 +382,14 @@ int dsv_cmd_mount(int argc, char **argv)
 	dsv_errbuf eb;
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
 	const char *ra_arg = NULL;
-	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
-	int foreground = 0, threads = 0, strict = 0, c, err;
+	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
+	int foreground = 0, threads = 0, strict = 0, nonempty = 0, c, err;
+	static char fuse_opts[1024];
 	char real_mp[PATH_MAX];
 	int gpu_dev;
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "+fo:h", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("mount", argc, argv, "fo:h", longopts)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;
 		case 'D': dtype_arg = optarg; break;
@@ -217,21 +401,19 @@ int dsv_cmd_mount(int argc, char **argv)
 			break;
 		case 'G': gpu_arg = optarg; break;
 		case 'o':
-			if (check_fuse_opts(optarg))
+			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &nonempty))
 				return EXIT_USER;
-			o.fuse_opts = optarg;
+			o.fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
 			break;
 		case 'L': log_path = optarg; break;
 		case 'd': o.debug = foreground = 1; break;
 		case 'S': strict = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
-		default: fputs(mount_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (optind >= argc || argc - optind > 2) {
-		fputs(mount_usage, stderr);
+	if (dsv_cli_operands("mount", argc, argv, 1, 2, "SOURCE [MOUNTPOINT]"))
 		return EXIT_USER;
-	}
 	source = argv[optind];
 	if (argc - optind == 2)
 		mountpoint = argv[optind + 1];
@@ -269,15 +451,19 @@ int dsv_cmd_mount(int argc, char **argv)
 	o.cache_size = default_cache_size();
 	if (m->has_cache_size)
 		o.cache_size = m->cache_size;
-	if (cache_arg && dsv_parse_size(cache_arg, &o.cache_size)) {
-		dsv_cli_error("--cache-size '%s' is not a size (e.g. 2G, 512M, 0)", cache_arg);
+	if (cache_arg && dsv_cli_size_arg("--cache-size", cache_arg, 1, phys_mem(),
+					  "this machine's memory", &o.cache_size))
+		goto user_error;
+	if (!cache_arg && m->has_cache_size && o.cache_size > phys_mem()) {
+		dsv_cli_error("%s: cache_size exceeds this machine's memory (%.1f GiB)", source,
+			      (double)phys_mem() / (1u << 30));
 		goto user_error;
 	}
+	/* the kernel keeps the window in whole pages: 3K would become 0 */
 	o.readahead = DSV_FS_DEFAULT_READAHEAD;
-	if (ra_arg && (dsv_parse_size(ra_arg, &o.readahead) || o.readahead > (64u << 20))) {
-		dsv_cli_error("--readahead '%s' is not a size up to 64M (e.g. 256K, 1M, 0)", ra_arg);
+	if (ra_arg && dsv_cli_size_arg("--readahead", ra_arg, (uint64_t)sysconf(_SC_PAGESIZE),
+				       64u << 20, "the largest window, 64M", &o.readahead))
 		goto user_error;
-	}
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */
@@ -288,7 +474,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));
 		goto user_error;
 	}
-	if (check_mountpoint(mountpoint))
+	if (check_mountpoint(mountpoint, nonempty))
 		goto user_error;
 	/* Canonical now, while nothing is mounted there: afterwards resolving
 	 * it would itself be a request to our not-yet-serving mount. */
@@ -311,65 +497,15 @@ int dsv_cmd_mount(int argc, char **argv)
 			      nserved, nserved + nskipped, source, nskipped, kinds, mountpoint);
 
 	if (foreground) {
+		int started = 0;
+		dsv_fs_on_serving(fs, note_serving, &started);
 		err = dsv_fs_serve(fs, &eb);
 		if (err)
 			dsv_cli_error("%s", eb.msg);
 		dsv_fs_destroy(fs);
-		return err ? EXIT_INTERNAL : EXIT_OK;
+		return !err ? EXIT_OK : started ? EXIT_INTERNAL : startup_status(err);
 	}
-
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		dsv_cli_error("fork: %s", strerror(errno));
-		dsv_fs_destroy(fs);
-		return EXIT_INTERNAL;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		setsid();
-		if (chdir("/") < 0)
-			_exit(EXIT_INTERNAL);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		if (!log_path)
-			dsv_log_use_syslog();
-		if (nskipped)
-			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)", source,
-				     nskipped, nserved + nskipped, kinds, mountpoint);
-		err = dsv_fs_serve(fs, &eb);
-		if (err)
-			dsv_log_error("%s", eb.msg);
-		dsv_fs_destroy(fs);
-		_exit(err ? EXIT_INTERNAL : EXIT_OK);
-	}
-
-	/* Parent: drop our /dev/fuse descriptor, then wait for an answer. */
-	dsv_fs_close_fd(fs);
-	struct stat st;
-	int rc, status;
-	do
-		rc = stat(mountpoint, &st);
-	while (rc < 0 && errno == EINTR);
-	int saved = errno;
-	if (waitpid(pid, &status, WNOHANG) == pid) {
-		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)", mountpoint);
-		umount2(mountpoint, MNT_DETACH);
-		_exit(EXIT_INTERNAL);
-	}
-	if (rc < 0 || !S_ISDIR(st.st_mode)) {
-		dsv_cli_error("%s: the mount did not answer: %s", mountpoint,
-			      rc < 0 ? strerror(saved) : "not a directory");
-		kill(pid, SIGTERM);
-		umount2(mountpoint, MNT_DETACH);
-		_exit(EXIT_INTERNAL);
-	}
-	_exit(EXIT_OK);
+	return daemonise(fs, mountpoint, log_path, source, nskipped, nserved, kinds);
 
 user_error:
 	dsv_manifest_free(m);

@@ -21,7 +21,9 @@
 #include "cli/cli.h"
 
 static const char umount_usage[] =
-	"usage: dsview umount [-z] MOUNTPOINT\n"
+	"usage: dsview umount [-z] [MOUNTPOINT]\n"
+	"\n"
+	"MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT ", as for dsview mount.\n"
 	"\n"
 	"  -z, --lazy   detach now even if files are open; the daemon exits when\n"
 	"               the last reader closes\n";
@@ -159,18 +161,16 @@ int dsv_cmd_umount(int argc, char **argv)
 	int lazy = 0, c;
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "+zh", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("umount", argc, argv, "zh", longopts)) != -1) {
 		switch (c) {
 		case 'z': lazy = 1; break;
 		case 'h': fputs(umount_usage, stdout); return EXIT_OK;
-		default: fputs(umount_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (argc - optind != 1) {
-		fputs(umount_usage, stderr);
+	if (dsv_cli_operands("umount", argc, argv, 0, 1, "[MOUNTPOINT]"))
 		return EXIT_USER;
-	}
-	absolute(argv[optind], mp, sizeof(mp));
+	absolute(optind < argc ? argv[optind] : DSV_DEFAULT_MOUNTPOINT, mp, sizeof(mp));
 	if (!find_mount(mp, fstype, sizeof(fstype))) {
 		dsv_cli_error("%s: not mounted", mp);
 		return EXIT_USER;

@@ -398,20 +398,18 @@ int dsv_cmd_verify(int argc, char **argv)
 	char a[32];
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("verify", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 'T':
 			if (dsv_cli_int_arg("--threads", optarg, 1, 1024, &nthreads))
 				return EXIT_USER;
 			break;
 		case 'h': fputs(verify_usage, stdout); return EXIT_OK;
-		default: fputs(verify_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (argc - optind != 1) {
-		fputs(verify_usage, stderr);
+	if (dsv_cli_operands("verify", argc, argv, 1, 1, "PATH"))
 		return EXIT_USER;
-	}
 	if ((err = dsv_target_parse(argv[optind], 0, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
 		return err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;

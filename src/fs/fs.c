@@ -54,6 +54,7 @@
  * one place that turns them into errno.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fuse_lowlevel.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -99,6 +100,28 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 }
 
 /* ---- lifecycle ---- */
+
+/* While dsv_fs_mount talks to libfuse, what libfuse would print on stderr
+ * ("fuse: mount failed: Invalid argument") is kept here instead, so the
+ * mount command's one error line can end with it. */
+static char fuse_said[256];
+
+static void keep_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	size_t n = strlen(fuse_said); /* one message may come in pieces */
+	vsnprintf(fuse_said + n, sizeof(fuse_said) - n, fmt, ap);
+	n = strlen(fuse_said);
+	while (n && fuse_said[n - 1] == '\n')
+		fuse_said[--n] = '\0';
+}
+
+/* What libfuse said without its "fuse: " prefix, or dflt */
+static const char *fuse_reason(const char *dflt)
+{
+	const char *s = strncmp(fuse_said, "fuse: ", 6) ? fuse_said : fuse_said + 6;
+	return *s ? s : dflt;
+}
 
 /* Finds -o max_read=N with libfuse's own option parser, on a copy of the
  * arguments (a matched template is consumed from the list it parses). */
@@ -160,18 +183,23 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 			       o->fuse_opts ? o->fuse_opts : "");
 		goto fail;
 	}
+	fuse_said[0] = '\0';
+	fuse_set_log_func(keep_fuse_log);
 	fs->se = fuse_session_new(&args, &dsv_fs_ops, sizeof(dsv_fs_ops), fs);
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: bad FUSE options '%s'", mountpoint,
-			       o->fuse_opts ? o->fuse_opts : "");
+		fuse_set_log_func(NULL);
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: bad FUSE options '%s': %s", mountpoint,
+			       o->fuse_opts ? o->fuse_opts : "", fuse_reason("refused by libfuse"));
 		goto fail;
 	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0) {
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: mount failed (is /dev/fuse usable, and the "
-			       "mountpoint an empty directory?)", mountpoint);
+		fuse_set_log_func(NULL);
+		err = dsv_errf(eb, DSV_ERR_IO, "%s: %s (is /dev/fuse usable, and are the -o "
+			       "options ones the kernel knows?)", mountpoint, fuse_reason("mount failed"));
 		goto fail;
 	}
+	fuse_set_log_func(NULL); /* libfuse's own again: stderr (-f, --debug) */
 	fs->mounted = 1;
 	*out = fs;
 	return 0;
@@ -367,6 +395,8 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
 	fs->hints = dsv_hints_start(HINT_THREADS, HINT_CAP, push_row, fs);
+	if (fs->serving)
+		fs->serving(fs->serving_arg);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	/* An unmount that races a request the kernel is handing to a worker
 	 * fails that read with ECONNABORTED instead of ENODEV (libfuse's
@@ -387,6 +417,12 @@ out_handlers:
 	fuse_remove_signal_handlers(fs->se);
 	fuse_loop_cfg_destroy(cfg);
 	return err;
+}
+
+void dsv_fs_on_serving(dsv_fs *fs, void (*fn)(void *arg), void *arg)
+{
+	fs->serving = fn;
+	fs->serving_arg = arg;
 }
 
 void dsv_fs_close_fd(dsv_fs *fs)

@@ -54,6 +54,8 @@ struct dsv_fs {
 	dsv_manifest *m;
 	char *mountpoint;
 	dsv_fs_opts o;
+	void (*serving)(void *arg); /* dsv_fs_on_serving */
+	void *serving_arg;
 	struct fuse_session *se;
 	int mounted;
 	dsv_backend *backend;

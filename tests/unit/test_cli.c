@@ -354,6 +354,25 @@ static void test_mount_options(void **state)
 	assert_int_equal(run(dsv_cmd_mount, "mount", "--help", NULL), EXIT_OK);
 }
 
+static void test_size_arg(void **state)
+{
+	uint64_t v = 7;
+	int err = dup(2), null = open("/dev/null", O_WRONLY);
+	(void)state;
+	dup2(null, 2);
+	assert_int_equal(dsv_cli_size_arg("--x", "8K", 4096, 0, NULL, &v), 0);
+	assert_int_equal(v, 8192);
+	assert_int_equal(dsv_cli_size_arg("--x", "3K", 4096, 0, NULL, &v), -1); /* not rounded */
+	assert_int_equal(dsv_cli_size_arg("--x", "5000", 4096, 0, NULL, &v), -1);
+	assert_int_equal(dsv_cli_size_arg("--x", "2G", 1, 1ull << 30, "RAM", &v), -1);
+	assert_int_equal(dsv_cli_size_arg("--x", "1G", 1, 1ull << 30, "RAM", &v), 0);
+	assert_int_equal(dsv_cli_size_arg("--x", "lots", 1, 0, NULL, &v), -1);
+	assert_int_equal(v, 1ull << 30); /* untouched by a failure */
+	dup2(err, 2);
+	close(err);
+	close(null);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_same_file),     cmocka_unit_test(test_info_options),
 		cmocka_unit_test(test_verify_options), cmocka_unit_test(test_pack_options),
 		cmocka_unit_test(test_umount_options), cmocka_unit_test(test_mount_options),
+		cmocka_unit_test(test_size_arg),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,181 @@
+"""Around the mount (SPEC 14): start-up failures of the daemon reach the
+terminal, one command-line grammar for every subcommand, sizes that are
+refused instead of rounded, a non-empty mountpoint refused."""
+import json
+import os
+import subprocess
+
+import numpy as np
+
+from common import DSVIEW, E2E, mounted, run, dsview_pids_for
+
+
+class StartUp(E2E):
+    """A failure after the fork, before the loop serves, is the daemon's:
+    the parent waits for its word over a pipe and prints it."""
+
+    def setUp(self):
+        super().setUp()
+        np.save(self.p("a.npy"), np.arange(600, dtype=np.uint8).reshape(60, 10))
+
+    def test_gpu_that_cannot_be_had(self):
+        # this build has no CUDA (or the machine no GPU): --gpu 0 must fail
+        # with the reason, not "the mount did not answer"
+        line = self.refused(self.p("a.npy"), "--gpu", "0", want="--gpu 0")
+        self.assertNotIn("did not answer", line)
+
+    def test_gpu_in_the_foreground(self):
+        mp = self.p("mnt-fg")
+        r = run("mount", "-f", "--gpu", "0", self.p("a.npy"), mp, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("--gpu 0", r.stderr)
+        self.assertFalse(mounted(mp))
+
+    def test_mount_the_kernel_refuses(self):
+        # blksize is for fuseblk only: the kernel's mount(2) says EINVAL
+        line = self.refused(self.p("a.npy"), "-o", "blksize=4096",
+                            want=["mount failed: Invalid argument"])
+        self.assertNotIn("fuse:", line)
+
+    def test_unknown_fuse_option(self):
+        self.refused(self.p("a.npy"), "-o", "frobnicate", want=["bad FUSE options", "frobnicate"])
+
+    def test_a_good_mount_after_a_failed_one(self):
+        self.refused(self.p("a.npy"), "--gpu", "0")
+        with self.mount(self.p("a.npy"), "--gpu", "off") as m:
+            self.assertEqual(os.path.getsize(m.path("a.dat")), 600 * 4)
+
+
+class Grammar(E2E):
+    """Options before or after operands for every subcommand; '--' ends
+    them; a bad option is one line naming it."""
+
+    def setUp(self):
+        super().setUp()
+        self.x = np.arange(4000, dtype=np.uint8).reshape(400, 10)
+        np.save(self.p("a.npy"), self.x)
+
+    def one_line(self, r, rc, *want):
+        self.assertEqual(r.returncode, rc, f"{r.args}: {r.stderr!r}")
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, f"{r.args}: want one line, got {r.stderr!r}")
+        self.assertTrue(lines[0].startswith("dsview: "), lines[0])
+        for w in want:
+            self.assertIn(w, lines[0])
+        self.assertNotIn("usage", r.stderr)
+        return lines[0]
+
+    def test_mount_options_after_operands(self):
+        mp = self.p("mnt-perm")
+        r = run("mount", self.p("a.npy"), mp, "--dtype", "bfloat16", "--cache-size", "0",
+                "--log", self.p("perm.log"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            with open(os.path.join(mp, "a.json")) as f:
+                self.assertEqual(json.load(f)["dtype"], "bfloat16")
+            self.assertEqual(os.path.getsize(os.path.join(mp, "a.dat")), 4000 * 2)
+            r = run("umount", mp, "-z")  # umount: option after the operand
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            if mounted(mp):
+                subprocess.run(["umount", "-l", mp])
+        self.assertFalse(mounted(mp))
+
+    def test_info_verify_pack_permuted(self):
+        out = self.p("s.h5")
+        r = run("pack", self.p("a.npy"), out, "--chunk-size", "4K", "--codec", "lz4", "--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run("pack", "--force", self.p("a.npy"), "--chunk-size", "4K", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run("info", out, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)
+        r = run("verify", out, "--threads", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run("verify", "--threads", "1", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_double_dash_ends_options(self):
+        d = self.p("dd")
+        os.makedirs(d, exist_ok=True)
+        np.save(os.path.join(d, "-x.npy"), self.x)
+        r = subprocess.run([DSVIEW, "info", "--json", "--", "-x.npy"], cwd=d,
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["source"]["shape"], [400, 10])
+        r = subprocess.run([DSVIEW, "info", "-x.npy"], cwd=d,
+                           capture_output=True, text=True)
+        self.one_line(r, 1, "unknown option '-x'", "try 'dsview info --help'")
+
+    def test_bad_options_are_one_line(self):
+        a = self.p("a.npy")
+        cases = [
+            (("mount", a, self.p("m"), "--bogus"), "unknown option '--bogus'", "dsview mount --help"),
+            (("mount", a, "--dtype"), "option '--dtype' needs a value", "dsview mount --help"),
+            (("mount", a, self.p("m"), "extra"), "unexpected argument 'extra'", "mount --help"),
+            (("mount",), "missing SOURCE", "dsview mount --help"),
+            (("umount", self.p("m"), "-q"), "unknown option '-q'", "dsview umount --help"),
+            (("umount", "--lazy=1"), "option '--lazy' takes no value", "umount --help"),
+            (("pack", a, self.p("o.h5"), "--chunk-size"), "'--chunk-size' needs a value",
+             "dsview pack --help"),
+            (("pack", a), "missing INPUT OUTPUT.h5", "dsview pack --help"),
+            (("info", a, "--jason"), "unknown option '--jason'", "dsview info --help"),
+            (("info", a, a), "unexpected argument", "dsview info --help"),
+            (("verify", a, "--threads"), "'--threads' needs a value", "dsview verify --help"),
+            (("verify", "-z", a), "unknown option '-z'", "dsview verify --help"),
+        ]
+        for args, *want in cases:
+            with self.subTest(args=args):
+                self.one_line(run(*args), 1, *want)
+        self.assertFalse(mounted(self.p("m")))
+
+    def test_umount_defaults_to_mnt_dsview(self):
+        if mounted("/mnt/dsview"):
+            self.skipTest("/mnt/dsview is in use on this machine")
+        self.one_line(run("umount"), 1, "/mnt/dsview: not mounted")
+
+    def test_help_still_prints_usage(self):
+        for cmd in ("mount", "umount", "pack", "info", "verify"):
+            r = run(cmd, "--help")
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("usage: dsview " + cmd, r.stdout)
+
+
+class Sizes(E2E):
+    def setUp(self):
+        super().setUp()
+        np.save(self.p("a.npy"), np.zeros((10, 10), np.uint8))
+
+    def test_readahead_not_whole_pages(self):
+        self.refused(self.p("a.npy"), "--readahead", "3K", want=["--readahead '3K'", "multiple of 4K"])
+
+    def test_readahead_limit(self):
+        self.refused(self.p("a.npy"), "--readahead", "128M", want=["--readahead '128M'", "64M"])
+
+    def test_cache_beyond_ram(self):
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        big = "%dG" % (ram // (1 << 30) + 1)
+        self.refused(self.p("a.npy"), "--cache-size", big,
+                     want=[f"--cache-size '{big}'", "exceeds this machine's memory", "GiB"])
+        ini = self.write_ini(f"[dsview]\ncache_size = {big}\n[a]\nsource = a.npy\n")
+        self.refused(ini, want=["cache_size", "exceeds this machine's memory"])
+
+    def test_good_sizes_still_mount(self):
+        with self.mount(self.p("a.npy"), "--readahead", "1M", "--cache-size", "64M") as m:
+            self.assertEqual(os.path.getsize(m.path("a.dat")), 400)
+
+
+class NonEmpty(E2E):
+    def test_refused_unless_nonempty(self):
+        np.save(self.p("a.npy"), np.zeros((10, 10), np.uint8))
+        mp = self.p("mnt-refused")  # the directory refused() mounts on
+        os.makedirs(mp, exist_ok=True)
+        with open(os.path.join(mp, "keep.txt"), "w") as f:
+            f.write("mine")
+        self.refused(self.p("a.npy"), want=["not empty", "-o nonempty"])
+        with self.mount(self.p("a.npy"), "-o", "nonempty", mp=mp) as m:
+            self.assertEqual(sorted(os.listdir(m.mp)), [".stats.json", "a.dat", "a.json", "a.npy"])
+            self.assertNotIn("nonempty", open("/proc/self/mountinfo").read())
+        with open(os.path.join(mp, "keep.txt")) as f:
+            self.assertEqual(f.read(), "mine")
+        self.assertEqual(dsview_pids_for(mp), [])
