@@ -14,7 +14,7 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  mount [OPTIONS] SOURCE [MOUNTPOINT]  mount a manifest (.ini) or a .npy/.h5 file\n"
-	"  umount [-z] MOUNTPOINT               unmount (also after a daemon crash)\n"
+	"  umount [-z] [MOUNTPOINT]             unmount (also after a daemon crash)\n"
 	"  pack [OPTIONS] INPUT OUTPUT.h5       write an LZ4-compressed, checksummed store\n"
 	"  info [--json] PATH                   describe a source, HDF5 file, store or manifest\n"
 	"  verify PATH                          decode every chunk, check every checksum\n"

@@ -449,6 +449,7 @@ void dsv_fs_destroy(dsv_fs *fs)
 	free(fs->mountpoint);
 	while (fs->snaps)
 		dsv_fs_snap_free(fs, fs->snaps);
+	free(fs->stats_next);
 	pthread_mutex_destroy(&fs->snap_lock);
 	free(fs);
 }
