@@ -44,12 +44,16 @@ static const char verify_usage[] =
 	"file's own bad chunk); a dataset dsview refuses to serve is reported as\n"
 	"not checked. Then one summary line.\n"
 	"\n"
-	"Exit status: 0 every chunk is good, 1 a bad chunk or an unchecked dataset\n"
-	"(or PATH cannot be opened), 2 an internal failure.\n"
+	"Exit status: 0 every dataset checked and every chunk good, 1 a bad chunk\n"
+	"(or PATH cannot be opened), 3 no bad chunk but some datasets not checked\n"
+	"(listed), 2 an internal failure.\n"
 	"\n"
 	"options:\n"
 	"  --threads N   decoding threads (default: all cores)\n"
 	"  -h, --help    this help\n";
+
+/* Exit status: nothing damaged, but some datasets were not checked. */
+#define EXIT_UNCHECKED 3
 
 /* Worker buffers together stay under this, whatever the chunk size. */
 #define VERIFY_BUFFER_BUDGET (1ull << 30)
@@ -513,7 +517,8 @@ int dsv_cmd_verify(int argc, char **argv)
 			printf("%s%llu %s%s not checked", sep, (unsigned long long)refused, what,
 			       refused == 1 ? "" : "s");
 		printf("\n");
-		rc = EXIT_USER;
+		/* a script can tell damage from "not applicable" (strings, ...) */
+		rc = j.nbad ? EXIT_USER : EXIT_UNCHECKED;
 	}
 	if (internal) {
 		fflush(stdout);
