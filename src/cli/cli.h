@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "dsview/dsview.h"
+#include "dsview/fs.h"
 
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
 
@@ -18,6 +19,22 @@ int dsv_cmd_umount(int argc, char **argv);
 int dsv_cmd_pack(int argc, char **argv);
 int dsv_cmd_info(int argc, char **argv);
 int dsv_cmd_verify(int argc, char **argv);
+
+/* daemon.c */
+/* Exit status of a start-up failure of the daemon: 2 only for an internal
+ * bug (DSV_ERR_INTERNAL), else 1. */
+int dsv_cli_startup_status(int err);
+/* Serves fs in a child (logging to syslog if use_syslog, else where
+ * dsv_log already writes) and returns in the parent once the mount answers,
+ * or exits with the child's own start-up error printed. Never returns in
+ * the child. */
+int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const char *source,
+		      size_t nskipped, size_t nserved, const char *kinds);
+/* The daemon's log when --log is not given: syslog when /dev/log is a
+ * socket (path = ""), else path = /run/dsview/NAME.log (as root;
+ * $XDG_RUNTIME_DIR/dsview otherwise), NAME the mountpoint with '/' as '-',
+ * opened with dsv_log_open. @return 0, or -1 after the one-line error. */
+int dsv_cli_default_log(const char *mountpoint, char *path, size_t cap);
 
 /* One line on stderr: "dsview: <msg>". */
 void dsv_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -59,7 +59,11 @@ static const char mount_usage[] =
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
 	"                       and direct_io are refused; nonempty mounts over a\n"
 	"                       directory that is not empty)\n"
-	"      --log FILE       daemon log file (default: syslog)\n"
+	"      --log FILE       daemon log file (default: syslog when /dev/log exists,\n"
+	"                       else /run/dsview/MOUNTPOINT.log, '/' written '-';\n"
+	"                       $XDG_RUNTIME_DIR/dsview/ for a user)\n"
+	"      --log-level L    error, warning or info (default); a bad chunk is\n"
+	"                       logged once a minute, with a count\n"
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
@@ -220,145 +224,10 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 	}
 }
 
-/* The child's start-up result, over a pipe to the parent: one status
- * byte (0: serving, else the exit status), then for a failure its one-line
- * reason. Nothing at all (EOF) means the child died before it could say. */
+/* -f: the loop was reached (a failure after it is not a start-up one). */
 static void note_serving(void *arg)
 {
 	*(int *)arg = 1;
-}
-
-static void tell_serving(void *arg)
-{
-	int *fd = arg;
-	char ok = 0;
-	if (*fd >= 0 && write(*fd, &ok, 1) != 1)
-		dsv_log_warn("cannot tell the mount command that the mount serves: %s",
-			     strerror(errno));
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-/* Exit status of a start-up failure: 2 only for an internal bug. */
-static int startup_status(int err)
-{
-	return err == DSV_ERR_INTERNAL ? EXIT_INTERNAL : EXIT_USER;
-}
-
-/* Reads the child's start-up result from fd into status and msg (cap
- * bytes). @return 1 if the child said anything, 0 at EOF first. */
-static int read_startup(int fd, int *status, char *msg, size_t cap)
-{
-	unsigned char st;
-	ssize_t r;
-	size_t n = 0;
-	while ((r = read(fd, &st, 1)) < 0 && errno == EINTR)
-		;
-	if (r != 1)
-		return 0;
-	*status = st;
-	while (st && n + 1 < cap && ((r = read(fd, msg + n, cap - 1 - n)) > 0 ||
-				     (r < 0 && errno == EINTR)))
-		n += r > 0 ? (size_t)r : 0;
-	msg[n] = '\0';
-	return 1;
-}
-
-/* Serves fs in a child and returns (in the parent) once the mount answers,
- * or fails with the child's own start-up error. Never returns in the
- * child. */
-static int daemonise(dsv_fs *fs, const char *mountpoint, const char *log_path,
-		     const char *source, size_t nskipped, size_t nserved, const char *kinds)
-{
-	dsv_errbuf eb;
-	int pfd[2], err;
-
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		dsv_cli_error("pipe: %s", strerror(errno));
-		dsv_fs_destroy(fs);
-		return EXIT_INTERNAL;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		dsv_cli_error("fork: %s", strerror(errno));
-		dsv_fs_destroy(fs);
-		return EXIT_INTERNAL;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR), wfd = pfd[1];
-		close(pfd[0]);
-		setsid();
-		if (chdir("/") < 0)
-			_exit(EXIT_INTERNAL);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		if (!log_path)
-			dsv_log_use_syslog();
-		if (nskipped)
-			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)", source,
-				     nskipped, nserved + nskipped, kinds, mountpoint);
-		dsv_fs_on_serving(fs, tell_serving, &wfd);
-		err = dsv_fs_serve(fs, &eb);
-		if (err)
-			dsv_log_error("%s", eb.msg);
-		if (err && wfd >= 0) { /* a start-up failure: the parent prints it */
-			char st = (char)startup_status(err);
-			if (write(wfd, &st, 1) != 1 || write(wfd, eb.msg, strlen(eb.msg)) < 0)
-				dsv_log_warn("cannot tell the mount command why: %s", strerror(errno));
-		}
-		dsv_fs_destroy(fs); /* unmounts */
-		_exit(err ? (wfd >= 0 ? startup_status(err) : EXIT_INTERNAL) : EXIT_OK);
-	}
-
-	/* Parent: drop our /dev/fuse descriptor (so a dying child aborts the
-	 * connection), hear how the start went, then wait for an answer. */
-	close(pfd[1]);
-	dsv_fs_close_fd(fs);
-	char msg[sizeof(eb.msg)];
-	int status = EXIT_INTERNAL, wstatus;
-	int said = read_startup(pfd[0], &status, msg, sizeof(msg));
-	close(pfd[0]);
-	if (!said || status) {
-		struct statfs sfs;
-		while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-			;
-		/* the child unmounts on its way out; a crash leaves a dead mount */
-		if (statfs(mountpoint, &sfs) < 0 && errno == ENOTCONN)
-			umount2(mountpoint, MNT_DETACH);
-		if (said)
-			dsv_cli_error("%s", msg);
-		else
-			dsv_cli_error("%s: the daemon exited before it could serve (%s; see the log)",
-				      mountpoint, WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus))
-								      : "no reason given");
-		_exit(said ? status : EXIT_INTERNAL);
-	}
-	struct stat st;
-	int rc;
-	do
-		rc = stat(mountpoint, &st);
-	while (rc < 0 && errno == EINTR);
-	int saved = errno;
-	if (waitpid(pid, &wstatus, WNOHANG) == pid) {
-		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)", mountpoint);
-		umount2(mountpoint, MNT_DETACH);
-		_exit(EXIT_INTERNAL);
-	}
-	if (rc < 0 || !S_ISDIR(st.st_mode)) {
-		dsv_cli_error("%s: the mount did not answer: %s", mountpoint,
-			      rc < 0 ? strerror(saved) : "not a directory");
-		kill(pid, SIGTERM);
-		umount2(mountpoint, MNT_DETACH);
-		_exit(EXIT_INTERNAL);
-	}
-	_exit(EXIT_OK);
 }
 
 int dsv_cmd_mount(int argc, char **argv)
@@ -371,6 +240,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "readahead", required_argument, NULL, 'R' },
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "log", required_argument, NULL, 'L' },
+		{ "log-level", required_argument, NULL, 'V' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -383,7 +253,8 @@ int dsv_cmd_mount(int argc, char **argv)
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
 	const char *ra_arg = NULL;
 	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
-	int foreground = 0, threads = 0, strict = 0, nonempty = 0, c, err;
+	int foreground = 0, threads = 0, strict = 0, nonempty = 0, log_level = DSV_LOG_INFO, c, err;
+	char default_log[PATH_MAX + 300] = "";
 	static char fuse_opts[1024];
 	char real_mp[PATH_MAX];
 	int gpu_dev;
@@ -406,6 +277,12 @@ int dsv_cmd_mount(int argc, char **argv)
 			o.fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
 			break;
 		case 'L': log_path = optarg; break;
+		case 'V':
+			if ((log_level = dsv_log_parse_level(optarg)) < 0) {
+				dsv_cli_error("--log-level '%s' must be error, warning or info", optarg);
+				return EXIT_USER;
+			}
+			break;
 		case 'd': o.debug = foreground = 1; break;
 		case 'S': strict = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
@@ -483,6 +360,10 @@ int dsv_cmd_mount(int argc, char **argv)
 		goto user_error;
 	}
 	mountpoint = real_mp;
+	dsv_log_set_level(log_level);
+	if (!log_path && !foreground && dsv_cli_default_log(mountpoint, default_log,
+							    sizeof(default_log)))
+		goto user_error;
 	size_t nskipped = m->nskipped, nserved = m->nviews;
 	char kinds[256];
 	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
@@ -503,9 +384,10 @@ int dsv_cmd_mount(int argc, char **argv)
 		if (err)
 			dsv_cli_error("%s", eb.msg);
 		dsv_fs_destroy(fs);
-		return !err ? EXIT_OK : started ? EXIT_INTERNAL : startup_status(err);
+		return !err ? EXIT_OK : started ? EXIT_INTERNAL : dsv_cli_startup_status(err);
 	}
-	return daemonise(fs, mountpoint, log_path, source, nskipped, nserved, kinds);
+	return dsv_cli_daemonise(fs, mountpoint, !log_path && !default_log[0], source, nskipped,
+				 nserved, kinds);
 
 user_error:
 	dsv_manifest_free(m);

@@ -1,5 +1,6 @@
 /* One line per message, one write(2) per line, so threads never interleave. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,23 @@
 
 static int log_fd = 2;
 static int log_syslog;
+static int log_level = DSV_LOG_INFO;
+
+int dsv_log_parse_level(const char *s)
+{
+	if (!strcmp(s, "error"))
+		return DSV_LOG_ERROR;
+	if (!strcmp(s, "warning") || !strcmp(s, "warn"))
+		return DSV_LOG_WARN;
+	if (!strcmp(s, "info"))
+		return DSV_LOG_INFO;
+	return -1;
+}
+
+void dsv_log_set_level(int level)
+{
+	log_level = level;
+}
 
 int dsv_log_open(const char *path)
 {
@@ -30,23 +48,74 @@ void dsv_log_use_syslog(void)
 	log_syslog = 1;
 }
 
+static void vlog(int level, const char *fmt, va_list ap, const char *tail)
+	__attribute__((format(printf, 2, 0)));
+
 void dsv_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(level, fmt, ap, "");
+	va_end(ap);
+}
+
+/* The table of dsv_log_limited: per slot, the key, when its minute began
+ * and how many messages it dropped since. */
+#define LIMIT_SLOTS 1024
+#define LIMIT_SECONDS 60
+static struct {
+	unsigned long long key;
+	time_t since;
+	unsigned long dropped;
+} limits[LIMIT_SLOTS];
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void dsv_log_limited(unsigned long long key, int level, const char *fmt, ...)
+{
+	struct timespec now;
+	char tail[96] = "";
+	size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 54) % LIMIT_SLOTS;
+	va_list ap;
+	if (level > log_level)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&limit_lock);
+	if (limits[slot].key == key && limits[slot].since &&
+	    now.tv_sec - limits[slot].since < LIMIT_SECONDS) {
+		limits[slot].dropped++;
+		pthread_mutex_unlock(&limit_lock);
+		return;
+	}
+	if (limits[slot].key == key && limits[slot].dropped)
+		snprintf(tail, sizeof(tail), " (%lu more like it in the last %lld s)",
+			 limits[slot].dropped, (long long)(now.tv_sec - limits[slot].since));
+	limits[slot].key = key;
+	limits[slot].since = now.tv_sec ? now.tv_sec : 1;
+	limits[slot].dropped = 0;
+	pthread_mutex_unlock(&limit_lock);
+	va_start(ap, fmt);
+	vlog(level, fmt, ap, tail);
+	va_end(ap);
+}
+
+static void vlog(int level, const char *fmt, va_list ap, const char *tail)
 {
 	static const char *const names[] = { "error", "warning", "info" };
 	char msg[1024], shown[4 * sizeof(msg) + 4], line[sizeof(shown) + 96];
 	struct timeval tv;
 	struct tm tm;
-	va_list ap;
 	if (level < DSV_LOG_ERROR || level > DSV_LOG_INFO)
 		level = DSV_LOG_INFO;
+	if (level > log_level)
+		return;
 	/* Names in messages come from files: control characters and other
 	 * bytes outside printable ASCII are written \xNN, so no name can
 	 * start a line of its own or reach a terminal as an escape. */
-	va_start(ap, fmt);
 	int m = vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (m < 0)
 		return;
+	if (*tail && (size_t)m < sizeof(msg))
+		snprintf(msg + m, sizeof(msg) - (size_t)m, "%s", tail);
 	dsv_shown(msg, strlen(msg), sizeof(msg), shown);
 	if (log_syslog) {
 		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO };
