@@ -19,6 +19,21 @@ int dsv_cmd_umount(int argc, char **argv);
 int dsv_cmd_pack(int argc, char **argv);
 int dsv_cmd_info(int argc, char **argv);
 int dsv_cmd_verify(int argc, char **argv);
+int dsv_cmd_status(int argc, char **argv);
+
+/* One entry of the mount table, its fields decoded (\040 is a space). */
+typedef struct dsv_cli_mount {
+	char point[4096], type[256], source[4096];
+} dsv_cli_mount;
+
+/* Calls fn for every entry of /proc/self/mountinfo, in order (the last
+ * one at a point is on top), until fn returns non-zero. @return 0, or -1
+ * when the table cannot be read. (status.c) */
+int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg);
+
+/* in as an absolute, normalised path, resolving its parent but never in
+ * itself (a dead mount there would fail the lookup), into out. */
+void dsv_cli_absolute(const char *in, char *out, size_t cap);
 
 /* daemon.c */
 /* Exit status of a start-up failure of the daemon: 2 only for an internal

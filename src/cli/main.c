@@ -18,6 +18,7 @@ static const char usage[] =
 	"  pack [OPTIONS] INPUT OUTPUT.h5       write an LZ4-compressed, checksummed store\n"
 	"  info [--json] PATH                   describe a source, HDF5 file, store or manifest\n"
 	"  verify PATH                          decode every chunk, check every checksum\n"
+	"  status [--json] [MOUNTPOINT]         list dsview mounts: source, pid, traffic, log\n"
 	"\n"
 	"  dsview COMMAND --help   options of one command\n"
 	"  dsview --version        print the version\n";
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 		return dsv_cmd_pack(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return dsv_cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status"))
+		return dsv_cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return dsv_cmd_verify(argc - 1, argv + 1);
 	dsv_cli_error("unknown command '%s' (try dsview --help)", cmd);

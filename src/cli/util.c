@@ -4,11 +4,13 @@
  * tests/unit/test_cli.c links the subcommands without a main().
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "dsview/dsview.h"
@@ -192,4 +194,28 @@ int dsv_cli_size_arg(const char *opt, const char *arg, uint64_t unit, uint64_t m
 	}
 	*out = v;
 	return 0;
+}
+
+void dsv_cli_absolute(const char *in, char *out, size_t cap)
+{
+	char parent[PATH_MAX], tmp[PATH_MAX + 1];
+	const char *slash;
+	snprintf(tmp, sizeof(tmp), "%s", in);
+	size_t n = strlen(tmp);
+	while (n > 1 && tmp[n - 1] == '/')
+		tmp[--n] = '\0';
+	slash = strrchr(tmp, '/');
+	if (slash) {
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - tmp) ? (int)(slash - tmp) : 1, tmp);
+		char *real = realpath(parent, NULL);
+		if (real) {
+			snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", slash + 1);
+			free(real);
+			return;
+		}
+	} else if (getcwd(parent, sizeof(parent))) {
+		snprintf(out, cap, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", tmp);
+		return;
+	}
+	snprintf(out, cap, "%s", tmp);
 }

@@ -16,6 +16,7 @@
 static int log_fd = 2;
 static int log_syslog;
 static int log_level = DSV_LOG_INFO;
+static char log_path[4096];
 
 int dsv_log_parse_level(const char *s)
 {
@@ -39,7 +40,13 @@ int dsv_log_open(const char *path)
 	if (fd < 0)
 		return DSV_ERR_IO;
 	log_fd = fd;
+	snprintf(log_path, sizeof(log_path), "%s", path);
 	return 0;
+}
+
+const char *dsv_log_target(void)
+{
+	return log_syslog ? "syslog" : log_path[0] ? log_path : "stderr";
 }
 
 void dsv_log_use_syslog(void)

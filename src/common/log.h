@@ -20,6 +20,8 @@ void dsv_log_set_level(int level);
 int dsv_log_open(const char *path);
 /* Sends the log to syslog (a daemon started without --log). */
 void dsv_log_use_syslog(void);
+/* Where the log goes: the file's path, "syslog" or "stderr". */
+const char *dsv_log_target(void);
 void dsv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* dsv_log at most once a minute per key (e.g. one bad chunk that the

@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -145,7 +146,7 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 		 dsv_errbuf *eb)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	char optbuf[1024];
+	char optbuf[1024 + 2 * PATH_MAX], fsname[2 * PATH_MAX], real[PATH_MAX];
 	dsv_fs *fs = calloc(1, sizeof(*fs));
 	int err = 0;
 
@@ -166,9 +167,23 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	 * earlier one, so what every dsview mount is comes last, where no -o
 	 * can turn it off (the CLI refuses rw, suid and dev outright), and a
 	 * string too long for the buffer is an error, never cut short. */
-	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=dsview,subtype=dsview,ro,nosuid,nodev,"
+	/* fsname: the manifest or source, so findmnt and df say what is
+	 * mounted where (',' and '\\' escaped for libfuse's option parser) */
+	const char *src = realpath(m->path, real) ? real : m->path;
+	size_t k = 0;
+	if (!(fs->source = strdup(src))) {
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	for (; *src && k + 2 < sizeof(fsname); src++) {
+		if (*src == ',' || *src == '\\')
+			fsname[k++] = '\\';
+		fsname[k++] = *src;
+	}
+	fsname[k] = '\0';
+	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=%s,subtype=dsview,ro,nosuid,nodev,"
 		     "default_permissions", o->fuse_opts ? o->fuse_opts : "",
-		     o->fuse_opts ? "," : "") >= (int)sizeof(optbuf)) {
+		     o->fuse_opts ? "," : "", fsname) >= (int)sizeof(optbuf)) {
 		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: FUSE options too long", mountpoint);
 		goto fail;
 	}
@@ -447,6 +462,7 @@ void dsv_fs_destroy(dsv_fs *fs)
 	dsv_fs_tree_free(fs);
 	dsv_manifest_free(fs->m);
 	free(fs->mountpoint);
+	free(fs->source);
 	while (fs->snaps)
 		dsv_fs_snap_free(fs, fs->snaps);
 	free(fs->stats_next);

@@ -54,6 +54,7 @@ typedef struct node {
 struct dsv_fs {
 	dsv_manifest *m;
 	char *mountpoint;
+	char *source; /* the manifest or source, absolute (fsname, .stats.json) */
 	dsv_fs_opts o;
 	void (*serving)(void *arg); /* dsv_fs_on_serving */
 	void *serving_arg;

@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "common/log.h"
 #include "fs/fs_i.h"
 
 static char *render_stats(dsv_fs *fs)
@@ -59,6 +62,30 @@ static char *render_stats(dsv_fs *fs)
 	return s;
 }
 
+/* The mount's identity, what `dsview status` shows besides the counters,
+ * put before the counters of render_stats: mountpoint, source (absolute
+ * when it can be resolved), start time (Unix seconds) and where the log
+ * goes. */
+static char *render(dsv_fs *fs)
+{
+	char *counters = render_stats(fs), *s = NULL;
+	json_t *id = counters ? json_pack("{s:s, s:s, s:I, s:s}", "mountpoint", fs->mountpoint,
+					  "source", fs->source, "started",
+					  (json_int_t)fs->mount_time.tv_sec, "log",
+					  dsv_log_target())
+			      : NULL;
+	char *head = id ? json_dumps(id, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	size_t n = head ? strlen(head) : 0;
+	/* head: "{...\n}"; counters: "{\n  ..." -> one object */
+	if (n > 2 && counters[0] == '{' &&
+	    asprintf(&s, "%.*s,%s", (int)(n - 2), head, counters + 1) < 0)
+		s = NULL;
+	json_decref(id);
+	free(head);
+	free(counters);
+	return s;
+}
+
 /* seconds from a to b */
 static double elapsed(const struct timespec *a, const struct timespec *b)
 {
@@ -77,14 +104,14 @@ static char *next_text(dsv_fs *fs)
 		fs->stats_next = NULL;
 	}
 	pthread_mutex_unlock(&fs->snap_lock);
-	return s ? s : render_stats(fs);
+	return s ? s : render(fs);
 }
 
 uint64_t dsv_fs_stats_size(dsv_fs *fs, const struct fuse_file_info *fi)
 {
 	if (fi && fi->fh)
 		return strlen(((const stats_snap *)(uintptr_t)fi->fh)->text);
-	char *s = render_stats(fs), *old;
+	char *s = render(fs), *old;
 	if (!s)
 		return 0;
 	uint64_t len = strlen(s);

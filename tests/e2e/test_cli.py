@@ -4,6 +4,7 @@ refused instead of rounded, a non-empty mountpoint refused."""
 import json
 import os
 import subprocess
+import time
 
 import numpy as np
 
@@ -123,6 +124,8 @@ class Grammar(E2E):
             (("info", a, a), "unexpected argument", "dsview info --help"),
             (("verify", a, "--threads"), "'--threads' needs a value", "dsview verify --help"),
             (("verify", "-z", a), "unknown option '-z'", "dsview verify --help"),
+            (("status", "--watch"), "unknown option '--watch'", "dsview status --help"),
+            (("status", "a", "b"), "unexpected argument 'b'", "dsview status --help"),
         ]
         for args, *want in cases:
             with self.subTest(args=args):
@@ -135,7 +138,7 @@ class Grammar(E2E):
         self.one_line(run("umount"), 1, "/mnt/dsview: not mounted")
 
     def test_help_still_prints_usage(self):
-        for cmd in ("mount", "umount", "pack", "info", "verify"):
+        for cmd in ("mount", "umount", "pack", "info", "verify", "status"):
             r = run(cmd, "--help")
             self.assertEqual(r.returncode, 0)
             self.assertIn("usage: dsview " + cmd, r.stdout)
@@ -179,3 +182,64 @@ class NonEmpty(E2E):
         with open(os.path.join(mp, "keep.txt")) as f:
             self.assertEqual(f.read(), "mine")
         self.assertEqual(dsview_pids_for(mp), [])
+
+
+class Status(E2E):
+    """dsview status lists dsview mounts; the mount's fsname is its source."""
+
+    def test_two_mounts(self):
+        np.save(self.p("a.npy"), np.arange(4000, dtype=np.uint8).reshape(400, 10))
+        ini = self.write_ini("[v]\nsource = a.npy\n[w]\nsource = a.npy\nscale = 2\n")
+        with self.mount(ini) as m1, self.mount(self.p("a.npy"), "--cache-size", "0") as m2:
+            with open(m1.path("v.dat"), "rb") as f:
+                f.read()
+            r = run("status", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = {e["mountpoint"]: e for e in json.loads(r.stdout)}
+            a, b = got[os.path.realpath(m1.mp)], got[os.path.realpath(m2.mp)]
+            self.assertEqual(a["source"], os.path.realpath(ini))
+            self.assertEqual(b["source"], os.path.realpath(self.p("a.npy")))
+            self.assertEqual((a["pid"], b["pid"]), (m1.pid, m2.pid))
+            self.assertEqual((a["views"], b["views"]), (2, 1))
+            self.assertTrue(a["alive"] and b["alive"])
+            self.assertGreaterEqual(a["bytes_served"], 4000 * 4)
+            self.assertEqual(a["log"], m1.log)
+            self.assertEqual(a["backend"], "cpu")
+            self.assertGreaterEqual(a["uptime_s"], 0)
+            for k in ("reads", "cache_hit_rate", "cache_bytes", "cache_budget", "read_errors",
+                      "mb_per_s"):
+                self.assertIn(k, a)
+            # one mount, as text, options after the operand
+            r = run("status", m1.mp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.startswith(f"{os.path.realpath(m1.mp)}  {os.path.realpath(ini)}\n"),
+                            r.stdout)
+            self.assertIn(f"pid {m1.pid}, ", r.stdout)
+            self.assertIn(f"log {m1.log}", r.stdout)
+            self.assertNotIn(m2.mp, r.stdout)
+            r = run("status", m2.mp, "--json")
+            self.assertEqual([e["mountpoint"] for e in json.loads(r.stdout)],
+                             [os.path.realpath(m2.mp)])
+            # findmnt and df say which source is mounted where
+            r = subprocess.run(["findmnt", "-n", "-o", "SOURCE", m1.mp], capture_output=True,
+                               text=True)
+            self.assertEqual(r.stdout.strip(), os.path.realpath(ini))
+            r = subprocess.run(["df", "--output=source", m2.mp], capture_output=True, text=True)
+            self.assertEqual(r.stdout.splitlines()[-1].strip(), os.path.realpath(self.p("a.npy")))
+
+    def test_dead_and_not_mounted(self):
+        np.save(self.p("a.npy"), np.zeros((10, 10), np.uint8))
+        with self.mount(self.p("a.npy"), expect_exit=True) as m:
+            os.kill(m.pid, 9)
+            for _ in range(100):
+                if not os.path.exists(f"/proc/{m.pid}"):
+                    break
+                time.sleep(0.02)
+            r = run("status", "--json", m.mp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            e = json.loads(r.stdout)[0]
+            self.assertFalse(e["alive"])
+            self.assertIn("dsview umount", e["why"])
+        r = run("status", self.tmp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not a dsview mount", r.stderr)
