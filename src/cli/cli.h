@@ -21,6 +21,13 @@ int dsv_cmd_info(int argc, char **argv);
 int dsv_cmd_verify(int argc, char **argv);
 int dsv_cmd_status(int argc, char **argv);
 
+/* helper.c: dsview as mount(8)'s helper (mount -t fuse.dsview, fstab).
+ * dsv_cli_is_helper_call says whether argv is such a call: argv[0] is
+ * mount.fuse.dsview, or (fuse3's mount.fuse3, once argv[1] is no command)
+ * "dsview SOURCE MOUNTPOINT [-o OPTS]". */
+int dsv_cmd_mount_helper(int argc, char **argv);
+int dsv_cli_is_helper_call(int argc, char **argv);
+
 /* One entry of the mount table, its fields decoded (\040 is a space). */
 typedef struct dsv_cli_mount {
 	char point[4096], type[256], source[4096];

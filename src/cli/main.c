@@ -25,6 +25,9 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+	const char *base = strrchr(argv[0], '/');
+	if (!strcmp(base ? base + 1 : argv[0], "mount.fuse.dsview"))
+		return dsv_cmd_mount_helper(argc, argv);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USER;
@@ -50,6 +53,8 @@ int main(int argc, char **argv)
 		return dsv_cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return dsv_cmd_verify(argc - 1, argv + 1);
+	if (dsv_cli_is_helper_call(argc, argv))
+		return dsv_cmd_mount_helper(argc, argv);
 	dsv_cli_error("unknown command '%s' (try dsview --help)", cmd);
 	return EXIT_USER;
 }
