@@ -88,7 +88,9 @@ static const char *jstr(const json_t *o, const char *key)
 	return s ? s : "?";
 }
 
-/* One mount's entry: what its .stats.json says, with uptime and rates. */
+/* One mount's entry: what its .stats.json says, with uptime and rates.
+ * Paths from the mount table may hold bytes that are not UTF-8, which a
+ * JSON string cannot: those are written \xNN. */
 static json_t *describe(const dsv_cli_mount *mnt)
 {
 	char path[PATH_MAX + 32];
@@ -98,8 +100,8 @@ static json_t *describe(const dsv_cli_mount *mnt)
 	int saved = errno;
 	if (!json_is_object(st)) {
 		json_decref(st);
-		return json_pack("{s:s, s:s, s:b, s:s}", "mountpoint", mnt->point, "source",
-				 mnt->source, "alive", 0, "why",
+		return json_pack("{s:s, s:s, s:b, s:s}", "mountpoint", dsv_cli_escaped(mnt->point, 0),
+				 "source", dsv_cli_escaped(mnt->source, 0), "alive", 0, "why",
 				 saved == ENOTCONN ? "the daemon is gone (dsview umount detaches it)"
 						   : strerror(saved));
 	}
@@ -107,7 +109,8 @@ static json_t *describe(const dsv_cli_mount *mnt)
 	json_int_t started = jint(st, "started"), up = started ? (json_int_t)now - started : 0;
 	json_int_t hits = jint(st, "cache_hits"), misses = jint(st, "cache_misses");
 	out = json_pack("{s:s, s:s, s:b, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:s}",
-			"mountpoint", mnt->point, "source", mnt->source, "alive", 1,
+			"mountpoint", dsv_cli_escaped(mnt->point, 0), "source",
+			dsv_cli_escaped(mnt->source, 0), "alive", 1,
 			"pid", jint(st, "pid"), "uptime_s", up, "backend", jstr(st, "backend"),
 			"views", jint(st, "views"), "reads", jint(st, "reads"), "bytes_served",
 			jint(st, "bytes_served"), "mb_per_s",

@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
@@ -146,7 +147,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 		 dsv_errbuf *eb)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	char optbuf[1024 + 2 * PATH_MAX], fsname[2 * PATH_MAX], real[PATH_MAX];
+	char optbuf[1024 + 8 * PATH_MAX], fsname[8 * PATH_MAX], real[PATH_MAX];
+	char shown[4 * PATH_MAX + 4];
 	dsv_fs *fs = calloc(1, sizeof(*fs));
 	int err = 0;
 
@@ -168,9 +170,12 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	 * can turn it off (the CLI refuses rw, suid and dev outright), and a
 	 * string too long for the buffer is an error, never cut short. */
 	/* fsname: the manifest or source, so findmnt and df say what is
-	 * mounted where (',' and '\\' escaped for libfuse's option parser) */
+	 * mounted where; bytes outside printable ASCII written \xNN (the mount
+	 * table is read as text: one byte that is not UTF-8 there breaks its
+	 * readers), then ',' and '\\' escaped for libfuse's option parser */
 	const char *src = realpath(m->path, real) ? real : m->path;
 	size_t k = 0;
+	src = dsv_shown(src, strlen(src), PATH_MAX, shown);
 	if (!(fs->source = strdup(src))) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		goto fail;

@@ -54,7 +54,7 @@ typedef struct node {
 struct dsv_fs {
 	dsv_manifest *m;
 	char *mountpoint;
-	char *source; /* the manifest or source, absolute (fsname, .stats.json) */
+	char *source; /* the manifest or source, absolute, as fsname shows it */
 	dsv_fs_opts o;
 	void (*serving)(void *arg); /* dsv_fs_on_serving */
 	void *serving_arg;

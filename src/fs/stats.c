@@ -6,6 +6,7 @@
  * own, and a stat by path renders the text that an open within the next
  * second takes, so stat, open, read (cp, tar, rsync) agree on the size.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "fs/fs_i.h"
 
 static char *render_stats(dsv_fs *fs)
@@ -69,10 +71,14 @@ static char *render_stats(dsv_fs *fs)
 static char *render(dsv_fs *fs)
 {
 	char *counters = render_stats(fs), *s = NULL;
-	json_t *id = counters ? json_pack("{s:s, s:s, s:I, s:s}", "mountpoint", fs->mountpoint,
+	/* JSON strings are UTF-8: paths shown as fsname shows them (\xNN) */
+	char mp[4 * PATH_MAX + 4], log[4 * PATH_MAX + 4];
+	const char *target = dsv_log_target();
+	json_t *id = counters ? json_pack("{s:s, s:s, s:I, s:s}", "mountpoint",
+					  dsv_shown(fs->mountpoint, strlen(fs->mountpoint), PATH_MAX, mp),
 					  "source", fs->source, "started",
 					  (json_int_t)fs->mount_time.tv_sec, "log",
-					  dsv_log_target())
+					  dsv_shown(target, strlen(target), PATH_MAX, log))
 			      : NULL;
 	char *head = id ? json_dumps(id, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 	size_t n = head ? strlen(head) : 0;

@@ -3,12 +3,13 @@ terminal, one command-line grammar for every subcommand, sizes that are
 refused instead of rounded, a non-empty mountpoint refused."""
 import json
 import os
+import re
 import subprocess
 import time
 
 import numpy as np
 
-from common import DSVIEW, E2E, mounted, run, dsview_pids_for
+from common import DSVIEW, E2E, mount_entry, mounted, run, dsview_pids_for
 
 
 class StartUp(E2E):
@@ -178,7 +179,8 @@ class NonEmpty(E2E):
         self.refused(self.p("a.npy"), want=["not empty", "-o nonempty"])
         with self.mount(self.p("a.npy"), "-o", "nonempty", mp=mp) as m:
             self.assertEqual(sorted(os.listdir(m.mp)), [".stats.json", "a.dat", "a.json", "a.npy"])
-            self.assertNotIn("nonempty", open("/proc/self/mountinfo").read())
+            fields, _, superopts = mount_entry(m.mp)
+            self.assertNotIn("nonempty", fields[5] + superopts)
         with open(os.path.join(mp, "keep.txt")) as f:
             self.assertEqual(f.read(), "mine")
         self.assertEqual(dsview_pids_for(mp), [])
@@ -226,6 +228,29 @@ class Status(E2E):
             self.assertEqual(r.stdout.strip(), os.path.realpath(ini))
             r = subprocess.run(["df", "--output=source", m2.mp], capture_output=True, text=True)
             self.assertEqual(r.stdout.splitlines()[-1].strip(), os.path.realpath(self.p("a.npy")))
+
+    def test_source_path_not_utf8(self):
+        # the mount table is text to its readers: fsname, .stats.json and
+        # status write such bytes \xNN
+        d = os.path.join(os.fsencode(self.tmp), b"d\xff \xc3\xa9,x")
+        os.makedirs(d, exist_ok=True)
+        src = os.fsdecode(os.path.join(d, b"a.npy"))
+        np.save(src, np.zeros((10, 10), np.uint8))
+        with self.mount(src) as m:
+            with open("/proc/self/mountinfo", "rb") as f:
+                raw = f.read()
+            self.assertNotIn(b"\xff", raw)
+            raw.decode("utf-8")
+            shown = self.tmp + "/d\\xff \\xc3\\xa9,x/a.npy"
+            line = [l for l in raw.decode().splitlines() if f" {m.mp} " in l][-1]
+            source = line.partition(" - ")[2].split()[1]  # the kernel writes \ as \134
+            self.assertEqual(re.sub(r"\\([0-7]{3})", lambda g: chr(int(g.group(1), 8)), source),
+                             shown)
+            st = m.stats()
+            self.assertEqual(st["source"], shown)
+            r = run("status", "--json", m.mp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)[0]["pid"], m.pid)
 
     def test_dead_and_not_mounted(self):
         np.save(self.p("a.npy"), np.zeros((10, 10), np.uint8))

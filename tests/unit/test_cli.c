@@ -337,7 +337,7 @@ static void test_pack_options(void **state)
 static void test_umount_options(void **state)
 {
 	(void)state;
-	assert_int_equal(run(dsv_cmd_umount, "umount", NULL), EXIT_USER);
+	/* no "umount" alone: it means /mnt/dsview, which may be a real mount */
 	assert_int_equal(run(dsv_cmd_umount, "umount", "-q", dir, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_umount, "umount", dir, dir, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_umount, "umount", dir, NULL), EXIT_USER); /* not mounted */
