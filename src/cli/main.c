@@ -18,7 +18,7 @@ static const char usage[] =
 	"  pack [OPTIONS] INPUT OUTPUT.h5       write an LZ4-compressed, checksummed store\n"
 	"  info [--json] PATH                   describe a source, HDF5 file, store or manifest\n"
 	"  verify PATH                          decode every chunk, check every checksum\n"
-	"  status [--json] [MOUNTPOINT]         list dsview mounts: source, pid, traffic, log\n"
+	"  status [--json] [--watch] [MOUNTPOINT]  list dsview mounts: source, pid, traffic, log\n"
 	"\n"
 	"  dsview COMMAND --help   options of one command\n"
 	"  dsview --version        print the version\n";

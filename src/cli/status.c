@@ -10,14 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "common/clock.h"
 
 static const char status_usage[] =
-	"usage: dsview status [--json] [MOUNTPOINT]\n"
+	"usage: dsview status [--json] [--watch[=SECONDS]] [MOUNTPOINT]\n"
 	"\n"
 	"Lists every dsview mount (or the one at MOUNTPOINT): its source (manifest\n"
 	"or file), the daemon's pid and uptime, backend, views, bytes served and\n"
@@ -27,6 +29,9 @@ static const char status_usage[] =
 	"\n"
 	"options:\n"
 	"  --json       one JSON array, an object per mount\n"
+	"  --watch[=S]  again every S seconds (default 2) until interrupted, with\n"
+	"               each mount's MB/s since the last time (\"mb_per_s_now\");\n"
+	"               with --json, one array per line\n"
 	"  -h, --help   this help\n"
 	"\n"
 	"Exit status: 0, or 1 when MOUNTPOINT is not a dsview mount.\n";
@@ -72,8 +77,8 @@ int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg
 
 typedef struct status_job {
 	const char *only; /* a mountpoint, or NULL for all */
-	int json, found;
-	json_t *list;
+	int found;
+	json_t *list; /* this pass's entries */
 } status_job;
 
 static json_int_t jint(const json_t *o, const char *key)
@@ -160,31 +165,73 @@ static int each(const dsv_cli_mount *mnt, void *arg)
 	if (!e)
 		return 0;
 	j->found++;
-	if (j->json) {
-		json_array_append_new(j->list, e);
-	} else {
-		printf("%s", j->found > 1 ? "\n" : "");
-		print_text(e);
-		json_decref(e);
-	}
+	json_array_append_new(j->list, e);
 	return 0;
+}
+
+/* --watch: each entry's MB/s since the last pass ("mb_per_s_now"), from
+ * the bytes served then (prev, NULL on the first pass) and now. */
+static void add_rates(json_t *list, const json_t *prev, double secs)
+{
+	size_t i, k;
+	json_t *e, *p;
+	json_array_foreach(list, i, e) {
+		json_array_foreach(prev, k, p) {
+			if (secs > 0 && json_is_true(json_object_get(e, "alive")) &&
+			    !strcmp(jstr(e, "mountpoint"), jstr(p, "mountpoint")) &&
+			    jint(e, "pid") == jint(p, "pid"))
+				json_object_set_new(e, "mb_per_s_now",
+						    json_real((double)(jint(e, "bytes_served") -
+								       jint(p, "bytes_served")) /
+							      1e6 / secs));
+		}
+	}
+}
+
+static void print_all(const json_t *list, int json, int watch)
+{
+	size_t i;
+	json_t *e;
+	if (json) {
+		char *s = json_dumps(list, watch ? JSON_COMPACT | JSON_PRESERVE_ORDER
+						 : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		return;
+	}
+	json_array_foreach(list, i, e) {
+		printf("%s", i ? "\n" : "");
+		print_text(e);
+		json_t *now = json_object_get(e, "mb_per_s_now");
+		if (now)
+			printf("  now %.1f MB/s\n", json_real_value(now));
+	}
 }
 
 int dsv_cmd_status(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "watch", optional_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	status_job j = { 0 };
 	char mp[PATH_MAX];
-	int c;
+	int c, json = 0, watch = 0;
+	json_t *prev = NULL;
+	double t_prev = 0;
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
 	while ((c = dsv_cli_getopt("status", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'j': j.json = 1; break;
+		case 'j': json = 1; break;
+		case 'w':
+			watch = 2;
+			if (optarg && dsv_cli_int_arg("--watch", optarg, 1, 3600, &watch))
+				return EXIT_USER;
+			break;
 		case 'h': fputs(status_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
@@ -196,24 +243,38 @@ int dsv_cmd_status(int argc, char **argv)
 		dsv_cli_absolute(argv[optind], mp, sizeof(mp));
 		j.only = mp;
 	}
-	j.list = json_array();
-	if (!j.list || dsv_cli_each_mount(each, &j) < 0) {
-		dsv_cli_error("cannot read /proc/self/mountinfo: %s", strerror(errno));
-		json_decref(j.list);
-		return EXIT_INTERNAL;
+	for (;;) { /* once, or every --watch seconds until interrupted */
+		j.found = 0;
+		j.list = json_array();
+		double t = dsv_now();
+		if (!j.list || dsv_cli_each_mount(each, &j) < 0) {
+			dsv_cli_error("cannot read /proc/self/mountinfo: %s", strerror(errno));
+			json_decref(j.list);
+			json_decref(prev);
+			return EXIT_INTERNAL;
+		}
+		if (j.only && !j.found) {
+			dsv_cli_error("%s: not a dsview mount", j.only);
+			json_decref(j.list);
+			json_decref(prev);
+			return EXIT_USER;
+		}
+		add_rates(j.list, prev, t - t_prev);
+		if (watch && !json && isatty(1))
+			printf("\033[H\033[J"); /* a terminal: redraw in place */
+		else if (watch && !json)
+			printf("--- %.0f\n", (double)time(NULL));
+		print_all(j.list, json, watch);
+		if (!json && !j.found)
+			printf("no dsview mounts\n");
+		fflush(stdout);
+		json_decref(prev);
+		prev = j.list;
+		t_prev = t;
+		if (!watch)
+			break;
+		sleep((unsigned)watch);
 	}
-	if (j.json) {
-		char *s = json_dumps(j.list, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		if (s)
-			printf("%s\n", s);
-		free(s);
-	} else if (!j.found && !j.only) {
-		printf("no dsview mounts\n");
-	}
-	json_decref(j.list);
-	if (j.only && !j.found) {
-		dsv_cli_error("%s: not a dsview mount", j.only);
-		return EXIT_USER;
-	}
+	json_decref(prev);
 	return EXIT_OK;
 }

@@ -125,7 +125,7 @@ class Grammar(E2E):
             (("info", a, a), "unexpected argument", "dsview info --help"),
             (("verify", a, "--threads"), "'--threads' needs a value", "dsview verify --help"),
             (("verify", "-z", a), "unknown option '-z'", "dsview verify --help"),
-            (("status", "--watch"), "unknown option '--watch'", "dsview status --help"),
+            (("status", "--wacth"), "unknown option '--wacth'", "dsview status --help"),
             (("status", "a", "b"), "unexpected argument 'b'", "dsview status --help"),
         ]
         for args, *want in cases:
@@ -251,6 +251,23 @@ class Status(E2E):
             r = run("status", "--json", m.mp)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout)[0]["pid"], m.pid)
+
+    def test_watch(self):
+        np.save(self.p("w.npy"), np.zeros((1000, 1000), np.uint8))
+        with self.mount(self.p("w.npy"), "--cache-size", "0") as m:
+            p = subprocess.Popen([DSVIEW, "status", "--json", "--watch=1", m.mp],
+                                 stdout=subprocess.PIPE, text=True)
+            try:
+                first = json.loads(p.stdout.readline())[0]
+                self.assertNotIn("mb_per_s_now", first)
+                with open(m.path("w.dat"), "rb") as f:
+                    f.read()
+                second = json.loads(p.stdout.readline())[0]
+            finally:
+                p.kill()
+                p.wait()
+            self.assertGreaterEqual(second["bytes_served"] - first["bytes_served"], 4_000_000)
+            self.assertGreater(second["mb_per_s_now"], 0)
 
     def test_dead_and_not_mounted(self):
         np.save(self.p("a.npy"), np.zeros((10, 10), np.uint8))
