@@ -285,3 +285,36 @@ class Status(E2E):
         r = run("status", self.tmp)
         self.assertEqual(r.returncode, 1)
         self.assertIn("not a dsview mount", r.stderr)
+
+
+class Progress(E2E):
+    def test_bar_fits_a_narrow_terminal(self):
+        # pack on a 40-column pty: every redraw fits in 39 columns (no wrap)
+        import fcntl
+        import pty
+        import struct
+        import termios
+        np.save(self.p("big.npy"), np.random.default_rng(0).integers(0, 255, (6000, 10000), np.uint8))
+        pid, fd = pty.fork()
+        if pid == 0:  # the size set before exec: the first draw already sees it
+            fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+            os.execv(DSVIEW, [DSVIEW, "pack", "--threads", "1", "--codec", "lz4hc",
+                              self.p("big.npy"), self.p("big.h5")])
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, out[-500:])
+        text = out.decode()
+        draws = [re.sub(r"\x1b\[K", "", s) for s in re.split(r"[\r\n]", text)]
+        bars = [d for d in draws if "%" in d and "/s" in d]
+        self.assertTrue(bars, text[-500:])
+        for d in bars:
+            self.assertLessEqual(len(d), 39, repr(d))

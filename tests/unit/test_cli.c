@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "cli/target.h"
 #include "dsview/source.h"
 
@@ -373,6 +374,26 @@ static void test_size_arg(void **state)
 	close(null);
 }
 
+static void test_progress_fits(void **state)
+{
+	dsv_progress p = { .label = "pack", .unit = "rows", .total = 2371, .t0 = 0 };
+	char line[256];
+	(void)state;
+	for (int cols = 10; cols <= 200; cols++) {
+		size_t n = dsv_progress_line(&p, 1234, 8120000000ull, 3370000000ull, 10.0, cols, line,
+					     sizeof(line));
+		assert_int_equal(n, strlen(line));
+		assert_true(n <= (size_t)cols - 1); /* never the last column: no wrap */
+		if (cols >= 40)
+			assert_non_null(strstr(line, "52%")); /* the percentage stays */
+		if (cols >= 100) /* room for everything */
+			assert_true(strstr(line, "[") && strstr(line, "rows") && strstr(line, "ETA") &&
+				    strstr(line, "2.41x"));
+	}
+	dsv_progress_line(&p, 1234, 0, 0, 10.0, 0, line, sizeof(line)); /* width unknown */
+	assert_non_null(strstr(line, "[##########.........."));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,7 +403,7 @@ int main(void)
 		cmocka_unit_test(test_same_file),     cmocka_unit_test(test_info_options),
 		cmocka_unit_test(test_verify_options), cmocka_unit_test(test_pack_options),
 		cmocka_unit_test(test_umount_options), cmocka_unit_test(test_mount_options),
-		cmocka_unit_test(test_size_arg),
+		cmocka_unit_test(test_size_arg),      cmocka_unit_test(test_progress_fits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
