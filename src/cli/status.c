@@ -142,9 +142,10 @@ static void print_text(const json_t *e)
 	       (long long)jint(e, "pid"), (long long)(up / 3600), (long long)(up / 60 % 60),
 	       (long long)(up % 60), jstr(e, "backend"), (long long)jint(e, "views"),
 	       jint(e, "views") == 1 ? "" : "s");
-	printf("  served %s in %lld reads (%.1f MB/s on average), ",
+	printf("  served %s in %lld read%s (%.1f MB/s on average), ",
 	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)jint(e, "bytes_served")),
-	       (long long)jint(e, "reads"), json_real_value(json_object_get(e, "mb_per_s")));
+	       (long long)jint(e, "reads"), jint(e, "reads") == 1 ? "" : "s",
+	       json_real_value(json_object_get(e, "mb_per_s")));
 	if (json_is_real(rate))
 		printf("cache hit rate %.1f%%", 100 * json_real_value(rate));
 	else
