@@ -55,32 +55,45 @@ void dsv_log_use_syslog(void)
 	log_syslog = 1;
 }
 
-static void vlog(int level, const char *fmt, va_list ap, const char *tail)
-	__attribute__((format(printf, 2, 0)));
+static void vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 void dsv_log(int level, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vlog(level, fmt, ap, "");
+	vlog(level, fmt, ap);
 	va_end(ap);
 }
 
-/* The table of dsv_log_limited: per slot, the key, when its minute began
- * and how many messages it dropped since. */
+/* The table of dsv_log_limited: per slot, the key, when its minute began,
+ * how many messages it dropped since, and the last one written (its level
+ * and text, for the count that dsv_log_limited_flush writes). */
 #define LIMIT_SLOTS 1024
 #define LIMIT_SECONDS 60
 static struct {
 	unsigned long long key;
 	time_t since;
 	unsigned long dropped;
+	int level;
+	char msg[256];
 } limits[LIMIT_SLOTS];
 static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Writes slot's count of dropped messages, if any, and clears it; with
+ * limit_lock held. */
+static void flush_slot(size_t slot, time_t now)
+{
+	if (!limits[slot].dropped)
+		return;
+	dsv_log(limits[slot].level, "%s (%lu more like it in the last %lld s)", limits[slot].msg,
+		limits[slot].dropped, (long long)(now - limits[slot].since));
+	limits[slot].dropped = 0;
+}
 
 void dsv_log_limited(unsigned long long key, int level, const char *fmt, ...)
 {
 	struct timespec now;
-	char tail[96] = "";
+	char msg[1024];
 	size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 54) % LIMIT_SLOTS;
 	va_list ap;
 	if (level > log_level)
@@ -93,19 +106,31 @@ void dsv_log_limited(unsigned long long key, int level, const char *fmt, ...)
 		pthread_mutex_unlock(&limit_lock);
 		return;
 	}
-	if (limits[slot].key == key && limits[slot].dropped)
-		snprintf(tail, sizeof(tail), " (%lu more like it in the last %lld s)",
-			 limits[slot].dropped, (long long)(now.tv_sec - limits[slot].since));
+	flush_slot(slot, now.tv_sec); /* its minute is over, or another key takes the slot */
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	limits[slot].key = key;
 	limits[slot].since = now.tv_sec ? now.tv_sec : 1;
-	limits[slot].dropped = 0;
+	limits[slot].level = level;
+	size_t n = strnlen(msg, sizeof(limits[slot].msg) - 1);
+	memcpy(limits[slot].msg, msg, n);
+	limits[slot].msg[n] = '\0';
+	dsv_log(level, "%s", msg);
 	pthread_mutex_unlock(&limit_lock);
-	va_start(ap, fmt);
-	vlog(level, fmt, ap, tail);
-	va_end(ap);
 }
 
-static void vlog(int level, const char *fmt, va_list ap, const char *tail)
+void dsv_log_limited_flush(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&limit_lock);
+	for (size_t i = 0; i < LIMIT_SLOTS; i++)
+		flush_slot(i, now.tv_sec);
+	pthread_mutex_unlock(&limit_lock);
+}
+
+static void vlog(int level, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "error", "warning", "info" };
 	char msg[1024], shown[4 * sizeof(msg) + 4], line[sizeof(shown) + 96];
@@ -121,8 +146,6 @@ static void vlog(int level, const char *fmt, va_list ap, const char *tail)
 	int m = vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (m < 0)
 		return;
-	if (*tail && (size_t)m < sizeof(msg))
-		snprintf(msg + m, sizeof(msg) - (size_t)m, "%s", tail);
 	dsv_shown(msg, strlen(msg), sizeof(msg), shown);
 	if (log_syslog) {
 		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO };

@@ -26,12 +26,15 @@ void dsv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 
 /* dsv_log at most once a minute per key (e.g. one bad chunk that the
  * kernel's retries hit again and again): the first message of a minute is
- * written, the rest only counted, and the next one written after the
- * minute says how many were not ("(12 more like it in the last 60 s)").
- * Keys share a fixed table of slots: two keys in one slot may each be
- * written more often, never less. */
+ * written, the rest only counted; the count is written, after the message
+ * again, with "(12 more like it in the last 60 s)", when the key comes
+ * back after its minute, when another key takes its slot (keys share a
+ * fixed table: two in one slot may each be written more often, never
+ * less), or at dsv_log_limited_flush (the daemon's end). */
 void dsv_log_limited(unsigned long long key, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Writes every count dsv_log_limited still holds. */
+void dsv_log_limited_flush(void);
 
 #define dsv_log_error(...) dsv_log(DSV_LOG_ERROR, __VA_ARGS__)
 #define dsv_log_warn(...) dsv_log(DSV_LOG_WARN, __VA_ARGS__)

@@ -430,6 +430,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	fs->hints = NULL;
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
+	dsv_log_limited_flush(); /* how often the errors it held back came */
 	dsv_log_info("unmounted %s", fs->mountpoint);
 	/* > 0: the signal that ended the loop, a clean end */
 	err = err < 0 ? dsv_errf(eb, DSV_ERR_IO, "FUSE loop failed: %s", strerror(-err)) : 0;

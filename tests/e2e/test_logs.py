@@ -4,6 +4,7 @@ drops the lower levels; a bad chunk hit again and again is logged once a
 minute, with a count."""
 import errno
 import os
+import re
 
 import h5py
 import numpy as np
@@ -73,3 +74,9 @@ class Repeats(E2E):
             self.assertEqual(len(errs), 1, errs)
             self.assertIn("chunk 2 (rows 20-29,", errs[0])
             self.assertGreaterEqual(m.stats()["read_errors"], 20)
+        # at the end the daemon says how many it held back
+        errs = [l for l in m.log_lines() if " error: " in l]
+        self.assertEqual(len(errs), 2, errs)
+        self.assertIn("chunk 2 (rows 20-29,", errs[1])
+        held = int(re.search(r"\((\d+) more like it in the last \d+ s\)$", errs[1]).group(1))
+        self.assertGreaterEqual(held, 19)

@@ -399,12 +399,16 @@ static void test_log_limited_and_level(void **state)
 	assert_int_equal(count_lines(path), 1);
 	dsv_log_limited(43, DSV_LOG_ERROR, "chunk %d bad", 8); /* another key */
 	assert_int_equal(count_lines(path), 2);
+	dsv_log_limited_flush(); /* key 42's 4 held back: one line with the count */
+	assert_int_equal(count_lines(path), 3);
+	dsv_log_limited_flush(); /* nothing left */
+	assert_int_equal(count_lines(path), 3);
 	assert_int_equal(dsv_log_parse_level("warning"), DSV_LOG_WARN);
 	assert_int_equal(dsv_log_parse_level("debug"), -1);
 	dsv_log_set_level(DSV_LOG_WARN);
 	dsv_log_info("dropped");
 	dsv_log_warn("kept");
-	assert_int_equal(count_lines(path), 3);
+	assert_int_equal(count_lines(path), 4);
 	dsv_log_set_level(DSV_LOG_INFO);
 	unlink(path);
 }
