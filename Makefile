@@ -20,7 +20,7 @@ PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
-            python3-zarr
+            python3-zarr man-db
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \
@@ -258,12 +258,21 @@ fuzz: deps fuzz-deps
 	    build-fuzz/fuzz_$$t.log; \
 	done; exit $$fail
 
-# The command, and the library with its public API (include/dsview: what
-# the command, the tests and other programs build against; src/*/*.h are
-# the library's own). PREFIX=/usr/local.
+# The command, its mount helper (SBINDIR/mount.fuse.dsview, a link to it:
+# mount(8) runs it for mount -t fuse.dsview and fstab lines), man page,
+# bash completion, and the library with its public API (include/dsview:
+# what the command, the tests and other programs build against;
+# src/*/*.h are the library's own). PREFIX=/usr/local, SBINDIR=/sbin
+# (where mount(8) looks), DESTDIR for a staged install.
 PREFIX ?= /usr/local
+SBINDIR ?= /sbin
 install: $(BIN) $(LIB)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/dsview
+	install -d $(DESTDIR)$(SBINDIR)
+	ln -sf $(PREFIX)/bin/dsview $(DESTDIR)$(SBINDIR)/mount.fuse.dsview
+	install -D -m 0644 doc/dsview.1 $(DESTDIR)$(PREFIX)/share/man/man1/dsview.1
+	install -D -m 0644 doc/dsview.bash-completion \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dsview
 	install -D -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libdsview.a
 	install -d $(DESTDIR)$(PREFIX)/include/dsview
 	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/

@@ -51,7 +51,13 @@ typedef struct dsv_fs_opts {
 /* Takes ownership of m on success. */
 int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, dsv_fs **out,
 		 dsv_errbuf *eb);
-/* @return 0 after a clean unmount, DSV_ERR_* otherwise. */
+/* fn(arg) is called once, from dsv_fs_serve, when everything the mount
+ * needs is made (backend, cache, signal handlers) and the loop is about to
+ * serve: a failure before that is a start-up failure (the mount command's
+ * parent waits for this over a pipe, to print it). */
+void dsv_fs_on_serving(dsv_fs *fs, void (*fn)(void *arg), void *arg);
+/* @return 0 after a clean unmount, DSV_ERR_* otherwise (before o.serving
+ * was called: the start-up failed, eb says why). */
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb);
 /* In a process that will not serve (the parent after fork): close its copy
  * of the /dev/fuse descriptor, so the connection dies with the server. */

@@ -36,6 +36,7 @@ typedef struct dsv_skipped {
 
 typedef struct dsv_manifest {
 	char *path;
+	struct timespec mtime; /* the manifest file's (zero for a zero-config mount) */
 	dsv_view **views;
 	size_t nviews;
 	/* zero-config only: what the file holds that is not served (empty

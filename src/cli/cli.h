@@ -2,20 +2,87 @@
 #ifndef DSV_CLI_H
 #define DSV_CLI_H
 
+#include <getopt.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "dsview/dsview.h"
+#include "dsview/fs.h"
 
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
+
+/* Where mount mounts, and umount unmounts, when no MOUNTPOINT is given. */
+#define DSV_DEFAULT_MOUNTPOINT "/mnt/dsview"
 
 int dsv_cmd_mount(int argc, char **argv);
 int dsv_cmd_umount(int argc, char **argv);
 int dsv_cmd_pack(int argc, char **argv);
 int dsv_cmd_info(int argc, char **argv);
 int dsv_cmd_verify(int argc, char **argv);
+int dsv_cmd_status(int argc, char **argv);
+
+/* helper.c: dsview as mount(8)'s helper (mount -t fuse.dsview, fstab).
+ * dsv_cli_is_helper_call says whether argv is such a call: argv[0] is
+ * mount.fuse.dsview, or (fuse3's mount.fuse3, once argv[1] is no command)
+ * "dsview SOURCE MOUNTPOINT [-o OPTS]". */
+int dsv_cmd_mount_helper(int argc, char **argv);
+int dsv_cli_is_helper_call(int argc, char **argv);
+
+/* One entry of the mount table, its fields decoded (\040 is a space). */
+typedef struct dsv_cli_mount {
+	char point[4096], type[256], source[4096];
+} dsv_cli_mount;
+
+/* Calls fn for every entry of /proc/self/mountinfo, in order (the last
+ * one at a point is on top), until fn returns non-zero. @return 0, or -1
+ * when the table cannot be read. (status.c) */
+int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg);
+
+/* in as an absolute, normalised path, resolving its parent but never in
+ * itself (a dead mount there would fail the lookup), into out. */
+void dsv_cli_absolute(const char *in, char *out, size_t cap);
+
+/* daemon.c */
+/* Exit status of a start-up failure of the daemon: 2 only for an internal
+ * bug (DSV_ERR_INTERNAL), else 1. */
+int dsv_cli_startup_status(int err);
+/* Serves fs in a child (logging to syslog if use_syslog, else where
+ * dsv_log already writes) and returns in the parent once the mount answers,
+ * or exits with the child's own start-up error printed. Never returns in
+ * the child. */
+int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const char *source,
+		      size_t nskipped, size_t nserved, const char *kinds);
+/* The daemon's log when --log is not given: syslog when /dev/log is a
+ * socket (path = ""), else path = /run/dsview/NAME.log (as root;
+ * $XDG_RUNTIME_DIR/dsview otherwise), NAME the mountpoint with '/' as '-',
+ * opened with dsv_log_open. @return 0, or -1 after the one-line error. */
+int dsv_cli_default_log(const char *mountpoint, char *path, size_t cap);
 
 /* One line on stderr: "dsview: <msg>". */
 void dsv_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* getopt_long for every subcommand, one grammar: options may come before
+ * or after operands (GNU permutation; "--" ends them), and an unknown
+ * option, or one missing its value, prints one line naming it and
+ * "try 'dsview CMD --help'". shortopts as getopt_long's, without a leading
+ * '+', '-' or ':'. @return the option, -1 after the last, or '?' after
+ * the message (the caller returns EXIT_USER). Start with optind = 0. */
+int dsv_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+		   const struct option *longopts);
+
+/* Checks that argv[optind..argc) holds from min to max operands; else
+ * prints one line ("missing WHAT" / "unexpected argument 'X'", then "try
+ * 'dsview CMD --help'") and returns -1. what names the operands, e.g.
+ * "SOURCE [MOUNTPOINT]". */
+int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max,
+		     const char *what);
+
+/* Parses a size option (dsv_parse_size: 512K, 2G, 0) that must be a whole
+ * multiple of unit and at most max (0: no limit, else max_what names the
+ * limit, e.g. "this machine's memory"). Otherwise prints one line naming
+ * the option, the value and the limit, and returns -1. */
+int dsv_cli_size_arg(const char *opt, const char *arg, uint64_t unit, uint64_t max,
+		     const char *max_what, uint64_t *out);
 
 /* Parses an integer option value in [lo, hi] into *out; otherwise prints
  * "dsview: OPT 'ARG' must be an integer from LO to HI" and returns -1. */

@@ -90,19 +90,17 @@ int dsv_cmd_info(int argc, char **argv)
 	json_t *root;
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("info", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 'j': json_out = 1; break;
 		case 'D': dtype_arg = optarg; break;
 		case 'S': shape_arg = optarg; break;
 		case 'h': fputs(info_usage, stdout); return EXIT_OK;
-		default: fputs(info_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (argc - optind != 1) {
-		fputs(info_usage, stderr);
+	if (dsv_cli_operands("info", argc, argv, 1, 1, "PATH"))
 		return EXIT_USER;
-	}
 	const char *spec = argv[optind];
 	if (!!dtype_arg != !!shape_arg) {
 		dsv_cli_error("%s: a raw file needs both --dtype and --shape", spec);

@@ -14,16 +14,20 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  mount [OPTIONS] SOURCE [MOUNTPOINT]  mount a manifest (.ini) or a .npy/.h5 file\n"
-	"  umount [-z] MOUNTPOINT               unmount (also after a daemon crash)\n"
+	"  umount [-z] [MOUNTPOINT]             unmount (also after a daemon crash)\n"
 	"  pack [OPTIONS] INPUT OUTPUT.h5       write an LZ4-compressed, checksummed store\n"
 	"  info [--json] PATH                   describe a source, HDF5 file, store or manifest\n"
 	"  verify PATH                          decode every chunk, check every checksum\n"
+	"  status [--json] [--watch] [MOUNTPOINT]  list dsview mounts: source, pid, traffic, log\n"
 	"\n"
 	"  dsview COMMAND --help   options of one command\n"
 	"  dsview --version        print the version\n";
 
 int main(int argc, char **argv)
 {
+	const char *base = strrchr(argv[0], '/');
+	if (!strcmp(base ? base + 1 : argv[0], "mount.fuse.dsview"))
+		return dsv_cmd_mount_helper(argc, argv);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USER;
@@ -45,8 +49,12 @@ int main(int argc, char **argv)
 		return dsv_cmd_pack(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return dsv_cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status"))
+		return dsv_cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return dsv_cmd_verify(argc - 1, argv + 1);
+	if (dsv_cli_is_helper_call(argc, argv))
+		return dsv_cmd_mount_helper(argc, argv);
 	dsv_cli_error("unknown command '%s' (try dsview --help)", cmd);
 	return EXIT_USER;
 }

@@ -11,6 +11,7 @@
  *     returns once the child's loop answered. Then the parent _exit()s
  *     without touching the mount or HDF5.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,14 +32,12 @@
 #include "dsview/fs.h"
 #include "dsview/view.h"
 
-#define DEFAULT_MOUNTPOINT "/mnt/dsview"
-
 static const char mount_usage[] =
 	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"
 	"\n"
 	"SOURCE is a manifest (.ini), a single .npy / .h5 file (every array in it\n"
 	"becomes a view, cast to --dtype), or a directory of them (each .h5 file a\n"
-	"directory of its arrays). MOUNTPOINT defaults to " DEFAULT_MOUNTPOINT "\n"
+	"directory of its arrays). MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT "\n"
 	"and is created if missing. Returns once the mount answers. Datasets of an\n"
 	"HDF5 SOURCE that cannot be served (strings, tables, ...) are listed in\n"
 	"MOUNTPOINT/.skipped.json and the rest are served.\n"
@@ -58,15 +57,26 @@ static const char mount_usage[] =
 	"                       1M: fewer requests for sequential passes)\n"
 	"      --gpu G          auto (default), off, or a CUDA device number\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
-	"                       and direct_io are refused)\n"
-	"      --log FILE       daemon log file (default: syslog)\n"
+	"                       and direct_io are refused; nonempty mounts over a\n"
+	"                       directory that is not empty)\n"
+	"      --log FILE       daemon log file (default: syslog when /dev/log exists,\n"
+	"                       else /run/dsview/MOUNTPOINT.log, '/' written '-';\n"
+	"                       $XDG_RUNTIME_DIR/dsview/ for a user)\n"
+	"      --log-level L    error, warning or info (default); a bad chunk is\n"
+	"                       logged once a minute, with a count\n"
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
-static uint64_t default_cache_size(void)
+/* Bytes of RAM, or UINT64_MAX when unknown (then nothing is refused). */
+static uint64_t phys_mem(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
-	uint64_t tenth = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 10 : 0;
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
+}
+
+static uint64_t default_cache_size(void)
+{
+	uint64_t tenth = phys_mem() == UINT64_MAX ? 0 : phys_mem() / 10;
 	uint64_t gib = 1ull << 30;
 	return tenth && tenth < gib ? tenth : gib;
 }
@@ -88,7 +98,22 @@ static int mkdirs(const char *path)
 	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int check_mountpoint(const char *mp)
+/* 1 if directory path holds anything but . and .. (0 also when unreadable:
+ * the mount then says why). */
+static int dir_has_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int found = 0;
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d)))
+		found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return found;
+}
+
+static int check_mountpoint(const char *mp, int nonempty)
 {
 	struct stat st, parent;
 	char up[4200];
@@ -119,6 +144,11 @@ static int check_mountpoint(const char *mp)
 			dsv_cli_error("%s: something is already mounted here (dsview umount %s)", mp, mp);
 		return -1;
 	}
+	if (!nonempty && dir_has_entries(mp)) {
+		dsv_cli_error("%s: mountpoint is not empty: the mount would hide its files (-o nonempty "
+			      "mounts over them)", mp);
+		return -1;
+	}
 	return 0;
 }
 
@@ -137,17 +167,33 @@ static const struct {
 
 /* Checks one -o argument the way libfuse will split it: options end at an
  * unescaped ',', and a backslash escapes the next character or starts an
- * octal \NNN, so "r\w" is "rw" too. @return 0, or -1 after the error. */
-static int check_fuse_opts(const char *opts)
+ * octal \NNN, so "r\w" is "rw" too. Appends its options to acc (cap
+ * bytes, comma-separated, as they were written) except "nonempty", which
+ * sets *nonempty instead: libfuse 3 no longer knows it, and dsview
+ * itself refuses a non-empty mountpoint without it. @return 0, or -1
+ * after the error. */
+static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 {
 	char opt[256];
 	size_t n = 0;
 	int overlong = 0;
+	const char *tok = opts;
 
 	for (const char *s = opts;; s++) {
 		char ch = *s;
 		if (ch == ',' || ch == '\0') {
 			opt[n] = '\0';
+			if (!overlong && !strcmp(opt, "nonempty")) {
+				*nonempty = 1;
+			} else if (s > tok) {
+				size_t len = strlen(acc);
+				if (len + 1 + (size_t)(s - tok) >= cap) {
+					dsv_cli_error("-o: FUSE options too long");
+					return -1;
+				}
+				snprintf(acc + len, cap - len, "%s%.*s", len ? "," : "", (int)(s - tok), tok);
+			}
+			tok = s + 1;
 			for (size_t i = 0; !overlong && i < sizeof(refused_fuse_opts) /
 			     sizeof(refused_fuse_opts[0]); i++) {
 				if (!strcmp(opt, refused_fuse_opts[i].opt)) {
@@ -178,6 +224,12 @@ static int check_fuse_opts(const char *opts)
 	}
 }
 
+/* -f: the loop was reached (a failure after it is not a start-up one). */
+static void note_serving(void *arg)
+{
+	*(int *)arg = 1;
+}
+
 int dsv_cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -188,6 +240,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "readahead", required_argument, NULL, 'R' },
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "log", required_argument, NULL, 'L' },
+		{ "log-level", required_argument, NULL, 'V' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -199,13 +252,15 @@ int dsv_cmd_mount(int argc, char **argv)
 	dsv_errbuf eb;
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
 	const char *ra_arg = NULL;
-	const char *source, *mountpoint = DEFAULT_MOUNTPOINT;
-	int foreground = 0, threads = 0, strict = 0, c, err;
+	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
+	int foreground = 0, threads = 0, strict = 0, nonempty = 0, log_level = DSV_LOG_INFO, c, err;
+	char default_log[PATH_MAX + 300] = "";
+	static char fuse_opts[1024];
 	char real_mp[PATH_MAX];
 	int gpu_dev;
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "+fo:h", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("mount", argc, argv, "fo:h", longopts)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;
 		case 'D': dtype_arg = optarg; break;
@@ -217,21 +272,25 @@ int dsv_cmd_mount(int argc, char **argv)
 			break;
 		case 'G': gpu_arg = optarg; break;
 		case 'o':
-			if (check_fuse_opts(optarg))
+			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &nonempty))
 				return EXIT_USER;
-			o.fuse_opts = optarg;
+			o.fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
 			break;
 		case 'L': log_path = optarg; break;
+		case 'V':
+			if ((log_level = dsv_log_parse_level(optarg)) < 0) {
+				dsv_cli_error("--log-level '%s' must be error, warning or info", optarg);
+				return EXIT_USER;
+			}
+			break;
 		case 'd': o.debug = foreground = 1; break;
 		case 'S': strict = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
-		default: fputs(mount_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (optind >= argc || argc - optind > 2) {
-		fputs(mount_usage, stderr);
+	if (dsv_cli_operands("mount", argc, argv, 1, 2, "SOURCE [MOUNTPOINT]"))
 		return EXIT_USER;
-	}
 	source = argv[optind];
 	if (argc - optind == 2)
 		mountpoint = argv[optind + 1];
@@ -269,15 +328,19 @@ int dsv_cmd_mount(int argc, char **argv)
 	o.cache_size = default_cache_size();
 	if (m->has_cache_size)
 		o.cache_size = m->cache_size;
-	if (cache_arg && dsv_parse_size(cache_arg, &o.cache_size)) {
-		dsv_cli_error("--cache-size '%s' is not a size (e.g. 2G, 512M, 0)", cache_arg);
+	if (cache_arg && dsv_cli_size_arg("--cache-size", cache_arg, 1, phys_mem(),
+					  "this machine's memory", &o.cache_size))
+		goto user_error;
+	if (!cache_arg && m->has_cache_size && o.cache_size > phys_mem()) {
+		dsv_cli_error("%s: cache_size exceeds this machine's memory (%.1f GiB)", source,
+			      (double)phys_mem() / (1u << 30));
 		goto user_error;
 	}
+	/* the kernel keeps the window in whole pages: 3K would become 0 */
 	o.readahead = DSV_FS_DEFAULT_READAHEAD;
-	if (ra_arg && (dsv_parse_size(ra_arg, &o.readahead) || o.readahead > (64u << 20))) {
-		dsv_cli_error("--readahead '%s' is not a size up to 64M (e.g. 256K, 1M, 0)", ra_arg);
+	if (ra_arg && dsv_cli_size_arg("--readahead", ra_arg, (uint64_t)sysconf(_SC_PAGESIZE),
+				       64u << 20, "the largest window, 64M", &o.readahead))
 		goto user_error;
-	}
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */
@@ -288,7 +351,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));
 		goto user_error;
 	}
-	if (check_mountpoint(mountpoint))
+	if (check_mountpoint(mountpoint, nonempty))
 		goto user_error;
 	/* Canonical now, while nothing is mounted there: afterwards resolving
 	 * it would itself be a request to our not-yet-serving mount. */
@@ -297,6 +360,10 @@ int dsv_cmd_mount(int argc, char **argv)
 		goto user_error;
 	}
 	mountpoint = real_mp;
+	dsv_log_set_level(log_level);
+	if (!log_path && !foreground && dsv_cli_default_log(mountpoint, default_log,
+							    sizeof(default_log)))
+		goto user_error;
 	size_t nskipped = m->nskipped, nserved = m->nviews;
 	char kinds[256];
 	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
@@ -311,65 +378,16 @@ int dsv_cmd_mount(int argc, char **argv)
 			      nserved, nserved + nskipped, source, nskipped, kinds, mountpoint);
 
 	if (foreground) {
+		int started = 0;
+		dsv_fs_on_serving(fs, note_serving, &started);
 		err = dsv_fs_serve(fs, &eb);
 		if (err)
 			dsv_cli_error("%s", eb.msg);
 		dsv_fs_destroy(fs);
-		return err ? EXIT_INTERNAL : EXIT_OK;
+		return !err ? EXIT_OK : started ? EXIT_INTERNAL : dsv_cli_startup_status(err);
 	}
-
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		dsv_cli_error("fork: %s", strerror(errno));
-		dsv_fs_destroy(fs);
-		return EXIT_INTERNAL;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		setsid();
-		if (chdir("/") < 0)
-			_exit(EXIT_INTERNAL);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		if (!log_path)
-			dsv_log_use_syslog();
-		if (nskipped)
-			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)", source,
-				     nskipped, nserved + nskipped, kinds, mountpoint);
-		err = dsv_fs_serve(fs, &eb);
-		if (err)
-			dsv_log_error("%s", eb.msg);
-		dsv_fs_destroy(fs);
-		_exit(err ? EXIT_INTERNAL : EXIT_OK);
-	}
-
-	/* Parent: drop our /dev/fuse descriptor, then wait for an answer. */
-	dsv_fs_close_fd(fs);
-	struct stat st;
-	int rc, status;
-	do
-		rc = stat(mountpoint, &st);
-	while (rc < 0 && errno == EINTR);
-	int saved = errno;
-	if (waitpid(pid, &status, WNOHANG) == pid) {
-		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)", mountpoint);
-		umount2(mountpoint, MNT_DETACH);
-		_exit(EXIT_INTERNAL);
-	}
-	if (rc < 0 || !S_ISDIR(st.st_mode)) {
-		dsv_cli_error("%s: the mount did not answer: %s", mountpoint,
-			      rc < 0 ? strerror(saved) : "not a directory");
-		kill(pid, SIGTERM);
-		umount2(mountpoint, MNT_DETACH);
-		_exit(EXIT_INTERNAL);
-	}
-	_exit(EXIT_OK);
+	return dsv_cli_daemonise(fs, mountpoint, !log_path && !default_log[0], source, nskipped,
+				 nserved, kinds);
 
 user_error:
 	dsv_manifest_free(m);

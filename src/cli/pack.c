@@ -81,7 +81,7 @@ int dsv_cmd_pack(int argc, char **argv)
 
 	dsv_pack_opts_init(&o);
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("pack", argc, argv, "fh", longopts)) != -1) {
 		switch (c) {
 		case 'n': o.dataset = optarg; break;
 		case 'c':
@@ -118,13 +118,11 @@ int dsv_cmd_pack(int argc, char **argv)
 			break;
 		case 'f': o.force = 1; break;
 		case 'h': fputs(pack_usage, stdout); return EXIT_OK;
-		default: fputs(pack_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (argc - optind != 2) {
-		fputs(pack_usage, stderr);
+	if (dsv_cli_operands("pack", argc, argv, 2, 2, "INPUT OUTPUT.h5"))
 		return EXIT_USER;
-	}
 	o.input = argv[optind];
 	o.output = argv[optind + 1];
 

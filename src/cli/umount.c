@@ -21,72 +21,35 @@
 #include "cli/cli.h"
 
 static const char umount_usage[] =
-	"usage: dsview umount [-z] MOUNTPOINT\n"
+	"usage: dsview umount [-z] [MOUNTPOINT]\n"
+	"\n"
+	"MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT ", as for dsview mount.\n"
 	"\n"
 	"  -z, --lazy   detach now even if files are open; the daemon exits when\n"
 	"               the last reader closes\n";
 
-/* Absolute, normalised path without touching the (maybe dead) mount. */
-static void absolute(const char *in, char *out, size_t cap)
+/* Finds mp in the mount table; @return 1 and its type, or 0. */
+typedef struct find_job {
+	const char *mp;
+	char *fstype;
+	size_t cap;
+	int found;
+} find_job;
+
+static int find_one(const dsv_cli_mount *mnt, void *arg)
 {
-	char parent[PATH_MAX], tmp[PATH_MAX + 1];
-	const char *slash;
-	snprintf(tmp, sizeof(tmp), "%s", in);
-	size_t n = strlen(tmp);
-	while (n > 1 && tmp[n - 1] == '/')
-		tmp[--n] = '\0';
-	slash = strrchr(tmp, '/');
-	if (slash) {
-		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - tmp) ? (int)(slash - tmp) : 1, tmp);
-		char *real = realpath(parent, NULL);
-		if (real) {
-			snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", slash + 1);
-			free(real);
-			return;
-		}
-	} else if (getcwd(parent, sizeof(parent))) {
-		snprintf(out, cap, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", tmp);
-		return;
+	find_job *j = arg;
+	if (!strcmp(mnt->point, j->mp)) {
+		snprintf(j->fstype, j->cap, "%s", mnt->type);
+		j->found = 1; /* keep going: the last one is on top */
 	}
-	snprintf(out, cap, "%s", tmp);
+	return 0;
 }
 
-/* Finds mp in /proc/self/mountinfo; @return 1 and fstype, or 0. */
 static int find_mount(const char *mp, char *fstype, size_t cap)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[8192];
-	int found = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char point[PATH_MAX], type[256];
-		/* id parent maj:min root mountpoint opts ... - type source superopts */
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
-			continue;
-		/* mountinfo escapes spaces as \040; compare the plain form */
-		char *dash = strstr(line, " - ");
-		if (!dash || sscanf(dash + 3, "%255s", type) != 1)
-			continue;
-		char unesc[PATH_MAX];
-		size_t j = 0;
-		for (size_t i = 0; point[i] && j + 1 < sizeof(unesc); i++) {
-			if (point[i] == '\\' && point[i + 1] && point[i + 2] && point[i + 3]) {
-				unesc[j++] = (char)strtol((char[]){ point[i + 1], point[i + 2], point[i + 3], 0 },
-							  NULL, 8);
-				i += 3;
-			} else {
-				unesc[j++] = point[i];
-			}
-		}
-		unesc[j] = '\0';
-		if (!strcmp(unesc, mp)) {
-			snprintf(fstype, cap, "%s", type);
-			found = 1; /* keep going: the last one is on top */
-		}
-	}
-	fclose(f);
-	return found;
+	find_job j = { mp, fstype, cap, 0 };
+	return dsv_cli_each_mount(find_one, &j) == 0 && j.found;
 }
 
 /* The first cap - 1 bytes of path as a string in buf. @return 0, or -1 */
@@ -159,18 +122,16 @@ int dsv_cmd_umount(int argc, char **argv)
 	int lazy = 0, c;
 
 	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
-	while ((c = getopt_long(argc, argv, "+zh", longopts, NULL)) != -1) {
+	while ((c = dsv_cli_getopt("umount", argc, argv, "zh", longopts)) != -1) {
 		switch (c) {
 		case 'z': lazy = 1; break;
 		case 'h': fputs(umount_usage, stdout); return EXIT_OK;
-		default: fputs(umount_usage, stderr); return EXIT_USER;
+		default: return EXIT_USER;
 		}
 	}
-	if (argc - optind != 1) {
-		fputs(umount_usage, stderr);
+	if (dsv_cli_operands("umount", argc, argv, 0, 1, "[MOUNTPOINT]"))
 		return EXIT_USER;
-	}
-	absolute(argv[optind], mp, sizeof(mp));
+	dsv_cli_absolute(optind < argc ? argv[optind] : DSV_DEFAULT_MOUNTPOINT, mp, sizeof(mp));
 	if (!find_mount(mp, fstype, sizeof(fstype))) {
 		dsv_cli_error("%s: not mounted", mp);
 		return EXIT_USER;

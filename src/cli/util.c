@@ -4,11 +4,13 @@
  * tests/unit/test_cli.c links the subcommands without a main().
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "dsview/dsview.h"
@@ -102,4 +104,118 @@ const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *d
 	    (!eb->where[0] || (dataset && !strcmp(eb->where, dataset))))
 		return eb->reason;
 	return eb->msg;
+}
+
+int dsv_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+		   const struct option *longopts)
+{
+	char spec[64];
+	/* ':' first: a missing value is ':' apart from an unknown option '?' */
+	snprintf(spec, sizeof(spec), ":%s", shortopts);
+	opterr = 0;
+	int c = getopt_long(argc, argv, spec, longopts, NULL);
+	if (c != '?' && c != ':')
+		return c;
+	/* A long option's word is the one getopt just stepped over; a short
+	 * one is optopt (maybe inside a cluster such as -zq). */
+	const char *w = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	char name[64];
+	int valued = 0;
+	if (!strncmp(w, "--", 2) && w[2]) {
+		snprintf(name, sizeof(name), "%.60s", w);
+		char *eq = strchr(name, '=');
+		if (eq) {
+			*eq = '\0';
+			valued = 1;
+		}
+	} else {
+		snprintf(name, sizeof(name), "-%c", optopt ? optopt : '?');
+	}
+	if (c == ':')
+		dsv_cli_error("option '%s' needs a value (try 'dsview %s --help')", name, cmd);
+	else if (valued && optopt) /* --force=1: a known option that takes none */
+		dsv_cli_error("option '%s' takes no value (try 'dsview %s --help')", name, cmd);
+	else
+		dsv_cli_error("unknown option '%s' (try 'dsview %s --help')", name, cmd);
+	return '?';
+}
+
+int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max,
+		     const char *what)
+{
+	int n = argc - optind;
+	if (n < min) {
+		dsv_cli_error("missing %s (try 'dsview %s --help')", what, cmd);
+		return -1;
+	}
+	if (n > max) {
+		dsv_cli_error("unexpected argument '%s': %s takes %s (try 'dsview %s --help')",
+			      argv[optind + max], cmd, what, cmd);
+		return -1;
+	}
+	return 0;
+}
+
+/* v as the largest binary unit it is a whole multiple of: 4K, 64M, 3 */
+static void size_str(uint64_t v, char *buf, size_t cap)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (u < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, cap, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, cap, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+int dsv_cli_size_arg(const char *opt, const char *arg, uint64_t unit, uint64_t max,
+		     const char *max_what, uint64_t *out)
+{
+	char a[32], b[32];
+	uint64_t v;
+	if (dsv_parse_size(arg, &v)) {
+		dsv_cli_error("%s '%s' is not a size (e.g. 512K, 64M, 2G)", opt, arg);
+		return -1;
+	}
+	if (unit > 1 && v % unit) {
+		size_str(unit, a, sizeof(a));
+		dsv_cli_error("%s '%s' is not a whole multiple of %s", opt, arg, a);
+		return -1;
+	}
+	if (max && v > max) {
+		size_str(max, a, sizeof(a));
+		snprintf(b, sizeof(b), "%.1f GiB", (double)max / (1u << 30));
+		dsv_cli_error("%s '%s' exceeds %s (%s)", opt, arg, max_what,
+			      max >= (1ull << 30) ? b : a);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+void dsv_cli_absolute(const char *in, char *out, size_t cap)
+{
+	char parent[PATH_MAX], tmp[PATH_MAX + 1];
+	const char *slash;
+	snprintf(tmp, sizeof(tmp), "%s", in);
+	size_t n = strlen(tmp);
+	while (n > 1 && tmp[n - 1] == '/')
+		tmp[--n] = '\0';
+	slash = strrchr(tmp, '/');
+	if (slash) {
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - tmp) ? (int)(slash - tmp) : 1, tmp);
+		char *real = realpath(parent, NULL);
+		if (real) {
+			snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", slash + 1);
+			free(real);
+			return;
+		}
+	} else if (getcwd(parent, sizeof(parent))) {
+		snprintf(out, cap, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", tmp);
+		return;
+	}
+	snprintf(out, cap, "%s", tmp);
 }

@@ -54,7 +54,9 @@
  * one place that turns them into errno.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,6 +68,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
@@ -100,6 +103,28 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 
 /* ---- lifecycle ---- */
 
+/* While dsv_fs_mount talks to libfuse, what libfuse would print on stderr
+ * ("fuse: mount failed: Invalid argument") is kept here instead, so the
+ * mount command's one error line can end with it. */
+static char fuse_said[256];
+
+static void keep_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	size_t n = strlen(fuse_said); /* one message may come in pieces */
+	vsnprintf(fuse_said + n, sizeof(fuse_said) - n, fmt, ap);
+	n = strlen(fuse_said);
+	while (n && fuse_said[n - 1] == '\n')
+		fuse_said[--n] = '\0';
+}
+
+/* What libfuse said without its "fuse: " prefix, or dflt */
+static const char *fuse_reason(const char *dflt)
+{
+	const char *s = strncmp(fuse_said, "fuse: ", 6) ? fuse_said : fuse_said + 6;
+	return *s ? s : dflt;
+}
+
 /* Finds -o max_read=N with libfuse's own option parser, on a copy of the
  * arguments (a matched template is consumed from the list it parses). */
 static int parse_max_read(dsv_fs *fs, const char *optbuf)
@@ -122,7 +147,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 		 dsv_errbuf *eb)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	char optbuf[1024];
+	char optbuf[1024 + 8 * PATH_MAX], fsname[8 * PATH_MAX], real[PATH_MAX];
+	char shown[4 * PATH_MAX + 4];
 	dsv_fs *fs = calloc(1, sizeof(*fs));
 	int err = 0;
 
@@ -143,9 +169,26 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	 * earlier one, so what every dsview mount is comes last, where no -o
 	 * can turn it off (the CLI refuses rw, suid and dev outright), and a
 	 * string too long for the buffer is an error, never cut short. */
-	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=dsview,subtype=dsview,ro,nosuid,nodev,"
+	/* fsname: the manifest or source, so findmnt and df say what is
+	 * mounted where; bytes outside printable ASCII written \xNN (the mount
+	 * table is read as text: one byte that is not UTF-8 there breaks its
+	 * readers), then ',' and '\\' escaped for libfuse's option parser */
+	const char *src = realpath(m->path, real) ? real : m->path;
+	size_t k = 0;
+	src = dsv_shown(src, strlen(src), PATH_MAX, shown);
+	if (!(fs->source = strdup(src))) {
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	for (; *src && k + 2 < sizeof(fsname); src++) {
+		if (*src == ',' || *src == '\\')
+			fsname[k++] = '\\';
+		fsname[k++] = *src;
+	}
+	fsname[k] = '\0';
+	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=%s,subtype=dsview,ro,nosuid,nodev,"
 		     "default_permissions", o->fuse_opts ? o->fuse_opts : "",
-		     o->fuse_opts ? "," : "") >= (int)sizeof(optbuf)) {
+		     o->fuse_opts ? "," : "", fsname) >= (int)sizeof(optbuf)) {
 		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: FUSE options too long", mountpoint);
 		goto fail;
 	}
@@ -160,18 +203,23 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 			       o->fuse_opts ? o->fuse_opts : "");
 		goto fail;
 	}
+	fuse_said[0] = '\0';
+	fuse_set_log_func(keep_fuse_log);
 	fs->se = fuse_session_new(&args, &dsv_fs_ops, sizeof(dsv_fs_ops), fs);
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: bad FUSE options '%s'", mountpoint,
-			       o->fuse_opts ? o->fuse_opts : "");
+		fuse_set_log_func(NULL);
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: bad FUSE options '%s': %s", mountpoint,
+			       o->fuse_opts ? o->fuse_opts : "", fuse_reason("refused by libfuse"));
 		goto fail;
 	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0) {
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: mount failed (is /dev/fuse usable, and the "
-			       "mountpoint an empty directory?)", mountpoint);
+		fuse_set_log_func(NULL);
+		err = dsv_errf(eb, DSV_ERR_IO, "%s: %s (is /dev/fuse usable, and are the -o "
+			       "options ones the kernel knows?)", mountpoint, fuse_reason("mount failed"));
 		goto fail;
 	}
+	fuse_set_log_func(NULL); /* libfuse's own again: stderr (-f, --debug) */
 	fs->mounted = 1;
 	*out = fs;
 	return 0;
@@ -390,6 +438,8 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	start_prefetch(fs);
 	fs->hints = dsv_hints_start((int)knob("DSVIEW_HINT_THREADS", HINT_THREADS, 1, 256), HINT_CAP,
 				     push_row, fs);
+	if (fs->serving)
+		fs->serving(fs->serving_arg);
 	err = fuse_session_loop_mt(fs->se, cfg);
 	/* An unmount that races a request the kernel is handing to a worker
 	 * fails that read with ECONNABORTED instead of ENODEV (libfuse's
@@ -403,6 +453,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	fs->hints = NULL;
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
+	dsv_log_limited_flush(); /* how often the errors it held back came */
 	dsv_log_info("unmounted %s", fs->mountpoint);
 	/* > 0: the signal that ended the loop, a clean end */
 	err = err < 0 ? dsv_errf(eb, DSV_ERR_IO, "FUSE loop failed: %s", strerror(-err)) : 0;
@@ -410,6 +461,12 @@ out_handlers:
 	fuse_remove_signal_handlers(fs->se);
 	fuse_loop_cfg_destroy(cfg);
 	return err;
+}
+
+void dsv_fs_on_serving(dsv_fs *fs, void (*fn)(void *arg), void *arg)
+{
+	fs->serving = fn;
+	fs->serving_arg = arg;
 }
 
 void dsv_fs_close_fd(dsv_fs *fs)
@@ -434,8 +491,10 @@ void dsv_fs_destroy(dsv_fs *fs)
 	dsv_fs_tree_free(fs);
 	dsv_manifest_free(fs->m);
 	free(fs->mountpoint);
+	free(fs->source);
 	while (fs->snaps)
 		dsv_fs_snap_free(fs, fs->snaps);
+	free(fs->stats_next);
 	pthread_mutex_destroy(&fs->snap_lock);
 	free(fs);
 }

@@ -48,6 +48,7 @@ typedef struct node {
 	enum node_kind kind;
 	int view; /* index in the manifest, -1 for dirs and stats */
 	uint64_t size;
+	uint64_t disk; /* bytes on disk it stands for (st_blocks; tree.c says which) */
 } node;
 
 /* How long one kind of work took, per request: n[k] counts requests of
@@ -62,7 +63,10 @@ typedef struct lat_hist {
 struct dsv_fs {
 	dsv_manifest *m;
 	char *mountpoint;
+	char *source; /* the manifest or source, absolute, as fsname shows it */
 	dsv_fs_opts o;
+	void (*serving)(void *arg); /* dsv_fs_on_serving */
+	void *serving_arg;
 	struct fuse_session *se;
 	int mounted;
 	dsv_backend *backend;
@@ -93,6 +97,10 @@ struct dsv_fs {
 	 * before it arrives, so what is left here is freed at the end. */
 	pthread_mutex_t snap_lock;
 	struct stats_snap *snaps;
+	/* the text a stat of /.stats.json sized, for the open that follows
+	 * (taken if under a second old), and when it was made; snap_lock */
+	char *stats_next;
+	struct timespec stats_next_at;
 };
 
 /* One open .stats.json: its text as of open. */
@@ -132,6 +140,9 @@ int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char 
 		      dsv_read_info *info);
 
 /* stats.c */
+/* The size of /.stats.json: of the handle's snapshot when fi is an open
+ * one, else of the snapshot the next open takes (rendered now). */
+uint64_t dsv_fs_stats_size(dsv_fs *fs, const struct fuse_file_info *fi);
 /* A snapshot of /.stats.json, on fs->snaps; NULL when out of memory. */
 stats_snap *dsv_fs_snap_new(dsv_fs *fs);
 /* Takes snap off fs->snaps and frees it. */

@@ -194,8 +194,12 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv = { 0 };
 	uint64_t total = 0;
 	(void)ino;
-	for (size_t i = 0; i < fs->nnodes; i++)
-		total += fs->nodes[i].size;
+	/* like a read-only image (squashfuse): the size is what the mount
+	 * stands for on disk (the blocks of tree.c, du's total), all used */
+	for (size_t i = 0; i < fs->nnodes; i++) {
+		const node *n = &fs->nodes[i];
+		total += n->kind == N_DAT || n->kind == N_NPY ? n->disk : n->size;
+	}
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = (total + 4095) / 4096;
 	sv.f_files = fs->nnodes;

@@ -111,6 +111,16 @@ static fuse_ino_t add_node(dsv_fs *fs, const char *name, size_t len, fuse_ino_t 
 	return ino;
 }
 
+/* A view's files change when a source or the manifest does: the newer
+ * mtime of the two (rsync -a then copies a view whose scale changed). */
+static struct timespec view_mtime(const dsv_fs *fs, int view)
+{
+	struct timespec v = fs->m->views[view]->mtime, m = fs->m->mtime;
+	return m.tv_sec > v.tv_sec || (m.tv_sec == v.tv_sec && m.tv_nsec > v.tv_nsec) ? m : v;
+}
+
+static uint64_t view_disk(const dsv_view *v);
+
 int dsv_fs_tree_build(dsv_fs *fs)
 {
 	char buf[512];
@@ -139,8 +149,10 @@ int dsv_fs_tree_build(dsv_fs *fs)
 			int n = snprintf(buf, sizeof(buf), "%s%s", p, files[k].ext);
 			if (find_child(fs, dir, buf, (size_t)n))
 				return DSV_ERR_INVALID;
-			if (!add_node(fs, buf, (size_t)n, dir, files[k].kind, (int)i, size))
+			fuse_ino_t f = add_node(fs, buf, (size_t)n, dir, files[k].kind, (int)i, size);
+			if (!f)
 				return DSV_ERR_NOMEM;
+			fs->nodes[f - 1].disk = files[k].kind == N_DAT ? view_disk(v) : 0;
 		}
 	}
 	if (!add_node(fs, ".stats.json", 11, FUSE_ROOT_ID, N_STATS, -1, 0))
@@ -149,15 +161,32 @@ int dsv_fs_tree_build(dsv_fs *fs)
 	if (fs->m->skipped_json && !add_node(fs, ".skipped.json", 13, FUSE_ROOT_ID, N_SKIPPED, -1,
 					     strlen(fs->m->skipped_json)))
 		return DSV_ERR_NOMEM;
-	/* every directory's mtime: the newest view's, or the mount's */
+	/* every directory's mtime: the newest view's (manifest included), or
+	 * the mount's */
 	fs->dir_mtime = fs->mount_time;
-	for (size_t i = 0; i < fs->m->nviews; i++)
-		if (fs->m->views[i]->mtime.tv_sec > fs->dir_mtime.tv_sec)
-			fs->dir_mtime = fs->m->views[i]->mtime;
+	for (size_t i = 0; i < fs->m->nviews; i++) {
+		struct timespec t = view_mtime(fs, (int)i);
+		if (t.tv_sec > fs->dir_mtime.tv_sec)
+			fs->dir_mtime = t;
+	}
 	return 0;
 }
 
-static void fill_stat(dsv_fs *fs, fuse_ino_t ino, struct stat *st)
+/* Blocks (st_blocks) are bytes on disk, so that du says what a mount
+ * costs and du --apparent-size what it serves: a V.dat counts its view's
+ * sources' stored bytes (compressed chunks as stored; a source shared by
+ * two views counts in each), a V.npy, the same bytes behind a header,
+ * counts none, and the small text files their size. */
+static uint64_t view_disk(const dsv_view *v)
+{
+	uint64_t sum = 0;
+	for (size_t s = 0; s < v->nsources; s++)
+		sum += dsv_source_get_info(v->sources[s])->stored_bytes;
+	return sum;
+}
+
+static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *fi,
+		      struct stat *st)
 {
 	const node *n = node_of(fs, ino);
 	memset(st, 0, sizeof(*st));
@@ -172,10 +201,11 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, struct stat *st)
 	} else {
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
-		st->st_size = (off_t)n->size;
-		st->st_mtim = n->view >= 0 ? fs->m->views[n->view]->mtime : fs->mount_time;
+		st->st_size = (off_t)(n->kind == N_STATS ? dsv_fs_stats_size(fs, fi) : n->size);
+		st->st_mtim = n->view >= 0 ? view_mtime(fs, n->view) : fs->mount_time;
 	}
-	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_blocks = (off_t)((n->kind == N_DAT || n->kind == N_NPY ? n->disk
+								      : (uint64_t)st->st_size) + 511) / 512;
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
@@ -202,7 +232,7 @@ void dsv_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	memset(&e, 0, sizeof(e));
 	e.ino = ino;
 	e.attr_timeout = e.entry_timeout = node_of(fs, ino)->kind == N_STATS ? 0 : 86400;
-	fill_stat(fs, ino, &e.attr);
+	fill_stat(fs, ino, NULL, &e.attr);
 	fuse_reply_entry(req, &e);
 }
 
@@ -210,12 +240,11 @@ void dsv_fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	dsv_fs *fs = fs_of(req);
 	struct stat st;
-	(void)fi;
 	if (!node_of(fs, ino)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	fill_stat(fs, ino, &st);
+	fill_stat(fs, ino, fi, &st);
 	fuse_reply_attr(req, &st, node_of(fs, ino)->kind == N_STATS ? 0 : 86400);
 }
 

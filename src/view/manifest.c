@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <ini.h>
 #include <limits.h>
 #include <stddef.h>
@@ -302,6 +303,9 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 		free(c.dir);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
+	struct stat st;
+	if (fstat(fileno(c.f), &st) == 0)
+		c.m->mtime = st.st_mtim; /* a view's files change when it does */
 	rc = ini_parse_stream(reader, &c, handler, &c);
 	fclose(c.f);
 	free(c.buf);

@@ -381,15 +381,20 @@ void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref
 {
 	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
 	uint64_t row = info->row_elems ? info->row_elems : 1;
+	/* the kernel retries a failed read: once a minute per chunk and reason */
+	unsigned long long key = (unsigned long long)(uintptr_t)v * 31 + src;
+	key = (key * 1000003 + ref->index) * 131 + (unsigned)err;
 	if (ref->grid) { /* a band of a grid's chunks: name the one that failed */
-		dsv_log_error("view %s: source %s%s%s rows %llu-%llu: %s: %s", v->name,
-			      info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "", (unsigned long long)(ref->elem_start / row),
-			      (unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) +
-						    row - 1) / row - 1),
-			      dsv_source_grid_failure(), dsv_strerror(err));
+		dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s rows %llu-%llu: %s: %s",
+				v->name, info->path, info->dataset ? ":" : "",
+				info->dataset ? info->dataset : "",
+				(unsigned long long)(ref->elem_start / row),
+				(unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) +
+						      row - 1) / row - 1),
+				dsv_source_grid_failure(), dsv_strerror(err));
 		return;
 	}
-	dsv_log_error("view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
+	dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
 		      "%llu bytes): %s",
 		      v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
 		      (unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),

@@ -447,20 +447,30 @@ class Verify(E2E):
         self.assertEqual(len(bad), 1, r.stdout)
         self.assertTrue(bad[0].startswith(self.p("mb.h5") + ":/data: chunk 1, rows 50-99"), bad[0])
 
-    def test_refused_dataset_is_a_failure(self):
+    def test_refused_dataset_is_not_checked(self):
+        """exit 3: nothing damaged, but a dataset could not be checked; 1
+        as soon as a chunk is bad as well."""
         path = self.p("refused.h5")
         with open(self.p("ext.bin"), "wb") as f:
             f.write(bytes(64))
         with h5py.File(path, "w") as f:
             f.create_dataset("ext", shape=(64,), dtype="u1", external=[(self.p("ext.bin"), 0, 64)])
             f.create_dataset("ok", data=self.x[:10])
-        r = self.verify(path, rc=1)
+        r = self.verify(path, rc=3)
         bad, summary = self.bad_lines(r)
         self.assertEqual(len(bad), 1, r.stdout)
         self.assertTrue(bad[0].startswith(f"{path}:/ext: not checked: external storage refused"),
                         bad[0])
         self.assertIn(": 1 of 2 datasets, 1 chunk,", summary)
         self.assertTrue(summary.endswith(": 1 dataset not checked"), summary)
+        with h5py.File(path, "a") as f:
+            f.create_dataset("sum", data=self.x[:10], chunks=(5,) + self.x.shape[1:],
+                             fletcher32=True)
+        off, _ = chunk_at(path, "sum", 1)
+        flip_byte(path, off + 3)
+        r = self.verify(path, rc=1)
+        _, summary = self.bad_lines(r)
+        self.assertTrue(summary.endswith(": 1 bad chunk, 1 dataset not checked"), summary)
 
     def test_npy(self):
         np.save(self.p("v.npy"), self.x)

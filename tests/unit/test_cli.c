@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "cli/target.h"
 #include "dsview/source.h"
 
@@ -337,7 +338,7 @@ static void test_pack_options(void **state)
 static void test_umount_options(void **state)
 {
 	(void)state;
-	assert_int_equal(run(dsv_cmd_umount, "umount", NULL), EXIT_USER);
+	/* no "umount" alone: it means /mnt/dsview, which may be a real mount */
 	assert_int_equal(run(dsv_cmd_umount, "umount", "-q", dir, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_umount, "umount", dir, dir, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_umount, "umount", dir, NULL), EXIT_USER); /* not mounted */
@@ -354,6 +355,45 @@ static void test_mount_options(void **state)
 	assert_int_equal(run(dsv_cmd_mount, "mount", "--help", NULL), EXIT_OK);
 }
 
+static void test_size_arg(void **state)
+{
+	uint64_t v = 7;
+	int err = dup(2), null = open("/dev/null", O_WRONLY);
+	(void)state;
+	dup2(null, 2);
+	assert_int_equal(dsv_cli_size_arg("--x", "8K", 4096, 0, NULL, &v), 0);
+	assert_int_equal(v, 8192);
+	assert_int_equal(dsv_cli_size_arg("--x", "3K", 4096, 0, NULL, &v), -1); /* not rounded */
+	assert_int_equal(dsv_cli_size_arg("--x", "5000", 4096, 0, NULL, &v), -1);
+	assert_int_equal(dsv_cli_size_arg("--x", "2G", 1, 1ull << 30, "RAM", &v), -1);
+	assert_int_equal(dsv_cli_size_arg("--x", "1G", 1, 1ull << 30, "RAM", &v), 0);
+	assert_int_equal(dsv_cli_size_arg("--x", "lots", 1, 0, NULL, &v), -1);
+	assert_int_equal(v, 1ull << 30); /* untouched by a failure */
+	dup2(err, 2);
+	close(err);
+	close(null);
+}
+
+static void test_progress_fits(void **state)
+{
+	dsv_progress p = { .label = "pack", .unit = "rows", .total = 2371, .t0 = 0 };
+	char line[256];
+	(void)state;
+	for (int cols = 10; cols <= 200; cols++) {
+		size_t n = dsv_progress_line(&p, 1234, 8120000000ull, 3370000000ull, 10.0, cols, line,
+					     sizeof(line));
+		assert_int_equal(n, strlen(line));
+		assert_true(n <= (size_t)cols - 1); /* never the last column: no wrap */
+		if (cols >= 40)
+			assert_non_null(strstr(line, "52%")); /* the percentage stays */
+		if (cols >= 100) /* room for everything */
+			assert_true(strstr(line, "[") && strstr(line, "rows") && strstr(line, "ETA") &&
+				    strstr(line, "2.41x"));
+	}
+	dsv_progress_line(&p, 1234, 0, 0, 10.0, 0, line, sizeof(line)); /* width unknown */
+	assert_non_null(strstr(line, "[##########.........."));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_same_file),     cmocka_unit_test(test_info_options),
 		cmocka_unit_test(test_verify_options), cmocka_unit_test(test_pack_options),
 		cmocka_unit_test(test_umount_options), cmocka_unit_test(test_mount_options),
+		cmocka_unit_test(test_size_arg),      cmocka_unit_test(test_progress_fits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -374,6 +374,45 @@ static void test_strerror_table(void **state)
 	assert_string_equal(dsv_strerror(1), "unknown error");
 }
 
+/* Lines of the log file at path. */
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+	while (f && (c = fgetc(f)) != EOF)
+		n += c == '\n';
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void test_log_limited_and_level(void **state)
+{
+	char path[] = "/tmp/dsv-log-XXXXXX";
+	int fd = mkstemp(path);
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(dsv_log_open(path), 0);
+	for (int i = 0; i < 5; i++)
+		dsv_log_limited(42, DSV_LOG_ERROR, "chunk %d bad", 7); /* one line a minute */
+	assert_int_equal(count_lines(path), 1);
+	dsv_log_limited(43, DSV_LOG_ERROR, "chunk %d bad", 8); /* another key */
+	assert_int_equal(count_lines(path), 2);
+	dsv_log_limited_flush(); /* key 42's 4 held back: one line with the count */
+	assert_int_equal(count_lines(path), 3);
+	dsv_log_limited_flush(); /* nothing left */
+	assert_int_equal(count_lines(path), 3);
+	assert_int_equal(dsv_log_parse_level("warning"), DSV_LOG_WARN);
+	assert_int_equal(dsv_log_parse_level("debug"), -1);
+	dsv_log_set_level(DSV_LOG_WARN);
+	dsv_log_info("dropped");
+	dsv_log_warn("kept");
+	assert_int_equal(count_lines(path), 4);
+	dsv_log_set_level(DSV_LOG_INFO);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_name_escape_round_trip),
 		cmocka_unit_test(test_name_unescape_refuses),
 		cmocka_unit_test(test_name_escape_limits),
+		cmocka_unit_test(test_log_limited_and_level),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,281 @@
+/*
+ * dsview status: every dsview mount on the machine (or one), from the
+ * mount table and each mount's /.stats.json: source, pid, uptime, backend,
+ * views, bytes served, cache hit rate and use, read errors, log. Also the
+ * mount-table reader that umount shares.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "common/clock.h"
+
+static const char status_usage[] =
+	"usage: dsview status [--json] [--watch[=SECONDS]] [MOUNTPOINT]\n"
+	"\n"
+	"Lists every dsview mount (or the one at MOUNTPOINT): its source (manifest\n"
+	"or file), the daemon's pid and uptime, backend, views, bytes served and\n"
+	"the average rate since the mount, the chunk cache's hit rate and use,\n"
+	"read errors, and where the daemon logs. A mount whose daemon died is\n"
+	"listed as dead (dsview umount detaches it).\n"
+	"\n"
+	"options:\n"
+	"  --json       one JSON array, an object per mount\n"
+	"  --watch[=S]  again every S seconds (default 2) until interrupted, with\n"
+	"               each mount's MB/s since the last time (\"mb_per_s_now\");\n"
+	"               with --json, one array per line\n"
+	"  -h, --help   this help\n"
+	"\n"
+	"Exit status: 0, or 1 when MOUNTPOINT is not a dsview mount.\n";
+
+/* Decodes a mountinfo field in place: the kernel writes space, tab,
+ * newline and backslash as octal \NNN. */
+static void unescape(char *s)
+{
+	char *d = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[3 * PATH_MAX];
+	int rc = 0;
+	if (!f)
+		return -1;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		dsv_cli_mount mnt;
+		/* id parent maj:min root mountpoint opts ... - type source superopts */
+		char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt.point) != 1 ||
+		    sscanf(dash + 3, "%255s %4095s", mnt.type, mnt.source) != 2)
+			continue;
+		unescape(mnt.point);
+		unescape(mnt.source);
+		rc = fn(&mnt, arg);
+	}
+	fclose(f);
+	return 0;
+}
+
+typedef struct status_job {
+	const char *only; /* a mountpoint, or NULL for all */
+	int found;
+	json_t *list; /* this pass's entries */
+} status_job;
+
+static json_int_t jint(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "?";
+}
+
+/* One mount's entry: what its .stats.json says, with uptime and rates.
+ * Paths from the mount table may hold bytes that are not UTF-8, which a
+ * JSON string cannot: those are written \xNN. */
+static json_t *describe(const dsv_cli_mount *mnt)
+{
+	char path[PATH_MAX + 32];
+	json_error_t je;
+	snprintf(path, sizeof(path), "%s/.stats.json", mnt->point);
+	json_t *st = json_load_file(path, 0, &je), *out;
+	int saved = errno;
+	if (!json_is_object(st)) {
+		json_decref(st);
+		return json_pack("{s:s, s:s, s:b, s:s}", "mountpoint", dsv_cli_escaped(mnt->point, 0),
+				 "source", dsv_cli_escaped(mnt->source, 0), "alive", 0, "why",
+				 saved == ENOTCONN ? "the daemon is gone (dsview umount detaches it)"
+						   : strerror(saved));
+	}
+	time_t now = time(NULL);
+	json_int_t started = jint(st, "started"), up = started ? (json_int_t)now - started : 0;
+	json_int_t hits = jint(st, "cache_hits"), misses = jint(st, "cache_misses");
+	out = json_pack("{s:s, s:s, s:b, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:s}",
+			"mountpoint", dsv_cli_escaped(mnt->point, 0), "source",
+			dsv_cli_escaped(mnt->source, 0), "alive", 1,
+			"pid", jint(st, "pid"), "uptime_s", up, "backend", jstr(st, "backend"),
+			"views", jint(st, "views"), "reads", jint(st, "reads"), "bytes_served",
+			jint(st, "bytes_served"), "mb_per_s",
+			up > 0 ? (double)jint(st, "bytes_served") / 1e6 / (double)up : 0.0,
+			"cache_hit_rate", hits + misses ? json_real((double)hits / (double)(hits + misses))
+						       : json_null(),
+			"cache_bytes", jint(st, "cache_bytes"), "cache_budget", jint(st, "cache_budget"),
+			"read_errors", jint(st, "read_errors"), "log", jstr(st, "log"));
+	json_decref(st);
+	return out;
+}
+
+static void print_text(const json_t *e)
+{
+	char a[32], b[32], c[32];
+	printf("%s  %s\n", dsv_cli_shown(jstr(e, "mountpoint")), dsv_cli_shown(jstr(e, "source")));
+	if (!json_is_true(json_object_get(e, "alive"))) {
+		printf("  dead: %s\n", jstr(e, "why"));
+		return;
+	}
+	json_int_t up = jint(e, "uptime_s");
+	json_t *rate = json_object_get(e, "cache_hit_rate");
+	printf("  pid %lld, up %lldh%02lldm%02llds, backend %s, %lld view%s\n",
+	       (long long)jint(e, "pid"), (long long)(up / 3600), (long long)(up / 60 % 60),
+	       (long long)(up % 60), jstr(e, "backend"), (long long)jint(e, "views"),
+	       jint(e, "views") == 1 ? "" : "s");
+	printf("  served %s in %lld read%s (%.1f MB/s on average), ",
+	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)jint(e, "bytes_served")),
+	       (long long)jint(e, "reads"), jint(e, "reads") == 1 ? "" : "s",
+	       json_real_value(json_object_get(e, "mb_per_s")));
+	if (json_is_real(rate))
+		printf("cache hit rate %.1f%%", 100 * json_real_value(rate));
+	else
+		printf("cache not used yet");
+	printf(" (%s of %s), %lld read error%s\n",
+	       dsv_fmt_bytes(b, sizeof(b), (uint64_t)jint(e, "cache_bytes")),
+	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)jint(e, "cache_budget")),
+	       (long long)jint(e, "read_errors"), jint(e, "read_errors") == 1 ? "" : "s");
+	printf("  log %s\n", dsv_cli_shown(jstr(e, "log")));
+}
+
+static int each(const dsv_cli_mount *mnt, void *arg)
+{
+	status_job *j = arg;
+	if (strcmp(mnt->type, "fuse.dsview") || (j->only && strcmp(mnt->point, j->only)))
+		return 0;
+	json_t *e = describe(mnt);
+	if (!e)
+		return 0;
+	j->found++;
+	json_array_append_new(j->list, e);
+	return 0;
+}
+
+/* --watch: each entry's MB/s since the last pass ("mb_per_s_now"), from
+ * the bytes served then (prev, NULL on the first pass) and now. */
+static void add_rates(json_t *list, const json_t *prev, double secs)
+{
+	size_t i, k;
+	json_t *e, *p;
+	json_array_foreach(list, i, e) {
+		json_array_foreach(prev, k, p) {
+			if (secs > 0 && json_is_true(json_object_get(e, "alive")) &&
+			    !strcmp(jstr(e, "mountpoint"), jstr(p, "mountpoint")) &&
+			    jint(e, "pid") == jint(p, "pid"))
+				json_object_set_new(e, "mb_per_s_now",
+						    json_real((double)(jint(e, "bytes_served") -
+								       jint(p, "bytes_served")) /
+							      1e6 / secs));
+		}
+	}
+}
+
+static void print_all(const json_t *list, int json, int watch)
+{
+	size_t i;
+	json_t *e;
+	if (json) {
+		char *s = json_dumps(list, watch ? JSON_COMPACT | JSON_PRESERVE_ORDER
+						 : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		return;
+	}
+	json_array_foreach(list, i, e) {
+		printf("%s", i ? "\n" : "");
+		print_text(e);
+		json_t *now = json_object_get(e, "mb_per_s_now");
+		if (now)
+			printf("  now %.1f MB/s\n", json_real_value(now));
+	}
+}
+
+int dsv_cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "watch", optional_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	status_job j = { 0 };
+	char mp[PATH_MAX];
+	int c, json = 0, watch = 0;
+	json_t *prev = NULL;
+	double t_prev = 0;
+
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	while ((c = dsv_cli_getopt("status", argc, argv, "h", longopts)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'w':
+			watch = 2;
+			if (optarg && dsv_cli_int_arg("--watch", optarg, 1, 3600, &watch))
+				return EXIT_USER;
+			break;
+		case 'h': fputs(status_usage, stdout); return EXIT_OK;
+		default: return EXIT_USER;
+		}
+	}
+	if (dsv_cli_operands("status", argc, argv, 0, 1, "[MOUNTPOINT]"))
+		return EXIT_USER;
+	if (optind < argc) {
+		/* resolve the parent only: the mount itself may be dead */
+		dsv_cli_absolute(argv[optind], mp, sizeof(mp));
+		j.only = mp;
+	}
+	for (;;) { /* once, or every --watch seconds until interrupted */
+		j.found = 0;
+		j.list = json_array();
+		double t = dsv_now();
+		if (!j.list || dsv_cli_each_mount(each, &j) < 0) {
+			dsv_cli_error("cannot read /proc/self/mountinfo: %s", strerror(errno));
+			json_decref(j.list);
+			json_decref(prev);
+			return EXIT_INTERNAL;
+		}
+		if (j.only && !j.found) {
+			dsv_cli_error("%s: not a dsview mount", j.only);
+			json_decref(j.list);
+			json_decref(prev);
+			return EXIT_USER;
+		}
+		add_rates(j.list, prev, t - t_prev);
+		if (watch && !json && isatty(1))
+			printf("\033[H\033[J"); /* a terminal: redraw in place */
+		else if (watch && !json)
+			printf("--- %.0f\n", (double)time(NULL));
+		print_all(j.list, json, watch);
+		if (!json && !j.found)
+			printf("no dsview mounts\n");
+		fflush(stdout);
+		json_decref(prev);
+		prev = j.list;
+		t_prev = t;
+		if (!watch)
+			break;
+		sleep((unsigned)watch);
+	}
+	json_decref(prev);
+	return EXIT_OK;
+}

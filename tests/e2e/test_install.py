@@ -1,0 +1,159 @@
+"""make install and the mount helper (SPEC 14): mount -t fuse.dsview (through
+the installed link /sbin/mount.fuse.dsview, or through fuse3's mount.fuse3
+and dsview on PATH), the man page rendered by man -l, bash completion.
+
+mount(8) looks for helpers only in /sbin and runs them with its own PATH, so
+the tests that go through mount(8) run in a private mount namespace
+(unshare -m) where a directory of this build's links is bind-mounted over
+/usr/sbin or /usr/local/bin: the machine's own directories are untouched."""
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+from common import DSVIEW, E2E, mounted, reference, run
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+class Install(E2E):
+    def test_make_install_destdir(self):
+        stage = self.p("stage")
+        r = subprocess.run(["make", "-s", "-C", REPO, "install", f"DESTDIR={stage}", "PREFIX=/usr",
+                            f"BIN={os.path.abspath(DSVIEW)}"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.access(os.path.join(stage, "usr/bin/dsview"), os.X_OK))
+        self.assertEqual(os.readlink(os.path.join(stage, "sbin/mount.fuse.dsview")), "/usr/bin/dsview")
+        man = os.path.join(stage, "usr/share/man/man1/dsview.1")
+        comp = os.path.join(stage, "usr/share/bash-completion/completions/dsview")
+        self.assertTrue(os.path.exists(os.path.join(stage, "usr/include/dsview/fs.h")))
+        if shutil.which("man"):
+            r = subprocess.run(["man", "--warnings", "-l", man], capture_output=True, text=True,
+                               env={**os.environ, "MANWIDTH": "80", "MANPAGER": "cat"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stderr, "")  # no groff warnings
+            for want in ("NAME", "dsview mount", "MOUNT HELPER", "EXIT STATUS", "status"):
+                self.assertIn(want, r.stdout)
+        r = subprocess.run(["bash", "-c", f"source {comp}; COMP_WORDS=(dsview mount --log-l); "
+                            "COMP_CWORD=2; _dsview; echo ${COMPREPLY[@]}"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.stdout.strip(), "--log-level", r.stderr)
+
+
+class MountHelper(E2E):
+    def setUp(self):
+        super().setUp()
+        self.x = np.arange(3000, dtype=np.uint8).reshape(300, 10)
+        np.save(self.p("a.npy"), self.x)
+        self.mp = self.p("mnt-helper")
+        os.makedirs(self.mp, exist_ok=True)
+
+    def in_namespace(self, over, links, mount_cmd):
+        """Runs mount_cmd in a private mount namespace where directory over
+        holds only links (name -> target); copies a.dat out, records
+        findmnt and status, unmounts. Returns the CompletedProcess."""
+        d = self.p("links-" + os.path.basename(over))
+        os.makedirs(d, exist_ok=True)
+        for name, target in links.items():
+            if os.path.lexists(os.path.join(d, name)):
+                os.unlink(os.path.join(d, name))
+            os.symlink(target, os.path.join(d, name))
+        out = self.p("out")
+        os.makedirs(out, exist_ok=True)
+        script = f"""set -e
+trap 'umount -l {self.mp} 2>/dev/null || true' EXIT
+mount --bind {d} {over}
+{mount_cmd}
+findmnt -n -o SOURCE,FSTYPE,OPTIONS {self.mp} > {out}/findmnt.txt
+{DSVIEW} status --json {self.mp} > {out}/status.json
+cp {self.mp}/a.dat {out}/a.dat
+{DSVIEW} umount {self.mp}
+"""
+        return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                              capture_output=True, text=True, timeout=60)
+
+    def check_out(self, r, log):
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(self.p("out/findmnt.txt")) as f:
+            source, fstype, opts = f.read().split()
+        self.assertEqual(source, os.path.realpath(self.p("a.npy")))
+        self.assertEqual(fstype, "fuse.dsview")
+        self.assertIn("allow_other", opts.split(","))
+        self.assertIn("ro", opts.split(","))
+        with open(self.p("out/a.dat"), "rb") as f:
+            self.assertEqual(f.read(), reference(self.x).tobytes())
+        with open(self.p("out/status.json")) as f:
+            st = json.load(f)[0]
+        self.assertEqual(st["log"], log)
+        self.assertFalse(mounted(self.mp))  # the namespace's mount never showed here
+        with open(log) as f:
+            text = f.read()
+        self.assertNotIn("error", text)
+        return st
+
+    def test_mount_t_through_the_installed_link(self):
+        # /sbin/mount.fuse.dsview -> dsview, as make install links it; fstab's
+        # and systemd's own options are dropped, dsview's own are its options
+        log = self.p("link.log")
+        r = self.in_namespace("/usr/sbin", {"mount.fuse.dsview": os.path.abspath(DSVIEW)},
+                              f"mount -t fuse.dsview {self.p('a.npy')} {self.mp} -o "
+                              f"defaults,noauto,nofail,_netdev,x-systemd.automount,allow_other,"
+                              f"cache_size=64M,log_level=info,log={log}")
+        st = self.check_out(r, log)
+        self.assertEqual(st["cache_budget"], 64 << 20)
+
+    def test_mount_t_through_mount_fuse3(self):
+        # no link: mount(8) falls back to fuse3's mount.fuse3, which runs
+        # "dsview SOURCE MOUNTPOINT -o OPTS" from its PATH (/usr/local/bin)
+        if not os.path.exists("/sbin/mount.fuse3") or os.path.exists("/sbin/mount.fuse.dsview"):
+            self.skipTest("needs mount.fuse3 and no installed mount.fuse.dsview")
+        log = self.p("fuse3.log")
+        r = self.in_namespace("/usr/local/bin", {"dsview": os.path.abspath(DSVIEW)},
+                              f"mount -t fuse.dsview {self.p('a.npy')} {self.mp} "
+                              f"-o ro,allow_other,log={log}")
+        self.check_out(r, log)
+
+    def test_helper_called_directly(self):
+        link = self.p("mount.fuse.dsview")
+        if not os.path.lexists(link):
+            os.symlink(os.path.abspath(DSVIEW), link)
+        log = self.p("direct.log")
+        r = subprocess.run([link, self.p("a.npy"), self.mp, "-n", "-o", f"rw,allow_other,log={log}"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.assertTrue(mounted(self.mp))
+            with open(os.path.join(self.mp, "a.dat"), "rb") as f:
+                self.assertEqual(f.read(), reference(self.x).tobytes())
+        finally:
+            self.assertEqual(run("umount", self.mp).returncode, 0)
+        # -f: everything but the mount
+        r = subprocess.run([link, self.p("a.npy"), self.mp, "-f", "-o", "allow_other"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(mounted(self.mp))
+        r = subprocess.run([link, self.p("a.npy"), self.mp, "-q"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("unknown option '-q'", r.stderr)
+        # a dsview option with a bad value is the mount's own one-line error
+        r = subprocess.run([link, self.p("a.npy"), self.mp, "-o", "readahead=3K"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--readahead '3K'", r.stderr)
+        self.assertFalse(mounted(self.mp))
+
+    def test_mount_fuse3_form(self):
+        # what mount.fuse3 runs: dsview SOURCE MOUNTPOINT -o OPTS
+        log = self.p("form.log")
+        r = run(self.p("a.npy"), self.mp, "-o", f"rw,log={log}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.assertTrue(mounted(self.mp))
+        finally:
+            self.assertEqual(run("umount", self.mp).returncode, 0)
+        r = run("mnut", self.mp)  # a mistyped command is not a mount
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("unknown command 'mnut'", r.stderr)
