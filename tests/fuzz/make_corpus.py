@@ -267,7 +267,34 @@ def zlib_seeds():
     seed("garbage", 1, 4096, bytes(range(255, 0, -1)))
 
 
+def zarr_chunk_seeds():
+    """Four chunk files of a (6, 5) array in (4, 3) chunks (fuzz_zarr_chunk.c):
+    bytes 0-2 pick compressor, dtype, order; the rest is split in four."""
+    import numcodecs
+    x = np.arange(30, dtype=np.float32).reshape(6, 5)
+    comps = [None, numcodecs.Blosc("lz4", 5, 1), numcodecs.Zstd(3), numcodecs.LZ4(),
+             numcodecs.Zlib(1), numcodecs.GZip(1)]
+    for ci, comp in enumerate(comps):
+        parts = []
+        for r in range(2):
+            for c in range(2):
+                chunk = np.full((4, 3), 3, np.float32)
+                part = x[4 * r:4 * r + 4, 3 * c:3 * c + 3]
+                chunk[:part.shape[0], :part.shape[1]] = part
+                raw = chunk.tobytes()
+                parts.append(comp.encode(raw) if comp else raw)
+        # equal parts: pad each to the longest (trailing bytes: corrupt
+        # chunks the decoders must refuse), and one seed with the exact sizes
+        n = max(len(p) for p in parts)
+        put("zarr_chunk", f"c{ci}_f4", bytes([ci, 3, 0]) + b"".join(p.ljust(n, b"\0") for p in parts))
+        if all(len(p) == n for p in parts):
+            put("zarr_chunk", f"c{ci}_f4_exact", bytes([ci, 3, 0]) + b"".join(parts))
+    put("zarr_chunk", "raw_u1_F", bytes([0, 0, 1]) + bytes(range(48)))
+    put("zarr_chunk", "missing_some", bytes([0, 1, 0]) + bytes(3))
+
+
 if __name__ == "__main__":
     main()
     zarray_seeds()
     zlib_seeds()
+    zarr_chunk_seeds()
