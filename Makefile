@@ -68,7 +68,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-shuffle bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -185,6 +185,7 @@ bench: deps
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/grid_bench.py
 
 # The read table of issue 15 (tests/bench/read_bench.py): 12 KB and 150 KB
 # rows, cold and warm sequential passes, shuffled batches by one reader and
@@ -210,6 +211,13 @@ bench-views: deps
 bench-levers: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/levers.py
+
+# N-d chunk grids and Zarr (tests/bench/grid_bench.py): HDF5 chunks that
+# split rows through the grid against the library fallback and whole-row
+# chunks; a Zarr array against the LZ4 store and zarr + numpy.
+bench-grid: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/grid_bench.py
 
 # Where a shuffled pass's time goes (tests/bench/shuffle_profile.py): per
 # configuration, requests and bytes made per row, the daemon's time per

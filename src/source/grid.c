@@ -104,6 +104,21 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	uint64_t band_rows = nd ? ref->nelems / in->row_elems : 1;
 	if (nd)
 		idx[0] = ref->index;
+	if (s->grid_prefetch)
+		s->grid_prefetch(s, ref->index);
+	/* One C-order chunk that is exactly the band (whole rows, not the
+	 * last band's short chunk): decoded in place, no copy. */
+	int whole = nd && !s->g_fortran && band_rows == s->gshape[0] &&
+		    (!s->g_big_endian || es == 1);
+	for (int k = 1; whole && k < nd; k++)
+		whole = s->gshape[k] == in->shape[k];
+	if (whole) {
+		int err = s->grid_chunk(s, idx, dst, csize);
+		if (err == DSV_ERR_NOTFOUND)
+			for (uint64_t i = 0; i < celems; i++)
+				memcpy((unsigned char *)dst + i * es, s->g_fill, es);
+		return err == DSV_ERR_NOTFOUND ? 0 : err;
+	}
 	for (;;) {
 		int err = s->grid_chunk(s, idx, chunk, csize);
 		if (err == DSV_ERR_NOTFOUND) {

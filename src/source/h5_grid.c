@@ -14,6 +14,7 @@
  * not locate, or bands larger than the read path takes stay on the
  * fallback, with the reason.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,6 +55,19 @@ static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, si
 		dsv_grid_note_failure(what);
 	}
 	return err;
+}
+
+/* A band's chunks are consecutive in the C order of grid positions. */
+static void h5_grid_prefetch(const dsv_source *s, uint64_t band)
+{
+	uint64_t per = 1;
+	for (int k = 1; k < s->info.ndim; k++)
+		per *= s->gcount[k];
+	if (per < 2)
+		return; /* one chunk: nothing to overlap */
+	for (uint64_t i = band * per; i < (band + 1) * per; i++)
+		(void)posix_fadvise(s->fd, (off_t)s->chunk_off[i], (off_t)s->chunk_size[i],
+				    POSIX_FADV_WILLNEED);
 }
 
 int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
@@ -153,6 +167,7 @@ bad:
 	s->grid = 1;
 	s->chunked = 1;
 	s->grid_chunk = h5_grid_chunk;
+	s->grid_prefetch = h5_grid_prefetch;
 	s->chunk_rows = cdims[0];
 	s->info.chunk_elems = cdims[0] * s->info.row_elems;
 	s->info.nchunks = s->info.nelems ? s->gcount[0] : 0;

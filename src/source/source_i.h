@@ -70,6 +70,9 @@ struct dsv_source {
 	int g_fortran, g_big_endian;
 	unsigned char g_fill[8]; /* one element, little-endian */
 	int (*grid_chunk)(const dsv_source *s, const uint64_t *idx, void *dst, size_t size);
+	/* optional: asks the kernel for band's chunks before they are read
+	 * one by one, so their disk reads overlap */
+	void (*grid_prefetch)(const dsv_source *s, uint64_t band);
 	void *zarr; /* zarr.c's state, freed by zarr_close */
 	void (*zarr_close)(void *zarr);
 };
