@@ -174,6 +174,38 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 	return made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT;
 }
 
+/* The kernel reads the band's chunk files ahead, side by side, while the
+ * first are decoded (at most 256 files a band: a band of more chunks is
+ * rare and its files are small). One chunk a band: nothing to overlap. */
+static void zarr_prefetch(const dsv_source *s, uint64_t band)
+{
+	const zarr_state *z = s->zarr;
+	uint64_t idx[DSV_MAX_DIMS] = { 0 };
+	char key[1024], path[4096 + 1024];
+	int nd = z->m.ndim;
+	if (nd == 0 || z->m.nchunks / z->m.grid[0] < 2)
+		return;
+	idx[0] = band;
+	for (int n = 0; n < 256; n++) {
+		if (dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key)) == 0) {
+			snprintf(path, sizeof(path), "%s/%s", z->dir, key);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				(void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+				close(fd);
+			}
+		}
+		int k = nd - 1;
+		for (; k >= 1; k--) {
+			if (++idx[k] < z->m.grid[k])
+				break;
+			idx[k] = 0;
+		}
+		if (k < 1)
+			return;
+	}
+}
+
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 {
 	char *text = NULL, *attrs = NULL;
@@ -254,6 +286,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 		s->gcount[k] = m->grid[k];
 	}
 	s->grid_chunk = zarr_chunk;
+	s->grid_prefetch = zarr_prefetch;
 	uint64_t band_rows = m->ndim ? m->chunks[0] : 1;
 	s->chunk_rows = band_rows;
 	s->info.chunk_elems = band_rows * (m->ndim ? s->info.row_elems : 1);
