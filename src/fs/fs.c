@@ -84,10 +84,12 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 	uint64_t g;
 	size_t si;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
-	if (!v) { /* a tile of windows, made from its runs */
-		if (!err)
+	dsv_read_made made;
+	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, &made);
+	if (!v) { /* the read path's own: a tile of windows, an LZ4 frame or block */
+		if (made.tile)
 			atomic_fetch_add(&fs->made, 1);
+		atomic_fetch_add(&fs->bytes_decoded, made.decoded);
 		return err;
 	}
 	if (err)

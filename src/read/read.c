@@ -2,23 +2,11 @@
 #include <string.h>
 
 #include "common/tlsbuf.h"
-#include "read/read.h"
-#include "view/view_i.h"
+#include "read/read_i.h"
 
 /* Plain elements are pread and transformed this many source bytes at a
  * time: the piece stays in the core's cache between the two. */
 #define PLAIN_PIECE (256u << 10)
-
-/* What the cache's fill gets with each get: which source of which view,
- * and what the entry is: a chunk (decoded by the backend), or the read
- * path's own, a tile of windows made from runs read through the cache c. */
-enum { ENTRY_CHUNK, ENTRY_TILE };
-typedef struct read_src_arg {
-	const dsv_view *v;
-	size_t si;
-	int kind;
-	dsv_cache *c;
-} read_src_arg;
 
 /* n elements from src (source dtype) to dst: transformed by x, whose
  * channels count from output element oe, or copied as they are (x NULL). */
@@ -96,6 +84,18 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	 * library's lock for every small read (the kernel asks page by page). */
 	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
+	/* A part of an LZ4 chunk of many blocks: from its blocks (blocks.c). */
+	if (ref->codec == DSV_CODEC_LZ4 && n < ref->nelems) {
+		void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
+		if (!raw)
+			return DSV_ERR_NOMEM;
+		err = dsv_read_lz4_part(c, v, si, ref, first, n, raw);
+		if (err != DSV_ERR_UNSUPPORTED) {
+			if (!err)
+				emit(x, dst, raw, n, oe, ses);
+			return err;
+		}
+	}
 	err = dsv_cache_get(c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
 	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst) ? err : 0;
@@ -472,14 +472,27 @@ int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, si
 }
 
 int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
-		  uint64_t *g)
+		  uint64_t *g, dsv_read_made *made)
 {
 	const read_src_arg *a = arg;
+	dsv_read_made m = { 0, 0 };
+	int err = DSV_ERR_INTERNAL;
 	*v = NULL;
+	if (made)
+		*made = m;
 	if (!a)
 		return DSV_ERR_INTERNAL;
-	if (a->kind == ENTRY_TILE)
-		return fill_tile(a, chunk, buf, size);
+	if (a->kind == ENTRY_TILE) {
+		err = fill_tile(a, chunk, buf, size);
+		m.tile = !err;
+	} else if (a->kind == ENTRY_FRAME || a->kind == ENTRY_BLOCK) {
+		err = dsv_read_fill_lz4(a, chunk, buf, size, &m.decoded);
+	}
+	if (a->kind != ENTRY_CHUNK) {
+		if (made)
+			*made = m;
+		return err;
+	}
 	if (chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
 		return DSV_ERR_INTERNAL;
 	*v = a->v;

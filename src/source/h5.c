@@ -322,7 +322,10 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		s->fletcher32 = fl32;
 		s->info.kind = DSV_SRC_H5_CHUNKED;
 		*fallback = 0;
-		return resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
+		int err = resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
+		if (!err && codec == DSV_CODEC_LZ4)
+			dsv_source_note_lz4_block(s);
+		return err;
 	}
 
 	/* The library must decode it: every filter has to be one it has

@@ -70,6 +70,10 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
 /* Opens s->path read-only, fills fd, file_size, mtime. */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 
+/* Sets info.lz4_block from the first stored LZ4 chunk's header (a
+ * hint: each frame's own header is checked when it is read). */
+void dsv_source_note_lz4_block(dsv_source *s);
+
 /* Implemented in h5_read.c. */
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			 void *dst, size_t dst_cap);
