@@ -249,10 +249,9 @@ uint64_t dsv_pack_block_bytes(uint64_t row_bytes, uint64_t chunk_bytes, uint64_t
 		return chunk_bytes;
 	if (row_bytes <= want)
 		return want / row_bytes * row_bytes;
-	/* the fewest equal parts of a row that are each <= want, if any part
-	 * count up to twice that divides the row */
-	uint64_t least = (row_bytes + want - 1) / want;
-	for (uint64_t parts = least; parts <= 2 * least; parts++)
+	/* the fewest equal parts of a row, each <= want and >= want / 2 */
+	uint64_t least = (row_bytes + want - 1) / want, most = 2 * row_bytes / want;
+	for (uint64_t parts = least; parts <= most; parts++)
 		if (row_bytes % parts == 0)
 			return row_bytes / parts;
 	return want;
