@@ -57,7 +57,8 @@ def photo_rows(path, n):
 
 
 def one_pass(work, store, seed):
-    """(rows/s, decoded/asked) of one reader on a fresh mount of store."""
+    """(rows/s, decoded/asked, daemon CPU ms per row, reader CPU ms per
+    row) of one reader on a fresh mount of store."""
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt, exist_ok=True)
     subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
@@ -66,19 +67,23 @@ def one_pass(work, store, seed):
         a = np.memmap(os.path.join(mnt, "v.dat"), np.float32, "r", shape=(ROWS, SIDE, SIDE, 3))
         order = np.random.default_rng(seed).permutation(ROWS)
         with open(os.path.join(mnt, ".stats.json")) as f:
-            d0 = json.load(f)["bytes_decoded"]
+            st = json.load(f)
+        d0, pid = st["bytes_decoded"], st["pid"]
+        c0, r0 = L.proc_cpu(pid), os.times()
         t = time.perf_counter()
         for b in range(BATCHES):
             idx = np.sort(order[b * L.BATCH:(b + 1) * L.BATCH])
             np.asarray(a[idx]).sum()
         wall = time.perf_counter() - t
+        c1, r1 = L.proc_cpu(pid), os.times()
         with open(os.path.join(mnt, ".stats.json")) as f:
             d1 = json.load(f)["bytes_decoded"]
         del a
     finally:
         subprocess.run([DSVIEW, "umount", mnt], check=True)
     rows = BATCHES * L.BATCH
-    return rows / wall, (d1 - d0) / (rows * SIDE * SIDE * 3 * 4)
+    return (rows / wall, (d1 - d0) / (rows * SIDE * SIDE * 3 * 4), (c1 - c0) * 1e3 / rows,
+            (r1.user + r1.system - r0.user - r0.system) * 1e3 / rows)
 
 
 def main():
@@ -112,14 +117,18 @@ def main():
             for name in stores:
                 res[name].append(one_pass(work, name, seed=rnd))
         npy = float(np.median([r[0] for r in res["npy"]]))
-        print(f"\n{'store':8} {'ratio':>6} {'rows/s':>8} {'vs npy':>7} {'decoded/asked':>14}  pack")
+        print(f"\n{'store':8} {'ratio':>6} {'rows/s':>8} {'vs npy':>7} {'decoded/asked':>14} "
+              f"{'CPU ms/row daemon+reader':>25}  pack")
         for name in stores:
             rps = float(np.median([r[0] for r in res[name]]))
             amp = float(np.median([r[1] for r in res[name]]))
+            cd = float(np.median([r[2] for r in res[name]]))
+            cr = float(np.median([r[3] for r in res[name]]))
             ratio = "-"
             if stores[name]:
                 ratio = stores[name][1].split("(")[1].split("x")[0]
-            print(f"{name:8} {ratio:>6} {rps:8,.0f} {rps / npy:7.2f} {amp:14.2f}  "
+            print(f"{name:8} {ratio:>6} {rps:8,.0f} {rps / npy:7.2f} {amp:14.2f} "
+                  f"{f'{cd:.3f}+{cr:.3f}':>25}  "
                   + (stores[name][1].split(", ", 1)[1] if stores[name] else ""))
         print(f"\n{ROUNDS} rounds, medians; {BATCHES} sorted batches of {L.BATCH} of {ROWS} rows, "
               f"one reader, np.memmap of the float32 .dat; page cache warm, chunk cache cold; "

@@ -228,7 +228,7 @@ class Readahead(E2E):
     def test_readahead_window(self):
         # the mount's kernel readahead window: 128 KiB unless --readahead
         def window(mp):
-            with open("/proc/self/mountinfo") as f:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
                 dev = next(l.split()[2] for l in f if l.split()[4] == mp)
             with open(f"/sys/class/bdi/{dev}/read_ahead_kb") as f:
                 return int(f.read())
