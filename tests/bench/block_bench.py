@@ -43,14 +43,13 @@ def photo_rows(path, n):
     from skimage import data
     tiles = []
     for name in ("astronaut", "chelsea", "coffee", "hubble_deep_field", "immunohistochemistry",
-                 "motorcycle_left", "retina", "rocket"):
+                 "stereo_motorcycle", "retina", "rocket"):
         im = getattr(data, name)()
-        if im.ndim != 3:
-            continue
-        im = im[..., :3]
-        for y in range(0, im.shape[0] - SIDE + 1, SIDE):
-            for x in range(0, im.shape[1] - SIDE + 1, SIDE):
-                tiles.append(im[y:y + SIDE, x:x + SIDE])
+        for im in im[:2] if isinstance(im, tuple) else (im,):  # the motorcycle: left, right
+            im = im[..., :3]
+            for y in range(0, im.shape[0] - SIDE + 1, SIDE):
+                for x in range(0, im.shape[1] - SIDE + 1, SIDE):
+                    tiles.append(im[y:y + SIDE, x:x + SIDE])
     t = np.stack(tiles)
     np.save(path, t[np.arange(n) % len(t)])
     return len(t)
