@@ -17,7 +17,7 @@
  *   {"format": "dsview-store", "format_version": 1, "dsview_version": "0.1.0",
  *    "source": "<input as given>", "source_kind": "npy", "dtype": "uint8",
  *    "shape": [...], "codec": "lz4", "level": 0, "chunk_rows": 64,
- *    "chunk_bytes": 1048576, "block_bytes": 50176, "raw_bytes": N,
+ *    "chunk_bytes": 1048576, "block_bytes": 12544, "raw_bytes": N,
  *    "fletcher32": true}   (block_bytes: LZ4 stores only)
  * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
  *
@@ -42,7 +42,7 @@
 
 /* LZ4 raw bytes per block that --block-size asks for (the default, and
  * the bounds it accepts); dsv_pack_block_bytes fits it to the rows. */
-#define DSV_PACK_DEFAULT_BLOCK (64u << 10)
+#define DSV_PACK_DEFAULT_BLOCK (16u << 10) /* block_bench.py: README */
 #define DSV_PACK_MIN_BLOCK (4u << 10)
 #define DSV_PACK_MAX_BLOCK DSV_PACK_MAX_CHUNK
 

@@ -30,7 +30,7 @@ static const char pack_usage[] =
 	"options:\n"
 	"  --dataset NAME      dataset name in the store (default: the input's base name)\n"
 	"  --chunk-size SIZE   raw bytes per chunk, rounded to whole rows (default 1M)\n"
-	"  --block-size SIZE   lz4/lz4hc: raw bytes per LZ4 block (default 64K, 4K..1G), fitted\n"
+	"  --block-size SIZE   lz4/lz4hc: raw bytes per LZ4 block (default 16K, 4K..1G), fitted\n"
 	"                      to whole rows or an exact part of a row; a read decodes only\n"
 	"                      the blocks it needs\n"
 	"  --codec C           lz4 (default), lz4hc, or none (uncompressed, checksummed)\n"
@@ -98,7 +98,7 @@ int dsv_cmd_pack(int argc, char **argv)
 			if (dsv_parse_size(optarg, &o.block_bytes) || o.block_bytes < DSV_PACK_MIN_BLOCK ||
 			    o.block_bytes > DSV_PACK_MAX_BLOCK) {
 				dsv_cli_error("--block-size '%s' must be a size from %uK to %lluM "
-					      "(e.g. 64K)", optarg, DSV_PACK_MIN_BLOCK >> 10,
+					      "(e.g. 16K)", optarg, DSV_PACK_MIN_BLOCK >> 10,
 					      (unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
 				return EXIT_USER;
 			}

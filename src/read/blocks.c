@@ -2,7 +2,7 @@
  * DESIGN
  *
  * What it is for: a chunk of an LZ4 (32004) store is several independent
- * LZ4 blocks (`dsview pack` writes blocks of about 64 KiB, an exact part
+ * LZ4 blocks (`dsview pack` writes blocks of about 16 KiB, an exact part
  * of a row when the row divides so). A shuffled reader asks for a row or a
  * piece of one; decoding the whole chunk for it decodes rows nobody asked
  * for (3.2x the bytes asked, measured with one block per 1 MiB chunk).

@@ -36,6 +36,11 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 BATCHES = int(os.environ.get("BLOCK_BATCHES", "2"))
 DATA = os.environ.get("BLOCK_DATA", "bench")
 SIDE = 224
+MOUNT_ARGS = os.environ.get("BLOCK_MOUNT_ARGS", "").split()  # e.g. "--cache-size 64M"
+# GB of memory touched and freed before each pass: on a VM whose balloon
+# takes freed pages back, the daemon's first touch of fresh memory (a cold
+# chunk cache fills with new buffers) would cost ~2.5 s/GB (README)
+PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", "1"))
 
 
 def photo_rows(path, n):
@@ -60,7 +65,10 @@ def one_pass(work, store, seed):
     row) of one reader on a fresh mount of store."""
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt, exist_ok=True)
-    subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
+    if PREFAULT_GB > 0:
+        a = np.ones(int(PREFAULT_GB * 2**30), np.uint8)
+        del a
+    subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"), *MOUNT_ARGS,
                     os.path.join(work, store + ".ini"), mnt], check=True)
     try:
         a = np.memmap(os.path.join(mnt, "v.dat"), np.float32, "r", shape=(ROWS, SIDE, SIDE, 3))
@@ -131,7 +139,8 @@ def main():
                   + (stores[name][1].split(", ", 1)[1] if stores[name] else ""))
         print(f"\n{ROUNDS} rounds, medians; {BATCHES} sorted batches of {L.BATCH} of {ROWS} rows, "
               f"one reader, np.memmap of the float32 .dat; page cache warm, chunk cache cold; "
-              f"{os.cpu_count()} cores")
+              f"{PREFAULT_GB:g} GB touched and freed before each pass; mount options "
+              f"{' '.join(MOUNT_ARGS) or '(defaults)'}; {os.cpu_count()} cores")
     finally:
         mnt = os.path.join(work, "mnt")
         if os.path.ismount(mnt):
