@@ -71,7 +71,8 @@ static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref 
 /* The cache key of a chunk is its source's (v->src_key: views that share
  * a source share its decoded chunks) and its index in the source. */
 static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
-		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst)
+		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst,
+		       dsv_read_info *info)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
 	uint32_t key = v->src_key[si];
@@ -89,7 +90,9 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 		void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
 		if (!raw)
 			return DSV_ERR_NOMEM;
-		err = dsv_read_lz4_part(c, v, si, ref, first, n, raw);
+		uint64_t decoded = 0;
+		err = dsv_read_lz4_part(c, v, si, ref, first, n, raw, &decoded);
+		info->lz4_bytes += decoded / ses * v->out_esize;
 		if (err != DSV_ERR_UNSUPPORTED) {
 			if (!err)
 				emit(x, dst, raw, n, oe, ses);
@@ -135,7 +138,7 @@ static int read_src(dsv_cache *c, const dsv_view *v, size_t si, uint64_t a, uint
 			err = read_plain(v, si, &ref, first, m, x, oe, dst);
 			info->plain_bytes += m * v->out_esize;
 		} else {
-			err = read_cached(c, v, si, &ref, first, m, x, oe, dst);
+			err = read_cached(c, v, si, &ref, first, m, x, oe, dst, info);
 		}
 		if (by_chunk)
 			note_unit(info, v->chunk_base[si] + ref.index);
@@ -475,7 +478,7 @@ int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const
 		  uint64_t *g, dsv_read_made *made)
 {
 	const read_src_arg *a = arg;
-	dsv_read_made m = { 0, 0 };
+	dsv_read_made m = { 0 };
 	int err = DSV_ERR_INTERNAL;
 	*v = NULL;
 	if (made)
@@ -485,8 +488,8 @@ int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const
 	if (a->kind == ENTRY_TILE) {
 		err = fill_tile(a, chunk, buf, size);
 		m.tile = !err;
-	} else if (a->kind == ENTRY_FRAME || a->kind == ENTRY_BLOCK) {
-		err = dsv_read_fill_lz4(a, chunk, buf, size, &m.decoded);
+	} else if (a->kind == ENTRY_FRAME) {
+		err = dsv_read_fill_lz4(a, chunk, buf, size);
 	}
 	if (a->kind != ENTRY_CHUNK) {
 		if (made)

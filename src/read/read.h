@@ -31,6 +31,7 @@
 
 typedef struct dsv_read_info {
 	uint64_t plain_bytes; /* output bytes made from elements pread for this read */
+	uint64_t lz4_bytes;   /* output bytes of the LZ4 blocks this read decoded */
 	uint64_t first, last; /* the first and last readahead unit (segment) read */
 } dsv_read_info;
 
@@ -50,14 +51,12 @@ int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, si
 
 /* What a fill of the read path's own made (made NULL: not wanted). */
 typedef struct dsv_read_made {
-	int tile;         /* a tile of windows */
-	uint64_t decoded; /* output bytes of the LZ4 block it decoded, or 0 */
+	int tile; /* a tile of windows (else an LZ4 chunk's frame: nothing decoded) */
 } dsv_read_made;
 
 /* In a cache fill of (key, chunk) into buf (size bytes): fills buf itself
- * when the entry is the read path's own (a tile of windows, an LZ4
- * chunk's stored bytes or one of its blocks: *v NULL, and *made says
- * what), else sets *v, the view of the get that asked, and g, the chunk's
+ * when the entry is the read path's own (a tile of windows, or an LZ4
+ * chunk's frame: *v NULL, and *made says which), else sets *v, the view of the get that asked, and g, the chunk's
  * global index in it, for dsv_backend_decode to fill. @return 0 or a
  * negative dsv_err. */
 int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
