@@ -293,7 +293,11 @@ static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
 		return err;
 	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
 	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
-	return store_pages(fs, file, off, end);
+	/* a stream reads on through the chunk: decode it whole, once */
+	dsv_read_whole_chunks(1);
+	err = store_pages(fs, file, off, end);
+	dsv_read_whole_chunks(0);
+	return err;
 }
 
 /* Sampler hints (hints.h): a row's pages, from the page where it starts

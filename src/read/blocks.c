@@ -13,8 +13,11 @@
  * the source's key:
  *  - the chunk, decoded whole by the backend (read.c, as ever): a request
  *    that covers every block of a chunk, or finds it in the cache
- *    (dsv_cache_peek), is served from it. Readahead asks for whole chunks,
- *    so a sequential pass with readahead decodes each chunk once, whole.
+ *    (dsv_cache_peek), is served from it. The prefetcher's threads, which
+ *    read ahead of sequential streams, take whole chunks (read.h,
+ *    dsv_read_whole_chunks): a sequential pass decodes each chunk once,
+ *    whole, into an entry of the chunk's raw size (a frame holds stored
+ *    and raw bytes, nearly twice that, of which a scan needs neither).
  *  - its frame (id bits 63 and 62 | chunk), the read path's own: the
  *    chunk's stored bytes, read with one pread and checked against their
  *    Fletcher32 (the checksum covers the whole chunk, so no block is

@@ -68,6 +68,13 @@ static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref 
 	return 0;
 }
 
+static _Thread_local int whole_chunks; /* dsv_read_whole_chunks */
+
+void dsv_read_whole_chunks(int on)
+{
+	whole_chunks = on;
+}
+
 /* The cache key of a chunk is its source's (v->src_key: views that share
  * a source share its decoded chunks) and its index in the source. */
 static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
@@ -86,7 +93,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
 	/* A part of an LZ4 chunk of many blocks: from its blocks (blocks.c). */
-	if (ref->codec == DSV_CODEC_LZ4 && n < ref->nelems) {
+	if (ref->codec == DSV_CODEC_LZ4 && n < ref->nelems && !whole_chunks) {
 		void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
 		if (!raw)
 			return DSV_ERR_NOMEM;

@@ -49,6 +49,13 @@ typedef struct dsv_read_info {
 int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
+/* For the calling thread: on (1), a piece of an LZ4 chunk of many blocks
+ * is served from the whole chunk, decoded once and cached, as readahead
+ * wants (it reads on through the chunk, and pieces of a chunk made from
+ * blocks keep its stored bytes too); off (0, every thread's default), from
+ * the blocks that hold it. The prefetcher's threads turn it on. */
+void dsv_read_whole_chunks(int on);
+
 /* What a fill of the read path's own made (made NULL: not wanted). */
 typedef struct dsv_read_made {
 	int tile; /* a tile of windows (else an LZ4 chunk's frame: nothing decoded) */
