@@ -32,6 +32,37 @@ int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size);
 
+/*
+ * Block-level access to a 32004 frame: its blocks are independent, so a
+ * reader that wants a few bytes of a chunk decodes only the blocks that
+ * hold them. The header gives the layout; one scan of the block headers
+ * (dsv_lz4_index) gives every block's offset; then any block decodes
+ * alone.
+ */
+typedef struct dsv_lz4_frame {
+	uint64_t raw;     /* decoded bytes of the whole frame */
+	uint64_t block;   /* raw bytes per block, clamped to raw (the last holds the rest) */
+	uint64_t nblocks; /* 0 for an empty frame */
+} dsv_lz4_frame;
+
+/* Reads and checks the header. @return 0, or DSV_ERR_CORRUPT (short, a
+ * raw size past INT64_MAX, block size 0, more blocks than src_size has
+ * room for the headers of, bytes after an empty frame). */
+int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
+
+/* Scans the block headers of a frame f describes: at[i] = offset in src
+ * of block i's 4-byte size, at[f->nblocks] = src_size (at holds
+ * f->nblocks + 1). @return 0, or DSV_ERR_CORRUPT (a stored size of 0, a
+ * block past the end, bytes after the last block). */
+int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint64_t *at);
+
+/* Decodes block i of an indexed frame into dst (the block's raw size,
+ * min(f->block, f->raw - i * f->block), must fit in dst_cap). Never reads
+ * or writes out of bounds, whatever at holds. @return the block's raw
+ * size, or DSV_ERR_CORRUPT. */
+int64_t dsv_lz4_decode_block(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			     const dsv_lz4_frame *f, const uint64_t *at, uint64_t i);
+
 /* Worst-case encoded size for src_size bytes in blocks of block_size. */
 size_t dsv_lz4_bound(size_t src_size, size_t block_size);
 

@@ -3,6 +3,8 @@
  * HDF5 file holding one dataset chunked along axis 0 (whole rows per
  * chunk), with the filter
  * pipeline LZ4 (32004) then Fletcher32, in the source's dtype, little-endian.
+ * Each LZ4 chunk is several independent LZ4 blocks (the framing's block
+ * size), so that a reader decodes only the blocks a request covers.
  *
  * Chunks are compressed by worker threads and written in order by one
  * writer through HDF5's direct chunk write. Memory is bounded: at most
@@ -15,7 +17,8 @@
  *   {"format": "dsview-store", "format_version": 1, "dsview_version": "0.1.0",
  *    "source": "<input as given>", "source_kind": "npy", "dtype": "uint8",
  *    "shape": [...], "codec": "lz4", "level": 0, "chunk_rows": 64,
- *    "chunk_bytes": 1048576, "raw_bytes": N, "fletcher32": true}
+ *    "chunk_bytes": 1048576, "block_bytes": 12544, "raw_bytes": N,
+ *    "fletcher32": true}   (block_bytes: LZ4 stores only)
  * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
  *
  * Thread safety: dsv_pack runs one pack at a time per process (it takes the
@@ -36,6 +39,20 @@
 /* HDF5 caps a chunk at 4 GiB - 1 and LZ4 a block at about 2 GiB; chunks
  * stay at or below 1 GiB (one LZ4 block, the plugin's default size). */
 #define DSV_PACK_MAX_CHUNK (1ull << 30)
+
+/* LZ4 raw bytes per block that --block-size asks for (the default, and
+ * the bounds it accepts); dsv_pack_block_bytes fits it to the rows. */
+#define DSV_PACK_DEFAULT_BLOCK (16u << 10) /* block_bench.py: README */
+#define DSV_PACK_MIN_BLOCK (4u << 10)
+#define DSV_PACK_MAX_BLOCK DSV_PACK_MAX_CHUNK
+
+/* The block size a store of rows of row_bytes in chunks of chunk_bytes
+ * gets for a wanted size: the chunk when want >= chunk_bytes; else whole
+ * rows when a row fits in want (as many as fit); else an exact fraction of
+ * a row, the largest not over want and at least want / 2, when the row
+ * divides so (a shuffled row then decodes exactly its own blocks); else
+ * want. */
+uint64_t dsv_pack_block_bytes(uint64_t row_bytes, uint64_t chunk_bytes, uint64_t want);
 
 typedef enum dsv_pack_codec {
 	DSV_PACK_LZ4 = 0,   /* LZ4 fast, --level = acceleration (1 default) */
@@ -59,6 +76,9 @@ typedef struct dsv_pack_opts {
 	int64_t raw_shape[DSV_MAX_DIMS];
 	uint64_t chunk_bytes; /* 0: DSV_PACK_DEFAULT_CHUNK; rounded to whole rows */
 	dsv_pack_codec codec;
+	/* LZ4 raw bytes per block wanted: 0: DSV_PACK_DEFAULT_BLOCK; else
+	 * DSV_PACK_MIN_BLOCK .. DSV_PACK_MAX_BLOCK; fitted by dsv_pack_block_bytes */
+	uint64_t block_bytes;
 	int level;   /* -1: the codec's default */
 	int threads; /* 0: online CPUs */
 	int force;   /* replace an existing output */
@@ -72,6 +92,7 @@ typedef struct dsv_pack_opts {
 
 typedef struct dsv_pack_result {
 	uint64_t rows, chunks, chunk_rows;
+	uint64_t block_bytes;  /* LZ4 raw bytes per block (0: codec none) */
 	uint64_t raw_bytes;    /* input bytes */
 	uint64_t stored_bytes; /* chunk bytes on disk (what the data costs) */
 	uint64_t file_bytes;   /* size of the output file */

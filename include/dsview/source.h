@@ -53,6 +53,10 @@ typedef struct dsv_source_info {
 	uint64_t chunk_elems; /* elements per chunk (all but the last) */
 	uint64_t nchunks;
 	uint64_t stored_bytes; /* bytes on disk for the data */
+	/* LZ4 (32004) sources: raw bytes per LZ4 block, as the first stored
+	 * chunk's frame says (clamped to the chunk); 0 for other codecs or a
+	 * frame that could not be read (chunks are then decoded whole) */
+	uint64_t lz4_block;
 	struct timespec mtime;
 	const char *attrs;    /* an HDF5 dataset's attributes, a JSON object, or NULL */
 } dsv_source_info;
@@ -152,6 +156,13 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap);
 size_t dsv_source_scratch_size(const dsv_source *s);
+/* Reads a chunk's stored bytes (ref->stored_size of them, nothing decoded)
+ * into buf and checks its Fletcher32: *payload is the codec's part (the
+ * trailer taken off). For readers that decode part of a chunk.
+ * @return 0, DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_CHECKSUM or
+ * DSV_ERR_INVALID (a fallback chunk, or buf_cap short). */
+int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
+			   size_t buf_cap, size_t *payload);
 /* Reads elements [first, first + n) of a plain chunk (dsv_chunk_is_plain)
  * into dst (n * esize bytes): one pread, nothing else of the chunk.
  * DSV_ERR_TRUNCATED when they lie past the end of the file. */

@@ -438,6 +438,24 @@ int dsv_cache_failed_lately(dsv_cache *c, uint32_t key, uint64_t chunk)
 	return lately;
 }
 
+dsv_cache_entry *dsv_cache_peek(dsv_cache *c, uint32_t key, uint64_t chunk)
+{
+	pthread_mutex_lock(&c->lock);
+	dsv_cache_entry *e = lookup(c, key, chunk);
+	if (e && e->state == ST_READY) {
+		e->refs++;
+		c->st.hits++;
+		if (e->q == Q_MAIN) {
+			q_unlink(c, e);
+			q_push_head(c, e);
+		}
+	} else {
+		e = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
 int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
 		  dsv_cache_entry **out)
 {

@@ -82,7 +82,12 @@ static void print_chunks(const json_t *src)
 	} else {
 		printf("%llu elements (rows split)", (unsigned long long)jint(src, "chunk_elems"));
 	}
-	printf(" (%s%s)\n", dsv_fmt_bytes(b, sizeof(b), bytes), n > 1 ? " each" : "");
+	printf(" (%s%s)", dsv_fmt_bytes(b, sizeof(b), bytes), n > 1 ? " each" : "");
+	/* a read decodes only the blocks it needs (one block: the chunk) */
+	if (json_is_integer(json_object_get(src, "lz4_block_bytes")))
+		printf(", LZ4 blocks of %s",
+		       dsv_fmt_bytes(b, sizeof(b), jint(src, "lz4_block_bytes")));
+	printf("\n");
 }
 
 static void print_flat(const json_t *root)

@@ -30,6 +30,9 @@ static const char pack_usage[] =
 	"options:\n"
 	"  --dataset NAME      dataset name in the store (default: the input's base name)\n"
 	"  --chunk-size SIZE   raw bytes per chunk, rounded to whole rows (default 1M)\n"
+	"  --block-size SIZE   lz4/lz4hc: raw bytes per LZ4 block (default 16K, 4K..1G), fitted\n"
+	"                      to whole rows or an exact part of a row; a read decodes only\n"
+	"                      the blocks it needs\n"
 	"  --codec C           lz4 (default), lz4hc, or none (uncompressed, checksummed)\n"
 	"  --level N           lz4: acceleration, 1 (default) = best ratio .. higher = faster;\n"
 	"                      lz4hc: 1..12 (default 9)\n"
@@ -62,6 +65,7 @@ int dsv_cmd_pack(int argc, char **argv)
 		{ "dataset", required_argument, NULL, 'n' },
 		{ "chunk-size", required_argument, NULL, 'c' },
 		{ "codec", required_argument, NULL, 'z' },
+		{ "block-size", required_argument, NULL, 'b' },
 		{ "level", required_argument, NULL, 'l' },
 		{ "dtype", required_argument, NULL, 'D' },
 		{ "shape", required_argument, NULL, 'S' },
@@ -87,6 +91,15 @@ int dsv_cmd_pack(int argc, char **argv)
 		case 'c':
 			if (dsv_parse_size(optarg, &o.chunk_bytes) || o.chunk_bytes == 0) {
 				dsv_cli_error("--chunk-size '%s' is not a size (e.g. 1M, 256k)", optarg);
+				return EXIT_USER;
+			}
+			break;
+		case 'b':
+			if (dsv_parse_size(optarg, &o.block_bytes) || o.block_bytes < DSV_PACK_MIN_BLOCK ||
+			    o.block_bytes > DSV_PACK_MAX_BLOCK) {
+				dsv_cli_error("--block-size '%s' must be a size from %uK to %lluM "
+					      "(e.g. 16K)", optarg, DSV_PACK_MIN_BLOCK >> 10,
+					      (unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
 				return EXIT_USER;
 			}
 			break;
@@ -180,7 +193,8 @@ int dsv_cmd_pack(int argc, char **argv)
 	       (unsigned long long)res.chunks, (unsigned long long)res.chunk_rows,
 	       o.codec == DSV_PACK_LZ4 ? "lz4" : o.codec == DSV_PACK_LZ4HC ? "lz4hc" : "none");
 	if (o.codec != DSV_PACK_NONE)
-		printf(" level %d", res.level);
+		printf(" level %d, blocks of %s", res.level,
+		       dsv_fmt_bytes(a, sizeof(a), res.block_bytes));
 	printf(", %.2f s (%.2f s writing, %.2f s syncing), %s/s, %d threads\n", res.seconds,
 	       res.write_seconds, res.sync_seconds,
 	       dsv_fmt_bytes(a, sizeof(a),

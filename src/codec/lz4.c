@@ -64,64 +64,126 @@ int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 	return 0;
 }
 
+int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f)
+{
+	uint64_t min_src;
+
+	memset(f, 0, sizeof(*f));
+	if (dsv_lz4_raw_size(src, src_size, &f->raw))
+		return DSV_ERR_CORRUPT;
+	if (f->raw == 0)
+		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
+	f->block = load_be32((const uint8_t *)src + 8);
+	if (f->block == 0)
+		return DSV_ERR_CORRUPT;
+	if (f->block > f->raw) /* the plugin's decoder clamps the same way */
+		f->block = f->raw;
+	/* Each block costs at least its 4-byte header: rejects a tiny block
+	 * size that would make us loop over billions of phantom blocks. */
+	f->nblocks = f->raw / f->block + (f->raw % f->block != 0);
+	if (dsv_mul_u64(f->nblocks, LZ4F_BLOCK_HEADER, &min_src) ||
+	    dsv_add_u64(min_src, LZ4F_HEADER, &min_src) || min_src > src_size)
+		return DSV_ERR_CORRUPT;
+	return 0;
+}
+
+/* Raw bytes of block i of f. */
+static uint64_t block_raw(const dsv_lz4_frame *f, uint64_t i)
+{
+	uint64_t first = i * f->block;
+	return f->raw - first < f->block ? f->raw - first : f->block;
+}
+
+/* One block: stored bytes at in (stored of them, already checked to lie
+ * in the input) into want bytes at out. */
+static int decode_one(uint8_t *out, uint64_t want, const uint8_t *in, uint32_t stored)
+{
+	if (stored == want) {
+		memcpy(out, in, (size_t)want);
+		return 0;
+	}
+	/* LZ4_decompress_safe takes int sizes; a larger block cannot have
+	 * come from an LZ4 compressor. */
+	if (want > LZ4_MAX_INPUT_SIZE || stored > INT_MAX)
+		return DSV_ERR_CORRUPT;
+	int got = LZ4_decompress_safe((const char *)in, (char *)out, (int)stored, (int)want);
+	return got < 0 || (uint64_t)got != want ? DSV_ERR_CORRUPT : 0;
+}
+
 int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size)
 {
 	const uint8_t *in = src;
 	uint8_t *out = dst;
-	uint64_t raw, block, nblocks, min_src, done = 0;
+	dsv_lz4_frame f;
 	size_t pos = LZ4F_HEADER;
 
-	if (dsv_lz4_raw_size(src, src_size, &raw))
+	if (dsv_lz4_frame_info(src, src_size, &f))
 		return DSV_ERR_CORRUPT;
 	/* Checked before anything is written: a frame that claims more than
 	 * the caller expects is corrupt, not a reason to grow a buffer. */
-	if (raw > dst_cap)
+	if (f.raw > dst_cap)
 		return DSV_ERR_CORRUPT;
-	if (raw == 0)
-		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
-
-	block = load_be32(in + 8);
-	if (block == 0)
-		return DSV_ERR_CORRUPT;
-	if (block > raw) /* the plugin's decoder clamps the same way */
-		block = raw;
-	/* Each block costs at least its 4-byte header: rejects a tiny block
-	 * size that would make us loop over billions of phantom blocks. */
-	nblocks = raw / block + (raw % block != 0);
-	if (dsv_mul_u64(nblocks, LZ4F_BLOCK_HEADER, &min_src) ||
-	    dsv_add_u64(min_src, LZ4F_HEADER, &min_src) || min_src > src_size)
-		return DSV_ERR_CORRUPT;
-
-	while (done < raw) {
-		uint64_t want = raw - done < block ? raw - done : block;
+	for (uint64_t i = 0; i < f.nblocks; i++) {
+		uint64_t want = block_raw(&f, i);
 		uint32_t stored;
 
 		if (src_size - pos < LZ4F_BLOCK_HEADER)
 			return DSV_ERR_CORRUPT;
 		stored = load_be32(in + pos);
 		pos += LZ4F_BLOCK_HEADER;
-		if (stored == 0 || stored > src_size - pos)
+		if (stored == 0 || stored > src_size - pos ||
+		    decode_one(out + i * f.block, want, in + pos, stored))
 			return DSV_ERR_CORRUPT;
-		if (stored == want) {
-			memcpy(out + done, in + pos, (size_t)want);
-		} else {
-			/* LZ4_decompress_safe takes int sizes; a larger block
-			 * cannot have come from an LZ4 compressor. */
-			if (want > LZ4_MAX_INPUT_SIZE || stored > INT_MAX)
-				return DSV_ERR_CORRUPT;
-			int got = LZ4_decompress_safe((const char *)in + pos,
-						      (char *)out + done, (int)stored,
-						      (int)want);
-			if (got < 0 || (uint64_t)got != want)
-				return DSV_ERR_CORRUPT;
-		}
 		pos += stored;
-		done += want;
 	}
 	if (pos != src_size)
 		return DSV_ERR_CORRUPT; /* trailing bytes: not what we expected */
-	return (int64_t)raw;
+	return (int64_t)f.raw;
+}
+
+int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint64_t *at)
+{
+	const uint8_t *in = src;
+	size_t pos = LZ4F_HEADER;
+
+	for (uint64_t i = 0; i < f->nblocks; i++) {
+		uint32_t stored;
+
+		if (pos > src_size || src_size - pos < LZ4F_BLOCK_HEADER)
+			return DSV_ERR_CORRUPT;
+		at[i] = pos;
+		stored = load_be32(in + pos);
+		pos += LZ4F_BLOCK_HEADER;
+		if (stored == 0 || stored > src_size - pos)
+			return DSV_ERR_CORRUPT;
+		pos += stored;
+	}
+	at[f->nblocks] = pos;
+	return pos == src_size ? 0 : DSV_ERR_CORRUPT;
+}
+
+int64_t dsv_lz4_decode_block(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			     const dsv_lz4_frame *f, const uint64_t *at, uint64_t i)
+{
+	const uint8_t *in = src;
+	uint64_t want, pos;
+	uint32_t stored;
+
+	if (i >= f->nblocks)
+		return DSV_ERR_CORRUPT;
+	want = block_raw(f, i);
+	pos = at[i];
+	/* at[] came from dsv_lz4_index of these bytes; checked again, as it
+	 * costs nothing, so a mixed-up index cannot read outside src. */
+	if (want > dst_cap || pos > src_size || src_size - pos < LZ4F_BLOCK_HEADER)
+		return DSV_ERR_CORRUPT;
+	stored = load_be32(in + pos);
+	pos += LZ4F_BLOCK_HEADER;
+	if (stored == 0 || stored > src_size - pos || pos + stored != at[i + 1] ||
+	    decode_one(dst, want, in + pos, stored))
+		return DSV_ERR_CORRUPT;
+	return (int64_t)want;
 }
 
 static size_t eff_block(size_t src_size, size_t block_size)

@@ -87,9 +87,10 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 	uint64_t g;
 	size_t si;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
-	if (!v) { /* a tile of windows, made from its runs */
-		if (!err)
+	dsv_read_made made;
+	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, &made);
+	if (!v) { /* the read path's own: a tile of windows, or an LZ4 frame */
+		if (made.tile)
 			atomic_fetch_add(&fs->made, 1);
 		return err;
 	}
@@ -340,7 +341,11 @@ static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
 		return err;
 	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
 	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
-	return store_pages(fs, file, off, end);
+	/* a stream reads on through the chunk: decode it whole, once */
+	dsv_read_whole_chunks(1);
+	err = store_pages(fs, file, off, end);
+	dsv_read_whole_chunks(0);
+	return err;
 }
 
 /* Sampler hints (hints.h): a row's pages, from the page where it starts

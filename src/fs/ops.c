@@ -110,7 +110,7 @@ int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char 
 	info->first = UINT64_MAX; /* no chunk */
 	if (len)
 		err = dsv_read(fs->cache, fs->tiles, v, off - hdr, len, buf, info);
-	atomic_fetch_add(&fs->bytes_decoded, info->plain_bytes);
+	atomic_fetch_add(&fs->bytes_decoded, info->plain_bytes + info->lz4_bytes);
 	return err;
 }
 

@@ -51,11 +51,12 @@ static int64_t make_chunk(packer *p, dsv_range *r, uint64_t i, char *raw, void *
 		memset(raw + used, 0, (size_t)(p->chunk_bytes - used));
 	switch (o->codec) {
 	case DSV_PACK_LZ4:
-		n = dsv_lz4_encode_fast(out, p->slot_cap - 4, raw, (size_t)p->chunk_bytes, 0,
-					o->level);
+		n = dsv_lz4_encode_fast(out, p->slot_cap - 4, raw, (size_t)p->chunk_bytes,
+					(size_t)p->block_bytes, o->level);
 		break;
 	case DSV_PACK_LZ4HC:
-		n = dsv_lz4_encode(out, p->slot_cap - 4, raw, (size_t)p->chunk_bytes, 0, o->level);
+		n = dsv_lz4_encode(out, p->slot_cap - 4, raw, (size_t)p->chunk_bytes,
+				   (size_t)p->block_bytes, o->level);
 		break;
 	default:
 		memcpy(out, raw, (size_t)p->chunk_bytes);

@@ -153,7 +153,7 @@ static int create_temp(const char *output, char *path, size_t cap, dsv_errbuf *e
 }
 
 static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint64_t chunk_rows,
-			uint64_t chunk_bytes)
+			uint64_t chunk_bytes, uint64_t block_bytes)
 {
 	json_t *shape = json_array(), *j;
 	char *s;
@@ -171,6 +171,8 @@ static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint6
 		      "fletcher32", 1);
 	if (!j)
 		return NULL;
+	if (block_bytes)
+		json_object_set_new(j, "block_bytes", json_integer((json_int_t)block_bytes));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -178,12 +180,14 @@ static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint6
 
 /* Under the HDF5 lock: the file, the dataset and its attribute. */
 static int h5_create(const char *tmp, const char *name, const dsv_source_info *in,
-		     uint64_t chunk_rows, const dsv_pack_opts *o, const char *json,
-		     hid_t *file, hid_t *dset, dsv_errbuf *eb)
+		     uint64_t chunk_rows, uint64_t block_bytes, const dsv_pack_opts *o,
+		     const char *json, hid_t *file, hid_t *dset, dsv_errbuf *eb)
 {
 	hsize_t dims[DSV_MAX_DIMS], cdims[DSV_MAX_DIMS];
 	hid_t space = -1, dcpl = -1, ftype = -1, atype = -1, aspace = -1, attr = -1;
-	unsigned cd[1] = { 0 }; /* LZ4 block size: 0 = the plugin's default */
+	/* LZ4 block size, as the plugin takes it (chunks are written whole
+	 * by us, but a writer that extends the dataset uses this) */
+	unsigned cd[1] = { (unsigned)block_bytes };
 	int err = DSV_ERR_INTERNAL;
 
 	for (int k = 0; k < in->ndim; k++) {
@@ -237,6 +241,20 @@ static int fsync_dir(const char *dir)
 	int rc = fsync(fd);
 	close(fd);
 	return rc;
+}
+
+uint64_t dsv_pack_block_bytes(uint64_t row_bytes, uint64_t chunk_bytes, uint64_t want)
+{
+	if (want >= chunk_bytes || row_bytes == 0)
+		return chunk_bytes;
+	if (row_bytes <= want)
+		return want / row_bytes * row_bytes;
+	/* the fewest equal parts of a row, each <= want and >= want / 2 */
+	uint64_t least = (row_bytes + want - 1) / want, most = 2 * row_bytes / want;
+	for (uint64_t parts = least; parts <= most; parts++)
+		if (row_bytes % parts == 0)
+			return row_bytes / parts;
+	return want;
 }
 
 /* ---- dsv_pack ---- */
@@ -323,6 +341,11 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 				DSV_LZ4_MAX_ACCELERATION);
 	if (o->codec == DSV_PACK_LZ4HC && (o->level < 1 || o->level > 12))
 		return dsv_errf(eb, DSV_ERR_INVALID, "lz4hc: --level must be 1 to 12");
+	if (o->block_bytes &&
+	    (o->block_bytes < DSV_PACK_MIN_BLOCK || o->block_bytes > DSV_PACK_MAX_BLOCK))
+		return dsv_errf(eb, DSV_ERR_INVALID, "--block-size must be %uK to %lluM",
+				DSV_PACK_MIN_BLOCK >> 10,
+				(unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
 	if (o->dataset) {
 		if (strlen(o->dataset) >= sizeof(name) || !dsv_name_ok(o->dataset))
 			return dsv_errf(eb, DSV_ERR_INVALID,
@@ -370,8 +393,13 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		p.chunk_bytes = rows * p.row_bytes;
 		p.nchunks = (p.in->nrows + rows - 1) / rows;
 	}
-	p.slot_cap = (o->codec == DSV_PACK_NONE ? (size_t)p.chunk_bytes
-						: dsv_lz4_bound((size_t)p.chunk_bytes, 0)) + 4;
+	if (o->codec != DSV_PACK_NONE)
+		p.block_bytes = dsv_pack_block_bytes(p.row_bytes, p.chunk_bytes,
+						     o->block_bytes ? o->block_bytes
+								    : DSV_PACK_DEFAULT_BLOCK);
+	p.slot_cap = (o->codec == DSV_PACK_NONE
+			      ? (size_t)p.chunk_bytes
+			      : dsv_lz4_bound((size_t)p.chunk_bytes, (size_t)p.block_bytes)) + 4;
 
 	dir = dir_of(o->output);
 	if (!dir) {
@@ -406,7 +434,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		}
 		res->estimated_bytes = need;
 	}
-	json = store_json(o, p.in, p.chunk_rows, p.chunk_bytes);
+	json = store_json(o, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
 	if (!json) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		goto out;
@@ -419,7 +447,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		goto out;
 	}
 	dsv_h5_lock();
-	err = h5_create(tmp, name, p.in, p.chunk_rows, o, json, &file, &dset, eb);
+	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &dset, eb);
 	dsv_h5_unlock();
 	if (err)
 		goto out;
@@ -483,6 +511,7 @@ renamed:
 	res->rows = p.in->nrows;
 	res->chunks = p.nchunks;
 	res->chunk_rows = p.chunk_rows;
+	res->block_bytes = p.block_bytes;
 	res->raw_bytes = p.in->nelems * dsv_dtype_size(p.in->dtype);
 	snprintf(res->dataset, sizeof(res->dataset), "/%s", name);
 	res->seconds = now_s() - t0;

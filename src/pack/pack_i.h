@@ -25,6 +25,7 @@ typedef struct packer {
 	const dsv_source *src;
 	const dsv_source_info *in;
 	uint64_t row_bytes, chunk_rows, chunk_bytes, nchunks;
+	uint64_t block_bytes; /* LZ4 raw bytes per block (0: codec none) */
 	size_t slot_cap;
 
 	pthread_mutex_t mu;

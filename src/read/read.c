@@ -2,23 +2,11 @@
 #include <string.h>
 
 #include "common/tlsbuf.h"
-#include "read/read.h"
-#include "view/view_i.h"
+#include "read/read_i.h"
 
 /* Plain elements are pread and transformed this many source bytes at a
  * time: the piece stays in the core's cache between the two. */
 #define PLAIN_PIECE (256u << 10)
-
-/* What the cache's fill gets with each get: which source of which view,
- * and what the entry is: a chunk (decoded by the backend), or the read
- * path's own, a tile of windows made from runs read through the cache c. */
-enum { ENTRY_CHUNK, ENTRY_TILE };
-typedef struct read_src_arg {
-	const dsv_view *v;
-	size_t si;
-	int kind;
-	dsv_cache *c;
-} read_src_arg;
 
 /* n elements from src (source dtype) to dst: transformed by x, whose
  * channels count from output element oe, or copied as they are (x NULL). */
@@ -80,10 +68,18 @@ static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref 
 	return 0;
 }
 
+static _Thread_local int whole_chunks; /* dsv_read_whole_chunks */
+
+void dsv_read_whole_chunks(int on)
+{
+	whole_chunks = on;
+}
+
 /* The cache key of a chunk is its source's (v->src_key: views that share
  * a source share its decoded chunks) and its index in the source. */
 static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
-		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst)
+		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst,
+		       dsv_read_info *info)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
 	uint32_t key = v->src_key[si];
@@ -96,6 +92,20 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	 * library's lock for every small read (the kernel asks page by page). */
 	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
+	/* A part of an LZ4 chunk of many blocks: from its blocks (blocks.c). */
+	if (ref->codec == DSV_CODEC_LZ4 && n < ref->nelems && !whole_chunks) {
+		void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
+		if (!raw)
+			return DSV_ERR_NOMEM;
+		uint64_t decoded = 0;
+		err = dsv_read_lz4_part(c, v, si, ref, first, n, raw, &decoded);
+		info->lz4_bytes += decoded / ses * v->out_esize;
+		if (err != DSV_ERR_UNSUPPORTED) {
+			if (!err)
+				emit(x, dst, raw, n, oe, ses);
+			return err;
+		}
+	}
 	err = dsv_cache_get(c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
 	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst) ? err : 0;
@@ -135,7 +145,7 @@ static int read_src(dsv_cache *c, const dsv_view *v, size_t si, uint64_t a, uint
 			err = read_plain(v, si, &ref, first, m, x, oe, dst);
 			info->plain_bytes += m * v->out_esize;
 		} else {
-			err = read_cached(c, v, si, &ref, first, m, x, oe, dst);
+			err = read_cached(c, v, si, &ref, first, m, x, oe, dst, info);
 		}
 		if (by_chunk)
 			note_unit(info, v->chunk_base[si] + ref.index);
@@ -472,14 +482,27 @@ int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, si
 }
 
 int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
-		  uint64_t *g)
+		  uint64_t *g, dsv_read_made *made)
 {
 	const read_src_arg *a = arg;
+	dsv_read_made m = { 0 };
+	int err = DSV_ERR_INTERNAL;
 	*v = NULL;
+	if (made)
+		*made = m;
 	if (!a)
 		return DSV_ERR_INTERNAL;
-	if (a->kind == ENTRY_TILE)
-		return fill_tile(a, chunk, buf, size);
+	if (a->kind == ENTRY_TILE) {
+		err = fill_tile(a, chunk, buf, size);
+		m.tile = !err;
+	} else if (a->kind == ENTRY_FRAME) {
+		err = dsv_read_fill_lz4(a, chunk, buf, size);
+	}
+	if (a->kind != ENTRY_CHUNK) {
+		if (made)
+			*made = m;
+		return err;
+	}
 	if (chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
 		return DSV_ERR_INTERNAL;
 	*v = a->v;

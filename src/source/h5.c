@@ -325,8 +325,12 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		s->fletcher32 = fl32;
 		s->info.kind = DSV_SRC_H5_CHUNKED;
 		*fallback = 0;
-		if (whole_rows)
-			return resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
+		if (whole_rows) {
+			int err = resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
+			if (!err && codec == DSV_CODEC_LZ4)
+				dsv_source_note_lz4_block(s);
+			return err;
+		}
 		int err = dsv_h5_open_grid(s, o->dset, o->space, cdims, codec != DSV_CODEC_NONE,
 					   fl32, s->h5_why, sizeof(s->h5_why), o->eb);
 		if (err != DSV_ERR_UNSUPPORTED)

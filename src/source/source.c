@@ -233,6 +233,29 @@ static int within_file(const dsv_source *s, uint64_t off, uint64_t n)
 	return n <= s->file_size && off <= s->file_size - n;
 }
 
+void dsv_source_note_lz4_block(dsv_source *s)
+{
+	uint8_t head[12]; /* u64 raw size, u32 block size */
+	dsv_chunk_ref ref;
+	uint64_t raw, block;
+
+	s->info.lz4_block = 0;
+	for (uint64_t i = 0; i < s->info.nchunks; i++) {
+		if (dsv_source_chunk(s, i, &ref) || ref.fallback)
+			continue;
+		if (ref.codec != DSV_CODEC_LZ4)
+			continue; /* stored raw: its filter was skipped */
+		if (ref.stored_size < sizeof(head) || !within_file(s, ref.offset, sizeof(head)) ||
+		    dsv_source_pread(s, head, sizeof(head), ref.offset) ||
+		    dsv_lz4_raw_size(head, sizeof(head), &raw) || raw != ref.raw_size)
+			return;
+		block = (uint64_t)head[8] << 24 | (uint64_t)head[9] << 16 | (uint64_t)head[10] << 8 |
+			head[11];
+		s->info.lz4_block = block > raw ? raw : block;
+		return;
+	}
+}
+
 int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
 			  uint64_t n, void *dst)
 {
@@ -266,6 +289,26 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
 }
 
+int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
+			   size_t buf_cap, size_t *payload)
+{
+	int err;
+
+	if (ref->fallback || buf_cap < ref->stored_size)
+		return DSV_ERR_INVALID;
+	if (!within_file(s, ref->offset, ref->stored_size))
+		return DSV_ERR_TRUNCATED;
+	if ((err = dsv_source_pread(s, buf, (size_t)ref->stored_size, ref->offset)))
+		return err;
+	*payload = (size_t)ref->stored_size;
+	if (ref->fletcher32) {
+		if ((err = dsv_fletcher32_check(buf, *payload)))
+			return err;
+		*payload -= 4;
+	}
+	return 0;
+}
+
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap)
@@ -287,18 +330,10 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 		 * chunk but only the first nelems elements are ours. */
 		return dsv_source_pread(s, dst, (size_t)need, ref->offset);
 	}
-	if (scratch_cap < ref->stored_size)
-		return DSV_ERR_INVALID;
-	err = dsv_source_pread(s, scratch, (size_t)ref->stored_size, ref->offset);
+	size_t payload;
+	err = dsv_source_read_stored(s, ref, scratch, scratch_cap, &payload);
 	if (err)
 		return err;
-	size_t payload = (size_t)ref->stored_size;
-	if (ref->fletcher32) {
-		err = dsv_fletcher32_check(scratch, payload);
-		if (err)
-			return err;
-		payload -= 4;
-	}
 	if (ref->codec == DSV_CODEC_NONE) {
 		if (payload < need)
 			return DSV_ERR_CORRUPT;

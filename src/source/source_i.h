@@ -92,6 +92,9 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 /* A grid_chunk that fails says which chunk (its file) for the log. */
 void dsv_grid_note_failure(const char *what);
+/* Sets info.lz4_block from the first stored LZ4 chunk's header (a
+ * hint: each frame's own header is checked when it is read). */
+void dsv_source_note_lz4_block(dsv_source *s);
 
 /* Implemented in h5_read.c. */
 int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,

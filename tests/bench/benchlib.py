@@ -64,7 +64,7 @@ def raise_readahead(mp, kb=1024):
     """read_ahead_kb = 1024 on the null mount's bdi: FUSE's largest request,
     the best window for a filesystem that does not read ahead itself (dsview
     does, and sets 128 KiB, which suits shuffled memmap rows)."""
-    with open("/proc/self/mountinfo") as f:
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             fields = line.split()
             if fields[4] == mp:

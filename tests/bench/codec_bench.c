@@ -3,7 +3,10 @@
  * compression and LZ4 decompression of one file's bytes in chunks, through
  * dsview's own 32004 codec, on one thread. Prints one JSON object.
  *
- *   codec_bench FILE [CHUNK_BYTES] [SKIP_BYTES]
+ *   codec_bench FILE [CHUNK_BYTES] [SKIP_BYTES] [BLOCK_BYTES]
+ *
+ * BLOCK_BYTES: LZ4 raw bytes per block inside a chunk (0, the default: one
+ * block per chunk), as `dsview pack --block-size` writes them.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,16 +28,17 @@ int main(int argc, char **argv)
 {
 	size_t chunk = argc > 2 ? strtoull(argv[2], NULL, 10) : (1u << 20);
 	off_t skip = argc > 3 ? (off_t)strtoull(argv[3], NULL, 10) : 0;
+	size_t block = argc > 4 ? strtoull(argv[4], NULL, 10) : 0;
 	struct stat st;
 	int fd = argc > 1 ? open(argv[1], O_RDONLY) : -1;
 
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= skip || chunk == 0) {
-		fprintf(stderr, "usage: codec_bench FILE [CHUNK_BYTES] [SKIP_BYTES]\n");
+		fprintf(stderr, "usage: codec_bench FILE [CHUNK_BYTES] [SKIP_BYTES] [BLOCK_BYTES]\n");
 		return 1;
 	}
 	size_t n = (size_t)(st.st_size - skip);
 	char *in = malloc(n), *back = malloc(chunk);
-	size_t cap = dsv_lz4_bound(chunk, 0);
+	size_t cap = dsv_lz4_bound(chunk, block);
 	size_t nchunks = (n + chunk - 1) / chunk;
 	char *enc = malloc(cap * nchunks);
 	size_t *encn = calloc(nchunks, sizeof(*encn));
@@ -47,7 +51,7 @@ int main(int argc, char **argv)
 	t = now();
 	for (size_t i = 0; i < nchunks; i++) {
 		size_t len = i + 1 < nchunks ? chunk : n - i * chunk;
-		int64_t got = dsv_lz4_encode(enc + i * cap, cap, in + i * chunk, len, 0, 9);
+		int64_t got = dsv_lz4_encode(enc + i * cap, cap, in + i * chunk, len, block, 9);
 		if (got < 0)
 			return 1;
 		hc_out += (size_t)got;
@@ -57,7 +61,7 @@ int main(int argc, char **argv)
 	t = now();
 	for (size_t i = 0; i < nchunks; i++) {
 		size_t len = i + 1 < nchunks ? chunk : n - i * chunk;
-		int64_t got = dsv_lz4_encode_fast(enc + i * cap, cap, in + i * chunk, len, 0, 1);
+		int64_t got = dsv_lz4_encode_fast(enc + i * cap, cap, in + i * chunk, len, block, 1);
 		if (got < 0)
 			return 1;
 		encn[i] = (size_t)got;

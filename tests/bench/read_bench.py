@@ -37,7 +37,10 @@ Reported: rows/s (all workers), read amplification (bytes read from disk,
 over the source bytes of the rows asked for: uint8 rows, float32 for
 f32_mm), CPU seconds per GB of float32 delivered, readers and daemon apart.
 
-Other knobs: READ_PEERS=f32_mm,dsv_npy,... a subset; READ_JSON=path writes
+Other knobs: READ_PEERS=f32_mm,dsv_npy,... a subset; READ_PACK_ARGS extra
+`dsview pack` options for dsv_lz4's store (e.g. "--block-size 16K"; the
+dsview peers' shuffled passes also report bytes decoded / bytes asked,
+from .stats.json); READ_JSON=path writes
 the results; BENCH_DIR (default /var/tmp), BENCH_SETTLE, BENCH_PREFAULT_GB
 (see benchlib; the prefault defaults to 6 GB scaled by READ_MB/1024, at
 least 1). READ_MB=128 ROUNDS=1 is a quick run (~4 min on 2 cores)."""
@@ -62,6 +65,7 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SIZES = [int(s) for s in os.environ.get("READ_SIZES", "64,224").split(",")]
 WORKERS = int(os.environ.get("READ_WORKERS", "4"))
 OUT_JSON = os.environ.get("READ_JSON")
+PACK_ARGS = os.environ.get("READ_PACK_ARGS", "").split()  # e.g. "--block-size 16K"
 PEERS = ["f32_mm", "null", "dsv_npy", "dsv_hint", "dsv_lz4", "u8_numpy", "h5_numpy"]
 SERVED = ("null", "dsv_npy", "dsv_hint", "dsv_lz4")
 HINT_AHEAD = 2
@@ -95,7 +99,7 @@ class Dataset:
         u8 = self.path("u8.npy")
         L.make_images(u8, self.n, side, side)
         L.normalise_file(u8, self.path("f32.npy"))
-        subprocess.run([DSVIEW, "pack", "--dataset", "x", u8, self.path("u8.h5")], check=True,
+        subprocess.run([DSVIEW, "pack", "--dataset", "x", *PACK_ARGS, u8, self.path("u8.h5")], check=True,
                        stdout=subprocess.DEVNULL)
         with open(self.path("b.ini"), "w") as f:
             for name, src in (("npy", "u8.npy"), ("lz4", "u8.h5:/x")):
@@ -185,6 +189,14 @@ def daemon_now(ds):
     return L.proc_cpu(ds.pid), L.proc_read_bytes(ds.pid)
 
 
+def decoded_now(ds, peer):
+    """The daemon's bytes_decoded (.stats.json), dsview peers only."""
+    if ds.pid is None or not peer.startswith("dsv_"):
+        return 0
+    with open(os.path.join(ds.mnt, ".stats.json")) as f:
+        return json.load(f)["bytes_decoded"]
+
+
 def seq_pass(ds, peer, r, phase):
     """Timed sequential pass (cold, or warm after cache_fully) into r."""
     arr, _, close = ds.open(peer)
@@ -262,7 +274,7 @@ def shuf_pass(ds, peer, r, workers, seed):
     os.close(wfd)
     os.close(gr)
     time.sleep(0.2)  # let the workers open their arrays
-    d0 = daemon_now(ds)
+    d0, dec0 = daemon_now(ds), decoded_now(ds, peer)
     t = time.perf_counter()
     os.write(gw, b"g" * workers)
     for pid in pids:
@@ -270,7 +282,7 @@ def shuf_pass(ds, peer, r, workers, seed):
         if status != 0:
             raise RuntimeError(f"{peer}: a shuffled reader failed (status {status})")
     wall = time.perf_counter() - t
-    d1 = daemon_now(ds)
+    d1, dec1 = daemon_now(ds), decoded_now(ds, peer)
     with os.fdopen(rfd) as f:
         rep = [json.loads(line) for line in f]
     os.close(gw)
@@ -282,6 +294,8 @@ def shuf_pass(ds, peer, r, workers, seed):
     r[f"cpu_r_{key}"] = sum(x["cpu"] for x in rep) / gb
     r[f"cpu_d_{key}"] = (d1[0] - d0[0]) / gb
     r[f"wall_{key}"] = wall / gb
+    if peer.startswith("dsv_"):  # bytes decoded (float32 out) / bytes asked
+        r[f"dec_{key}"] = (dec1 - dec0) / (rows * ds.row * 4)
     if peer != "null":
         disk = (d1[1] - d0[1]) if peer in SERVED else sum(x["io"] for x in rep)
         r[f"amp_{key}"] = disk / (rows * ds.row * (4 if peer == "f32_mm" else 1))
@@ -381,7 +395,10 @@ def main():
                     seq = (f"cold {r['cold'] / 1e9:.2f} warm {r['warm'] / 1e9:.2f} GB/s "
                            f"({100 * r['cached']:.1f}% cached), " if "cold" in r else "")
                     print(f"  round {rnd + 1}/{ROUNDS} {peer:8}: {seq}"
-                          f"shuffled {r['shuf1']:,.0f} / {WORKERS}w {r['shufw']:,.0f} rows/s",
+                          f"shuffled {r['shuf1']:,.0f} / {WORKERS}w {r['shufw']:,.0f} rows/s"
+                          + (f", decoded/asked {r['dec_shuf1']:.2f} / {r['dec_shufw']:.2f}, "
+                             f"disk/asked {r['amp_shuf1']:.2f} / {r['amp_shufw']:.2f}"
+                             if "dec_shuf1" in r else ""),
                           flush=True)
             res = {p: {k: float(np.median([r[k] for r in rs]))
                        for k in rs[0]} for p, rs in runs.items()}

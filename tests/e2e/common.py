@@ -65,8 +65,8 @@ def mount_entry(mp):
     mp = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(mp))),
                       os.path.basename(os.path.abspath(mp)))
     found = None
-    # bytes that are not UTF-8 (a path's) come back as they are
-    with open("/proc/self/mountinfo", errors="surrogateescape") as f:
+    # other mounts on the machine may name files in any bytes (not UTF-8)
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             left, _, right = line.partition(" - ")
             fields = left.split()

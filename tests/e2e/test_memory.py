@@ -15,7 +15,7 @@ from test_load import (ROWS, Dataset, drop_page_cache, fork_children, has_asan, 
 
 def _cgroup_mounts():
     out = []
-    with open("/proc/self/mountinfo") as f:
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             left, _, right = line.partition(" - ")
             fields, r = left.split(), right.split()

@@ -16,7 +16,7 @@ static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *
 	uint64_t g;
 	(void)ctx;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
+	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, NULL);
 	return err || !v ? err : dsv_cpu_decode(v, g, buf, size);
 }
 

@@ -85,6 +85,28 @@ def main():
         put("lz4", "header_only", struct.pack(">QI", 100, 100))
         put("lz4", "huge_raw", struct.pack(">QI", 2**62, 2**30) + struct.pack(">I", 5) + b"\x50abcd")
         put("lz4", "zero_block", struct.pack(">QI", 10, 0))
+        # lz4block: frames of many blocks (compressible, noise stored raw,
+        # mixed), and damaged ones: a block size 0, a stored size 0 or past
+        # the end, block counts whose headers cannot fit, cut and trailing
+        with h5py.File(p, "w") as f:
+            mixed = np.concatenate([img, rng.integers(0, 256, 2000, dtype=np.uint8), img[:999]])
+            for name, data, nbytes in (("img", img, 512), ("noise", rng.integers(0, 256, 3000, dtype=np.uint8), 1000),
+                                       ("mixed", mixed, 700), ("one", img, 0)):
+                f.create_dataset(name, data=data, chunks=(len(data),), **hdf5plugin.LZ4(nbytes=nbytes))
+        with h5py.File(p, "r") as f:
+            for name in ("img", "noise", "mixed", "one"):
+                _, frame = f[name].id.read_direct_chunk((0,))
+                put("lz4block", f"frame_{name}", frame)
+                put("lz4block", f"frame_{name}_cut", frame[:len(frame) * 2 // 3])
+                put("lz4block", f"frame_{name}_trailing", frame + b"\0")
+                second = 12 + 4 + struct.unpack(">I", frame[12:16])[0]
+                for label, v in (("zero", 0), ("past", len(frame)), ("huge", 0xFFFFFFF0)):
+                    bad = bytearray(frame)
+                    bad[second:second + 4] = struct.pack(">I", v)
+                    put("lz4block", f"frame_{name}_size_{label}", bytes(bad))
+        put("lz4block", "block_size_zero", struct.pack(">QI", 10, 0) + struct.pack(">I", 10) + bytes(10))
+        put("lz4block", "block_over_chunk", struct.pack(">QII", 4, 2**32 - 1, 4) + b"abcd")
+        put("lz4block", "count_overflow", struct.pack(">QI", 2**63 - 1, 1) + bytes(64))
         # h5: the layouts and filters dsview reads, and broken files
         def h5(name, fill):
             q = os.path.join(tmp, name + ".h5")

@@ -324,6 +324,32 @@ static void test_damaged_input(void **state)
 }
 
 /* LZ4 fast at several accelerations round-trips; out-of-range refused. */
+/* Block sizes fitted to rows: whole rows, an exact part of a row, the
+ * chunk, or the size asked when the row does not divide. */
+static void test_block_bytes(void **state)
+{
+	(void)state;
+	uint64_t row = 224 * 224 * 3, chunk = 6 * row;
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 64 << 10), row / 3);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 32 << 10), row / 6);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 16 << 10), row / 12);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 128 << 10), row / 2);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 256 << 10), row);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 2 * row + 1), 2 * row);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, chunk), chunk);
+	assert_int_equal(dsv_pack_block_bytes(row, chunk, 1u << 30), chunk);
+	/* small rows: as many whole rows as fit */
+	assert_int_equal(dsv_pack_block_bytes(74, 74 * 1000, 4096), 74 * 55);
+	/* a prime row: no part divides it, the size asked */
+	assert_int_equal(dsv_pack_block_bytes(100003, 10 * 100003, 16384), 16384);
+	/* every block is at least half of what was asked */
+	for (uint64_t r = 4097; r < 4097 + 2000; r += 7)
+		for (uint64_t want = 4096; want <= 65536; want *= 2) {
+			uint64_t b = dsv_pack_block_bytes(r, 64 * r, want);
+			assert_true(b <= want && b >= want / 2);
+		}
+}
+
 static void test_encode_fast(void **state)
 {
 	static char enc[sizeof(data) + 1024], back[sizeof(data)];
@@ -350,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_interrupted_mid_pack),
 		cmocka_unit_test(test_damaged_input),
 		cmocka_unit_test(test_encode_fast),
+		cmocka_unit_test(test_block_bytes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

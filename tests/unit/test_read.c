@@ -81,7 +81,7 @@ static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *
 	const dsv_view *v;
 	uint64_t g;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g);
+	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, NULL);
 	if (err || !v)
 		return err;
 	return dsv_backend_decode(fx->b, v, g, buf, size);
