@@ -8,6 +8,8 @@
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
 #   make bench-read    the read table of issue 15 alone (READ_MB=128 ROUNDS=1: ~4 min)
 #   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
+#   make bench-grid    N-d chunk grids and Zarr alone (GRID_MB=32 ROUNDS=1: ~1 min)
+#   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 # Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests
 # (No CUDA switch yet: src/gpu holds only the stub, so there is nothing for

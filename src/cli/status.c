@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "common/str.h"
 #include "cli/progress.h"
 #include "common/clock.h"
 
@@ -36,23 +37,6 @@ static const char status_usage[] =
 	"\n"
 	"Exit status: 0, or 1 when MOUNTPOINT is not a dsview mount.\n";
 
-/* Decodes a mountinfo field in place: the kernel writes space, tab,
- * newline and backslash as octal \NNN. */
-static void unescape(char *s)
-{
-	char *d = s;
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
 int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");
@@ -67,8 +51,8 @@ int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg
 		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt.point) != 1 ||
 		    sscanf(dash + 3, "%255s %4095s", mnt.type, mnt.source) != 2)
 			continue;
-		unescape(mnt.point);
-		unescape(mnt.source);
+		dsv_mountinfo_unescape(mnt.point);
+		dsv_mountinfo_unescape(mnt.source);
 		rc = fn(&mnt, arg);
 	}
 	fclose(f);

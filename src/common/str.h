@@ -80,4 +80,9 @@ int dsv_name_unescape(char *dst, size_t dst_cap, const char *src);
  * 4 * max + 4 bytes. @return out */
 const char *dsv_shown(const char *name, size_t n, size_t max, char *out);
 
+/* Decodes a /proc/self/mountinfo field in place: the kernel writes space,
+ * tab, newline and backslash in a path as octal \NNN (fs/proc_namespace.c,
+ * mangle()), so "/mnt/a b" reads "/mnt/a\040b". */
+void dsv_mountinfo_unescape(char *s);
+
 #endif

@@ -237,24 +237,6 @@ static int dead_mount(const char *mountpoint)
 	return statvfs(mountpoint, &sv) < 0 && errno == ENOTCONN;
 }
 
-/* Decodes a /proc/self/mountinfo field in place: the kernel writes space,
- * tab, newline and backslash in a path as octal \NNN (fs/proc_namespace.c,
- * mangle()), so "/mnt/a b" reads "/mnt/a\040b". */
-static void mountinfo_unescape(char *s)
-{
-	char *d = s;
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
 /* The kernel's readahead for this mount is the bdi's read_ahead_kb; set it
  * to the chosen window (FUSE's own default is the largest request size).
  * The device number comes from mountinfo: a stat() of the mountpoint would be
@@ -273,7 +255,7 @@ static void set_readahead(const char *mountpoint, uint64_t bytes)
 		unsigned a, b;
 		if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3)
 			continue;
-		mountinfo_unescape(point);
+		dsv_mountinfo_unescape(point);
 		if (!strcmp(point, mountpoint) && strstr(line, " fuse.dsview ")) {
 			maj = a;
 			min = b;

@@ -17,7 +17,7 @@ struct dsv_hints {
 	pthread_cond_t cv;
 	hint *q;
 	size_t cap, head, len;
-	int stopping, nthreads;
+	int stopping, nthreads, want; /* want: threads to start with the first hint */
 	pthread_t *tids;
 	dsv_hints_stats st;
 };
@@ -62,20 +62,27 @@ dsv_hints *dsv_hints_start(int threads, size_t cap, dsv_hint_fn fn, void *ctx)
 		dsv_hints_stop(h);
 		return NULL;
 	}
-	for (; h->nthreads < threads; h->nthreads++)
+	h->want = threads > 0 ? threads : 1;
+	return h;
+}
+
+/* With mu held. The threads start with the first hint: a mount nobody
+ * hints costs no threads (16 idle threads are 16 stacks, and more under
+ * a sanitizer). A thread that cannot be made now is tried again with the
+ * next hints; until one exists, hints wait in the queue. */
+static void start_threads(dsv_hints *h)
+{
+	for (; h->nthreads < h->want; h->nthreads++)
 		if (pthread_create(&h->tids[h->nthreads], NULL, hint_thread, h))
 			break;
-	if (h->nthreads == 0) {
-		dsv_hints_stop(h);
-		return NULL;
-	}
-	return h;
 }
 
 uint64_t dsv_hints_add(dsv_hints *h, uint32_t file, const uint64_t *rows, size_t n)
 {
 	uint64_t dropped = 0;
 	pthread_mutex_lock(&h->mu);
+	if (h->nthreads < h->want)
+		start_threads(h);
 	for (size_t i = 0; i < n; i++) {
 		if (h->len == h->cap) { /* the oldest waiting hint makes room */
 			h->head = (h->head + 1) % h->cap;

@@ -25,7 +25,8 @@ typedef struct dsv_hints dsv_hints;
  * negative error (not retried: a reader that needs the row reads it). */
 typedef int (*dsv_hint_fn)(void *ctx, uint32_t file, uint64_t row);
 
-/* cap: hints queued at most. NULL on allocation failure. */
+/* cap: hints queued at most; threads: how many store them, started with
+ * the first hint. NULL on allocation failure. */
 dsv_hints *dsv_hints_start(int threads, size_t cap, dsv_hint_fn fn, void *ctx);
 /* Queues rows of file, in order. @return how many queued hints were
  * dropped to make room. */

@@ -74,36 +74,34 @@ static int slurp(const char *dir, const char *name, char **text, size_t *len, st
 	return 0;
 }
 
-int dsv_source_zarr_version(const char *path)
+/* 2 or 3 when dir holds Zarr metadata of node kind ("array" or "group"):
+ * v2's own file (v2name), or a v3 zarr.json naming the kind (open and
+ * the group walk parse it for real). */
+static int zarr_node(const char *dir, const char *v2name, const char *kind)
 {
-	char *text;
+	char *text, quoted[16];
 	size_t len;
 	struct stat st;
 	int v = 0;
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
-	if (slurp(path, ".zarray", &text, &len, &st) == 0)
+	snprintf(quoted, sizeof(quoted), "\"%s\"", kind);
+	if (slurp(dir, v2name, &text, &len, &st) == 0)
 		v = 2;
-	else if (slurp(path, "zarr.json", &text, &len, &st) == 0)
-		v = strstr(text, "\"array\"") ? 3 : 0; /* open parses it for real */
+	else if (slurp(dir, "zarr.json", &text, &len, &st) == 0)
+		v = strstr(text, quoted) ? 3 : 0;
 	free(text);
 	return v;
 }
 
+int dsv_source_zarr_version(const char *path)
+{
+	return zarr_node(path, ".zarray", "array");
+}
+
 int dsv_source_zarr_group(const char *path)
 {
-	char *text;
-	size_t len;
-	struct stat st;
-	int v = 0;
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
-	if (slurp(path, ".zgroup", &text, &len, &st) == 0)
-		v = 2;
-	else if (slurp(path, "zarr.json", &text, &len, &st) == 0)
-		v = strstr(text, "\"group\"") ? 3 : 0;
-	free(text);
-	return v;
+	return zarr_node(path, ".zgroup", "group");
 }
 
 static void note(const char *path)

@@ -168,7 +168,10 @@ class Readahead(E2E):
             self.assertEqual(self.read_all(m.path("seq.dat")), self.ref)
             st = self.stats(m)
             self.assertGreater(st["prefetched"], 0, st)
-            self.assertLessEqual(st["bytes_decoded"], 1.1 * len(self.ref), st)
+            # about once: 1.00 here, 1.14 under ThreadSanitizer, whose slow
+            # prefetcher lets the reader take more pieces from blocks of
+            # chunks it then decodes whole; decoding twice would be 2.0
+            self.assertLessEqual(st["bytes_decoded"], 1.25 * len(self.ref), st)
             self.assertEqual(st["errors"], 0)
 
     def test_npy_file_read_ahead_behind_its_header(self):
