@@ -1,6 +1,7 @@
 /*
  * N-d chunk grids (source_i.h: grid): an array stored in chunks that are
- * boxes, not runs of whole rows (Zarr; later HDF5 chunks that split rows).
+ * boxes, not runs of whole rows (Zarr, zarr.c; HDF5 chunks that split
+ * rows, h5_grid.c).
  *
  * The read path works in chunks of whole rows, so a grid source offers it
  * bands: band b is rows [b * gshape[0], (b + 1) * gshape[0]) in C order,
@@ -10,6 +11,9 @@
  * the array (edge chunks are stored whole, as Zarr does) copied to its
  * place: runs along the last axis for C-order chunks, element by element
  * for Fortran-order ones. A chunk never written reads as the fill value.
+ * A band that is exactly one C-order chunk (little-endian, or bytes) is
+ * decoded in place. Before a band is made, the format may ask the kernel
+ * for all its chunks at once (grid_prefetch), so their reads overlap.
  */
 #include <stdio.h>
 #include <string.h>
