@@ -185,8 +185,10 @@ class Lifecycle(E2E):
                             fd = os.open(dat, os.O_RDONLY)
                             rng = random.Random(k)
                             size = os.fstat(fd).st_size
-                            while True:
-                                os.pread(fd, 65536, rng.randrange(0, size))
+                            while True:  # each pread asks the daemon, not the page cache
+                                off = rng.randrange(0, size)
+                                os.posix_fadvise(fd, off, 65536, os.POSIX_FADV_DONTNEED)
+                                os.pread(fd, 65536, off)
                     except OSError as e:
                         code = 10 + e.errno if 0 < e.errno < 240 else 2
                     except BaseException:
@@ -195,15 +197,24 @@ class Lifecycle(E2E):
                 kids[pid] = k
             time.sleep(1.5)
             self.assertEqual([p for p in kids if not alive(p)], [], "a reader ended before the kill")
+            hold = os.open(dat, os.O_RDONLY)
             os.kill(m.pid, signal.SIGKILL)
             t0 = time.time()
             ends = {}
             while kids and time.time() - t0 < 30:
+                # pages already in the page cache still read after the daemon
+                # died (rightly): drop those no reader maps, so every reader
+                # soon asks the dead daemon
+                os.posix_fadvise(hold, 0, 0, os.POSIX_FADV_DONTNEED)
                 for pid in list(kids):
                     done, status = os.waitpid(pid, os.WNOHANG)
                     if done:
                         ends[kids.pop(pid)] = (status, time.time() - t0)
                 time.sleep(0.02)
+            try:
+                os.close(hold)  # its flush may fail on the dead mount
+            except OSError:
+                pass
             stacks = {k: kernel_stack(pid) for pid, k in kids.items()}
             for pid in kids:  # hung readers
                 os.kill(pid, signal.SIGKILL)
