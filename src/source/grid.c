@@ -34,6 +34,13 @@ const char *dsv_source_grid_failure(void)
 	return failed;
 }
 
+/* n elements of es bytes, each the fill value (a chunk never written). */
+static void fill(void *dst, uint64_t n, const unsigned char *value, size_t es)
+{
+	for (uint64_t i = 0; i < n; i++)
+		memcpy((unsigned char *)dst + i * es, value, es);
+}
+
 static void swap_elems(unsigned char *p, uint64_t n, size_t es)
 {
 	for (uint64_t i = 0; i < n; i++, p += es)
@@ -119,15 +126,13 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	if (whole) {
 		int err = s->grid_chunk(s, idx, dst, csize);
 		if (err == DSV_ERR_NOTFOUND)
-			for (uint64_t i = 0; i < celems; i++)
-				memcpy((unsigned char *)dst + i * es, s->g_fill, es);
+			fill(dst, celems, s->g_fill, es);
 		return err == DSV_ERR_NOTFOUND ? 0 : err;
 	}
 	for (;;) {
 		int err = s->grid_chunk(s, idx, chunk, csize);
 		if (err == DSV_ERR_NOTFOUND) {
-			for (uint64_t i = 0; i < celems; i++)
-				memcpy(chunk + i * es, s->g_fill, es);
+			fill(chunk, celems, s->g_fill, es);
 		} else if (err) {
 			return err;
 		} else if (s->g_big_endian && es > 1) {
