@@ -63,6 +63,26 @@ int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint
 int64_t dsv_lz4_decode_block(void *dst, size_t dst_cap, const void *src, size_t src_size,
 			     const dsv_lz4_frame *f, const uint64_t *at, uint64_t i);
 
+/* Decodes one block given its stored bytes (without its 4-byte size):
+ * stored == want means the block was kept raw; else LZ4 must give exactly
+ * want bytes. @return 0, or DSV_ERR_CORRUPT. */
+int dsv_lz4_decode_stored(void *dst, uint64_t want, const void *src, size_t stored);
+
+/*
+ * A store's block table (written by `dsview pack` next to each LZ4 store,
+ * include/dsview/h5info.h says where): per chunk, per block i, two 32-bit
+ * words, table[2i] = the block's stored size (its 4-byte header's value)
+ * and table[2i + 1] = dsv_fletcher32 of the block's header and bytes. With
+ * it a reader reads and checks only the blocks it needs, where the chunk's
+ * own Fletcher32 covers the whole chunk.
+ */
+#define DSV_LZ4_TABLE_WORDS 2
+
+/* Fills table (DSV_LZ4_TABLE_WORDS * f->nblocks words) from an indexed
+ * frame (dsv_lz4_index's at). */
+void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at,
+			 uint32_t *table);
+
 /* Worst-case encoded size for src_size bytes in blocks of block_size. */
 size_t dsv_lz4_bound(size_t src_size, size_t block_size);
 

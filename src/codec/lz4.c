@@ -110,6 +110,24 @@ static int decode_one(uint8_t *out, uint64_t want, const uint8_t *in, uint32_t s
 	return got < 0 || (uint64_t)got != want ? DSV_ERR_CORRUPT : 0;
 }
 
+int dsv_lz4_decode_stored(void *dst, uint64_t want, const void *src, size_t stored)
+{
+	if (stored == 0 || stored > UINT32_MAX)
+		return DSV_ERR_CORRUPT;
+	return decode_one(dst, want, src, (uint32_t)stored);
+}
+
+void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at,
+			 uint32_t *table)
+{
+	const uint8_t *in = src;
+	for (uint64_t i = 0; i < f->nblocks; i++) {
+		table[DSV_LZ4_TABLE_WORDS * i] = load_be32(in + at[i]);
+		table[DSV_LZ4_TABLE_WORDS * i + 1] =
+			dsv_fletcher32(in + at[i], (size_t)(at[i + 1] - at[i]));
+	}
+}
+
 int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size)
 {
