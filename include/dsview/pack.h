@@ -4,7 +4,9 @@
  * chunk), with the filter
  * pipeline LZ4 (32004) then Fletcher32, in the source's dtype, little-endian.
  * Each LZ4 chunk is several independent LZ4 blocks (the framing's block
- * size), so that a reader decodes only the blocks a request covers.
+ * size), and a block table (dsview/h5info.h, DSV_STORE_BLOCKS; written by
+ * src/pack/table.c) gives each block's stored size and checksum, so that a
+ * reader reads, checks and decodes only the blocks a request covers.
  *
  * Chunks are compressed by worker threads and written in order by one
  * writer through HDF5's direct chunk write. Memory is bounded: at most
@@ -18,7 +20,9 @@
  *    "source": "<input as given>", "source_kind": "npy", "dtype": "uint8",
  *    "shape": [...], "codec": "lz4", "level": 0, "chunk_rows": 64,
  *    "chunk_bytes": 1048576, "block_bytes": 12544, "raw_bytes": N,
- *    "fletcher32": true}   (block_bytes: LZ4 stores only)
+ *    "fletcher32": true, "block_table": "/.dsview/NAME"}
+ * (block_bytes: LZ4 stores only; block_table: those of several blocks a
+ * chunk)
  * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
  *
  * Thread safety: dsv_pack runs one pack at a time per process (it takes the
