@@ -69,12 +69,15 @@ static int default_name(const char *input, char *out, size_t cap)
 			colon = next;
 		end = input + strlen(input);
 		base = strrchr(colon + 1, '/') + 1;
-	} else {
-		base = strrchr(input, '/');
-		base = base ? base + 1 : input;
-		end = strrchr(base, '.');
+	} else { /* a file, or a Zarr array's directory ("a.zarr/", "a.zarr/g/x") */
+		size_t n = strlen(input);
+		while (n > 1 && input[n - 1] == '/')
+			n--;
+		for (base = input + n; base > input && base[-1] != '/'; base--)
+			;
+		end = memrchr(base, '.', (size_t)(input + n - base));
 		if (!end || end == base)
-			end = base + strlen(base);
+			end = input + n;
 	}
 	if ((size_t)(end - base) >= cap)
 		return -1;
