@@ -36,6 +36,9 @@
 #define DSV_STORE_FORMAT "dsview-store"
 #define DSV_STORE_FORMAT_VERSION 1
 #define DSV_PACK_DEFAULT_CHUNK (1u << 20)
+/* Codecs decoded a chunk at a time (zstd, Blosc, bitshuffle): a shuffled
+ * row decodes its whole chunk, so their chunks are smaller (README). */
+#define DSV_PACK_DEFAULT_WHOLE_CHUNK (256u << 10)
 /* HDF5 caps a chunk at 4 GiB - 1 and LZ4 a block at about 2 GiB; chunks
  * stay at or below 1 GiB (one LZ4 block, the plugin's default size). */
 #define DSV_PACK_MAX_CHUNK (1ull << 30)
@@ -164,6 +167,9 @@ typedef struct dsv_pack_result {
 	double write_seconds;  /* read, compress and write every chunk */
 	double sync_seconds;   /* close the file and fsync it */
 } dsv_pack_result;
+
+/* The raw bytes per chunk c gets without --chunk-size. */
+uint64_t dsv_pack_default_chunk(dsv_pack_codec c);
 
 /* Fills opts with defaults (codec lz4, level -1, all threads). */
 void dsv_pack_opts_init(dsv_pack_opts *o);
