@@ -34,7 +34,7 @@ static const codec_def defs[DSV_PACK_NCODECS] = {
 			   0, 0 },
 	[DSV_PACK_LZ4HC] = { { "lz4hc", DSV_H5Z_FILTER_LZ4, 1, 12, 9, 1 }, F_LZ4, 0, 0 },
 	[DSV_PACK_NONE] = { { "none", 0, 0, 0, 0, 0 }, F_NONE, 0, 0 },
-	[DSV_PACK_ZSTD] = { { "zstd", DSV_H5Z_FILTER_ZSTD, 1, 22, 9, 0 }, F_ZSTD, 0, 0 },
+	[DSV_PACK_ZSTD] = { { "zstd", DSV_H5Z_FILTER_ZSTD, 1, 22, 6, 0 }, F_ZSTD, 0, 0 },
 	BLOSC(DSV_PACK_BLOSC_LZ4, "blosc-lz4-noshuffle", DSV_BLOSC_LZ4, DSV_BLOSC_NOSHUFFLE),
 	BLOSC(DSV_PACK_BLOSC_LZ4_SHUFFLE, "blosc-lz4-shuffle", DSV_BLOSC_LZ4, DSV_BLOSC_SHUFFLE),
 	BLOSC(DSV_PACK_BLOSC_LZ4_BITSHUFFLE, "blosc-lz4-bitshuffle", DSV_BLOSC_LZ4,
