@@ -1,10 +1,12 @@
 /*
  * dsview pack: writes a store (README, "Packing a store"), a standard
  * HDF5 file holding one dataset chunked along axis 0 (whole rows per
- * chunk), with the filter
- * pipeline LZ4 (32004) then Fletcher32, in the source's dtype, little-endian.
- * Each LZ4 chunk is several independent LZ4 blocks (the framing's block
- * size), so that a reader decodes only the blocks a request covers.
+ * chunk), with the filter pipeline codec then Fletcher32, in the source's
+ * dtype, little-endian. The codec is LZ4 (32004) unless opts say another
+ * (dsv_pack_codec: zstd 32015, Blosc 32001, bitshuffle 32008, none, or
+ * auto, which measures them). Each LZ4 chunk is several independent LZ4
+ * blocks (the framing's block size), so that a reader decodes only the
+ * blocks a request covers.
  *
  * Chunks are compressed by worker threads and written in order by one
  * writer through HDF5's direct chunk write. Memory is bounded: at most
@@ -18,7 +20,8 @@
  *    "source": "<input as given>", "source_kind": "npy", "dtype": "uint8",
  *    "shape": [...], "codec": "lz4", "level": 0, "chunk_rows": 64,
  *    "chunk_bytes": 1048576, "block_bytes": 12544, "raw_bytes": N,
- *    "fletcher32": true}   (block_bytes: LZ4 stores only)
+ *    "fletcher32": true}   (codec: dsv_pack_codec_info.name, the one
+ *    chosen for auto; level: 0 for codecs without; block_bytes: LZ4 only)
  * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
  *
  * Thread safety: dsv_pack runs one pack at a time per process (it takes the
