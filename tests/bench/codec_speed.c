@@ -35,7 +35,8 @@ static double now(void)
 static const char *const default_list[] = {
 	"none:0", "lz4:1", "lz4hc:9", "zstd:1", "zstd:3", "zstd:6", "zstd:9", "zstd:12",
 	"zstd:15", "zstd:19", "blosc-lz4-noshuffle:5", "blosc-lz4-shuffle:5",
-	"blosc-lz4-bitshuffle:5", "blosc-zstd-noshuffle:5", "blosc-zstd-shuffle:5",
+	"blosc-lz4-bitshuffle:5", "blosc-zstd-noshuffle:5", "blosc-zstd-shuffle:3",
+	"blosc-zstd-shuffle:4", "blosc-zstd-shuffle:5",
 	"blosc-zstd-bitshuffle:5", "bitshuffle-lz4:0", "bitshuffle-zstd:3", NULL,
 };
 
