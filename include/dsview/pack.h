@@ -5,7 +5,9 @@
  * dtype, little-endian. The codec is LZ4 (32004) unless opts say another
  * (dsv_pack_codec: zstd 32015, Blosc 32001, bitshuffle 32008, none, or
  * auto, which measures them). Each LZ4 chunk is several independent LZ4
- * blocks (the framing's block size), so that a reader decodes only the
+ * blocks (the framing's block size), and a block table (dsview/h5info.h,
+ * DSV_STORE_BLOCKS; written by src/pack/table.c) gives each block's stored
+ * size and checksum, so that a reader reads, checks and decodes only the
  * blocks a request covers.
  *
  * Chunks are compressed by worker threads and written in order by one
@@ -20,8 +22,10 @@
  *    "source": "<input as given>", "source_kind": "npy", "dtype": "uint8",
  *    "shape": [...], "codec": "lz4", "level": 0, "chunk_rows": 64,
  *    "chunk_bytes": 1048576, "block_bytes": 12544, "raw_bytes": N,
- *    "fletcher32": true}   (codec: dsv_pack_codec_info.name, the one
- *    chosen for auto; level: 0 for codecs without; block_bytes: LZ4 only)
+ *    "fletcher32": true, "block_table": "/.dsview/NAME"}
+ * (codec: dsv_pack_codec_info.name, the one chosen for auto; level: 0 for
+ * codecs without; block_bytes: LZ4 stores only; block_table: those of
+ * several blocks a chunk)
  * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
  *
  * Thread safety: dsv_pack runs one pack at a time per process (it takes the

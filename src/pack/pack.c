@@ -63,12 +63,15 @@ static int default_name(const char *input, char *out, size_t cap)
 			colon = next;
 		end = input + strlen(input);
 		base = strrchr(colon + 1, '/') + 1;
-	} else {
-		base = strrchr(input, '/');
-		base = base ? base + 1 : input;
-		end = strrchr(base, '.');
+	} else { /* a file, or a Zarr array's directory ("a.zarr/", "a.zarr/g/x") */
+		size_t n = strlen(input);
+		while (n > 1 && input[n - 1] == '/')
+			n--;
+		for (base = input + n; base > input && base[-1] != '/'; base--)
+			;
+		end = memrchr(base, '.', (size_t)(input + n - base));
 		if (!end || end == base)
-			end = base + strlen(base);
+			end = input + n;
 	}
 	if ((size_t)(end - base) >= cap)
 		return -1;
@@ -146,8 +149,8 @@ static int create_temp(const char *output, char *path, size_t cap, dsv_errbuf *e
 	return dsv_errf(eb, DSV_ERR_IO, "cannot create a temporary file next to %s", output);
 }
 
-static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint64_t chunk_rows,
-			uint64_t chunk_bytes, uint64_t block_bytes)
+static char *store_json(const dsv_pack_opts *o, const char *name, const dsv_source_info *in,
+			uint64_t chunk_rows, uint64_t chunk_bytes, uint64_t block_bytes)
 {
 	json_t *shape = json_array(), *j;
 	char *s;
@@ -167,6 +170,11 @@ static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint6
 		return NULL;
 	if (block_bytes)
 		json_object_set_new(j, "block_bytes", json_integer((json_int_t)block_bytes));
+	if (block_bytes && block_bytes < chunk_bytes) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", DSV_STORE_BLOCKS, name);
+		json_object_set_new(j, "block_table", json_string(path));
+	}
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -313,22 +321,33 @@ static int check_output(const dsv_pack_opts *o, const char *dir, dsv_errbuf *eb)
 	return 0;
 }
 
-/* Writes chunk w at row0 of the dataset (*arg), under the HDF5 lock. */
+/* What write_chunk writes to: the dataset, and its block table when its
+ * chunks are several LZ4 blocks (table.dset >= 0). */
+typedef struct out_sets {
+	hid_t dset;
+	dsv_pack_table table;
+} out_sets;
+
+/* Writes chunk w at row0 of the dataset, under the HDF5 lock, and its
+ * row of the block table. */
 static int write_chunk(const packer *p, void *arg, uint64_t w, uint64_t row0, const void *buf,
 		       size_t size, dsv_errbuf *eb)
 {
+	out_sets *out = arg;
 	hsize_t off[DSV_MAX_DIMS] = { 0 };
 
 	off[0] = row0;
 	errno = 0;
 	dsv_h5_lock();
-	herr_t rc = H5Dwrite_chunk(*(hid_t *)arg, H5P_DEFAULT, 0, off, size, buf);
+	herr_t rc = H5Dwrite_chunk(out->dset, H5P_DEFAULT, 0, off, size, buf);
 	dsv_h5_unlock();
 	if (rc < 0) {
 		int e = errno;
 		return dsv_errf(eb, DSV_ERR_IO, "%s: writing chunk %llu failed: %s", p->o->output,
 				(unsigned long long)w, e ? strerror(e) : "HDF5 write error");
 	}
+	if (out->table.dset >= 0)
+		return dsv_pack_table_write(&out->table, w, buf, size - 4, eb);
 	return 0;
 }
 
@@ -340,7 +359,8 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	dsv_errbuf local;
 	dsv_source *src = NULL;
 	char name[232], tmp[PATH_MAX + 64], *dir = NULL, *json = NULL, *base;
-	hid_t file = -1, dset = -1;
+	hid_t file = -1;
+	out_sets out = { .dset = -1, .table = { .dset = -1 } };
 	int fd = -1, err;
 	double t0 = dsv_now_s();
 
@@ -452,7 +472,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		}
 		res->estimated_bytes = need;
 	}
-	json = store_json(o, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
+	json = store_json(o, name, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
 	if (!json) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		goto out;
@@ -465,13 +485,17 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		goto out;
 	}
 	dsv_h5_lock();
-	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &dset, eb);
+	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &out.dset,
+			eb);
+	if (!err && p.block_bytes && p.block_bytes < p.chunk_bytes)
+		err = dsv_pack_table_create(&out.table, file, name, p.nchunks,
+					    (p.chunk_bytes + p.block_bytes - 1) / p.block_bytes, eb);
 	dsv_h5_unlock();
 	if (err)
 		goto out;
 
 	double tw = dsv_now_s();
-	err = dsv_pack_run_workers(&p, write_chunk, &dset, res, eb);
+	err = dsv_pack_run_workers(&p, write_chunk, &out, res, eb);
 	res->write_seconds = dsv_now_s() - tw;
 	if (err)
 		goto out;
@@ -480,8 +504,11 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	tw = dsv_now_s();
 	errno = 0;
 	dsv_h5_lock();
-	herr_t rc = H5Dclose(dset);
-	dset = -1;
+	herr_t rc = H5Dclose(out.dset);
+	out.dset = -1;
+	if (out.table.dset >= 0)
+		rc |= H5Dclose(out.table.dset);
+	out.table.dset = -1;
 	rc |= H5Fclose(file);
 	file = -1;
 	dsv_h5_unlock();
@@ -534,10 +561,11 @@ renamed:
 	snprintf(res->dataset, sizeof(res->dataset), "/%s", name);
 	res->seconds = dsv_now_s() - t0;
 out:
-	if (dset >= 0 || file >= 0) {
+	dsv_pack_table_close(&out.table);
+	if (out.dset >= 0 || file >= 0) {
 		dsv_h5_lock();
-		if (dset >= 0)
-			H5Dclose(dset);
+		if (out.dset >= 0)
+			H5Dclose(out.dset);
 		if (file >= 0)
 			H5Fclose(file);
 		dsv_h5_unlock();

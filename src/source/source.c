@@ -289,8 +289,12 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
 }
 
-int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
-			   size_t buf_cap, size_t *payload)
+/* Reads a chunk's stored bytes (ref->stored_size of them, nothing decoded)
+ * into buf and checks its Fletcher32: *payload is the codec's part (the
+ * trailer taken off). @return 0, DSV_ERR_TRUNCATED, DSV_ERR_IO,
+ * DSV_ERR_CHECKSUM or DSV_ERR_INVALID (a fallback chunk, or buf_cap short). */
+static int read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
+		       size_t buf_cap, size_t *payload)
 {
 	int err;
 
@@ -331,7 +335,7 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 		return dsv_source_pread(s, dst, (size_t)need, ref->offset);
 	}
 	size_t payload;
-	err = dsv_source_read_stored(s, ref, scratch, scratch_cap, &payload);
+	err = read_stored(s, ref, scratch, scratch_cap, &payload);
 	if (err)
 		return err;
 	if (ref->codec == DSV_CODEC_NONE) {

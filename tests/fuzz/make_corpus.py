@@ -107,6 +107,12 @@ def main():
         put("lz4block", "block_size_zero", struct.pack(">QI", 10, 0) + struct.pack(">I", 10) + bytes(10))
         put("lz4block", "block_over_chunk", struct.pack(">QII", 4, 2**32 - 1, 4) + b"abcd")
         put("lz4block", "count_overflow", struct.pack(">QI", 2**63 - 1, 1) + bytes(64))
+        # a hostile table's row (k = 4 blocks of 8 bytes) and stored blocks
+        blocks = b"".join(struct.pack(">I", 8) + bytes([65 + i]) * 8 for i in range(4))
+        for label, sizes in (("good", (8, 8, 8, 8)), ("zero", (8, 0, 8, 8)),
+                             ("huge", (8, 0xFFFFFFF0, 8, 8)), ("long", (8, 8, 40, 8))):
+            row = b"".join(struct.pack("<II", n, 0) for n in sizes)
+            put("lz4block", f"table_{label}", bytes([3, 7, 0]) + row + blocks)
         # h5: the layouts and filters dsview reads, and broken files
         def h5(name, fill):
             q = os.path.join(tmp, name + ".h5")
