@@ -12,6 +12,7 @@ pass mounts afresh (empty chunk cache). ROUNDS (3) interleaved, medians.
     DSVIEW=build/dsview /usr/bin/python3 tests/bench/seq_bench.py
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,8 @@ def main():
             r = subprocess.run([DSVIEW, "pack", "--dataset", "x", *B.pack_args(spec), u8, out],
                                check=True, capture_output=True, text=True)
             files[spec] = out
-            info[spec] = r.stdout.strip().splitlines()[-1].split(", ", 1)[1].split(", 0")[0]
+            summary = r.stdout.strip().splitlines()[-1].split(", ", 1)[1]
+            info[spec] = re.split(r", [0-9.]+ s \(", summary)[0]
         for name, path in files.items():
             src = "u8.npy" if name == "npy" else f"{B.safe(name)}.h5:/x"
             with open(os.path.join(work, B.safe(name) + ".ini"), "w") as f:
