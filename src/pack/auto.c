@@ -18,9 +18,12 @@
  * shared test machine: 40 keeps issue 16's 50 MB/s on 2 cores), the best
  * ratio wins; ratios within AUTO_TIE of the best count as equal and the
  * first of those in the list below wins (the list is in the order of the
- * codec table's decode speeds, so a tie does not depend on timing noise). No candidate passes: lz4 (the fastest
- * decoder that compresses). A candidate that encodes its first sample
- * chunk at under half the encode bar is dropped without finishing.
+ * codec table's decode speeds, so a tie does not depend on timing noise).
+ * none always passes, so data no codec shrinks by more than AUTO_TIE, or
+ * that none shrinks fast enough (float64 at LZ4's 3 GB/s is 1.5 GB/s of
+ * float32), is stored uncompressed. A candidate that encodes its first
+ * sample chunk at under half the encode bar is dropped without finishing.
+ * An input under AUTO_MIN_BYTES is too small to time: lz4.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@
 
 #define AUTO_SAMPLES 4
 #define AUTO_SAMPLE_BYTES (2u << 20)
+#define AUTO_MIN_BYTES (256u << 10) /* inputs smaller get lz4, unmeasured */
 #define AUTO_DECODE_PASSES 5
 #define AUTO_OUT_BYTES_S 2e9
 #define AUTO_IN_BYTES_S 40e6
@@ -136,13 +140,21 @@ static const char *label(const struct cand *c, char *buf, size_t cap)
 	return buf;
 }
 
-/* Raw bytes per chunk candidate c would be written with, whole rows. */
-static size_t piece_of(const packer *p, const struct cand *c, size_t len)
+/* The raw bytes per chunk candidate c would be written with (whole rows,
+ * at most len) and its LZ4 block size (0: not LZ4). */
+static size_t piece_of(const packer *p, const struct cand *c, size_t len, size_t *block)
 {
 	uint64_t want = p->o->chunk_bytes ? p->o->chunk_bytes : dsv_pack_default_chunk(c->codec);
 	uint64_t rows = (want + p->row_bytes / 2) / p->row_bytes;
 	uint64_t b = (rows ? rows : 1) * p->row_bytes;
-	return b < len ? (size_t)b : len;
+	size_t piece = b < len ? (size_t)b : len;
+
+	*block = dsv_pack_codec_get(c->codec)->lz4_blocks
+			 ? (size_t)dsv_pack_block_bytes(p->row_bytes, piece,
+							p->o->block_bytes ? p->o->block_bytes
+									  : DSV_PACK_DEFAULT_BLOCK)
+			 : 0;
+	return piece;
 }
 
 int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errbuf *eb)
@@ -154,15 +166,20 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 	int err = dsv_range_init(&r, p->src), best = -1, pick = -1;
 	char a[48], b[48];
 
+	if (p->in->nrows * p->row_bytes < AUTO_MIN_BYTES) {
+		/* too little to time: the default, which costs least to read */
+		snprintf(why, cap, "auto: lz4 (%llu bytes: too few to measure the codecs on)",
+			 (unsigned long long)(p->in->nrows * p->row_bytes));
+		o->codec = DSV_PACK_LZ4;
+		o->level = dsv_pack_codec_get(DSV_PACK_LZ4)->default_level;
+		goto done;
+	}
 	/* whole elements of at most AUTO_SAMPLE_BYTES of each chunk */
 	sm.len = p->chunk_bytes < AUTO_SAMPLE_BYTES ? (size_t)p->chunk_bytes
 						    : AUTO_SAMPLE_BYTES - AUTO_SAMPLE_BYTES % sm.elem;
 	sm.n = p->nchunks <= 1 ? 1 : p->nchunks - 1 < AUTO_SAMPLES ? p->nchunks - 1 : AUTO_SAMPLES;
 	for (size_t k = 0; k < NCANDS; k++) {
-		const dsv_pack_codec_info *i = dsv_pack_codec_get(cands[k].codec);
-		size_t piece = piece_of(p, &cands[k], sm.len);
-		size_t block = i->lz4_blocks ? (size_t)dsv_pack_block_bytes(p->row_bytes, piece,
-			p->o->block_bytes ? p->o->block_bytes : DSV_PACK_DEFAULT_BLOCK) : 0;
+		size_t block, piece = piece_of(p, &cands[k], sm.len, &block);
 		size_t bound = dsv_pack_codec_bound(cands[k].codec, piece, block, sm.elem);
 		size_t pieces = (sm.len + piece - 1) / piece * sm.n;
 		if (bound != SIZE_MAX && bound * pieces > room)
@@ -190,10 +207,7 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 	}
 	free(chunk);
 	for (size_t k = 0; !err && k < NCANDS; k++) {
-		const dsv_pack_codec_info *i = dsv_pack_codec_get(cands[k].codec);
-		size_t piece = piece_of(p, &cands[k], sm.len);
-		size_t block = i->lz4_blocks ? (size_t)dsv_pack_block_bytes(p->row_bytes, piece,
-			p->o->block_bytes ? p->o->block_bytes : DSV_PACK_DEFAULT_BLOCK) : 0;
+		size_t block, piece = piece_of(p, &cands[k], sm.len, &block);
 		sm.cap = dsv_pack_codec_bound(cands[k].codec, piece, block, sm.elem);
 		if (stopped(o))
 			err = dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
@@ -214,17 +228,18 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 			if (m[k].done && m[k].out_s >= AUTO_OUT_BYTES_S &&
 			    m[k].in_s >= AUTO_IN_BYTES_S && m[k].ratio >= top * (1 - AUTO_TIE))
 				pick = (int)k;
-		int lz4 = 1; /* cands[1] */
-		if (pick >= 0 && cands[pick].codec == DSV_PACK_NONE) {
+		int lz4 = 1; /* cands[1]; none (cands[0]) always passes: pick >= 0 */
+		if (cands[pick].codec == DSV_PACK_NONE &&
+		    m[best].ratio > m[pick].ratio * (1 + AUTO_TIE))
+			snprintf(why, cap, "auto: none (no codec that compresses decodes %.0f GB/s of "
+				 "float32 and encodes %.0f MB/s per core here; best ratio %s %.2f on %zu "
+				 "sample chunks)", AUTO_OUT_BYTES_S / 1e9, AUTO_IN_BYTES_S / 1e6,
+				 label(&cands[best], a, sizeof(a)), m[best].ratio, sm.n);
+		else if (cands[pick].codec == DSV_PACK_NONE)
 			snprintf(why, cap, "auto: none (best ratio %s %.2f on %zu sample chunks: "
 				 "not worth decoding)", label(&cands[best], a, sizeof(a)), m[best].ratio,
 				 sm.n);
-		} else if (pick < 0) {
-			pick = lz4;
-			snprintf(why, cap, "auto: lz4 (no codec decodes %.1f GB/s of float32 per core "
-				 "here; best ratio %s %.2f)", AUTO_OUT_BYTES_S / 1e9,
-				 label(&cands[best], a, sizeof(a)), m[best].ratio);
-		} else {
+		else {
 			int n = snprintf(why, cap, "auto: %s, ratio %.2f on %zu sample chunks (lz4 %.2f), "
 					 "decodes %.1f GB/s of float32 per core (bar %.0f), encodes "
 					 "%.0f MB/s per core (bar %.0f)",
@@ -233,12 +248,13 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 					 m[pick].in_s / 1e6, AUTO_IN_BYTES_S / 1e6);
 			if (best != pick && m[best].ratio > m[pick].ratio * (1 + AUTO_TIE) && n > 0 &&
 			    (size_t)n < cap)
-				snprintf(why + n, cap - (size_t)n, "; %s %.2f is slower",
+				snprintf(why + n, cap - (size_t)n, "; best ratio %s %.2f misses a bar",
 					 label(&cands[best], b, sizeof(b)), m[best].ratio);
 		}
 		o->codec = cands[pick].codec;
 		o->level = cands[pick].level;
 	}
+done:
 	dsv_range_free(&r);
 	free(sm.raw);
 	free(sm.back);

@@ -276,8 +276,9 @@ static void test_auto(void **state)
 	o.codec = DSV_PACK_AUTO;
 	assert_int_equal(dsv_pack(&o, &res, &eb), 0);
 	assert_true(res.codec < DSV_PACK_NCODECS);
-	assert_true(!strncmp(res.auto_why, "auto: ", 6));
-	assert_non_null(strstr(res.auto_why, dsv_pack_codec_get(res.codec)->name));
+	/* 74 KB: too little to time, lz4 unmeasured */
+	assert_string_equal(res.auto_why, "auto: lz4 (74000 bytes: too few to measure the codecs on)");
+	assert_int_equal(res.codec, DSV_PACK_LZ4);
 	assert_null(strchr(res.auto_why, '\n'));
 	/* without --chunk-size: the chosen codec's default chunk */
 	uint64_t want = dsv_pack_default_chunk(res.codec) / (COLS * 2);
@@ -299,6 +300,37 @@ static void test_auto(void **state)
 	assert_string_equal(eb.msg, "none: takes no --level");
 }
 
+/* Over AUTO_MIN_BYTES: the codecs are measured on 4 sample chunks. */
+static void test_auto_measures(void **state)
+{
+	enum { R = 4096, C = 128 };
+	static uint16_t big[R][C];
+	dsv_pack_opts o;
+	dsv_pack_result res;
+	dsv_errbuf eb;
+	(void)state;
+
+	for (int r = 0; r < R; r++)
+		for (int c = 0; c < C; c++)
+			big[r][c] = (uint16_t)(r + c * 7 + (((unsigned)(r * C + c) * 2654435761u) >> 29));
+	FILE *f = fopen(tpath("big.bin"), "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(big, sizeof(big), 1, f), 1);
+	fclose(f);
+	raw_opts(&o, tpath("big.h5"));
+	o.input = tpath("big.bin");
+	o.raw_shape[1] = C;
+	o.chunk_bytes = 128 << 10; /* 8 chunks: samples 0, 2, 4, 6 */
+	o.codec = DSV_PACK_AUTO;
+	assert_int_equal(dsv_pack(&o, &res, &eb), 0);
+	assert_true(res.codec < DSV_PACK_NCODECS);
+	assert_non_null(strstr(res.auto_why, "on 4 sample chunks"));
+	assert_true(!strncmp(res.auto_why + 6, dsv_pack_codec_get(res.codec)->name,
+			     strlen(dsv_pack_codec_get(res.codec)->name)));
+	assert_int_equal(res.chunk_rows, (128 << 10) / (C * 2));
+	assert_true(res.stored_bytes < sizeof(big) / 2); /* it compresses */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_blosc_encode),
 		cmocka_unit_test(test_store_of_every_codec),
 		cmocka_unit_test(test_auto),
+		cmocka_unit_test(test_auto_measures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
