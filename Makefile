@@ -170,7 +170,7 @@ demo: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
-$(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
+$(BUILD)/tests/codec_bench $(BUILD)/tests/codec_speed $(BUILD)/tests/xform_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 

@@ -167,6 +167,29 @@ int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src,
 			 size_t src_size);
 
+/* The filter's cd_values as hdf5-blosc's set_local leaves them: [0] filter
+ * version 2, [1] Blosc format 2, [2] type size, [3] chunk bytes, [4]
+ * clevel, [5] shuffle (DSV_BLOSC_NOSHUFFLE, _SHUFFLE, _BITSHUFFLE), [6]
+ * compressor code (DSV_BLOSC_LZ4, _LZ4HC, _ZSTD: Blosc's own codes). */
+#define DSV_BLOSC_NOSHUFFLE 0
+#define DSV_BLOSC_SHUFFLE 1
+#define DSV_BLOSC_BITSHUFFLE 2
+#define DSV_BLOSC_LZ4 1
+#define DSV_BLOSC_LZ4HC 2
+#define DSV_BLOSC_ZSTD 5
+
+/* Worst-case encoded size (the raw size plus Blosc's 16-byte header). */
+size_t dsv_blosc_bound(size_t src_size);
+
+/* Encodes src as one Blosc-1 buffer, as the filter does (blosc_compress
+ * with Blosc's automatic block size; here blosc_compress_ctx, one thread,
+ * no global state): typesize (over 255: 1, as the filter does), clevel
+ * 0-9, shuffle and compcode as above. @return the buffer's size, or
+ * DSV_ERR_INVALID (bad parameters, src_size over BLOSC_MAX_BUFFERSIZE, or
+ * dst_cap short). */
+int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			 size_t typesize, int clevel, int shuffle, int compcode);
+
 /*
  * Bitshuffle 32008 (kiyo-masui/bitshuffle's HDF5 filter): blocks of
  * elements bit-transposed, optionally each compressed with LZ4 or zstd

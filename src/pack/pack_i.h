@@ -51,6 +51,14 @@ static inline int stopped(const dsv_pack_opts *o)
 typedef int (*dsv_pack_write_fn)(const packer *p, void *arg, uint64_t w, uint64_t row0,
 				 const void *buf, size_t size, dsv_errbuf *eb);
 
+/* Reads chunk i's rows into raw, zero-padded to a full chunk (HDF5 stores
+ * edge chunks whole). @return 0 or a dsv_err (bad: the source chunk). */
+int dsv_pack_read_chunk(const packer *p, dsv_range *r, uint64_t i, char *raw, uint64_t *bad);
+
+/* --codec auto (auto.c): samples chunks, sets o->codec and o->level to
+ * the choice and writes why in why. @return 0 or a dsv_err (eb set). */
+int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errbuf *eb);
+
 /* Bytes the store will take: exact without compression, else estimated
  * from a sample of chunks. @return 0 or a dsv_err (eb not set). */
 int dsv_pack_estimate_size(packer *p, uint64_t *need);

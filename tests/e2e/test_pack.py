@@ -274,7 +274,7 @@ class PackErrors(E2E):
         self.bad("--dtype", "uint16", "--shape", "-1,10", self.p("odd.bin"),
                  want=["odd.bin", "whole number of rows"])
         self.bad(self.p("odd.bin"), want=["odd.bin", "--dtype and --shape"])
-        self.bad("--codec", "zstd", self.p("ok.npy"), want="--codec")
+        self.bad("--codec", "zstandard", self.p("ok.npy"), want="--codec")
         self.bad("--codec", "lz4hc", "--level", "13", self.p("ok.npy"), want="1 to 12")
         self.bad("--dataset", "a/b", self.p("ok.npy"), want="--dataset")
 
