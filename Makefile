@@ -82,14 +82,14 @@ NVCCFLAGS ?= -O2 -g -std=c++17 -gencode arch=compute_80,code=sm_80 \
              -Xcompiler -fno-exceptions,-fno-threadsafe-statics,-ffp-contract=off
 NVCCFLAGS += $(if $(findstring -Werror,$(XCFLAGS)),-Werror all-warnings -Xcompiler -Werror)
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
-GPU_SRCS := $(wildcard src/gpu/*.cu)
+GPU_SRCS := src/gpu/gpu_host.c $(wildcard src/gpu/*.cu)
 else ifeq ($(CUDA),0)
 GPU_SRCS := src/gpu/gpu_stub.c
 else
 $(error CUDA must be 0 or 1; got '$(CUDA)')
 endif
 
-LIB_SRCS := $(filter-out src/cli/% src/gpu/gpu_stub.c,$(wildcard src/*/*.c))
+LIB_SRCS := $(filter-out src/cli/% src/gpu/gpu_stub.c src/gpu/gpu_host.c,$(wildcard src/*/*.c))
 CLI_SRCS := $(wildcard src/cli/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(patsubst %,$(BUILD)/%.o,$(basename $(GPU_SRCS)))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)

@@ -27,7 +27,7 @@
 
 #include "xform/xform_elem.h" /* DSV_HD */
 
-#ifdef __CUDACC__
+#ifdef __CUDA_ARCH__ /* the device pass of nvcc */
 #define DSV_DEV_SYNC() __syncwarp()
 #else
 #define DSV_DEV_SYNC() ((void)0)
