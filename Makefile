@@ -102,7 +102,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -213,7 +213,7 @@ demo: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
-$(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
+$(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench $(BUILD)/tests/gpu_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
@@ -231,6 +231,14 @@ bench: deps
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/grid_bench.py
+
+# The GPU backend (tests/bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
+# 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
+# against the CPU on every core; one line and exit 0 where no GPU is usable.
+# GPU_BENCH_MB (default 256) sets each configuration's output.
+bench-gpu: deps
+	$(MAKE) all $(BUILD)/tests/gpu_bench
+	$(BUILD)/tests/gpu_bench
 
 # The read table of issue 15 (tests/bench/read_bench.py): 12 KB and 150 KB
 # rows, cold and warm sequential passes, shuffled batches by one reader and
@@ -333,4 +341,4 @@ install: $(BIN) $(LIB)
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-werror
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_BINS:=.d)
