@@ -17,53 +17,12 @@
 #include "dsview/source.h"
 #include "h5/h5.h"
 
-#define ROWS 1000
-#define COLS 37
-
-static char dir[] = "/tmp/dsv-test-packc-XXXXXX";
-static uint16_t data[ROWS][COLS];
-
-static const char *tpath(const char *name)
-{
-	static char bufs[4][300];
-	static int k;
-	char *p = bufs[k++ % 4];
-	snprintf(p, 300, "%s/%s", dir, name);
-	return p;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	for (int r = 0; r < ROWS; r++)
-		for (int c = 0; c < COLS; c++)
-			data[r][c] = (uint16_t)(r * 3 + c + (((unsigned)(r * 2654435761u) >> 28) & 3));
-	FILE *f = fopen(tpath("in.bin"), "wb");
-	if (!f || fwrite(data, sizeof(data), 1, f) != 1)
-		return -1;
-	fclose(f);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
+#define PACK_TEST_DIR "/tmp/dsv-test-packc-XXXXXX"
+#include "pack_test.h"
 
 static void raw_opts(dsv_pack_opts *o, const char *out)
 {
-	dsv_pack_opts_init(o);
-	o->input = tpath("in.bin");
-	o->output = out;
-	o->raw_dtype = DSV_U16;
-	o->raw_ndim = 2;
-	o->raw_shape[0] = -1;
-	o->raw_shape[1] = COLS;
+	pack_raw_opts(o, out);
 	o->force = 1;
 }
 
@@ -81,29 +40,13 @@ static dsv_codec read_codec(dsv_pack_codec c)
 /* Every chunk of the store decodes on the fast path to data. */
 static void check_store(const char *path, dsv_codec codec)
 {
-	static uint16_t back[ROWS][COLS];
 	char spec[400];
 	dsv_source *s;
 	dsv_errbuf eb;
 
 	snprintf(spec, sizeof(spec), "%s:/in", path);
 	assert_int_equal(dsv_source_open(spec, &s, &eb), 0);
-	const dsv_source_info *in = dsv_source_get_info(s);
-	assert_int_equal(in->kind, DSV_SRC_H5_CHUNKED);
-	size_t cap = dsv_source_scratch_size(s);
-	void *scratch = malloc(cap ? cap : 1);
-	memset(back, 0xee, sizeof(back));
-	for (uint64_t i = 0; i < in->nchunks; i++) {
-		dsv_chunk_ref ref;
-		assert_int_equal(dsv_source_chunk(s, i, &ref), 0);
-		assert_int_equal(ref.codec, codec);
-		assert_true(ref.fletcher32);
-		assert_false(ref.fallback);
-		assert_int_equal(dsv_source_read_chunk(s, &ref, (uint16_t *)back + ref.elem_start,
-						       ref.nelems * 2, scratch, cap), 0);
-	}
-	assert_memory_equal(back, data, sizeof(data));
-	free(scratch);
+	read_back_chunks(s, codec, 0);
 	dsv_source_close(s);
 }
 
