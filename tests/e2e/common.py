@@ -89,6 +89,17 @@ def alive(pid):
         return False
 
 
+def has_sanitizer(pid):
+    """Whether process pid runs under ASan or TSan: their shadow memory
+    (ASan's quarantine, TSan's history) is not dsview's memory."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read()
+            return "libasan" in maps or "libtsan" in maps
+    except OSError:
+        return False
+
+
 def dsview_pids_for(path):
     """PIDs of running dsview processes whose command line names path."""
     out = []

@@ -14,7 +14,6 @@ import json
 import os
 import pty
 import select
-import shutil
 import struct
 
 import h5py

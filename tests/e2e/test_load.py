@@ -21,7 +21,7 @@ import traceback
 
 import numpy as np
 
-from common import E2E, diff_report, npy_header_len, reference, run
+from common import E2E, diff_report, has_sanitizer, npy_header_len, reference, run
 
 SOAK_SECONDS = float(os.environ.get("DSVIEW_SOAK_SECONDS", "30"))
 
@@ -107,17 +107,6 @@ def nfds(pid):
         return len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
-
-
-def has_asan(pid):
-    # a sanitizer's shadow memory (ASan's quarantine, TSan's history) is
-    # not dsview's memory
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            maps = f.read()
-            return "libasan" in maps or "libtsan" in maps
-    except OSError:
-        return False
 
 
 def mib(n):
@@ -417,7 +406,7 @@ class Soak(Dataset):
         with self.mount(self.ini, "--cache-size", "32M") as m:
             self.headers(m)
             pid = m.pid
-            asan = has_asan(pid)
+            san = has_sanitizer(pid)
             files = [m.path(v.name + e) for v in VIEWS for e in (".dat", ".npy")]
             # warm-up: every file opened, read, closed, by one process
             for p in files:
@@ -483,7 +472,7 @@ class Soak(Dataset):
             self.assertLessEqual(st["cache_budget"], self.CACHE, st)
             self.assertEqual(fd_end, fd0, f"daemon fd count {fd0} after warm-up, {fd_end} once the readers "
                                           f"closed: {sorted(os.listdir(f'/proc/{pid}/fd'))}")
-            if not asan:
+            if not san:
                 self.assertLessEqual(max(rs[half:]), max(rs[:half] or rs) + (16 << 20),
                                      f"daemon RSS grows: samples (s, bytes) {[(round(t), r) for t, r, _ in samples]}")
                 self.assertLessEqual(max(rs), rss0 + self.CACHE + (64 << 20),

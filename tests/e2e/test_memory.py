@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from common import alive
-from test_load import (ROWS, Dataset, drop_page_cache, fork_children, has_asan, kill_children,
+from common import alive, has_sanitizer
+from test_load import (ROWS, Dataset, drop_page_cache, fork_children, kill_children,
                        mib, pass_reader, reap, reports, rss)
 
 
@@ -174,8 +174,8 @@ class MemoryCap(Dataset):
         with self.mount(self.ini, "--cache-size", "64M") as m:
             self.headers(m)
             pid = m.pid
-            asan = has_asan(pid)
-            limit = self.CACHE + self.HEADROOM + ((1 << 30) if asan else 0)
+            san = has_sanitizer(pid)
+            limit = self.CACHE + self.HEADROOM + ((1 << 30) if san else 0)
             rss0 = rss(pid)
             try:
                 cg = MemCgroup(version, root, limit)
@@ -233,6 +233,6 @@ class MemoryCap(Dataset):
                 self.assertLessEqual(peak, limit)
             self.assertEqual(st["errors"], 0, st)
             self.assertGreater(st["cache_evictions"], 0, st)
-            if not asan:
+            if not san:
                 self.assertLessEqual(max(rs), rss0 + self.CACHE + (64 << 20),
                                      f"daemon RSS above idle {mib(rss0)} + budget + 64 MiB: {rs}")

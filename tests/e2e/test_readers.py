@@ -9,7 +9,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, mount_entry, reference, run, same_bits
+from common import E2E, has_sanitizer, mount_entry, reference, run, same_bits
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SCALE = 1 / 255
@@ -82,9 +82,7 @@ class Workers(E2E):
             # threads, per-thread decode buffers), with 8 readers at once
             with open(f"/proc/{m.pid}/status") as f:
                 hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) * 1024
-            with open(f"/proc/{m.pid}/maps") as f:
-                asan = "libasan" in f.read()  # its shadow memory and quarantine are not ours
-            if not asan:
+            if not has_sanitizer(m.pid):
                 self.assertLess(hwm, (1 << 20) + (64 << 20), f"daemon peak RSS {hwm >> 20} MiB")
 
     def test_8_workers_no_cache(self):

@@ -114,8 +114,8 @@ class Images(ViewCheck):
             self.check_view(m, "chw_neg", ref, "float32")
 
     def test_offset_and_clip_bfloat16(self):
-        ini = (f"[v]\nsource = img.npy\ndtype = bfloat16\nscale = 0.5\noffset = -64\n"
-               f"clip = -20.25 50\n")
+        ini = ("[v]\nsource = img.npy\ndtype = bfloat16\nscale = 0.5\noffset = -64\n"
+               "clip = -20.25 50\n")
         with self.mount(self.write_ini(ini, "oc.ini")) as m:
             self.check_view(m, "v", reference(self.x, 0.5, -64, clip=(-20.25, 50), dtype="bfloat16"),
                             "bfloat16")
@@ -179,10 +179,10 @@ class SourceDtypes(ViewCheck):
         fl = rng.normal(5, 3, (150, 300, 4)).astype(np.float32)
         np.save(self.p("fl.npy"), fl)
         mean, std = [1.5, -2, 0.25, 100], [0.5, 2, 3, 1e-3]
-        ini = (f"[sp]\nsource = spectra.npy\ndtype = bfloat16\nscale = 0.01\noffset = 1\n"
-               f"mean = 1.5 -2 0.25 100\nstd = 0.5, 2, 3, 1e-3\nchannel_axis = 1\nclip = -1e4 1e4\n"
-               f"[fl]\nsource = fl.npy\ndtype = float16\nmean = 1.5 -2 0.25 100\nstd = 0.5 2 3 1e-3\n"
-               f"channel_axis = -1\n")
+        ini = ("[sp]\nsource = spectra.npy\ndtype = bfloat16\nscale = 0.01\noffset = 1\n"
+               "mean = 1.5 -2 0.25 100\nstd = 0.5, 2, 3, 1e-3\nchannel_axis = 1\nclip = -1e4 1e4\n"
+               "[fl]\nsource = fl.npy\ndtype = float16\nmean = 1.5 -2 0.25 100\nstd = 0.5 2 3 1e-3\n"
+               "channel_axis = -1\n")
         with self.mount(self.write_ini(ini, "sp.ini")) as m:
             self.check_view(m, "sp", reference(sp, 0.01, 1, mean, std, 1, clip=(-1e4, 1e4), dtype="bfloat16"),
                             "bfloat16")
