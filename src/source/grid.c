@@ -12,8 +12,10 @@
  * place: runs along the last axis for C-order chunks, element by element
  * for Fortran-order ones. A chunk never written reads as the fill value.
  * A band that is exactly one C-order chunk (little-endian, or bytes) is
- * decoded in place. Before a band is made, the format may ask the kernel
- * for all its chunks at once (grid_prefetch), so their reads overlap.
+ * decoded in place. Before a band is made, the format's grid_begin may
+ * ask the kernel for all its chunks at once, so their reads overlap; the
+ * band's dsv_grid_io carries what the format read for the band between
+ * its chunks (h5_grid.c reads file-adjacent chunks with one pread).
  */
 #include <stdio.h>
 #include <string.h>
@@ -115,8 +117,9 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	uint64_t band_rows = nd ? ref->nelems / in->row_elems : 1;
 	if (nd)
 		idx[0] = ref->index;
-	if (s->grid_prefetch)
-		s->grid_prefetch(s, ref->index);
+	dsv_grid_io io = { .band = ref->index };
+	if (s->grid_begin)
+		s->grid_begin(s, &io);
 	/* One C-order chunk that is exactly the band (whole rows, not the
 	 * last band's short chunk): decoded in place, no copy. */
 	int whole = nd && !s->g_fortran && band_rows == s->gshape[0] &&
@@ -124,13 +127,13 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	for (int k = 1; whole && k < nd; k++)
 		whole = s->gshape[k] == in->shape[k];
 	if (whole) {
-		int err = s->grid_chunk(s, idx, dst, csize);
+		int err = s->grid_chunk(s, &io, idx, dst, csize);
 		if (err == DSV_ERR_NOTFOUND)
 			fill(dst, celems, s->g_fill, es);
 		return err == DSV_ERR_NOTFOUND ? 0 : err;
 	}
 	for (;;) {
-		int err = s->grid_chunk(s, idx, chunk, csize);
+		int err = s->grid_chunk(s, &io, idx, chunk, csize);
 		if (err == DSV_ERR_NOTFOUND) {
 			fill(chunk, celems, s->g_fill, es);
 		} else if (err) {

@@ -25,7 +25,65 @@
 #define GRID_BAND_MAX (256ull << 20)
 #define GRID_MAX_CHUNKS (1ull << 28)
 
-static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
+/* Chunks at most this far apart in the file are read with one pread, the
+ * bytes between them read and passed over: HDF5 puts its chunk index's
+ * B-tree nodes (~3 KiB) among the chunks, and a 64 KiB read costs about
+ * what two 4 KiB ones do. */
+#define RUN_GAP (64u << 10)
+/* A read of several chunks spans at most this (one chunk: any size). */
+#define RUN_MAX (4u << 20)
+
+/* The grid chunks of band b: linear indices [*first, *end). */
+static void band_chunks(const dsv_source *s, uint64_t b, uint64_t *first, uint64_t *end)
+{
+	uint64_t per = 1;
+	for (int k = 1; k < s->info.ndim; k++)
+		per *= s->gcount[k];
+	*first = b * per;
+	*end = *first + per;
+}
+
+/* The end of the run of chunks read with one pread from chunk lin on
+ * (before end): each next one starts at most RUN_GAP after the one before
+ * it ends, the run spans at most RUN_MAX bytes and lies inside the file as
+ * it was at open (a chunk past its end is read alone, so its error names
+ * it). */
+static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end)
+{
+	uint64_t off = s->chunk_off[lin], stop = off + s->chunk_size[lin];
+	for (lin++; lin < end; lin++) {
+		uint64_t o = s->chunk_off[lin], e = o + s->chunk_size[lin];
+		if (o < stop || o - stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
+			break;
+		stop = e;
+	}
+	return lin;
+}
+
+/* Makes io hold the stored bytes of the run of chunks from lin on. */
+static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
+{
+	uint64_t first, end;
+	band_chunks(s, io->band, &first, &end);
+	uint64_t stop = run_end(s, lin, end), off = s->chunk_off[lin];
+	uint64_t len = s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off;
+	unsigned char *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)len);
+	int err;
+
+	io->held = NULL;
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	if (len > s->file_size || off > s->file_size - len)
+		return DSV_ERR_TRUNCATED;
+	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
+		return err;
+	*io = (dsv_grid_io){ .band = io->band, .held = buf, .held_off = off, .held_len = len,
+			     .held_first = lin, .held_end = stop };
+	return 0;
+}
+
+static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
+			 size_t size)
 {
 	uint64_t lin = 0, esize = dsv_dtype_size(s->info.dtype);
 	for (int k = 0; k < s->info.ndim; k++)
@@ -40,9 +98,11 @@ static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, si
 		.codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE,
 		.fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit)),
 	};
-	void *stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)r.stored_size);
-	int err = stored ? dsv_source_read_chunk(s, &r, dst, size, stored, (size_t)r.stored_size)
-			 : DSV_ERR_NOMEM;
+	int err = 0;
+	if (!io->held || lin < io->held_first || lin >= io->held_end)
+		err = hold_run(s, io, lin);
+	if (!err)
+		err = dsv_source_decode_stored(s, &r, io->held + (r.offset - io->held_off), dst, size);
 	if (err) {
 		char pos[256];
 		size_t n = 0;
@@ -57,17 +117,20 @@ static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, si
 	return err;
 }
 
-/* A band's chunks are consecutive in the C order of grid positions. */
-static void h5_grid_prefetch(const dsv_source *s, uint64_t band)
+/* The band's runs after its first, which is read at once: asked of the
+ * kernel now, so their disk reads overlap the first's. */
+static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 {
-	uint64_t per = 1;
-	for (int k = 1; k < s->info.ndim; k++)
-		per *= s->gcount[k];
-	if (per < 2)
-		return; /* one chunk: nothing to overlap */
-	for (uint64_t i = band * per; i < (band + 1) * per; i++)
-		(void)posix_fadvise(s->fd, (off_t)s->chunk_off[i], (off_t)s->chunk_size[i],
+	uint64_t first, end;
+	band_chunks(s, io->band, &first, &end);
+	for (uint64_t i = run_end(s, first, end); i < end;) {
+		uint64_t stop = run_end(s, i, end);
+		uint64_t off = s->chunk_off[i];
+		(void)posix_fadvise(s->fd, (off_t)off,
+				    (off_t)(s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off),
 				    POSIX_FADV_WILLNEED);
+		i = stop;
+	}
 }
 
 int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
@@ -167,7 +230,7 @@ bad:
 	s->grid = 1;
 	s->chunked = 1;
 	s->grid_chunk = h5_grid_chunk;
-	s->grid_prefetch = h5_grid_prefetch;
+	s->grid_begin = h5_grid_begin;
 	s->chunk_rows = cdims[0];
 	s->info.chunk_elems = cdims[0] * s->info.row_elems;
 	s->info.nchunks = s->info.nelems ? s->gcount[0] : 0;

@@ -20,6 +20,18 @@
 
 #define DSV_SRC_UNALLOCATED UINT64_MAX
 
+/* One band of a grid source being made (grid.c), handed to the format's
+ * grid hooks: which band, and the stored bytes a hook read for it at once
+ * (file bytes [held_off, held_off + held_len) at held, covering grid
+ * chunks held_first .. held_end - 1 in C order), which the band's later
+ * chunks are decoded from. Lives for one band, on the reader's stack. */
+typedef struct dsv_grid_io {
+	uint64_t band;
+	const unsigned char *held;
+	uint64_t held_off, held_len;
+	uint64_t held_first, held_end;
+} dsv_grid_io;
+
 struct dsv_source {
 	dsv_source_info info;
 	int refs; /* dsv_source_ref adds one; close frees at the last */
@@ -69,10 +81,12 @@ struct dsv_source {
 	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
 	int g_fortran, g_big_endian;
 	unsigned char g_fill[8]; /* one element, little-endian */
-	int (*grid_chunk)(const dsv_source *s, const uint64_t *idx, void *dst, size_t size);
-	/* optional: asks the kernel for band's chunks before they are read
-	 * one by one, so their disk reads overlap */
-	void (*grid_prefetch)(const dsv_source *s, uint64_t band);
+	int (*grid_chunk)(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
+			  size_t size);
+	/* optional: called once a band, before its chunks are asked for
+	 * one by one (e.g. to ask the kernel for all of them at once, so
+	 * their disk reads overlap) */
+	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
 	void *zarr; /* zarr.c's state, freed by zarr_close */
 	void (*zarr_close)(void *zarr);
 };
@@ -87,6 +101,17 @@ void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes);
 int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
 /* Opens s->path read-only, fills fd, file_size, mtime. */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
+
+/* Reads exactly n bytes of fd at off; DSV_ERR_TRUNCATED if the file ends
+ * first, DSV_ERR_IO on a read error (dsv_source_pread for any fd). */
+int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off);
+/* Checks (Fletcher32) and decodes a chunk's stored bytes, already read
+ * (ref->stored_size of them at stored), into need bytes at dst: the second
+ * half of dsv_source_read_chunk, for readers that read several chunks'
+ * stored bytes at once. @return 0, DSV_ERR_CHECKSUM, DSV_ERR_CORRUPT or
+ * DSV_ERR_NOMEM. */
+int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, const void *stored,
+			     void *dst, size_t need);
 
 /* Implemented in grid.c: band ref->index of a grid source into dst. */
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
