@@ -39,8 +39,9 @@ static void band_chunks(const dsv_source *s, uint64_t b, uint64_t *first, uint64
 	uint64_t per = 1;
 	for (int k = 1; k < s->info.ndim; k++)
 		per *= s->gcount[k];
-	*first = b * per;
-	*end = *first + per;
+	uint64_t rows_end = (b + 1) * s->g_band;
+	*first = b * s->g_band * per;
+	*end = (rows_end < s->gcount[0] ? rows_end : s->gcount[0]) * per;
 }
 
 /* The end of the run of chunks read with one pread from chunk lin on
@@ -225,16 +226,13 @@ bad:
 				  (unsigned long long)allocated, (unsigned long long)counted);
 		goto out;
 	}
-	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s", (unsigned long long)cdims[0],
-		 cdims[0] == 1 ? "" : "s");
 	s->grid = 1;
 	s->chunked = 1;
 	s->grid_chunk = h5_grid_chunk;
 	s->grid_begin = h5_grid_begin;
-	s->chunk_rows = cdims[0];
-	s->info.chunk_elems = cdims[0] * s->info.row_elems;
-	s->info.nchunks = s->info.nelems ? s->gcount[0] : 0;
-	s->chunk_raw_size = band;
+	dsv_grid_set_bands(s);
+	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s",
+		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s");
 out:
 	free(probe);
 	if (err == DSV_ERR_UNSUPPORTED || (err && !s->grid)) {

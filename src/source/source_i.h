@@ -71,14 +71,15 @@ struct dsv_source {
 	char *attrs_json;
 
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are
-	 * boxes of gshape; the read path's chunks are bands of gshape[0]
-	 * whole rows (chunked is set, chunk_rows = gshape[0]), each made
-	 * from the grid chunks it holds. grid_chunk decodes grid chunk idx
+	 * boxes of gshape; the read path's chunks are bands of g_band
+	 * chunk-rows (gshape[0] whole rows each; chunked is set, chunk_rows
+	 * = g_band * gshape[0]), each made from the grid chunks it holds. grid_chunk decodes grid chunk idx
 	 * into size bytes in its stored order and byte order, or returns
 	 * DSV_ERR_NOTFOUND for a chunk never written (read as g_fill). */
 	int grid;
 	uint64_t gshape[DSV_MAX_DIMS];
 	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
+	uint64_t g_band; /* chunk-rows a band (dsv_grid_set_bands) */
 	int g_fortran, g_big_endian;
 	unsigned char g_fill[8]; /* one element, little-endian */
 	int (*grid_chunk)(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
@@ -113,7 +114,12 @@ int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off);
 int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, const void *stored,
 			     void *dst, size_t need);
 
-/* Implemented in grid.c: band ref->index of a grid source into dst. */
+/* Implemented in grid.c. Groups a grid source's chunk-rows into bands (the
+ * read path's chunks) of about DSV_GRID_BAND_BYTES of elements, at least
+ * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
+ * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
+void dsv_grid_set_bands(dsv_source *s);
+/* Band ref->index of a grid source into dst. */
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 /* A grid_chunk that fails says which chunk (its file) for the log. */
 void dsv_grid_note_failure(const char *what);
@@ -132,5 +138,12 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
  * fallback pays a call per chunk and decodes whole chunks into the cache. */
 #define DSV_PREAD_CHUNK_BYTES (1u << 20)
 #define DSV_FALLBACK_CHUNK_BYTES (1u << 20)
+/* Bands of a grid whose chunk-rows are small are grouped to about this
+ * many bytes of elements: the cache, readahead and the read of a band's
+ * chunks (adjacent in an HDF5 file: one pread) then deal in units that are
+ * not tiny, while a shuffled row reads at most a few times its own bytes.
+ * 256 KiB measured best against 64 KiB and 1 MiB (make bench-grid's
+ * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; README, Performance). */
+#define DSV_GRID_BAND_BYTES (256u << 10)
 
 #endif

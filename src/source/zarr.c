@@ -176,9 +176,10 @@ static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 	uint64_t idx[DSV_MAX_DIMS] = { 0 };
 	char key[1024], path[4096 + 1024];
 	int nd = z->m.ndim;
-	if (nd == 0 || z->m.nchunks / z->m.grid[0] < 2)
+	if (nd == 0 || (z->m.nchunks / z->m.grid[0] < 2 && s->g_band < 2))
 		return;
-	idx[0] = io->band;
+	uint64_t first = io->band * s->g_band;
+	idx[0] = first;
 	for (int n = 0; n < 256; n++) {
 		if (dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key)) == 0) {
 			snprintf(path, sizeof(path), "%s/%s", z->dir, key);
@@ -194,7 +195,7 @@ static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 				break;
 			idx[k] = 0;
 		}
-		if (k < 1)
+		if (k < 1 && (++idx[0] == first + s->g_band || idx[0] == z->m.grid[0]))
 			return;
 	}
 }
@@ -281,10 +282,8 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	s->grid_chunk = zarr_chunk;
 	s->grid_begin = zarr_prefetch;
 	uint64_t band_rows = m->ndim ? m->chunks[0] : 1;
-	s->chunk_rows = band_rows;
-	s->info.chunk_elems = band_rows * (m->ndim ? s->info.row_elems : 1);
-	s->info.nchunks = m->ndim ? m->grid[0] : 1;
-	s->chunk_raw_size = s->info.chunk_elems * dsv_dtype_size(m->dtype);
+	s->chunk_raw_size = band_rows * (m->ndim ? s->info.row_elems : 1) *
+			    dsv_dtype_size(m->dtype);
 	if (s->chunk_raw_size > BAND_MAX) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
@@ -293,6 +292,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 				   (unsigned long long)band_rows,
 				   (unsigned long long)(s->chunk_raw_size >> 20), BAND_MAX >> 20);
 	}
+	dsv_grid_set_bands(s);
 	*out = s;
 	return 0;
 }

@@ -180,29 +180,32 @@ class ZarrV2(E2E):
             check_whole(self, m, "f8_zlib", reference(V2["f8_zlib"][0]), "float32")
 
     def test_damaged_chunk_file_fails_only_its_rows(self):
-        # bands of 1000 rows of 256 bytes: the kernel's readahead around a
-        # read of one band does not reach the next
-        x = RNG.integers(0, 256, (4000, 64), dtype=np.uint8)
+        # chunk-rows of 1000 rows of 64 bytes, grouped four a band (256
+        # KB): the damaged chunk 5.1 fails band 1, rows 4000-7999, alone;
+        # the kernel's readahead around a read of one band does not reach
+        # the next
+        x = RNG.integers(0, 256, (16000, 64), dtype=np.uint8)
         p = write_v2(self.tmp, "damaged", x, dict(chunks=(1000, 32), compressor=numcodecs.Zstd()))
-        with open(os.path.join(p, "1.1"), "r+b") as f:
+        with open(os.path.join(p, "5.1"), "r+b") as f:
             f.truncate(5)
-        with self.mount(p, expect_errors=[r"chunk file .*damaged\.zarr/1\.1: corrupt"]) as m:
+        with self.mount(p, expect_errors=[r"chunk file .*damaged\.zarr/5\.1: corrupt"]) as m:
             fd = os.open(m.path("damaged.dat"), os.O_RDONLY)
             try:
                 row = 64 * 4
                 self.assertEqual(os.pread(fd, row * 10, 0), reference(x[:10]).tobytes())
-                self.assertEqual(os.pread(fd, row * 10, row * 2500),
-                                 reference(x[2500:2510]).tobytes())
-                with self.assertRaises(OSError) as cm:
-                    os.pread(fd, row, row * 1200)
-                self.assertEqual(cm.exception.errno, errno.EIO)
+                self.assertEqual(os.pread(fd, row * 10, row * 10500),
+                                 reference(x[10500:10510]).tobytes())
+                for r in (4100, 5200):  # its own chunk-row, and another of its band
+                    with self.assertRaises(OSError) as cm:
+                        os.pread(fd, row, row * r)
+                    self.assertEqual(cm.exception.errno, errno.EIO)
             finally:
                 os.close(fd)
             self.assertGreater(m.stats()["read_errors"], 0)
-            self.assertTrue(any("damaged.zarr/1.1" in line for line in m.log_lines()))
+            self.assertTrue(any("damaged.zarr/5.1" in line for line in m.log_lines()))
         r = run("verify", p)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("rows 1000-1999 (chunk file " + os.path.join(os.path.realpath(p), "1.1"),
+        self.assertIn("rows 4000-7999 (chunk file " + os.path.join(os.path.realpath(p), "5.1"),
                       r.stdout)
         self.assertIn("1 bad chunk", r.stdout)
         r = run("verify", self.src["u8_blosc_lz4"])
