@@ -153,6 +153,39 @@ class ZarrV2(E2E):
                 with self.mount(p) as m:
                     check_whole(self, m, name, ref, "float32")
 
+    def test_bands_of_many_chunk_rows(self):
+        # small chunk-rows are grouped into bands of about 256 KB: f4 rows
+        # of 160 bytes in chunks of (7, 16) make bands of 234 chunk-rows
+        # (1638 rows), the second short and ending in a short chunk-row,
+        # with chunks missing (the fill value) in both, one an edge chunk;
+        # u2 chunks of whole rows (5, 33) are decoded in place into bands
+        # of 3970 rows, but the last, one row of a 5-row chunk
+        x = RNG.standard_normal((3000, 40)).astype(np.float32)
+        p = write_v2(self.tmp, "bands_f4", x, dict(chunks=(7, 16), compressor=numcodecs.Zstd()),
+                     fill=7.5)
+        ref = x.copy()
+        for key, box in (("3.1", np.s_[21:28, 16:32]), ("300.2", np.s_[2100:2107, 32:40]),
+                         ("428.0", np.s_[2996:3000, 0:16])):
+            os.remove(os.path.join(p, key))
+            ref[box] = 7.5
+        y = RNG.integers(0, 65536, (9001, 33), dtype=np.uint16)
+        q = write_v2(self.tmp, "bands_u2", y, dict(chunks=(5, 33), compressor=numcodecs.LZ4()),
+                     fill=3)
+        yref = y.astype(np.float32)
+        os.remove(os.path.join(q, "1000.0"))
+        yref[5000:5005] = 3
+        ini = self.write_ini(f"[bands_f4]\nsource = {p}\n[bands_u2]\nsource = {q}\n")
+        with self.mount(ini, "--cache-size", "0") as m:
+            check_whole(self, m, "bands_f4", ref, "float32")
+            check_whole(self, m, "bands_u2", yref, "float32")
+            check_preads(self, m, "bands_f4", ref, rows=(1637, 1638, 2996, 2999))
+            check_preads(self, m, "bands_u2", yref, rows=(3969, 3970, 5000, 9000))
+            forked_batches(self, m, "bands_f4", ref, workers=4, batches=10)
+            self.assertEqual(m.stats()["errors"], 0)
+        r = run("info", "--json", p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["source"]["chunk_rows"], 1638)
+
     def test_zero_config_group_attrs_and_skipped(self):
         p = os.path.join(self.tmp, "grp.zarr")
         g = zarr.open_group(p, mode="w")
