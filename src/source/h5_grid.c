@@ -5,9 +5,13 @@
  * fallback. At open, every chunk of the grid is located as for row chunks
  * (h5.c's resolve_chunks: storage size, then the file offset the library
  * reads it from) into s->chunk_off/chunk_size/chunk_mask, indexed by the
- * chunk's grid position in C order. A read decodes one grid chunk with
- * dsv_source_read_chunk (pread, Fletcher32, codec, size checks) outside
- * the HDF5 lock, as row chunks are.
+ * chunk's grid position in C order. A band's chunks are read in runs:
+ * chunks next to each other in the file (HDF5 writes a dataset's chunks in
+ * C order of their grid positions, its index nodes among them) are read
+ * with one pread into the band's dsv_grid_io, and each is then decoded
+ * from there with dsv_source_decode_stored (Fletcher32, codec, size
+ * checks), outside the HDF5 lock, as row chunks are. The kernel is asked
+ * for a band's later runs before the first is read.
  *
  * Datasets with a chunk never written (the library supplies its fill
  * value), a chunk whose stored size is impossible or that the library will
@@ -21,7 +25,7 @@
 #include "common/tlsbuf.h"
 #include "source/h5_src.h"
 
-/* A band (cdims[0] whole rows) at most this big, as for Zarr. */
+/* A chunk-row (cdims[0] whole rows) at most this big, as for Zarr. */
 #define GRID_BAND_MAX (256ull << 20)
 #define GRID_MAX_CHUNKS (1ull << 28)
 
