@@ -119,8 +119,10 @@ void dsv_grid_set_bands(dsv_source *s)
 	uint64_t esize = dsv_dtype_size(in->dtype), target = DSV_GRID_BAND_BYTES;
 	const char *env = getenv("DSVIEW_GRID_BAND_KB"); /* for measuring */
 
-	if (env)
-		target = strtoull(env, NULL, 10) << 10;
+	if (env) {
+		uint64_t kb = strtoull(env, NULL, 10);
+		target = kb < DSV_GRID_BAND_MAX >> 10 ? kb << 10 : DSV_GRID_BAND_MAX;
+	}
 	if (in->ndim == 0) { /* one element, one chunk */
 		s->g_band = 1;
 		s->chunk_rows = 1;

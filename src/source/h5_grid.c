@@ -25,8 +25,6 @@
 #include "common/tlsbuf.h"
 #include "source/h5_src.h"
 
-/* A chunk-row (cdims[0] whole rows) at most this big, as for Zarr. */
-#define GRID_BAND_MAX (256ull << 20)
 #define GRID_MAX_CHUNKS (1ull << 28)
 
 /* Chunks at most this far apart in the file are read with one pread, the
@@ -156,7 +154,7 @@ int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdim
 			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset, "too many chunks");
 	}
 	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) ||
-	    dsv_mul_u64(band, esize, &band) || band > GRID_BAND_MAX || raw > UINT32_MAX) {
+	    dsv_mul_u64(band, esize, &band) || band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
 		snprintf(why, why_cap, "chunks split rows; a band of %llu rows is too large",
 			 (unsigned long long)cdims[0]);
 		return DSV_ERR_UNSUPPORTED;

@@ -73,9 +73,10 @@ struct dsv_source {
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are
 	 * boxes of gshape; the read path's chunks are bands of g_band
 	 * chunk-rows (gshape[0] whole rows each; chunked is set, chunk_rows
-	 * = g_band * gshape[0]), each made from the grid chunks it holds. grid_chunk decodes grid chunk idx
-	 * into size bytes in its stored order and byte order, or returns
-	 * DSV_ERR_NOTFOUND for a chunk never written (read as g_fill). */
+	 * = g_band * gshape[0]), each made from the grid chunks it holds.
+	 * grid_chunk decodes grid chunk idx into size bytes in its stored
+	 * order and byte order, or returns DSV_ERR_NOTFOUND for a chunk never
+	 * written (read as g_fill). */
 	int grid;
 	uint64_t gshape[DSV_MAX_DIMS];
 	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
@@ -145,5 +146,8 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
  * 256 KiB measured best against 64 KiB and 1 MiB (make bench-grid's
  * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; README, Performance). */
 #define DSV_GRID_BAND_BYTES (256u << 10)
+/* A band of a grid (one chunk-row, or the grouped ones) at most this big:
+ * the read path decodes a band whole into one cache entry. */
+#define DSV_GRID_BAND_MAX (256ull << 20)
 
 #endif

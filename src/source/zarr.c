@@ -27,8 +27,6 @@
 
 /* Metadata files larger than this are refused (a .zarray is ~400 bytes). */
 #define META_MAX (1u << 20)
-/* A band (the read path's chunk: gshape[0] whole rows) at most this big. */
-#define BAND_MAX (256ull << 20)
 
 typedef struct zarr_state {
 	char *dir;
@@ -284,13 +282,14 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	uint64_t band_rows = m->ndim ? m->chunks[0] : 1;
 	s->chunk_raw_size = band_rows * (m->ndim ? s->info.row_elems : 1) *
 			    dsv_dtype_size(m->dtype);
-	if (s->chunk_raw_size > BAND_MAX) {
+	if (s->chunk_raw_size > DSV_GRID_BAND_MAX) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
 				   "%llu rows of a chunk (%llu MiB) are more than the read path "
 				   "takes at once (%llu MiB)",
 				   (unsigned long long)band_rows,
-				   (unsigned long long)(s->chunk_raw_size >> 20), BAND_MAX >> 20);
+				   (unsigned long long)(s->chunk_raw_size >> 20),
+				   DSV_GRID_BAND_MAX >> 20);
 	}
 	dsv_grid_set_bands(s);
 	*out = s;
