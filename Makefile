@@ -11,9 +11,8 @@
 #   make bench-grid    N-d chunk grids and Zarr alone (GRID_MB=32 ROUNDS=1: ~1 min)
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
-# Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests
-# (No CUDA switch yet: src/gpu holds only the stub, so there is nothing for
-# nvcc to build; the CUDA backend brings CUDA=0|1 with it.)
+#   make bench-gpu  the GPU backend against the CPU (one line and exit 0 without a device)
+# Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests  CUDA=0|1
 
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
@@ -57,9 +56,42 @@ endif
 CPPFLAGS += $(PKG_CFLAGS)
 LDLIBS   := $(PKG_LIBS) $(LDLIBS)
 
-LIB_SRCS := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+# CUDA: the GPU backend (src/gpu/*.cu) is built when nvcc is found (on PATH
+# or in /usr/local/cuda/bin), else src/gpu/gpu_stub.c; CUDA=0 forces the
+# CPU-only build, CUDA=1 insists on nvcc. cudart is linked statically: the
+# binary needs no CUDA toolkit at run time, only the driver's libcuda.so.1,
+# which cudart itself dlopens (README, "The GPU backend").
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+ifeq ($(CUDA),)
+CUDA := $(if $(NVCC),1,0)
+endif
+ifeq ($(CUDA),1)
+ifeq ($(NVCC),)
+$(error CUDA=1 but no nvcc on PATH or in /usr/local/cuda/bin)
+endif
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+# sm_80 (A100), sm_90 (H100) as machine code, compute_90 as PTX the driver
+# compiles for anything newer. --fmad=false and IEEE division/denormals:
+# the device rounds exactly as the CPU kernels (-ffp-contract=off) do. No
+# C++ exceptions or thread-safe statics: the host stubs then need nothing
+# of libstdc++, and the link stays a C link.
+NVCCFLAGS ?= -O2 -g -std=c++17 -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=[sm_90,compute_90] \
+             --fmad=false -ftz=false -prec-div=true -prec-sqrt=true \
+             -Xcompiler -Wall,-Wextra,-Wshadow,-Wno-missing-field-initializers,-pthread \
+             -Xcompiler -fno-exceptions,-fno-threadsafe-statics,-ffp-contract=off
+NVCCFLAGS += $(if $(findstring -Werror,$(XCFLAGS)),-Werror all-warnings -Xcompiler -Werror)
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+GPU_SRCS := src/gpu/gpu_host.c $(wildcard src/gpu/*.cu)
+else ifeq ($(CUDA),0)
+GPU_SRCS := src/gpu/gpu_stub.c
+else
+$(error CUDA must be 0 or 1; got '$(CUDA)')
+endif
+
+LIB_SRCS := $(filter-out src/cli/% src/gpu/gpu_stub.c src/gpu/gpu_host.c,$(wildcard src/*/*.c))
 CLI_SRCS := $(wildcard src/cli/*.c)
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(patsubst %,$(BUILD)/%.o,$(basename $(GPU_SRCS)))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -70,7 +102,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -82,9 +114,20 @@ $(BUILD)/%.o: %.c
 # linker happened to put it (byte-identical code; xform_bench, CPU time).
 $(BUILD)/src/xform/xform.o: CFLAGS += -falign-loops=32
 
-$(LIB): $(LIB_OBJS)
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -MD -MP -c $< -o $@
+
+# The archive is remade when CUDA changes between builds into the same
+# BUILD: it holds gpu_stub.o or the .cu objects, never both.
+ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+CUDA_STAMP := $(BUILD)/.cuda-$(CUDA)
+$(shell mkdir -p $(BUILD); [ -e $(CUDA_STAMP) ] || { rm -f $(BUILD)/.cuda-*; touch $(CUDA_STAMP); })
+endif
+
+$(LIB): $(LIB_OBJS) $(CUDA_STAMP)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJS)
 
 $(BIN): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJS) $(LIB) $(LDLIBS) -o $@
@@ -170,7 +213,7 @@ demo: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
-$(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
+$(BUILD)/tests/codec_bench $(BUILD)/tests/codec_speed $(BUILD)/tests/xform_bench $(BUILD)/tests/gpu_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
@@ -188,6 +231,14 @@ bench: deps
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
 	  $(PYTHON) tests/bench/pack_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/grid_bench.py
+
+# The GPU backend (tests/bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
+# 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
+# against the CPU on every core; one line and exit 0 where no GPU is usable.
+# GPU_BENCH_MB (default 256) sets each configuration's output.
+bench-gpu: deps
+	$(MAKE) all $(BUILD)/tests/gpu_bench
+	$(BUILD)/tests/gpu_bench
 
 # The read table of issue 15 (tests/bench/read_bench.py): 12 KB and 150 KB
 # rows, cold and warm sequential passes, shuffled batches by one reader and
@@ -251,7 +302,7 @@ fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="clang-14 libclang-rt-14-dev"
 
 fuzz: deps fuzz-deps
-	$(MAKE) CC=$(FUZZ_CC) BUILD=build-fuzz XCFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	$(MAKE) CC=$(FUZZ_CC) CUDA=0 BUILD=build-fuzz XCFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 	  build-fuzz/libdsview.a
 	@fail=0; for t in $(FUZZ_TARGETS); do \
 	  $(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz -std=c11 -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
@@ -290,4 +341,4 @@ install: $(BIN) $(LIB)
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-werror
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_BINS:=.d)

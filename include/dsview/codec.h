@@ -56,12 +56,36 @@ int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
  * block past the end, bytes after the last block). */
 int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint64_t *at);
 
-/* Decodes block i of an indexed frame into dst (the block's raw size,
- * min(f->block, f->raw - i * f->block), must fit in dst_cap). Never reads
- * or writes out of bounds, whatever at holds. @return the block's raw
- * size, or DSV_ERR_CORRUPT. */
-int64_t dsv_lz4_decode_block(void *dst, size_t dst_cap, const void *src, size_t src_size,
-			     const dsv_lz4_frame *f, const uint64_t *at, uint64_t i);
+/*
+ * A store's block table (written by `dsview pack` next to each LZ4 store,
+ * include/dsview/h5info.h says where): per chunk, per block i, two 32-bit
+ * words, row[2i] = the block's stored size (its 4-byte header's value)
+ * and row[2i + 1] = dsv_fletcher32 of the block's header and bytes. With
+ * it a reader reads and checks only the blocks it needs, where the chunk's
+ * own Fletcher32 covers the whole chunk.
+ */
+#define DSV_LZ4_TABLE_WORDS 2
+
+/* Fills row (DSV_LZ4_TABLE_WORDS * f->nblocks words) from an indexed
+ * frame (dsv_lz4_index's at). */
+void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at,
+			 uint32_t *row);
+
+/* Where blocks b0..b1 lie in a frame of payload bytes by a table's row
+ * (its words for blocks 0..b1): [*start, *end), headers included.
+ * @return 0, or DSV_ERR_CORRUPT (a size of 0, or blocks past payload). */
+int dsv_lz4_table_span(const uint32_t *row, uint64_t b0, uint64_t b1, uint64_t payload,
+		       uint64_t *start, uint64_t *end);
+
+/* Bytes [lo, hi) of frame f's raw bytes into dst (hi - lo bytes) from the
+ * stored bytes of blocks lo / f->block .. (hi - 1) / f->block, src[0, n)
+ * as dsv_lz4_table_span placed them: each block's header must equal its
+ * size in row and its checksum row's, then it decodes to exactly its raw
+ * size. edge: f->block bytes of scratch for blocks [lo, hi) covers in
+ * part. Never reads or writes out of bounds, whatever row and src hold.
+ * @return the raw bytes decoded, or DSV_ERR_CORRUPT. */
+int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *src, size_t n,
+			     const dsv_lz4_frame *f, const uint32_t *row, void *edge);
 
 /* Worst-case encoded size for src_size bytes in blocks of block_size. */
 size_t dsv_lz4_bound(size_t src_size, size_t block_size);
@@ -142,6 +166,29 @@ int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
  * table outside the input, damaged blocks, or another decoded size). */
 int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src,
 			 size_t src_size);
+
+/* The filter's cd_values as hdf5-blosc's set_local leaves them: [0] filter
+ * version 2, [1] Blosc format 2, [2] type size, [3] chunk bytes, [4]
+ * clevel, [5] shuffle (DSV_BLOSC_NOSHUFFLE, _SHUFFLE, _BITSHUFFLE), [6]
+ * compressor code (DSV_BLOSC_LZ4, _LZ4HC, _ZSTD: Blosc's own codes). */
+#define DSV_BLOSC_NOSHUFFLE 0
+#define DSV_BLOSC_SHUFFLE 1
+#define DSV_BLOSC_BITSHUFFLE 2
+#define DSV_BLOSC_LZ4 1
+#define DSV_BLOSC_LZ4HC 2
+#define DSV_BLOSC_ZSTD 5
+
+/* Worst-case encoded size (the raw size plus Blosc's 16-byte header). */
+size_t dsv_blosc_bound(size_t src_size);
+
+/* Encodes src as one Blosc-1 buffer, as the filter does (blosc_compress
+ * with Blosc's automatic block size; here blosc_compress_ctx, one thread,
+ * no global state): typesize (over 255: 1, as the filter does), clevel
+ * 0-9, shuffle and compcode as above. @return the buffer's size, or
+ * DSV_ERR_INVALID (bad parameters, src_size over BLOSC_MAX_BUFFERSIZE, or
+ * dst_cap short). */
+int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			 size_t typesize, int clevel, int shuffle, int compcode);
 
 /*
  * Bitshuffle 32008 (kiyo-masui/bitshuffle's HDF5 filter): blocks of

@@ -57,6 +57,9 @@ typedef struct dsv_source_info {
 	 * chunk's frame says (clamped to the chunk); 0 for other codecs or a
 	 * frame that could not be read (chunks are then decoded whole) */
 	uint64_t lz4_block;
+	/* 1 when the store's block table lets a read of a few rows read and
+	 * check only their blocks (dsv_source_read_lz4_part) */
+	int lz4_table;
 	struct timespec mtime;
 	const char *attrs;    /* an HDF5 dataset's attributes, a JSON object, or NULL */
 } dsv_source_info;
@@ -156,13 +159,18 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap);
 size_t dsv_source_scratch_size(const dsv_source *s);
-/* Reads a chunk's stored bytes (ref->stored_size of them, nothing decoded)
- * into buf and checks its Fletcher32: *payload is the codec's part (the
- * trailer taken off). For readers that decode part of a chunk.
- * @return 0, DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_CHECKSUM or
- * DSV_ERR_INVALID (a fallback chunk, or buf_cap short). */
-int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
-			   size_t buf_cap, size_t *payload);
+/* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes into dst, from only the
+ * blocks that hold them, read and checked through the store's block table
+ * (info.lz4_table); *decoded += the bytes decoded. @return 0;
+ * DSV_ERR_UNSUPPORTED (nothing read) when the source has no table or ref
+ * is not such a chunk; DSV_ERR_CORRUPT when a block or the table fails a
+ * check; DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_NOMEM. */
+int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t lo,
+			     uint64_t hi, void *dst, uint64_t *decoded);
+/* For verify: chunk ref's row of the block table matches its stored frame
+ * (sizes and checksums of every block). @return 0 (also when the source
+ * has no table), DSV_ERR_CORRUPT, or a read error. */
+int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref);
 /* Reads elements [first, first + n) of a plain chunk (dsv_chunk_is_plain)
  * into dst (n * esize bytes): one pread, nothing else of the chunk.
  * DSV_ERR_TRUNCATED when they lie past the end of the file. */

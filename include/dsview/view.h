@@ -106,6 +106,9 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 /* Logs a failed chunk: the view, source, chunk, its rows, file offset and
  * stored size, and the reason. */
 void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);
+/* As dsv_view_log_chunk_error, for a part of an LZ4 chunk whose blocks
+ * failed the block table's check (the chunk is then read whole). */
+void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);
 
 /* True if name is a valid view name (letters, digits, '_', '-', '.';
  * not "." or "..", at most 200 bytes). */

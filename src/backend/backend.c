@@ -1,4 +1,5 @@
 /* Backend choice: CUDA when built with it and a device answers, else CPU. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 
 struct dsv_backend {
 	dsv_gpu *gpu; /* NULL: CPU */
+	char why[256]; /* why the CPU, when gpu is NULL */
 };
 
 int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
@@ -26,18 +28,20 @@ int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
 	if (dev == DSV_GPU_AUTO) {
 		b->gpu = dsv_gpu_open(-1, why, sizeof(why));
 		if (b->gpu)
-			dsv_log_info("backend: cuda");
+			dsv_log_info("backend: cuda (%s)", dsv_gpu_name(b->gpu));
 		else
 			dsv_log_info("backend: cpu (%s)", why);
+		snprintf(b->why, sizeof(b->why), "%s", b->gpu ? "" : why);
 	} else if (dev == DSV_GPU_OFF) {
 		dsv_log_info("backend: cpu (--gpu off)");
+		snprintf(b->why, sizeof(b->why), "--gpu off");
 	} else {
 		b->gpu = dsv_gpu_open(dev, why, sizeof(why));
 		if (!b->gpu) {
 			free(b);
 			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %d: %s", dev, why);
 		}
-		dsv_log_info("backend: cuda device %d", dev);
+		dsv_log_info("backend: cuda device %d (%s)", dev, dsv_gpu_name(b->gpu));
 	}
 	*out = b;
 	return 0;
@@ -54,6 +58,20 @@ void dsv_backend_destroy(dsv_backend *b)
 const char *dsv_backend_name(const dsv_backend *b)
 {
 	return b->gpu ? "cuda" : "cpu";
+}
+
+void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
+{
+	dsv_gpu_stats gs = { 0 };
+	if (b->gpu)
+		dsv_gpu_get_stats(b->gpu, &gs);
+	st->device = b->gpu ? dsv_gpu_name(b->gpu) : "";
+	st->why_cpu = b->why;
+	st->gpu_chunks = gs.chunks;
+	st->gpu_bytes = gs.bytes;
+	st->gpu_batches = gs.batches;
+	st->gpu_fallbacks = gs.fallbacks;
+	st->gpu_failed = gs.failed;
 }
 
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)

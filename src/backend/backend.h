@@ -4,7 +4,8 @@
  * its elements, in the source dtype, for the chunk cache (read/read.h
  * transforms from there). "cpu" runs in the calling thread (FUSE workers
  * and readahead threads are the parallelism); "cuda" (built when nvcc is
- * found) would decode batches of chunks on a GPU. Both produce identical
+ * found, src/gpu) decodes LZ4 chunks on a GPU, and hands every other chunk,
+ * and every chunk after a CUDA error, to "cpu". Both produce identical
  * bytes.
  *
  * Thread safety: dsv_backend_decode may be called from any number of threads
@@ -23,6 +24,15 @@ typedef struct dsv_backend dsv_backend;
 int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb);
 void dsv_backend_destroy(dsv_backend *b);
 const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
+
+/* For .stats.json: the device and what it did, or why there is none. */
+typedef struct dsv_backend_stats {
+	const char *device;  /* the GPU's name, "" on the CPU */
+	const char *why_cpu; /* why no GPU is used ("--gpu off", "no CUDA device", ...), "" */
+	uint64_t gpu_chunks, gpu_bytes, gpu_batches, gpu_fallbacks;
+	int gpu_failed; /* a CUDA error turned the GPU off: chunks decode on the CPU */
+} dsv_backend_stats;
+void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st);
 
 /* Decodes global chunk g of view v into out: its elements in the source
  * dtype, native little-endian (size must be the chunk's elements times the

@@ -66,6 +66,7 @@ static json_t *jsource(const dsv_source_info *si)
 	json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)(si->chunk_elems * esize)));
 	json_object_set_new(o, "lz4_block_bytes",
 			    si->lz4_block ? json_integer((json_int_t)si->lz4_block) : json_null());
+	json_object_set_new(o, "lz4_block_table", json_boolean(si->lz4_table));
 	return o;
 }
 

@@ -83,10 +83,13 @@ static void print_chunks(const json_t *src)
 		printf("%llu elements (rows split)", (unsigned long long)jint(src, "chunk_elems"));
 	}
 	printf(" (%s%s)", dsv_fmt_bytes(b, sizeof(b), bytes), n > 1 ? " each" : "");
-	/* a read decodes only the blocks it needs (one block: the chunk) */
+	/* with a block table, a read of a few rows reads and decodes only
+	 * their blocks; without one, the chunk whole */
 	if (json_is_integer(json_object_get(src, "lz4_block_bytes")))
-		printf(", LZ4 blocks of %s",
-		       dsv_fmt_bytes(b, sizeof(b), jint(src, "lz4_block_bytes")));
+		printf(", LZ4 blocks of %s%s",
+		       dsv_fmt_bytes(b, sizeof(b), jint(src, "lz4_block_bytes")),
+		       json_is_true(json_object_get(src, "lz4_block_table"))
+			       ? ", block table (a read takes only its blocks)" : "");
 	printf("\n");
 }
 

@@ -70,6 +70,7 @@ typedef struct vbad {
 	size_t src;
 	dsv_chunk_ref ref;
 	int err;
+	int table; /* the chunk decodes, but its row of the block table is wrong */
 	char file[512]; /* a grid band's chunk that failed (its file, for Zarr), or "" */
 } vbad;
 
@@ -210,7 +211,7 @@ static size_t find_source(const vjob *j, uint64_t g)
 	return lo;
 }
 
-static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err)
+static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, int table)
 {
 	pthread_mutex_lock(&j->lock);
 	if (j->nbad == j->bad_cap) {
@@ -224,7 +225,7 @@ static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err)
 		j->bads = p;
 		j->bad_cap = cap;
 	}
-	j->bads[j->nbad++] = (vbad){ .src = src, .ref = *ref, .err = err };
+	j->bads[j->nbad++] = (vbad){ .src = src, .ref = *ref, .err = err, .table = table };
 	if (ref->grid) /* this thread's failure: the file that failed */
 		snprintf(j->bads[j->nbad - 1].file, sizeof(j->bads[0].file), "%s",
 			 dsv_source_grid_failure());
@@ -247,7 +248,7 @@ static void band_done(void *arg, const dsv_chunk_ref *part, int err)
 {
 	band_ctx *b = arg;
 	if (err)
-		record_bad(b->j, b->si, part, err);
+		record_bad(b->j, b->si, part, err, 0);
 	else
 		atomic_fetch_add(&b->j->bytes, part->nelems * b->esize);
 }
@@ -286,8 +287,9 @@ static void *worker(void *arg)
 		int err = dsv_source_chunk(v->s, g - v->first, &ref);
 		if (!err)
 			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap);
+		int table = !err && (err = dsv_source_check_lz4_table(v->s, &ref)) != 0;
 		if (err && !(ref.fallback && !is_internal(err) && narrow_fallback(j, si, &ref, dst) == 0))
-			record_bad(j, si, &ref, err);
+			record_bad(j, si, &ref, err, table);
 		else if (!err)
 			atomic_fetch_add(&j->bytes, ref.nelems *
 					 dsv_dtype_size(dsv_source_get_info(v->s)->dtype));
@@ -303,6 +305,9 @@ static void *worker(void *arg)
 
 static const char *bad_reason(const vbad *b)
 {
+	if (b->table && b->err == DSV_ERR_CORRUPT)
+		return "its row of the block table does not match it (reads of a few rows "
+		       "fall back to the whole chunk)";
 	switch (b->err) {
 	case DSV_ERR_CHECKSUM: return "Fletcher32 checksum mismatch";
 	case DSV_ERR_CORRUPT:

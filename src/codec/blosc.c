@@ -92,3 +92,31 @@ int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src, size_t src
 		return DSV_ERR_CORRUPT;
 	return (int64_t)nbytes;
 }
+
+size_t dsv_blosc_bound(size_t src_size)
+{
+	return src_size + BLOSC_MAX_OVERHEAD;
+}
+
+int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			 size_t typesize, int clevel, int shuffle, int compcode)
+{
+	static const char *const names[] = { [DSV_BLOSC_LZ4] = BLOSC_LZ4_COMPNAME,
+					     [DSV_BLOSC_LZ4HC] = BLOSC_LZ4HC_COMPNAME,
+					     [DSV_BLOSC_ZSTD] = BLOSC_ZSTD_COMPNAME };
+	int n;
+
+	/* As the filter does: a type too wide for Blosc's shuffle is bytes. */
+	if (typesize == 0 || typesize > BLOSC_MAX_TYPESIZE)
+		typesize = 1;
+	if (src_size > BLOSC_MAX_BUFFERSIZE || clevel < 0 || clevel > 9 || shuffle < 0 ||
+	    shuffle > BLOSC_BITSHUFFLE || compcode < 0 ||
+	    compcode >= (int)(sizeof(names) / sizeof(names[0])) || !names[compcode])
+		return DSV_ERR_INVALID;
+	if (dst_cap > INT_MAX)
+		dst_cap = INT_MAX;
+	/* blocksize 0: Blosc's automatic choice, as blosc_compress makes it */
+	n = blosc_compress_ctx(clevel, shuffle, typesize, src_size, src, dst, dst_cap,
+			       names[compcode], 0, 1);
+	return n > 0 ? n : DSV_ERR_INVALID;
+}

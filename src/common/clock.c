@@ -11,3 +11,10 @@ void dsv_deadline_ms(struct timespec *ts, unsigned ms)
 		ts->tv_nsec -= 1000000000L;
 	}
 }
+
+double dsv_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

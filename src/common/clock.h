@@ -10,4 +10,7 @@
  * pthread_cond_timedwait takes it. */
 void dsv_deadline_ms(struct timespec *ts, unsigned ms);
 
+/* CLOCK_MONOTONIC in seconds, for timing. */
+double dsv_now_s(void);
+
 #endif

@@ -89,7 +89,7 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 	(void)key;
 	dsv_read_made made;
 	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, &made);
-	if (!v) { /* the read path's own: a tile of windows, or an LZ4 frame */
+	if (!v) { /* the read path's own: a tile of windows */
 		if (made.tile)
 			atomic_fetch_add(&fs->made, 1);
 		return err;

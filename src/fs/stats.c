@@ -45,11 +45,29 @@ static void render_hist(char out[HIST_TEXT], const lat_hist *h)
 	snprintf(out + at, HIST_TEXT - at, "]");
 }
 
+/* s as the inside of a JSON string (a device name or a reason: printable
+ * ASCII in practice; anything else is dropped). */
+static const char *json_text(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; *s && n + 3 < cap; s++) {
+		if (*s == '"' || *s == '\\')
+			out[n++] = '\\';
+		if ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f)
+			out[n++] = *s;
+	}
+	out[n] = '\0';
+	return out;
+}
+
 static char *render_stats(dsv_fs *fs)
 {
 	dsv_cache_stats cs;
 	char *s = NULL;
 	dsv_cache_get_stats(fs->cache, &cs);
+	dsv_backend_stats bs;
+	dsv_backend_get_stats(fs->backend, &bs);
+	char dev[4 * 256 + 4], why[4 * 256 + 4];
 	dsv_hints_stats hs = { 0 };
 	if (fs->hints)
 		dsv_hints_get_stats(fs->hints, &hs);
@@ -59,7 +77,10 @@ static char *render_stats(dsv_fs *fs)
 	render_hist(make, &fs->lat_make);
 	render_hist(reply, &fs->lat_reply);
 	if (asprintf(&s,
-		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
+		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"gpu_device\": \"%s\",\n"
+		     "  \"gpu_off_why\": \"%s\",\n  \"gpu_chunks\": %llu,\n  \"gpu_bytes\": %llu,\n"
+		     "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_failed\": %s,\n"
+		     "  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
 		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
 		     "  \"read_errors\": %llu,\n"
 		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
@@ -73,7 +94,11 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"read_make_us\": %s,\n  \"read_make_us_sum\": %llu,\n"
 		     "  \"read_reply_us\": %s,\n  \"read_reply_us_sum\": %llu,\n"
 		     "  \"errors\": %llu\n}\n",
-		     (int)getpid(), dsv_backend_name(fs->backend), dsv_xform_kernel_name(), fs->m->nviews,
+		     (int)getpid(), dsv_backend_name(fs->backend),
+		     json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
+		     (unsigned long long)bs.gpu_chunks, (unsigned long long)bs.gpu_bytes,
+		     (unsigned long long)bs.gpu_batches, (unsigned long long)bs.gpu_fallbacks,
+		     bs.gpu_failed ? "true" : "false", dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
 		     (unsigned long long)fs->bytes_decoded, (unsigned long long)fs->read_errors,
 		     (unsigned long long)fs->opens,

@@ -1,10 +1,17 @@
 /*
- * CUDA backend seam, below src/backend. Built without CUDA (the only build
- * so far), dsv_gpu_open always says why no device is used, so the backend
- * decodes every chunk on the CPU. A CUDA build will implement these in
- * gpu.cu (LZ4 decode and transform of batches of chunks) with the same
- * bytes as the CPU. The gpu never calls back into the backend: a chunk it
- * does not take (DSV_ERR_UNSUPPORTED) is the backend's to decode.
+ * The CUDA backend, below src/backend (README, "The GPU backend"). A CUDA
+ * build (nvcc found) decodes LZ4 (32004) chunks on the device, one warp per
+ * LZ4 block, with the same bytes as the CPU; a build without CUDA
+ * (gpu_stub.c) opens no device, so the backend decodes every chunk on the
+ * CPU. The gpu never calls back into the backend: a chunk it does not take
+ * (DSV_ERR_UNSUPPORTED) is the backend's to decode, and that includes
+ * every chunk after a CUDA error, and every chunk whose bytes fail a check
+ * (the CPU reads it again and reports it as it reports any bad chunk).
+ *
+ * Thread safety: dsv_gpu_decode, dsv_gpu_decode_xform and dsv_gpu_get_stats
+ * may be called from any number of threads; open and close are not
+ * concurrent with anything. Open after daemonising (CUDA must not see a
+ * fork).
  */
 #ifndef DSV_GPU_H
 #define DSV_GPU_H
@@ -13,6 +20,7 @@
 #include <stdint.h>
 
 #include "dsview/view.h"
+#include "xform/xform_elem.h"
 
 typedef struct dsv_gpu dsv_gpu;
 
@@ -23,5 +31,37 @@ void dsv_gpu_close(dsv_gpu *g); /* accepts NULL */
  * @return 0, a negative dsv_err, or DSV_ERR_UNSUPPORTED for a chunk the
  * device does not decode (the caller decodes it on the CPU). */
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size);
+
+/* The device's name ("NVIDIA H100 80GB HBM3"). */
+const char *dsv_gpu_name(const dsv_gpu *g);
+
+typedef struct dsv_gpu_stats {
+	uint64_t chunks;    /* decoded on the device */
+	uint64_t bytes;     /* their decoded bytes */
+	uint64_t batches;   /* kernel runs */
+	uint64_t fallbacks; /* LZ4 chunks handed to the CPU: a CUDA error, a failed check */
+	int failed;         /* a CUDA error turned the device off */
+} dsv_gpu_stats;
+void dsv_gpu_get_stats(const dsv_gpu *g, dsv_gpu_stats *st);
+
+/* A batch: LZ4 frames (n stored bytes at src, no Fletcher32 trailer, raw
+ * decoded bytes) decoded and transformed on the device by plan x (source
+ * dtype x->src) into out (raw / source size elements of x->dst; e0 the
+ * view index of the first). For benchmarks, and the readahead when it
+ * hands the device whole batches. */
+typedef struct dsv_gpu_item {
+	const void *src;
+	size_t n;
+	uint64_t raw, e0;
+	void *out;
+} dsv_gpu_item;
+/* Seconds of the last batch, from CUDA events in its stream. */
+typedef struct dsv_gpu_timing {
+	double h2d_s, kernel_s, d2h_s;
+} dsv_gpu_timing;
+/* @return 0, DSV_ERR_CORRUPT (a frame or block failed), DSV_ERR_NOMEM, or
+ * DSV_ERR_UNSUPPORTED (a CUDA error: the device is off from then on). */
+int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
+			 size_t nitems, dsv_gpu_timing *t);
 
 #endif

@@ -1,5 +1,6 @@
 /* Built without CUDA: no device opens, so nothing is ever decoded here. */
 #include <stdio.h>
+#include <string.h>
 
 #include "gpu/gpu.h"
 
@@ -18,5 +19,24 @@ void dsv_gpu_close(dsv_gpu *g)
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
 {
 	(void)g, (void)v, (void)chunk, (void)out, (void)size;
+	return DSV_ERR_UNSUPPORTED;
+}
+
+const char *dsv_gpu_name(const dsv_gpu *g)
+{
+	(void)g;
+	return "";
+}
+
+void dsv_gpu_get_stats(const dsv_gpu *g, dsv_gpu_stats *st)
+{
+	(void)g;
+	memset(st, 0, sizeof(*st));
+}
+
+int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
+			 size_t nitems, dsv_gpu_timing *t)
+{
+	(void)g, (void)x, (void)items, (void)nitems, (void)t;
 	return DSV_ERR_UNSUPPORTED;
 }

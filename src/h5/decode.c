@@ -121,8 +121,8 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
 }
 
 /* Our decoders of Zstandard (32015), LZF (32000) and Blosc (32001) for
- * the library's reads: decode only (dsview never writes through the
- * library). The decoded size is the frame's content size (zstd), the
+ * the library's reads: decode only (dsview never writes chunks through
+ * the library). The decoded size is the frame's content size (zstd), the
  * header's nbytes (Blosc), or for LZF the chunk size h5py records in
  * cd[2]; either must be what the read expects when guard.c knows it.
  * Returns the new size, 0 on failure. */
@@ -229,16 +229,20 @@ static size_t bshuf_filter(unsigned flags, size_t ncd, const unsigned cd[], size
 	return (size_t)raw;
 }
 
+/* encoder_present is 1 for the decode-only ones too: HDF5 refuses to
+ * create a dataset whose filter cannot encode, and `dsview pack` creates
+ * its stores with these filters. It never encodes through the library
+ * (pack writes whole chunks with H5Dwrite_chunk), and an attempt fails. */
 static const H5Z_class2_t classes[] = {
 	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZ4, .encoder_present = 1,
 	  .decoder_present = 1, .name = "lz4 (dsview)", .filter = lz4_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_ZSTD, .encoder_present = 0,
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_ZSTD, .encoder_present = 1,
 	  .decoder_present = 1, .name = "zstd (dsview, decode only)", .filter = zstd_filter },
 	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZF, .encoder_present = 0,
 	  .decoder_present = 1, .name = "lzf (dsview, decode only)", .filter = lzf_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BLOSC, .encoder_present = 0,
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BLOSC, .encoder_present = 1,
 	  .decoder_present = 1, .name = "blosc (dsview, decode only)", .filter = blosc_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BSHUF, .encoder_present = 0,
+	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BSHUF, .encoder_present = 1,
 	  .decoder_present = 1, .name = "bitshuffle (dsview, decode only)", .filter = bshuf_filter },
 };
 

@@ -1,5 +1,6 @@
 /*
- * dsview pack, the chunks: input rows -> LZ4 (32004) + Fletcher32 chunks,
+ * dsview pack, the chunks: input rows -> codec (LZ4 here, the others through
+ * codecs.c) + Fletcher32 chunks,
  * made on worker threads and handed in order to the writer, which pack.c
  * gives (it puts them in the HDF5 file). Also the sample compression that
  * estimates the store's size.
@@ -31,24 +32,30 @@
 
 #define SAMPLE_CHUNKS 8
 
-/* Reads chunk i's rows into raw (zero-padded to a full chunk: HDF5 stores
- * edge chunks whole) and encodes them into out. @return the stored size or
- * a negative dsv_err. */
+int dsv_pack_read_chunk(const packer *p, dsv_range *r, uint64_t i, char *raw, uint64_t *bad)
+{
+	uint64_t row0 = i * p->chunk_rows;
+	uint64_t rows = p->in->nrows - row0 < p->chunk_rows ? p->in->nrows - row0 : p->chunk_rows;
+	uint64_t used = rows * p->row_bytes;
+	int err = dsv_range_read(r, row0 * p->in->row_elems, rows * p->in->row_elems, raw, bad);
+
+	if (!err && used < p->chunk_bytes)
+		memset(raw + used, 0, (size_t)(p->chunk_bytes - used));
+	return err;
+}
+
+/* Reads chunk i's rows into raw and encodes them into out. @return the
+ * stored size or a negative dsv_err. */
 static int64_t make_chunk(packer *p, dsv_range *r, uint64_t i, char *raw, void *out,
 			  uint64_t *bad)
 {
 	const dsv_pack_opts *o = p->o;
-	uint64_t row0 = i * p->chunk_rows;
-	uint64_t rows = p->in->nrows - row0 < p->chunk_rows ? p->in->nrows - row0 : p->chunk_rows;
-	uint64_t used = rows * p->row_bytes;
 	int64_t n;
 	int err;
 
-	err = dsv_range_read(r, row0 * p->in->row_elems, rows * p->in->row_elems, raw, bad);
+	err = dsv_pack_read_chunk(p, r, i, raw, bad);
 	if (err)
 		return err;
-	if (used < p->chunk_bytes)
-		memset(raw + used, 0, (size_t)(p->chunk_bytes - used));
 	switch (o->codec) {
 	case DSV_PACK_LZ4:
 		n = dsv_lz4_encode_fast(out, p->slot_cap - 4, raw, (size_t)p->chunk_bytes,
@@ -58,9 +65,9 @@ static int64_t make_chunk(packer *p, dsv_range *r, uint64_t i, char *raw, void *
 		n = dsv_lz4_encode(out, p->slot_cap - 4, raw, (size_t)p->chunk_bytes,
 				   (size_t)p->block_bytes, o->level);
 		break;
-	default:
-		memcpy(out, raw, (size_t)p->chunk_bytes);
-		n = (int64_t)p->chunk_bytes;
+	default: /* codecs.c */
+		n = dsv_pack_codec_encode(o->codec, o->level, out, p->slot_cap - 4, raw,
+					  (size_t)p->chunk_bytes, 0, dsv_dtype_size(p->in->dtype));
 	}
 	if (n < 0)
 		return (int)n;

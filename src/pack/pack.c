@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "common/str.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
@@ -47,14 +48,7 @@ void dsv_pack_opts_init(dsv_pack_opts *o)
 
 static const char *codec_name(dsv_pack_codec c)
 {
-	return c == DSV_PACK_LZ4 ? "lz4" : c == DSV_PACK_LZ4HC ? "lz4hc" : "none";
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return dsv_pack_codec_get(c)->name;
 }
 
 /* ---- the output file ---- */
@@ -69,12 +63,15 @@ static int default_name(const char *input, char *out, size_t cap)
 			colon = next;
 		end = input + strlen(input);
 		base = strrchr(colon + 1, '/') + 1;
-	} else {
-		base = strrchr(input, '/');
-		base = base ? base + 1 : input;
-		end = strrchr(base, '.');
+	} else { /* a file, or a Zarr array's directory ("a.zarr/", "a.zarr/g/x") */
+		size_t n = strlen(input);
+		while (n > 1 && input[n - 1] == '/')
+			n--;
+		for (base = input + n; base > input && base[-1] != '/'; base--)
+			;
+		end = memrchr(base, '.', (size_t)(input + n - base));
 		if (!end || end == base)
-			end = base + strlen(base);
+			end = input + n;
 	}
 	if ((size_t)(end - base) >= cap)
 		return -1;
@@ -152,8 +149,8 @@ static int create_temp(const char *output, char *path, size_t cap, dsv_errbuf *e
 	return dsv_errf(eb, DSV_ERR_IO, "cannot create a temporary file next to %s", output);
 }
 
-static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint64_t chunk_rows,
-			uint64_t chunk_bytes, uint64_t block_bytes)
+static char *store_json(const dsv_pack_opts *o, const char *name, const dsv_source_info *in,
+			uint64_t chunk_rows, uint64_t chunk_bytes, uint64_t block_bytes)
 {
 	json_t *shape = json_array(), *j;
 	char *s;
@@ -173,6 +170,11 @@ static char *store_json(const dsv_pack_opts *o, const dsv_source_info *in, uint6
 		return NULL;
 	if (block_bytes)
 		json_object_set_new(j, "block_bytes", json_integer((json_int_t)block_bytes));
+	if (block_bytes && block_bytes < chunk_bytes) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", DSV_STORE_BLOCKS, name);
+		json_object_set_new(j, "block_table", json_string(path));
+	}
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -185,9 +187,10 @@ static int h5_create(const char *tmp, const char *name, const dsv_source_info *i
 {
 	hsize_t dims[DSV_MAX_DIMS], cdims[DSV_MAX_DIMS];
 	hid_t space = -1, dcpl = -1, ftype = -1, atype = -1, aspace = -1, attr = -1;
-	/* LZ4 block size, as the plugin takes it (chunks are written whole
-	 * by us, but a writer that extends the dataset uses this) */
-	unsigned cd[1] = { (unsigned)block_bytes };
+	unsigned cd[8];
+	size_t ncd = dsv_pack_codec_cd(o->codec, o->level, dsv_dtype_size(in->dtype),
+				       chunk_rows * in->row_elems * dsv_dtype_size(in->dtype),
+				       block_bytes, cd);
 	int err = DSV_ERR_INTERNAL;
 
 	for (int k = 0; k < in->ndim; k++) {
@@ -203,7 +206,8 @@ static int h5_create(const char *tmp, const char *name, const dsv_source_info *i
 	    H5Pset_chunk(dcpl, in->ndim, cdims) < 0 ||
 	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0 ||
 	    (o->codec != DSV_PACK_NONE &&
-	     H5Pset_filter(dcpl, DSV_H5Z_FILTER_LZ4, H5Z_FLAG_OPTIONAL, 1, cd) < 0) ||
+	     H5Pset_filter(dcpl, dsv_pack_codec_get(o->codec)->filter, H5Z_FLAG_OPTIONAL, ncd,
+			   cd) < 0) ||
 	    H5Pset_fletcher32(dcpl) < 0 || (ftype = dsv_h5_type(in->dtype)) < 0)
 		goto out;
 	*dset = H5Dcreate2(*file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -259,6 +263,30 @@ uint64_t dsv_pack_block_bytes(uint64_t row_bytes, uint64_t chunk_bytes, uint64_t
 
 /* ---- dsv_pack ---- */
 
+uint64_t dsv_pack_default_chunk(dsv_pack_codec c)
+{
+	const dsv_pack_codec_info *i = dsv_pack_codec_get(c);
+	return !i || i->lz4_blocks || c == DSV_PACK_NONE ? DSV_PACK_DEFAULT_CHUNK
+							: DSV_PACK_DEFAULT_WHOLE_CHUNK;
+}
+
+/* Chunks of whole rows, about want bytes (at least a row, at most
+ * DSV_PACK_MAX_CHUNK and the whole input). */
+static void geometry(packer *p, uint64_t want)
+{
+	uint64_t rows = (want + p->row_bytes / 2) / p->row_bytes;
+
+	if (rows < 1)
+		rows = 1;
+	if (rows > DSV_PACK_MAX_CHUNK / p->row_bytes)
+		rows = DSV_PACK_MAX_CHUNK / p->row_bytes;
+	if (p->in->nrows && rows > p->in->nrows)
+		rows = p->in->nrows;
+	p->chunk_rows = rows;
+	p->chunk_bytes = rows * p->row_bytes;
+	p->nchunks = (p->in->nrows + rows - 1) / rows;
+}
+
 static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 {
 	if (o->raw_dtype != DSV_DTYPE_INVALID)
@@ -293,22 +321,33 @@ static int check_output(const dsv_pack_opts *o, const char *dir, dsv_errbuf *eb)
 	return 0;
 }
 
-/* Writes chunk w at row0 of the dataset (*arg), under the HDF5 lock. */
+/* What write_chunk writes to: the dataset, and its block table when its
+ * chunks are several LZ4 blocks (table.dset >= 0). */
+typedef struct out_sets {
+	hid_t dset;
+	dsv_pack_table table;
+} out_sets;
+
+/* Writes chunk w at row0 of the dataset, under the HDF5 lock, and its
+ * row of the block table. */
 static int write_chunk(const packer *p, void *arg, uint64_t w, uint64_t row0, const void *buf,
 		       size_t size, dsv_errbuf *eb)
 {
+	out_sets *out = arg;
 	hsize_t off[DSV_MAX_DIMS] = { 0 };
 
 	off[0] = row0;
 	errno = 0;
 	dsv_h5_lock();
-	herr_t rc = H5Dwrite_chunk(*(hid_t *)arg, H5P_DEFAULT, 0, off, size, buf);
+	herr_t rc = H5Dwrite_chunk(out->dset, H5P_DEFAULT, 0, off, size, buf);
 	dsv_h5_unlock();
 	if (rc < 0) {
 		int e = errno;
 		return dsv_errf(eb, DSV_ERR_IO, "%s: writing chunk %llu failed: %s", p->o->output,
 				(unsigned long long)w, e ? strerror(e) : "HDF5 write error");
 	}
+	if (out->table.dset >= 0)
+		return dsv_pack_table_write(&out->table, w, buf, size - 4, eb);
 	return 0;
 }
 
@@ -320,27 +359,25 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	dsv_errbuf local;
 	dsv_source *src = NULL;
 	char name[232], tmp[PATH_MAX + 64], *dir = NULL, *json = NULL, *base;
-	hid_t file = -1, dset = -1;
+	hid_t file = -1;
+	out_sets out = { .dset = -1, .table = { .dset = -1 } };
 	int fd = -1, err;
-	double t0 = now_s();
+	double t0 = dsv_now_s();
 
 	memset(res, 0, sizeof(*res));
 	if (!eb)
 		eb = &local;
 	eb->msg[0] = '\0';
-	if (oc.level < 0)
-		oc.level = oc.codec == DSV_PACK_LZ4 ? 1 : oc.codec == DSV_PACK_LZ4HC ? 9 : 0;
-	if (oc.codec == DSV_PACK_NONE)
-		oc.level = 0;
-	res->level = oc.level;
 	tmp[0] = '\0';
 
 	/* Everything that can be checked is checked before a file exists. */
-	if (o->codec == DSV_PACK_LZ4 && (o->level < 1 || o->level > DSV_LZ4_MAX_ACCELERATION))
-		return dsv_errf(eb, DSV_ERR_INVALID, "lz4: --level is the acceleration, 1 to %d",
-				DSV_LZ4_MAX_ACCELERATION);
-	if (o->codec == DSV_PACK_LZ4HC && (o->level < 1 || o->level > 12))
-		return dsv_errf(eb, DSV_ERR_INVALID, "lz4hc: --level must be 1 to 12");
+	if ((unsigned)oc.codec > DSV_PACK_AUTO)
+		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc.codec);
+	char why[128];
+	if (dsv_pack_level_check(oc.codec, oc.level, why, sizeof(why)))
+		return dsv_errf(eb, DSV_ERR_INVALID, "%s", why);
+	if (oc.level < 0 && oc.codec != DSV_PACK_AUTO)
+		oc.level = dsv_pack_codec_get(oc.codec)->default_level;
 	if (o->block_bytes &&
 	    (o->block_bytes < DSV_PACK_MIN_BLOCK || o->block_bytes > DSV_PACK_MAX_BLOCK))
 		return dsv_errf(eb, DSV_ERR_INVALID, "--block-size must be %uK to %lluM",
@@ -380,26 +417,27 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 			       (unsigned long long)DSV_PACK_MAX_CHUNK);
 		goto out;
 	}
-	{
-		uint64_t want = o->chunk_bytes ? o->chunk_bytes : DSV_PACK_DEFAULT_CHUNK;
-		uint64_t rows = (want + p.row_bytes / 2) / p.row_bytes;
-		if (rows < 1)
-			rows = 1;
-		if (rows > DSV_PACK_MAX_CHUNK / p.row_bytes)
-			rows = DSV_PACK_MAX_CHUNK / p.row_bytes;
-		if (p.in->nrows && rows > p.in->nrows)
-			rows = p.in->nrows;
-		p.chunk_rows = rows;
-		p.chunk_bytes = rows * p.row_bytes;
-		p.nchunks = (p.in->nrows + rows - 1) / rows;
+	if (oc.codec == DSV_PACK_AUTO) {
+		geometry(&p, o->chunk_bytes ? o->chunk_bytes : DSV_PACK_DEFAULT_CHUNK);
+		err = dsv_pack_choose(&p, &oc, res->auto_why, sizeof(res->auto_why), eb);
+		if (err)
+			goto out;
 	}
-	if (o->codec != DSV_PACK_NONE)
+	res->codec = oc.codec;
+	res->level = oc.level;
+	geometry(&p, o->chunk_bytes ? o->chunk_bytes : dsv_pack_default_chunk(o->codec));
+	if (dsv_pack_codec_get(o->codec)->lz4_blocks)
 		p.block_bytes = dsv_pack_block_bytes(p.row_bytes, p.chunk_bytes,
 						     o->block_bytes ? o->block_bytes
 								    : DSV_PACK_DEFAULT_BLOCK);
-	p.slot_cap = (o->codec == DSV_PACK_NONE
-			      ? (size_t)p.chunk_bytes
-			      : dsv_lz4_bound((size_t)p.chunk_bytes, (size_t)p.block_bytes)) + 4;
+	p.slot_cap = dsv_pack_codec_bound(o->codec, (size_t)p.chunk_bytes, (size_t)p.block_bytes,
+					  dsv_dtype_size(p.in->dtype));
+	if (p.slot_cap == SIZE_MAX || p.slot_cap > SIZE_MAX - 4) {
+		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: %s cannot encode chunks of %llu bytes",
+			       o->input, codec_name(o->codec), (unsigned long long)p.chunk_bytes);
+		goto out;
+	}
+	p.slot_cap += 4;
 
 	dir = dir_of(o->output);
 	if (!dir) {
@@ -434,7 +472,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		}
 		res->estimated_bytes = need;
 	}
-	json = store_json(o, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
+	json = store_json(o, name, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
 	if (!json) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		goto out;
@@ -447,23 +485,30 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		goto out;
 	}
 	dsv_h5_lock();
-	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &dset, eb);
+	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &out.dset,
+			eb);
+	if (!err && p.block_bytes && p.block_bytes < p.chunk_bytes)
+		err = dsv_pack_table_create(&out.table, file, name, p.nchunks,
+					    (p.chunk_bytes + p.block_bytes - 1) / p.block_bytes, eb);
 	dsv_h5_unlock();
 	if (err)
 		goto out;
 
-	double tw = now_s();
-	err = dsv_pack_run_workers(&p, write_chunk, &dset, res, eb);
-	res->write_seconds = now_s() - tw;
+	double tw = dsv_now_s();
+	err = dsv_pack_run_workers(&p, write_chunk, &out, res, eb);
+	res->write_seconds = dsv_now_s() - tw;
 	if (err)
 		goto out;
 
 	/* Close (HDF5 flushes its metadata now), then make it durable. */
-	tw = now_s();
+	tw = dsv_now_s();
 	errno = 0;
 	dsv_h5_lock();
-	herr_t rc = H5Dclose(dset);
-	dset = -1;
+	herr_t rc = H5Dclose(out.dset);
+	out.dset = -1;
+	if (out.table.dset >= 0)
+		rc |= H5Dclose(out.table.dset);
+	out.table.dset = -1;
 	rc |= H5Fclose(file);
 	file = -1;
 	dsv_h5_unlock();
@@ -482,7 +527,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		err = dsv_errf(eb, DSV_ERR_IO, "%s: fsync: %s", tmp, strerror(e));
 		goto out;
 	}
-	res->sync_seconds = now_s() - tw;
+	res->sync_seconds = dsv_now_s() - tw;
 	struct stat st;
 	if (fstat(fd, &st) == 0)
 		res->file_bytes = (uint64_t)st.st_size;
@@ -514,12 +559,13 @@ renamed:
 	res->block_bytes = p.block_bytes;
 	res->raw_bytes = p.in->nelems * dsv_dtype_size(p.in->dtype);
 	snprintf(res->dataset, sizeof(res->dataset), "/%s", name);
-	res->seconds = now_s() - t0;
+	res->seconds = dsv_now_s() - t0;
 out:
-	if (dset >= 0 || file >= 0) {
+	dsv_pack_table_close(&out.table);
+	if (out.dset >= 0 || file >= 0) {
 		dsv_h5_lock();
-		if (dset >= 0)
-			H5Dclose(dset);
+		if (out.dset >= 0)
+			H5Dclose(out.dset);
 		if (file >= 0)
 			H5Fclose(file);
 		dsv_h5_unlock();

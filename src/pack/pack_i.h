@@ -11,6 +11,7 @@
 
 #include "dsview/pack.h"
 #include "dsview/source.h"
+#include "h5/h5.h"
 
 #define META_RESERVE (256u << 10) /* HDF5 superblock, object headers, heaps */
 
@@ -50,6 +51,14 @@ static inline int stopped(const dsv_pack_opts *o)
 typedef int (*dsv_pack_write_fn)(const packer *p, void *arg, uint64_t w, uint64_t row0,
 				 const void *buf, size_t size, dsv_errbuf *eb);
 
+/* Reads chunk i's rows into raw, zero-padded to a full chunk (HDF5 stores
+ * edge chunks whole). @return 0 or a dsv_err (bad: the source chunk). */
+int dsv_pack_read_chunk(const packer *p, dsv_range *r, uint64_t i, char *raw, uint64_t *bad);
+
+/* --codec auto (auto.c): samples chunks, sets o->codec and o->level to
+ * the choice and writes why in why. @return 0 or a dsv_err (eb set). */
+int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errbuf *eb);
+
 /* Bytes the store will take: exact without compression, else estimated
  * from a sample of chunks. @return 0 or a dsv_err (eb not set). */
 int dsv_pack_estimate_size(packer *p, uint64_t *need);
@@ -61,5 +70,24 @@ int dsv_pack_estimate_size(packer *p, uint64_t *need);
  * res->stored_bytes are filled. @return 0 or a dsv_err with eb set. */
 int dsv_pack_run_workers(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack_result *res,
 			 dsv_errbuf *eb);
+
+/* An LZ4 store's block table while it is written (table.c). */
+typedef struct dsv_pack_table {
+	hid_t dset;
+	uint64_t nblocks;  /* per chunk */
+	uint64_t *at;      /* dsv_lz4_index of the chunk at hand */
+	uint32_t *row;     /* its row of the table */
+} dsv_pack_table;
+
+/* Creates the table of dataset name in file, for nchunks chunks of
+ * nblocks blocks; call under the HDF5 lock. t is closable whatever this
+ * returns. @return 0 or a dsv_err with eb set. */
+int dsv_pack_table_create(dsv_pack_table *t, hid_t file, const char *name, uint64_t nchunks,
+			  uint64_t nblocks, dsv_errbuf *eb);
+/* Writes row w from chunk w's frame (size bytes, the Fletcher32 trailer
+ * not included); takes the HDF5 lock. @return 0 or a dsv_err, eb set. */
+int dsv_pack_table_write(dsv_pack_table *t, uint64_t w, const void *frame, size_t size,
+			 dsv_errbuf *eb);
+void dsv_pack_table_close(dsv_pack_table *t);
 
 #endif

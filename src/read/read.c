@@ -2,7 +2,19 @@
 #include <string.h>
 
 #include "common/tlsbuf.h"
-#include "read/read_i.h"
+#include "read/read.h"
+#include "view/view_i.h"
+
+/* What the cache's fill gets with each get: an entry is a chunk (decoded
+ * by the backend), or the read path's own, a tile of windows made from
+ * runs read through the cache c. */
+enum { ENTRY_CHUNK, ENTRY_TILE };
+typedef struct read_src_arg {
+	const dsv_view *v;
+	size_t si;
+	int kind;
+	dsv_cache *c;
+} read_src_arg;
 
 /* Plain elements are pread and transformed this many source bytes at a
  * time: the piece stays in the core's cache between the two. */
@@ -81,7 +93,8 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst,
 		       dsv_read_info *info)
 {
-	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[si])->dtype);
+	const dsv_source_info *in = dsv_source_get_info(v->sources[si]);
+	size_t ses = dsv_dtype_size(in->dtype);
 	uint32_t key = v->src_key[si];
 	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL };
 	dsv_cache_entry *e;
@@ -92,19 +105,32 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	 * library's lock for every small read (the kernel asks page by page). */
 	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
-	/* A part of an LZ4 chunk of many blocks: from its blocks (blocks.c). */
-	if (ref->codec == DSV_CODEC_LZ4 && n < ref->nelems && !whole_chunks) {
+	/* A part of a chunk of a store with a block table, not in the cache
+	 * whole: from its own blocks (lz4_part.c). The prefetcher's threads
+	 * take whole chunks (dsv_read_whole_chunks): a sequential pass
+	 * decodes each chunk once. A part that fails (a block, or the table,
+	 * fails a check) is logged and read from the whole chunk, whose own
+	 * checksum then decides. */
+	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && n < ref->nelems && !whole_chunks) {
+		if ((e = dsv_cache_peek(c, key, ref->index))) {
+			emit(x, dst, (const char *)dsv_cache_data(e) + first * ses, n, oe, ses);
+			dsv_cache_put(c, e);
+			return 0;
+		}
 		void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
 		if (!raw)
 			return DSV_ERR_NOMEM;
 		uint64_t decoded = 0;
-		err = dsv_read_lz4_part(c, v, si, ref, first, n, raw, &decoded);
+		err = dsv_source_read_lz4_part(v->sources[si], ref, first * ses, (first + n) * ses,
+					       raw, &decoded);
 		info->lz4_bytes += decoded / ses * v->out_esize;
-		if (err != DSV_ERR_UNSUPPORTED) {
-			if (!err)
-				emit(x, dst, raw, n, oe, ses);
-			return err;
+		if (!err) {
+			emit(x, dst, raw, n, oe, ses);
+			return 0;
 		}
+		if (err == DSV_ERR_NOMEM)
+			return err;
+		dsv_view_log_block_error(v, si, ref, err);
 	}
 	err = dsv_cache_get(c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
 	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
@@ -495,8 +521,6 @@ int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const
 	if (a->kind == ENTRY_TILE) {
 		err = fill_tile(a, chunk, buf, size);
 		m.tile = !err;
-	} else if (a->kind == ENTRY_FRAME) {
-		err = dsv_read_fill_lz4(a, chunk, buf, size);
 	}
 	if (a->kind != ENTRY_CHUNK) {
 		if (made)

@@ -10,8 +10,10 @@
  * HDF5 chunks without filters) is pread alone, just the elements the range
  * needs, and transformed into the caller's buffer: nothing is decoded that
  * was not asked for, and the kernel's page cache, not ours, keeps the result.
- * A piece of an LZ4 chunk of several blocks is made from the blocks that
- * hold it (blocks.c). A piece of a chunk that must be decoded whole
+ * A piece of a chunk of an LZ4 store with a block table is made from the
+ * blocks that hold it, read and checked alone (source/lz4_part.c), unless
+ * the cache holds the chunk decoded. A piece of a chunk that must be
+ * decoded whole
  * (Fletcher32, other codecs, filters only the HDF5 library knows) comes
  * from the chunk cache, which holds
  * decoded chunks in the source dtype (a quarter of their float32 bytes for
@@ -49,21 +51,21 @@ typedef struct dsv_read_info {
 int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
 	     dsv_read_info *info);
 
-/* For the calling thread: on (1), a piece of an LZ4 chunk of many blocks
- * is served from the whole chunk, decoded once and cached, as readahead
- * wants (it reads on through the chunk, and pieces of a chunk made from
- * blocks keep its stored bytes too); off (0, every thread's default), from
- * the blocks that hold it. The prefetcher's threads turn it on. */
+/* For the calling thread: on (1), a piece of an LZ4 chunk with a block
+ * table is served from the whole chunk, decoded once and cached, as
+ * readahead wants (it reads on through the chunk); off (0, every thread's
+ * default), from the blocks that hold it. The prefetcher's threads turn it
+ * on. */
 void dsv_read_whole_chunks(int on);
 
 /* What a fill of the read path's own made (made NULL: not wanted). */
 typedef struct dsv_read_made {
-	int tile; /* a tile of windows (else an LZ4 chunk's frame: nothing decoded) */
+	int tile; /* a tile of windows */
 } dsv_read_made;
 
 /* In a cache fill of (key, chunk) into buf (size bytes): fills buf itself
- * when the entry is the read path's own (a tile of windows, or an LZ4
- * chunk's frame: *v NULL, and *made says which), else sets *v, the view of the get that asked, and g, the chunk's
+ * when the entry is the read path's own (a tile of windows: *v NULL, and
+ * *made says so), else sets *v, the view of the get that asked, and g, the chunk's
  * global index in it, for dsv_backend_decode to fill. @return 0 or a
  * negative dsv_err. */
 int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,

@@ -327,8 +327,10 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 		*fallback = 0;
 		if (whole_rows) {
 			int err = resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
-			if (!err && codec == DSV_CODEC_LZ4)
+			if (!err && codec == DSV_CODEC_LZ4) {
 				dsv_source_note_lz4_block(s);
+				dsv_h5_open_block_table(s, o->file, o->lapl);
+			}
 			return err;
 		}
 		int err = dsv_h5_open_grid(s, o->dset, o->space, cdims, codec != DSV_CODEC_NONE,

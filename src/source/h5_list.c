@@ -188,6 +188,9 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 		l->skipped[li->type != H5L_TYPE_SOFT]++;
 		return 0;
 	}
+	/* A store's block tables are the store's, not data to serve. */
+	if (at->depth == 0 && strcmp(name, DSV_STORE_BLOCKS + 1) == 0)
+		return 0;
 	full = join(at->prefix, name);
 	obj = full ? H5Oopen(group, name, H5P_DEFAULT) : -1;
 	if (obj < 0)

@@ -37,4 +37,9 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
 		     int fl32, char *why, size_t why_cap, dsv_errbuf *eb);
 
+/* Finds and checks the block table `dsview pack` wrote for an LZ4 store
+ * (h5_table.c) once info.lz4_block is known, and keeps its offset; a
+ * missing or unfit table leaves the source without one. */
+void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl);
+
 #endif

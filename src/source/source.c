@@ -306,20 +306,6 @@ static int payload_of(const dsv_chunk_ref *ref, const void *stored, size_t *payl
 	return err;
 }
 
-int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
-			   size_t buf_cap, size_t *payload)
-{
-	int err;
-
-	if (ref->fallback || buf_cap < ref->stored_size)
-		return DSV_ERR_INVALID;
-	if (!within_file(s, ref->offset, ref->stored_size))
-		return DSV_ERR_TRUNCATED;
-	if ((err = dsv_source_pread(s, buf, (size_t)ref->stored_size, ref->offset)))
-		return err;
-	return payload_of(ref, buf, payload);
-}
-
 int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, const void *stored,
 			     void *dst, size_t need)
 {

@@ -57,6 +57,9 @@ struct dsv_source {
 	/* bitshuffle's cd_values: element size, block size (elements, 0:
 	 * default), compression (DSV_BSHUF_*); checked at open */
 	unsigned bshuf_elem, bshuf_block, bshuf_comp;
+	/* LZ4 stores with a block table (h5_table.c): its file offset and
+	 * blocks per chunk (0: none; chunks are decoded whole) */
+	uint64_t table_off, table_blocks;
 
 	/* HDF5 library state for fallback reads (h5.c owns it) */
 	int fallback;

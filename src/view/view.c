@@ -377,13 +377,15 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
 }
 
-void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
+/* Logs chunk ref of source src with err, then then (a sentence's end). */
+static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
+		      const char *then)
 {
 	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
 	uint64_t row = info->row_elems ? info->row_elems : 1;
 	/* the kernel retries a failed read: once a minute per chunk and reason */
 	unsigned long long key = (unsigned long long)(uintptr_t)v * 31 + src;
-	key = (key * 1000003 + ref->index) * 131 + (unsigned)err;
+	key = (key * 1000003 + ref->index) * 131 + (unsigned)err + (*then ? 64 : 0);
 	if (ref->grid) { /* a band of a grid's chunks: name the one that failed */
 		dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s rows %llu-%llu: %s: %s",
 				v->name, info->path, info->dataset ? ":" : "",
@@ -395,11 +397,21 @@ void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref
 		return;
 	}
 	dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
-		      "%llu bytes): %s",
+		      "%llu bytes): %s%s",
 		      v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
 		      (unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),
 		      (unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) + row - 1) /
 					   row - 1), /* the last row, as verify and pack name them */
 		      (unsigned long long)ref->offset, (unsigned long long)ref->stored_size,
-		      dsv_strerror(err));
+		      dsv_strerror(err), then);
+}
+
+void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
+{
+	log_chunk(v, src, ref, err, "");
+}
+
+void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
+{
+	log_chunk(v, src, ref, err, " in a block or the block table; reading the chunk whole");
 }

@@ -1,6 +1,6 @@
 /* Element conversions for callers outside the kernels: an array of any
- * dtype as float64 (mean/std files), and the bit-exact bfloat16/float16
- * roundings (xform_elem.h). */
+ * dtype as float64 (mean/std files), the bit-exact bfloat16/float16
+ * roundings (xform_elem.h), and a plan as plain data for the GPU. */
 #include <string.h>
 
 #include "dsview/xform.h"
@@ -47,4 +47,30 @@ float dsv_f16_to_f32(uint16_t h)
 float dsv_bf16_to_f32(uint16_t h)
 {
 	return dsv_elem_bf16_to_f32(h);
+}
+
+void dsv_xform_describe(const dsv_xform *x, dsv_xform_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->src = x->src;
+	d->dst = x->dst;
+	d->is_int = x->is_int;
+	d->int_mode = x->ip.mode;
+	d->int_lo = x->ip.lo;
+	d->int_hi = x->ip.hi;
+	d->int_fill = x->ip.fill;
+	if (x->is_int)
+		return;
+	d->scale = x->scale;
+	d->offset = x->offset;
+	d->nchan = x->nchan;
+	d->chan_inner = x->chan_inner;
+	d->mean = x->mean;
+	d->std = x->std;
+	d->has_clip = x->has_clip;
+	d->lo = x->lo;
+	d->hi = x->hi;
+	/* the lookup tables and run_elems use dsv_elem_apply throughout;
+	 * run_direct takes the plain cast for an identity channel */
+	d->formula_only = x->lut != NULL || (x->nchan > 1 && x->chan_inner == 1);
 }

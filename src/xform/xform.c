@@ -28,22 +28,6 @@
 
 #define LUT_MAX_ENTRIES (1u << 22) /* nchan * 256 above this: compute directly */
 
-struct dsv_xform {
-	dsv_dtype src, dst;
-	double scale, offset;
-	int nchan; /* >= 1 (a plan without mean/std has one channel 0 / 1) */
-	uint64_t chan_inner;
-	/* period entries (a multiple of nchan: see make_period), the first
-	 * nchan of them the channels' */
-	double *mean, *std;
-	uint64_t period;
-	int has_clip;
-	double lo, hi;
-	void *lut; /* nchan * 256 entries of the output type, or NULL */
-	int is_int; /* an integer output: ip is the plan, nothing else is used */
-	xform_int ip;
-};
-
 void dsv_xform_params_init(dsv_xform_params *p)
 {
 	memset(p, 0, sizeof(*p));

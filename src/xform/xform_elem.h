@@ -1,5 +1,5 @@
 /*
- * Per-element transform maths shared by every kernel variant and, later, the
+ * Per-element transform maths shared by every kernel variant and the
  * CUDA backend (DSV_HD marks functions nvcc compiles for host and device).
  * Plain C on purpose: no vector extensions, no FMA (the build uses
  * -ffp-contract=off), so every caller rounds the same way.
@@ -136,5 +136,33 @@ static inline DSV_HD float dsv_elem_apply(double x, double scale, double offset,
 		y = y < lo ? lo : (y > hi ? hi : y); /* NaN compares false: stays NaN */
 	return (float)y;
 }
+
+/* A plan as plain data, for the CUDA backend (src/gpu/dev_xform.h), which
+ * computes per element what dsv_xform_run gives, whichever kernel runs it:
+ * filled by dsv_xform_describe (elems.c). Pointers are the plan's own. */
+typedef struct dsv_xform_desc {
+	int src, dst; /* dsv_dtype */
+	int is_int;   /* integer output: int_mode (XI_CAST, XI_CLAMP, XI_FILL) */
+	int int_mode;
+	uint64_t int_lo, int_hi, int_fill;
+	double scale, offset;
+	int nchan; /* >= 1 */
+	uint64_t chan_inner;
+	const double *mean, *std; /* the channels' (nchan each) */
+	int has_clip;
+	double lo, hi;
+	/* the plan's kernels apply the formula to every element, never the
+	 * plain cast (8-bit lookup tables, one channel per element) */
+	int formula_only;
+} dsv_xform_desc;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct dsv_xform;
+void dsv_xform_describe(const struct dsv_xform *x, dsv_xform_desc *d);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -73,4 +73,21 @@ extern const xform_int_fn dsv_xform_int_avx2[XI_NTYPES][XI_NTYPES];
 extern const xform_int_fn dsv_xform_int_avx512[XI_NTYPES][XI_NTYPES];
 #endif
 
+/* A plan (xform.c). */
+struct dsv_xform {
+	dsv_dtype src, dst;
+	double scale, offset;
+	int nchan; /* >= 1 (a plan without mean/std has one channel 0 / 1) */
+	uint64_t chan_inner;
+	/* period entries (a multiple of nchan: see make_period), the first
+	 * nchan of them the channels' */
+	double *mean, *std;
+	uint64_t period;
+	int has_clip;
+	double lo, hi;
+	void *lut; /* nchan * 256 entries of the output type, or NULL */
+	int is_int; /* an integer output: ip is the plan, nothing else is used */
+	xform_int ip;
+};
+
 #endif

@@ -15,9 +15,16 @@ np.memmap of the .dat, as a shuffled loader does. ROUNDS (3) interleaved
 rounds, medians.
 
   BLOCK_SIZES=16K,64K,1G DSVIEW=build/dsview /usr/bin/python3 tests/bench/block_bench.py
+
+An entry of BLOCK_SIZES that is not a size is another codec's store,
+CODEC[:LEVEL][@CHUNK_SIZE] (`pack --codec CODEC --level LEVEL --chunk-size
+CHUNK_SIZE`), for shuffled reads of stores decoded a chunk at a time:
+
+  BLOCK_DATA=photos BLOCK_SIZES=16K,zstd:9@1M,zstd:9@256K,zstd:9@128K ...
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +67,20 @@ def photo_rows(path, n):
     return len(t)
 
 
+def safe(spec):
+    return re.sub(r"[^A-Za-z0-9]", "_", spec)
+
+
+def pack_args(spec):
+    """pack's arguments for a BLOCK_SIZES entry."""
+    if spec[0].isdigit():
+        return ["--block-size", spec]
+    codec, _, chunk = spec.partition("@")
+    codec, _, level = codec.partition(":")
+    return (["--codec", codec] + (["--level", level] if level else [])
+            + (["--chunk-size", chunk] if chunk else []))
+
+
 def one_pass(work, store, seed):
     """(rows/s, decoded/asked, daemon CPU ms per row, reader CPU ms per
     row) of one reader on a fresh mount of store."""
@@ -69,7 +90,7 @@ def one_pass(work, store, seed):
         a = np.ones(int(PREFAULT_GB * 2**30), np.uint8)
         del a
     subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"), *MOUNT_ARGS,
-                    os.path.join(work, store + ".ini"), mnt], check=True)
+                    os.path.join(work, safe(store) + ".ini"), mnt], check=True)
     try:
         a = np.memmap(os.path.join(mnt, "v.dat"), np.float32, "r", shape=(ROWS, SIDE, SIDE, 3))
         order = np.random.default_rng(seed).permutation(ROWS)
@@ -104,14 +125,14 @@ def main():
             print(f"data: {ROWS} rows of the read bench's images")
         stores = {"npy": None}
         for bs in SIZES:
-            out = os.path.join(work, f"s{bs}.h5")
+            out = os.path.join(work, f"s{safe(bs)}.h5")
             t = time.perf_counter()
-            r = subprocess.run([DSVIEW, "pack", "--dataset", "x", "--block-size", bs, u8, out],
+            r = subprocess.run([DSVIEW, "pack", "--dataset", "x", *pack_args(bs), u8, out],
                                check=True, capture_output=True, text=True)
             stores[bs] = (time.perf_counter() - t, r.stdout.strip())
         for name in stores:
-            src = "u8.npy" if name == "npy" else f"s{name}.h5:/x"
-            with open(os.path.join(work, name + ".ini"), "w") as f:
+            src = "u8.npy" if name == "npy" else f"s{safe(name)}.h5:/x"
+            with open(os.path.join(work, safe(name) + ".ini"), "w") as f:
                 f.write(f"[v]\nsource = {src}\nscale = {1/255!r}\n"
                         f"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n")
             for fn in os.listdir(work):  # warm the page cache: no disk in the passes
@@ -124,7 +145,7 @@ def main():
             for name in stores:
                 res[name].append(one_pass(work, name, seed=rnd))
         npy = float(np.median([r[0] for r in res["npy"]]))
-        print(f"\n{'store':8} {'ratio':>6} {'rows/s':>8} {'vs npy':>7} {'decoded/asked':>14} "
+        print(f"\n{'store':22} {'ratio':>6} {'rows/s':>8} {'vs npy':>7} {'decoded/asked':>14} "
               f"{'CPU ms/row daemon+reader':>25}  pack")
         for name in stores:
             rps = float(np.median([r[0] for r in res[name]]))
@@ -134,7 +155,7 @@ def main():
             ratio = "-"
             if stores[name]:
                 ratio = stores[name][1].split("(")[1].split("x")[0]
-            print(f"{name:8} {ratio:>6} {rps:8,.0f} {rps / npy:7.2f} {amp:14.2f} "
+            print(f"{name:22} {ratio:>6} {rps:8,.0f} {rps / npy:7.2f} {amp:14.2f} "
                   f"{f'{cd:.3f}+{cr:.3f}':>25}  "
                   + (stores[name][1].split(", ", 1)[1] if stores[name] else ""))
         print(f"\n{ROUNDS} rounds, medians; {BATCHES} sorted batches of {L.BATCH} of {ROWS} rows, "

@@ -2,10 +2,13 @@
 access): `dsview pack --block-size` writes them (h5py+hdf5plugin read them
 back exactly), a mount serves whole files and shuffled rows from forked
 readers byte-equal to a numpy reference while decoding only the blocks the
-rows need, stores written by others (one block per chunk, or blocks of any
-size) still read, a damaged block fails only the reads that need it (EIO,
-logged), info shows the block size and verify checks every block, and bad
---block-size values get a one-line error."""
+rows need, reading them through the store's block table (each block
+checked against its own checksum there), stores written by others (one
+block per chunk, or blocks of any size, no table) still read, a damaged
+block fails only the reads that need it (EIO, logged), a damaged or unfit
+table costs speed, never bytes, info shows the block size and table and
+verify checks every block and the table, and bad --block-size values get a
+one-line error."""
 import glob
 import json
 import os
@@ -137,6 +140,8 @@ class Blocks(E2E):
         got = {d["name"]: d["source"]["lz4_block_bytes"] for d in json.loads(r.stdout)["datasets"]}
         chunk = 7 * 64 * 64 * 3
         self.assertEqual(got, {"/one": chunk, "/many": 5000, "/bigblock": chunk})
+        tables = [d["source"]["lz4_block_table"] for d in json.loads(r.stdout)["datasets"]]
+        self.assertEqual(tables, [False, False, False], "others write no block table")
         r = run("info", path)
         self.assertIn("LZ4 blocks of 5.00 kB", r.stdout)
 
@@ -194,17 +199,18 @@ class Blocks(E2E):
             os.close(fd)
         return out
 
-    def test_damaged_block_fails_only_its_rows(self):
+    def test_damaged_block_without_table_fails_its_chunk(self):
         # chunk 2 holds rows 14-20; block 7 of 4096 bytes holds bytes
-        # 28672-32767 of the chunk: row 16 (24576-36863) only
+        # 28672-32767 of the chunk (row 16). Without a block table (others'
+        # store) every read decodes the chunk whole: its rows fail.
         self.damaged("bad_data.h5", 2, 7, "data")
         ini = self.write_ini(f"[v]\nsource = bad_data.h5:/img\nscale = {SCALE!r}\n", "bad_data.ini")
         with self.mount(ini, expect_errors=[r"chunk 2 \(rows 14-20.*corrupt chunk"]) as m:
             got = self.read_rows(m, [0, 13, 14, 15, 16, 17, 20, 21, 149])
-            self.assertEqual([i for i, ok in got.items() if not ok], [16])
+            self.assertEqual([i for i, ok in got.items() if not ok], [14, 15, 16, 17, 20])
             self.assertTrue(any("chunk 2 (rows 14-20" in ln for ln in m.log_lines()))
             # and again: a failure is not cached
-            self.assertEqual(self.read_rows(m, [16, 15]), {16: False, 15: True})
+            self.assertEqual(self.read_rows(m, [16, 21]), {16: False, 21: True})
         r = run("verify", self.p("bad_data.h5"))
         self.assertNotEqual(r.returncode, 0, r.stdout)
         self.assertIn("rows 14-20", r.stdout)
@@ -222,9 +228,11 @@ class Blocks(E2E):
         self.assertIn("rows 7-13", r.stdout)
 
     def test_checksum_guards_every_block(self):
-        # a dsview store: a flipped byte anywhere in a chunk fails its
-        # Fletcher32, so no row of that chunk is served, however few
-        # blocks a read needs
+        # a dsview store: a flipped byte in the last block of chunk 3
+        # (rows 33-43; blocks of a third of a row) fails that block's
+        # checksum in the table, so row 43's read goes to the whole chunk,
+        # which fails its Fletcher32: EIO. The chunk's other rows are read
+        # from their own blocks, each checked, and served.
         out = self.p("flip.h5")
         self.pack("--chunk-size", "128k", "--block-size", "4K", self.p("img.npy"), out)
         with h5py.File(out, "r") as f:
@@ -235,11 +243,81 @@ class Blocks(E2E):
             fh.seek(info.byte_offset + info.size - 100)
             fh.write(bytes([b[0] ^ 1]))
         ini = self.write_ini(f"[v]\nsource = flip.h5:/img\nscale = {SCALE!r}\n", "flip.ini")
-        with self.mount(ini, expect_errors=[r"chunk 3 \(rows 33-43.*checksum"]) as m:
+        with self.mount(ini, expect_errors=[r"chunk 3 \(rows 33-43.*checksum",
+                                            r"chunk 3 \(rows 33-43.*in a block or the block table"]) as m:
             got = self.read_rows(m, [32, 33, 38, 43, 44])
-            self.assertEqual([i for i, ok in got.items() if not ok], [33, 38, 43])
+            self.assertEqual([i for i, ok in got.items() if not ok], [43])
+            log = "\n".join(m.log_lines())
+            self.assertIn("reading the chunk whole", log)
+            self.assertIn("checksum", log)
+            # the whole file: chunk 3 fails wherever a read covers it whole
+            with self.assertRaises(OSError):
+                with open(m.path("v.dat"), "rb") as fh:
+                    fh.read()
         r = run("verify", out)
-        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("rows 33-43", r.stdout)
+        self.assertIn("Fletcher32", r.stdout)
+
+    def test_damaged_table_costs_speed_not_bytes(self):
+        # a wrong size and a wrong checksum in chunk 1's row of the table:
+        # rows of chunk 1 are read from the whole chunk (logged), and
+        # equal; verify names the chunk's table row
+        out = self.p("tab.h5")
+        self.pack("--chunk-size", "128k", "--block-size", "4K", self.p("img.npy"), out)
+        with h5py.File(out, "r") as f:
+            off = f[".dsview/img"].id.get_offset()
+            width = f[".dsview/img"].shape[1]
+        with open(out, "r+b") as fh:
+            for word, delta in ((4, 1), (11, 7)):  # block 2's size, block 5's checksum
+                at = off + (1 * width + word) * 4
+                fh.seek(at)
+                v = struct.unpack("<I", fh.read(4))[0]
+                fh.seek(at)
+                fh.write(struct.pack("<I", (v + delta) & 0xFFFFFFFF))
+        ini = self.write_ini(f"[v]\nsource = tab.h5:/img\nscale = {SCALE!r}\n", "tab.ini")
+        with self.mount(ini, expect_errors=[r"chunk 1 \(rows 11-21.*in a block or the block table"]) as m:
+            ref = reference(self.img, SCALE)
+            got = self.read_rows(m, list(range(9, 24)))
+            self.assertTrue(all(got.values()), got)
+            forked_batches(self, m, "v", ref, workers=2, batches=5)
+            self.assertIn("reading the chunk whole", "\n".join(m.log_lines()))
+        r = run("verify", out)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("rows 11-21", r.stdout)
+        self.assertIn("block table", r.stdout)
+
+    def test_unfit_table_is_not_used(self):
+        # a table of the wrong shape, or not a dataset: the store reads as
+        # one without a table (chunks whole), and says so
+        for how in ("shape", "group", "chunked"):
+            with self.subTest(how=how):
+                out = self.p(f"unfit_{how}.h5")
+                self.pack("--force", "--chunk-size", "128k", "--block-size", "4K",
+                          self.p("img.npy"), out)
+                with h5py.File(out, "r+") as f:
+                    t = f[".dsview/img"][...]
+                    del f[".dsview/img"]
+                    if how == "shape":
+                        f[".dsview/img"] = t[:-1]
+                    elif how == "group":
+                        f.create_group(".dsview/img")
+                    else:
+                        f.create_dataset(".dsview/img", data=t, chunks=(1, t.shape[1]))
+                r = run("info", "--json", out)
+                d = json.loads(r.stdout)["datasets"][0]
+                self.assertFalse(d["source"]["lz4_block_table"])
+                with self.mount_view(f"unfit_{how}.h5", "img", f"unfit_{how}") as m:
+                    ref = reference(self.img, SCALE)
+                    check_preads(self, m, "v", ref, rows=(11, 22, 149), n_random=20)
+                    forked_batches(self, m, "v", ref, workers=2, batches=5)
+
+    def test_zero_config_mount_hides_the_table(self):
+        out = self.p("zc.h5")
+        self.pack("--force", "--chunk-size", "128k", "--block-size", "4K", self.p("img.npy"), out)
+        with self.mount(out) as m:
+            self.assertEqual(sorted(os.listdir(m.mp)),
+                             sorted(["img.dat", "img.npy", "img.json", ".stats.json"]))
 
     def test_info_and_verify(self):
         out = self.p("iv.h5")
@@ -250,6 +328,9 @@ class Blocks(E2E):
         d = json.loads(r.stdout)["datasets"][0]
         self.assertEqual(d["source"]["lz4_block_bytes"], 4096)
         self.assertEqual(d["store"]["block_bytes"], 4096)
+        self.assertEqual(d["store"]["block_table"], "/.dsview/img")
+        self.assertTrue(d["source"]["lz4_block_table"])
+        self.assertIn("block table", run("info", out).stdout)
         r = run("verify", out)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 

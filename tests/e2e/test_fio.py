@@ -39,11 +39,16 @@ class Fio(E2E):
         np.save(os.path.join(cls.tmp, "pat.npy"), x)
         x.ravel()[cls.BAD_ELEM] += 1  # one element off the pattern
         np.save(os.path.join(cls.tmp, "bad.npy"), x)
-        r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "pat.npy"), os.path.join(cls.tmp, "pat.h5"))
-        assert r.returncode == 0, r.stderr
+        # store: one block a chunk, every read through the chunk cache;
+        # blocks: pack's default, parts of chunks from their blocks
+        for out, block in (("pat.h5", "1G"), ("patb.h5", "16K")):
+            r = run("pack", "--chunk-size", "256K", "--block-size", block, "--dataset", "pat",
+                    os.path.join(cls.tmp, "pat.npy"), os.path.join(cls.tmp, out))
+            assert r.returncode == 0, r.stderr
         cls.ini = os.path.join(cls.tmp, "fio.ini")
         with open(cls.ini, "w") as f:
-            for name, src in (("store", "pat.h5:/pat"), ("plain", "pat.npy"), ("bad", "bad.npy")):
+            for name, src in (("store", "pat.h5:/pat"), ("blocks", "patb.h5:/pat"),
+                              ("plain", "pat.npy"), ("bad", "bad.npy")):
                 f.write(f"[{name}]\nsource = {src}\nscale = {cls.SCALE!r}\noffset = {cls.OFFSET!r}\n\n")
         pat = reference(pattern_src(PERIOD), cls.SCALE, cls.OFFSET).tobytes()
         assert len(pat) == 4 * PERIOD and len(set(pat)) > 8
@@ -81,6 +86,7 @@ class Fio(E2E):
     def test_fio_pattern_verify(self):
         runs = [("store", "psync", "read", "4k"), ("store", "psync", "randread", "128k"),
                 ("store", "mmap", "read", "128k"), ("store", "mmap", "randread", "4k"),
+                ("blocks", "psync", "randread", "4k"), ("blocks", "mmap", "read", "128k"),
                 ("plain", "psync", "read", "128k"), ("plain", "psync", "randread", "4k"),
                 ("plain", "mmap", "read", "4k"), ("plain", "mmap", "randread", "128k")]
         with self.mount(self.ini, "--cache-size", "4M") as m:

@@ -75,10 +75,10 @@ class View:
         return out
 
 
-VIEWS = [View("lz4", 0.0123, -100.5, "float32"),       # store: the decoded chunk cache
+VIEWS = [View("lz4", 0.0123, -100.5, "float32"),       # store of one block a chunk: the chunk cache
          View("npy", -0.37, 1000.25, "float32"),        # .npy: pread on demand
-         View("lz4b", 1 / 65535, -0.5, "bfloat16"),     # store again, rounded to bfloat16
-         View("seq", 0.0007, -20.0, "float16")]         # store again: only the scanners read it
+         View("lz4b", 1 / 65535, -0.5, "bfloat16"),     # store with a block table, to bfloat16
+         View("seq", 0.0007, -20.0, "float16")]         # the first store: only the scanners read it
 RANDOM_VIEWS = VIEWS[:3]
 SCANNERS = 4  # readers that only make long sequential passes over "seq"
 
@@ -341,8 +341,10 @@ def drop_page_cache(paths):
 
 
 class Dataset(E2E):
-    """Makes the self-verifying source (x.npy), its LZ4 store (x.h5) and the
-    manifest of VIEWS."""
+    """Makes the self-verifying source (x.npy), its LZ4 stores (x.h5, one
+    block a chunk: every read of it goes through the chunk cache; xb.h5,
+    pack's default blocks and block table: parts of chunks from their
+    blocks) and the manifest of VIEWS."""
 
     @classmethod
     def setUpClass(cls):
@@ -353,11 +355,12 @@ class Dataset(E2E):
             x[r:r + n] = src_at(np.arange(r * RL, (r + n) * RL, dtype=np.uint64)).reshape((n,) + ROW_SHAPE)
         x.flush()
         del x
-        r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "x.npy"),
-                os.path.join(cls.tmp, "x.h5"), timeout=300)
-        assert r.returncode == 0, r.stderr
+        for out, block in (("x.h5", "1G"), ("xb.h5", "16K")):
+            r = run("pack", "--chunk-size", "256K", "--block-size", block, "--dataset", "x",
+                    os.path.join(cls.tmp, "x.npy"), os.path.join(cls.tmp, out), timeout=300)
+            assert r.returncode == 0, r.stderr
         cls.ini = os.path.join(cls.tmp, "load.ini")
-        src = {"lz4": "x.h5:/x", "npy": "x.npy", "lz4b": "x.h5:/x", "seq": "x.h5:/x"}
+        src = {"lz4": "x.h5:/x", "npy": "x.npy", "lz4b": "xb.h5:/x", "seq": "x.h5:/x"}
         with open(cls.ini, "w") as f:
             for v in VIEWS:
                 f.write(f"[{v.name}]\nsource = {src[v.name]}\nscale = {v.scale!r}\n"

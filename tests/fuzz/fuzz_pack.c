@@ -36,8 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.output = out;
 	o.dataset = "x";
 	o.chunk_bytes = 1 + (uint64_t)data[2] * (1 + data[3]);
-	o.codec = (dsv_pack_codec)(data[4] % 3);
-	o.level = o.codec == DSV_PACK_LZ4HC ? 1 : -1; /* keep HC fast */
+	o.codec = (dsv_pack_codec)(data[4] % DSV_PACK_NCODECS);
+	/* keep LZ4HC and zstd fast */
+	o.level = o.codec == DSV_PACK_LZ4HC || o.codec == DSV_PACK_ZSTD ||
+			  o.codec == DSV_PACK_BSHUF_ZSTD
+		  ? 1
+		  : -1;
 	o.threads = 1 + data[4] / 128;
 	o.force = 1;
 	if (dsv_pack(&o, &res, &eb) != 0) {

@@ -107,6 +107,12 @@ def main():
         put("lz4block", "block_size_zero", struct.pack(">QI", 10, 0) + struct.pack(">I", 10) + bytes(10))
         put("lz4block", "block_over_chunk", struct.pack(">QII", 4, 2**32 - 1, 4) + b"abcd")
         put("lz4block", "count_overflow", struct.pack(">QI", 2**63 - 1, 1) + bytes(64))
+        # a hostile table's row (k = 4 blocks of 8 bytes) and stored blocks
+        blocks = b"".join(struct.pack(">I", 8) + bytes([65 + i]) * 8 for i in range(4))
+        for label, sizes in (("good", (8, 8, 8, 8)), ("zero", (8, 0, 8, 8)),
+                             ("huge", (8, 0xFFFFFFF0, 8, 8)), ("long", (8, 8, 40, 8))):
+            row = b"".join(struct.pack("<II", n, 0) for n in sizes)
+            put("lz4block", f"table_{label}", bytes([3, 7, 0]) + row + blocks)
         # h5: the layouts and filters dsview reads, and broken files
         def h5(name, fill):
             q = os.path.join(tmp, name + ".h5")
@@ -315,8 +321,47 @@ def zarr_chunk_seeds():
     put("zarr_chunk", "missing_some", bytes([0, 1, 0]) + bytes(3))
 
 
+def devlz4_seeds():
+    """The GPU's LZ4 block decoder (fuzz_devlz4): bare LZ4 blocks (fast and
+    HC, of noise, runs and text, decoding to sizes on both sides of the
+    64-byte end of liblz4's fast phase), the same cut and damaged, blocks
+    at the format's edges (offset 0, offset past the output, a match in the
+    last bytes, long length runs), and a 32004 frame. Alone with
+    /usr/bin/python3 -c 'import make_corpus; make_corpus.devlz4_seeds()'."""
+    import lz4.block
+    shutil.rmtree(os.path.join(OUT, "devlz4"), ignore_errors=True)
+    rng = np.random.default_rng(18)
+    datas = {"runs": bytes(np.repeat(np.arange(40, dtype=np.uint8), 37)),
+             "text": b"the GPU decodes blocks; the CPU checks them. " * 30,
+             "noise": rng.integers(0, 256, 700, dtype=np.uint8).tobytes(),
+             "short": b"abcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcab",
+             "tiny": b"abcdefghijklmnop"}
+    for name, data in datas.items():
+        for mode in ("fast", "high_compression"):
+            blk = lz4.block.compress(data, mode=mode, store_size=False)
+            put("devlz4", f"{name}_{mode}", blk)
+            put("devlz4", f"{name}_{mode}_cut", blk[:len(blk) * 3 // 4])
+            bad = bytearray(blk)
+            bad[len(bad) // 2] ^= 0x5a
+            put("devlz4", f"{name}_{mode}_flip", bytes(bad))
+    put("devlz4", "empty", b"\x00")
+    put("devlz4", "offset_zero", b"\x8f" + b"abcdefgh" + b"\x00\x00\x14" + b"\x50vwxyz")
+    put("devlz4", "offset_past", b"\x4f" + b"abcd" + b"\x40\x00\x14" + b"\x50vwxyz")
+    put("devlz4", "match_at_end", b"\xf0\x11" + bytes(range(65, 97)) + b"\xee" + b"abcdefghijklmn"
+        + b"\x09\x00\x00")
+    put("devlz4", "long_literal", b"\xff\xff\xff\x02" + bytes(527))
+    put("devlz4", "long_match", b"\x1f" + b"a" + b"\x01\x00\xff\xff\x10" + b"\x50abcde")
+    frame = struct.pack(">QI", 1500, 512)
+    data = datas["runs"][:1500]
+    for k in range(0, 1500, 512):
+        blk = lz4.block.compress(data[k:k + 512], store_size=False)
+        frame += struct.pack(">I", len(blk)) + blk
+    put("devlz4", "frame", frame)
+
+
 if __name__ == "__main__":
     main()
     zarray_seeds()
     zlib_seeds()
     zarr_chunk_seeds()
+    devlz4_seeds()

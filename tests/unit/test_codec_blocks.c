@@ -1,8 +1,10 @@
 /* Block-level access to LZ4 32004 frames: the header's layout, the block
- * index, and blocks decoded alone, on good frames (several block sizes,
- * blocks stored raw) and hostile ones (block size 0, larger than the
- * chunk, block counts whose headers cannot fit, sizes 0 or past the end,
- * truncated and trailing bytes, a lying index). */
+ * index, the block table pack writes, and byte ranges decoded from only
+ * their blocks by the table, on good frames (several block sizes, blocks
+ * stored raw, ranges that start and end inside blocks) and hostile ones
+ * (block size 0, larger than the chunk, block counts whose headers cannot
+ * fit, sizes 0 or past the end, truncated and trailing bytes, a table that
+ * lies about sizes or checksums). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,26 +48,49 @@ static void put_be64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)v;
 }
 
-/* Decodes every block of enc alone into out; @return 0 or the first error. */
-static int decode_blocks(const uint8_t *enc, size_t n, uint8_t *out, size_t cap)
+/* Bytes [lo, hi) of frame enc into out through its own block table, from
+ * only the blocks that hold them. @return 0 or the first error. */
+static int decode_range(const uint8_t *enc, size_t n, uint64_t lo, uint64_t hi, uint8_t *out)
 {
 	dsv_lz4_frame f;
 	int err = dsv_lz4_frame_info(enc, n, &f);
 	if (err)
 		return err;
-	if (f.raw > cap)
-		return DSV_ERR_CORRUPT;
-	uint64_t *at = malloc((size_t)(f.nblocks + 1) * sizeof(*at));
-	assert_non_null(at);
+	uint64_t *at = malloc((size_t)(f.nblocks + 1) * sizeof(*at)), start, end;
+	uint32_t *row = malloc((size_t)(f.nblocks + 1) * DSV_LZ4_TABLE_WORDS * 4);
+	uint8_t *edge = malloc((size_t)f.block + 1);
+	assert_true(at && row && edge);
 	err = dsv_lz4_index(enc, n, &f, at);
-	for (uint64_t i = 0; !err && i < f.nblocks; i++) {
-		uint64_t want = f.raw - i * f.block < f.block ? f.raw - i * f.block : f.block;
-		int64_t got = dsv_lz4_decode_block(out + i * f.block, (size_t)want, enc, n, &f, at, i);
-		if (got != (int64_t)want)
-			err = DSV_ERR_CORRUPT;
+	if (!err) {
+		dsv_lz4_block_table(enc, &f, at, row);
+		err = dsv_lz4_table_span(row, lo / f.block, (hi - 1) / f.block, n, &start, &end);
+	}
+	if (!err) {
+		assert_int_equal(start, at[lo / f.block]);
+		assert_int_equal(end, at[(hi - 1) / f.block + 1]);
+		int64_t got = dsv_lz4_table_decode(out, lo, hi, enc + start, (size_t)(end - start),
+						   &f, row, edge);
+		if (got < 0)
+			err = (int)got;
+		else { /* the raw bytes of the blocks it decoded */
+			uint64_t last = (hi - 1) / f.block * f.block;
+			uint64_t tail = f.raw - last < f.block ? f.raw - last : f.block;
+			assert_int_equal(got, last + tail - lo / f.block * f.block);
+		}
 	}
 	free(at);
+	free(row);
+	free(edge);
 	return err;
+}
+
+/* Every block of enc through the table, whole, into out. */
+static int decode_blocks(const uint8_t *enc, size_t n, uint8_t *out, size_t cap)
+{
+	uint64_t raw;
+	if (dsv_lz4_raw_size(enc, n, &raw) || raw > cap)
+		return DSV_ERR_CORRUPT;
+	return raw ? decode_range(enc, n, 0, raw, out) : 0;
 }
 
 static void test_blocks_round_trip(void **state)
@@ -95,6 +120,13 @@ static void test_blocks_round_trip(void **state)
 			assert_memory_equal(a, src, n);
 			assert_int_equal(dsv_lz4_decode(b, n, enc, (size_t)m), (int64_t)n);
 			assert_memory_equal(b, src, n);
+			/* ranges that start and end anywhere, inside blocks too */
+			for (int r = 0; r < 20; r++) {
+				uint64_t lo = rnd() % n, hi = lo + 1 + rnd() % (n - lo);
+				memset(a, 0, n);
+				assert_int_equal(decode_range(enc, (size_t)m, lo, hi, a), 0);
+				assert_memory_equal(a, src + lo, (size_t)(hi - lo));
+			}
 			free(enc);
 		}
 		free(src);
@@ -106,15 +138,16 @@ static void test_blocks_round_trip(void **state)
 static void test_blocks_empty_frame(void **state)
 {
 	(void)state;
-	uint8_t enc[16];
+	uint8_t enc[16], edge[1];
 	dsv_lz4_frame f;
 	uint64_t at[1];
+	uint32_t row[2] = { 0, 0 };
 	put_be64(enc, 0);
 	put_be32(enc + 8, 0);
 	assert_int_equal(dsv_lz4_frame_info(enc, 12, &f), 0);
 	assert_int_equal(f.nblocks, 0);
 	assert_int_equal(dsv_lz4_index(enc, 12, &f, at), 0);
-	assert_int_equal(dsv_lz4_decode_block(enc, 16, enc, 12, &f, at, 0), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_decode(enc, 0, 1, enc, 12, &f, row, edge), DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_lz4_frame_info(enc, 13, &f), DSV_ERR_CORRUPT); /* trailing */
 	assert_int_equal(dsv_lz4_frame_info(enc, 11, &f), DSV_ERR_CORRUPT); /* short */
 }
@@ -164,8 +197,9 @@ static size_t four_blocks(uint8_t *enc)
 static void test_blocks_hostile_sizes(void **state)
 {
 	(void)state;
-	uint8_t enc[64], out[32];
-	uint64_t at[5];
+	uint8_t enc[64], out[32], edge[8];
+	uint64_t at[5], start, end;
+	uint32_t row[8];
 	dsv_lz4_frame f;
 	size_t n = four_blocks(enc);
 
@@ -174,13 +208,51 @@ static void test_blocks_hostile_sizes(void **state)
 	assert_int_equal(at[0], 12);
 	assert_int_equal(at[3], 48);
 	assert_int_equal(at[4], n);
-	assert_int_equal(dsv_lz4_decode_block(out, 8, enc, n, &f, at, 2), 8);
-	assert_memory_equal(out, "CCCCCCCC", 8);
-	/* a short destination, a block past the last */
-	assert_int_equal(dsv_lz4_decode_block(out, 7, enc, n, &f, at, 2), DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_lz4_decode_block(out, 8, enc, n, &f, at, 4), DSV_ERR_CORRUPT);
+	dsv_lz4_block_table(enc, &f, at, row);
+	assert_int_equal(row[4], 8);
+	assert_int_equal(row[5], dsv_fletcher32(enc + 36, 12));
+	assert_int_equal(dsv_lz4_table_span(row, 2, 2, n, &start, &end), 0);
+	assert_int_equal(start, 36);
+	assert_int_equal(end, 48);
+	assert_int_equal(dsv_lz4_table_decode(out, 18, 21, enc + 36, 12, &f, row, edge), 8);
+	assert_memory_equal(out, "CCC", 3);
+	/* a range past the frame, an empty one */
+	assert_int_equal(dsv_lz4_table_decode(out, 30, 33, enc + 36, 12, &f, row, edge),
+			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_decode(out, 5, 5, enc + 36, 12, &f, row, edge),
+			 DSV_ERR_CORRUPT);
+	/* stored bytes short of what the table says */
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 11, &f, row, edge),
+			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 3, &f, row, edge),
+			 DSV_ERR_CORRUPT);
 
-	/* a stored size of 0 */
+	/* a table that lies: sizes of 0, past the frame, huge, past it only
+	 * together; spans out of order */
+	uint32_t lie[8];
+	memcpy(lie, row, sizeof(lie));
+	lie[2] = 0;
+	assert_int_equal(dsv_lz4_table_span(lie, 2, 2, n, &start, &end), DSV_ERR_CORRUPT);
+	lie[2] = 45;
+	assert_int_equal(dsv_lz4_table_span(lie, 1, 1, n, &start, &end), DSV_ERR_CORRUPT);
+	lie[2] = 0xFFFFFFF0u;
+	assert_int_equal(dsv_lz4_table_span(lie, 3, 3, n, &start, &end), DSV_ERR_CORRUPT);
+	lie[2] = 20;
+	assert_int_equal(dsv_lz4_table_span(lie, 3, 3, n, &start, &end), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_span(row, 3, 2, n, &start, &end), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_span(row, 0, 3, n - 1, &start, &end), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_span(row, 0, 0, 11, &start, &end), DSV_ERR_CORRUPT);
+	/* a size that is not the block's header, a checksum that is not its */
+	memcpy(lie, row, sizeof(lie));
+	lie[4] = 7;
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 12, &f, lie, edge),
+			 DSV_ERR_CORRUPT);
+	memcpy(lie, row, sizeof(lie));
+	lie[5] ^= 1;
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 12, &f, lie, edge),
+			 DSV_ERR_CORRUPT);
+
+	/* the index: a stored size of 0 */
 	put_be32(enc + 24, 0);
 	assert_int_equal(dsv_lz4_index(enc, n, &f, at), DSV_ERR_CORRUPT);
 	/* one past the end of the frame, and one that is huge */
@@ -198,15 +270,6 @@ static void test_blocks_hostile_sizes(void **state)
 		if (dsv_lz4_frame_info(enc, cut, &f) == 0)
 			assert_int_equal(dsv_lz4_index(enc, cut, &f, at), DSV_ERR_CORRUPT);
 	}
-	/* an index that lies (not this frame's) reads nothing outside it */
-	assert_int_equal(dsv_lz4_frame_info(enc, n, &f), 0);
-	assert_int_equal(dsv_lz4_index(enc, n, &f, at), 0);
-	uint64_t lie[5] = { 12, 24, 1000, 60, 60 };
-	assert_int_equal(dsv_lz4_decode_block(out, 8, enc, n, &f, lie, 2), DSV_ERR_CORRUPT);
-	uint64_t lie2[5] = { 12, 24, 58, 70, 60 };
-	assert_int_equal(dsv_lz4_decode_block(out, 8, enc, n, &f, lie2, 2), DSV_ERR_CORRUPT);
-	uint64_t lie3[5] = { 12, 24, 36, 48, 61 };
-	assert_int_equal(dsv_lz4_decode_block(out, 8, enc, n, &f, lie3, 3), DSV_ERR_CORRUPT);
 }
 
 /* A damaged compressed block fails alone: the others still decode. */
@@ -225,19 +288,29 @@ static void test_blocks_damage_is_local(void **state)
 	uint64_t at[N / B + 1];
 	assert_int_equal(dsv_lz4_frame_info(enc, (size_t)m, &f), 0);
 	assert_int_equal(dsv_lz4_index(enc, (size_t)m, &f, at), 0);
+	uint32_t row[N / B * DSV_LZ4_TABLE_WORDS];
+	uint8_t edge[B];
+	dsv_lz4_block_table(enc, &f, at, row);
 	/* block 3's bytes all 0xFF: a literal run longer than the block */
 	size_t stored = (size_t)(at[4] - at[3] - 4);
 	assert_true(stored < B); /* compressed, not stored raw */
 	memset(enc + at[3] + 4, 0xFF, stored);
 	int bad = 0;
 	for (uint64_t i = 0; i < f.nblocks; i++) {
-		int64_t got = dsv_lz4_decode_block(out + i * B, B, enc, (size_t)m, &f, at, i);
+		int64_t got = dsv_lz4_table_decode(out + i * B, i * B, (i + 1) * B, enc + at[i],
+						   (size_t)(at[i + 1] - at[i]), &f, row, edge);
 		if (got != B)
 			bad++;
 		else
 			assert_memory_equal(out + i * B, src + i * B, B);
 	}
 	assert_int_equal(bad, 1);
+	/* the checksum caught it: with the damaged block's own checksum in
+	 * the table, LZ4 itself still refuses it */
+	row[3 * DSV_LZ4_TABLE_WORDS + 1] = dsv_fletcher32(enc + at[3], (size_t)(at[4] - at[3]));
+	assert_int_equal(dsv_lz4_table_decode(out, 3 * B, 4 * B, enc + at[3],
+					      (size_t)(at[4] - at[3]), &f, row, edge),
+			 DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_lz4_decode(out, N, enc, (size_t)m), DSV_ERR_CORRUPT);
 	free(src);
 	free(out);

@@ -20,44 +20,8 @@
 #include "dsview/source.h"
 #include "h5/h5.h"
 
-#define ROWS 1000
-#define COLS 37
-
-static char dir[] = "/tmp/dsv-test-pack-XXXXXX";
-static uint16_t data[ROWS][COLS];
-
-static const char *tpath(const char *name)
-{
-	static char bufs[4][300];
-	static int k;
-	char *p = bufs[k++ % 4];
-	snprintf(p, 300, "%s/%s", dir, name);
-	return p;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	/* compressible but not trivial: a ramp with a little hash noise */
-	for (int r = 0; r < ROWS; r++)
-		for (int c = 0; c < COLS; c++)
-			data[r][c] = (uint16_t)(r * 3 + c + (((unsigned)(r * 2654435761u) >> 28) & 3));
-	FILE *f = fopen(tpath("in.bin"), "wb");
-	if (!f || fwrite(data, sizeof(data), 1, f) != 1)
-		return -1;
-	fclose(f);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
+#define PACK_TEST_DIR "/tmp/dsv-test-pack-XXXXXX"
+#include "pack_test.h"
 
 /* Entries of dir whose name starts with prefix. */
 static int count_files(const char *prefix)
@@ -74,13 +38,7 @@ static int count_files(const char *prefix)
 
 static void raw_opts(dsv_pack_opts *o, const char *out)
 {
-	dsv_pack_opts_init(o);
-	o->input = tpath("in.bin");
-	o->output = out;
-	o->raw_dtype = DSV_U16;
-	o->raw_ndim = 2;
-	o->raw_shape[0] = -1;
-	o->raw_shape[1] = COLS;
+	pack_raw_opts(o, out);
 	o->chunk_bytes = 1000; /* 1000 / 74 bytes per row: 14 rows */
 }
 
@@ -89,7 +47,6 @@ static void check_store(const char *spec, dsv_codec codec)
 {
 	dsv_source *s;
 	dsv_errbuf eb;
-	static uint16_t back[ROWS][COLS];
 
 	assert_int_equal(dsv_source_open(spec, &s, &eb), 0);
 	const dsv_source_info *in = dsv_source_get_info(s);
@@ -101,21 +58,7 @@ static void check_store(const char *spec, dsv_codec codec)
 	assert_int_equal(in->chunk_elems, 14 * COLS);
 	assert_int_equal(in->nchunks, (ROWS + 13) / 14);
 
-	size_t cap = dsv_source_scratch_size(s);
-	void *scratch = malloc(cap ? cap : 1);
-	memset(back, 0xee, sizeof(back));
-	for (uint64_t i = 0; i < in->nchunks; i++) {
-		dsv_chunk_ref ref;
-		assert_int_equal(dsv_source_chunk(s, i, &ref), 0);
-		assert_int_equal(ref.codec, codec);
-		assert_true(ref.fletcher32);
-		assert_false(ref.fallback);
-		assert_int_equal(ref.raw_size, 14 * COLS * 2); /* edge chunk stored whole */
-		assert_int_equal(dsv_source_read_chunk(s, &ref, (uint16_t *)back + ref.elem_start,
-						       ref.nelems * 2, scratch, cap), 0);
-	}
-	assert_memory_equal(back, data, sizeof(data));
-	free(scratch);
+	read_back_chunks(s, codec, 14 * COLS * 2); /* edge chunk stored whole */
 	dsv_source_close(s);
 }
 

@@ -1,0 +1,60 @@
+/*
+ * Private to src/gpu: the CUDA runtime half of the backend (gpu.cu), behind
+ * a C interface for gpu_host.c. A slot is one CUDA stream with its own
+ * pinned host and device buffers: one chunk (or batch) at a time runs in
+ * it, and the backend's slots let callers' copies and kernels overlap.
+ */
+#ifndef DSV_GPU_CUDA_I_H
+#define DSV_GPU_CUDA_I_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/lz4_plan.h"
+#include "xform/xform_elem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Picks device (-1: the first), sets it for this thread, fills name.
+ * @return the device, or -1 with why ("no CUDA device", "CUDA driver not
+ * found (libcuda.so.1)", ...). */
+int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why_cap);
+
+typedef struct dsv_cuda_slot dsv_cuda_slot;
+
+/* @return NULL with why on a CUDA error. */
+dsv_cuda_slot *dsv_cuda_slot_new(int device, char *why, size_t why_cap);
+void dsv_cuda_slot_free(dsv_cuda_slot *s); /* accepts NULL */
+
+/* The slot's pinned staging for n input bytes and njobs jobs, grown as
+ * needed. @return 0, or -1 with why on a CUDA error. */
+int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv_gpu_job **jobs,
+			char *why, size_t why_cap);
+
+/* A run of decoded elements to transform: src_off into the decoded bytes,
+ * out_off into the output, e0 the view index of the first. */
+typedef struct dsv_cuda_item {
+	uint64_t src_off, out_off, nelems, e0;
+} dsv_cuda_item;
+
+typedef struct dsv_gpu_times {
+	double h2d_s, kernel_s, d2h_s; /* CUDA events: copy in, decode + transform, copy out */
+} dsv_gpu_times;
+
+/* Runs the staged jobs over the staged n input bytes into raw decoded
+ * bytes on the device; then, with x, transforms items (nitems of them, the
+ * source dtype x->src) into the output dtype; and copies out_n bytes (of
+ * the decoded bytes without x, of the output with it) to dst. times may
+ * be NULL. @return 0, 1 when a block failed to decode (corrupt: nothing
+ * trusted in dst), or -1 with why on a CUDA error. */
+int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
+		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
+		      void *dst, size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * The CUDA runtime half of the GPU backend (cuda_i.h): the device is
+ * chosen and checked here, and a slot stages a chunk's stored bytes in
+ * pinned host memory, copies them in, decodes every LZ4 block with one
+ * warp per block (dev_lz4.h), optionally transforms the elements
+ * (dev_xform.h), and copies the result out, all in the slot's own stream.
+ *
+ * Built by nvcc with --fmad=false and IEEE division and denormals (the
+ * Makefile's NVCCFLAGS), so the transform rounds as the CPU's kernels do.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "gpu/cuda_i.h"
+#include "gpu/dev_lz4.h"
+#include "gpu/dev_xform.h"
+
+#define THREADS 256 /* per CUDA block: 8 warps, 8 LZ4 blocks */
+
+struct dsv_cuda_slot {
+	int device;
+	cudaStream_t stream;
+	cudaEvent_t ev[4];
+	int nev;
+	/* pinned host staging */
+	void *h_in, *h_out;
+	dsv_gpu_job *h_jobs;
+	int *h_status;
+	size_t h_in_cap, h_out_cap, h_jobs_cap;
+	/* device */
+	uint8_t *d_in, *d_raw, *d_out;
+	dsv_gpu_job *d_jobs;
+	dsv_cuda_item *d_items;
+	double *d_chan; /* mean then std */
+	int *d_status;
+	size_t d_in_cap, d_raw_cap, d_out_cap, d_jobs_cap, d_items_cap, d_chan_cap;
+};
+
+static int fail(char *why, size_t cap, const char *what, cudaError_t e)
+{
+	snprintf(why, cap, "CUDA %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+	return -1;
+}
+
+#define CK(call, what)                                                                          \
+	do {                                                                                    \
+		cudaError_t e_ = (call);                                                        \
+		if (e_ != cudaSuccess)                                                          \
+			return fail(why, why_cap, what, e_);                                    \
+	} while (0)
+
+__global__ void dsv_lz4_kernel(const uint8_t *in, const dsv_gpu_job *jobs, size_t njobs,
+			       uint8_t *raw, int *status)
+{
+	/* every lane of a warp has the same job: a warp leaves or stays whole,
+	 * as the __syncwarp of the copies needs */
+	size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	unsigned lane = threadIdx.x % 32;
+	if (w >= njobs)
+		return;
+	dsv_gpu_job j = jobs[w];
+	if (dsv_dev_lz4_frame_block(in + j.src, j.stored, raw + j.dst, j.want, lane, 32) && lane == 0)
+		atomicExch(status, 1);
+}
+
+__global__ void dsv_xform_kernel(dsv_xform_desc x, const uint8_t *raw, const dsv_cuda_item *items,
+				 uint8_t *out)
+{
+	dsv_cuda_item it = items[blockIdx.y];
+	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.nelems; i += step)
+		dsv_dev_xform_elem(&x, raw + it.src_off, i, it.e0 + i, out + it.out_off);
+}
+
+/* Why cudaGetDeviceCount failed, in words a user can act on. */
+static void say_no_device(cudaError_t e, char *why, size_t cap)
+{
+	if (e == cudaErrorNoDevice) {
+		snprintf(why, cap, "no CUDA device");
+	} else if (e == cudaErrorInsufficientDriver) {
+		/* cudart (linked statically) loads the driver's libcuda.so.1
+		 * itself: say whether it is missing or too old */
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+		int rt = 0;
+		cudaRuntimeGetVersion(&rt);
+		if (!h) {
+			snprintf(why, cap, "CUDA driver not found (libcuda.so.1)");
+		} else {
+			dlclose(h);
+			snprintf(why, cap, "CUDA driver too old for this build (CUDA %d.%d)", rt / 1000,
+				 rt % 1000 / 10);
+		}
+	} else {
+		snprintf(why, cap, "no usable CUDA device: %s", cudaGetErrorString(e));
+	}
+}
+
+int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why_cap)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	cudaDeviceProp p;
+	cudaFuncAttributes fa;
+
+	name[0] = '\0';
+	if (e != cudaSuccess || n == 0) {
+		say_no_device(e == cudaSuccess ? cudaErrorNoDevice : e, why, why_cap);
+		return -1;
+	}
+	if (device >= n) {
+		snprintf(why, why_cap, "no CUDA device %d (%d found)", device, n);
+		return -1;
+	}
+	if (device < 0)
+		device = 0;
+	CK(cudaSetDevice(device), "set device");
+	CK(cudaGetDeviceProperties(&p, device), "device properties");
+	snprintf(name, name_cap, "%s", p.name);
+	if (p.major < 8) {
+		snprintf(why, why_cap, "CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
+			 device, p.name, p.major, p.minor);
+		return -1;
+	}
+	/* the context, and a kernel image this device can run */
+	CK(cudaFree(0), "context");
+	CK(cudaFuncGetAttributes(&fa, dsv_lz4_kernel), "kernel image");
+	return device;
+}
+
+dsv_cuda_slot *dsv_cuda_slot_new(int device, char *why, size_t why_cap)
+{
+	dsv_cuda_slot *s = (dsv_cuda_slot *)calloc(1, sizeof(*s));
+	cudaError_t e;
+	if (!s) {
+		snprintf(why, why_cap, "out of memory");
+		return NULL;
+	}
+	s->device = device;
+	if ((e = cudaSetDevice(device)) != cudaSuccess ||
+	    (e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+	    (e = cudaHostAlloc((void **)&s->h_status, sizeof(int), cudaHostAllocDefault)) != cudaSuccess ||
+	    (e = cudaMalloc((void **)&s->d_status, sizeof(int))) != cudaSuccess) {
+		fail(why, why_cap, "slot", e);
+		dsv_cuda_slot_free(s);
+		return NULL;
+	}
+	for (; s->nev < 4; s->nev++) {
+		if ((e = cudaEventCreate(&s->ev[s->nev])) != cudaSuccess) {
+			fail(why, why_cap, "event", e);
+			dsv_cuda_slot_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+void dsv_cuda_slot_free(dsv_cuda_slot *s)
+{
+	if (!s)
+		return;
+	cudaSetDevice(s->device);
+	if (s->stream)
+		cudaStreamSynchronize(s->stream);
+	for (int i = 0; i < s->nev; i++)
+		cudaEventDestroy(s->ev[i]);
+	cudaFreeHost(s->h_in);
+	cudaFreeHost(s->h_out);
+	cudaFreeHost(s->h_jobs);
+	cudaFreeHost(s->h_status);
+	cudaFree(s->d_in);
+	cudaFree(s->d_raw);
+	cudaFree(s->d_out);
+	cudaFree(s->d_jobs);
+	cudaFree(s->d_items);
+	cudaFree(s->d_chan);
+	cudaFree(s->d_status);
+	if (s->stream)
+		cudaStreamDestroy(s->stream);
+	free(s);
+}
+
+/* Room for n bytes: rounded up to 1 MiB, so a few sizes do not reallocate. */
+static size_t room(size_t n)
+{
+	return (n + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
+}
+
+static cudaError_t grow_host(void **p, size_t *cap, size_t n)
+{
+	if (n <= *cap && *p)
+		return cudaSuccess;
+	cudaFreeHost(*p);
+	*p = NULL;
+	*cap = 0;
+	cudaError_t e = cudaHostAlloc(p, room(n), cudaHostAllocDefault);
+	if (e == cudaSuccess)
+		*cap = room(n);
+	return e;
+}
+
+static cudaError_t grow_dev(void **p, size_t *cap, size_t n)
+{
+	if (n <= *cap && *p)
+		return cudaSuccess;
+	cudaFree(*p);
+	*p = NULL;
+	*cap = 0;
+	cudaError_t e = cudaMalloc(p, room(n));
+	if (e == cudaSuccess)
+		*cap = room(n);
+	return e;
+}
+
+int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv_gpu_job **jobs,
+			char *why, size_t why_cap)
+{
+	CK(cudaSetDevice(s->device), "set device");
+	CK(grow_host(&s->h_in, &s->h_in_cap, n ? n : 1), "pinned input");
+	CK(grow_host((void **)&s->h_jobs, &s->h_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
+	   "pinned jobs");
+	*in = s->h_in;
+	*jobs = s->h_jobs;
+	return 0;
+}
+
+static float ms_between(cudaEvent_t a, cudaEvent_t b)
+{
+	float ms = 0;
+	return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0;
+}
+
+int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
+		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
+		      void *dst, size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap)
+{
+	cudaStream_t st = s->stream;
+	dsv_xform_desc xd;
+	uint64_t most = 0;
+
+	CK(cudaSetDevice(s->device), "set device");
+	CK(grow_dev((void **)&s->d_in, &s->d_in_cap, n ? n : 1), "device input");
+	CK(grow_dev((void **)&s->d_jobs, &s->d_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
+	   "device jobs");
+	CK(grow_dev((void **)&s->d_raw, &s->d_raw_cap, raw ? raw : 1), "device decode buffer");
+	CK(grow_host(&s->h_out, &s->h_out_cap, out_n ? out_n : 1), "pinned output");
+	if (x) {
+		xd = *x;
+		size_t nchan = (size_t)(xd.nchan > 0 ? xd.nchan : 1);
+		CK(grow_dev((void **)&s->d_out, &s->d_out_cap, out_n ? out_n : 1), "device output");
+		CK(grow_dev((void **)&s->d_items, &s->d_items_cap, nitems * sizeof(*items)), "items");
+		CK(grow_dev((void **)&s->d_chan, &s->d_chan_cap, 2 * nchan * sizeof(double)), "channels");
+		CK(cudaMemcpyAsync(s->d_items, items, nitems * sizeof(*items), cudaMemcpyHostToDevice, st),
+		   "copy items");
+		if (xd.mean && xd.std) {
+			CK(cudaMemcpyAsync(s->d_chan, xd.mean, nchan * sizeof(double),
+					   cudaMemcpyHostToDevice, st), "copy means");
+			CK(cudaMemcpyAsync(s->d_chan + nchan, xd.std, nchan * sizeof(double),
+					   cudaMemcpyHostToDevice, st), "copy stds");
+			xd.mean = s->d_chan;
+			xd.std = s->d_chan + nchan;
+		}
+		for (size_t k = 0; k < nitems; k++)
+			most = items[k].nelems > most ? items[k].nelems : most;
+	}
+	CK(cudaEventRecord(s->ev[0], st), "event");
+	CK(cudaMemcpyAsync(s->d_in, s->h_in, n, cudaMemcpyHostToDevice, st), "copy in");
+	CK(cudaMemcpyAsync(s->d_jobs, s->h_jobs, njobs * sizeof(dsv_gpu_job), cudaMemcpyHostToDevice, st),
+	   "copy jobs");
+	CK(cudaMemsetAsync(s->d_status, 0, sizeof(int), st), "status");
+	CK(cudaEventRecord(s->ev[1], st), "event");
+	if (njobs) {
+		size_t blocks = (njobs * 32 + THREADS - 1) / THREADS;
+		dsv_lz4_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(s->d_in, s->d_jobs, njobs, s->d_raw,
+								     s->d_status);
+		CK(cudaGetLastError(), "decode kernel");
+	}
+	if (x && nitems && most) {
+		uint64_t bx = (most + THREADS - 1) / THREADS;
+		dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)nitems);
+		dsv_xform_kernel<<<grid, THREADS, 0, st>>>(xd, s->d_raw, s->d_items, s->d_out);
+		CK(cudaGetLastError(), "transform kernel");
+	}
+	CK(cudaEventRecord(s->ev[2], st), "event");
+	CK(cudaMemcpyAsync(s->h_out, x ? s->d_out : s->d_raw, out_n, cudaMemcpyDeviceToHost, st),
+	   "copy out");
+	CK(cudaMemcpyAsync(s->h_status, s->d_status, sizeof(int), cudaMemcpyDeviceToHost, st),
+	   "copy status");
+	CK(cudaEventRecord(s->ev[3], st), "event");
+	CK(cudaStreamSynchronize(st), "run");
+	if (times) {
+		times->h2d_s = ms_between(s->ev[0], s->ev[1]) / 1e3;
+		times->kernel_s = ms_between(s->ev[1], s->ev[2]) / 1e3;
+		times->d2h_s = ms_between(s->ev[2], s->ev[3]) / 1e3;
+	}
+	if (*s->h_status)
+		return 1;
+	memcpy(dst, s->h_out, out_n);
+	return 0;
+}

@@ -1,0 +1,255 @@
+/*
+ * The GPU backend's host side (gpu.h), built with CUDA: which chunks the
+ * device takes, reading and checking their stored bytes, the plan of
+ * their LZ4 blocks (lz4_plan.c), the slots callers share, the counters,
+ * and the fallback to the CPU. The CUDA runtime calls are gpu.cu's.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "dsview/codec.h"
+#include "dsview/source.h"
+#include "gpu/cuda_i.h"
+#include "gpu/gpu.h"
+#include "view/view_i.h"
+
+/* Two slots: while one caller's chunk is in its kernel, another's copies
+ * run (double buffering across the FUSE and readahead threads). */
+#define NSLOTS 2
+/* Larger chunks stay on the CPU rather than grow every buffer past it. */
+#define MAX_CHUNK (1ull << 30)
+
+struct dsv_gpu {
+	int device;
+	char name[256];
+	uint64_t min_bytes; /* DSVIEW_GPU_MIN_KB: smaller chunks stay on the CPU */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	dsv_cuda_slot *slots[NSLOTS];
+	int busy[NSLOTS];
+	atomic_int failed;
+	atomic_uint_fast64_t chunks, bytes, batches, fallbacks;
+};
+
+dsv_gpu *dsv_gpu_open(int device, char *why, size_t why_cap)
+{
+	dsv_gpu *g = calloc(1, sizeof(*g));
+	const char *env = getenv("DSVIEW_GPU_MIN_KB");
+	if (!g) {
+		snprintf(why, why_cap, "out of memory");
+		return NULL;
+	}
+	g->device = dsv_cuda_open(device, g->name, sizeof(g->name), why, why_cap);
+	if (g->device < 0) {
+		free(g);
+		return NULL;
+	}
+	g->min_bytes = env && *env ? strtoull(env, NULL, 10) * 1024 : 0;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	for (int k = 0; k < NSLOTS; k++) {
+		if (!(g->slots[k] = dsv_cuda_slot_new(g->device, why, why_cap))) {
+			dsv_gpu_close(g);
+			return NULL;
+		}
+	}
+	return g;
+}
+
+void dsv_gpu_close(dsv_gpu *g)
+{
+	if (!g)
+		return;
+	for (int k = 0; k < NSLOTS; k++)
+		dsv_cuda_slot_free(g->slots[k]);
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	free(g);
+}
+
+const char *dsv_gpu_name(const dsv_gpu *g)
+{
+	return g->name;
+}
+
+void dsv_gpu_get_stats(const dsv_gpu *g, dsv_gpu_stats *st)
+{
+	dsv_gpu *m = (dsv_gpu *)g; /* atomics are read through non-const */
+	st->chunks = atomic_load(&m->chunks);
+	st->bytes = atomic_load(&m->bytes);
+	st->batches = atomic_load(&m->batches);
+	st->fallbacks = atomic_load(&m->fallbacks);
+	st->failed = atomic_load(&m->failed);
+}
+
+static int take(dsv_gpu *g)
+{
+	int k;
+	pthread_mutex_lock(&g->mu);
+	for (;;) {
+		for (k = 0; k < NSLOTS && g->busy[k]; k++)
+			;
+		if (k < NSLOTS)
+			break;
+		pthread_cond_wait(&g->cv, &g->mu);
+	}
+	g->busy[k] = 1;
+	pthread_mutex_unlock(&g->mu);
+	return k;
+}
+
+static void give(dsv_gpu *g, int k)
+{
+	pthread_mutex_lock(&g->mu);
+	g->busy[k] = 0;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* A CUDA error: logged once, and the device is off from then on. */
+static void turn_off(dsv_gpu *g, const char *why)
+{
+	if (atomic_exchange(&g->failed, 1) == 0)
+		dsv_log_warn("gpu: %s; decoding on the CPU from now on", why);
+}
+
+/* Stages chunk ref's stored bytes and its block plan in slot k.
+ * @return the jobs, or -1 when the CPU should take the chunk (a read
+ * error, a failed checksum or frame: it reads and reports it again). */
+static int64_t stage_chunk(dsv_gpu *g, int k, const dsv_source *s, const dsv_chunk_ref *ref,
+			   size_t *payload)
+{
+	char why[256];
+	void *in;
+	dsv_gpu_job *jobs;
+	size_t njobs;
+	size_t n = (size_t)ref->stored_size;
+
+	if (dsv_cuda_slot_stage(g->slots[k], n, 0, &in, &jobs, why, sizeof(why))) {
+		turn_off(g, why);
+		return -1;
+	}
+	if (dsv_source_pread(s, in, n, ref->offset))
+		return -1;
+	*payload = n;
+	if (ref->fletcher32) {
+		if (dsv_fletcher32_check(in, n))
+			return -1;
+		*payload -= 4;
+	}
+	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, NULL, 0, &njobs))
+		return -1;
+	if (dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why))) {
+		turn_off(g, why);
+		return -1;
+	}
+	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, jobs, njobs, &njobs))
+		return -1;
+	return (int64_t)njobs;
+}
+
+int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
+{
+	dsv_chunk_ref ref;
+	size_t si, payload = 0;
+	char why[256];
+
+	if (dsv_view_chunk_ref(v, chunk, &si, &ref) || ref.codec != DSV_CODEC_LZ4 || ref.fallback ||
+	    ref.grid || ref.raw_size < g->min_bytes || ref.raw_size > MAX_CHUNK ||
+	    ref.stored_size > MAX_CHUNK)
+		return DSV_ERR_UNSUPPORTED;
+	const dsv_source *s = v->sources[si];
+	if (size != ref.nelems * dsv_dtype_size(dsv_source_get_info(s)->dtype) || size > ref.raw_size)
+		return DSV_ERR_UNSUPPORTED; /* the CPU says what is wrong */
+	if (atomic_load(&g->failed)) {
+		atomic_fetch_add(&g->fallbacks, 1);
+		return DSV_ERR_UNSUPPORTED;
+	}
+	int k = take(g), rc = -1;
+	int64_t njobs = stage_chunk(g, k, s, &ref, &payload);
+	if (njobs >= 0) {
+		rc = dsv_cuda_slot_run(g->slots[k], payload, (size_t)njobs, ref.raw_size, NULL, NULL, 0,
+				       out, size, NULL, why, sizeof(why));
+		if (rc < 0)
+			turn_off(g, why);
+	}
+	give(g, k);
+	if (rc != 0) {
+		atomic_fetch_add(&g->fallbacks, 1);
+		return DSV_ERR_UNSUPPORTED;
+	}
+	atomic_fetch_add(&g->chunks, 1);
+	atomic_fetch_add(&g->bytes, size);
+	atomic_fetch_add(&g->batches, 1);
+	return 0;
+}
+
+int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
+			 size_t nitems, dsv_gpu_timing *t)
+{
+	size_t es = dsv_dtype_size((dsv_dtype)x->src), os = dsv_dtype_size((dsv_dtype)x->dst);
+	size_t n = 0, njobs = 0, nj, out_n = 0;
+	uint64_t raw = 0;
+	char why[256];
+	int err = 0;
+
+	if (atomic_load(&g->failed))
+		return DSV_ERR_UNSUPPORTED;
+	for (size_t i = 0; i < nitems; i++) {
+		if (dsv_gpu_plan_lz4(items[i].src, items[i].n, items[i].raw, 0, 0, NULL, 0, &nj) ||
+		    items[i].raw % es)
+			return DSV_ERR_CORRUPT;
+		n += items[i].n;
+		njobs += nj;
+		raw += items[i].raw;
+		out_n += items[i].raw / es * os;
+	}
+	dsv_cuda_item *ci = calloc(nitems ? nitems : 1, sizeof(*ci));
+	uint8_t *outs = malloc(out_n ? out_n : 1);
+	int k = take(g), rc = -1;
+	void *in;
+	dsv_gpu_job *jobs;
+	if (!ci || !outs) {
+		err = DSV_ERR_NOMEM;
+	} else if (dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why))) {
+		turn_off(g, why);
+		err = DSV_ERR_UNSUPPORTED;
+	} else {
+		uint64_t at = 0, dst = 0, o = 0;
+		size_t j = 0;
+		for (size_t i = 0; i < nitems; i++) {
+			memcpy((uint8_t *)in + at, items[i].src, items[i].n);
+			(void)dsv_gpu_plan_lz4(items[i].src, items[i].n, items[i].raw, at, dst, jobs + j,
+					       njobs - j, &nj);
+			ci[i] = (dsv_cuda_item){ dst, o, items[i].raw / es, items[i].e0 };
+			j += nj;
+			at += items[i].n;
+			dst += items[i].raw;
+			o += items[i].raw / es * os;
+		}
+		dsv_gpu_times tm;
+		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, outs, out_n, &tm, why,
+				       sizeof(why));
+		if (rc < 0) {
+			turn_off(g, why);
+			err = DSV_ERR_UNSUPPORTED;
+		} else if (rc > 0) {
+			err = DSV_ERR_CORRUPT;
+		} else {
+			for (size_t i = 0; i < nitems; i++)
+				memcpy(items[i].out, outs + ci[i].out_off, (size_t)(ci[i].nelems * os));
+			if (t)
+				*t = (dsv_gpu_timing){ tm.h2d_s, tm.kernel_s, tm.d2h_s };
+			atomic_fetch_add(&g->batches, 1);
+			atomic_fetch_add(&g->bytes, out_n);
+		}
+	}
+	give(g, k);
+	free(ci);
+	free(outs);
+	return err;
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""Cold sequential reads of one uint8 array through a mount, per store
+codec (issue 16: "a mount of that store reads cold sequential >= 1.0x the
+.npy view"): the .npy view and a store per SEQ_CODECS entry (pack
+arguments as block_bench.py takes them: CODEC[:LEVEL][@CHUNK_SIZE]), each
+read start to end by one reader in 16 MiB reads of the float32 .dat.
+"Cold" without dropping the machine's page cache: before each pass the
+source file's pages alone are evicted (posix_fadvise DONTNEED), and each
+pass mounts afresh (empty chunk cache). ROUNDS (3) interleaved, medians.
+
+  SEQ_DATA=photos SEQ_ROWS=2048 SEQ_CODECS=lz4,zstd,blosc-zstd-shuffle:4 \\
+    DSVIEW=build/dsview /usr/bin/python3 tests/bench/seq_bench.py
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import block_bench as B  # noqa: E402
+
+DSVIEW = os.environ.get("DSVIEW", "build/dsview")
+ROWS = int(os.environ.get("SEQ_ROWS", "2048"))
+CODECS = os.environ.get("SEQ_CODECS", "lz4,zstd,blosc-zstd-shuffle:4").split(",")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+
+
+def evict(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def one_pass(work, name, src_file):
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    evict(src_file)
+    subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
+                    os.path.join(work, name + ".ini"), mnt], check=True)
+    try:
+        t = time.perf_counter()
+        n = 0
+        with open(os.path.join(mnt, "v.dat"), "rb", buffering=0) as f:
+            while True:
+                b = f.read(16 << 20)
+                if not b:
+                    break
+                n += len(b)
+        wall = time.perf_counter() - t
+    finally:
+        subprocess.run([DSVIEW, "umount", mnt], check=True)
+    return n / wall / 1e9
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="dsview-seq-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    try:
+        u8 = os.path.join(work, "u8.npy")
+        print(f"data: {B.photo_rows(u8, ROWS)} photograph tiles, repeated to {ROWS} rows "
+              f"({os.path.getsize(u8) / 1e6:.0f} MB)")
+        files = {"npy": u8}
+        info = {"npy": ""}
+        for spec in CODECS:
+            out = os.path.join(work, B.safe(spec) + ".h5")
+            r = subprocess.run([DSVIEW, "pack", "--dataset", "x", *B.pack_args(spec), u8, out],
+                               check=True, capture_output=True, text=True)
+            files[spec] = out
+            summary = r.stdout.strip().splitlines()[-1].split(", ", 1)[1]
+            info[spec] = re.split(r", [0-9.]+ s \(", summary)[0]
+        for name, path in files.items():
+            src = "u8.npy" if name == "npy" else f"{B.safe(name)}.h5:/x"
+            with open(os.path.join(work, B.safe(name) + ".ini"), "w") as f:
+                f.write(f"[v]\nsource = {src}\nscale = {1/255!r}\n")
+        res = {name: [] for name in files}
+        for _ in range(ROUNDS):
+            for name, path in files.items():
+                res[name].append(one_pass(work, B.safe(name), path))
+        npy = float(np.median(res["npy"]))
+        print(f"\n{'store':26} {'GB/s out':>9} {'vs npy':>7}  on disk")
+        for name in files:
+            g = float(np.median(res[name]))
+            print(f"{name:26} {g:9.2f} {g / npy:7.2f}  {os.path.getsize(files[name]) / 1e6:.0f} MB"
+                  f"  {info[name]}")
+        print(f"\n{ROUNDS} rounds, medians; one reader, 16 MiB read()s of the float32 .dat; "
+              f"the source file's pages evicted before each pass, fresh mount; "
+              f"{os.cpu_count()} cores")
+    finally:
+        mnt = os.path.join(work, "mnt")
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", mnt])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
