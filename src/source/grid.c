@@ -4,18 +4,23 @@
  * rows, h5_grid.c).
  *
  * The read path works in chunks of whole rows, so a grid source offers it
- * bands: band b is rows [b * gshape[0], (b + 1) * gshape[0]) in C order,
- * made here from the grid chunks whose first index is b. Each grid chunk
+ * bands: band b is chunk-rows [b * g_band, (b + 1) * g_band), rows
+ * [b * g_band * gshape[0], ...) in C order, made here from the grid chunks
+ * whose first index is among them. g_band groups small chunk-rows into
+ * bands of about DSV_GRID_BAND_BYTES (dsv_grid_set_bands). Each grid chunk
  * is decoded once per band (the cache then holds the band), its bytes
  * swapped to little-endian if stored big-endian, and the part of it inside
  * the array (edge chunks are stored whole, as Zarr does) copied to its
  * place: runs along the last axis for C-order chunks, element by element
  * for Fortran-order ones. A chunk never written reads as the fill value.
- * A band that is exactly one C-order chunk (little-endian, or bytes) is
- * decoded in place. Before a band is made, the format may ask the kernel
- * for all its chunks at once (grid_prefetch), so their reads overlap.
+ * A C-order chunk of whole rows (little-endian, or bytes) is decoded in
+ * place, straight into its band. Before a band is made, the format's grid_begin may
+ * ask the kernel for all its chunks at once, so their reads overlap; the
+ * band's dsv_grid_io carries what the format read for the band between
+ * its chunks (h5_grid.c reads file-adjacent chunks with one pread).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/tlsbuf.h"
@@ -51,9 +56,10 @@ static void swap_elems(unsigned char *p, uint64_t n, size_t es)
 		}
 }
 
-/* Copies the part of grid chunk idx inside the array from chunk to band. */
+/* Copies the part of grid chunk idx inside the array from chunk to band,
+ * whose row row0 is the chunk's first. */
 static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned char *chunk,
-		    unsigned char *band, uint64_t band_rows)
+		    unsigned char *band, uint64_t band_rows, uint64_t row0)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
@@ -62,7 +68,7 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 	uint64_t at[DSV_MAX_DIMS] = { 0 };
 
 	for (int k = 0; k < nd; k++) {
-		start[k] = k ? idx[k] * s->gshape[k] : 0;
+		start[k] = k ? idx[k] * s->gshape[k] : row0;
 		uint64_t extent = k ? in->shape[k] : band_rows;
 		len[k] = extent - start[k] < s->gshape[k] ? extent - start[k] : s->gshape[k];
 	}
@@ -74,19 +80,29 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 	}
 	for (int k = 0; s->g_fortran && k < nd; k++)
 		cs[k] = k ? cs[k - 1] * s->gshape[k - 1] : 1;
+	/* one pass of the loop: the runs along the last axis at every index
+	 * of the one before it (mid), their starts a fixed step apart */
+	int mid = last - 1;
+	uint64_t n = mid >= 0 ? len[mid] : 1;
+	size_t cstep = mid >= 0 ? (size_t)(cs[mid] * es) : 0;
+	size_t dstep = mid >= 0 ? (size_t)(ds[mid] * es) : 0, run = (size_t)(len[last] * es);
 	for (;;) {
 		uint64_t so = 0, dof = start[last];
-		for (int k = 0; k < last; k++) {
+		for (int k = 0; k <= mid; k++) {
 			so += at[k] * cs[k];
 			dof += (at[k] + start[k]) * ds[k];
 		}
-		if (!s->g_fortran) {
-			memcpy(band + dof * es, chunk + so * es, (size_t)(len[last] * es));
-		} else {
+		const unsigned char *c = chunk + so * es;
+		unsigned char *d = band + dof * es;
+		for (uint64_t r = 0; r < n; r++, c += cstep, d += dstep) {
+			if (!s->g_fortran) {
+				memcpy(d, c, run);
+				continue;
+			}
 			for (uint64_t i = 0; i < len[last]; i++)
-				memcpy(band + (dof + i) * es, chunk + (so + i * cs[last]) * es, es);
+				memcpy(d + i * es, c + i * cs[last] * es, es);
 		}
-		int k = last - 1;
+		int k = mid - 1;
 		for (; k >= 0; k--) {
 			if (++at[k] < len[k])
 				break;
@@ -97,11 +113,55 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 	}
 }
 
+void dsv_grid_set_bands(dsv_source *s)
+{
+	dsv_source_info *in = &s->info;
+	uint64_t esize = dsv_dtype_size(in->dtype), target = DSV_GRID_BAND_BYTES;
+	const char *env = getenv("DSVIEW_GRID_BAND_KB"); /* for measuring */
+
+	if (env) {
+		uint64_t kb = strtoull(env, NULL, 10);
+		target = kb < DSV_GRID_BAND_MAX >> 10 ? kb << 10 : DSV_GRID_BAND_MAX;
+	}
+	if (in->ndim == 0) { /* one element, one chunk */
+		s->g_band = 1;
+		s->chunk_rows = 1;
+		in->chunk_elems = 1;
+		in->nchunks = 1;
+		s->chunk_raw_size = esize;
+		return;
+	}
+	uint64_t row_bytes = s->gshape[0] * in->row_elems * esize;
+	s->g_band = row_bytes && row_bytes < target ? target / row_bytes : 1;
+	if (s->g_band > s->gcount[0])
+		s->g_band = s->gcount[0] ? s->gcount[0] : 1;
+	s->chunk_rows = s->g_band * s->gshape[0];
+	in->chunk_elems = s->chunk_rows * in->row_elems;
+	in->nchunks = in->nelems ? (s->gcount[0] + s->g_band - 1) / s->g_band : 0;
+	s->chunk_raw_size = in->chunk_elems * esize;
+}
+
+/* Grid chunk idx into chunk (csize bytes, celems elements): decoded, a
+ * chunk never written filled, little-endian. */
+static int load(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, unsigned char *chunk,
+		size_t csize, uint64_t celems)
+{
+	size_t es = dsv_dtype_size(s->info.dtype);
+	int err = s->grid_chunk(s, io, idx, chunk, csize);
+	if (err == DSV_ERR_NOTFOUND)
+		fill(chunk, celems, s->g_fill, es);
+	else if (err)
+		return err;
+	else if (s->g_big_endian && es > 1)
+		swap_elems(chunk, celems, es);
+	return 0;
+}
+
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
-	int nd = in->ndim;
+	int nd = in->ndim, err;
 	uint64_t celems = 1, idx[DSV_MAX_DIMS] = { 0 };
 
 	if (ref->nelems * es > dst_cap || !s->grid_chunk)
@@ -112,44 +172,45 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	unsigned char *chunk = dsv_tls_buf(DSV_TLS_GRID, csize);
 	if (!chunk)
 		return DSV_ERR_NOMEM;
-	uint64_t band_rows = nd ? ref->nelems / in->row_elems : 1;
-	if (nd)
-		idx[0] = ref->index;
-	if (s->grid_prefetch)
-		s->grid_prefetch(s, ref->index);
-	/* One C-order chunk that is exactly the band (whole rows, not the
-	 * last band's short chunk): decoded in place, no copy. */
-	int whole = nd && !s->g_fortran && band_rows == s->gshape[0] &&
-		    (!s->g_big_endian || es == 1);
-	for (int k = 1; whole && k < nd; k++)
-		whole = s->gshape[k] == in->shape[k];
-	if (whole) {
-		int err = s->grid_chunk(s, idx, dst, csize);
-		if (err == DSV_ERR_NOTFOUND)
-			fill(dst, celems, s->g_fill, es);
-		return err == DSV_ERR_NOTFOUND ? 0 : err;
-	}
-	for (;;) {
-		int err = s->grid_chunk(s, idx, chunk, csize);
-		if (err == DSV_ERR_NOTFOUND) {
-			fill(chunk, celems, s->g_fill, es);
-		} else if (err) {
+	dsv_grid_io io = { .band = ref->index };
+	if (s->grid_begin)
+		s->grid_begin(s, &io);
+	if (nd == 0) {
+		if ((err = load(s, &io, idx, chunk, csize, celems)))
 			return err;
-		} else if (s->g_big_endian && es > 1) {
-			swap_elems(chunk, celems, es);
+		memcpy(dst, chunk, es);
+		return 0;
+	}
+	uint64_t band_rows = ref->nelems / in->row_elems, first = ref->index * s->g_band;
+	uint64_t slab_bytes = s->gshape[0] * in->row_elems * es;
+	/* A C-order chunk of whole rows (little-endian, or bytes) is a slab
+	 * of the band: decoded in place, no copy, unless it is the short last
+	 * one (stored whole, it holds rows past the array's end). */
+	int slab = !s->g_fortran && (!s->g_big_endian || es == 1);
+	for (int k = 1; slab && k < nd; k++)
+		slab = s->gshape[k] == in->shape[k];
+	idx[0] = first;
+	for (;;) {
+		uint64_t row0 = (idx[0] - first) * s->gshape[0];
+		if (slab && row0 + s->gshape[0] <= band_rows) {
+			unsigned char *at = (unsigned char *)dst + (idx[0] - first) * slab_bytes;
+			err = s->grid_chunk(s, &io, idx, at, csize);
+			if (err == DSV_ERR_NOTFOUND)
+				fill(at, celems, s->g_fill, es);
+			else if (err)
+				return err;
+		} else {
+			if ((err = load(s, &io, idx, chunk, csize, celems)))
+				return err;
+			scatter(s, idx, chunk, dst, band_rows, row0);
 		}
-		if (nd == 0) {
-			memcpy(dst, chunk, es);
-			return 0;
-		}
-		scatter(s, idx, chunk, dst, band_rows);
 		int k = nd - 1;
 		for (; k >= 1; k--) {
 			if (++idx[k] < s->gcount[k])
 				break;
 			idx[k] = 0;
 		}
-		if (k < 1)
+		if (k < 1 && (++idx[0] == first + s->g_band || idx[0] == s->gcount[0]))
 			return 0;
 	}
 }

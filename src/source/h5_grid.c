@@ -5,9 +5,13 @@
  * fallback. At open, every chunk of the grid is located as for row chunks
  * (h5.c's resolve_chunks: storage size, then the file offset the library
  * reads it from) into s->chunk_off/chunk_size/chunk_mask, indexed by the
- * chunk's grid position in C order. A read decodes one grid chunk with
- * dsv_source_read_chunk (pread, Fletcher32, codec, size checks) outside
- * the HDF5 lock, as row chunks are.
+ * chunk's grid position in C order. A band's chunks are read in runs:
+ * chunks next to each other in the file (HDF5 writes a dataset's chunks in
+ * C order of their grid positions, its index nodes among them) are read
+ * with one pread into the band's dsv_grid_io, and each is then decoded
+ * from there with dsv_source_decode_stored (Fletcher32, codec, size
+ * checks), outside the HDF5 lock, as row chunks are. The kernel is asked
+ * for a band's later runs before the first is read.
  *
  * Datasets with a chunk never written (the library supplies its fill
  * value), a chunk whose stored size is impossible or that the library will
@@ -21,11 +25,68 @@
 #include "common/tlsbuf.h"
 #include "source/h5_src.h"
 
-/* A band (cdims[0] whole rows) at most this big, as for Zarr. */
-#define GRID_BAND_MAX (256ull << 20)
 #define GRID_MAX_CHUNKS (1ull << 28)
 
-static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
+/* Chunks at most this far apart in the file are read with one pread, the
+ * bytes between them read and passed over: HDF5 puts its chunk index's
+ * B-tree nodes (~3 KiB) among the chunks, and a 64 KiB read costs about
+ * what two 4 KiB ones do. */
+#define RUN_GAP (64u << 10)
+/* A read of several chunks spans at most this (one chunk: any size). */
+#define RUN_MAX (4u << 20)
+
+/* The grid chunks of band b: linear indices [*first, *end). */
+static void band_chunks(const dsv_source *s, uint64_t b, uint64_t *first, uint64_t *end)
+{
+	uint64_t per = 1;
+	for (int k = 1; k < s->info.ndim; k++)
+		per *= s->gcount[k];
+	uint64_t rows_end = (b + 1) * s->g_band;
+	*first = b * s->g_band * per;
+	*end = (rows_end < s->gcount[0] ? rows_end : s->gcount[0]) * per;
+}
+
+/* The end of the run of chunks read with one pread from chunk lin on
+ * (before end): each next one starts at most RUN_GAP after the one before
+ * it ends, the run spans at most RUN_MAX bytes and lies inside the file as
+ * it was at open (a chunk past its end is read alone, so its error names
+ * it). */
+static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end)
+{
+	uint64_t off = s->chunk_off[lin], stop = off + s->chunk_size[lin];
+	for (lin++; lin < end; lin++) {
+		uint64_t o = s->chunk_off[lin], e = o + s->chunk_size[lin];
+		if (o < stop || o - stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
+			break;
+		stop = e;
+	}
+	return lin;
+}
+
+/* Makes io hold the stored bytes of the run of chunks from lin on. */
+static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
+{
+	uint64_t first, end;
+	band_chunks(s, io->band, &first, &end);
+	uint64_t stop = run_end(s, lin, end), off = s->chunk_off[lin];
+	uint64_t len = s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off;
+	unsigned char *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)len);
+	int err;
+
+	io->held = NULL;
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	if (len > s->file_size || off > s->file_size - len)
+		return DSV_ERR_TRUNCATED;
+	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
+		return err;
+	*io = (dsv_grid_io){ .band = io->band, .held = buf, .held_off = off, .held_len = len,
+			     .held_first = lin, .held_end = stop };
+	return 0;
+}
+
+static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
+			 size_t size)
 {
 	uint64_t lin = 0, esize = dsv_dtype_size(s->info.dtype);
 	for (int k = 0; k < s->info.ndim; k++)
@@ -40,9 +101,11 @@ static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, si
 		.codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE,
 		.fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit)),
 	};
-	void *stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)r.stored_size);
-	int err = stored ? dsv_source_read_chunk(s, &r, dst, size, stored, (size_t)r.stored_size)
-			 : DSV_ERR_NOMEM;
+	int err = 0;
+	if (!io->held || lin < io->held_first || lin >= io->held_end)
+		err = hold_run(s, io, lin);
+	if (!err)
+		err = dsv_source_decode_stored(s, &r, io->held + (r.offset - io->held_off), dst, size);
 	if (err) {
 		char pos[256];
 		size_t n = 0;
@@ -57,17 +120,20 @@ static int h5_grid_chunk(const dsv_source *s, const uint64_t *idx, void *dst, si
 	return err;
 }
 
-/* A band's chunks are consecutive in the C order of grid positions. */
-static void h5_grid_prefetch(const dsv_source *s, uint64_t band)
+/* The band's runs after its first, which is read at once: asked of the
+ * kernel now, so their disk reads overlap the first's. */
+static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 {
-	uint64_t per = 1;
-	for (int k = 1; k < s->info.ndim; k++)
-		per *= s->gcount[k];
-	if (per < 2)
-		return; /* one chunk: nothing to overlap */
-	for (uint64_t i = band * per; i < (band + 1) * per; i++)
-		(void)posix_fadvise(s->fd, (off_t)s->chunk_off[i], (off_t)s->chunk_size[i],
+	uint64_t first, end;
+	band_chunks(s, io->band, &first, &end);
+	for (uint64_t i = run_end(s, first, end); i < end;) {
+		uint64_t stop = run_end(s, i, end);
+		uint64_t off = s->chunk_off[i];
+		(void)posix_fadvise(s->fd, (off_t)off,
+				    (off_t)(s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off),
 				    POSIX_FADV_WILLNEED);
+		i = stop;
+	}
 }
 
 int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
@@ -88,7 +154,7 @@ int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdim
 			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset, "too many chunks");
 	}
 	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) ||
-	    dsv_mul_u64(band, esize, &band) || band > GRID_BAND_MAX || raw > UINT32_MAX) {
+	    dsv_mul_u64(band, esize, &band) || band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
 		snprintf(why, why_cap, "chunks split rows; a band of %llu rows is too large",
 			 (unsigned long long)cdims[0]);
 		return DSV_ERR_UNSUPPORTED;
@@ -162,16 +228,13 @@ bad:
 				  (unsigned long long)allocated, (unsigned long long)counted);
 		goto out;
 	}
-	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s", (unsigned long long)cdims[0],
-		 cdims[0] == 1 ? "" : "s");
 	s->grid = 1;
 	s->chunked = 1;
 	s->grid_chunk = h5_grid_chunk;
-	s->grid_prefetch = h5_grid_prefetch;
-	s->chunk_rows = cdims[0];
-	s->info.chunk_elems = cdims[0] * s->info.row_elems;
-	s->info.nchunks = s->info.nelems ? s->gcount[0] : 0;
-	s->chunk_raw_size = band;
+	s->grid_begin = h5_grid_begin;
+	dsv_grid_set_bands(s);
+	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s",
+		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s");
 out:
 	free(probe);
 	if (err == DSV_ERR_UNSUPPORTED || (err && !s->grid)) {

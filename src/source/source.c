@@ -183,11 +183,11 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 	return 0;
 }
 
-int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
+int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off)
 {
 	char *p = buf;
 	while (n) {
-		ssize_t got = pread(s->fd, p, n, (off_t)off);
+		ssize_t got = pread(fd, p, n, (off_t)off);
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
@@ -200,6 +200,11 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 		off += (uint64_t)got;
 	}
 	return 0;
+}
+
+int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
+{
+	return dsv_pread_fd(s->fd, buf, n, off);
 }
 
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
@@ -289,28 +294,50 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
 }
 
-/* Reads a chunk's stored bytes (ref->stored_size of them, nothing decoded)
- * into buf and checks its Fletcher32: *payload is the codec's part (the
- * trailer taken off). @return 0, DSV_ERR_TRUNCATED, DSV_ERR_IO,
- * DSV_ERR_CHECKSUM or DSV_ERR_INVALID (a fallback chunk, or buf_cap short). */
-static int read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
-		       size_t buf_cap, size_t *payload)
+/* The codec's part of a chunk's stored bytes, after its Fletcher32 (when
+ * it has one) is checked and taken off. */
+static int payload_of(const dsv_chunk_ref *ref, const void *stored, size_t *payload)
 {
-	int err;
-
-	if (ref->fallback || buf_cap < ref->stored_size)
-		return DSV_ERR_INVALID;
-	if (!within_file(s, ref->offset, ref->stored_size))
-		return DSV_ERR_TRUNCATED;
-	if ((err = dsv_source_pread(s, buf, (size_t)ref->stored_size, ref->offset)))
-		return err;
 	*payload = (size_t)ref->stored_size;
-	if (ref->fletcher32) {
-		if ((err = dsv_fletcher32_check(buf, *payload)))
-			return err;
-		*payload -= 4;
+	if (!ref->fletcher32)
+		return 0;
+	int err = dsv_fletcher32_check(stored, *payload);
+	*payload -= 4;
+	return err;
+}
+
+int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, const void *stored,
+			     void *dst, size_t need)
+{
+	size_t payload;
+	int err = payload_of(ref, stored, &payload);
+	if (err)
+		return err;
+	if (ref->codec == DSV_CODEC_NONE) {
+		if (payload < need)
+			return DSV_ERR_CORRUPT;
+		memcpy(dst, stored, need);
+		return 0;
 	}
-	return 0;
+	uint64_t raw = ref->raw_size;
+	/* The frames that carry a raw size must carry this one: checked
+	 * before anything is allocated from it. */
+	if ((ref->codec == DSV_CODEC_LZ4 &&
+	     (dsv_lz4_raw_size(stored, payload, &raw) || raw != ref->raw_size)) ||
+	    (ref->codec == DSV_CODEC_ZSTD &&
+	     (dsv_zstd_raw_size(stored, payload, &raw) || raw != ref->raw_size)))
+		return DSV_ERR_CORRUPT;
+	if (raw == need)
+		return decode(s, ref->codec, dst, (size_t)raw, stored, payload);
+	/* Edge chunk: decodes to more than we keep. */
+	void *tmp = malloc((size_t)raw);
+	if (!tmp)
+		return DSV_ERR_NOMEM;
+	err = decode(s, ref->codec, tmp, (size_t)raw, stored, payload);
+	if (!err)
+		memcpy(dst, tmp, need);
+	free(tmp);
+	return err;
 }
 
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
@@ -334,33 +361,9 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 		 * chunk but only the first nelems elements are ours. */
 		return dsv_source_pread(s, dst, (size_t)need, ref->offset);
 	}
-	size_t payload;
-	err = read_stored(s, ref, scratch, scratch_cap, &payload);
-	if (err)
+	if (scratch_cap < ref->stored_size)
+		return DSV_ERR_INVALID;
+	if ((err = dsv_source_pread(s, scratch, (size_t)ref->stored_size, ref->offset)))
 		return err;
-	if (ref->codec == DSV_CODEC_NONE) {
-		if (payload < need)
-			return DSV_ERR_CORRUPT;
-		memcpy(dst, scratch, (size_t)need);
-		return 0;
-	}
-	uint64_t raw = ref->raw_size;
-	/* The frames that carry a raw size must carry this one: checked
-	 * before anything is allocated from it. */
-	if ((ref->codec == DSV_CODEC_LZ4 &&
-	     (dsv_lz4_raw_size(scratch, payload, &raw) || raw != ref->raw_size)) ||
-	    (ref->codec == DSV_CODEC_ZSTD &&
-	     (dsv_zstd_raw_size(scratch, payload, &raw) || raw != ref->raw_size)))
-		return DSV_ERR_CORRUPT;
-	if (raw == need)
-		return decode(s, ref->codec, dst, (size_t)raw, scratch, payload);
-	/* Edge chunk: decodes to more than we keep. */
-	void *tmp = malloc((size_t)raw);
-	if (!tmp)
-		return DSV_ERR_NOMEM;
-	err = decode(s, ref->codec, tmp, (size_t)raw, scratch, payload);
-	if (!err)
-		memcpy(dst, tmp, (size_t)need);
-	free(tmp);
-	return err;
+	return dsv_source_decode_stored(s, ref, scratch, dst, (size_t)need);
 }

@@ -20,6 +20,18 @@
 
 #define DSV_SRC_UNALLOCATED UINT64_MAX
 
+/* One band of a grid source being made (grid.c), handed to the format's
+ * grid hooks: which band, and the stored bytes a hook read for it at once
+ * (file bytes [held_off, held_off + held_len) at held, covering grid
+ * chunks held_first .. held_end - 1 in C order), which the band's later
+ * chunks are decoded from. Lives for one band, on the reader's stack. */
+typedef struct dsv_grid_io {
+	uint64_t band;
+	const unsigned char *held;
+	uint64_t held_off, held_len;
+	uint64_t held_first, held_end;
+} dsv_grid_io;
+
 struct dsv_source {
 	dsv_source_info info;
 	int refs; /* dsv_source_ref adds one; close frees at the last */
@@ -62,20 +74,24 @@ struct dsv_source {
 	char *attrs_json;
 
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are
-	 * boxes of gshape; the read path's chunks are bands of gshape[0]
-	 * whole rows (chunked is set, chunk_rows = gshape[0]), each made
-	 * from the grid chunks it holds. grid_chunk decodes grid chunk idx
-	 * into size bytes in its stored order and byte order, or returns
-	 * DSV_ERR_NOTFOUND for a chunk never written (read as g_fill). */
+	 * boxes of gshape; the read path's chunks are bands of g_band
+	 * chunk-rows (gshape[0] whole rows each; chunked is set, chunk_rows
+	 * = g_band * gshape[0]), each made from the grid chunks it holds.
+	 * grid_chunk decodes grid chunk idx into size bytes in its stored
+	 * order and byte order, or returns DSV_ERR_NOTFOUND for a chunk never
+	 * written (read as g_fill). */
 	int grid;
 	uint64_t gshape[DSV_MAX_DIMS];
 	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
+	uint64_t g_band; /* chunk-rows a band (dsv_grid_set_bands) */
 	int g_fortran, g_big_endian;
 	unsigned char g_fill[8]; /* one element, little-endian */
-	int (*grid_chunk)(const dsv_source *s, const uint64_t *idx, void *dst, size_t size);
-	/* optional: asks the kernel for band's chunks before they are read
-	 * one by one, so their disk reads overlap */
-	void (*grid_prefetch)(const dsv_source *s, uint64_t band);
+	int (*grid_chunk)(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
+			  size_t size);
+	/* optional: called once a band, before its chunks are asked for
+	 * one by one (e.g. to ask the kernel for all of them at once, so
+	 * their disk reads overlap) */
+	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
 	void *zarr; /* zarr.c's state, freed by zarr_close */
 	void (*zarr_close)(void *zarr);
 };
@@ -91,7 +107,23 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
 /* Opens s->path read-only, fills fd, file_size, mtime. */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 
-/* Implemented in grid.c: band ref->index of a grid source into dst. */
+/* Reads exactly n bytes of fd at off; DSV_ERR_TRUNCATED if the file ends
+ * first, DSV_ERR_IO on a read error (dsv_source_pread for any fd). */
+int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off);
+/* Checks (Fletcher32) and decodes a chunk's stored bytes, already read
+ * (ref->stored_size of them at stored), into need bytes at dst: the second
+ * half of dsv_source_read_chunk, for readers that read several chunks'
+ * stored bytes at once. @return 0, DSV_ERR_CHECKSUM, DSV_ERR_CORRUPT or
+ * DSV_ERR_NOMEM. */
+int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, const void *stored,
+			     void *dst, size_t need);
+
+/* Implemented in grid.c. Groups a grid source's chunk-rows into bands (the
+ * read path's chunks) of about DSV_GRID_BAND_BYTES of elements, at least
+ * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
+ * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
+void dsv_grid_set_bands(dsv_source *s);
+/* Band ref->index of a grid source into dst. */
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 /* A grid_chunk that fails says which chunk (its file) for the log. */
 void dsv_grid_note_failure(const char *what);
@@ -110,5 +142,15 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
  * fallback pays a call per chunk and decodes whole chunks into the cache. */
 #define DSV_PREAD_CHUNK_BYTES (1u << 20)
 #define DSV_FALLBACK_CHUNK_BYTES (1u << 20)
+/* Bands of a grid whose chunk-rows are small are grouped to about this
+ * many bytes of elements: the cache, readahead and the read of a band's
+ * chunks (adjacent in an HDF5 file: one pread) then deal in units that are
+ * not tiny, while a shuffled row reads at most a few times its own bytes.
+ * 256 KiB measured best against 64 KiB and 1 MiB (make bench-grid's
+ * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; README, Performance). */
+#define DSV_GRID_BAND_BYTES (256u << 10)
+/* A band of a grid (one chunk-row, or the grouped ones) at most this big:
+ * the read path decodes a band whole into one cache entry. */
+#define DSV_GRID_BAND_MAX (256ull << 20)
 
 #endif

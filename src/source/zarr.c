@@ -27,8 +27,6 @@
 
 /* Metadata files larger than this are refused (a .zarray is ~400 bytes). */
 #define META_MAX (1u << 20)
-/* A band (the read path's chunk: gshape[0] whole rows) at most this big. */
-#define BAND_MAX (256ull << 20)
 
 typedef struct zarr_state {
 	char *dir;
@@ -112,11 +110,13 @@ static void note(const char *path)
 }
 
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
-static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_t size)
+static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
+		      size_t size)
 {
 	const zarr_state *z = s->zarr;
 	char key[1024], path[4096 + 1024];
 	struct stat st;
+	(void)io; /* each chunk is its own file: nothing to share */
 	int err = dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key));
 	if (err)
 		return DSV_ERR_INTERNAL;
@@ -137,15 +137,8 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 		err = DSV_ERR_CORRUPT;
 	else if (!(buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)st.st_size)))
 		err = DSV_ERR_NOMEM;
-	for (size_t got = 0; !err && got < (size_t)st.st_size;) {
-		ssize_t k = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			err = k < 0 ? DSV_ERR_IO : DSV_ERR_TRUNCATED;
-		else
-			got += (size_t)k;
-	}
+	if (!err)
+		err = dsv_pread_fd(fd, buf, (size_t)st.st_size, 0);
 	close(fd);
 	if (err) {
 		note(path);
@@ -175,15 +168,16 @@ static int zarr_chunk(const dsv_source *s, const uint64_t *idx, void *dst, size_
 /* The kernel reads the band's chunk files ahead, side by side, while the
  * first are decoded (at most 256 files a band: a band of more chunks is
  * rare and its files are small). One chunk a band: nothing to overlap. */
-static void zarr_prefetch(const dsv_source *s, uint64_t band)
+static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
 	const zarr_state *z = s->zarr;
 	uint64_t idx[DSV_MAX_DIMS] = { 0 };
 	char key[1024], path[4096 + 1024];
 	int nd = z->m.ndim;
-	if (nd == 0 || z->m.nchunks / z->m.grid[0] < 2)
+	if (nd == 0 || (z->m.nchunks / z->m.grid[0] < 2 && s->g_band < 2))
 		return;
-	idx[0] = band;
+	uint64_t first = io->band * s->g_band;
+	idx[0] = first;
 	for (int n = 0; n < 256; n++) {
 		if (dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key)) == 0) {
 			snprintf(path, sizeof(path), "%s/%s", z->dir, key);
@@ -199,7 +193,7 @@ static void zarr_prefetch(const dsv_source *s, uint64_t band)
 				break;
 			idx[k] = 0;
 		}
-		if (k < 1)
+		if (k < 1 && (++idx[0] == first + s->g_band || idx[0] == z->m.grid[0]))
 			return;
 	}
 }
@@ -284,20 +278,20 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 		s->gcount[k] = m->grid[k];
 	}
 	s->grid_chunk = zarr_chunk;
-	s->grid_prefetch = zarr_prefetch;
+	s->grid_begin = zarr_prefetch;
 	uint64_t band_rows = m->ndim ? m->chunks[0] : 1;
-	s->chunk_rows = band_rows;
-	s->info.chunk_elems = band_rows * (m->ndim ? s->info.row_elems : 1);
-	s->info.nchunks = m->ndim ? m->grid[0] : 1;
-	s->chunk_raw_size = s->info.chunk_elems * dsv_dtype_size(m->dtype);
-	if (s->chunk_raw_size > BAND_MAX) {
+	s->chunk_raw_size = band_rows * (m->ndim ? s->info.row_elems : 1) *
+			    dsv_dtype_size(m->dtype);
+	if (s->chunk_raw_size > DSV_GRID_BAND_MAX) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
 				   "%llu rows of a chunk (%llu MiB) are more than the read path "
 				   "takes at once (%llu MiB)",
 				   (unsigned long long)band_rows,
-				   (unsigned long long)(s->chunk_raw_size >> 20), BAND_MAX >> 20);
+				   (unsigned long long)(s->chunk_raw_size >> 20),
+				   DSV_GRID_BAND_MAX >> 20);
 	}
+	dsv_grid_set_bands(s);
 	*out = s;
 	return 0;
 }

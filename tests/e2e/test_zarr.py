@@ -153,6 +153,39 @@ class ZarrV2(E2E):
                 with self.mount(p) as m:
                     check_whole(self, m, name, ref, "float32")
 
+    def test_bands_of_many_chunk_rows(self):
+        # small chunk-rows are grouped into bands of about 256 KB: f4 rows
+        # of 160 bytes in chunks of (7, 16) make bands of 234 chunk-rows
+        # (1638 rows), the second short and ending in a short chunk-row,
+        # with chunks missing (the fill value) in both, one an edge chunk;
+        # u2 chunks of whole rows (5, 33) are decoded in place into bands
+        # of 3970 rows, but the last, one row of a 5-row chunk
+        x = RNG.standard_normal((3000, 40)).astype(np.float32)
+        p = write_v2(self.tmp, "bands_f4", x, dict(chunks=(7, 16), compressor=numcodecs.Zstd()),
+                     fill=7.5)
+        ref = x.copy()
+        for key, box in (("3.1", np.s_[21:28, 16:32]), ("300.2", np.s_[2100:2107, 32:40]),
+                         ("428.0", np.s_[2996:3000, 0:16])):
+            os.remove(os.path.join(p, key))
+            ref[box] = 7.5
+        y = RNG.integers(0, 65536, (9001, 33), dtype=np.uint16)
+        q = write_v2(self.tmp, "bands_u2", y, dict(chunks=(5, 33), compressor=numcodecs.LZ4()),
+                     fill=3)
+        yref = y.astype(np.float32)
+        os.remove(os.path.join(q, "1000.0"))
+        yref[5000:5005] = 3
+        ini = self.write_ini(f"[bands_f4]\nsource = {p}\n[bands_u2]\nsource = {q}\n")
+        with self.mount(ini, "--cache-size", "0") as m:
+            check_whole(self, m, "bands_f4", ref, "float32")
+            check_whole(self, m, "bands_u2", yref, "float32")
+            check_preads(self, m, "bands_f4", ref, rows=(1637, 1638, 2996, 2999))
+            check_preads(self, m, "bands_u2", yref, rows=(3969, 3970, 5000, 9000))
+            forked_batches(self, m, "bands_f4", ref, workers=4, batches=10)
+            self.assertEqual(m.stats()["errors"], 0)
+        r = run("info", "--json", p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["source"]["chunk_rows"], 1638)
+
     def test_zero_config_group_attrs_and_skipped(self):
         p = os.path.join(self.tmp, "grp.zarr")
         g = zarr.open_group(p, mode="w")
@@ -180,29 +213,32 @@ class ZarrV2(E2E):
             check_whole(self, m, "f8_zlib", reference(V2["f8_zlib"][0]), "float32")
 
     def test_damaged_chunk_file_fails_only_its_rows(self):
-        # bands of 1000 rows of 256 bytes: the kernel's readahead around a
-        # read of one band does not reach the next
-        x = RNG.integers(0, 256, (4000, 64), dtype=np.uint8)
+        # chunk-rows of 1000 rows of 64 bytes, grouped four a band (256
+        # KB): the damaged chunk 5.1 fails band 1, rows 4000-7999, alone;
+        # the kernel's readahead around a read of one band does not reach
+        # the next
+        x = RNG.integers(0, 256, (16000, 64), dtype=np.uint8)
         p = write_v2(self.tmp, "damaged", x, dict(chunks=(1000, 32), compressor=numcodecs.Zstd()))
-        with open(os.path.join(p, "1.1"), "r+b") as f:
+        with open(os.path.join(p, "5.1"), "r+b") as f:
             f.truncate(5)
-        with self.mount(p, expect_errors=[r"chunk file .*damaged\.zarr/1\.1: corrupt"]) as m:
+        with self.mount(p, expect_errors=[r"chunk file .*damaged\.zarr/5\.1: corrupt"]) as m:
             fd = os.open(m.path("damaged.dat"), os.O_RDONLY)
             try:
                 row = 64 * 4
                 self.assertEqual(os.pread(fd, row * 10, 0), reference(x[:10]).tobytes())
-                self.assertEqual(os.pread(fd, row * 10, row * 2500),
-                                 reference(x[2500:2510]).tobytes())
-                with self.assertRaises(OSError) as cm:
-                    os.pread(fd, row, row * 1200)
-                self.assertEqual(cm.exception.errno, errno.EIO)
+                self.assertEqual(os.pread(fd, row * 10, row * 10500),
+                                 reference(x[10500:10510]).tobytes())
+                for r in (4100, 5200):  # its own chunk-row, and another of its band
+                    with self.assertRaises(OSError) as cm:
+                        os.pread(fd, row, row * r)
+                    self.assertEqual(cm.exception.errno, errno.EIO)
             finally:
                 os.close(fd)
             self.assertGreater(m.stats()["read_errors"], 0)
-            self.assertTrue(any("damaged.zarr/1.1" in line for line in m.log_lines()))
+            self.assertTrue(any("damaged.zarr/5.1" in line for line in m.log_lines()))
         r = run("verify", p)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("rows 1000-1999 (chunk file " + os.path.join(os.path.realpath(p), "1.1"),
+        self.assertIn("rows 4000-7999 (chunk file " + os.path.join(os.path.realpath(p), "5.1"),
                       r.stdout)
         self.assertIn("1 bad chunk", r.stdout)
         r = run("verify", self.src["u8_blosc_lz4"])

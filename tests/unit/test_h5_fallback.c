@@ -202,7 +202,9 @@ static void test_split_rows_grid(void **state)
 	H5Pclose(p);
 	H5Fclose(f);
 
+	setenv("DSVIEW_GRID_BAND_KB", "0", 1); /* one chunk-row a band (test_h5_grid.c) */
 	dsv_source *s = open_ok("grid.h5", "/a");
+	unsetenv("DSVIEW_GRID_BAND_KB");
 	check_info(s, DSV_SRC_H5_CHUNKED, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, 5);
 	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 2 rows");
 	assert_int_equal(dsv_source_get_info(s)->chunk_elems, 2 * 40);
