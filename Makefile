@@ -339,6 +339,6 @@ install: $(BIN) $(LIB)
 	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/
 
 clean:
-	rm -rf build build-san build-tsan build-fuzz build-werror
+	rm -rf build build-san build-tsan build-fuzz build-werror build-cpu
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_BINS:=.d)

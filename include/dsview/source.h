@@ -147,10 +147,11 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
  * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			     void *dst, size_t dst_cap);
-/* Elements in one band of the HDF5 file's own chunks (its chunk rows times
- * the row) for a fallback source, else 0. A fallback chunk spans one or
- * more; the library decodes a file chunk whole, so a range aligned to
- * bands touches no file chunk outside it. */
+/* Elements in one band of the file's own chunks (its chunk rows times the
+ * row) for a fallback source, or for a grid source whose chunks (bands)
+ * group several chunk-rows; else 0. A chunk spans one or more; the file's
+ * chunks are decoded whole, so a range aligned to bands touches no file
+ * chunk outside it. */
 uint64_t dsv_source_fallback_band(const dsv_source *s);
 /* Reads and decodes one chunk into dst (ref->nelems elements of the source
  * dtype): pread, Fletcher32 check, LZ4 decode or fallback. scratch must hold
@@ -202,8 +203,8 @@ int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *b
 
 /* Called for every band read: part names its elements, err its result. */
 typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err);
-/* Reads elements [first, first + n) of fallback chunk ref (relative to
- * the chunk) into dst, band by band of the HDF5 file's own chunks
+/* Reads elements [first, first + n) of fallback or grid chunk ref
+ * (relative to the chunk) into dst, band by band of the file's own chunks
  * (dsv_source_fallback_band), so a damaged file chunk fails only its band.
  * With each NULL, stops at the first band that fails; otherwise calls each
  * for every band and goes on. @return 0, or the first band's dsv_err

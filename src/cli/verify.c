@@ -253,7 +253,8 @@ static void band_done(void *arg, const dsv_chunk_ref *part, int err)
 		atomic_fetch_add(&b->j->bytes, part->nelems * b->esize);
 }
 
-/* A fallback chunk that failed, band by band of the file's own chunks:
+/* A fallback chunk, or a grid's band of several chunk-rows, that failed,
+ * band by band of the file's own chunks:
  * records the bad bands (the rows a mount fails too) and counts the good
  * ones' bytes. @return 0, or -1 if it cannot be narrowed down. */
 static int narrow_fallback(vjob *j, size_t si, const dsv_chunk_ref *ref, void *dst)
@@ -288,7 +289,8 @@ static void *worker(void *arg)
 		if (!err)
 			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap);
 		int table = !err && (err = dsv_source_check_lz4_table(v->s, &ref)) != 0;
-		if (err && !(ref.fallback && !is_internal(err) && narrow_fallback(j, si, &ref, dst) == 0))
+		if (err && !((ref.fallback || ref.grid) && !is_internal(err) &&
+			     narrow_fallback(j, si, &ref, dst) == 0))
 			record_bad(j, si, &ref, err, table);
 		else if (!err)
 			atomic_fetch_add(&j->bytes, ref.nelems *

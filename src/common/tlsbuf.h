@@ -19,6 +19,7 @@ enum {
 	DSV_TLS_ROW,    /* source runs of view rows: a CHW row's pixels, windows' stretches */
 	DSV_TLS_PERM,   /* a CHW row's pixels gathered into output order */
 	DSV_TLS_GRID,   /* one decoded chunk of an N-d grid, before it is scattered */
+	DSV_TLS_GRID_PART, /* one chunk-row of a grid band, read alone */
 	DSV_TLS_BLOCKS, /* a block table's row and the part-covered blocks of an LZ4 read */
 	DSV_TLS_NSLOTS
 };

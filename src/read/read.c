@@ -56,12 +56,12 @@ static int read_plain(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, ui
 	return 0;
 }
 
-/* Elements [first, first + n) of a fallback chunk through the HDF5
- * library, uncached, band by band of the file's own chunks. A fallback
- * chunk spans several of those; when it fails as a whole, the part a
- * request wants may lie in good ones, so a damaged file chunk fails only
- * the requests that touch it (the library decodes each file chunk whole,
- * sizes checked as ever). */
+/* Elements [first, first + n) of a fallback chunk (through the HDF5
+ * library) or of a grid's band, uncached, band by band of the file's own
+ * chunks (chunk-rows of a grid). Such a chunk spans several of those; when
+ * it fails as a whole, the part a request wants may lie in good ones, so a
+ * damaged file chunk fails only the requests that touch it (each file
+ * chunk is decoded whole, sizes checked as ever). */
 static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
 			      uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe,
 			      char *dst)
@@ -100,10 +100,12 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	dsv_cache_entry *e;
 	int err;
 
-	/* A library-decoded chunk that just failed whole: a part of it is read
-	 * band by band, without decoding the whole chunk again under the
-	 * library's lock for every small read (the kernel asks page by page). */
-	if (ref->fallback && n < ref->nelems && dsv_cache_failed_lately(c, key, ref->index))
+	/* A library-decoded chunk, or a grid's band of several chunk-rows,
+	 * that just failed whole: a part of it is read band by band of the
+	 * file's own chunks, without decoding the whole chunk again (under the
+	 * library's lock) for every small read (the kernel asks page by page). */
+	int narrow = (ref->fallback || ref->grid) && n < ref->nelems;
+	if (narrow && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
 	/* A part of a chunk of a store with a block table, not in the cache
 	 * whole: from its own blocks (lz4_part.c). The prefetcher's threads
@@ -133,7 +135,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 		dsv_view_log_block_error(v, si, ref, err);
 	}
 	err = dsv_cache_get(c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
-	if (err && ref->fallback && n < ref->nelems && err != DSV_ERR_NOMEM)
+	if (err && narrow && err != DSV_ERR_NOMEM)
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst) ? err : 0;
 	if (err)
 		return err; /* the fill logged it */

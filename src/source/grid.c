@@ -157,31 +157,30 @@ static int load(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, unsig
 	return 0;
 }
 
-int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
+/* Chunk-rows [c0, c1) (c0 < c1 <= gcount[0]) into dst, their rows in C
+ * order, each grid chunk decoded once. */
+static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, uint64_t c1,
+			   void *dst)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
 	int nd = in->ndim, err;
 	uint64_t celems = 1, idx[DSV_MAX_DIMS] = { 0 };
 
-	if (ref->nelems * es > dst_cap || !s->grid_chunk)
-		return DSV_ERR_INVALID;
 	for (int k = 0; k < nd; k++)
 		celems *= s->gshape[k];
 	size_t csize = (size_t)(celems * es);
 	unsigned char *chunk = dsv_tls_buf(DSV_TLS_GRID, csize);
 	if (!chunk)
 		return DSV_ERR_NOMEM;
-	dsv_grid_io io = { .band = ref->index };
-	if (s->grid_begin)
-		s->grid_begin(s, &io);
 	if (nd == 0) {
-		if ((err = load(s, &io, idx, chunk, csize, celems)))
+		if ((err = load(s, io, idx, chunk, csize, celems)))
 			return err;
 		memcpy(dst, chunk, es);
 		return 0;
 	}
-	uint64_t band_rows = ref->nelems / in->row_elems, first = ref->index * s->g_band;
+	uint64_t rows = c1 * s->gshape[0] < in->nrows ? c1 * s->gshape[0] : in->nrows;
+	uint64_t band_rows = rows - c0 * s->gshape[0];
 	uint64_t slab_bytes = s->gshape[0] * in->row_elems * es;
 	/* A C-order chunk of whole rows (little-endian, or bytes) is a slab
 	 * of the band: decoded in place, no copy, unless it is the short last
@@ -189,18 +188,18 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	int slab = !s->g_fortran && (!s->g_big_endian || es == 1);
 	for (int k = 1; slab && k < nd; k++)
 		slab = s->gshape[k] == in->shape[k];
-	idx[0] = first;
+	idx[0] = c0;
 	for (;;) {
-		uint64_t row0 = (idx[0] - first) * s->gshape[0];
+		uint64_t row0 = (idx[0] - c0) * s->gshape[0];
 		if (slab && row0 + s->gshape[0] <= band_rows) {
-			unsigned char *at = (unsigned char *)dst + (idx[0] - first) * slab_bytes;
-			err = s->grid_chunk(s, &io, idx, at, csize);
+			unsigned char *at = (unsigned char *)dst + (idx[0] - c0) * slab_bytes;
+			err = s->grid_chunk(s, io, idx, at, csize);
 			if (err == DSV_ERR_NOTFOUND)
 				fill(at, celems, s->g_fill, es);
 			else if (err)
 				return err;
 		} else {
-			if ((err = load(s, &io, idx, chunk, csize, celems)))
+			if ((err = load(s, io, idx, chunk, csize, celems)))
 				return err;
 			scatter(s, idx, chunk, dst, band_rows, row0);
 		}
@@ -210,7 +209,40 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 				break;
 			idx[k] = 0;
 		}
-		if (k < 1 && (++idx[0] == first + s->g_band || idx[0] == s->gcount[0]))
+		if (k < 1 && ++idx[0] == c1)
 			return 0;
 	}
+}
+
+int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
+{
+	size_t es = dsv_dtype_size(s->info.dtype);
+	uint64_t c0 = ref->index * s->g_band, c1 = c0 + s->g_band;
+
+	if (ref->nelems * es > dst_cap || !s->grid_chunk)
+		return DSV_ERR_INVALID;
+	dsv_grid_io io = { .band = ref->index };
+	if (s->grid_begin)
+		s->grid_begin(s, &io);
+	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);
+}
+
+int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst)
+{
+	const dsv_source_info *in = &s->info;
+	size_t es = dsv_dtype_size(in->dtype);
+	uint64_t per = s->gshape[0] * in->row_elems; /* elements a chunk-row */
+	uint64_t c = per ? part->elem_start / per : 0;
+
+	if (!s->grid_chunk || in->ndim == 0 || !per || c >= s->gcount[0] ||
+	    part->elem_start + part->nelems > (c + 1) * per || part->elem_start + part->nelems > in->nelems)
+		return DSV_ERR_INVALID;
+	unsigned char *rows = dsv_tls_buf(DSV_TLS_GRID_PART, (size_t)(per * es));
+	if (!rows)
+		return DSV_ERR_NOMEM;
+	dsv_grid_io io = { .band = c / s->g_band }; /* no grid_begin: chunk by chunk */
+	int err = read_chunk_rows(s, &io, c, c + 1, rows);
+	if (!err)
+		memcpy(dst, rows + (part->elem_start - c * per) * es, (size_t)(part->nelems * es));
+	return err;
 }

@@ -20,6 +20,7 @@
 
 #include "common/tlsbuf.h"
 #include "dsview/source.h"
+#include "source/source_i.h"
 
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 			    size_t dst_cap)
@@ -99,7 +100,7 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 	char *d = dst;
 	int first_err = 0;
 
-	if (!ref->fallback || first > ref->nelems || n > ref->nelems - first ||
+	if (!(ref->fallback || ref->grid) || first > ref->nelems || n > ref->nelems - first ||
 	    dst_cap / esize < n)
 		return DSV_ERR_INVALID;
 	if (!band)
@@ -109,7 +110,8 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 		dsv_chunk_ref part = *ref;
 		part.elem_start = e;
 		part.nelems = (stop < end ? stop : end) - e;
-		int err = dsv_source_read_fallback(s, &part, d, (size_t)(part.nelems * esize));
+		int err = part.grid ? dsv_grid_read_part(s, &part, d)
+				    : dsv_source_read_fallback(s, &part, d, (size_t)(part.nelems * esize));
 		if (each)
 			each(arg, &part, err);
 		if (err && !first_err)

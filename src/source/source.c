@@ -217,6 +217,8 @@ int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 
 uint64_t dsv_source_fallback_band(const dsv_source *s)
 {
+	if (s->grid)
+		return s->g_band > 1 ? s->gshape[0] * s->info.row_elems : 0;
 	return s->fallback ? s->band_elems : 0;
 }
 

@@ -125,6 +125,10 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 void dsv_grid_set_bands(dsv_source *s);
 /* Band ref->index of a grid source into dst. */
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+/* Elements [part->elem_start, + part->nelems) of a grid source, all in one
+ * chunk-row, into dst, from that chunk-row's chunks alone: a band that
+ * fails whole still serves its other chunk-rows (range.c). */
+int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst);
 /* A grid_chunk that fails says which chunk (its file) for the log. */
 void dsv_grid_note_failure(const char *what);
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a

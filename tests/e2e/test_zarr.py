@@ -214,21 +214,23 @@ class ZarrV2(E2E):
 
     def test_damaged_chunk_file_fails_only_its_rows(self):
         # chunk-rows of 1000 rows of 64 bytes, grouped four a band (256
-        # KB): the damaged chunk 5.1 fails band 1, rows 4000-7999, alone;
-        # the kernel's readahead around a read of one band does not reach
-        # the next
+        # KB): the damaged chunk 5.1 fails its band, rows 4000-7999, as a
+        # whole; a read of part of it is then made chunk-row by chunk-row,
+        # so only chunk-row 5, rows 5000-5999, fails
         x = RNG.integers(0, 256, (16000, 64), dtype=np.uint8)
         p = write_v2(self.tmp, "damaged", x, dict(chunks=(1000, 32), compressor=numcodecs.Zstd()))
         with open(os.path.join(p, "5.1"), "r+b") as f:
             f.truncate(5)
         with self.mount(p, expect_errors=[r"chunk file .*damaged\.zarr/5\.1: corrupt"]) as m:
             fd = os.open(m.path("damaged.dat"), os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no readahead into other rows
             try:
                 row = 64 * 4
-                self.assertEqual(os.pread(fd, row * 10, 0), reference(x[:10]).tobytes())
-                self.assertEqual(os.pread(fd, row * 10, row * 10500),
-                                 reference(x[10500:10510]).tobytes())
-                for r in (4100, 5200):  # its own chunk-row, and another of its band
+                # (pages of 16 rows: 4980-4989 lie in a page of chunk-row 4 alone)
+                for r in (0, 4100, 4980, 6000, 7990, 10500):  # its band's other chunk-rows too
+                    self.assertEqual(os.pread(fd, row * 10, row * r),
+                                     reference(x[r:r + 10]).tobytes(), f"row {r}")
+                for r in (5000, 5200, 5999):
                     with self.assertRaises(OSError) as cm:
                         os.pread(fd, row, row * r)
                     self.assertEqual(cm.exception.errno, errno.EIO)
@@ -238,7 +240,7 @@ class ZarrV2(E2E):
             self.assertTrue(any("damaged.zarr/5.1" in line for line in m.log_lines()))
         r = run("verify", p)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("rows 4000-7999 (chunk file " + os.path.join(os.path.realpath(p), "5.1"),
+        self.assertIn("rows 5000-5999 (chunk file " + os.path.join(os.path.realpath(p), "5.1"),
                       r.stdout)
         self.assertIn("1 bad chunk", r.stdout)
         r = run("verify", self.src["u8_blosc_lz4"])
