@@ -442,7 +442,19 @@ dsv_cache_entry *dsv_cache_peek(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
 	pthread_mutex_lock(&c->lock);
 	dsv_cache_entry *e = lookup(c, key, chunk);
-	if (e && e->state == ST_READY) {
+	if (e && e->state == ST_LOADING) { /* join the fill, as a get does */
+		e->refs++;
+		c->st.waits++;
+		while (e->state == ST_LOADING)
+			pthread_cond_wait(&c->filled, &c->lock);
+		if (e->state != ST_READY) {
+			if (--e->refs == 0)
+				entry_free(e); /* failed entries are already out of the table */
+			e = NULL;
+		} else {
+			c->st.hits++;
+		}
+	} else if (e && e->state == ST_READY) {
 		e->refs++;
 		c->st.hits++;
 		if (e->q == Q_MAIN) {

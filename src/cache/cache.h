@@ -59,10 +59,12 @@ void dsv_cache_put(dsv_cache *c, dsv_cache_entry *e);
  * still always tries the fill. */
 int dsv_cache_failed_lately(dsv_cache *c, uint32_t key, uint64_t chunk);
 
-/* The entry of (key, chunk) if it is ready in the cache: held as a get
+/* The entry of (key, chunk) if it is ready in the cache, or once the fill
+ * under way (another get's: readahead's, say) ends well: held as a get
  * holds it (dsv_cache_put it) and counted as a hit. Else NULL, and nothing
  * is filled or counted: for a caller that can make do with less than the
- * whole entry when it is not there (the read path's LZ4 blocks). */
+ * whole entry when it is not there (the read path's LZ4 blocks), but
+ * should not make again what is being made. */
 dsv_cache_entry *dsv_cache_peek(dsv_cache *c, uint32_t key, uint64_t chunk);
 
 void dsv_cache_get_stats(dsv_cache *c, dsv_cache_stats *out);

@@ -256,6 +256,41 @@ static void test_concurrent_misses_fill_once(void **state)
 	dsv_cache_destroy(c);
 }
 
+/* peek: NULL for what is not there (nothing filled), the entry when it
+ * is ready, and for a fill under way, its end: the entry when it went
+ * well, NULL when it failed (the failure is not cached). */
+static void test_peek_joins_a_fill_under_way(void **state)
+{
+	fill_ctx f = { .slow_us = 100000 };
+	dsv_cache *c = dsv_cache_create(1 << 20, fill, &f);
+	worker_arg a = { .c = c };
+	pthread_t t;
+	dsv_cache_entry *e;
+	(void)state;
+	assert_null(dsv_cache_peek(c, 3, 42));
+	assert_int_equal(f.calls, 0);
+	for (int fail = 1; fail >= 0; fail--) { /* a failed fill is not cached: then a good one */
+		int before = atomic_load(&f.calls);
+		atomic_store(&f.fail_next, fail);
+		pthread_create(&t, NULL, worker, &a);
+		while (atomic_load(&f.calls) == before) /* the worker's fill has begun */
+			usleep(1000);
+		e = dsv_cache_peek(c, 3, 42);
+		pthread_join(t, NULL);
+		if (fail) {
+			assert_null(e);
+			assert_int_equal(a.rc, DSV_ERR_CHECKSUM);
+		} else {
+			assert_non_null(e);
+			assert_int_equal(a.rc, 0);
+			assert_int_equal(((const unsigned char *)dsv_cache_data(e))[0], (3 * 16 + 42) & 0xff);
+			dsv_cache_put(c, e);
+		}
+	}
+	assert_int_equal(f.calls, 2);
+	dsv_cache_destroy(c);
+}
+
 static void test_concurrent_failure_shared_then_retry(void **state)
 {
 	fill_ctx f = { .slow_us = 50000, .fail_next = 1 };
@@ -326,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_budget_zero),
 		cmocka_unit_test(test_concurrent_misses_fill_once),
 		cmocka_unit_test(test_concurrent_failure_shared_then_retry),
+		cmocka_unit_test(test_peek_joins_a_fill_under_way),
 		cmocka_unit_test(test_stress_small_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
