@@ -36,38 +36,16 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
 #define BSHUF_HEADER 12
 #define BSHUF_BLOCK_HEADER 4
 
-static uint64_t load_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
 
-static uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
 
-static void store_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
-static void store_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 size_t dsv_bshuf_default_block(size_t elem_size)
 {
@@ -169,9 +147,9 @@ int64_t dsv_bshuf_decode(void *dst, size_t dst_size, const void *src, size_t src
 			return DSV_ERR_CORRUPT;
 	} else if (compression == DSV_BSHUF_LZ4 || compression == DSV_BSHUF_ZSTD) {
 		uint32_t bbytes;
-		if (src_size < BSHUF_HEADER || load_be64(in) != dst_size)
+		if (src_size < BSHUF_HEADER || dsv_load_be64(in) != dst_size)
 			return DSV_ERR_CORRUPT;
-		bbytes = load_be32(in + 8);
+		bbytes = dsv_load_be32(in + 8);
 		if (bbytes % elem_size)
 			return DSV_ERR_CORRUPT;
 		blk = bbytes / elem_size;
@@ -201,7 +179,7 @@ int64_t dsv_bshuf_decode(void *dst, size_t dst_size, const void *src, size_t src
 			uint32_t stored;
 			if (src_size - pos < BSHUF_BLOCK_HEADER)
 				goto out;
-			stored = load_be32(in + pos);
+			stored = dsv_load_be32(in + pos);
 			pos += BSHUF_BLOCK_HEADER;
 			if (stored > src_size - pos || inner_decode(compression, tmp, want, in + pos, stored))
 				goto out;
@@ -261,8 +239,8 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 	if (compression != DSV_BSHUF_NONE) {
 		if (dst_cap < BSHUF_HEADER)
 			return DSV_ERR_INVALID;
-		store_be64(out, (uint64_t)src_size);
-		store_be32(out + 8, (uint32_t)(blk * elem_size));
+		dsv_store_be64(out, (uint64_t)src_size);
+		dsv_store_be32(out + 8, (uint32_t)(blk * elem_size));
 		pos = BSHUF_HEADER;
 	}
 	if (n - left) {
@@ -299,7 +277,7 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 				if (ZSTD_isError(got) || got > UINT32_MAX)
 					goto out;
 			}
-			store_be32(out + pos, (uint32_t)got);
+			dsv_store_be32(out + pos, (uint32_t)got);
 			pos += BSHUF_BLOCK_HEADER + got;
 		}
 		done += m;

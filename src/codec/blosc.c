@@ -27,13 +27,10 @@
 #include <limits.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
@@ -54,7 +51,7 @@ int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 static int header_ok(const uint8_t *s, size_t src_size, uint64_t nbytes)
 {
 	uint8_t flags = s[2], typesize = s[3];
-	uint32_t blocksize = le32(s + 8);
+	uint32_t blocksize = dsv_load_le32(s + 8);
 	uint64_t nblocks;
 
 	if (nbytes == 0)
@@ -69,7 +66,7 @@ static int header_ok(const uint8_t *s, size_t src_size, uint64_t nbytes)
 	if (nblocks > (src_size - BLOSC_MAX_OVERHEAD) / 4)
 		return 0;
 	for (uint64_t j = 0; j < nblocks; j++) {
-		uint32_t start = le32(s + BLOSC_MAX_OVERHEAD + 4 * j);
+		uint32_t start = dsv_load_le32(s + BLOSC_MAX_OVERHEAD + 4 * j);
 		/* a block's first stream length lies after the table */
 		if (start < BLOSC_MAX_OVERHEAD + 4 * nblocks || start > src_size - 4)
 			return 0;

@@ -19,6 +19,7 @@
  */
 #include <string.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
@@ -99,11 +100,6 @@ uint32_t dsv_fletcher32(const void *data, size_t len)
 	return (sum2 << 16) | sum1;
 }
 
-static inline uint32_t load_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
 
 int dsv_fletcher32_check(const void *buf, size_t len)
 {
@@ -113,7 +109,7 @@ int dsv_fletcher32_check(const void *buf, size_t len)
 	if (len < 4)
 		return DSV_ERR_CORRUPT;
 	sum = dsv_fletcher32(p, len - 4);
-	stored = load_le32(p + len - 4);
+	stored = dsv_load_le32(p + len - 4);
 	/* HDF5 < 1.6.3 on little-endian hosts: bytes swapped in each half. */
 	reversed = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
 	return stored == sum || stored == reversed ? 0 : DSV_ERR_CHECKSUM;

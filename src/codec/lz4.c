@@ -20,45 +20,22 @@
 #include <lz4.h>
 #include <lz4hc.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
 #define LZ4F_HEADER 12 /* u64 raw size + u32 block size */
 #define LZ4F_BLOCK_HEADER 4
 
-static inline uint64_t load_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
 
-static inline uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-	       (uint32_t)p[3];
-}
 
-static inline void store_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
-static inline void store_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
 	if (src_size < LZ4F_HEADER)
 		return DSV_ERR_CORRUPT;
-	*raw_size = load_be64(src);
+	*raw_size = dsv_load_be64(src);
 	if (*raw_size > INT64_MAX)
 		return DSV_ERR_CORRUPT;
 	return 0;
@@ -73,7 +50,7 @@ int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f)
 		return DSV_ERR_CORRUPT;
 	if (f->raw == 0)
 		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
-	f->block = load_be32((const uint8_t *)src + 8);
+	f->block = dsv_load_be32((const uint8_t *)src + 8);
 	if (f->block == 0)
 		return DSV_ERR_CORRUPT;
 	if (f->block > f->raw) /* the plugin's decoder clamps the same way */
@@ -115,7 +92,7 @@ void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t
 {
 	const uint8_t *in = src;
 	for (uint64_t i = 0; i < f->nblocks; i++) {
-		row[DSV_LZ4_TABLE_WORDS * i] = load_be32(in + at[i]);
+		row[DSV_LZ4_TABLE_WORDS * i] = dsv_load_be32(in + at[i]);
 		row[DSV_LZ4_TABLE_WORDS * i + 1] =
 			dsv_fletcher32(in + at[i], (size_t)(at[i + 1] - at[i]));
 	}
@@ -155,7 +132,7 @@ int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *sr
 		uint64_t size = row[DSV_LZ4_TABLE_WORDS * j], first = j * bs;
 		uint64_t want = block_raw(f, j);
 		if ((size_t)(stop - p) < LZ4F_BLOCK_HEADER ||
-		    (size_t)(stop - p) - LZ4F_BLOCK_HEADER < size || load_be32(p) != size ||
+		    (size_t)(stop - p) - LZ4F_BLOCK_HEADER < size || dsv_load_be32(p) != size ||
 		    dsv_fletcher32(p, (size_t)(LZ4F_BLOCK_HEADER + size)) !=
 			    row[DSV_LZ4_TABLE_WORDS * j + 1])
 			return DSV_ERR_CORRUPT;
@@ -195,7 +172,7 @@ int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
 
 		if (src_size - pos < LZ4F_BLOCK_HEADER)
 			return DSV_ERR_CORRUPT;
-		stored = load_be32(in + pos);
+		stored = dsv_load_be32(in + pos);
 		pos += LZ4F_BLOCK_HEADER;
 		if (stored == 0 || stored > src_size - pos ||
 		    decode_one(out + i * f.block, want, in + pos, stored))
@@ -218,7 +195,7 @@ int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint
 		if (pos > src_size || src_size - pos < LZ4F_BLOCK_HEADER)
 			return DSV_ERR_CORRUPT;
 		at[i] = pos;
-		stored = load_be32(in + pos);
+		stored = dsv_load_be32(in + pos);
 		pos += LZ4F_BLOCK_HEADER;
 		if (stored == 0 || stored > src_size - pos)
 			return DSV_ERR_CORRUPT;
@@ -263,8 +240,8 @@ static int64_t encode(void *dst, size_t dst_cap, const void *src,
 		return DSV_ERR_INVALID;
 	if (dst_cap < LZ4F_HEADER)
 		return DSV_ERR_INVALID;
-	store_be64(out, (uint64_t)src_size);
-	store_be32(out + 8, (uint32_t)bs);
+	dsv_store_be64(out, (uint64_t)src_size);
+	dsv_store_be32(out + 8, (uint32_t)bs);
 
 	while (done < src_size) {
 		size_t want = src_size - done < bs ? src_size - done : bs;
@@ -293,7 +270,7 @@ static int64_t encode(void *dst, size_t dst_cap, const void *src,
 			memcpy(out + pos + LZ4F_BLOCK_HEADER, in + done, want);
 			got = (int)want;
 		}
-		store_be32(out + pos, (uint32_t)got);
+		dsv_store_be32(out + pos, (uint32_t)got);
 		pos += LZ4F_BLOCK_HEADER + (size_t)got;
 		done += want;
 	}

@@ -9,6 +9,7 @@
 #include <lz4.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
@@ -17,8 +18,7 @@ int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t
 	const unsigned char *p = src;
 	if (src_size < 4 || src_size - 4 > INT_MAX || dst_size > INT_MAX)
 		return DSV_ERR_CORRUPT;
-	uint32_t n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-		     (uint32_t)p[3] << 24;
+	uint32_t n = dsv_load_le32(p);
 	if (n != dst_size)
 		return DSV_ERR_CORRUPT;
 	if (n == 0)

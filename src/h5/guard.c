@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
 #include "h5/h5.h"
@@ -210,8 +211,7 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 			if (outermost && addr != HADDR_UNDEF && ncd >= 5) {
 				if (cur < 21 || read4(fd, b, addr) != 0)
 					return DSV_ERR_CORRUPT;
-				uint64_t minbits = b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 |
-						   (uint64_t)b[3] << 24;
+				uint64_t minbits = dsv_load_le32(b);
 				uint64_t need = minbits == 8ull * cd[4] ? c->raw : bits_in(c->elems, minbits);
 				if (need > cur - 21)
 					return DSV_ERR_CORRUPT;

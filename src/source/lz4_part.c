@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "common/bytes.h"
 #include "common/tlsbuf.h"
 #include "dsview/codec.h"
 #include "source/source_i.h"
@@ -31,8 +32,7 @@ static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64
 	if (*err)
 		return NULL;
 	for (uint64_t i = 0; i < words; i++, b += 4) /* stored little-endian */
-		row[i] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-			 (uint32_t)b[3] << 24;
+		row[i] = dsv_load_le32(b);
 	return row;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "common/str.h"
 #include "source/source_i.h"
 
@@ -190,7 +191,7 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "truncated .npy header");
 			goto fail;
 		}
-		hlen = pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
+		hlen = dsv_load_le32(pre + 8);
 		pre_len = 12;
 	} else {
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "source/source_i.h"
 
@@ -256,8 +257,7 @@ void dsv_source_note_lz4_block(dsv_source *s)
 		    dsv_source_pread(s, head, sizeof(head), ref.offset) ||
 		    dsv_lz4_raw_size(head, sizeof(head), &raw) || raw != ref.raw_size)
 			return;
-		block = (uint64_t)head[8] << 24 | (uint64_t)head[9] << 16 | (uint64_t)head[10] << 8 |
-			head[11];
+		block = dsv_load_be32(head + 8);
 		s->info.lz4_block = block > raw ? raw : block;
 		return;
 	}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 #include "fixture.h"
@@ -31,24 +32,8 @@ static void fill(uint8_t *p, size_t n, int noise)
 		p[i] = noise ? (uint8_t)rnd() : (uint8_t)words[(i * 7 / 5) % (sizeof(words) - 1)];
 }
 
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
 /* Encodes src, checks the frame's structure, decodes into an exact-size
  * buffer, and returns the encoded size. */
@@ -66,11 +51,11 @@ static size_t round_trip(const uint8_t *src, size_t n, size_t block, int level)
 	assert_int_equal(raw, n);
 
 	/* Walk the blocks as the plugin's decoder would. */
-	size_t bs = be32(enc + 8), pos = 12, done = 0;
+	size_t bs = dsv_load_be32(enc + 8), pos = 12, done = 0;
 	size_t want_bs = block ? block : DSV_LZ4_DEFAULT_BLOCK;
 	assert_int_equal(bs, n < want_bs ? n : want_bs);
 	while (done < n) {
-		size_t want = n - done < bs ? n - done : bs, stored = be32(enc + pos);
+		size_t want = n - done < bs ? n - done : bs, stored = dsv_load_be32(enc + pos);
 		assert_true(stored <= want);
 		if (stored == want)
 			assert_memory_equal(enc + pos + 4, src + done, want);
@@ -171,7 +156,7 @@ static void test_lz4_truncated(void **state)
 	size_t n;
 	(void)state;
 	n = good_frame(enc, sizeof(enc), src, sizeof(src));
-	assert_true(be32(enc + 12) < 256);   /* block 0 compressed */
+	assert_true(dsv_load_be32(enc + 12) < 256);   /* block 0 compressed */
 	assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), enc, n), (int64_t)sizeof(src));
 	for (size_t cut = 0; cut < n; cut++)
 		assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), enc, cut), DSV_ERR_CORRUPT);
@@ -183,7 +168,7 @@ static void test_lz4_lying_sizes(void **state)
 	size_t n;
 	(void)state;
 	n = good_frame(enc, sizeof(enc), src, sizeof(src));
-	size_t b1 = 12 + 4 + be32(enc + 12); /* offset of block 1's size */
+	size_t b1 = 12 + 4 + dsv_load_be32(enc + 12); /* offset of block 1's size */
 
 #define BREAK(stmt)                                                              \
 	do {                                                                     \
@@ -193,27 +178,27 @@ static void test_lz4_lying_sizes(void **state)
 	} while (0)
 
 	/* raw size: larger than dst, one more, one less, absurd */
-	BREAK(put_be64(bad, sizeof(src) + 1));
-	BREAK(put_be64(bad, sizeof(src) - 1));
-	BREAK(put_be64(bad, 1ull << 62));
-	BREAK(put_be64(bad, UINT64_MAX));
+	BREAK(dsv_store_be64(bad, sizeof(src) + 1));
+	BREAK(dsv_store_be64(bad, sizeof(src) - 1));
+	BREAK(dsv_store_be64(bad, 1ull << 62));
+	BREAK(dsv_store_be64(bad, UINT64_MAX));
 	/* header block size: zero, smaller, larger than the blocks really are */
-	BREAK(put_be32(bad + 8, 0));
-	BREAK(put_be32(bad + 8, 1));
-	BREAK(put_be32(bad + 8, 255));
-	BREAK(put_be32(bad + 8, 257));
-	BREAK(put_be32(bad + 8, UINT32_MAX));
+	BREAK(dsv_store_be32(bad + 8, 0));
+	BREAK(dsv_store_be32(bad + 8, 1));
+	BREAK(dsv_store_be32(bad + 8, 255));
+	BREAK(dsv_store_be32(bad + 8, 257));
+	BREAK(dsv_store_be32(bad + 8, UINT32_MAX));
 	/* a block's stored size: zero, past the end of src, bigger than its
 	 * raw size, one off either way */
-	BREAK(put_be32(bad + 12, 0));
-	BREAK(put_be32(bad + 12, UINT32_MAX));
-	BREAK(put_be32(bad + 12, (uint32_t)n));
-	BREAK(put_be32(bad + 12, be32(enc + 12) + 1));
-	BREAK(put_be32(bad + 12, be32(enc + 12) - 1));
-	BREAK(put_be32(bad + 12, 256)); /* claims raw: then the frame misaligns */
-	BREAK(put_be32(bad + b1, be32(enc + b1) + 1));
-	BREAK(put_be32(bad + n - 4 - 88, 89)); /* last (raw, 88 bytes) block */
-	BREAK(put_be32(bad + n - 4 - 88, 87));
+	BREAK(dsv_store_be32(bad + 12, 0));
+	BREAK(dsv_store_be32(bad + 12, UINT32_MAX));
+	BREAK(dsv_store_be32(bad + 12, (uint32_t)n));
+	BREAK(dsv_store_be32(bad + 12, dsv_load_be32(enc + 12) + 1));
+	BREAK(dsv_store_be32(bad + 12, dsv_load_be32(enc + 12) - 1));
+	BREAK(dsv_store_be32(bad + 12, 256)); /* claims raw: then the frame misaligns */
+	BREAK(dsv_store_be32(bad + b1, dsv_load_be32(enc + b1) + 1));
+	BREAK(dsv_store_be32(bad + n - 4 - 88, 89)); /* last (raw, 88 bytes) block */
+	BREAK(dsv_store_be32(bad + n - 4 - 88, 87));
 #undef BREAK
 
 	/* dst smaller than the header's raw size: refused before writing. */
@@ -229,18 +214,18 @@ static void test_lz4_lying_sizes(void **state)
 	int64_t one = dsv_lz4_encode(bad, sizeof(bad), src, 256, 0, 0);
 	assert_true(one > 0);
 	assert_int_equal(dsv_lz4_decode(dec, 256, bad, (size_t)one), 256);
-	put_be32(bad + 8, 0);
+	dsv_store_be32(bad + 8, 0);
 	assert_int_equal(dsv_lz4_decode(dec, 256, bad, (size_t)one), DSV_ERR_CORRUPT);
 
 	/* A tiny block size with a huge raw size must fail at once, not
 	 * loop: 2^40 one-byte blocks cannot fit in 20 bytes. */
 	uint8_t tiny[20] = { 0 };
-	put_be64(tiny, 1ull << 40);
-	put_be32(tiny + 8, 1);
+	dsv_store_be64(tiny, 1ull << 40);
+	dsv_store_be32(tiny + 8, 1);
 	assert_int_equal(dsv_lz4_decode(dec, SIZE_MAX, tiny, sizeof(tiny)), DSV_ERR_CORRUPT);
 	uint64_t raw;
 	assert_int_equal(dsv_lz4_raw_size(tiny, 11, &raw), DSV_ERR_CORRUPT);
-	put_be64(tiny, UINT64_MAX);
+	dsv_store_be64(tiny, UINT64_MAX);
 	assert_int_equal(dsv_lz4_raw_size(tiny, 12, &raw), DSV_ERR_CORRUPT);
 }
 
@@ -278,7 +263,7 @@ static void test_lz4_plugin_frame(void **state)
 	assert_int_equal(dsv_fletcher32_check(frame, len), 0);
 	assert_int_equal(dsv_lz4_raw_size(frame, len - 4, &raw), 0);
 	assert_int_equal(raw, 240);
-	assert_int_equal(be32(frame + 8), 64);
+	assert_int_equal(dsv_load_be32(frame + 8), 64);
 	assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), frame, len - 4), 240);
 	fixture_pattern(want, 120, 1);
 	for (int i = 0; i < 120; i++) {
@@ -288,7 +273,7 @@ static void test_lz4_plugin_frame(void **state)
 	/* It holds compressed blocks and a raw one; our decoder took both. */
 	int ncomp = 0, nraw = 0;
 	for (size_t pos = 12, done = 0; done < 240; done += 64) {
-		size_t want_b = 240 - done < 64 ? 240 - done : 64, st = be32(frame + pos);
+		size_t want_b = 240 - done < 64 ? 240 - done : 64, st = dsv_load_be32(frame + pos);
 		st == want_b ? nraw++ : ncomp++;
 		pos += 4 + st;
 	}

@@ -15,6 +15,7 @@
 
 #include <lz4.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 #include "fixture.h"
@@ -28,18 +29,7 @@ static void fill(uint8_t *p, size_t n, unsigned seed, int compressible)
 	}
 }
 
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 /* The format, one bit at a time: a block of m elements (m % 8 == 0) is
  * 8 * es rows of m bits; bit b of element e (bit b % 8 of its byte b / 8)
@@ -145,13 +135,13 @@ static void test_lz4_frame_layout(void **state)
 	int64_t len = dsv_bshuf_encode(enc, dsv_bshuf_bound(size, es, blk, DSV_BSHUF_LZ4), in,
 				       size, es, blk, DSV_BSHUF_LZ4, 0);
 	assert_true(len > 12);
-	assert_int_equal(be32(enc), 0);
-	assert_int_equal(be32(enc + 4), size);
-	assert_int_equal(be32(enc + 8), blk * es);
+	assert_int_equal(dsv_load_be32(enc), 0);
+	assert_int_equal(dsv_load_be32(enc + 4), size);
+	assert_int_equal(dsv_load_be32(enc + 8), blk * es);
 	size_t pos = 12, done = 0;
 	while (done < n - n % 8) {
 		size_t m = n - n % 8 - done < blk ? n - n % 8 - done : blk;
-		uint32_t stored = be32(enc + pos);
+		uint32_t stored = dsv_load_be32(enc + pos);
 		assert_int_equal(LZ4_decompress_safe((char *)enc + pos + 4, (char *)blkbuf,
 						     (int)stored, (int)(m * es)),
 				 m * es);
@@ -240,8 +230,8 @@ static void test_plugin_chunks(void **state)
 	size_t len;
 	uint8_t *hdr = read_fixture("bshuf_lz4_i16.bin", &len);
 	/* The plugin's header: raw size and the default block in bytes. */
-	assert_int_equal(be32(hdr + 4), 105 * 2);
-	assert_int_equal(be32(hdr + 8), dsv_bshuf_default_block(2) * 2);
+	assert_int_equal(dsv_load_be32(hdr + 4), 105 * 2);
+	assert_int_equal(dsv_load_be32(hdr + 8), dsv_bshuf_default_block(2) * 2);
 	free(hdr);
 	check_plugin_chunk("bshuf_lz4_i16.bin", 2, 105, 0, DSV_BSHUF_LZ4, 1, conv_i16);
 	check_plugin_chunk("bshuf_zstd_f32.bin", 4, 210, 64, DSV_BSHUF_ZSTD, 2, conv_f32);
@@ -307,21 +297,21 @@ static void test_malformed(void **state)
 					       0xfffffff8u };
 	for (size_t i = 0; i < sizeof(bad_blocks) / sizeof(bad_blocks[0]); i++) {
 		memcpy(m, f, len);
-		put_be32(m + 8, bad_blocks[i]);
+		dsv_store_be32(m + 8, bad_blocks[i]);
 		assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
 				 DSV_ERR_CORRUPT);
 	}
 	/* a block's compressed size past the input, and one short of it */
 	memcpy(m, f, len);
-	put_be32(m + 12, 0xffffffffu);
+	dsv_store_be32(m + 12, 0xffffffffu);
 	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
 			 DSV_ERR_CORRUPT);
 	memcpy(m, f, len);
-	put_be32(m + 12, (uint32_t)len);
+	dsv_store_be32(m + 12, (uint32_t)len);
 	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
 			 DSV_ERR_CORRUPT);
 	memcpy(m, f, len);
-	put_be32(m + 12, be32(f + 12) - 1);
+	dsv_store_be32(m + 12, dsv_load_be32(f + 12) - 1);
 	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
 			 DSV_ERR_CORRUPT);
 	/* a block that decodes to the wrong size: a valid LZ4 block of 255
@@ -334,8 +324,8 @@ static void test_malformed(void **state)
 		assert_true(c > 0);
 		memset(blk, 0, 8);
 		blk[6] = 1; /* raw size 256, as u64 BE */
-		put_be32(blk + 8, 256);
-		put_be32(blk + 12, (uint32_t)c);
+		dsv_store_be32(blk + 8, 256);
+		dsv_store_be32(blk + 12, (uint32_t)c);
 		assert_int_equal(dsv_bshuf_decode(out, 256, blk, 16 + (size_t)c, 1, 0,
 						  DSV_BSHUF_LZ4),
 				 DSV_ERR_CORRUPT);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
@@ -34,19 +35,7 @@ static void fill(uint8_t *p, size_t n)
 		p[i] = (i / 3000) % 3 == 2 ? (uint8_t)rnd() : (uint8_t)(i / 64);
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
 /* Bytes [lo, hi) of frame enc into out through its own block table, from
  * only the blocks that hold them. @return 0 or the first error. */
@@ -142,8 +131,8 @@ static void test_blocks_empty_frame(void **state)
 	dsv_lz4_frame f;
 	uint64_t at[1];
 	uint32_t row[2] = { 0, 0 };
-	put_be64(enc, 0);
-	put_be32(enc + 8, 0);
+	dsv_store_be64(enc, 0);
+	dsv_store_be32(enc + 8, 0);
 	assert_int_equal(dsv_lz4_frame_info(enc, 12, &f), 0);
 	assert_int_equal(f.nblocks, 0);
 	assert_int_equal(dsv_lz4_index(enc, 12, &f, at), 0);
@@ -160,35 +149,35 @@ static void test_blocks_hostile_headers(void **state)
 
 	memset(enc, 0, sizeof(enc));
 	/* block size 0 */
-	put_be64(enc, 10);
-	put_be32(enc + 8, 0);
+	dsv_store_be64(enc, 10);
+	dsv_store_be32(enc + 8, 0);
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
 	/* a block larger than the chunk: clamped to it, one block */
-	put_be32(enc + 8, 0xFFFFFFFFu);
-	put_be32(enc + 12, 10);
+	dsv_store_be32(enc + 8, 0xFFFFFFFFu);
+	dsv_store_be32(enc + 12, 10);
 	assert_int_equal(dsv_lz4_frame_info(enc, 26, &f), 0);
 	assert_int_equal(f.block, 10);
 	assert_int_equal(f.nblocks, 1);
 	/* more blocks than the bytes have room for headers (and counts
 	 * whose header bytes overflow 64 bits) */
-	put_be64(enc, 1ull << 62);
-	put_be32(enc + 8, 1);
+	dsv_store_be64(enc, 1ull << 62);
+	dsv_store_be32(enc + 8, 1);
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
-	put_be64(enc, UINT64_MAX);
+	dsv_store_be64(enc, UINT64_MAX);
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
-	put_be64(enc, 12); /* 12 blocks of 1: 60 bytes of headers, 64 here */
+	dsv_store_be64(enc, 12); /* 12 blocks of 1: 60 bytes of headers, 64 here */
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), 0);
-	put_be64(enc, 14); /* 68 bytes of headers */
+	dsv_store_be64(enc, 14); /* 68 bytes of headers */
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
 }
 
 /* A frame of 4 raw-stored blocks of 8 bytes: "AAAAAAAA" "BBBBBBBB" ... */
 static size_t four_blocks(uint8_t *enc)
 {
-	put_be64(enc, 32);
-	put_be32(enc + 8, 8);
+	dsv_store_be64(enc, 32);
+	dsv_store_be32(enc + 8, 8);
 	for (int i = 0; i < 4; i++) {
-		put_be32(enc + 12 + i * 12, 8);
+		dsv_store_be32(enc + 12 + i * 12, 8);
 		memset(enc + 16 + i * 12, 'A' + i, 8);
 	}
 	return 12 + 4 * 12;
@@ -253,15 +242,15 @@ static void test_blocks_hostile_sizes(void **state)
 			 DSV_ERR_CORRUPT);
 
 	/* the index: a stored size of 0 */
-	put_be32(enc + 24, 0);
+	dsv_store_be32(enc + 24, 0);
 	assert_int_equal(dsv_lz4_index(enc, n, &f, at), DSV_ERR_CORRUPT);
 	/* one past the end of the frame, and one that is huge */
-	put_be32(enc + 24, 45);
+	dsv_store_be32(enc + 24, 45);
 	assert_int_equal(dsv_lz4_index(enc, n, &f, at), DSV_ERR_CORRUPT);
-	put_be32(enc + 24, 0xFFFFFFF0u);
+	dsv_store_be32(enc + 24, 0xFFFFFFF0u);
 	assert_int_equal(dsv_lz4_index(enc, n, &f, at), DSV_ERR_CORRUPT);
 	/* sizes that add up past the frame only together */
-	put_be32(enc + 24, 20);
+	dsv_store_be32(enc + 24, 20);
 	assert_int_equal(dsv_lz4_index(enc, n, &f, at), DSV_ERR_CORRUPT);
 	n = four_blocks(enc);
 	/* trailing bytes, and every truncation */
