@@ -104,7 +104,8 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	 * that just failed whole: a part of it is read band by band of the
 	 * file's own chunks, without decoding the whole chunk again (under the
 	 * library's lock) for every small read (the kernel asks page by page). */
-	int narrow = (ref->fallback || ref->grid) && n < ref->nelems;
+	int narrow = (ref->fallback || (ref->grid && dsv_source_fallback_band(v->sources[si]))) &&
+		     n < ref->nelems;
 	if (narrow && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
 	/* A part of a chunk of a store with a block table, not in the cache
