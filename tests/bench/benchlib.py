@@ -10,6 +10,7 @@ import ctypes
 import gc
 import mmap
 import os
+import shutil
 import subprocess
 import time
 
@@ -196,3 +197,12 @@ def cache_fully(path, read_pass, tries=3):
         read_pass()
         frac = resident(path)
     return frac
+
+
+def remove_work(work, *mounts):
+    """Unmounts whichever of mounts is still mounted (a bench that failed
+    half-way), then removes the bench's directory work."""
+    for mnt in mounts:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", mnt])
+    shutil.rmtree(work, ignore_errors=True)

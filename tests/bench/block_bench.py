@@ -25,7 +25,6 @@ CHUNK_SIZE`), for shuffled reads of stores decoded a chunk at a time:
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -163,10 +162,7 @@ def main():
               f"{PREFAULT_GB:g} GB touched and freed before each pass; mount options "
               f"{' '.join(MOUNT_ARGS) or '(defaults)'}; {os.cpu_count()} cores")
     finally:
-        mnt = os.path.join(work, "mnt")
-        if os.path.ismount(mnt):
-            subprocess.run(["fusermount3", "-u", mnt])
-        shutil.rmtree(work, ignore_errors=True)
+        L.remove_work(work, os.path.join(work, "mnt"))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ shuffled batches of 256 rows (GRID_BATCHES, default 8, or 15 s; rows/s).
 Ratios against the peers the issue names, of medians of this run."""
 import gc
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -138,9 +137,7 @@ def main():
                 print(f"  round {rnd + 1}/{ROUNDS} {peer:8}: sequential {gbs:.2f} GB/s, "
                       f"shuffled {rate:,.0f} rows/s", flush=True)
     finally:
-        if os.path.ismount(os.path.join(work, "mnt")):
-            subprocess.run(["fusermount3", "-u", os.path.join(work, "mnt")])
-        shutil.rmtree(work, ignore_errors=True)
+        L.remove_work(work, os.path.join(work, "mnt"))
     med = {p: np.median(np.array(r), axis=0) for p, r in runs.items()}
     print(f"\n{'peer':10} {'seq cold GB/s':>14} {'shuffled rows/s':>16}")
     for p in PEERS:

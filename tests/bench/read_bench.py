@@ -407,11 +407,7 @@ def main():
                                              "peers": res, "targets": met}
             shutil.rmtree(ds.dir, ignore_errors=True)
     finally:
-        for side in SIZES:
-            mnt = os.path.join(work, f"s{side}", "mnt")
-            if os.path.ismount(mnt):
-                subprocess.run(["fusermount3", "-u", mnt])
-        shutil.rmtree(work, ignore_errors=True)
+        L.remove_work(work, *(os.path.join(work, f"s{side}", "mnt") for side in SIZES))
     print(f"\nmachine: {os.cpu_count()} cores; READ_MB={MB}; {ROUNDS} interleaved rounds, "
           f"medians; {time.perf_counter() - t0:.0f} s.\ncold = page cache dropped, daemon "
           f"restarted, {L.PREFAULT_GB:g} GB touched and freed; warm = a second pass over a file "

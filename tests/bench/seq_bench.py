@@ -13,7 +13,6 @@ pass mounts afresh (empty chunk cache). ROUNDS (3) interleaved, medians.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as L  # noqa: E402
 import block_bench as B  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
@@ -93,10 +93,7 @@ def main():
               f"the source file's pages evicted before each pass, fresh mount; "
               f"{os.cpu_count()} cores")
     finally:
-        mnt = os.path.join(work, "mnt")
-        if os.path.ismount(mnt):
-            subprocess.run(["fusermount3", "-u", mnt])
-        shutil.rmtree(work, ignore_errors=True)
+        L.remove_work(work, os.path.join(work, "mnt"))
 
 
 if __name__ == "__main__":

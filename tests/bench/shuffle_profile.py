@@ -30,7 +30,6 @@ import json
 import mmap
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,9 +141,7 @@ def main():
                       flush=True)
         lat = disk_latency(ds.path("u8.npy"))
     finally:
-        if os.path.ismount(os.path.join(work, f"s{SIDE}", "mnt")):
-            subprocess.run(["fusermount3", "-u", os.path.join(work, f"s{SIDE}", "mnt")])
-        shutil.rmtree(work, ignore_errors=True)
+        L.remove_work(work, os.path.join(work, f"s{SIDE}", "mnt"))
     cols = ["rows/s", "us/row", "req/row", "made/row", "make us", "reply us"]
     print(f"\n{WORKERS} reader(s), rows of {SIDE}x{SIDE}x3 uint8, {REPS} rounds, medians")
     print(f"{'configuration':30}" + "".join(f"{c:>10}" for c in cols))
