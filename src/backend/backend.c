@@ -5,13 +5,7 @@
 
 #include "common/log.h"
 #include "common/str.h"
-#include "backend/backend.h"
-#include "gpu/gpu.h"
-
-struct dsv_backend {
-	dsv_gpu *gpu; /* NULL: CPU */
-	char why[256]; /* why the CPU, when gpu is NULL */
-};
+#include "backend/backend_i.h"
 
 int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
 {
@@ -43,6 +37,12 @@ int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
 		}
 		dsv_log_info("backend: cuda device %d (%s)", dev, dsv_gpu_name(b->gpu));
 	}
+	const char *emu = getenv("DSVIEW_GPU_EMULATE");
+	if (!b->gpu && emu && strcmp(emu, "1") == 0) {
+		b->emulate = 1;
+		dsv_log_info("backend: readahead through the host build of the device code "
+			     "(DSVIEW_GPU_EMULATE=1, for tests)");
+	}
 	*out = b;
 	return 0;
 }
@@ -72,6 +72,9 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
 	st->gpu_batches = gs.batches;
 	st->gpu_fallbacks = gs.fallbacks;
 	st->gpu_failed = gs.failed;
+	st->gpu_emulated = b->emulate;
+	st->made_bytes = atomic_load(&((dsv_backend *)b)->made_bytes);
+	st->made_fallbacks = atomic_load(&((dsv_backend *)b)->made_fallbacks);
 }
 
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)

@@ -286,6 +286,18 @@ out:
 #define PREFETCH_BYTES (8u << 20) /* decoded (source) bytes ahead of a stream */
 #define PREFETCH_THREADS 2
 
+/* Stores k bytes of file at off, made at buf, in its page cache. */
+static int store(dsv_fs *fs, uint32_t file, uint64_t off, char *buf, size_t k)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(k);
+	bv.buf[0].mem = buf;
+	/* fails with ENOENT once the kernel has forgotten the inode */
+	if (fuse_lowlevel_notify_store(fs->se, file + 1, (off_t)off, &bv, 0) != 0)
+		return DSV_ERR_IO;
+	atomic_fetch_add(&fs->bytes_pushed, k);
+	return 0;
+}
+
 /* Makes bytes [off, end) of file (whole pages, or up to its end) and
  * stores them in its page cache, in pieces of at most READ_MAX bytes. */
 static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
@@ -298,16 +310,42 @@ static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
 		int err;
 		if (!buf)
 			return DSV_ERR_NOMEM;
-		if ((err = dsv_fs_file_bytes(fs, n, off, k, buf, &info)))
+		if ((err = dsv_fs_file_bytes(fs, n, off, k, buf, &info)) ||
+		    (err = store(fs, file, off, buf, k)))
 			return err;
-		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(k);
-		bv.buf[0].mem = buf;
-		/* fails with ENOENT once the kernel has forgotten the inode */
-		if (fuse_lowlevel_notify_store(fs->se, file + 1, (off_t)off, &bv, 0) != 0)
-			return DSV_ERR_IO;
-		atomic_fetch_add(&fs->bytes_pushed, k);
 		off += k;
 	}
+	return 0;
+}
+
+/* The same on the device path (backend.h, dsv_backend_make): [off, end)
+ * made at once from the stored chunks under it, then stored in pieces.
+ * @return 0, or non-zero for the CPU path to make them (and report what
+ * is wrong), or DSV_ERR_IO when the kernel refused a store. */
+static int store_made(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
+{
+	const node *n = &fs->nodes[file];
+	const dsv_view *v = fs->m->views[n->view];
+	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, oes = v->out_esize, o = off;
+	char *buf;
+	int err;
+
+	if (!dsv_backend_makes(fs->backend, v) || off >= end ||
+	    !(buf = dsv_tls_buf(DSV_TLS_OUT, (size_t)(end - off))))
+		return DSV_ERR_UNSUPPORTED;
+	if (o < hdr) { /* the .npy header */
+		o = end < hdr ? end : hdr;
+		memcpy(buf, v->npy_header + off, (size_t)(o - off));
+	}
+	if ((o - hdr) % oes || (end - hdr) % oes)
+		return DSV_ERR_UNSUPPORTED; /* pages hold whole elements: never */
+	if (end > o && (err = dsv_backend_make(fs->backend, v, (o - hdr) / oes, (end - o) / oes,
+					       buf + (o - off))))
+		return err;
+	for (o = off; o < end; o += READ_MAX)
+		if ((err = store(fs, file, o, buf + (o - off),
+				 (size_t)(end - o < READ_MAX ? end - o : READ_MAX))))
+			return DSV_ERR_IO;
 	return 0;
 }
 
@@ -323,6 +361,8 @@ static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
 		return err;
 	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
 	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
+	if ((err = store_made(fs, file, off, end)) == 0 || err == DSV_ERR_IO)
+		return err;
 	/* a stream reads on through the chunk: decode it whole, once */
 	dsv_read_whole_chunks(1);
 	err = store_pages(fs, file, off, end);

@@ -80,6 +80,8 @@ static char *render_stats(dsv_fs *fs)
 		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"gpu_device\": \"%s\",\n"
 		     "  \"gpu_off_why\": \"%s\",\n  \"gpu_chunks\": %llu,\n  \"gpu_bytes\": %llu,\n"
 		     "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_failed\": %s,\n"
+		     "  \"gpu_emulated\": %s,\n  \"gpu_readahead_bytes\": %llu,\n"
+		     "  \"gpu_readahead_fallbacks\": %llu,\n"
 		     "  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
 		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
 		     "  \"read_errors\": %llu,\n"
@@ -98,7 +100,9 @@ static char *render_stats(dsv_fs *fs)
 		     json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
 		     (unsigned long long)bs.gpu_chunks, (unsigned long long)bs.gpu_bytes,
 		     (unsigned long long)bs.gpu_batches, (unsigned long long)bs.gpu_fallbacks,
-		     bs.gpu_failed ? "true" : "false", dsv_xform_kernel_name(), fs->m->nviews,
+		     bs.gpu_failed ? "true" : "false", bs.gpu_emulated ? "true" : "false",
+		     (unsigned long long)bs.made_bytes, (unsigned long long)bs.made_fallbacks,
+		     dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
 		     (unsigned long long)fs->bytes_decoded, (unsigned long long)fs->read_errors,
 		     (unsigned long long)fs->opens,

@@ -46,12 +46,16 @@ typedef struct dsv_gpu_times {
 /* Runs the staged jobs over the staged n input bytes into raw decoded
  * bytes on the device; then, with x, transforms items (nitems of them, the
  * source dtype x->src) into the output dtype; and copies out_n bytes (of
- * the decoded bytes without x, of the output with it) to dst. times may
- * be NULL. @return 0, 1 when a block failed to decode (corrupt: nothing
- * trusted in dst), or -1 with why on a CUDA error. */
+ * the decoded bytes without x, of the output with it) to the slot's
+ * pinned output (dsv_cuda_slot_out) and, unless dst is NULL, to dst.
+ * times may be NULL. @return 0, 1 when a block failed to decode (corrupt:
+ * nothing trusted in the output), or -1 with why on a CUDA error. */
 int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
 		      void *dst, size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap);
+
+/* The last run's output, in pinned host memory, until the slot runs again. */
+const void *dsv_cuda_slot_out(const dsv_cuda_slot *s);
 
 #ifdef __cplusplus
 }

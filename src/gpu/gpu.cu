@@ -298,6 +298,12 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 	}
 	if (*s->h_status)
 		return 1;
-	memcpy(dst, s->h_out, out_n);
+	if (dst)
+		memcpy(dst, s->h_out, out_n);
 	return 0;
+}
+
+const void *dsv_cuda_slot_out(const dsv_cuda_slot *s)
+{
+	return s->h_out;
 }

@@ -209,11 +209,10 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 		out_n += items[i].raw / es * os;
 	}
 	dsv_cuda_item *ci = calloc(nitems ? nitems : 1, sizeof(*ci));
-	uint8_t *outs = malloc(out_n ? out_n : 1);
 	int k = take(g), rc = -1;
 	void *in;
 	dsv_gpu_job *jobs;
-	if (!ci || !outs) {
+	if (!ci) {
 		err = DSV_ERR_NOMEM;
 	} else if (dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why))) {
 		turn_off(g, why);
@@ -232,7 +231,7 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 			o += items[i].raw / es * os;
 		}
 		dsv_gpu_times tm;
-		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, outs, out_n, &tm, why,
+		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, NULL, out_n, &tm, why,
 				       sizeof(why));
 		if (rc < 0) {
 			turn_off(g, why);
@@ -240,16 +239,17 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 		} else if (rc > 0) {
 			err = DSV_ERR_CORRUPT;
 		} else {
+			const uint8_t *outs = dsv_cuda_slot_out(g->slots[k]);
 			for (size_t i = 0; i < nitems; i++)
 				memcpy(items[i].out, outs + ci[i].out_off, (size_t)(ci[i].nelems * os));
 			if (t)
 				*t = (dsv_gpu_timing){ tm.h2d_s, tm.kernel_s, tm.d2h_s };
 			atomic_fetch_add(&g->batches, 1);
+			atomic_fetch_add(&g->chunks, nitems);
 			atomic_fetch_add(&g->bytes, out_n);
 		}
 	}
 	give(g, k);
 	free(ci);
-	free(outs);
 	return err;
 }

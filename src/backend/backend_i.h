@@ -1,0 +1,22 @@
+/* Private to src/backend: the backend's state, shared by backend.c and
+ * make.c. */
+#ifndef DSV_BACKEND_BACKEND_I_H
+#define DSV_BACKEND_BACKEND_I_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "gpu/gpu.h"
+
+struct dsv_backend {
+	dsv_gpu *gpu;  /* NULL: CPU */
+	char why[256]; /* why the CPU, when gpu is NULL */
+	/* DSVIEW_GPU_EMULATE=1 without a device: the readahead's device
+	 * path runs the host build of the device code (gpu_emu.c) */
+	int emulate;
+	atomic_uint_fast64_t made_bytes;     /* readahead output made on the device path */
+	atomic_uint_fast64_t made_fallbacks; /* ranges it handed back to the CPU */
+};
+
+#endif

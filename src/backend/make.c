@@ -1,0 +1,125 @@
+/*
+ * The readahead's device path (backend.h, dsv_backend_make; README, "The
+ * GPU backend"). The readahead thread reads the stored chunks under a
+ * range of a view's output (pread, Fletcher32 checked) into one staging
+ * buffer, and the device decodes and transforms them in one batch
+ * (dsv_gpu_decode_xform), straight to the view's dtype: the CPU does the
+ * I/O and the copies, the device the LZ4 and the arithmetic, and the chunk
+ * cache is not involved. A chunk the range covers whole is made in place
+ * in the caller's buffer; one it covers in part (a range of whole pages
+ * starts inside the chunk before its own) is made whole into scratch and
+ * its part copied.
+ */
+#include <string.h>
+
+#include "backend/backend_i.h"
+#include "common/tlsbuf.h"
+#include "dsview/codec.h"
+#include "view/view_i.h"
+#include "xform/xform_elem.h"
+
+#define MAX_ITEMS 64 /* chunks in one batch; a longer range stays on the CPU */
+
+/* Is the chunk at r one the device decodes, of elements of es bytes? */
+static int device_chunk(const dsv_chunk_ref *r, size_t es)
+{
+	return r->codec == DSV_CODEC_LZ4 && !r->fallback && !r->grid && r->nelems > 0 &&
+	       r->raw_size % es == 0 && r->raw_size / es >= r->nelems &&
+	       r->stored_size >= (r->fletcher32 ? 4u : 0u);
+}
+
+/* Source si's elements [a, a + m) into out, from the chunks under them. */
+static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, uint64_t m,
+		    char *out)
+{
+	const dsv_source *s = v->sources[si];
+	const dsv_source_info *in = dsv_source_get_info(s);
+	size_t es = dsv_dtype_size(in->dtype), oes = v->out_esize, k = 0;
+	dsv_chunk_ref refs[MAX_ITEMS];
+	dsv_gpu_item items[MAX_ITEMS];
+	int whole[MAX_ITEMS];
+	uint64_t stored = 0, edge = 0;
+	dsv_xform_desc d;
+	int err;
+
+	if (!v->xf[si] || in->chunk_elems == 0)
+		return DSV_ERR_UNSUPPORTED;
+	for (uint64_t at = a; at < a + m; k++) {
+		dsv_chunk_ref *r = &refs[k];
+		if (k == MAX_ITEMS || dsv_source_chunk(s, at / in->chunk_elems, r) ||
+		    r->elem_start > at || !device_chunk(r, es))
+			return DSV_ERR_UNSUPPORTED;
+		whole[k] = r->elem_start >= a && r->elem_start + r->nelems <= a + m &&
+			   r->raw_size == r->nelems * es;
+		stored += r->stored_size;
+		edge += whole[k] ? 0 : r->raw_size / es * oes;
+		at = r->elem_start + r->nelems;
+	}
+	char *staged = dsv_tls_buf(DSV_TLS_DEV_IN, (size_t)(stored ? stored : 1));
+	char *scratch = edge ? dsv_tls_buf(DSV_TLS_DEV_EDGE, (size_t)edge) : NULL;
+	if (!staged || (edge && !scratch))
+		return DSV_ERR_NOMEM;
+	for (size_t i = 0, so = 0, eo = 0; i < k; i++) {
+		const dsv_chunk_ref *r = &refs[i];
+		size_t n = (size_t)r->stored_size;
+		if ((err = dsv_source_pread(s, staged + so, n, r->offset)))
+			return err;
+		if (r->fletcher32 && dsv_fletcher32_check(staged + so, n))
+			return DSV_ERR_CORRUPT;
+		items[i] = (dsv_gpu_item){
+			.src = staged + so,
+			.n = n - (r->fletcher32 ? 4 : 0),
+			.raw = r->raw_size,
+			.e0 = v->elem_base[si] + r->elem_start, /* picks the channel */
+			.out = whole[i] ? out + (r->elem_start - a) * oes : scratch + eo,
+		};
+		so += n;
+		eo += whole[i] ? 0 : (size_t)(r->raw_size / es * oes);
+	}
+	dsv_xform_describe(v->xf[si], &d);
+	err = b->gpu ? dsv_gpu_decode_xform(b->gpu, &d, items, k, NULL)
+		     : dsv_gpu_emu_decode_xform(&d, items, k);
+	if (err)
+		return err;
+	for (size_t i = 0; i < k; i++) {
+		const dsv_chunk_ref *r = &refs[i];
+		if (whole[i])
+			continue;
+		uint64_t lo = a > r->elem_start ? a : r->elem_start;
+		uint64_t hi = a + m < r->elem_start + r->nelems ? a + m : r->elem_start + r->nelems;
+		memcpy(out + (lo - a) * oes, (char *)items[i].out + (lo - r->elem_start) * oes,
+		       (size_t)((hi - lo) * oes));
+	}
+	return 0;
+}
+
+int dsv_backend_makes(const dsv_backend *b, const dsv_view *v)
+{
+	/* a view whose element e is element e of its sources */
+	return (b->gpu || b->emulate) && !v->mapped && !v->tile_wins;
+}
+
+int dsv_backend_make(dsv_backend *b, const dsv_view *v, uint64_t e0, uint64_t n, void *out)
+{
+	char *o = out;
+	uint64_t bytes = n * v->out_esize;
+	int err = 0;
+
+	if (!dsv_backend_makes(b, v) || e0 > v->nelems || n > v->nelems - e0)
+		return DSV_ERR_UNSUPPORTED;
+	while (n && !err) {
+		size_t si = dsv_view_source_of(v, v->elem_base, e0);
+		uint64_t m = v->elem_base[si + 1] - e0;
+		if (m > n)
+			m = n;
+		err = make_run(b, v, si, e0 - v->elem_base[si], m, o);
+		o += m * v->out_esize;
+		e0 += m;
+		n -= m;
+	}
+	if (err)
+		atomic_fetch_add(&b->made_fallbacks, 1);
+	else
+		atomic_fetch_add(&b->made_bytes, bytes);
+	return err;
+}
