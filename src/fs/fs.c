@@ -285,6 +285,7 @@ out:
  * Stores go in pieces of at most READ_MAX bytes. */
 #define PREFETCH_BYTES (8u << 20) /* decoded (source) bytes ahead of a stream */
 #define PREFETCH_THREADS 2
+#define DEVICE_BATCH 8 /* chunks, at most, in one device batch */
 
 /* Stores k bytes of file at off, made at buf, in its page cache. */
 static int store(dsv_fs *fs, uint32_t file, uint64_t off, char *buf, size_t k)
@@ -319,11 +320,13 @@ static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
 }
 
 /* The same on the device path (backend.h, dsv_backend_make): [off, end)
- * made at once from the stored chunks under it, then stored in pieces.
- * @return 0, or non-zero for the CPU path to make them (and report what
- * is wrong), or DSV_ERR_IO when the kernel refused a store. */
-static int store_made(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
+ * made at once from the stored chunks under it, then stored in pieces,
+ * all but the page at skip (a tripwire's; UINT64_MAX: none). @return 0,
+ * or non-zero for the CPU path to make them (and report what is wrong),
+ * or DSV_ERR_IO when the kernel refused a store. */
+static int store_made(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end, uint64_t skip)
 {
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	const node *n = &fs->nodes[file];
 	const dsv_view *v = fs->m->views[n->view];
 	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, oes = v->out_esize, o = off;
@@ -342,32 +345,62 @@ static int store_made(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
 	if (end > o && (err = dsv_backend_make(fs->backend, v, (o - hdr) / oes, (end - o) / oes,
 					       buf + (o - off))))
 		return err;
-	for (o = off; o < end; o += READ_MAX)
-		if ((err = store(fs, file, o, buf + (o - off),
-				 (size_t)(end - o < READ_MAX ? end - o : READ_MAX))))
+	for (o = off; o < end;) {
+		uint64_t k = end - o < READ_MAX ? end - o : READ_MAX;
+		if (o == skip) {
+			o += page;
+			continue;
+		}
+		if (o < skip && o + k > skip)
+			k = skip - o;
+		if (store(fs, file, o, buf + (o - off), (size_t)k))
 			return DSV_ERR_IO;
+		o += k;
+	}
 	return 0;
 }
 
-static int push_chunk(void *ctx, uint32_t file, uint64_t chunk, int trip)
+/* The pages of file from the one where chunk starts to the one where the
+ * next starts (or the end of the file): [*off, *end). */
+static int chunk_pages(dsv_fs *fs, uint32_t file, uint64_t chunk, uint64_t *off, uint64_t *end)
 {
-	dsv_fs *fs = ctx;
 	const node *n = &fs->nodes[file];
 	const dsv_view *v = fs->m->views[n->view];
-	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, off, len;
+	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, len;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	int err = dsv_view_seg_range(v, chunk, &off, &len);
+	int err = dsv_view_seg_range(v, chunk, off, &len);
 	if (err)
 		return err;
-	uint64_t end = off + len == v->nbytes ? n->size : (hdr + off + len) / page * page;
-	off = (off == 0 ? 0 : (hdr + off) / page * page) + (trip ? page : 0);
-	if ((err = store_made(fs, file, off, end)) == 0 || err == DSV_ERR_IO)
+	*end = *off + len == v->nbytes ? n->size : (hdr + *off + len) / page * page;
+	*off = *off == 0 ? 0 : (hdr + *off) / page * page;
+	return 0;
+}
+
+static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint64_t trip)
+{
+	dsv_fs *fs = ctx;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off, end, o, e, skip = UINT64_MAX;
+	int err;
+
+	/* on the device: the chunks' pages at once */
+	if ((err = chunk_pages(fs, file, first, &off, &o)) ||
+	    (err = chunk_pages(fs, file, last, &o, &end)) ||
+	    (trip != DSV_PREFETCH_NO_TRIP && (err = chunk_pages(fs, file, trip, &skip, &e))))
 		return err;
-	/* a stream reads on through the chunk: decode it whole, once */
-	dsv_read_whole_chunks(1);
-	err = store_pages(fs, file, off, end);
-	dsv_read_whole_chunks(0);
-	return err;
+	if ((err = store_made(fs, file, off, end, skip)) == 0 || err == DSV_ERR_IO)
+		return err;
+	/* on the CPU, chunk by chunk: a stream reads on through each, so it
+	 * is decoded whole, once */
+	for (uint64_t c = first; c <= last; c++) {
+		if ((err = chunk_pages(fs, file, c, &o, &e)))
+			return err;
+		dsv_read_whole_chunks(1);
+		err = store_pages(fs, file, o + (c == trip ? page : 0), e);
+		dsv_read_whole_chunks(0);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Sampler hints (hints.h): a row's pages, from the page where it starts
@@ -411,15 +444,30 @@ static void start_prefetch(dsv_fs *fs)
 	uint64_t bytes = (uint64_t)knob("DSVIEW_READAHEAD_KB", PREFETCH_BYTES / 1024, 0,
 					1L << 30) * 1024;
 	dsv_view **file_views;
+	unsigned *batch;
 
 	if (bytes == 0 || !(file_views = calloc(fs->nnodes, sizeof(*file_views))))
 		return;
-	for (size_t i = 0; i < fs->nnodes; i++)
-		if (fs->nodes[i].kind == N_DAT || fs->nodes[i].kind == N_NPY)
-			file_views[i] = fs->m->views[fs->nodes[i].view];
-	fs->prefetch = dsv_prefetch_start(file_views, fs->nnodes, PREFETCH_THREADS, bytes,
-					  push_chunk, fs);
+	if (!(batch = calloc(fs->nnodes, sizeof(*batch)))) {
+		free(file_views);
+		return;
+	}
+	for (size_t i = 0; i < fs->nnodes; i++) {
+		if (fs->nodes[i].kind != N_DAT && fs->nodes[i].kind != N_NPY)
+			continue;
+		const dsv_view *v = file_views[i] = fs->m->views[fs->nodes[i].view];
+		/* the device takes a stream's next chunks in batches: half of
+		 * what is queued ahead, so that both threads have one (a batch's
+		 * first page may need the chunk before it: once a batch, not
+		 * once a chunk) */
+		uint64_t half = bytes / (v->seg_raw ? v->seg_raw : 1) / 2;
+		if (dsv_backend_makes(fs->backend, v))
+			batch[i] = half < 1 ? 1 : half > DEVICE_BATCH ? DEVICE_BATCH : (unsigned)half;
+	}
+	fs->prefetch = dsv_prefetch_start(file_views, batch, fs->nnodes, PREFETCH_THREADS, bytes,
+					  push_chunks, fs);
 	free(file_views);
+	free(batch);
 }
 
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)

@@ -35,6 +35,7 @@ typedef struct stream {
 typedef struct file_state {
 	const dsv_view *v;
 	unsigned depth; /* chunks to keep queued ahead */
+	unsigned batch; /* chunks one call of fn may take */
 	stream s[NSTREAMS];
 } file_state;
 
@@ -71,17 +72,28 @@ static void *prefetch_thread(void *arg)
 		const stream *s = &p->files[j.file].s[j.stream];
 		if (!s->live || j.chunk <= s->hi || j.chunk < s->lo)
 			continue; /* read already, or the stream was replaced */
+		/* and the stream's next chunks queued after it, up to the batch */
+		uint64_t last = j.chunk, trip = j.trip ? j.chunk : DSV_PREFETCH_NO_TRIP;
+		while (p->len && last + 1 - j.chunk < p->files[j.file].batch) {
+			const job *n = &p->q[p->head];
+			if (n->file != j.file || n->stream != j.stream || n->chunk != last + 1)
+				break;
+			last++;
+			trip = n->trip ? n->chunk : trip;
+			p->head = (p->head + 1) % QUEUE_CAP;
+			p->len--;
+		}
 		pthread_mutex_unlock(&p->mu);
-		if (p->fn(p->ctx, j.file, j.chunk, j.trip) == 0)
-			atomic_fetch_add(&p->done, 1);
+		if (p->fn(p->ctx, j.file, j.chunk, last, trip) == 0)
+			atomic_fetch_add(&p->done, last + 1 - j.chunk);
 		pthread_mutex_lock(&p->mu);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
-dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, size_t nfiles, int threads,
-				 uint64_t bytes, dsv_prefetch_fn fn, void *ctx)
+dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch, size_t nfiles,
+				 int threads, uint64_t bytes, dsv_prefetch_fn fn, void *ctx)
 {
 	dsv_prefetch *p;
 
@@ -109,6 +121,7 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, size_t nfiles, int
 		uint64_t d = bytes / raw;
 		p->files[i].v = v;
 		p->files[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
+		p->files[i].batch = batch && batch[i] > 1 ? batch[i] : 1;
 	}
 	for (; p->nthreads < threads; p->nthreads++)
 		if (pthread_create(&p->tids[p->nthreads], NULL, prefetch_thread, p))

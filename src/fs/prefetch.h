@@ -36,17 +36,21 @@
 
 typedef struct dsv_prefetch dsv_prefetch;
 
-/* Makes chunk `chunk` of file `file` and hands it on, all but its first
- * page when trip is set. @return 0 or a negative error (a failure is not
- * retried: the reader that needs the chunk reads it itself and gets the
- * error). */
-typedef int (*dsv_prefetch_fn)(void *ctx, uint32_t file, uint64_t chunk, int trip);
+/* Makes chunks first..last of file `file` and hands them on, all but the
+ * first page of chunk trip (a tripwire; UINT64_MAX: none). @return 0 or a
+ * negative error (a failure is not retried: the reader that needs the
+ * chunk reads it itself and gets the error). */
+typedef int (*dsv_prefetch_fn)(void *ctx, uint32_t file, uint64_t first, uint64_t last,
+			       uint64_t trip);
+#define DSV_PREFETCH_NO_TRIP UINT64_MAX
 
 /* file_views[i]: the view that file i shows, or NULL for files that are
- * not read ahead. NULL if threads or bytes is 0 (readahead off) or on
- * allocation failure. */
-dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, size_t nfiles, int threads,
-				 uint64_t bytes, dsv_prefetch_fn fn, void *ctx);
+ * not read ahead. batch: NULL, or batch[i] the most chunks of file i one
+ * call of fn may take (consecutive chunks queued for one stream go
+ * together: the device's readahead, fs.c), else one at a time. NULL if
+ * threads or bytes is 0 (readahead off) or on allocation failure. */
+dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch, size_t nfiles,
+				 int threads, uint64_t bytes, dsv_prefetch_fn fn, void *ctx);
 /* A read of `bytes` bytes of file touched the view's chunks first..last
  * (global indices). */
 void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,

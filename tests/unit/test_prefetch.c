@@ -26,9 +26,10 @@ typedef struct record {
 	uint64_t chunk[4096];
 	int trip[4096];
 	int block; /* handler waits while set */
+	int calls; /* of the handler (batches) */
 } record;
 
-static int handler(void *ctx, uint32_t file, uint64_t chunk, int trip)
+static int handler(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint64_t trip)
 {
 	record *r = ctx;
 	(void)file;
@@ -39,10 +40,11 @@ static int handler(void *ctx, uint32_t file, uint64_t chunk, int trip)
 		pthread_mutex_unlock(&r->mu);
 		usleep(1000);
 	}
-	if (r->n < 4096) {
+	for (uint64_t chunk = first; chunk <= last && r->n < 4096; chunk++) {
 		r->chunk[r->n] = chunk;
-		r->trip[r->n++] = trip;
+		r->trip[r->n++] = chunk == trip;
 	}
+	r->calls++;
 	pthread_mutex_unlock(&r->mu);
 	return 0;
 }
@@ -56,7 +58,7 @@ static dsv_prefetch *start(record *r)
 	static dsv_view *files[2] = { &view, NULL };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, 2, 2, 8 << 20, handler, r);
+	return dsv_prefetch_start(files, NULL, 2, 2, 8 << 20, handler, r);
 }
 
 /* Waits until the handler has seen n jobs (or 5 s), then a little more to
@@ -116,6 +118,36 @@ static void test_sequential_queues_ahead(void **state)
 	/* the other file is not read ahead */
 	dsv_prefetch_hint(p, 1, 0, 100, 400 << 20);
 	assert_int_equal(settle(&r, 14), 13);
+	dsv_prefetch_stop(p);
+}
+
+/* With batches of up to 4 for file 0 (the device's readahead), the same
+ * pass hands 8..15 on in runs of consecutive chunks, no run longer than
+ * 4, the tripwire still 12 (whichever run holds it). */
+static void test_batches(void **state)
+{
+	static dsv_view *files[2] = { &view, NULL };
+	static const unsigned batch[2] = { 4, 4 };
+	record r;
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	pthread_mutex_init(&r.mu, NULL);
+	r.block = 1; /* let the queue fill first */
+	dsv_prefetch *p = dsv_prefetch_start(files, batch, 2, 2, 8 << 20, handler, &r);
+	for (uint64_t g = 0; g < 8; g++)
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	usleep(20000);
+	pthread_mutex_lock(&r.mu);
+	r.block = 0;
+	pthread_mutex_unlock(&r.mu);
+	assert_int_equal(settle(&r, 8), 8);
+	for (uint64_t g = 8; g < 16; g++)
+		assert_true(has(&r, g));
+	/* in runs (one at a time would be 8 calls), the tripwire in its run */
+	assert_true(r.calls <= 4);
+	for (int i = 0; i < r.n; i++)
+		assert_int_equal(r.trip[i], r.chunk[i] == 12);
+	assert_int_equal(dsv_prefetch_done(p), 8);
 	dsv_prefetch_stop(p);
 }
 
@@ -191,6 +223,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sequential_queues_ahead),
+		cmocka_unit_test(test_batches),
 		cmocka_unit_test(test_shuffled_queues_nothing),
 		cmocka_unit_test(test_two_shards_two_streams),
 		cmocka_unit_test(test_stale_jobs_dropped),
