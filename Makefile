@@ -234,11 +234,14 @@ bench: deps
 
 # The GPU backend (tests/bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
 # 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
-# against the CPU on every core; one line and exit 0 where no GPU is usable.
-# GPU_BENCH_MB (default 256) sets each configuration's output.
+# against the CPU on every core; then the mount (gpu_mount_bench.py): cold
+# sequential GB/s and daemon CPU s/GB with --gpu 0 against --gpu off. Each
+# says so in one line and exits 0 where no GPU is usable. GPU_BENCH_MB
+# (default 256) sets each kernel configuration's output.
 bench-gpu: deps
 	$(MAKE) all $(BUILD)/tests/gpu_bench
 	$(BUILD)/tests/gpu_bench
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/gpu_mount_bench.py
 
 # The read table of issue 15 (tests/bench/read_bench.py): 12 KB and 150 KB
 # rows, cold and warm sequential passes, shuffled batches by one reader and

@@ -38,7 +38,7 @@ int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
 		dsv_log_info("backend: cuda device %d (%s)", dev, dsv_gpu_name(b->gpu));
 	}
 	const char *emu = getenv("DSVIEW_GPU_EMULATE");
-	if (!b->gpu && emu && strcmp(emu, "1") == 0) {
+	if (dev == DSV_GPU_AUTO && !b->gpu && emu && strcmp(emu, "1") == 0) {
 		b->emulate = 1;
 		dsv_log_info("backend: readahead through the host build of the device code "
 			     "(DSVIEW_GPU_EMULATE=1, for tests)");

@@ -12,7 +12,7 @@
 struct dsv_backend {
 	dsv_gpu *gpu;  /* NULL: CPU */
 	char why[256]; /* why the CPU, when gpu is NULL */
-	/* DSVIEW_GPU_EMULATE=1 without a device: the readahead's device
+	/* DSVIEW_GPU_EMULATE=1, --gpu auto and no device: the readahead's device
 	 * path runs the host build of the device code (gpu_emu.c) */
 	int emulate;
 	atomic_uint_fast64_t made_bytes;     /* readahead output made on the device path */
