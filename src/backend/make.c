@@ -95,8 +95,13 @@ static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, ui
 
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v)
 {
-	/* a view whose element e is element e of its sources */
-	return (b->gpu || b->emulate) && !v->mapped && !v->tile_wins;
+	/* a view whose element e is element e of its sources, all LZ4 */
+	if ((!b->gpu && !b->emulate) || v->mapped || v->tile_wins)
+		return 0;
+	for (size_t i = 0; i < v->nsources; i++)
+		if (!dsv_source_get_info(v->sources[i])->lz4_block)
+			return 0;
+	return 1;
 }
 
 int dsv_backend_make(dsv_backend *b, const dsv_view *v, uint64_t e0, uint64_t n, void *out)

@@ -112,6 +112,8 @@ class DevicePath(E2E):
         r = run("pack", "--chunk-size", "256k", "--block-size", "16K", cls.p(cls, "img.npy"),
                 cls.p(cls, "img.h5"), timeout=120)
         assert r.returncode == 0, r.stderr
+        r = run("pack", "--codec", "zstd", cls.p(cls, "img.npy"), cls.p(cls, "z.h5"), timeout=120)
+        assert r.returncode == 0, r.stderr
         # others' file: no checksum, chunks of 45 rows (the last one padded)
         with h5py.File(cls.p(cls, "theirs.h5"), "w") as f:
             f.create_dataset("img", data=x[:1000], chunks=(45, cls.SIDE, cls.SIDE, 3),
@@ -124,7 +126,8 @@ class DevicePath(E2E):
                     "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\nchannel_axis = -1\n"
                     f"[two]\nsource = theirs.h5:/img\nsource = img.h5:/img\nscale = {SCALE!r}\n"
                     "offset = -0.5\n"
-                    f"[odd]\nsource = img.h5:/img\nrows = ::3\nscale = {SCALE!r}\n")
+                    f"[odd]\nsource = img.h5:/img\nrows = ::3\nscale = {SCALE!r}\n"
+                    f"[z]\nsource = z.h5:/img\nscale = {SCALE!r}\n")
 
     @contextlib.contextmanager
     def emulated(self, ini, **kw):
@@ -165,8 +168,9 @@ class DevicePath(E2E):
                     self.assertGreater(st["gpu_readahead_bytes"], made,
                                        f"{name}: the readahead made pages on the device path")
                     made = st["gpu_readahead_bytes"]
-            # rows picked: not a view the device path makes (the CPU's)
+            # rows picked, or a zstd store: not what the device path makes
             check_whole(self, m, "odd", reference(x[::3], SCALE), "float32")
+            self.assertEqual(read_all(m.path("z.dat")), reference(x, SCALE).tobytes())
             st = m.stats()
             self.assertEqual(st["gpu_readahead_bytes"], made)
             self.assertEqual(st["gpu_readahead_fallbacks"], 0)
