@@ -20,7 +20,8 @@ import numpy as np
 import zstandard
 
 import test_filters
-from common import E2E, read_all, reference, run
+from common import E2E, read_all, run
+from refs import reference
 
 BSHUF = 32008
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "fixtures")

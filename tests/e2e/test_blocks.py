@@ -18,7 +18,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, check_preads, check_whole, forked_batches, reference, run
+from common import E2E, check_preads, check_whole, forked_batches, run
+from refs import reference
 
 SCALE = 1 / 255
 

@@ -13,7 +13,8 @@ import hdf5plugin
 import numpy as np
 
 import test_filters
-from common import E2E, read_all, reference, run
+from common import E2E, read_all, run
+from refs import reference
 
 BLOSC = 32001
 CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")

@@ -11,8 +11,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (E2E, check_preads, check_whole, forked_batches, reference, run,
-                    windows_ref)
+from common import E2E, check_preads, check_whole, forked_batches, run
+from refs import reference, windows_ref
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]

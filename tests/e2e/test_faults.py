@@ -15,7 +15,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, mm_npy, mounted, read_all, reference, run, same_bits
+from common import E2E, mm_npy, mounted, read_all, run, same_bits
+from refs import reference
 
 
 def write_npy_raw(path, header, data=b""):

@@ -17,7 +17,8 @@ import h5py
 import numpy as np
 import zstandard
 
-from common import E2E, read_all, reference, run
+from common import E2E, read_all, run
+from refs import reference
 
 ZSTD = 32015
 

@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from common import E2E, reference, run
+from common import E2E, run
+from refs import reference
 
 FIO = shutil.which("fio") or "/usr/bin/fio"
 

@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 
-from common import (E2E, check_preads, check_whole, forked_batches, mounted, out_np, read_all,
-                    reference, run)
+from common import E2E, check_preads, check_whole, forked_batches, mounted, out_np, read_all, run
+from refs import reference
 
 SCALE = 1 / 255
 

@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from common import E2E, reference
+from common import E2E
+from refs import reference
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import prefetch_sampler as ps  # noqa: E402

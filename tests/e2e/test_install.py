@@ -13,7 +13,8 @@ import subprocess
 
 import numpy as np
 
-from common import DSVIEW, E2E, mounted, reference, run
+from common import DSVIEW, E2E, mounted, run
+from refs import reference
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 

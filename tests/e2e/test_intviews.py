@@ -9,7 +9,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, check_preads, check_whole, forked_batches, int_reference, refused_at
+from common import E2E, check_preads, check_whole, forked_batches, refused_at
+from refs import int_reference
 
 INTS = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64")
 # (source, output) pairs whose whole source range fits the output

@@ -21,7 +21,8 @@ import traceback
 
 import numpy as np
 
-from common import E2E, diff_report, has_sanitizer, npy_header_len, reference, run
+from common import E2E, diff_report, has_sanitizer, npy_header_len, run
+from refs import reference
 
 SOAK_SECONDS = float(os.environ.get("DSVIEW_SOAK_SECONDS", "30"))
 

@@ -9,7 +9,8 @@ import os
 import h5py
 import numpy as np
 
-from common import E2E, mm_npy, reference, run, same_bits
+from common import E2E, mm_npy, run, same_bits
+from refs import reference
 
 
 class Names(E2E):

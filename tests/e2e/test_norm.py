@@ -9,8 +9,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (E2E, FLOAT_OUT, check_preads, check_whole, forked_batches, reference,
-                    refused_at, round_out, run)
+from common import E2E, check_preads, check_whole, forked_batches, refused_at, run
+from refs import FLOAT_OUT, reference, round_out
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 S255 = 1 / 255

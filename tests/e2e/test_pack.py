@@ -15,7 +15,8 @@ import h5py
 import hdf5plugin  # noqa: F401  (registers the LZ4 filter for h5py)
 import numpy as np
 
-from common import DSVIEW, E2E, reference, run
+from common import DSVIEW, E2E, run
+from refs import reference
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 

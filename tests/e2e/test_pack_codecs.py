@@ -18,7 +18,8 @@ import numpy as np
 import lz4.block
 import zstandard
 
-from common import E2E, check_whole, forked_batches, reference, run
+from common import E2E, check_whole, forked_batches, run
+from refs import reference
 from test_bitshuffle import bshuf_encode, default_block
 from test_pack import image_like
 

@@ -9,7 +9,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, has_sanitizer, mount_entry, reference, run, same_bits
+from common import E2E, has_sanitizer, mount_entry, run, same_bits
+from refs import reference
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SCALE = 1 / 255

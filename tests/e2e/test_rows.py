@@ -9,8 +9,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (E2E, FLOAT_OUT, check_preads, check_whole, forked_batches, reference,
-                    refused_at, run)
+from common import E2E, check_preads, check_whole, forked_batches, refused_at, run
+from refs import FLOAT_OUT, reference
 
 SCALE = 0.0033333333333333335
 # slice text -> Python slice; every kind the contract names

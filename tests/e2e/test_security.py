@@ -19,7 +19,8 @@ import tempfile
 import h5py
 import numpy as np
 
-from common import E2E, mm_dat, mm_npy, mount_entry, read_all, reference, same_bits
+from common import E2E, mm_dat, mm_npy, mount_entry, read_all, same_bits
+from refs import reference
 
 NOBODY = 65534
 KEEPS = "read-only, nosuid, nodev"  # the reason every refused -o gives

@@ -9,7 +9,8 @@ import h5py
 import numpy as np
 from h5py import h5d, h5s, h5t
 
-from common import diff_report, mm_dat, reference, run
+from common import diff_report, mm_dat, run
+from refs import reference
 from test_views import DTYPES, NP_OUT, ViewCheck
 
 I64_EDGES = [0, -1, 1, 2**24 + 1, 2**24 + 3, -(2**24 + 1), 2**53 + 1, 2**53 + 2**29 + 1,

@@ -14,8 +14,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (DSVIEW, E2E, mm_npy, mount_entry, read_all, reference, run, same_bits,
-                    view_name)
+from common import DSVIEW, E2E, mm_npy, mount_entry, read_all, run, same_bits, view_name
+from refs import reference
 from test_security import printable
 
 NAME_MAX = 200  # DSV_VIEW_NAME_MAX in src/view/view_i.h

@@ -8,7 +8,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, mm_dat, mm_npy, npy_header_len, read_all, reference, run
+from common import E2E, mm_dat, mm_npy, npy_header_len, read_all, run
+from refs import reference
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 NP_OUT = {"float32": np.float32, "bfloat16": np.uint16, "float16": np.float16}

@@ -10,8 +10,8 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import (E2E, FLOAT_OUT, check_preads, check_whole, forked_batches, reference, refused_at,
-                    run, windows_ref)
+from common import E2E, check_preads, check_whole, forked_batches, refused_at, run
+from refs import FLOAT_OUT, reference, windows_ref
 
 W = 200
 MEAN, STD = [0.5, -1, 2, 0, 3], [2, 0.5, 1, 4, 0.25]

@@ -14,7 +14,8 @@ import numpy as np
 import numcodecs
 import zarr
 
-from common import E2E, check_preads, check_whole, forked_batches, reference, run
+from common import E2E, check_preads, check_whole, forked_batches, run
+from refs import reference
 
 RNG = np.random.default_rng(19)
 

@@ -9,7 +9,8 @@ import re
 import h5py
 import numpy as np
 
-from common import E2E, mm_npy, read_all, reference, run, same_bits, view_name
+from common import E2E, mm_npy, read_all, run, same_bits, view_name
+from refs import reference
 
 SERVED_TYPES = ("dsview serves integers of 1 to 8 bytes, enum and bitfield as their integer, "
                 "float16, float32, float64")
