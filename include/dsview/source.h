@@ -6,7 +6,8 @@
  * read path only does pread(2) and, for filters dsview cannot decode itself,
  * dsv_source_read_fallback() through the HDF5 library under a global lock.
  *
- * Thread safety: after open, a source is immutable; dsv_source_chunk,
+ * Thread safety: after open, a source is immutable (but for the count
+ * dsv_source_stored_bytes keeps, under its own lock); dsv_source_chunk,
  * dsv_source_pread and dsv_source_read_fallback may be called from any number
  * of threads. open/close are not concurrent with anything on the same source.
  */
@@ -52,7 +53,8 @@ typedef struct dsv_source_info {
 	uint64_t nelems;      /* nrows * row_elems */
 	uint64_t chunk_elems; /* elements per chunk (all but the last) */
 	uint64_t nchunks;
-	uint64_t stored_bytes; /* bytes on disk for the data */
+	uint64_t stored_bytes; /* bytes on disk for the data; 0 for a Zarr
+				  array: ask dsv_source_stored_bytes */
 	/* LZ4 (32004) sources: raw bytes per LZ4 block, as the first stored
 	 * chunk's frame says (clamped to the chunk); 0 for other codecs or a
 	 * frame that could not be read (chunks are then decoded whole) */
@@ -132,6 +134,11 @@ dsv_source *dsv_source_ref(dsv_source *s);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);
+/* Bytes on disk for the data: info.stored_bytes, or for a Zarr array the
+ * sizes of its chunk files (a missing one counts 0), counted at the first
+ * call (a stat of every file in the array's directory) and kept. Safe to
+ * call from any thread; a caller that comes while another counts waits. */
+uint64_t dsv_source_stored_bytes(const dsv_source *s);
 /* True if a and b are the same data: the same path as given and the same
  * HDF5 dataset (both NULL for .npy and raw). Paths are compared as
  * strings, as the totals of info and the work list of verify count them. */

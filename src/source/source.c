@@ -127,6 +127,11 @@ const dsv_source_info *dsv_source_get_info(const dsv_source *s)
 	return &s->info;
 }
 
+uint64_t dsv_source_stored_bytes(const dsv_source *s)
+{
+	return s->stored_count ? s->stored_count(s) : s->info.stored_bytes;
+}
+
 int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b)
 {
 	return !strcmp(a->path, b->path) &&

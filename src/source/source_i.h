@@ -92,6 +92,9 @@ struct dsv_source {
 	 * one by one (e.g. to ask the kernel for all of them at once, so
 	 * their disk reads overlap) */
 	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
+	/* optional: the data's bytes on disk, when counting them costs too
+	 * much for open (dsv_source_stored_bytes; thread-safe) */
+	uint64_t (*stored_count)(const dsv_source *s);
 	void *zarr; /* zarr.c's state, freed by zarr_close */
 	void (*zarr_close)(void *zarr);
 };

@@ -62,4 +62,8 @@ int dsv_zarr_attrs(const char *text, size_t len, int version, char **out, dsv_er
  * in cap or an index is outside the grid. */
 int dsv_zarr_chunk_key(const dsv_zarr_meta *m, const uint64_t *idx, char *out, size_t cap);
 
+/* True when rel (a path relative to the array's directory) is the key of
+ * a chunk inside the grid, exactly as dsv_zarr_chunk_key spells it. */
+int dsv_zarr_is_chunk_key(const dsv_zarr_meta *m, const char *rel);
+
 #endif

@@ -385,3 +385,27 @@ int dsv_zarr_chunk_key(const dsv_zarr_meta *m, const uint64_t *idx, char *out, s
 	}
 	return 0;
 }
+
+int dsv_zarr_is_chunk_key(const dsv_zarr_meta *m, const char *rel)
+{
+	uint64_t idx[DSV_MAX_DIMS] = { 0 };
+	char key[1024];
+	const char *p = rel;
+	if (m->key_prefix && *p++ != 'c')
+		return 0;
+	for (int k = 0; k < m->ndim; k++) {
+		char *end;
+		if ((k || m->key_prefix) && *p++ != m->sep)
+			return 0;
+		if (*p < '0' || *p > '9')
+			return 0;
+		unsigned long long v = strtoull(p, &end, 10); /* too big: ULLONG_MAX */
+		if (v >= m->grid[k])
+			return 0;
+		idx[k] = v;
+		p = end;
+	}
+	/* anything after, a leading zero ("01"), v2's 0-d "0": the key the
+	 * reader opens for idx is the judge */
+	return dsv_zarr_chunk_key(m, idx, key, sizeof(key)) == 0 && !strcmp(key, rel);
+}

@@ -251,6 +251,61 @@ class ZarrV2(E2E):
         self.assertEqual(info["kind"], "zarr")
         self.assertEqual(info["source"]["shape"], [40, 33])
 
+    def test_stored_bytes_are_the_chunk_files(self):
+        # info's stored_bytes and a mounted V.dat's st_blocks: the sizes of
+        # the chunk files there are (a missing one counts 0), keys nested
+        # by '/' too; not the metadata, nor files whose names are not keys
+        # of the grid (out of it, a leading zero, a stray file or folder)
+        x = RNG.integers(0, 1000, (40, 30), dtype=np.int32)
+        ini = ""
+        for name, sep in (("sb_dot", "."), ("sb_slash", "/")):
+            p = write_v2(self.tmp, name, x, dict(chunks=(7, 8), compressor=numcodecs.Zstd(),
+                                                 dimension_separator=sep))
+            os.remove(os.path.join(p, f"2{sep}1"))
+            for junk in ("notes.txt", f"6{sep}0", f"01{sep}1", f"0{sep}4", f"9{sep}9{sep}9",
+                         os.path.join("extra", "0.0")):
+                os.makedirs(os.path.dirname(os.path.join(p, junk)), exist_ok=True)
+                with open(os.path.join(p, junk), "wb") as f:
+                    f.write(b"x" * 1000)
+            with self.subTest(name):
+                self.assertEqual(self.stored_bytes(p), self.chunk_file_bytes(p, x.shape, (7, 8), sep))
+            ini += f"[{name}]\nsource = {p}\n[{name}_again]\nsource = {p}\nscale = 2\n"
+        q = write_v3(os.path.join(self.tmp, "sb_v3"), x, (7, 8), codec="gzip", skip={(0, 0)})
+        self.assertEqual(self.stored_bytes(q), self.chunk_file_bytes(q, x.shape, (7, 8), "/", "c/"))
+        with self.mount(self.write_ini(ini + f"[sb_v3]\nsource = {q}\n")) as m:
+            for name in ("sb_dot", "sb_slash", "sb_dot_again", "sb_v3"):
+                with self.subTest(name):
+                    st = os.stat(m.path(name + ".dat"))
+                    p = os.path.join(self.tmp, name.replace("_again", "") + ".zarr")
+                    want = self.stored_bytes(q if name == "sb_v3" else p)
+                    self.assertEqual(st.st_blocks, (want + 511) // 512)
+                    self.assertEqual(os.stat(m.path(name + ".npy")).st_blocks, 0)
+            ref = x.astype(np.float32)
+            ref[14:21, 8:16] = 0  # chunk 2/1, missing
+            check_whole(self, m, "sb_slash", ref, "float32")
+        # a manifest's totals count the array shared by two views once
+        r = run("info", "--json", self.write_ini(ini))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        views = json.loads(r.stdout)
+        dot, slash = (self.stored_bytes(os.path.join(self.tmp, n + ".zarr")) for n in ("sb_dot", "sb_slash"))
+        self.assertEqual([v["stored_bytes"] for v in views["views"]], [dot, dot, slash, slash])
+        self.assertEqual(views["totals"]["stored_bytes"], dot + slash)
+        r = run("info", os.path.join(self.tmp, "sb_dot.zarr"))
+        self.assertRegex(r.stdout, rf"data +4\.80 kB in {dot / 1000:.2f} kB of chunk files "
+                                   rf"\(ratio {4800 / dot:.2f}\)")
+
+    @staticmethod
+    def stored_bytes(path):
+        r = run("info", "--json", path)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["source"]["stored_bytes"]
+
+    @staticmethod
+    def chunk_file_bytes(path, shape, chunks, sep, prefix=""):
+        grid = [-(-s // c) for s, c in zip(shape, chunks)]
+        keys = (os.path.join(path, prefix + sep.join(map(str, idx))) for idx in np.ndindex(*grid))
+        return sum(os.path.getsize(k) for k in keys if os.path.exists(k))
+
     def test_refused_metadata(self):
         x = np.arange(24, dtype=np.int32).reshape(6, 4)
         p = os.path.join(self.tmp, "delta.zarr")

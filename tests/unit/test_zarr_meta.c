@@ -52,6 +52,15 @@ static void test_v2_as_written(void **state)
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, sizeof(key)), DSV_ERR_INVALID);
 	idx[0] = 2;
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, 3), DSV_ERR_INVALID); /* no room */
+	/* the names a count of the chunk files takes (grid 3 x 3) */
+	static const char *const keys[] = { "0.0", "2.2", "1.0" };
+	static const char *const not_keys[] = { "3.0", "0.3", "01.0", "0.0.0", "0", "0/0", "0.",
+						".zarray", "+1.0", " 1.0", "1.0 ", "c.0.0",
+						"99999999999999999999999.0", "" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_true(dsv_zarr_is_chunk_key(&m, keys[i]));
+	for (size_t i = 0; i < sizeof(not_keys) / sizeof(not_keys[0]); i++)
+		assert_false(dsv_zarr_is_chunk_key(&m, not_keys[i]));
 }
 
 static void test_v2_fill_order_separator(void **state)
@@ -74,6 +83,9 @@ static void test_v2_fill_order_separator(void **state)
 	uint64_t idx[2] = { 1, 2 };
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, sizeof(key)), 0);
 	assert_string_equal(key, "1/2");
+	assert_true(dsv_zarr_is_chunk_key(&m, "1/2"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "1.2"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "1/2/"));
 
 	static const struct {
 		const char *dtype, *fill;
@@ -130,6 +142,10 @@ static void test_v3_spec_example(void **state)
 	uint64_t idx[2] = { 9, 0 };
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, sizeof(key)), 0);
 	assert_string_equal(key, "c/9/0");
+	assert_true(dsv_zarr_is_chunk_key(&m, "c/9/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "9/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "c/10/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "d/9/0"));
 	char *attrs;
 	assert_int_equal(dsv_zarr_attrs(t, strlen(t), 3, &attrs, &eb), 0);
 	assert_string_equal(attrs, "{\"bar\":\"apples\",\"foo\":42}");
@@ -164,6 +180,9 @@ static void test_v3_spec_example(void **state)
 	assert_int_equal(m.nchunks, 1);
 	assert_int_equal(dsv_zarr_chunk_key(&m, NULL, key, sizeof(key)), 0);
 	assert_string_equal(key, "c");
+	assert_true(dsv_zarr_is_chunk_key(&m, "c"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "c/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "0"));
 }
 
 /* Each refused with its code and a reason naming what is wrong. */
