@@ -63,7 +63,12 @@ typedef struct dsv_source_info {
 	 * check only their blocks (dsv_source_read_lz4_part) */
 	int lz4_table;
 	struct timespec mtime;
-	const char *attrs;    /* an HDF5 dataset's attributes, a JSON object, or NULL */
+	const char *attrs;    /* an HDF5 dataset's or Zarr array's attributes, a JSON
+				 object, or NULL */
+	/* the names of the ndim axes, a JSON array of strings and nulls (an
+	 * axis without a name), or NULL: a Zarr array's (v3 dimension_names,
+	 * or v2 xarray's _ARRAY_DIMENSIONS attribute) */
+	const char *dim_names;
 } dsv_source_info;
 
 /* Where one chunk's bytes are and how to turn them into elements. */

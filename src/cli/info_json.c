@@ -56,6 +56,8 @@ static json_t *jsource(const dsv_source *s)
 	json_object_set_new(o, "why", jstr_or_null(si->why));
 	json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 	json_object_set_new(o, "shape", jshape(si->ndim, si->shape));
+	json_object_set_new(o, "dimension_names", si->dim_names
+			    ? json_loads(si->dim_names, JSON_DECODE_ANY, NULL) : json_null());
 	json_object_set_new(o, "data_bytes", json_integer((json_int_t)(si->nelems * esize)));
 	json_object_set_new(o, "stored_bytes", json_integer((json_int_t)dsv_source_stored_bytes(s)));
 	json_object_set_new(o, "nchunks", json_integer((json_int_t)si->nchunks));

@@ -119,6 +119,7 @@ void dsv_source_close(dsv_source *s)
 	free(s->path);
 	free(s->dataset);
 	free(s->attrs_json);
+	free(s->dims_json);
 	free(s);
 }
 

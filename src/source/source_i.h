@@ -70,8 +70,9 @@ struct dsv_source {
 	/* h5.c, zarr.c: storage for info.why when it is composed at open
 	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
-	/* h5.c: the dataset's attributes as JSON text (info.attrs), or NULL */
-	char *attrs_json;
+	/* h5.c, zarr.c: the dataset's attributes as JSON text (info.attrs), or
+	 * NULL; zarr.c: its axis names (info.dim_names), or NULL */
+	char *attrs_json, *dims_json;
 
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are
 	 * boxes of gshape; the read path's chunks are bands of g_band

@@ -268,7 +268,7 @@ static uint64_t zarr_stored_bytes(const dsv_source *s)
 
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 {
-	char *text = NULL, *attrs = NULL;
+	char *text = NULL, *attrs = NULL, *dims = NULL;
 	size_t len = 0, alen;
 	struct stat st;
 	int err, version = 2;
@@ -306,7 +306,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	}
 	s->info.mtime = st.st_mtim;
 	if ((err = dsv_zarr_parse(text, len, version, &z->m, eb)) ||
-	    (version == 3 && (err = dsv_zarr_attrs(text, len, 3, &attrs, eb)))) {
+	    (version == 3 && (err = dsv_zarr_attrs(text, len, 3, z->m.ndim, &attrs, &dims, eb)))) {
 		free(text);
 		dsv_errbuf inner = *eb;
 		dsv_source_close(s);
@@ -317,7 +317,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	if (version == 2) { /* the attributes live beside, in .zattrs */
 		err = slurp(z->dir, ".zattrs", &text, &alen, &st);
 		if (!err)
-			err = dsv_zarr_attrs(text, alen, 2, &attrs, eb);
+			err = dsv_zarr_attrs(text, alen, 2, z->m.ndim, &attrs, &dims, eb);
 		free(text);
 		if (err && err != DSV_ERR_NOTFOUND) {
 			dsv_errbuf inner = *eb;
@@ -325,8 +325,8 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 			return dsv_errf_at(eb, err, dir, ".zattrs", "%s", inner.reason);
 		}
 	}
-	s->attrs_json = attrs;
-	s->info.attrs = attrs;
+	s->info.attrs = s->attrs_json = attrs;
+	s->info.dim_names = s->dims_json = dims;
 
 	const dsv_zarr_meta *m = &z->m;
 	s->info.kind = DSV_SRC_ZARR;

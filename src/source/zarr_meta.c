@@ -342,11 +342,43 @@ int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m,
 	return err ? err : derive(m, eb);
 }
 
-int dsv_zarr_attrs(const char *text, size_t len, int version, char **out, dsv_errbuf *eb)
+/* *dims from names (v3 dimension_names, v2 _ARRAY_DIMENSIONS; absent or
+ * null: none): ndim strings, and in v3 nulls too (an axis without a name).
+ * In v3 anything else is refused; in v2 it is an attribute like any other,
+ * which xarray wrote or did not, and is passed over. */
+static int dim_names(json_t *names, int version, int ndim, char **dims, dsv_errbuf *eb)
+{
+	const char *what = version == 3 ? "dimension_names" : "_ARRAY_DIMENSIONS";
+	size_t n = json_array_size(names);
+	if (!names || json_is_null(names))
+		return 0;
+	if (!json_is_array(names) || n != (size_t)ndim) {
+		if (version == 2)
+			return 0;
+		if (!json_is_array(names))
+			return dsv_errf(eb, DSV_ERR_FORMAT, "%s is not an array", what);
+		return dsv_errf(eb, DSV_ERR_FORMAT, "%s has %zu names for %d dimensions", what, n,
+				ndim);
+	}
+	for (size_t k = 0; k < n; k++) {
+		json_t *v = json_array_get(names, k);
+		if (json_is_string(v) || (version == 3 && json_is_null(v)))
+			continue;
+		if (version == 2)
+			return 0;
+		return dsv_errf(eb, DSV_ERR_FORMAT, "%s[%zu] is not a string or null", what, k);
+	}
+	if (!(*dims = json_dumps(names, JSON_COMPACT | JSON_ENCODE_ANY)))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out,
+		   char **dims, dsv_errbuf *eb)
 {
 	json_error_t je;
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *a;
-	*out = NULL;
+	*out = *dims = NULL;
 	if (!o)
 		return dsv_errf(eb, DSV_ERR_FORMAT, "not JSON: %s (line %d)", je.text, je.line);
 	a = version == 2 ? o : json_object_get(o, "attributes");
@@ -355,8 +387,16 @@ int dsv_zarr_attrs(const char *text, size_t len, int version, char **out, dsv_er
 		err = bad(eb, "attributes are not a JSON object");
 	else if (a && json_object_size(a) &&
 		 !(*out = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)))
-		err = DSV_ERR_NOMEM;
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	else
+		err = dim_names(json_object_get(o, version == 3 ? "dimension_names"
+								: "_ARRAY_DIMENSIONS"),
+				version, ndim, dims, eb);
 	json_decref(o);
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
 	return err;
 }
 
