@@ -333,8 +333,9 @@ static int open_chunked(h5_open *o, int *fallback, hsize_t *band_rows,
 			}
 			return err;
 		}
-		int err = dsv_h5_open_grid(s, o->dset, o->space, cdims, codec != DSV_CODEC_NONE,
-					   fl32, s->h5_why, sizeof(s->h5_why), o->eb);
+		int err = dsv_h5_open_grid(s, o->dset, o->dcpl, o->ftype, o->space, cdims,
+					   codec != DSV_CODEC_NONE, fl32, s->h5_why,
+					   sizeof(s->h5_why), o->eb);
 		if (err != DSV_ERR_UNSUPPORTED)
 			return err;
 		s->codec = DSV_CODEC_NONE; /* the library's, with the reason in h5_why */

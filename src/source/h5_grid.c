@@ -13,10 +13,14 @@
  * checks), outside the HDF5 lock, as row chunks are. The kernel is asked
  * for a band's later runs before the first is read.
  *
- * Datasets with a chunk never written (the library supplies its fill
- * value), a chunk whose stored size is impossible or that the library will
- * not locate, or bands larger than the read path takes stay on the
- * fallback, with the reason.
+ * A chunk never written reads as the dataset's fill value, as the library
+ * reads it: the default (zeros) or the one the file defines, taken at open
+ * in the stored type (no conversion: the grid serves only types stored as
+ * they are served). Datasets whose never-written chunks the library would
+ * not fill (fill time "never", or no fill value defined: it leaves the
+ * reader's buffer as it was), a chunk whose stored size is impossible or
+ * that the library will not locate, or bands larger than the read path
+ * takes stay on the fallback, with the reason.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,30 +50,40 @@ static void band_chunks(const dsv_source *s, uint64_t b, uint64_t *first, uint64
 	*end = (rows_end < s->gcount[0] ? rows_end : s->gcount[0]) * per;
 }
 
-/* The end of the run of chunks read with one pread from chunk lin on
- * (before end): each next one starts at most RUN_GAP after the one before
- * it ends, the run spans at most RUN_MAX bytes and lies inside the file as
- * it was at open (a chunk past its end is read alone, so its error names
- * it). */
-static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end)
+/* The first chunk from lin on (before end) that the file stores, or end. */
+static uint64_t next_stored(const dsv_source *s, uint64_t lin, uint64_t end)
 {
-	uint64_t off = s->chunk_off[lin], stop = off + s->chunk_size[lin];
-	for (lin++; lin < end; lin++) {
+	while (lin < end && s->chunk_off[lin] == DSV_SRC_UNALLOCATED)
+		lin++;
+	return lin;
+}
+
+/* The end of the run of chunks read with one pread from stored chunk lin
+ * on (before end), chunks never written among them passed over: each next
+ * one starts at most RUN_GAP after the one before it ends, the run spans
+ * at most RUN_MAX bytes and lies inside the file as it was at open (a
+ * chunk past its end is read alone, so its error names it). *stop: the
+ * file offset where the run's bytes end. */
+static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end, uint64_t *stop)
+{
+	uint64_t off = s->chunk_off[lin];
+	*stop = off + s->chunk_size[lin];
+	for (lin = next_stored(s, lin + 1, end); lin < end; lin = next_stored(s, lin + 1, end)) {
 		uint64_t o = s->chunk_off[lin], e = o + s->chunk_size[lin];
-		if (o < stop || o - stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
+		if (o < *stop || o - *stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
 			break;
-		stop = e;
+		*stop = e;
 	}
 	return lin;
 }
 
-/* Makes io hold the stored bytes of the run of chunks from lin on. */
+/* Makes io hold the stored bytes of the run of chunks from stored chunk
+ * lin on. */
 static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 {
-	uint64_t first, end;
+	uint64_t first, end, off = s->chunk_off[lin], stop_off;
 	band_chunks(s, io->band, &first, &end);
-	uint64_t stop = run_end(s, lin, end), off = s->chunk_off[lin];
-	uint64_t len = s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off;
+	uint64_t stop = run_end(s, lin, end, &stop_off), len = stop_off - off;
 	unsigned char *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)len);
 	int err;
 
@@ -91,6 +105,8 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 	uint64_t lin = 0, esize = dsv_dtype_size(s->info.dtype);
 	for (int k = 0; k < s->info.ndim; k++)
 		lin = lin * s->gcount[k] + idx[k];
+	if (s->chunk_off[lin] == DSV_SRC_UNALLOCATED)
+		return DSV_ERR_NOTFOUND; /* grid.c fills it */
 	uint32_t mask = s->chunk_mask[lin];
 	dsv_chunk_ref r = {
 		.index = lin,
@@ -124,23 +140,42 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
  * kernel now, so their disk reads overlap the first's. */
 static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 {
-	uint64_t first, end;
+	uint64_t first, end, stop_off, i;
 	band_chunks(s, io->band, &first, &end);
-	for (uint64_t i = run_end(s, first, end); i < end;) {
-		uint64_t stop = run_end(s, i, end);
-		uint64_t off = s->chunk_off[i];
-		(void)posix_fadvise(s->fd, (off_t)off,
-				    (off_t)(s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off),
-				    POSIX_FADV_WILLNEED);
-		i = stop;
+	if ((i = next_stored(s, first, end)) < end)
+		i = next_stored(s, run_end(s, i, end, &stop_off), end);
+	while (i < end) {
+		uint64_t off = s->chunk_off[i], next = run_end(s, i, end, &stop_off);
+		(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off), POSIX_FADV_WILLNEED);
+		i = next_stored(s, next, end);
 	}
 }
 
-int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
-		     int fl32, char *why, size_t why_cap, dsv_errbuf *eb)
+/* The dataset's fill value, one element as stored, into s->g_fill: what
+ * the library reads for a chunk never written. @return 0, or
+ * DSV_ERR_UNSUPPORTED when the library fills no such chunk (fill time
+ * "never", or no fill value defined: the reader's buffer is left as it
+ * was) or will not say its value. */
+static int fill_value(dsv_source *s, hid_t dcpl, hid_t ftype)
+{
+	H5D_fill_value_t defined;
+	H5D_fill_time_t when;
+	if (H5Pfill_value_defined(dcpl, &defined) < 0 || H5Pget_fill_time(dcpl, &when) < 0 ||
+	    when == H5D_FILL_TIME_NEVER ||
+	    (defined != H5D_FILL_VALUE_DEFAULT && defined != H5D_FILL_VALUE_USER_DEFINED) ||
+	    H5Tget_size(ftype) != dsv_dtype_size(s->info.dtype) ||
+	    H5Tget_size(ftype) > sizeof(s->g_fill) || H5Pget_fill_value(dcpl, ftype, s->g_fill) < 0)
+		return DSV_ERR_UNSUPPORTED;
+	return 0;
+}
+
+int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t dcpl, hid_t ftype, hid_t space,
+		     const hsize_t *cdims, int codec, int fl32, char *why, size_t why_cap,
+		     dsv_errbuf *eb)
 {
 	int nd = s->info.ndim;
 	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, allocated = 0;
+	int filled = 0; /* the fill value is known (fill_value) */
 	hsize_t coord[DSV_MAX_DIMS] = { 0 };
 	uint64_t idx[DSV_MAX_DIMS] = { 0 };
 	void *probe = NULL;
@@ -177,11 +212,19 @@ int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdim
 		uint64_t end;
 		for (int k = 0; k < nd; k++)
 			coord[k] = idx[k] * cdims[k];
+		/* HDF5 1.10 fails this for a chunk never written (and says size
+		 * 0); the count check below catches one taken for unwritten
+		 * that exists. */
 		if (H5Dget_chunk_storage_size(dset, coord, &size) < 0 || size == 0) {
-			snprintf(why, why_cap, "chunks split rows; some never written (fill values "
-				 "via HDF5)");
-			err = DSV_ERR_UNSUPPORTED;
-			goto out;
+			if (!filled && fill_value(s, dcpl, ftype)) {
+				snprintf(why, why_cap, "chunks split rows; some never written, and "
+					 "HDF5 fills them with no value");
+				err = DSV_ERR_UNSUPPORTED;
+				goto out;
+			}
+			filled = 1;
+			s->chunk_off[i] = DSV_SRC_UNALLOCATED;
+			goto next;
 		}
 		if (size > max_stored)
 			goto bad;
@@ -205,6 +248,7 @@ int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdim
 		s->chunk_mask[i] = mask;
 		s->info.stored_bytes += size;
 		allocated++;
+next:
 		for (int k = nd - 1; k >= 0; k--) {
 			if (++idx[k] < s->gcount[k])
 				break;
@@ -233,8 +277,11 @@ bad:
 	s->grid_chunk = h5_grid_chunk;
 	s->grid_begin = h5_grid_begin;
 	dsv_grid_set_bands(s);
-	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s",
-		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s");
+	int len = snprintf(why, why_cap, "chunks split rows: bands of %llu row%s",
+			   (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s");
+	if (allocated < n && len > 0 && (size_t)len < why_cap)
+		snprintf(why + len, why_cap - (size_t)len, "; %llu of %llu chunks never written "
+			 "(fill value)", (unsigned long long)(n - allocated), (unsigned long long)n);
 out:
 	free(probe);
 	if (err == DSV_ERR_UNSUPPORTED || (err && !s->grid)) {

@@ -34,8 +34,9 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
  * (h5_grid.c), with s->codec and the filter bits already set. @return 0;
  * DSV_ERR_UNSUPPORTED with why set when it must stay on the library path
  * (nothing kept); or another error with eb set. */
-int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
-		     int fl32, char *why, size_t why_cap, dsv_errbuf *eb);
+int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t dcpl, hid_t ftype, hid_t space,
+		     const hsize_t *cdims, int codec, int fl32, char *why, size_t why_cap,
+		     dsv_errbuf *eb);
 
 /* Finds and checks the block table `dsview pack` wrote for an LZ4 store
  * (h5_table.c) once info.lz4_block is known, and keeps its offset; a

@@ -7,7 +7,8 @@
  *  - chunked: HDF5 chunks of chunk_rows whole rows each; chunk i's stored
  *    bytes are at chunk_off[i], chunk_size[i] long, filters skipped per
  *    chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
- *    chunk was never written (served through the fallback: fill value).
+ *    chunk was never written (the fill value: served through the fallback,
+ *    or for a grid (h5_grid.c) as g_fill).
  * Fallback sources (filters only HDF5 decodes) use the chunked or flat
  * arithmetic for element ranges but read through h5 under a global lock.
  */
