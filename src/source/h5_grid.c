@@ -2,10 +2,9 @@
  * HDF5 datasets whose chunks split rows ((1, 64, 64) over (N, 256, 256)
  * volumes, (1000, 16) over (N, 129) channels) with filters dsview decodes
  * itself: served through the N-d grid (grid.c) instead of the library
- * fallback. At open, every chunk of the grid is located as for row chunks
- * (h5.c's resolve_chunks: storage size, then the file offset the library
- * reads it from) into s->chunk_off/chunk_size/chunk_mask, indexed by the
- * chunk's grid position in C order. A band's chunks are read in runs:
+ * fallback. At open, every chunk of the grid is located as row chunks are
+ * (dsv_h5_locate_chunks, h5_chunks.c) into s->chunk_off/chunk_size/
+ * chunk_mask, indexed by the chunk's grid position in C order. A band's chunks are read in runs:
  * chunks next to each other in the file (HDF5 writes a dataset's chunks in
  * C order of their grid positions, its index nodes among them) are read
  * with one pread into the band's dsv_grid_io, and each is then decoded
@@ -169,24 +168,21 @@ static int fill_value(dsv_source *s, hid_t dcpl, hid_t ftype)
 	return 0;
 }
 
-int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t dcpl, hid_t ftype, hid_t space,
-		     const hsize_t *cdims, int codec, int fl32, char *why, size_t why_cap,
-		     dsv_errbuf *eb)
+int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 {
-	int nd = s->info.ndim;
-	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, allocated = 0;
-	int filled = 0; /* the fill value is known (fill_value) */
-	hsize_t coord[DSV_MAX_DIMS] = { 0 };
-	uint64_t idx[DSV_MAX_DIMS] = { 0 };
-	void *probe = NULL;
-	size_t probe_cap = 0;
-	int err = 0;
+	dsv_source *s = o->s;
+	char *why = s->h5_why;
+	size_t why_cap = sizeof(s->h5_why);
+	int nd = s->info.ndim, err;
+	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, unwritten = 0;
+	dsv_h5_bad_chunk bad = { 0 };
 
 	for (int k = 0; k < nd; k++) {
 		s->gshape[k] = cdims[k];
 		s->gcount[k] = s->info.shape[k] / cdims[k] + (s->info.shape[k] % cdims[k] != 0);
 		if (dsv_mul_u64(raw, cdims[k], &raw) || dsv_mul_u64(n, s->gcount[k], &n))
-			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset, "too many chunks");
+			return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+					   "too many chunks");
 	}
 	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) ||
 	    dsv_mul_u64(band, esize, &band) || band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
@@ -195,96 +191,26 @@ int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t dcpl, hid_t ftype, hid_t s
 		return DSV_ERR_UNSUPPORTED;
 	}
 	if (n > GRID_MAX_CHUNKS)
-		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+		return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
 				   "too many chunks (%llu)", (unsigned long long)n);
 	if (s->info.nelems == 0)
 		n = 0;
-	if (n && (!(s->chunk_off = calloc(n, sizeof(*s->chunk_off))) ||
-		  !(s->chunk_size = calloc(n, sizeof(*s->chunk_size))) ||
-		  !(s->chunk_mask = calloc(n, sizeof(*s->chunk_mask)))))
-		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, s->dataset, "out of memory");
-	/* as resolve_chunks: nothing encodes a chunk to much more than raw */
-	uint64_t max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
-	for (uint64_t i = 0; i < n; i++) {
-		hsize_t size = 0;
-		haddr_t addr = HADDR_UNDEF;
-		unsigned mask = 0;
-		uint64_t end;
-		for (int k = 0; k < nd; k++)
-			coord[k] = idx[k] * cdims[k];
-		/* HDF5 1.10 fails this for a chunk never written (and says size
-		 * 0); the count check below catches one taken for unwritten
-		 * that exists. */
-		if (H5Dget_chunk_storage_size(dset, coord, &size) < 0 || size == 0) {
-			if (!filled && fill_value(s, dcpl, ftype)) {
-				snprintf(why, why_cap, "chunks split rows; some never written, and "
-					 "HDF5 fills them with no value");
-				err = DSV_ERR_UNSUPPORTED;
-				goto out;
-			}
-			filled = 1;
-			s->chunk_off[i] = DSV_SRC_UNALLOCATED;
-			goto next;
-		}
-		if (size > max_stored)
-			goto bad;
-		if (size > probe_cap) {
-			void *p = realloc(probe, (size_t)size);
-			if (!p) {
-				err = dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
-				goto out;
-			}
-			probe = p;
-			probe_cap = (size_t)size;
-		}
-		if (dsv_h5_locate_chunk(dset, coord, size, probe, &addr, &mask) < 0)
-			goto bad;
-		int c_codec = codec && !(mask & (1u << s->codec_filter_bit));
-		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
-		if ((!c_codec && size != raw + (c_fl32 ? 4 : 0)) || dsv_add_u64(addr, size, &end))
-			goto bad;
-		s->chunk_off[i] = addr;
-		s->chunk_size[i] = (uint32_t)size;
-		s->chunk_mask[i] = mask;
-		s->info.stored_bytes += size;
-		allocated++;
-next:
-		for (int k = nd - 1; k >= 0; k--) {
-			if (++idx[k] < s->gcount[k])
-				break;
-			idx[k] = 0;
-		}
-		continue;
-bad:
+	err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, s->gcount, n, raw, codec, fl32,
+				   fill_value(s, o->dcpl, o->ftype) == 0, &unwritten, &bad, o->eb);
+	if (err == DSV_ERR_NOTFOUND) {
+		snprintf(why, why_cap, "chunks split rows; some never written, and HDF5 fills them "
+			 "with no value");
+		err = DSV_ERR_UNSUPPORTED;
+	} else if (err == DSV_ERR_CORRUPT) {
 		/* The library may still read the rest, and verify then names the
 		 * chunk: as the row-chunked path does with such files, leave it
 		 * to the fallback rather than refuse the whole dataset. */
 		snprintf(why, why_cap, "chunks split rows; chunk %llu cannot be read directly "
-			 "(%llu bytes stored, %llu raw)", (unsigned long long)i,
-			 (unsigned long long)size, (unsigned long long)raw);
+			 "(%llu bytes stored, %llu raw)", (unsigned long long)bad.index,
+			 (unsigned long long)bad.size, (unsigned long long)raw);
 		err = DSV_ERR_UNSUPPORTED;
-		goto out;
 	}
-	hsize_t counted = 0;
-	if (H5Dget_num_chunks(dset, space, &counted) < 0 || counted != allocated) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, s->dataset,
-				  "chunk index inconsistent (%llu chunks found, %llu counted)",
-				  (unsigned long long)allocated, (unsigned long long)counted);
-		goto out;
-	}
-	s->grid = 1;
-	s->chunked = 1;
-	s->grid_chunk = h5_grid_chunk;
-	s->grid_begin = h5_grid_begin;
-	dsv_grid_set_bands(s);
-	int len = snprintf(why, why_cap, "chunks split rows: bands of %llu row%s",
-			   (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s");
-	if (allocated < n && len > 0 && (size_t)len < why_cap)
-		snprintf(why + len, why_cap - (size_t)len, "; %llu of %llu chunks never written "
-			 "(fill value)", (unsigned long long)(n - allocated), (unsigned long long)n);
-out:
-	free(probe);
-	if (err == DSV_ERR_UNSUPPORTED || (err && !s->grid)) {
+	if (err) {
 		free(s->chunk_off);
 		free(s->chunk_size);
 		free(s->chunk_mask);
@@ -292,6 +218,18 @@ out:
 		s->chunk_size = NULL;
 		s->chunk_mask = NULL;
 		s->info.stored_bytes = 0;
+		return err;
 	}
-	return err;
+	s->grid = 1;
+	s->chunked = 1;
+	s->grid_chunk = h5_grid_chunk;
+	s->grid_begin = h5_grid_begin;
+	dsv_grid_set_bands(s);
+	char tail[96] = "";
+	if (unwritten)
+		snprintf(tail, sizeof(tail), "; %llu of %llu chunks never written (fill value)",
+			 (unsigned long long)unwritten, (unsigned long long)n);
+	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s%s",
+		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s", tail);
+	return 0;
 }
