@@ -93,8 +93,8 @@ static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 		return DSV_ERR_TRUNCATED;
 	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
 		return err;
-	*io = (dsv_grid_io){ .band = io->band, .held = buf, .held_off = off, .held_len = len,
-			     .held_first = lin, .held_end = stop };
+	*io = (dsv_grid_io){ .band = io->band, .fault = io->fault, .held = buf, .held_off = off,
+			     .held_len = len, .held_first = lin, .held_end = stop };
 	return 0;
 }
 
@@ -130,7 +130,7 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 		char what[512];
 		snprintf(what, sizeof(what), "chunk (%s), %llu bytes at offset %llu", pos,
 			 (unsigned long long)r.stored_size, (unsigned long long)r.offset);
-		dsv_grid_note_failure(what);
+		dsv_grid_fault(io, what);
 	}
 	return err;
 }

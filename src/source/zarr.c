@@ -111,11 +111,12 @@ int dsv_source_zarr_group(const char *path)
 	return zarr_node(path, ".zgroup", "group");
 }
 
-static void note(const char *path)
+/* Names chunk file path as what failed. */
+static void note(dsv_grid_io *io, const char *path)
 {
-	char what[4096 + 1100];
+	char what[sizeof(((dsv_fault *)0)->what)];
 	snprintf(what, sizeof(what), "chunk file %s", path);
-	dsv_grid_note_failure(what);
+	dsv_grid_fault(io, what);
 }
 
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
@@ -125,7 +126,6 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	const zarr_state *z = s->zarr;
 	char key[1024], path[4096 + 1024];
 	struct stat st;
-	(void)io; /* each chunk is its own file: nothing to share */
 	int err = dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key));
 	if (err)
 		return DSV_ERR_INTERNAL;
@@ -134,7 +134,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	if (fd < 0 && errno == ENOENT)
 		return DSV_ERR_NOTFOUND;
 	if (fd < 0) {
-		note(path);
+		note(io, path);
 		return DSV_ERR_IO;
 	}
 	/* No encoding here makes a chunk much bigger than its raw bytes. */
@@ -150,7 +150,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 		err = dsv_pread_fd(fd, buf, (size_t)st.st_size, 0);
 	close(fd);
 	if (err) {
-		note(path);
+		note(io, path);
 		return err;
 	}
 	size_t n = (size_t)st.st_size;
@@ -170,7 +170,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	}
 	if (made == (int64_t)size)
 		return 0;
-	note(path);
+	note(io, path);
 	return made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT;
 }
 

@@ -408,9 +408,10 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
 }
 
-/* Logs chunk ref of source src with err, then then (a sentence's end). */
+/* Logs chunk ref of source src with err, then then (a sentence's end);
+ * what: what failed inside a grid's band. */
 static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
-		      const char *then)
+		      const char *what, const char *then)
 {
 	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
 	uint64_t row = info->row_elems ? info->row_elems : 1;
@@ -424,7 +425,7 @@ static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, i
 				(unsigned long long)(ref->elem_start / row),
 				(unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) +
 						      row - 1) / row - 1),
-				dsv_source_grid_failure(), dsv_strerror(err));
+				what, dsv_strerror(err));
 		return;
 	}
 	dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
@@ -437,12 +438,13 @@ static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, i
 		      dsv_strerror(err), then);
 }
 
-void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
+void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
+			      const char *what)
 {
-	log_chunk(v, src, ref, err, "");
+	log_chunk(v, src, ref, err, what, "");
 }
 
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
 {
-	log_chunk(v, src, ref, err, " in a block or the block table; reading the chunk whole");
+	log_chunk(v, src, ref, err, "", " in a block or the block table; reading the chunk whole");
 }

@@ -268,7 +268,7 @@ static void *reader(void *p)
 		for (uint64_t c = 0; c < in->nchunks; c++) {
 			dsv_chunk_ref r;
 			dsv_source_chunk(ra->s, c, &r);
-			if (dsv_source_read_chunk(ra->s, &r, buf, r.nelems * 4, NULL, 0) ||
+			if (dsv_source_read_chunk(ra->s, &r, buf, r.nelems * 4, NULL, 0, NULL) ||
 			    memcmp(buf, ra->want + r.elem_start, r.nelems * 4))
 				ra->bad++;
 		}
