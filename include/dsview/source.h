@@ -6,7 +6,8 @@
  * read path only does pread(2) and, for filters dsview cannot decode itself,
  * dsv_source_read_fallback() through the HDF5 library under a global lock.
  *
- * Thread safety: after open, a source is immutable; dsv_source_chunk,
+ * Thread safety: after open, a source is immutable (but for the count
+ * dsv_source_stored_bytes keeps, under its own lock); dsv_source_chunk,
  * dsv_source_pread and dsv_source_read_fallback may be called from any number
  * of threads. open/close are not concurrent with anything on the same source.
  */
@@ -52,7 +53,8 @@ typedef struct dsv_source_info {
 	uint64_t nelems;      /* nrows * row_elems */
 	uint64_t chunk_elems; /* elements per chunk (all but the last) */
 	uint64_t nchunks;
-	uint64_t stored_bytes; /* bytes on disk for the data */
+	uint64_t stored_bytes; /* bytes on disk for the data; 0 for a Zarr
+				  array: ask dsv_source_stored_bytes */
 	/* LZ4 (32004) sources: raw bytes per LZ4 block, as the first stored
 	 * chunk's frame says (clamped to the chunk); 0 for other codecs or a
 	 * frame that could not be read (chunks are then decoded whole) */
@@ -61,7 +63,12 @@ typedef struct dsv_source_info {
 	 * check only their blocks (dsv_source_read_lz4_part) */
 	int lz4_table;
 	struct timespec mtime;
-	const char *attrs;    /* an HDF5 dataset's attributes, a JSON object, or NULL */
+	const char *attrs;    /* an HDF5 dataset's or Zarr array's attributes, a JSON
+				 object, or NULL */
+	/* the names of the ndim axes, a JSON array of strings and nulls (an
+	 * axis without a name), or NULL: a Zarr array's (v3 dimension_names,
+	 * or v2 xarray's _ARRAY_DIMENSIONS attribute) */
+	const char *dim_names;
 } dsv_source_info;
 
 /* Where one chunk's bytes are and how to turn them into elements. */
@@ -77,6 +84,14 @@ typedef struct dsv_chunk_ref {
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
 	int grid;       /* a band of an N-d chunk grid, made from its chunks */
 } dsv_chunk_ref;
+
+/* What failed inside a chunk, told by the read that failed, for the log
+ * and verify: for a band of an N-d grid, which of its chunks (HDF5: the
+ * grid position, stored size and offset; Zarr: the chunk file); "" when
+ * the chunk's own numbers say it all. Readers that take one accept NULL. */
+typedef struct dsv_fault {
+	char what[4096 + 1100];
+} dsv_fault;
 
 /* True when the chunk's stored bytes are its plain elements (no codec, no
  * checksum, no HDF5-library filter, not a band of a grid): any run of them
@@ -100,9 +115,6 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_zarr_version(const char *path);
 /* 2 or 3 when path is a directory holding a Zarr group's metadata, else 0. */
 int dsv_source_zarr_group(const char *path);
-/* The calling thread's last chunk of an N-d grid that could not be read
- * (a Zarr chunk file's path), for the log; "" if none. */
-const char *dsv_source_grid_failure(void);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
  * each string and the array. Only the file's own datasets: soft and
  * external links are passed over, and counted in *skipped if not NULL
@@ -132,6 +144,11 @@ dsv_source *dsv_source_ref(dsv_source *s);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);
+/* Bytes on disk for the data: info.stored_bytes, or for a Zarr array the
+ * sizes of its chunk files (a missing one counts 0), counted at the first
+ * call (a stat of every file in the array's directory) and kept. Safe to
+ * call from any thread; a caller that comes while another counts waits. */
+uint64_t dsv_source_stored_bytes(const dsv_source *s);
 /* True if a and b are the same data: the same path as given and the same
  * HDF5 dataset (both NULL for .npy and raw). Paths are compared as
  * strings, as the totals of info and the work list of verify count them. */
@@ -155,10 +172,11 @@ int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 uint64_t dsv_source_fallback_band(const dsv_source *s);
 /* Reads and decodes one chunk into dst (ref->nelems elements of the source
  * dtype): pread, Fletcher32 check, LZ4 decode or fallback. scratch must hold
- * ref->stored_size and ref->raw_size bytes (see dsv_source_scratch_size). */
+ * ref->stored_size and ref->raw_size bytes (see dsv_source_scratch_size).
+ * On failure *fault (may be NULL) says what failed inside the chunk. */
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
-			  size_t scratch_cap);
+			  size_t scratch_cap, dsv_fault *fault);
 size_t dsv_source_scratch_size(const dsv_source *s);
 /* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes into dst, from only the
  * blocks that hold them, read and checked through the store's block table
@@ -181,7 +199,7 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 /* As dsv_source_read_chunk, with the stored bytes staged in the calling
  * thread's own buffer: no scratch to size. */
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
-			    size_t dst_cap);
+			    size_t dst_cap, dsv_fault *fault);
 
 /* A reader of runs of one source's elements, for callers that walk a
  * source roughly in order (pack). One per thread. */
@@ -201,8 +219,9 @@ void dsv_range_free(dsv_range *r);
  * that failed. @return 0 or the chunk's dsv_err. */
 int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *bad);
 
-/* Called for every band read: part names its elements, err its result. */
-typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err);
+/* Called for every band read: part names its elements, err its result,
+ * what (when err) what failed inside it (dsv_fault's what). */
+typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err, const char *what);
 /* Reads elements [first, first + n) of fallback or grid chunk ref
  * (relative to the chunk) into dst, band by band of the file's own chunks
  * (dsv_source_fallback_band), so a damaged file chunk fails only its band.

@@ -44,8 +44,9 @@ static json_t *jratio(uint64_t raw, uint64_t stored)
 	return stored ? json_real((double)raw / (double)stored) : json_null();
 }
 
-static json_t *jsource(const dsv_source_info *si)
+static json_t *jsource(const dsv_source *s)
 {
+	const dsv_source_info *si = dsv_source_get_info(s);
 	json_t *o = json_object();
 	uint64_t esize = dsv_dtype_size(si->dtype);
 
@@ -55,8 +56,10 @@ static json_t *jsource(const dsv_source_info *si)
 	json_object_set_new(o, "why", jstr_or_null(si->why));
 	json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 	json_object_set_new(o, "shape", jshape(si->ndim, si->shape));
+	json_object_set_new(o, "dimension_names", si->dim_names
+			    ? json_loads(si->dim_names, JSON_DECODE_ANY, NULL) : json_null());
 	json_object_set_new(o, "data_bytes", json_integer((json_int_t)(si->nelems * esize)));
-	json_object_set_new(o, "stored_bytes", json_integer((json_int_t)si->stored_bytes));
+	json_object_set_new(o, "stored_bytes", json_integer((json_int_t)dsv_source_stored_bytes(s)));
 	json_object_set_new(o, "nchunks", json_integer((json_int_t)si->nchunks));
 	json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
 	json_object_set_new(o, "chunk_rows",
@@ -137,7 +140,7 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 		int fb = si->kind == DSV_SRC_H5_FALLBACK;
 		json_object_set_new(o, "serve", json_string(fb ? "library-fallback" : "fast-path"));
 		json_object_set_new(o, "why", jstr_or_null(si->why));
-		json_object_set_new(o, "source", jsource(si));
+		json_object_set_new(o, "source", jsource(s));
 		counts[fb]++;
 		dsv_source_close(s);
 	} else {
@@ -238,12 +241,12 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 		for (size_t k = 0; k < v->nsources; k++) {
 			const dsv_source_info *si = dsv_source_get_info(v->sources[k]);
 			json_t *vs = json_array_get(vsrcs, k);
-			json_t *so = jsource(si);
+			json_t *so = jsource(v->sources[k]);
 			json_object_set(so, "rows", json_object_get(vs, "rows"));
 			if (json_object_get(vs, "windows"))
 				json_object_set(so, "windows", json_object_get(vs, "windows"));
 			json_array_append_new(srcs, so);
-			vstored += si->stored_bytes;
+			vstored += dsv_source_stored_bytes(v->sources[k]);
 			/* The totals count each file's bytes once. */
 			int seen = 0;
 			for (size_t pi = 0; pi <= i && !seen; pi++) {
@@ -254,7 +257,7 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 					seen = dsv_source_same_file(dsv_source_get_info(pv->sources[pk]), si);
 			}
 			if (!seen)
-				disk += si->stored_bytes;
+				disk += dsv_source_stored_bytes(v->sources[k]);
 		}
 		static const char *const keys[] = { "rows", "window", "layout" };
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
@@ -288,7 +291,7 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 					       : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
 	if (err)
 		return err;
-	json_object_set_new(root, "source", jsource(dsv_source_get_info(s)));
+	json_object_set_new(root, "source", jsource(s));
 	dsv_source_close(s);
 	return 0;
 }

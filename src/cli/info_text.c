@@ -101,8 +101,17 @@ static void print_flat(const json_t *root)
 	printf("%s: %s\n", jshown(root, "path"), jshown(root, "kind"));
 	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(src, "shape")),
 	       jshown(src, "dtype"));
-	printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), jint(src, "data_bytes")),
-	       dsv_fmt_bytes(b, sizeof(b), jint(root, "file_bytes")));
+	uint64_t data = jint(src, "data_bytes"), stored = jint(src, "stored_bytes");
+	if (!strcmp(jstr(root, "kind"), "zarr")) { /* a directory: its chunk files count */
+		printf(LABEL " %s in %s of chunk files", "data", dsv_fmt_bytes(a, sizeof(a), data),
+		       dsv_fmt_bytes(b, sizeof(b), stored));
+		if (stored)
+			printf(" (ratio %.2f)", (double)data / (double)stored);
+		printf("\n");
+	} else {
+		printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), data),
+		       dsv_fmt_bytes(b, sizeof(b), jint(root, "file_bytes")));
+	}
 	print_chunks(src);
 }
 

@@ -211,7 +211,9 @@ static size_t find_source(const vjob *j, uint64_t g)
 	return lo;
 }
 
-static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, int table)
+/* what: what failed inside the chunk (dsv_fault's what). */
+static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, int table,
+		       const char *what)
 {
 	pthread_mutex_lock(&j->lock);
 	if (j->nbad == j->bad_cap) {
@@ -226,9 +228,8 @@ static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, i
 		j->bad_cap = cap;
 	}
 	j->bads[j->nbad++] = (vbad){ .src = src, .ref = *ref, .err = err, .table = table };
-	if (ref->grid) /* this thread's failure: the file that failed */
-		snprintf(j->bads[j->nbad - 1].file, sizeof(j->bads[0].file), "%s",
-			 dsv_source_grid_failure());
+	if (ref->grid) /* the grid chunk that failed (for Zarr, its file) */
+		snprintf(j->bads[j->nbad - 1].file, sizeof(j->bads[0].file), "%s", what);
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -244,11 +245,11 @@ typedef struct band_ctx {
 	uint64_t esize;
 } band_ctx;
 
-static void band_done(void *arg, const dsv_chunk_ref *part, int err)
+static void band_done(void *arg, const dsv_chunk_ref *part, int err, const char *what)
 {
 	band_ctx *b = arg;
 	if (err)
-		record_bad(b->j, b->si, part, err, 0);
+		record_bad(b->j, b->si, part, err, 0, what);
 	else
 		atomic_fetch_add(&b->j->bytes, part->nelems * b->esize);
 }
@@ -285,13 +286,15 @@ static void *worker(void *arg)
 		size_t si = find_source(j, g);
 		const vsrc *v = &j->srcs[si];
 		dsv_chunk_ref ref = { .index = g - v->first };
+		dsv_fault fault;
+		fault.what[0] = '\0';
 		int err = dsv_source_chunk(v->s, g - v->first, &ref);
 		if (!err)
-			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap);
+			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap, &fault);
 		int table = !err && (err = dsv_source_check_lz4_table(v->s, &ref)) != 0;
 		if (err && !((ref.fallback || ref.grid) && !is_internal(err) &&
 			     narrow_fallback(j, si, &ref, dst) == 0))
-			record_bad(j, si, &ref, err, table);
+			record_bad(j, si, &ref, err, table, fault.what);
 		else if (!err)
 			atomic_fetch_add(&j->bytes, ref.nelems *
 					 dsv_dtype_size(dsv_source_get_info(v->s)->dtype));

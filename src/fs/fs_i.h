@@ -48,7 +48,9 @@ typedef struct node {
 	enum node_kind kind;
 	int view; /* index in the manifest, -1 for dirs and stats */
 	uint64_t size;
-	uint64_t disk; /* bytes on disk it stands for (st_blocks; tree.c says which) */
+	/* bytes on disk it stands for (st_blocks; tree.c says which): a V.dat's
+	 * are counted when first asked (dsv_fs_node_disk) */
+	uint64_t disk;
 } node;
 
 /* How long one kind of work took, per request: n[k] counts requests of
@@ -128,6 +130,10 @@ static inline const node *node_of(dsv_fs *fs, fuse_ino_t ino)
 int dsv_fs_tree_build(dsv_fs *fs);
 /* Frees the tree (also one half built). */
 void dsv_fs_tree_free(dsv_fs *fs);
+/* The bytes on disk node n stands for (st_blocks, statfs): a V.dat's are
+ * counted at the first call (a Zarr source stats its chunk files then),
+ * from any thread. */
+uint64_t dsv_fs_node_disk(dsv_fs *fs, const node *n);
 void dsv_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dsv_fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dsv_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -198,7 +198,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	 * stands for on disk (the blocks of tree.c, du's total), all used */
 	for (size_t i = 0; i < fs->nnodes; i++) {
 		const node *n = &fs->nodes[i];
-		total += n->kind == N_DAT || n->kind == N_NPY ? n->disk : n->size;
+		total += n->kind == N_DAT || n->kind == N_NPY ? dsv_fs_node_disk(fs, n) : n->size;
 	}
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = (total + 4095) / 4096;

@@ -12,6 +12,9 @@
 
 #include "fs/fs_i.h"
 
+/* node.disk of a V.dat not counted yet (dsv_fs_node_disk) */
+#define DISK_UNCOUNTED UINT64_MAX
+
 /* The index: open addressing with linear probing on (parent, name),
  * slots hold inode numbers (0: empty), at most half full; it doubles as
  * it fills. FNV-1a of the name, mixed with the parent. */
@@ -119,8 +122,6 @@ static struct timespec view_mtime(const dsv_fs *fs, int view)
 	return m.tv_sec > v.tv_sec || (m.tv_sec == v.tv_sec && m.tv_nsec > v.tv_nsec) ? m : v;
 }
 
-static uint64_t view_disk(const dsv_view *v);
-
 int dsv_fs_tree_build(dsv_fs *fs)
 {
 	char buf[512];
@@ -152,7 +153,7 @@ int dsv_fs_tree_build(dsv_fs *fs)
 			fuse_ino_t f = add_node(fs, buf, (size_t)n, dir, files[k].kind, (int)i, size);
 			if (!f)
 				return DSV_ERR_NOMEM;
-			fs->nodes[f - 1].disk = files[k].kind == N_DAT ? view_disk(v) : 0;
+			fs->nodes[f - 1].disk = files[k].kind == N_DAT ? DISK_UNCOUNTED : 0;
 		}
 	}
 	if (!add_node(fs, ".stats.json", 11, FUSE_ROOT_ID, N_STATS, -1, 0))
@@ -176,12 +177,21 @@ int dsv_fs_tree_build(dsv_fs *fs)
  * costs and du --apparent-size what it serves: a V.dat counts its view's
  * sources' stored bytes (compressed chunks as stored; a source shared by
  * two views counts in each), a V.npy, the same bytes behind a header,
- * counts none, and the small text files their size. */
-static uint64_t view_disk(const dsv_view *v)
+ * counts none, and the small text files their size. A V.dat's are summed
+ * at its first stat, not at mount: a Zarr source counts its chunk files
+ * only when asked (dsv_source_stored_bytes), and the first stat is the
+ * last moment, as the kernel keeps the attributes of a lookup. */
+uint64_t dsv_fs_node_disk(dsv_fs *fs, const node *n)
 {
-	uint64_t sum = 0;
+	node *w = &fs->nodes[n - fs->nodes]; /* the tree is fs's to change */
+	uint64_t sum = __atomic_load_n(&w->disk, __ATOMIC_ACQUIRE);
+	if (sum != DISK_UNCOUNTED)
+		return sum;
+	const dsv_view *v = fs->m->views[n->view];
+	sum = 0;
 	for (size_t s = 0; s < v->nsources; s++)
-		sum += dsv_source_get_info(v->sources[s])->stored_bytes;
+		sum += dsv_source_stored_bytes(v->sources[s]);
+	__atomic_store_n(&w->disk, sum, __ATOMIC_RELEASE);
 	return sum;
 }
 
@@ -204,7 +214,7 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *f
 		st->st_size = (off_t)(n->kind == N_STATS ? dsv_fs_stats_size(fs, fi) : n->size);
 		st->st_mtim = n->view >= 0 ? view_mtime(fs, n->view) : fs->mount_time;
 	}
-	st->st_blocks = (off_t)((n->kind == N_DAT || n->kind == N_NPY ? n->disk
+	st->st_blocks = (off_t)((n->kind == N_DAT || n->kind == N_NPY ? dsv_fs_node_disk(fs, n)
 								      : (uint64_t)st->st_size) + 511) / 512;
 	st->st_atim = st->st_ctim = st->st_mtim;
 }

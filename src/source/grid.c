@@ -26,17 +26,10 @@
 #include "common/tlsbuf.h"
 #include "source/source_i.h"
 
-/* The calling thread's last grid chunk that failed (dsv_source_grid_failure). */
-static _Thread_local char failed[4096 + 1024];
-
-void dsv_grid_note_failure(const char *what)
+void dsv_grid_fault(dsv_grid_io *io, const char *what)
 {
-	snprintf(failed, sizeof(failed), "%s", what);
-}
-
-const char *dsv_source_grid_failure(void)
-{
-	return failed;
+	if (io->fault)
+		snprintf(io->fault->what, sizeof(io->fault->what), "%s", what);
 }
 
 /* n elements of es bytes, each the fill value (a chunk never written). */
@@ -214,33 +207,39 @@ static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, ui
 	}
 }
 
-int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
+int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
+		       dsv_fault *fault)
 {
 	size_t es = dsv_dtype_size(s->info.dtype);
 	uint64_t c0 = ref->index * s->g_band, c1 = c0 + s->g_band;
 
+	if (fault)
+		fault->what[0] = '\0';
 	if (ref->nelems * es > dst_cap || !s->grid_chunk)
 		return DSV_ERR_INVALID;
-	dsv_grid_io io = { .band = ref->index };
+	dsv_grid_io io = { .band = ref->index, .fault = fault };
 	if (s->grid_begin)
 		s->grid_begin(s, &io);
 	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);
 }
 
-int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst)
+int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst,
+		       dsv_fault *fault)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
 	uint64_t per = s->gshape[0] * in->row_elems; /* elements a chunk-row */
 	uint64_t c = per ? part->elem_start / per : 0;
 
+	if (fault)
+		fault->what[0] = '\0';
 	if (!s->grid_chunk || in->ndim == 0 || !per || c >= s->gcount[0] ||
 	    part->elem_start + part->nelems > (c + 1) * per || part->elem_start + part->nelems > in->nelems)
 		return DSV_ERR_INVALID;
 	unsigned char *rows = dsv_tls_buf(DSV_TLS_GRID_PART, (size_t)(per * es));
 	if (!rows)
 		return DSV_ERR_NOMEM;
-	dsv_grid_io io = { .band = c / s->g_band }; /* no grid_begin: chunk by chunk */
+	dsv_grid_io io = { .band = c / s->g_band, .fault = fault }; /* no grid_begin */
 	int err = read_chunk_rows(s, &io, c, c + 1, rows);
 	if (!err)
 		memcpy(dst, rows + (part->elem_start - c * per) * es, (size_t)(part->nelems * es));

@@ -2,10 +2,9 @@
  * HDF5 datasets whose chunks split rows ((1, 64, 64) over (N, 256, 256)
  * volumes, (1000, 16) over (N, 129) channels) with filters dsview decodes
  * itself: served through the N-d grid (grid.c) instead of the library
- * fallback. At open, every chunk of the grid is located as for row chunks
- * (h5.c's resolve_chunks: storage size, then the file offset the library
- * reads it from) into s->chunk_off/chunk_size/chunk_mask, indexed by the
- * chunk's grid position in C order. A band's chunks are read in runs:
+ * fallback. At open, every chunk of the grid is located as row chunks are
+ * (dsv_h5_locate_chunks, h5_chunks.c) into s->chunk_off/chunk_size/
+ * chunk_mask, indexed by the chunk's grid position in C order. A band's chunks are read in runs:
  * chunks next to each other in the file (HDF5 writes a dataset's chunks in
  * C order of their grid positions, its index nodes among them) are read
  * with one pread into the band's dsv_grid_io, and each is then decoded
@@ -13,10 +12,14 @@
  * checks), outside the HDF5 lock, as row chunks are. The kernel is asked
  * for a band's later runs before the first is read.
  *
- * Datasets with a chunk never written (the library supplies its fill
- * value), a chunk whose stored size is impossible or that the library will
- * not locate, or bands larger than the read path takes stay on the
- * fallback, with the reason.
+ * A chunk never written reads as the dataset's fill value, as the library
+ * reads it: the default (zeros) or the one the file defines, taken at open
+ * in the stored type (no conversion: the grid serves only types stored as
+ * they are served). Datasets whose never-written chunks the library would
+ * not fill (fill time "never", or no fill value defined: it leaves the
+ * reader's buffer as it was), a chunk whose stored size is impossible or
+ * that the library will not locate, or bands larger than the read path
+ * takes stay on the fallback, with the reason.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,30 +49,40 @@ static void band_chunks(const dsv_source *s, uint64_t b, uint64_t *first, uint64
 	*end = (rows_end < s->gcount[0] ? rows_end : s->gcount[0]) * per;
 }
 
-/* The end of the run of chunks read with one pread from chunk lin on
- * (before end): each next one starts at most RUN_GAP after the one before
- * it ends, the run spans at most RUN_MAX bytes and lies inside the file as
- * it was at open (a chunk past its end is read alone, so its error names
- * it). */
-static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end)
+/* The first chunk from lin on (before end) that the file stores, or end. */
+static uint64_t next_stored(const dsv_source *s, uint64_t lin, uint64_t end)
 {
-	uint64_t off = s->chunk_off[lin], stop = off + s->chunk_size[lin];
-	for (lin++; lin < end; lin++) {
+	while (lin < end && s->chunk_off[lin] == DSV_SRC_UNALLOCATED)
+		lin++;
+	return lin;
+}
+
+/* The end of the run of chunks read with one pread from stored chunk lin
+ * on (before end), chunks never written among them passed over: each next
+ * one starts at most RUN_GAP after the one before it ends, the run spans
+ * at most RUN_MAX bytes and lies inside the file as it was at open (a
+ * chunk past its end is read alone, so its error names it). *stop: the
+ * file offset where the run's bytes end. */
+static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end, uint64_t *stop)
+{
+	uint64_t off = s->chunk_off[lin];
+	*stop = off + s->chunk_size[lin];
+	for (lin = next_stored(s, lin + 1, end); lin < end; lin = next_stored(s, lin + 1, end)) {
 		uint64_t o = s->chunk_off[lin], e = o + s->chunk_size[lin];
-		if (o < stop || o - stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
+		if (o < *stop || o - *stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
 			break;
-		stop = e;
+		*stop = e;
 	}
 	return lin;
 }
 
-/* Makes io hold the stored bytes of the run of chunks from lin on. */
+/* Makes io hold the stored bytes of the run of chunks from stored chunk
+ * lin on. */
 static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 {
-	uint64_t first, end;
+	uint64_t first, end, off = s->chunk_off[lin], stop_off;
 	band_chunks(s, io->band, &first, &end);
-	uint64_t stop = run_end(s, lin, end), off = s->chunk_off[lin];
-	uint64_t len = s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off;
+	uint64_t stop = run_end(s, lin, end, &stop_off), len = stop_off - off;
 	unsigned char *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)len);
 	int err;
 
@@ -80,8 +93,8 @@ static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 		return DSV_ERR_TRUNCATED;
 	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
 		return err;
-	*io = (dsv_grid_io){ .band = io->band, .held = buf, .held_off = off, .held_len = len,
-			     .held_first = lin, .held_end = stop };
+	*io = (dsv_grid_io){ .band = io->band, .fault = io->fault, .held = buf, .held_off = off,
+			     .held_len = len, .held_first = lin, .held_end = stop };
 	return 0;
 }
 
@@ -91,6 +104,8 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 	uint64_t lin = 0, esize = dsv_dtype_size(s->info.dtype);
 	for (int k = 0; k < s->info.ndim; k++)
 		lin = lin * s->gcount[k] + idx[k];
+	if (s->chunk_off[lin] == DSV_SRC_UNALLOCATED)
+		return DSV_ERR_NOTFOUND; /* grid.c fills it */
 	uint32_t mask = s->chunk_mask[lin];
 	dsv_chunk_ref r = {
 		.index = lin,
@@ -115,7 +130,7 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 		char what[512];
 		snprintf(what, sizeof(what), "chunk (%s), %llu bytes at offset %llu", pos,
 			 (unsigned long long)r.stored_size, (unsigned long long)r.offset);
-		dsv_grid_note_failure(what);
+		dsv_grid_fault(io, what);
 	}
 	return err;
 }
@@ -124,34 +139,50 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
  * kernel now, so their disk reads overlap the first's. */
 static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 {
-	uint64_t first, end;
+	uint64_t first, end, stop_off, i;
 	band_chunks(s, io->band, &first, &end);
-	for (uint64_t i = run_end(s, first, end); i < end;) {
-		uint64_t stop = run_end(s, i, end);
-		uint64_t off = s->chunk_off[i];
-		(void)posix_fadvise(s->fd, (off_t)off,
-				    (off_t)(s->chunk_off[stop - 1] + s->chunk_size[stop - 1] - off),
-				    POSIX_FADV_WILLNEED);
-		i = stop;
+	if ((i = next_stored(s, first, end)) < end)
+		i = next_stored(s, run_end(s, i, end, &stop_off), end);
+	while (i < end) {
+		uint64_t off = s->chunk_off[i], next = run_end(s, i, end, &stop_off);
+		(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off), POSIX_FADV_WILLNEED);
+		i = next_stored(s, next, end);
 	}
 }
 
-int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims, int codec,
-		     int fl32, char *why, size_t why_cap, dsv_errbuf *eb)
+/* The dataset's fill value, one element as stored, into s->g_fill: what
+ * the library reads for a chunk never written. @return 0, or
+ * DSV_ERR_UNSUPPORTED when the library fills no such chunk (fill time
+ * "never", or no fill value defined: the reader's buffer is left as it
+ * was) or will not say its value. */
+static int fill_value(dsv_source *s, hid_t dcpl, hid_t ftype)
 {
-	int nd = s->info.ndim;
-	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, allocated = 0;
-	hsize_t coord[DSV_MAX_DIMS] = { 0 };
-	uint64_t idx[DSV_MAX_DIMS] = { 0 };
-	void *probe = NULL;
-	size_t probe_cap = 0;
-	int err = 0;
+	H5D_fill_value_t defined;
+	H5D_fill_time_t when;
+	if (H5Pfill_value_defined(dcpl, &defined) < 0 || H5Pget_fill_time(dcpl, &when) < 0 ||
+	    when == H5D_FILL_TIME_NEVER ||
+	    (defined != H5D_FILL_VALUE_DEFAULT && defined != H5D_FILL_VALUE_USER_DEFINED) ||
+	    H5Tget_size(ftype) != dsv_dtype_size(s->info.dtype) ||
+	    H5Tget_size(ftype) > sizeof(s->g_fill) || H5Pget_fill_value(dcpl, ftype, s->g_fill) < 0)
+		return DSV_ERR_UNSUPPORTED;
+	return 0;
+}
+
+int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
+{
+	dsv_source *s = o->s;
+	char *why = s->h5_why;
+	size_t why_cap = sizeof(s->h5_why);
+	int nd = s->info.ndim, err;
+	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, unwritten = 0;
+	dsv_h5_bad_chunk bad = { 0 };
 
 	for (int k = 0; k < nd; k++) {
 		s->gshape[k] = cdims[k];
 		s->gcount[k] = s->info.shape[k] / cdims[k] + (s->info.shape[k] % cdims[k] != 0);
 		if (dsv_mul_u64(raw, cdims[k], &raw) || dsv_mul_u64(n, s->gcount[k], &n))
-			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset, "too many chunks");
+			return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+					   "too many chunks");
 	}
 	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) ||
 	    dsv_mul_u64(band, esize, &band) || band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
@@ -160,84 +191,26 @@ int dsv_h5_open_grid(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdim
 		return DSV_ERR_UNSUPPORTED;
 	}
 	if (n > GRID_MAX_CHUNKS)
-		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+		return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
 				   "too many chunks (%llu)", (unsigned long long)n);
 	if (s->info.nelems == 0)
 		n = 0;
-	if (n && (!(s->chunk_off = calloc(n, sizeof(*s->chunk_off))) ||
-		  !(s->chunk_size = calloc(n, sizeof(*s->chunk_size))) ||
-		  !(s->chunk_mask = calloc(n, sizeof(*s->chunk_mask)))))
-		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, s->dataset, "out of memory");
-	/* as resolve_chunks: nothing encodes a chunk to much more than raw */
-	uint64_t max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
-	for (uint64_t i = 0; i < n; i++) {
-		hsize_t size = 0;
-		haddr_t addr = HADDR_UNDEF;
-		unsigned mask = 0;
-		uint64_t end;
-		for (int k = 0; k < nd; k++)
-			coord[k] = idx[k] * cdims[k];
-		if (H5Dget_chunk_storage_size(dset, coord, &size) < 0 || size == 0) {
-			snprintf(why, why_cap, "chunks split rows; some never written (fill values "
-				 "via HDF5)");
-			err = DSV_ERR_UNSUPPORTED;
-			goto out;
-		}
-		if (size > max_stored)
-			goto bad;
-		if (size > probe_cap) {
-			void *p = realloc(probe, (size_t)size);
-			if (!p) {
-				err = dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
-				goto out;
-			}
-			probe = p;
-			probe_cap = (size_t)size;
-		}
-		if (dsv_h5_locate_chunk(dset, coord, size, probe, &addr, &mask) < 0)
-			goto bad;
-		int c_codec = codec && !(mask & (1u << s->codec_filter_bit));
-		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
-		if ((!c_codec && size != raw + (c_fl32 ? 4 : 0)) || dsv_add_u64(addr, size, &end))
-			goto bad;
-		s->chunk_off[i] = addr;
-		s->chunk_size[i] = (uint32_t)size;
-		s->chunk_mask[i] = mask;
-		s->info.stored_bytes += size;
-		allocated++;
-		for (int k = nd - 1; k >= 0; k--) {
-			if (++idx[k] < s->gcount[k])
-				break;
-			idx[k] = 0;
-		}
-		continue;
-bad:
+	err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, s->gcount, n, raw, codec, fl32,
+				   fill_value(s, o->dcpl, o->ftype) == 0, &unwritten, &bad, o->eb);
+	if (err == DSV_ERR_NOTFOUND) {
+		snprintf(why, why_cap, "chunks split rows; some never written, and HDF5 fills them "
+			 "with no value");
+		err = DSV_ERR_UNSUPPORTED;
+	} else if (err == DSV_ERR_CORRUPT) {
 		/* The library may still read the rest, and verify then names the
 		 * chunk: as the row-chunked path does with such files, leave it
 		 * to the fallback rather than refuse the whole dataset. */
 		snprintf(why, why_cap, "chunks split rows; chunk %llu cannot be read directly "
-			 "(%llu bytes stored, %llu raw)", (unsigned long long)i,
-			 (unsigned long long)size, (unsigned long long)raw);
+			 "(%llu bytes stored, %llu raw)", (unsigned long long)bad.index,
+			 (unsigned long long)bad.size, (unsigned long long)raw);
 		err = DSV_ERR_UNSUPPORTED;
-		goto out;
 	}
-	hsize_t counted = 0;
-	if (H5Dget_num_chunks(dset, space, &counted) < 0 || counted != allocated) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, s->dataset,
-				  "chunk index inconsistent (%llu chunks found, %llu counted)",
-				  (unsigned long long)allocated, (unsigned long long)counted);
-		goto out;
-	}
-	s->grid = 1;
-	s->chunked = 1;
-	s->grid_chunk = h5_grid_chunk;
-	s->grid_begin = h5_grid_begin;
-	dsv_grid_set_bands(s);
-	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s",
-		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s");
-out:
-	free(probe);
-	if (err == DSV_ERR_UNSUPPORTED || (err && !s->grid)) {
+	if (err) {
 		free(s->chunk_off);
 		free(s->chunk_size);
 		free(s->chunk_mask);
@@ -245,6 +218,18 @@ out:
 		s->chunk_size = NULL;
 		s->chunk_mask = NULL;
 		s->info.stored_bytes = 0;
+		return err;
 	}
-	return err;
+	s->grid = 1;
+	s->chunked = 1;
+	s->grid_chunk = h5_grid_chunk;
+	s->grid_begin = h5_grid_begin;
+	dsv_grid_set_bands(s);
+	char tail[96] = "";
+	if (unwritten)
+		snprintf(tail, sizeof(tail), "; %llu of %llu chunks never written (fill value)",
+			 (unsigned long long)unwritten, (unsigned long long)n);
+	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s%s",
+		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s", tail);
+	return 0;
 }

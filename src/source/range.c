@@ -23,15 +23,17 @@
 #include "source/source_i.h"
 
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
-			    size_t dst_cap)
+			    size_t dst_cap, dsv_fault *fault)
 {
 	void *stored = NULL;
 
+	if (fault)
+		fault->what[0] = '\0';
 	if (!ref->fallback && !dsv_chunk_is_plain(ref) &&
 	    !(stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)ref->stored_size)))
 		return DSV_ERR_NOMEM;
 	return dsv_source_read_chunk(s, ref, dst, dst_cap, stored,
-				     stored ? (size_t)ref->stored_size : 0);
+				     stored ? (size_t)ref->stored_size : 0, fault);
 }
 
 int dsv_range_init(dsv_range *r, const dsv_source *s)
@@ -74,7 +76,7 @@ int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *b
 		} else {
 			if (r->memo != j) {
 				r->memo = UINT64_MAX;
-				err = dsv_source_decode_chunk(r->src, &ref, r->buf, r->cap);
+				err = dsv_source_decode_chunk(r->src, &ref, r->buf, r->cap, NULL);
 				if (!err)
 					r->memo = j;
 			}
@@ -99,6 +101,7 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 	uint64_t e = ref->elem_start + first, end = e + n;
 	char *d = dst;
 	int first_err = 0;
+	dsv_fault fault; /* what failed in a grid's part, for each */
 
 	if (!(ref->fallback || ref->grid) || first > ref->nelems || n > ref->nelems - first ||
 	    dst_cap / esize < n)
@@ -110,10 +113,11 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 		dsv_chunk_ref part = *ref;
 		part.elem_start = e;
 		part.nelems = (stop < end ? stop : end) - e;
-		int err = part.grid ? dsv_grid_read_part(s, &part, d)
+		fault.what[0] = '\0';
+		int err = part.grid ? dsv_grid_read_part(s, &part, d, each ? &fault : NULL)
 				    : dsv_source_read_fallback(s, &part, d, (size_t)(part.nelems * esize));
 		if (each)
-			each(arg, &part, err);
+			each(arg, &part, err, fault.what);
 		if (err && !first_err)
 			first_err = err;
 		if (err && !each)

@@ -119,12 +119,18 @@ void dsv_source_close(dsv_source *s)
 	free(s->path);
 	free(s->dataset);
 	free(s->attrs_json);
+	free(s->dims_json);
 	free(s);
 }
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s)
 {
 	return &s->info;
+}
+
+uint64_t dsv_source_stored_bytes(const dsv_source *s)
+{
+	return s->stored_count ? s->stored_count(s) : s->info.stored_bytes;
 }
 
 int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b)
@@ -344,15 +350,17 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
-			  size_t scratch_cap)
+			  size_t scratch_cap, dsv_fault *fault)
 {
 	uint64_t need = ref->nelems * dsv_dtype_size(s->info.dtype);
 	int err;
 
+	if (fault)
+		fault->what[0] = '\0';
 	if (dst_cap < need)
 		return DSV_ERR_INVALID;
 	if (ref->grid)
-		return dsv_grid_read_band(s, ref, dst, dst_cap);
+		return dsv_grid_read_band(s, ref, dst, dst_cap, fault);
 	if (ref->fallback)
 		return dsv_source_read_fallback(s, ref, dst, dst_cap);
 	if (!within_file(s, ref->offset, ref->stored_size))

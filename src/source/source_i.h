@@ -7,7 +7,8 @@
  *  - chunked: HDF5 chunks of chunk_rows whole rows each; chunk i's stored
  *    bytes are at chunk_off[i], chunk_size[i] long, filters skipped per
  *    chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
- *    chunk was never written (served through the fallback: fill value).
+ *    chunk was never written (the fill value: served through the fallback,
+ *    or for a grid (h5_grid.c) as g_fill).
  * Fallback sources (filters only HDF5 decodes) use the chunked or flat
  * arithmetic for element ranges but read through h5 under a global lock.
  */
@@ -27,6 +28,7 @@
  * chunks are decoded from. Lives for one band, on the reader's stack. */
 typedef struct dsv_grid_io {
 	uint64_t band;
+	dsv_fault *fault; /* what failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;
 	uint64_t held_off, held_len;
 	uint64_t held_first, held_end;
@@ -70,8 +72,9 @@ struct dsv_source {
 	/* h5.c, zarr.c: storage for info.why when it is composed at open
 	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
-	/* h5.c: the dataset's attributes as JSON text (info.attrs), or NULL */
-	char *attrs_json;
+	/* h5.c, zarr.c: the dataset's attributes as JSON text (info.attrs), or
+	 * NULL; zarr.c: its axis names (info.dim_names), or NULL */
+	char *attrs_json, *dims_json;
 
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are
 	 * boxes of gshape; the read path's chunks are bands of g_band
@@ -92,6 +95,9 @@ struct dsv_source {
 	 * one by one (e.g. to ask the kernel for all of them at once, so
 	 * their disk reads overlap) */
 	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
+	/* optional: the data's bytes on disk, when counting them costs too
+	 * much for open (dsv_source_stored_bytes; thread-safe) */
+	uint64_t (*stored_count)(const dsv_source *s);
 	void *zarr; /* zarr.c's state, freed by zarr_close */
 	void (*zarr_close)(void *zarr);
 };
@@ -123,14 +129,17 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
  * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
  * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
 void dsv_grid_set_bands(dsv_source *s);
-/* Band ref->index of a grid source into dst. */
-int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+/* Band ref->index of a grid source into dst; on failure *fault (may be
+ * NULL) names the grid chunk that failed. */
+int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
+		       dsv_fault *fault);
 /* Elements [part->elem_start, + part->nelems) of a grid source, all in one
  * chunk-row, into dst, from that chunk-row's chunks alone: a band that
  * fails whole still serves its other chunk-rows (range.c). */
-int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst);
-/* A grid_chunk that fails says which chunk (its file) for the log. */
-void dsv_grid_note_failure(const char *what);
+int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst,
+		       dsv_fault *fault);
+/* A grid_chunk that fails says which chunk (its file) in io->fault. */
+void dsv_grid_fault(dsv_grid_io *io, const char *what);
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */
 void dsv_source_note_lz4_block(dsv_source *s);

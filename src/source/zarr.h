@@ -53,13 +53,24 @@ int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m,
 		   dsv_errbuf *eb);
 
 /* The attributes of a v3 zarr.json, or the whole text of a v2 .zattrs, as
- * compact JSON text (malloc'd, caller frees), NULL when there are none.
- * @return 0, or DSV_ERR_INVALID (not a JSON object) / DSV_ERR_NOMEM. */
-int dsv_zarr_attrs(const char *text, size_t len, int version, char **out, dsv_errbuf *eb);
+ * compact JSON text into *out, NULL when there are none; and the names of
+ * the array's ndim axes, a JSON array of strings (and nulls: no name) into
+ * *dims, NULL when none are given: v3's dimension_names, refused unless
+ * ndim strings or nulls, or v2's _ARRAY_DIMENSIONS attribute (xarray's
+ * convention), taken when it is ndim strings and passed over otherwise (it
+ * stays in the attributes). Both malloc'd; the caller frees them.
+ * @return 0, or DSV_ERR_FORMAT (not JSON, attributes not an object, bad
+ * dimension_names) / DSV_ERR_NOMEM with the reason in eb and nothing kept. */
+int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out,
+		   char **dims, dsv_errbuf *eb);
 
 /* The path, relative to the array's directory, of the chunk at grid index
  * idx[0..ndim) into out. @return 0, or DSV_ERR_INVALID when it does not fit
  * in cap or an index is outside the grid. */
 int dsv_zarr_chunk_key(const dsv_zarr_meta *m, const uint64_t *idx, char *out, size_t cap);
+
+/* True when rel (a path relative to the array's directory) is the key of
+ * a chunk inside the grid, exactly as dsv_zarr_chunk_key spells it. */
+int dsv_zarr_is_chunk_key(const dsv_zarr_meta *m, const char *rel);
 
 #endif

@@ -342,11 +342,43 @@ int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m,
 	return err ? err : derive(m, eb);
 }
 
-int dsv_zarr_attrs(const char *text, size_t len, int version, char **out, dsv_errbuf *eb)
+/* *dims from names (v3 dimension_names, v2 _ARRAY_DIMENSIONS; absent or
+ * null: none): ndim strings, and in v3 nulls too (an axis without a name).
+ * In v3 anything else is refused; in v2 it is an attribute like any other,
+ * which xarray wrote or did not, and is passed over. */
+static int dim_names(json_t *names, int version, int ndim, char **dims, dsv_errbuf *eb)
+{
+	const char *what = version == 3 ? "dimension_names" : "_ARRAY_DIMENSIONS";
+	size_t n = json_array_size(names);
+	if (!names || json_is_null(names))
+		return 0;
+	if (!json_is_array(names) || n != (size_t)ndim) {
+		if (version == 2)
+			return 0;
+		if (!json_is_array(names))
+			return dsv_errf(eb, DSV_ERR_FORMAT, "%s is not an array", what);
+		return dsv_errf(eb, DSV_ERR_FORMAT, "%s has %zu names for %d dimensions", what, n,
+				ndim);
+	}
+	for (size_t k = 0; k < n; k++) {
+		json_t *v = json_array_get(names, k);
+		if (json_is_string(v) || (version == 3 && json_is_null(v)))
+			continue;
+		if (version == 2)
+			return 0;
+		return dsv_errf(eb, DSV_ERR_FORMAT, "%s[%zu] is not a string or null", what, k);
+	}
+	if (!(*dims = json_dumps(names, JSON_COMPACT | JSON_ENCODE_ANY)))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out,
+		   char **dims, dsv_errbuf *eb)
 {
 	json_error_t je;
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *a;
-	*out = NULL;
+	*out = *dims = NULL;
 	if (!o)
 		return dsv_errf(eb, DSV_ERR_FORMAT, "not JSON: %s (line %d)", je.text, je.line);
 	a = version == 2 ? o : json_object_get(o, "attributes");
@@ -355,8 +387,16 @@ int dsv_zarr_attrs(const char *text, size_t len, int version, char **out, dsv_er
 		err = bad(eb, "attributes are not a JSON object");
 	else if (a && json_object_size(a) &&
 		 !(*out = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)))
-		err = DSV_ERR_NOMEM;
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	else
+		err = dim_names(json_object_get(o, version == 3 ? "dimension_names"
+								: "_ARRAY_DIMENSIONS"),
+				version, ndim, dims, eb);
 	json_decref(o);
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
 	return err;
 }
 
@@ -384,4 +424,28 @@ int dsv_zarr_chunk_key(const dsv_zarr_meta *m, const uint64_t *idx, char *out, s
 		at += (size_t)n;
 	}
 	return 0;
+}
+
+int dsv_zarr_is_chunk_key(const dsv_zarr_meta *m, const char *rel)
+{
+	uint64_t idx[DSV_MAX_DIMS] = { 0 };
+	char key[1024];
+	const char *p = rel;
+	if (m->key_prefix && *p++ != 'c')
+		return 0;
+	for (int k = 0; k < m->ndim; k++) {
+		char *end;
+		if ((k || m->key_prefix) && *p++ != m->sep)
+			return 0;
+		if (*p < '0' || *p > '9')
+			return 0;
+		unsigned long long v = strtoull(p, &end, 10); /* too big: ULLONG_MAX */
+		if (v >= m->grid[k])
+			return 0;
+		idx[k] = v;
+		p = end;
+	}
+	/* anything after, a leading zero ("01"), v2's 0-d "0": the key the
+	 * reader opens for idx is the judge */
+	return dsv_zarr_chunk_key(m, idx, key, sizeof(key)) == 0 && !strcmp(key, rel);
 }

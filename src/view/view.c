@@ -244,6 +244,31 @@ static json_t *rows_json(const dsv_view *v)
 	return o;
 }
 
+/* The view's axis names, when its sources all name theirs alike: a window
+ * along axis 0 adds an axis without a name in front ((n, W, ...)), and
+ * CHW moves the row's last axis to the front of the row. NULL otherwise. */
+static json_t *view_dim_names(const dsv_view *v, json_t *srcs)
+{
+	json_t *first = json_object_get(json_array_get(srcs, 0), "dimension_names");
+	for (size_t i = 1; first && i < v->nsources; i++)
+		if (!json_equal(first, json_object_get(json_array_get(srcs, i), "dimension_names")))
+			return NULL;
+	json_t *d = first ? json_copy(first) : NULL;
+	if (d && v->has_window && v->win_axis == 0)
+		json_array_insert_new(d, 0, json_null());
+	size_t n = json_array_size(d);
+	if (d && v->layout_chw && n >= 3) {
+		json_t *c = json_incref(json_array_get(d, n - 1));
+		json_array_remove(d, n - 1);
+		json_array_insert_new(d, 1, c);
+	}
+	if (d && json_array_size(d) != (size_t)v->ndim) {
+		json_decref(d);
+		d = NULL;
+	}
+	return d;
+}
+
 static int build_json(dsv_view *v)
 {
 	json_t *root = json_object(), *srcs = json_array(), *crows = json_array();
@@ -256,6 +281,9 @@ static int build_json(dsv_view *v)
 			json_object_set_new(o, "dataset", json_string(si->dataset));
 		if (si->attrs) /* our own JSON text, so it parses */
 			json_object_set_new(o, "attrs", json_loads(si->attrs, 0, NULL));
+		if (si->dim_names)
+			json_object_set_new(o, "dimension_names",
+					    json_loads(si->dim_names, JSON_DECODE_ANY, NULL));
 		json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
 		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
@@ -295,6 +323,9 @@ static int build_json(dsv_view *v)
 	json_t *attrs = v->nsources == 1 ? json_object_get(json_array_get(srcs, 0), "attrs") : NULL;
 	if (attrs)
 		json_object_set(root, "attrs", attrs); /* the source entry's, shared */
+	json_t *names = view_dim_names(v, srcs);
+	if (names)
+		json_object_set_new(root, "dimension_names", names);
 	json_object_set_new(root, "rows", rows_json(v));
 	json_object_set_new(root, "window", v->has_window
 			    ? json_pack("{s:I,s:I,s:i}", "size", (json_int_t)v->win, "stride",
@@ -377,9 +408,10 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
 }
 
-/* Logs chunk ref of source src with err, then then (a sentence's end). */
+/* Logs chunk ref of source src with err, then then (a sentence's end);
+ * what: what failed inside a grid's band. */
 static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
-		      const char *then)
+		      const char *what, const char *then)
 {
 	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
 	uint64_t row = info->row_elems ? info->row_elems : 1;
@@ -393,7 +425,7 @@ static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, i
 				(unsigned long long)(ref->elem_start / row),
 				(unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) +
 						      row - 1) / row - 1),
-				dsv_source_grid_failure(), dsv_strerror(err));
+				what, dsv_strerror(err));
 		return;
 	}
 	dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
@@ -406,12 +438,13 @@ static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, i
 		      dsv_strerror(err), then);
 }
 
-void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
+void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
+			      const char *what)
 {
-	log_chunk(v, src, ref, err, "");
+	log_chunk(v, src, ref, err, what, "");
 }
 
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)
 {
-	log_chunk(v, src, ref, err, " in a block or the block table; reading the chunk whole");
+	log_chunk(v, src, ref, err, "", " in a block or the block table; reading the chunk whole");
 }

@@ -10,6 +10,7 @@ Debian's python3-hdf5plugin ships no zstd filter, so the zstd chunks are
 written as the HDF5 plugin writes them (one ZSTD_compress frame, which
 declares its content size) with python3-zstandard and write_direct_chunk."""
 import errno
+import json
 import os
 from unittest import mock
 
@@ -17,7 +18,7 @@ import h5py
 import numpy as np
 import zstandard
 
-from common import E2E, read_all, run
+from common import E2E, check_whole, forked_batches, read_all, run
 from refs import reference
 
 ZSTD = 32015
@@ -149,6 +150,59 @@ class Filters(E2E):
         with self.mount(path) as m:
             self.assertEqual(read_all(m.path("lzf.dat")), reference(want_lzf).tobytes())
             self.assertEqual(read_all(m.path("zstd.dat")), reference(want_zstd).tobytes())
+
+    def test_split_rows_never_written_read_as_the_fill_value(self):
+        # chunks of (4, 16) that split rows, some never written: the N-d
+        # grid serves those as the fill value, as h5py reads them (the
+        # default, zeros; one the file defines; NaN; an edge chunk of an
+        # int16 array), unfiltered and LZF. A dataset whose unwritten chunks
+        # HDF5 does not fill (fill time never) stays with the library.
+        rng = np.random.default_rng(19)
+        path = self.p("holes.h5")
+        want = {}
+        with h5py.File(path, "w") as f:
+            for name, dt, shape, kw in (
+                    ("default", "<f4", (64, 64), {}),
+                    ("fill", "<f4", (64, 64), dict(fillvalue=-7.5)),
+                    ("nan_lzf", "<f4", (64, 64), dict(fillvalue=np.nan, compression="lzf")),
+                    ("i16_edges", "<i2", (62, 61), dict(fillvalue=-300, compression="lzf"))):
+                x = rng.integers(-1000, 1000, shape).astype(dt)
+                d = f.create_dataset(name, shape=shape, dtype=dt, chunks=(4, 16), **kw)
+                # never written: chunk-rows 2 and 9 whole, chunk-row 5 but for
+                # chunks 1 and 3, and the last chunk (an edge one)
+                for r in range(0, shape[0], 4):
+                    for c in range(0, shape[1], 16):
+                        if r // 4 in (2, 9) or (r // 4 == 5 and c // 16 not in (1, 3)) or \
+                                (r + 4 >= shape[0] and c + 16 >= shape[1]):
+                            continue
+                        d[r:r + 4, c:c + 16] = x[r:r + 4, c:c + 16]
+                want[name] = d[...]
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk((4, 16))
+            dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+            d = h5py.Dataset(h5py.h5d.create(f.id, b"never", h5py.h5t.IEEE_F32LE,
+                                             h5py.h5s.create_simple((64, 64)), dcpl=dcpl))
+            top = rng.standard_normal((8, 64)).astype(np.float32)
+            d[:8] = top
+        r = run("info", "--json", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ds = {d["name"].lstrip("/"): d for d in json.loads(r.stdout)["datasets"]}
+        for name in want:
+            self.assertEqual(ds[name]["serve"], "fast-path", name)
+            self.assertEqual(ds[name]["source"]["kind"], "hdf5-chunked", name)
+            self.assertIn("chunks never written (fill value)", ds[name]["why"], name)
+        self.assertEqual(ds["never"]["serve"], "library-fallback")
+        self.assertIn("HDF5 fills them with no value", ds["never"]["why"])
+        with self.mount(path, "--cache-size", "0") as m:
+            for name, w in want.items():
+                with self.subTest(name):
+                    check_whole(self, m, name, reference(w), "float32")
+            forked_batches(self, m, "fill", reference(want["fill"]), workers=3, batches=10)
+            with open(m.path("never.dat"), "rb") as fh:
+                self.assertEqual(fh.read(top.nbytes), reference(top).tobytes())
+            self.assertEqual(m.stats()["errors"], 0)
+        r = run("verify", path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def check_one_bad_chunk(self, name, x, write, where):
         """Writes x with 10-row chunks, flips one byte of chunk 3 at

@@ -55,7 +55,7 @@ def chunk_boxes(shape, chunks):
 
 
 def write_v3(path, data, chunks, codec=None, endian="little", fortran=False, key="default",
-             sep="/", fill=0, skip=(), attrs=None):
+             sep="/", fill=0, skip=(), attrs=None, dims=None):
     """A v3 array from the spec: transpose (F) -> bytes -> codec, per chunk
     (edge chunks padded with the fill value to the whole chunk shape)."""
     os.makedirs(path)
@@ -83,6 +83,8 @@ def write_v3(path, data, chunks, codec=None, endian="little", fortran=False, key
             "codecs": codecs, "fill_value": fill}
     if attrs:
         meta["attributes"] = attrs
+    if dims is not None:
+        meta["dimension_names"] = dims
     with open(os.path.join(path, "zarr.json"), "w") as f:
         json.dump(meta, f)
     bo = "<" if endian == "little" else ">"
@@ -252,6 +254,96 @@ class ZarrV2(E2E):
         self.assertEqual(info["kind"], "zarr")
         self.assertEqual(info["source"]["shape"], [40, 33])
 
+    def test_stored_bytes_are_the_chunk_files(self):
+        # info's stored_bytes and a mounted V.dat's st_blocks: the sizes of
+        # the chunk files there are (a missing one counts 0), keys nested
+        # by '/' too; not the metadata, nor files whose names are not keys
+        # of the grid (out of it, a leading zero, a stray file or folder)
+        x = RNG.integers(0, 1000, (40, 30), dtype=np.int32)
+        ini = ""
+        for name, sep in (("sb_dot", "."), ("sb_slash", "/")):
+            p = write_v2(self.tmp, name, x, dict(chunks=(7, 8), compressor=numcodecs.Zstd(),
+                                                 dimension_separator=sep))
+            os.remove(os.path.join(p, f"2{sep}1"))
+            for junk in ("notes.txt", f"6{sep}0", f"01{sep}1", f"0{sep}4", f"9{sep}9{sep}9",
+                         os.path.join("extra", "0.0")):
+                os.makedirs(os.path.dirname(os.path.join(p, junk)), exist_ok=True)
+                with open(os.path.join(p, junk), "wb") as f:
+                    f.write(b"x" * 1000)
+            with self.subTest(name):
+                self.assertEqual(self.stored_bytes(p), self.chunk_file_bytes(p, x.shape, (7, 8), sep))
+            ini += f"[{name}]\nsource = {p}\n[{name}_again]\nsource = {p}\nscale = 2\n"
+        q = write_v3(os.path.join(self.tmp, "sb_v3"), x, (7, 8), codec="gzip", skip={(0, 0)})
+        self.assertEqual(self.stored_bytes(q), self.chunk_file_bytes(q, x.shape, (7, 8), "/", "c/"))
+        with self.mount(self.write_ini(ini + f"[sb_v3]\nsource = {q}\n")) as m:
+            for name in ("sb_dot", "sb_slash", "sb_dot_again", "sb_v3"):
+                with self.subTest(name):
+                    st = os.stat(m.path(name + ".dat"))
+                    p = os.path.join(self.tmp, name.replace("_again", "") + ".zarr")
+                    want = self.stored_bytes(q if name == "sb_v3" else p)
+                    self.assertEqual(st.st_blocks, (want + 511) // 512)
+                    self.assertEqual(os.stat(m.path(name + ".npy")).st_blocks, 0)
+            ref = x.astype(np.float32)
+            ref[14:21, 8:16] = 0  # chunk 2/1, missing
+            check_whole(self, m, "sb_slash", ref, "float32")
+        # a manifest's totals count the array shared by two views once
+        r = run("info", "--json", self.write_ini(ini))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        views = json.loads(r.stdout)
+        dot, slash = (self.stored_bytes(os.path.join(self.tmp, n + ".zarr")) for n in ("sb_dot", "sb_slash"))
+        self.assertEqual([v["stored_bytes"] for v in views["views"]], [dot, dot, slash, slash])
+        self.assertEqual(views["totals"]["stored_bytes"], dot + slash)
+        r = run("info", os.path.join(self.tmp, "sb_dot.zarr"))
+        self.assertRegex(r.stdout, rf"data +4\.80 kB in {dot / 1000:.2f} kB of chunk files "
+                                   rf"\(ratio {4800 / dot:.2f}\)")
+
+    @staticmethod
+    def stored_bytes(path):
+        r = run("info", "--json", path)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["source"]["stored_bytes"]
+
+    @staticmethod
+    def chunk_file_bytes(path, shape, chunks, sep, prefix=""):
+        grid = [-(-s // c) for s, c in zip(shape, chunks)]
+        keys = (os.path.join(path, prefix + sep.join(map(str, idx))) for idx in np.ndindex(*grid))
+        return sum(os.path.getsize(k) for k in keys if os.path.exists(k))
+
+    def test_xarray_dimension_names(self):
+        # v2: the _ARRAY_DIMENSIONS attribute xarray writes names the axes in
+        # V.json (each source's, and the view's where its sources agree; a
+        # window along axis 0 adds an unnamed axis in front); one that is not
+        # one string an axis is passed over, and stays among the attrs
+        x = RNG.standard_normal((20, 3)).astype(np.float32)
+        paths = {}
+        for name, dims in (("xr_a", ["time", "channel"]), ("xr_b", ["time", "channel"]),
+                           ("xr_c", ["t", "ch"]), ("xr_short", ["time"]), ("xr_num", ["time", 1])):
+            paths[name] = write_v2(self.tmp, name, x, dict(chunks=(8, 3), compressor=numcodecs.Zstd()))
+            zarr.open(paths[name], mode="r+").attrs["_ARRAY_DIMENSIONS"] = dims
+        ini = self.write_ini(
+            f"[one]\nsource = {paths['xr_a']}\n"
+            f"[two]\nsource = {paths['xr_a']}\nsource = {paths['xr_b']}\n"
+            f"[win]\nsource = {paths['xr_a']}\nwindow = 4\nwindow_axis = 0\n"
+            f"[mixed]\nsource = {paths['xr_a']}\nsource = {paths['xr_c']}\n"
+            f"[short]\nsource = {paths['xr_short']}\n[num]\nsource = {paths['xr_num']}\n")
+        with self.mount(ini) as m:
+            check_whole(self, m, "two", np.concatenate([x, x]), "float32")
+            meta = {}
+            for name in ("one", "two", "win", "mixed", "short", "num"):
+                with open(m.path(name + ".json")) as f:
+                    meta[name] = json.load(f)
+        self.assertEqual(meta["one"]["dimension_names"], ["time", "channel"])
+        self.assertEqual(meta["one"]["attrs"]["_ARRAY_DIMENSIONS"], ["time", "channel"])
+        self.assertEqual(meta["two"]["dimension_names"], ["time", "channel"])
+        self.assertEqual(meta["win"]["dimension_names"], [None, "time", "channel"])
+        self.assertNotIn("dimension_names", meta["mixed"])
+        self.assertEqual([s["dimension_names"] for s in meta["mixed"]["sources"]],
+                         [["time", "channel"], ["t", "ch"]])
+        for name, dims in (("short", ["time"]), ("num", ["time", 1])):
+            self.assertNotIn("dimension_names", meta[name])
+            self.assertNotIn("dimension_names", meta[name]["sources"][0])
+            self.assertEqual(meta[name]["attrs"]["_ARRAY_DIMENSIONS"], dims)
+
     def test_refused_metadata(self):
         x = np.arange(24, dtype=np.int32).reshape(6, 4)
         p = os.path.join(self.tmp, "delta.zarr")
@@ -308,6 +400,27 @@ class ZarrV3(E2E):
             check_whole(self, m, "attrs", a.astype(np.float32), "float32")
             with open(m.path("attrs.json")) as f:
                 self.assertEqual(json.load(f)["sources"][0]["attrs"], {"scale": [1, 2], "units": "mV"})
+        # v3 dimension_names: into V.json (the view's too, moved as CHW
+        # moves the axes); a list that is not one string or null an axis
+        # is refused, as the specification allows no other
+        v = RNG.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+        q = write_v3(os.path.join(self.tmp, "named"), v, (2, 5, 3), codec="zstd",
+                     dims=["y", None, "c"])
+        ini = self.write_ini(f"[named]\nsource = {q}\n[named_chw]\nsource = {q}\nlayout = CHW\n")
+        with self.mount(ini) as m:
+            check_whole(self, m, "named_chw", v.transpose(0, 2, 1).astype(np.float32), "float32")
+            for name, want in (("named", ["y", None, "c"]), ("named_chw", ["y", "c", None])):
+                with open(m.path(name + ".json")) as f:
+                    meta = json.load(f)
+                self.assertEqual(meta["dimension_names"], want, name)
+                self.assertEqual(meta["sources"][0]["dimension_names"], ["y", None, "c"], name)
+        r = run("info", "--json", q)
+        self.assertEqual(json.loads(r.stdout)["source"]["dimension_names"], ["y", None, "c"])
+        for i, (dims, why) in enumerate(((["y", "x"], "dimension_names has 2 names for 3 dimensions"),
+                                         (["y", 3, "c"], "dimension_names[1] is not a string or null"),
+                                         ("y", "dimension_names is not an array"))):
+            bad = write_v3(os.path.join(self.tmp, f"badnames{i}"), v, (2, 5, 3), dims=dims)
+            self.refused(bad, want=(f"badnames{i}", "zarr.json", why))
         meta_path = os.path.join(p, "zarr.json")
         with open(meta_path) as f:
             meta = json.load(f)

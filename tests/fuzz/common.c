@@ -87,7 +87,7 @@ void fuzz_read_chunks(const dsv_source *s)
 		budget -= need;
 		void *dst = malloc(need ? need : 1);
 		if (dst)
-			(void)dsv_source_read_chunk(s, &r, dst, need, scratch, scratch_n);
+			(void)dsv_source_read_chunk(s, &r, dst, need, scratch, scratch_n, NULL);
 		free(dst);
 	}
 	free(scratch);

@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dsv_chunk_ref r;
 		if (dsv_source_chunk(s, i, &r) || r.elem_start + r.nelems > rows * cols ||
 		    dsv_source_read_chunk(s, &r, back + r.elem_start * es, r.nelems * es, scratch,
-					  scratch_n))
+					  scratch_n, NULL))
 			abort();
 	}
 	if (memcmp(back, x, nbytes))

@@ -276,6 +276,11 @@ def zarray_seeds():
     put("zarray", "v3_fill_bits", b"\x01" + json.dumps(dict(v3, data_type="float32",
                                                              fill_value="0x7fc00000")).encode())
     put("zarray", "truncated", b"\x01" + json.dumps(v3).encode()[:90])
+    # bits 1-3 of byte 0: the axes the attributes' names are for (2 here)
+    put("zarray", "v3_dim_names", b"\x05" + json.dumps(dict(v3, dimension_names=["t", None]))
+        .encode())
+    put("zarray", "v2_xarray_zattrs", b"\x04" + json.dumps({"_ARRAY_DIMENSIONS": ["t", "ch"],
+                                                            "units": "mV"}).encode())
 
 
 def zlib_seeds():

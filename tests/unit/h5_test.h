@@ -143,7 +143,7 @@ static inline void read_all(const dsv_source *s, void *out, int *errs)
 		size_t n = (size_t)r.nelems * es;
 		uint8_t *tmp = malloc(n);
 		assert_non_null(tmp);
-		int err = dsv_source_read_chunk(s, &r, tmp, n, scratch, sc);
+		int err = dsv_source_read_chunk(s, &r, tmp, n, scratch, sc, NULL);
 		if (errs)
 			errs[i] = err;
 		else if (err)

@@ -86,7 +86,7 @@ static void read_back_chunks(dsv_source *s, dsv_codec codec, uint64_t raw_size)
 		if (raw_size)
 			assert_int_equal(ref.raw_size, raw_size);
 		assert_int_equal(dsv_source_read_chunk(s, &ref, (uint16_t *)back + ref.elem_start,
-						       ref.nelems * 2, scratch, cap), 0);
+						       ref.nelems * 2, scratch, cap, NULL), 0);
 	}
 	assert_memory_equal(back, data, sizeof(data));
 	free(scratch);

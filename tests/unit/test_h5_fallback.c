@@ -175,9 +175,11 @@ static void test_split_rows_fallback(void **state)
 	dsv_source_close(s);
 }
 
-/* Chunks of (2, 5, 4) over (9, 10, 4), unfiltered, and one never written:
- * the first is read through the N-d grid in bands of 2 rows, each chunk
- * pread and placed; the second stays with the library (its fill value). */
+/* Chunks of (2, 5, 4) over (9, 10, 4), unfiltered: read through the N-d
+ * grid in bands of 2 rows, each chunk pread and placed; with chunks never
+ * written too, which read as the fill value (the default, zeros, or one the
+ * file defines), unless the library fills them with nothing (fill time
+ * never): that dataset stays with the library. */
 static void test_split_rows_grid(void **state)
 {
 	static float a[9][10][4];
@@ -192,13 +194,23 @@ static void test_split_rows_grid(void **state)
 	H5Dclose(d);
 	hsize_t one[] = { 2, 5, 4 }, at[] = { 2, 5, 0 };
 	hid_t fs, ms = H5Screate_simple(3, one, NULL);
-	d = mkds(f, "holes", H5T_IEEE_F32LE, 3, dims, NULL, p);
-	fs = H5Dget_space(d);
-	H5Sselect_hyperslab(fs, H5S_SELECT_SET, at, NULL, one, NULL);
-	H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, a);
-	H5Sclose(fs);
+	static const char *const holes[] = { "holes", "holes_fill", "holes_never" };
+	float fill = -2.5f;
+	for (int h = 0; h < 3; h++) {
+		hid_t q = H5Pcopy(p);
+		if (h == 1)
+			H5Pset_fill_value(q, H5T_NATIVE_FLOAT, &fill);
+		if (h == 2)
+			H5Pset_fill_time(q, H5D_FILL_TIME_NEVER);
+		d = mkds(f, holes[h], H5T_IEEE_F32LE, 3, dims, NULL, q);
+		fs = H5Dget_space(d);
+		H5Sselect_hyperslab(fs, H5S_SELECT_SET, at, NULL, one, NULL);
+		H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, a);
+		H5Sclose(fs);
+		H5Dclose(d);
+		H5Pclose(q);
+	}
 	H5Sclose(ms);
-	H5Dclose(d);
 	H5Pclose(p);
 	H5Fclose(f);
 
@@ -216,10 +228,28 @@ static void test_split_rows_grid(void **state)
 	read_check(s, a, sizeof(a));
 	dsv_source_close(s);
 
-	s = open_ok("grid.h5", "/holes");
+	/* rows 2-3, columns 5-9 written (a's first 40 values), the rest fill */
+	static float want[9][10][4];
+	for (int h = 0; h < 2; h++) {
+		for (int i = 0; i < 360; i++)
+			(&want[0][0][0])[i] = h ? fill : 0.0f;
+		for (int y = 0; y < 2; y++)
+			for (int x = 0; x < 5; x++)
+				memcpy(want[2 + y][5 + x], (&a[0][0][0]) + (y * 5 + x) * 4, 16);
+		setenv("DSVIEW_GRID_BAND_KB", "0", 1);
+		s = open_ok("grid.h5", holes[h]);
+		unsetenv("DSVIEW_GRID_BAND_KB");
+		check_info(s, DSV_SRC_H5_CHUNKED, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, 5);
+		assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 2 rows; "
+				    "9 of 10 chunks never written (fill value)");
+		assert_int_equal(dsv_source_get_info(s)->stored_bytes, 2 * 5 * 4 * 4);
+		read_check(s, want, sizeof(want));
+		dsv_source_close(s);
+	}
+	s = open_ok("grid.h5", "/holes_never");
 	check_info(s, DSV_SRC_H5_FALLBACK, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, UINT64_MAX);
 	assert_string_equal(dsv_source_get_info(s)->why,
-			    "chunks split rows; some never written (fill values via HDF5)");
+			    "chunks split rows; some never written, and HDF5 fills them with no value");
 	dsv_source_close(s);
 }
 
@@ -238,7 +268,7 @@ static void *reader(void *p)
 		for (uint64_t c = 0; c < in->nchunks; c++) {
 			dsv_chunk_ref r;
 			dsv_source_chunk(ra->s, c, &r);
-			if (dsv_source_read_chunk(ra->s, &r, buf, r.nelems * 4, NULL, 0) ||
+			if (dsv_source_read_chunk(ra->s, &r, buf, r.nelems * 4, NULL, 0, NULL) ||
 			    memcmp(buf, ra->want + r.elem_start, r.nelems * 4))
 				ra->bad++;
 		}

@@ -90,7 +90,7 @@ static void test_npy_ok(void **state)
 		int16_t out[12];
 		assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
 		assert_int_equal(r.nelems, 12);
-		assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0), 0);
+		assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0, NULL), 0);
 		assert_memory_equal(out, data, sizeof(data));
 		assert_int_equal(dsv_source_chunk(s, 1, &r), DSV_ERR_INVALID);
 		dsv_source_close(s);
@@ -115,7 +115,7 @@ static void test_npy_int64(void **state)
 		assert_int_equal(dsv_source_open_npy(p, &s, &eb), 0);
 		assert_int_equal(dsv_source_get_info(s)->dtype, k ? DSV_U64 : DSV_I64);
 		assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
-		assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0), 0);
+		assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0, NULL), 0);
 		assert_memory_equal(out, k ? (const void *)u64 : i64, 24);
 		dsv_source_close(s);
 	}
@@ -229,13 +229,13 @@ static void test_flat_chunks_and_truncation(void **state)
 	assert_int_equal(dsv_source_chunk(s, in->nchunks - 1, &r), 0);
 	assert_int_equal(r.elem_start + r.nelems, n);
 	unsigned char *out = malloc(in->chunk_elems);
-	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0), 0);
+	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0, NULL), 0);
 	assert_memory_equal(out, data + r.elem_start, r.nelems);
 	/* truncate under the open source: the last chunk is gone, never zeros */
 	assert_int_equal(truncate(p, (off_t)(n - 10)), 0);
-	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0), DSV_ERR_TRUNCATED);
+	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0, NULL), DSV_ERR_TRUNCATED);
 	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
-	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0), 0);
+	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0, NULL), 0);
 	dsv_source_close(s);
 
 	/* raw errors: not a whole number of rows, more rows than the file holds */

@@ -52,6 +52,15 @@ static void test_v2_as_written(void **state)
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, sizeof(key)), DSV_ERR_INVALID);
 	idx[0] = 2;
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, 3), DSV_ERR_INVALID); /* no room */
+	/* the names a count of the chunk files takes (grid 3 x 3) */
+	static const char *const keys[] = { "0.0", "2.2", "1.0" };
+	static const char *const not_keys[] = { "3.0", "0.3", "01.0", "0.0.0", "0", "0/0", "0.",
+						".zarray", "+1.0", " 1.0", "1.0 ", "c.0.0",
+						"99999999999999999999999.0", "" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_true(dsv_zarr_is_chunk_key(&m, keys[i]));
+	for (size_t i = 0; i < sizeof(not_keys) / sizeof(not_keys[0]); i++)
+		assert_false(dsv_zarr_is_chunk_key(&m, not_keys[i]));
 }
 
 static void test_v2_fill_order_separator(void **state)
@@ -74,6 +83,9 @@ static void test_v2_fill_order_separator(void **state)
 	uint64_t idx[2] = { 1, 2 };
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, sizeof(key)), 0);
 	assert_string_equal(key, "1/2");
+	assert_true(dsv_zarr_is_chunk_key(&m, "1/2"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "1.2"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "1/2/"));
 
 	static const struct {
 		const char *dtype, *fill;
@@ -130,10 +142,16 @@ static void test_v3_spec_example(void **state)
 	uint64_t idx[2] = { 9, 0 };
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, sizeof(key)), 0);
 	assert_string_equal(key, "c/9/0");
-	char *attrs;
-	assert_int_equal(dsv_zarr_attrs(t, strlen(t), 3, &attrs, &eb), 0);
+	assert_true(dsv_zarr_is_chunk_key(&m, "c/9/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "9/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "c/10/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "d/9/0"));
+	char *attrs, *dims;
+	assert_int_equal(dsv_zarr_attrs(t, strlen(t), 3, 2, &attrs, &dims, &eb), 0);
 	assert_string_equal(attrs, "{\"bar\":\"apples\",\"foo\":42}");
+	assert_string_equal(dims, "[\"rows\",\"columns\"]");
 	free(attrs);
+	free(dims);
 
 	/* the v2 key encoding, a reversing transpose (F order), raw-bits fill */
 	const char *u =
@@ -152,8 +170,9 @@ static void test_v3_spec_example(void **state)
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx3, key, sizeof(key)), 0);
 	assert_string_equal(key, "2.0.0");
 	assert_int_equal(m.fill[0], 9);
-	assert_int_equal(dsv_zarr_attrs(u, strlen(u), 3, &attrs, &eb), 0);
+	assert_int_equal(dsv_zarr_attrs(u, strlen(u), 3, 3, &attrs, &dims, &eb), 0);
 	assert_null(attrs);
+	assert_null(dims);
 
 	/* 0-d arrays: one chunk, "c" and "0" */
 	const char *z = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [],"
@@ -164,6 +183,58 @@ static void test_v3_spec_example(void **state)
 	assert_int_equal(m.nchunks, 1);
 	assert_int_equal(dsv_zarr_chunk_key(&m, NULL, key, sizeof(key)), 0);
 	assert_string_equal(key, "c");
+	assert_true(dsv_zarr_is_chunk_key(&m, "c"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "c/0"));
+	assert_false(dsv_zarr_is_chunk_key(&m, "0"));
+}
+
+/* Axis names: v3 dimension_names (strings or null, one an axis, else
+ * refused with the reason), v2 xarray's _ARRAY_DIMENSIONS (strings, one an
+ * axis, else passed over and left in the attributes). */
+static void test_dimension_names(void **state)
+{
+	(void)state;
+	static const struct {
+		int version, ndim;
+		const char *text, *dims, *reason; /* reason: refused */
+	} cases[] = {
+		{ 3, 3, "{\"dimension_names\": [\"t\", null, \"\\u00e9\"]}", "[\"t\",null,\"\xc3\xa9\"]" },
+		{ 3, 2, "{\"dimension_names\": null}", NULL },
+		{ 3, 0, "{\"dimension_names\": []}", "[]" },
+		{ 3, 2, "{}", NULL },
+		{ 3, 2, "{\"dimension_names\": [\"t\"]}", NULL, "has 1 names for 2 dimensions" },
+		{ 3, 1, "{\"dimension_names\": [\"t\", \"c\"]}", NULL, "has 2 names for 1" },
+		{ 3, 2, "{\"dimension_names\": [\"t\", 3]}", NULL, "dimension_names[1] is not a string" },
+		{ 3, 1, "{\"dimension_names\": [[\"t\"]]}", NULL, "dimension_names[0]" },
+		{ 3, 1, "{\"dimension_names\": \"t\"}", NULL, "dimension_names is not an array" },
+		{ 3, 1, "{\"dimension_names\": [\"t\"], \"attributes\": 5}", NULL,
+		  "attributes are not a JSON object" },
+		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\", \"channel\"]}", "[\"time\",\"channel\"]" },
+		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\"]}", NULL },
+		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\", null]}", NULL },
+		{ 2, 1, "{\"_ARRAY_DIMENSIONS\": [7]}", NULL },
+		{ 2, 1, "{\"_ARRAY_DIMENSIONS\": {\"a\": 1}}", NULL },
+		{ 2, 1, "{\"units\": \"mV\"}", NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *attrs = (char *)1, *dims = (char *)1;
+		dsv_errbuf eb;
+		int rc = dsv_zarr_attrs(cases[i].text, strlen(cases[i].text), cases[i].version,
+					cases[i].ndim, &attrs, &dims, &eb);
+		if (cases[i].reason) {
+			if (rc != DSV_ERR_FORMAT || !strstr(eb.msg, cases[i].reason) || attrs || dims)
+				fail_msg("case %zu: rc %d, message '%s'", i, rc, eb.msg);
+			continue;
+		}
+		if (rc || (cases[i].dims ? !dims || strcmp(dims, cases[i].dims) : dims != NULL))
+			fail_msg("case %zu: rc %d, dims %s", i, rc, dims ? dims : "NULL");
+		/* v2: the attribute stays among the attributes, taken or not */
+		if (cases[i].version == 2 && (!attrs || !strstr(attrs, cases[i].text[2] == '_'
+								  ? "_ARRAY_DIMENSIONS" : "units")))
+			fail_msg("case %zu: attrs %s", i, attrs ? attrs : "NULL");
+		free(attrs);
+		free(dims);
+	}
 }
 
 /* Each refused with its code and a reason naming what is wrong. */
@@ -259,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_v2_fill_order_separator),
 		cmocka_unit_test(test_v3_spec_example),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_dimension_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
