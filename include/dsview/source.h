@@ -160,6 +160,12 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *out);
 /* Reads exactly n bytes at off; DSV_ERR_TRUNCATED if the file ends first,
  * DSV_ERR_IO on a read error. */
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
+
+/* For the calling thread: on (1), it reads on sequentially (the
+ * readahead), and a source whose chunks are files of their own (Zarr) asks
+ * the kernel for the files that follow, as the kernel's own readahead does
+ * inside one file; off (0, every thread's default), it does not. */
+void dsv_source_reading_on(int on);
 /* Reads one chunk's elements (ref->nelems, native little-endian, source
  * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,

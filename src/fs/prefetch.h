@@ -11,8 +11,9 @@
  * in order, so direction inside a stream does not matter); any other read
  * starts a new stream in place of the least recently used. Once a stream
  * has read 32 MiB and spans a few chunks, the chunks of the next `bytes` of decoded (source
- * dtype) data beyond it are queued; a few threads hand each one to the
- * caller's function, which makes the chunk's output and gives it to the
+ * dtype) data beyond it are queued; a few threads hand each one (or a run
+ * of a stream's consecutive ones, where the caller takes batches) to the
+ * caller's function, which makes the chunks' output and gives it to the
  * kernel (fs.c: FUSE notify_store into the file's page cache), so the
  * reader's next page faults find it there. Reads served from there never
  * reach us, so one chunk in the middle of each batch queued is a tripwire:

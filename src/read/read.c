@@ -85,6 +85,7 @@ static _Thread_local int whole_chunks; /* dsv_read_whole_chunks */
 void dsv_read_whole_chunks(int on)
 {
 	whole_chunks = on;
+	dsv_source_reading_on(on);
 }
 
 /* The cache key of a chunk is its source's (v->src_key: views that share

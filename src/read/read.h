@@ -53,9 +53,9 @@ int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, si
 
 /* For the calling thread: on (1), a piece of an LZ4 chunk with a block
  * table is served from the whole chunk, decoded once and cached, as
- * readahead wants (it reads on through the chunk); off (0, every thread's
- * default), from the blocks that hold it. The prefetcher's threads turn it
- * on. */
+ * readahead wants (it reads on through the chunk), and sources read ahead
+ * of it (dsv_source_reading_on); off (0, every thread's default), from the
+ * blocks that hold it. The prefetcher's threads turn it on. */
 void dsv_read_whole_chunks(int on);
 
 /* What a fill of the read path's own made (made NULL: not wanted). */

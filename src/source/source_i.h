@@ -140,6 +140,9 @@ int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst
 		       dsv_fault *fault);
 /* A grid_chunk that fails says which chunk (its file) in io->fault. */
 void dsv_grid_fault(dsv_grid_io *io, const char *what);
+/* Whether the calling thread reads on sequentially (dsv_source_reading_on). */
+int dsv_source_is_reading_on(void);
+
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */
 void dsv_source_note_lz4_block(dsv_source *s);

@@ -174,18 +174,16 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	return made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT;
 }
 
-/* The kernel reads the band's chunk files ahead, side by side, while the
- * first are decoded (at most 256 files a band: a band of more chunks is
- * rare and its files are small). One chunk a band: nothing to overlap. */
-static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
+/* Asks the kernel for the chunk files of band (at most 256 of them). */
+static void willneed_band(const dsv_source *s, uint64_t band)
 {
 	const zarr_state *z = s->zarr;
 	uint64_t idx[DSV_MAX_DIMS] = { 0 };
 	char key[1024], path[4096 + 1024];
 	int nd = z->m.ndim;
-	if (nd == 0 || (z->m.nchunks / z->m.grid[0] < 2 && s->g_band < 2))
+	uint64_t first = band * s->g_band;
+	if (first >= z->m.grid[0])
 		return;
-	uint64_t first = io->band * s->g_band;
 	idx[0] = first;
 	for (int n = 0; n < 256; n++) {
 		if (dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key)) == 0) {
@@ -204,6 +202,26 @@ static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 		}
 		if (k < 1 && (++idx[0] == first + s->g_band || idx[0] == z->m.grid[0]))
 			return;
+	}
+}
+
+/* Each chunk is a file of its own, which the kernel never reads ahead
+ * across. So: a band's chunk files are asked for side by side while the
+ * first are decoded (one chunk a band: nothing to overlap), and a thread
+ * that reads on (the readahead: dsv_source_reading_on) asks for the next
+ * two bands' files too, while it decodes this one's (the readahead's two
+ * threads each a band ahead). A sequential cold pass of one-chunk bands
+ * read 0.8x a dsview store without this and 0.9x with it (README). */
+static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
+{
+	const zarr_state *z = s->zarr;
+	if (z->m.ndim == 0)
+		return;
+	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2)
+		willneed_band(s, io->band);
+	if (dsv_source_is_reading_on()) {
+		willneed_band(s, io->band + 1);
+		willneed_band(s, io->band + 2);
 	}
 }
 
