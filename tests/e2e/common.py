@@ -327,6 +327,15 @@ def mm_dat(path, dtype, shape):
     return out
 
 
+def flip_byte(path, off, mask=0x5A):
+    """Damages a file in place: the byte at off xor mask."""
+    with open(path, "r+b") as f:
+        f.seek(off)
+        b = f.read(1)
+        f.seek(off)
+        f.write(bytes([b[0] ^ mask]))
+
+
 def read_all(path):
     with open(path, "rb") as f:
         return f.read()

@@ -11,7 +11,8 @@ import sys
 
 import numpy as np
 
-from common import E2E, check_preads, check_whole, forked_batches, mounted, out_np, read_all, run
+from common import (E2E, check_preads, check_whole, flip_byte, forked_batches, mounted, out_np,
+                    read_all, run)
 from refs import reference
 
 SCALE = 1 / 255
@@ -184,11 +185,7 @@ class DevicePath(E2E):
         with h5py.File(bad, "r") as f:
             info = f["img"].id.get_chunk_info(60)  # the readahead reaches it
             rows = f["img"].chunks[0]
-        with open(bad, "r+b") as fh:
-            fh.seek(info.byte_offset + info.size // 2)
-            b = fh.read(1)
-            fh.seek(info.byte_offset + info.size // 2)
-            fh.write(bytes([b[0] ^ 0x55]))
+        flip_byte(bad, info.byte_offset + info.size // 2)
         ini = self.p("bad.ini")
         with open(ini, "w") as f:
             f.write(f"[v]\nsource = bad.h5:/img\nscale = {SCALE!r}\n")

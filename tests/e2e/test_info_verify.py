@@ -20,7 +20,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import DSVIEW, E2E, run
+from common import DSVIEW, E2E, flip_byte, run
 
 ROWS = 50  # rows per chunk of the stores here
 
@@ -57,14 +57,6 @@ def patch(path, off, data):
     with open(path, "r+b") as f:
         f.seek(off)
         f.write(data)
-
-
-def flip_byte(path, off):
-    with open(path, "r+b") as f:
-        f.seek(off)
-        b = f.read(1)
-        f.seek(off)
-        f.write(bytes([b[0] ^ 0x5A]))
 
 
 class Info(E2E):

@@ -15,7 +15,7 @@ import h5py
 import hdf5plugin  # noqa: F401  (registers the LZ4 filter for h5py)
 import numpy as np
 
-from common import DSVIEW, E2E, run
+from common import DSVIEW, E2E, flip_byte, run
 from refs import reference
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -114,11 +114,7 @@ class Pack(E2E):
         with h5py.File(out, "r") as f:
             info = f["img"].id.get_chunk_info(3)
             rows = f["img"].chunks[0]
-        with open(out, "r+b") as fh:
-            fh.seek(info.byte_offset + info.size // 2)
-            b = fh.read(1)
-            fh.seek(info.byte_offset + info.size // 2)
-            fh.write(bytes([b[0] ^ 0x10]))
+        flip_byte(out, info.byte_offset + info.size // 2, 0x10)
         with h5py.File(out, "r") as f:
             self.assertTrue(np.array_equal(f["img"][:3 * rows], self.img[:3 * rows]))
             with self.assertRaises(OSError, msg="h5py must reject the damaged chunk"):
