@@ -161,6 +161,13 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *out);
  * DSV_ERR_IO on a read error. */
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
 
+/* Chunk ref's stored bytes (ref->stored_size of them) into buf, its
+ * Fletcher32 checked when it has one: *payload = the codec's part, the
+ * checksum left off. @return 0, DSV_ERR_CORRUPT (the checksum), or a read
+ * error (DSV_ERR_TRUNCATED, DSV_ERR_IO). */
+int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
+			   size_t *payload);
+
 /* For the calling thread: on (1), it reads on sequentially (the
  * readahead), and a source whose chunks are files of their own (Zarr) asks
  * the kernel for the files that follow, as the kernel's own readahead does

@@ -14,7 +14,6 @@
 
 #include "backend/backend_i.h"
 #include "common/tlsbuf.h"
-#include "dsview/codec.h"
 #include "view/view_i.h"
 #include "xform/xform_elem.h"
 
@@ -61,19 +60,17 @@ static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, ui
 		return DSV_ERR_NOMEM;
 	for (size_t i = 0, so = 0, eo = 0; i < k; i++) {
 		const dsv_chunk_ref *r = &refs[i];
-		size_t n = (size_t)r->stored_size;
-		if ((err = dsv_source_pread(s, staged + so, n, r->offset)))
+		size_t payload;
+		if ((err = dsv_source_read_stored(s, r, staged + so, &payload)))
 			return err;
-		if (r->fletcher32 && dsv_fletcher32_check(staged + so, n))
-			return DSV_ERR_CORRUPT;
 		items[i] = (dsv_gpu_item){
 			.src = staged + so,
-			.n = n - (r->fletcher32 ? 4 : 0),
+			.n = payload,
 			.raw = r->raw_size,
 			.e0 = v->elem_base[si] + r->elem_start, /* picks the channel */
 			.out = whole[i] ? out + (r->elem_start - a) * oes : scratch + eo,
 		};
-		so += n;
+		so += (size_t)r->stored_size;
 		eo += whole[i] ? 0 : (size_t)(r->raw_size / es * oes);
 	}
 	dsv_xform_describe(v->xf[si], &d);

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "dsview/codec.h"
 #include "dsview/source.h"
 #include "gpu/cuda_i.h"
 #include "gpu/gpu.h"
@@ -133,14 +132,8 @@ static int64_t stage_chunk(dsv_gpu *g, int k, const dsv_source *s, const dsv_chu
 		turn_off(g, why);
 		return -1;
 	}
-	if (dsv_source_pread(s, in, n, ref->offset))
+	if (dsv_source_read_stored(s, ref, in, payload))
 		return -1;
-	*payload = n;
-	if (ref->fletcher32) {
-		if (dsv_fletcher32_check(in, n))
-			return -1;
-		*payload -= 4;
-	}
 	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, NULL, 0, &njobs))
 		return -1;
 	if (dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why))) {

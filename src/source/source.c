@@ -326,6 +326,13 @@ static int payload_of(const dsv_chunk_ref *ref, const void *stored, size_t *payl
 	return err;
 }
 
+int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
+			   size_t *payload)
+{
+	int err = dsv_source_pread(s, buf, (size_t)ref->stored_size, ref->offset);
+	return err ? err : payload_of(ref, buf, payload);
+}
+
 int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, const void *stored,
 			     void *dst, size_t need)
 {

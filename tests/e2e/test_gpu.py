@@ -7,7 +7,6 @@ a GPU answers, the same mounts decode the LZ4 chunks on it, with the same
 bytes, and .stats.json names the device and counts its chunks."""
 import contextlib
 import os
-import sys
 import time
 
 import numpy as np
@@ -135,16 +134,10 @@ class DevicePath(E2E):
     def emulated(self, ini, **kw):
         os.environ["DSVIEW_GPU_EMULATE"] = "1"
         try:
-            m = self.mount(ini, "--gpu", "auto", **kw).__enter__()
+            with self.mount(ini, "--gpu", "auto", **kw) as m:
+                yield m
         finally:
             del os.environ["DSVIEW_GPU_EMULATE"]
-        try:
-            yield m
-        except BaseException:
-            if not m.__exit__(*sys.exc_info()):
-                raise
-        else:
-            m.__exit__(None, None, None)
 
     def test_views_it_makes(self):
         x = self.x
