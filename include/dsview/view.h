@@ -46,8 +46,8 @@ typedef struct dsv_manifest {
 	size_t nskipped;
 	char *skipped_json;
 	/* [dsview] defaults; has_* tells whether the manifest set them */
-	int has_cache_size, has_threads, has_gpu;
-	uint64_t cache_size;
+	int has_cache_size, has_threads, has_gpu, has_gpu_cache;
+	uint64_t cache_size, gpu_cache;
 	int threads;
 	char gpu[16];
 } dsv_manifest;

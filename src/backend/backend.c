@@ -6,8 +6,30 @@
 #include "common/log.h"
 #include "common/str.h"
 #include "backend/backend_i.h"
+#include "view/view_i.h"
 
-int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
+/* Each slot's pinned input and output (gpu.cu), two slots. */
+#define PINNED_BUFFERS 4
+
+uint64_t dsv_backend_batch_bytes(uint64_t budget)
+{
+	uint64_t n = budget / 32 >> 20 << 20;
+	return n < (1u << 20) ? 1u << 20 : n > (128u << 20) ? 128u << 20 : n;
+}
+
+/* The tier of n bytes for the device (or its emulation): its index, and
+ * device memory, or host memory when emulated. @return 0, or -1 with why. */
+static int make_tier(dsv_backend *b, uint64_t n, char *why, size_t cap)
+{
+	if (!(b->tier = dsv_gpu_tier_new(n)) || (b->emulate && !(b->emu_tier = malloc(n)))) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	return b->gpu ? dsv_gpu_tier_alloc(b->gpu, n, why, cap) : 0;
+}
+
+int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv_backend **out,
+		       dsv_errbuf *eb)
 {
 	dsv_backend *b = calloc(1, sizeof(*b));
 	char why[256] = "";
@@ -19,29 +41,37 @@ int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb)
 		free(b);
 		return dsv_errf(eb, DSV_ERR_INVALID, "--gpu '%s' must be auto, off or a device number", gpu);
 	}
-	if (dev == DSV_GPU_AUTO) {
-		b->gpu = dsv_gpu_open(-1, why, sizeof(why));
-		if (b->gpu)
-			dsv_log_info("backend: cuda (%s)", dsv_gpu_name(b->gpu));
-		else
-			dsv_log_info("backend: cpu (%s)", why);
-		snprintf(b->why, sizeof(b->why), "%s", b->gpu ? "" : why);
-	} else if (dev == DSV_GPU_OFF) {
+	b->batch = dsv_backend_batch_bytes(budget);
+	if (dev == DSV_GPU_OFF) {
 		dsv_log_info("backend: cpu (--gpu off)");
 		snprintf(b->why, sizeof(b->why), "--gpu off");
+	} else if ((b->gpu = dsv_gpu_open(dev == DSV_GPU_AUTO ? -1 : dev, b->batch, why,
+					  sizeof(why)))) {
+		dsv_log_info("backend: cuda device %d (%s), buffers of %llu MiB",
+			     dev == DSV_GPU_AUTO ? 0 : dev, dsv_gpu_name(b->gpu),
+			     (unsigned long long)(b->batch >> 20));
+	} else if (dev != DSV_GPU_AUTO) {
+		free(b);
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %d: %s", dev, why);
 	} else {
-		b->gpu = dsv_gpu_open(dev, why, sizeof(why));
-		if (!b->gpu) {
-			free(b);
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %d: %s", dev, why);
-		}
-		dsv_log_info("backend: cuda device %d (%s)", dev, dsv_gpu_name(b->gpu));
+		dsv_log_info("backend: cpu (%s)", why);
+		snprintf(b->why, sizeof(b->why), "%s", why);
 	}
 	const char *emu = getenv("DSVIEW_GPU_EMULATE");
 	if (dev == DSV_GPU_AUTO && !b->gpu && emu && strcmp(emu, "1") == 0) {
 		b->emulate = 1;
 		dsv_log_info("backend: readahead through the host build of the device code "
-			     "(DSVIEW_GPU_EMULATE=1, for tests)");
+			     "(DSVIEW_GPU_EMULATE=1, for tests; the tier in host memory)");
+	}
+	if (gpu_cache && (b->gpu || b->emulate)) {
+		/* asked for and not had: the mount fails rather than run without */
+		if (make_tier(b, gpu_cache, why, sizeof(why))) {
+			dsv_backend_destroy(b);
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu-cache: %s", why);
+		}
+		dsv_log_info("backend: --gpu-cache %llu MiB", (unsigned long long)(gpu_cache >> 20));
+	} else if (gpu_cache) {
+		dsv_log_info("backend: --gpu-cache unused: no device");
 	}
 	*out = b;
 	return 0;
@@ -52,7 +82,14 @@ void dsv_backend_destroy(dsv_backend *b)
 	if (!b)
 		return;
 	dsv_gpu_close(b->gpu);
+	dsv_gpu_tier_free(b->tier);
+	free(b->emu_tier);
 	free(b);
+}
+
+uint64_t dsv_backend_pinned(const dsv_backend *b)
+{
+	return b->gpu ? PINNED_BUFFERS * b->batch : 0;
 }
 
 const char *dsv_backend_name(const dsv_backend *b)
@@ -75,10 +112,41 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
 	st->gpu_emulated = b->emulate;
 	st->made_bytes = atomic_load(&((dsv_backend *)b)->made_bytes);
 	st->made_fallbacks = atomic_load(&((dsv_backend *)b)->made_fallbacks);
+	st->batch_bytes = b->gpu || b->emulate ? b->batch : 0;
+	st->pinned_bytes = dsv_backend_pinned(b);
+	dsv_gpu_tier_stats ts = { 0 };
+	if (b->tier)
+		dsv_gpu_tier_get_stats(b->tier, &ts);
+	st->tier_bytes = ts.cap;
+	st->tier_used = ts.used;
+	st->tier_chunks = ts.chunks;
+	st->tier_hits = ts.hits;
+	st->tier_misses = ts.misses;
+}
+
+/* Chunk ref (of source s) from the tier into out, when the tier holds it.
+ * @return 0, or DSV_ERR_UNSUPPORTED when it does not (or a CUDA error). */
+static int from_tier(dsv_backend *b, const dsv_source *s, const dsv_chunk_ref *ref, void *out,
+		     size_t size)
+{
+	uint64_t at;
+	if (!b->tier || ref->codec != DSV_CODEC_LZ4 || ref->fallback || ref->grid ||
+	    size > ref->raw_size || !dsv_gpu_tier_find(b->tier, s, ref->index, &at))
+		return DSV_ERR_UNSUPPORTED;
+	if (b->emu_tier) {
+		memcpy(out, b->emu_tier + at, size);
+		return 0;
+	}
+	return b->gpu ? dsv_gpu_tier_read(b->gpu, at, out, size) : DSV_ERR_UNSUPPORTED;
 }
 
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)
 {
+	size_t si;
+	dsv_chunk_ref ref;
+	if (b->tier && dsv_view_chunk_ref(v, g, &si, &ref) == 0 &&
+	    from_tier(b, v->sources[si], &ref, out, size) == 0)
+		return 0;
 	if (b->gpu) {
 		int err = dsv_gpu_decode(b->gpu, v, g, out, size);
 		if (err != DSV_ERR_UNSUPPORTED)

@@ -19,11 +19,23 @@
 
 typedef struct dsv_backend dsv_backend;
 
-/* gpu: "auto", "off", or a device number. @return 0, or DSV_ERR_UNSUPPORTED
- * when a device was named that this build or machine cannot use. */
-int dsv_backend_create(const char *gpu, dsv_backend **out, dsv_errbuf *eb);
+/* gpu: "auto", "off", or a device number. gpu_cache: bytes of the
+ * device-memory tier (--gpu-cache), 0 for none. budget: the mount's cache
+ * budget (--cache-size), which sizes the device's buffers
+ * (dsv_backend_batch_bytes). @return 0; DSV_ERR_UNSUPPORTED when a device
+ * was named that this build or machine cannot use, or a device opened
+ * without room for its buffers or the tier (eb says why). */
+int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv_backend **out,
+		       dsv_errbuf *eb);
 void dsv_backend_destroy(dsv_backend *b);
 const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
+/* Bytes each device buffer holds for a cache budget: a 32nd of it,
+ * between 1 MiB and 128 MiB. A batch, or a chunk, that needs more in any
+ * one buffer is cut, or left to the CPU. */
+uint64_t dsv_backend_batch_bytes(uint64_t budget);
+/* Pinned host memory the device's buffers hold (0 on the CPU): the mount
+ * takes it out of the chunk cache's budget. */
+uint64_t dsv_backend_pinned(const dsv_backend *b);
 
 /* For .stats.json: the device and what it did, or why there is none. */
 typedef struct dsv_backend_stats {
@@ -33,12 +45,17 @@ typedef struct dsv_backend_stats {
 	int gpu_failed; /* a CUDA error turned the GPU off: chunks decode on the CPU */
 	int gpu_emulated; /* DSVIEW_GPU_EMULATE: the device path runs on the CPU */
 	uint64_t made_bytes, made_fallbacks; /* dsv_backend_make's */
+	uint64_t batch_bytes, pinned_bytes; /* each device buffer; pinned host memory */
+	/* the tier (--gpu-cache): bytes, bytes used, chunks held, and the
+	 * answers of its lookups */
+	uint64_t tier_bytes, tier_used, tier_chunks, tier_hits, tier_misses;
 } dsv_backend_stats;
 void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st);
 
 /* Decodes global chunk g of view v into out: its elements in the source
  * dtype, native little-endian (size must be the chunk's elements times the
- * source element size). Logs the source, chunk and reason on failure.
+ * source element size); from the tier when it holds the chunk. Logs the
+ * source, chunk and reason on failure.
  * @return 0 or a negative dsv_err (the read fails with EIO). */
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size);
 
@@ -47,7 +64,9 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
  * and transformed on the device from the chunks' stored bytes, which the
  * CPU only reads and checks (pread, Fletcher32). For a view whose output
  * is its sources' elements in order, one per-element transform each (no
- * rows, windows or layout), of LZ4 (32004) chunks. @return 0, or non-zero
+ * rows, windows or layout), of LZ4 (32004) chunks; chunks the tier holds
+ * are transformed from there, and others admitted to it while it has
+ * room. @return 0, or non-zero
  * with nothing promised in out: DSV_ERR_UNSUPPORTED where the device path
  * does not apply (no device, another view or codec, a CUDA error), any
  * other error where a chunk failed a check. Either way the caller makes

@@ -5,10 +5,12 @@
  * buffer, and the device decodes and transforms them in one batch
  * (dsv_gpu_decode_xform), straight to the view's dtype: the CPU does the
  * I/O and the copies, the device the LZ4 and the arithmetic, and the chunk
- * cache is not involved. A chunk the range covers whole is made in place
- * in the caller's buffer; one it covers in part (a range of whole pages
- * starts inside the chunk before its own) is made whole into scratch and
- * its part copied.
+ * cache is not involved. A range whose chunks need more than the device's
+ * buffers hold goes in several batches. Chunks the tier holds are not
+ * read: the device transforms them from there. A chunk the range covers
+ * whole is made in place in the caller's buffer; one it covers in part (a
+ * range of whole pages starts inside the chunk before its own) is made
+ * whole into scratch and its part copied.
  */
 #include <string.h>
 
@@ -17,7 +19,7 @@
 #include "view/view_i.h"
 #include "xform/xform_elem.h"
 
-#define MAX_ITEMS 64 /* chunks in one batch; a longer range stays on the CPU */
+#define MAX_ITEMS 64 /* chunks in one range; a longer range stays on the CPU */
 
 /* Is the chunk at r one the device decodes, of elements of es bytes? */
 static int device_chunk(const dsv_chunk_ref *r, size_t es)
@@ -27,7 +29,54 @@ static int device_chunk(const dsv_chunk_ref *r, size_t es)
 	       r->stored_size >= (r->fletcher32 ? 4u : 0u);
 }
 
-/* Source si's elements [a, a + m) into out, from the chunks under them. */
+/* What one batch of a run needs of a device buffer, in bytes. */
+typedef struct need {
+	uint64_t in, raw, out;
+} need;
+
+/* Chunks refs[0..k) of source s, made by the device in one batch (their
+ * items' out already set): stored bytes read and staged unless the tier
+ * holds the chunk (tier_at), decoded chunks admitted to the tier while it
+ * has room. */
+static int make_batch(dsv_backend *b, const dsv_view *v, size_t si, const dsv_chunk_ref *refs,
+		      dsv_gpu_item *items, size_t k, uint64_t stored)
+{
+	const dsv_source *s = v->sources[si];
+	char *staged = dsv_tls_buf(DSV_TLS_DEV_IN, (size_t)(stored ? stored : 1));
+	dsv_xform_desc d;
+	int err = 0;
+
+	if (!staged)
+		return DSV_ERR_NOMEM;
+	for (size_t i = 0, so = 0; i < k; i++) {
+		const dsv_chunk_ref *r = &refs[i];
+		uint64_t at;
+		size_t payload;
+		items[i].raw = r->raw_size;
+		items[i].e0 = v->elem_base[si] + r->elem_start; /* picks the channel */
+		if (items[i].tier_at >= 0)
+			continue;
+		if ((err = dsv_source_read_stored(s, r, staged + so, &payload)))
+			break;
+		items[i].src = staged + so;
+		items[i].n = payload;
+		so += (size_t)r->stored_size;
+		if (b->tier && dsv_gpu_tier_reserve(b->tier, s, r->index, r->raw_size, &at) == 0)
+			items[i].admit_at = (int64_t)at;
+	}
+	if (!err) {
+		dsv_xform_describe(v->xf[si], &d);
+		err = b->gpu ? dsv_gpu_decode_xform(b->gpu, &d, items, k, NULL)
+			     : dsv_gpu_emu_decode_xform(&d, items, k, b->emu_tier);
+	}
+	for (size_t i = 0; i < k; i++)
+		if (items[i].admit_at >= 0)
+			dsv_gpu_tier_commit(b->tier, s, refs[i].index, !err);
+	return err;
+}
+
+/* Source si's elements [a, a + m) into out, from the chunks under them, in
+ * as many batches as the device's buffers need. */
 static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, uint64_t m,
 		    char *out)
 {
@@ -36,48 +85,49 @@ static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, ui
 	size_t es = dsv_dtype_size(in->dtype), oes = v->out_esize, k = 0;
 	dsv_chunk_ref refs[MAX_ITEMS];
 	dsv_gpu_item items[MAX_ITEMS];
+	need needs[MAX_ITEMS];
+	uint64_t edge = 0, eoff[MAX_ITEMS], at;
 	int whole[MAX_ITEMS];
-	uint64_t stored = 0, edge = 0;
-	dsv_xform_desc d;
 	int err;
 
 	if (!v->xf[si] || in->chunk_elems == 0)
 		return DSV_ERR_UNSUPPORTED;
-	for (uint64_t at = a; at < a + m; k++) {
+	for (uint64_t e = a; e < a + m; k++) {
 		dsv_chunk_ref *r = &refs[k];
-		if (k == MAX_ITEMS || dsv_source_chunk(s, at / in->chunk_elems, r) ||
-		    r->elem_start > at || !device_chunk(r, es))
+		if (k == MAX_ITEMS || dsv_source_chunk(s, e / in->chunk_elems, r) ||
+		    r->elem_start > e || !device_chunk(r, es))
 			return DSV_ERR_UNSUPPORTED;
 		whole[k] = r->elem_start >= a && r->elem_start + r->nelems <= a + m &&
 			   r->raw_size == r->nelems * es;
-		stored += r->stored_size;
-		edge += whole[k] ? 0 : r->raw_size / es * oes;
-		at = r->elem_start + r->nelems;
+		int held = b->tier && dsv_gpu_tier_find(b->tier, s, r->index, &at);
+		needs[k] = (need){ held ? 0 : r->stored_size, held ? 0 : r->raw_size,
+				   r->raw_size / es * oes };
+		if (needs[k].in > b->batch || needs[k].raw > b->batch || needs[k].out > b->batch)
+			return DSV_ERR_UNSUPPORTED; /* a chunk larger than the buffers */
+		items[k] = (dsv_gpu_item){ .tier_at = held ? (int64_t)at : -1, .admit_at = -1 };
+		eoff[k] = edge;
+		edge += whole[k] ? 0 : needs[k].out;
+		e = r->elem_start + r->nelems;
 	}
-	char *staged = dsv_tls_buf(DSV_TLS_DEV_IN, (size_t)(stored ? stored : 1));
 	char *scratch = edge ? dsv_tls_buf(DSV_TLS_DEV_EDGE, (size_t)edge) : NULL;
-	if (!staged || (edge && !scratch))
+	if (edge && !scratch)
 		return DSV_ERR_NOMEM;
-	for (size_t i = 0, so = 0, eo = 0; i < k; i++) {
-		const dsv_chunk_ref *r = &refs[i];
-		size_t payload;
-		if ((err = dsv_source_read_stored(s, r, staged + so, &payload)))
+	/* a chunk the range covers whole is made in place, another whole into
+	 * scratch and its part copied after */
+	for (size_t i = 0; i < k; i++)
+		items[i].out = whole[i] ? out + (refs[i].elem_start - a) * oes : scratch + eoff[i];
+	for (size_t i = 0, j; i < k; i = j) {
+		need sum = { 0, 0, 0 };
+		for (j = i; j < k && sum.in + needs[j].in <= b->batch &&
+			    sum.raw + needs[j].raw <= b->batch && sum.out + needs[j].out <= b->batch;
+		     j++) {
+			sum.in += needs[j].in;
+			sum.raw += needs[j].raw;
+			sum.out += needs[j].out;
+		}
+		if ((err = make_batch(b, v, si, refs + i, items + i, j - i, sum.in)))
 			return err;
-		items[i] = (dsv_gpu_item){
-			.src = staged + so,
-			.n = payload,
-			.raw = r->raw_size,
-			.e0 = v->elem_base[si] + r->elem_start, /* picks the channel */
-			.out = whole[i] ? out + (r->elem_start - a) * oes : scratch + eo,
-		};
-		so += (size_t)r->stored_size;
-		eo += whole[i] ? 0 : (size_t)(r->raw_size / es * oes);
 	}
-	dsv_xform_describe(v->xf[si], &d);
-	err = b->gpu ? dsv_gpu_decode_xform(b->gpu, &d, items, k, NULL)
-		     : dsv_gpu_emu_decode_xform(&d, items, k);
-	if (err)
-		return err;
 	for (size_t i = 0; i < k; i++) {
 		const dsv_chunk_ref *r = &refs[i];
 		if (whole[i])

@@ -4,7 +4,8 @@
  * [-t TYPE] (make install links it to dsview); without that link, fuse3's
  * mount.fuse3 runs "dsview SOURCE MOUNTPOINT -o OPTS". Both become dsview
  * mount, with the -o options sorted: dsview's own (cache_size=S,
- * threads=N, readahead=S, gpu=G, dtype=T, log=FILE, log_level=L, strict)
+ * threads=N, readahead=S, gpu=G, gpu_cache=S, dtype=T, log=FILE,
+ * log_level=L, strict)
  * become its options, mount(8)'s and fstab's (rw, ro, defaults, noauto,
  * _netdev, nofail, x-systemd.*, ...) are dropped (the mount is always
  * read-only, nosuid, nodev), and the rest go to FUSE (allow_other,
@@ -31,8 +32,8 @@ static const struct {
 } own[] = {
 	{ "cache_size", "--cache-size" }, { "threads", "--threads" },
 	{ "readahead", "--readahead" },   { "gpu", "--gpu" },
-	{ "dtype", "--dtype" },           { "log", "--log" },
-	{ "log_level", "--log-level" },
+	{ "gpu_cache", "--gpu-cache" },   { "dtype", "--dtype" },
+	{ "log", "--log" },               { "log_level", "--log-level" },
 };
 
 #define MAX_ARGS 64

@@ -56,6 +56,9 @@ static const char mount_usage[] =
 	"                       128K; 64K: less read around shuffled memmap rows,\n"
 	"                       1M: fewer requests for sequential passes)\n"
 	"      --gpu G          auto (default), off, or a CUDA device number\n"
+	"      --gpu-cache S    device memory that keeps decoded LZ4 chunks for the\n"
+	"                       next epoch, e.g. 16G (default 0: none); fails the\n"
+	"                       mount when the device has not that much free\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
 	"                       and direct_io are refused; nonempty mounts over a\n"
 	"                       directory that is not empty)\n"
@@ -239,6 +242,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'T' },
 		{ "readahead", required_argument, NULL, 'R' },
 		{ "gpu", required_argument, NULL, 'G' },
+		{ "gpu-cache", required_argument, NULL, 'g' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "log-level", required_argument, NULL, 'V' },
 		{ "debug", no_argument, NULL, 'd' },
@@ -251,7 +255,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	dsv_fs *fs = NULL;
 	dsv_errbuf eb;
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
-	const char *ra_arg = NULL;
+	const char *ra_arg = NULL, *gpu_cache_arg = NULL;
 	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
 	int foreground = 0, threads = 0, strict = 0, nonempty = 0, log_level = DSV_LOG_INFO, c, err;
 	char default_log[PATH_MAX + 300] = "";
@@ -271,6 +275,7 @@ int dsv_cmd_mount(int argc, char **argv)
 				return EXIT_USER;
 			break;
 		case 'G': gpu_arg = optarg; break;
+		case 'g': gpu_cache_arg = optarg; break;
 		case 'o':
 			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &nonempty))
 				return EXIT_USER;
@@ -345,6 +350,14 @@ int dsv_cmd_mount(int argc, char **argv)
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */
 		dsv_cli_error("--gpu '%s' must be auto, off or a device number", o.gpu);
+		goto user_error;
+	}
+	o.gpu_cache = m->has_gpu_cache ? m->gpu_cache : 0;
+	if (gpu_cache_arg && dsv_cli_size_arg("--gpu-cache", gpu_cache_arg, 0, 0, NULL, &o.gpu_cache))
+		goto user_error;
+	if (o.gpu_cache && gpu_dev == DSV_GPU_OFF) {
+		dsv_cli_error("%s needs a GPU, and --gpu is off",
+			      gpu_cache_arg ? "--gpu-cache" : "the manifest's gpu_cache");
 		goto user_error;
 	}
 	if (log_path && dsv_log_open(log_path)) {

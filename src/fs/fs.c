@@ -481,9 +481,13 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	 * cache budget. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	mallopt(M_ARENA_MAX, 4);
-	if ((err = dsv_backend_create(fs->o.gpu, &fs->backend, eb)))
+	if ((err = dsv_backend_create(fs->o.gpu, fs->o.gpu_cache, fs->o.cache_size, &fs->backend,
+				      eb)))
 		return err;
-	fs->cache = dsv_cache_create(fs->o.cache_size, cache_fill, fs);
+	/* the device's pinned buffers come out of the budget */
+	uint64_t pinned = dsv_backend_pinned(fs->backend);
+	fs->cache = dsv_cache_create(fs->o.cache_size > pinned ? fs->o.cache_size - pinned : 0,
+				     cache_fill, fs);
 	uint64_t tiles = fs->o.cache_size / 8 < TILE_BUDGET ? fs->o.cache_size / 8 : TILE_BUDGET;
 	fs->tiles = fs->cache ? dsv_cache_create(tiles, cache_fill, fs) : NULL;
 	if (!fs->cache || !fs->tiles)

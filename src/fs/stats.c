@@ -82,6 +82,10 @@ static char *render_stats(dsv_fs *fs)
 		     "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_failed\": %s,\n"
 		     "  \"gpu_emulated\": %s,\n  \"gpu_readahead_bytes\": %llu,\n"
 		     "  \"gpu_readahead_fallbacks\": %llu,\n"
+		     "  \"gpu_batch_bytes\": %llu,\n  \"gpu_pinned_bytes\": %llu,\n"
+		     "  \"gpu_cache_bytes\": %llu,\n  \"gpu_cache_used\": %llu,\n"
+		     "  \"gpu_cache_chunks\": %llu,\n  \"gpu_cache_hits\": %llu,\n"
+		     "  \"gpu_cache_misses\": %llu,\n"
 		     "  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
 		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
 		     "  \"read_errors\": %llu,\n"
@@ -102,6 +106,10 @@ static char *render_stats(dsv_fs *fs)
 		     (unsigned long long)bs.gpu_batches, (unsigned long long)bs.gpu_fallbacks,
 		     bs.gpu_failed ? "true" : "false", bs.gpu_emulated ? "true" : "false",
 		     (unsigned long long)bs.made_bytes, (unsigned long long)bs.made_fallbacks,
+		     (unsigned long long)bs.batch_bytes, (unsigned long long)bs.pinned_bytes,
+		     (unsigned long long)bs.tier_bytes, (unsigned long long)bs.tier_used,
+		     (unsigned long long)bs.tier_chunks, (unsigned long long)bs.tier_hits,
+		     (unsigned long long)bs.tier_misses,
 		     dsv_xform_kernel_name(), fs->m->nviews,
 		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
 		     (unsigned long long)fs->bytes_decoded, (unsigned long long)fs->read_errors,

@@ -1,8 +1,10 @@
 /*
  * Private to src/gpu: the CUDA runtime half of the backend (gpu.cu), behind
  * a C interface for gpu_host.c. A slot is one CUDA stream with its own
- * pinned host and device buffers: one chunk (or batch) at a time runs in
- * it, and the backend's slots let callers' copies and kernels overlap.
+ * pinned host and device buffers, each of the slot's capacity, made when
+ * the slot is: one chunk (or batch) at a time runs in it, and the
+ * backend's slots let callers' copies and kernels overlap. The tier is
+ * one allocation of device memory that every slot reads and fills.
  */
 #ifndef DSV_GPU_CUDA_I_H
 #define DSV_GPU_CUDA_I_H
@@ -24,35 +26,55 @@ int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why
 
 typedef struct dsv_cuda_slot dsv_cuda_slot;
 
-/* @return NULL with why on a CUDA error. */
-dsv_cuda_slot *dsv_cuda_slot_new(int device, char *why, size_t why_cap);
+/* A slot whose stored bytes in, decoded bytes and output each fit in cap
+ * bytes. @return NULL with why on a CUDA error. */
+dsv_cuda_slot *dsv_cuda_slot_new(int device, size_t cap, char *why, size_t why_cap);
 void dsv_cuda_slot_free(dsv_cuda_slot *s); /* accepts NULL */
 
-/* The slot's pinned staging for n input bytes and njobs jobs, grown as
- * needed. @return 0, or -1 with why on a CUDA error. */
+/* The slot's pinned staging for n input bytes and njobs jobs (the jobs'
+ * buffer grows as needed). @return 0, 2 when n exceeds the slot's
+ * capacity, or -1 with why on a CUDA error. */
 int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv_gpu_job **jobs,
 			char *why, size_t why_cap);
 
-/* A run of decoded elements to transform: src_off into the decoded bytes,
- * out_off into the output, e0 the view index of the first. */
+/* A run of decoded elements to transform: src_off into the decoded bytes
+ * (into the tier when from_tier), out_off into the output, e0 the view
+ * index of the first. */
 typedef struct dsv_cuda_item {
-	uint64_t src_off, out_off, nelems, e0;
+	uint64_t src_off, out_off, nelems, e0, from_tier;
 } dsv_cuda_item;
+
+/* n decoded bytes at raw_off copied into the tier at tier_at. */
+typedef struct dsv_cuda_admit {
+	uint64_t raw_off, tier_at, n;
+} dsv_cuda_admit;
 
 typedef struct dsv_gpu_times {
 	double h2d_s, kernel_s, d2h_s; /* CUDA events: copy in, decode + transform, copy out */
 } dsv_gpu_times;
 
 /* Runs the staged jobs over the staged n input bytes into raw decoded
- * bytes on the device; then, with x, transforms items (nitems of them, the
- * source dtype x->src) into the output dtype; and copies out_n bytes (of
- * the decoded bytes without x, of the output with it) to the slot's
- * pinned output (dsv_cuda_slot_out) and, unless dst is NULL, to dst.
- * times may be NULL. @return 0, 1 when a block failed to decode (corrupt:
- * nothing trusted in the output), or -1 with why on a CUDA error. */
+ * bytes on the device; copies the admits' decoded bytes into the tier
+ * (device memory, NULL for none); then, with x, transforms items (nitems
+ * of them, the source dtype x->src) into the output dtype; and copies
+ * out_n bytes (of the decoded bytes without x, of the output with it) to
+ * the slot's pinned output (dsv_cuda_slot_out) and, unless dst is NULL,
+ * to dst. times may be NULL. @return 0, 1 when a block failed to decode
+ * (corrupt: nothing trusted in the output or the admits), 2 when raw or
+ * out_n exceeds the slot's capacity, or -1 with why on a CUDA error. */
 int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
-		      void *dst, size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap);
+		      uint8_t *tier, const dsv_cuda_admit *admits, size_t nadmits, void *dst,
+		      size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap);
+
+/* Copies n bytes at offset at of the tier to dst, through the slot.
+ * @return 0, 2 when n exceeds the slot's capacity, or -1 with why. */
+int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size_t n, void *dst,
+			char *why, size_t why_cap);
+
+/* The tier: n bytes of device memory. @return NULL with why. */
+uint8_t *dsv_cuda_tier_new(int device, size_t n, char *why, size_t why_cap);
+void dsv_cuda_tier_free(int device, uint8_t *tier); /* accepts NULL */
 
 /* The last run's output, in pinned host memory, until the slot runs again. */
 const void *dsv_cuda_slot_out(const dsv_cuda_slot *s);

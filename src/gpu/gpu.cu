@@ -2,8 +2,10 @@
  * The CUDA runtime half of the GPU backend (cuda_i.h): the device is
  * chosen and checked here, and a slot stages a chunk's stored bytes in
  * pinned host memory, copies them in, decodes every LZ4 block with one
- * warp per block (dev_lz4.h), optionally transforms the elements
- * (dev_xform.h), and copies the result out, all in the slot's own stream.
+ * warp per block (dev_lz4.h), copies decoded chunks into the tier when
+ * asked, optionally transforms the elements (dev_xform.h), from the
+ * decoded bytes or the tier, and copies the result out, all in the
+ * slot's own stream.
  *
  * Built by nvcc with --fmad=false and IEEE division and denormals (the
  * Makefile's NVCCFLAGS), so the transform rounds as the CPU's kernels do.
@@ -23,6 +25,7 @@
 
 struct dsv_cuda_slot {
 	int device;
+	size_t cap; /* of h_in, h_out, d_in, d_raw, d_out: made with the slot */
 	cudaStream_t stream;
 	cudaEvent_t ev[4];
 	int nev;
@@ -30,14 +33,14 @@ struct dsv_cuda_slot {
 	void *h_in, *h_out;
 	dsv_gpu_job *h_jobs;
 	int *h_status;
-	size_t h_in_cap, h_out_cap, h_jobs_cap;
+	size_t h_jobs_cap; /* grown as needed, as are the other small ones */
 	/* device */
 	uint8_t *d_in, *d_raw, *d_out;
 	dsv_gpu_job *d_jobs;
 	dsv_cuda_item *d_items;
 	double *d_chan; /* mean then std */
 	int *d_status;
-	size_t d_in_cap, d_raw_cap, d_out_cap, d_jobs_cap, d_items_cap, d_chan_cap;
+	size_t d_jobs_cap, d_items_cap, d_chan_cap;
 };
 
 static int fail(char *why, size_t cap, const char *what, cudaError_t e)
@@ -67,13 +70,14 @@ __global__ void dsv_lz4_kernel(const uint8_t *in, const dsv_gpu_job *jobs, size_
 		atomicExch(status, 1);
 }
 
-__global__ void dsv_xform_kernel(dsv_xform_desc x, const uint8_t *raw, const dsv_cuda_item *items,
-				 uint8_t *out)
+__global__ void dsv_xform_kernel(dsv_xform_desc x, const uint8_t *raw, const uint8_t *tier,
+				 const dsv_cuda_item *items, uint8_t *out)
 {
 	dsv_cuda_item it = items[blockIdx.y];
+	const uint8_t *src = (it.from_tier ? tier : raw) + it.src_off;
 	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.nelems; i += step)
-		dsv_dev_xform_elem(&x, raw + it.src_off, i, it.e0 + i, out + it.out_off);
+		dsv_dev_xform_elem(&x, src, i, it.e0 + i, out + it.out_off);
 }
 
 /* Why cudaGetDeviceCount failed, in words a user can act on. */
@@ -131,20 +135,29 @@ int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why
 	return device;
 }
 
-dsv_cuda_slot *dsv_cuda_slot_new(int device, char *why, size_t why_cap)
+dsv_cuda_slot *dsv_cuda_slot_new(int device, size_t cap, char *why, size_t why_cap)
 {
 	dsv_cuda_slot *s = (dsv_cuda_slot *)calloc(1, sizeof(*s));
 	cudaError_t e;
+	const char *what = "slot";
 	if (!s) {
 		snprintf(why, why_cap, "out of memory");
 		return NULL;
 	}
 	s->device = device;
+	s->cap = cap;
 	if ((e = cudaSetDevice(device)) != cudaSuccess ||
 	    (e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
 	    (e = cudaHostAlloc((void **)&s->h_status, sizeof(int), cudaHostAllocDefault)) != cudaSuccess ||
-	    (e = cudaMalloc((void **)&s->d_status, sizeof(int))) != cudaSuccess) {
-		fail(why, why_cap, "slot", e);
+	    (e = cudaMalloc((void **)&s->d_status, sizeof(int))) != cudaSuccess ||
+	    (what = "pinned buffers",
+	     (e = cudaHostAlloc(&s->h_in, cap, cudaHostAllocDefault)) != cudaSuccess ||
+	     (e = cudaHostAlloc(&s->h_out, cap, cudaHostAllocDefault)) != cudaSuccess) ||
+	    (what = "device buffers",
+	     (e = cudaMalloc((void **)&s->d_in, cap)) != cudaSuccess ||
+	     (e = cudaMalloc((void **)&s->d_raw, cap)) != cudaSuccess ||
+	     (e = cudaMalloc((void **)&s->d_out, cap)) != cudaSuccess)) {
+		fail(why, why_cap, what, e);
 		dsv_cuda_slot_free(s);
 		return NULL;
 	}
@@ -218,8 +231,9 @@ static cudaError_t grow_dev(void **p, size_t *cap, size_t n)
 int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv_gpu_job **jobs,
 			char *why, size_t why_cap)
 {
+	if (n > s->cap)
+		return 2;
 	CK(cudaSetDevice(s->device), "set device");
-	CK(grow_host(&s->h_in, &s->h_in_cap, n ? n : 1), "pinned input");
 	CK(grow_host((void **)&s->h_jobs, &s->h_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
 	   "pinned jobs");
 	*in = s->h_in;
@@ -235,22 +249,21 @@ static float ms_between(cudaEvent_t a, cudaEvent_t b)
 
 int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
-		      void *dst, size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap)
+		      uint8_t *tier, const dsv_cuda_admit *admits, size_t nadmits, void *dst,
+		      size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap)
 {
 	cudaStream_t st = s->stream;
 	dsv_xform_desc xd;
 	uint64_t most = 0;
 
+	if (n > s->cap || raw > s->cap || out_n > s->cap)
+		return 2;
 	CK(cudaSetDevice(s->device), "set device");
-	CK(grow_dev((void **)&s->d_in, &s->d_in_cap, n ? n : 1), "device input");
 	CK(grow_dev((void **)&s->d_jobs, &s->d_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
 	   "device jobs");
-	CK(grow_dev((void **)&s->d_raw, &s->d_raw_cap, raw ? raw : 1), "device decode buffer");
-	CK(grow_host(&s->h_out, &s->h_out_cap, out_n ? out_n : 1), "pinned output");
 	if (x) {
 		xd = *x;
 		size_t nchan = (size_t)(xd.nchan > 0 ? xd.nchan : 1);
-		CK(grow_dev((void **)&s->d_out, &s->d_out_cap, out_n ? out_n : 1), "device output");
 		CK(grow_dev((void **)&s->d_items, &s->d_items_cap, nitems * sizeof(*items)), "items");
 		CK(grow_dev((void **)&s->d_chan, &s->d_chan_cap, 2 * nchan * sizeof(double)), "channels");
 		CK(cudaMemcpyAsync(s->d_items, items, nitems * sizeof(*items), cudaMemcpyHostToDevice, st),
@@ -278,10 +291,13 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 								     s->d_status);
 		CK(cudaGetLastError(), "decode kernel");
 	}
+	for (size_t k = 0; k < nadmits && tier; k++)
+		CK(cudaMemcpyAsync(tier + admits[k].tier_at, s->d_raw + admits[k].raw_off, admits[k].n,
+				   cudaMemcpyDeviceToDevice, st), "copy into the tier");
 	if (x && nitems && most) {
 		uint64_t bx = (most + THREADS - 1) / THREADS;
 		dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)nitems);
-		dsv_xform_kernel<<<grid, THREADS, 0, st>>>(xd, s->d_raw, s->d_items, s->d_out);
+		dsv_xform_kernel<<<grid, THREADS, 0, st>>>(xd, s->d_raw, tier, s->d_items, s->d_out);
 		CK(cudaGetLastError(), "transform kernel");
 	}
 	CK(cudaEventRecord(s->ev[2], st), "event");
@@ -306,4 +322,41 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 const void *dsv_cuda_slot_out(const dsv_cuda_slot *s)
 {
 	return s->h_out;
+}
+
+int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size_t n, void *dst,
+			char *why, size_t why_cap)
+{
+	if (n > s->cap)
+		return 2;
+	CK(cudaSetDevice(s->device), "set device");
+	CK(cudaMemcpyAsync(s->h_out, tier + at, n, cudaMemcpyDeviceToHost, s->stream),
+	   "copy from the tier");
+	CK(cudaStreamSynchronize(s->stream), "copy from the tier");
+	memcpy(dst, s->h_out, n);
+	return 0;
+}
+
+uint8_t *dsv_cuda_tier_new(int device, size_t n, char *why, size_t why_cap)
+{
+	uint8_t *p = NULL;
+	cudaError_t e = cudaSetDevice(device);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&p, n);
+	if (e != cudaSuccess) {
+		size_t free_b = 0, total = 0;
+		cudaMemGetInfo(&free_b, &total);
+		snprintf(why, why_cap, "%zu MiB of device memory: CUDA %s (%zu MiB free)", n >> 20,
+			 cudaGetErrorString(e), free_b >> 20);
+		return NULL;
+	}
+	return p;
+}
+
+void dsv_cuda_tier_free(int device, uint8_t *tier)
+{
+	if (!tier)
+		return;
+	cudaSetDevice(device);
+	cudaFree(tier);
 }

@@ -24,13 +24,24 @@
 
 typedef struct dsv_gpu dsv_gpu;
 
-/* device -1: first available. @return NULL with why filled if none. */
-dsv_gpu *dsv_gpu_open(int device, char *why, size_t why_cap);
+/* device -1: first available. Each of the two slots gets its buffers of
+ * batch bytes now (pinned host memory for the stored bytes in and the
+ * output back, device memory for those and the decoded chunks): no batch
+ * or chunk needing more runs on the device. @return NULL with why filled
+ * if no device opens or its buffers cannot be had. */
+dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap);
+/* Device memory for the tier (gpu_tier.h): n bytes. @return 0, or -1 with
+ * why (the device keeps working without one). */
+int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap);
 void dsv_gpu_close(dsv_gpu *g); /* accepts NULL */
 /* Decodes global chunk g of view v into out, as dsv_backend_decode.
  * @return 0, a negative dsv_err, or DSV_ERR_UNSUPPORTED for a chunk the
  * device does not decode (the caller decodes it on the CPU). */
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size);
+
+/* Copies n bytes at offset at of the tier to out. @return 0, or
+ * DSV_ERR_UNSUPPORTED on a CUDA error (the device is off from then on). */
+int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n);
 
 /* The device's name ("NVIDIA H100 80GB HBM3"). */
 const char *dsv_gpu_name(const dsv_gpu *g);
@@ -48,25 +59,32 @@ void dsv_gpu_get_stats(const dsv_gpu *g, dsv_gpu_stats *st);
  * decoded bytes) decoded and transformed on the device by plan x (source
  * dtype x->src) into out (raw / source size elements of x->dst; e0 the
  * view index of the first). For benchmarks, and the readahead when it
- * hands the device whole batches. */
+ * hands the device whole batches. With a tier: an item whose decoded
+ * bytes the tier holds (tier_at >= 0) is transformed from there (src and
+ * n unused), and one with admit_at >= 0 is copied into the tier there
+ * once decoded; -1 for neither. */
 typedef struct dsv_gpu_item {
 	const void *src;
 	size_t n;
 	uint64_t raw, e0;
 	void *out;
+	int64_t tier_at, admit_at;
 } dsv_gpu_item;
 /* Seconds of the last batch, from CUDA events in its stream. */
 typedef struct dsv_gpu_timing {
 	double h2d_s, kernel_s, d2h_s;
 } dsv_gpu_timing;
 /* @return 0, DSV_ERR_CORRUPT (a frame or block failed), DSV_ERR_NOMEM, or
- * DSV_ERR_UNSUPPORTED (a CUDA error: the device is off from then on). */
+ * DSV_ERR_UNSUPPORTED (a CUDA error: the device is off from then on; or
+ * a batch larger than the slots' buffers). */
 int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
 			 size_t nitems, dsv_gpu_timing *t);
 
 /* The same batch computed on the CPU by the host build of the device code
  * (gpu_emu.c, in every build): what the kernels compute, for tests on
- * machines without a GPU. @return 0, DSV_ERR_CORRUPT or DSV_ERR_NOMEM. */
-int dsv_gpu_emu_decode_xform(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems);
+ * machines without a GPU; tier is the tier's memory (host memory here),
+ * NULL for none. @return 0, DSV_ERR_CORRUPT or DSV_ERR_NOMEM. */
+int dsv_gpu_emu_decode_xform(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,
+			     uint8_t *tier);
 
 #endif

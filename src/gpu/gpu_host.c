@@ -19,13 +19,13 @@
 /* Two slots: while one caller's chunk is in its kernel, another's copies
  * run (double buffering across the FUSE and readahead threads). */
 #define NSLOTS 2
-/* Larger chunks stay on the CPU rather than grow every buffer past it. */
-#define MAX_CHUNK (1ull << 30)
 
 struct dsv_gpu {
 	int device;
 	char name[256];
 	uint64_t min_bytes; /* DSVIEW_GPU_MIN_KB: smaller chunks stay on the CPU */
+	uint64_t batch;     /* each slot's buffers: a larger chunk stays on the CPU */
+	uint8_t *tier;      /* device memory of the tier, or NULL */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	dsv_cuda_slot *slots[NSLOTS];
@@ -34,7 +34,7 @@ struct dsv_gpu {
 	atomic_uint_fast64_t chunks, bytes, batches, fallbacks;
 };
 
-dsv_gpu *dsv_gpu_open(int device, char *why, size_t why_cap)
+dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap)
 {
 	dsv_gpu *g = calloc(1, sizeof(*g));
 	const char *env = getenv("DSVIEW_GPU_MIN_KB");
@@ -48,15 +48,22 @@ dsv_gpu *dsv_gpu_open(int device, char *why, size_t why_cap)
 		return NULL;
 	}
 	g->min_bytes = env && *env ? strtoull(env, NULL, 10) * 1024 : 0;
+	g->batch = batch;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	for (int k = 0; k < NSLOTS; k++) {
-		if (!(g->slots[k] = dsv_cuda_slot_new(g->device, why, why_cap))) {
+		if (!(g->slots[k] = dsv_cuda_slot_new(g->device, (size_t)batch, why, why_cap))) {
 			dsv_gpu_close(g);
 			return NULL;
 		}
 	}
 	return g;
+}
+
+int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap)
+{
+	g->tier = dsv_cuda_tier_new(g->device, (size_t)n, why, why_cap);
+	return g->tier ? 0 : -1;
 }
 
 void dsv_gpu_close(dsv_gpu *g)
@@ -65,6 +72,7 @@ void dsv_gpu_close(dsv_gpu *g)
 		return;
 	for (int k = 0; k < NSLOTS; k++)
 		dsv_cuda_slot_free(g->slots[k]);
+	dsv_cuda_tier_free(g->device, g->tier);
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->cv);
 	free(g);
@@ -128,16 +136,19 @@ static int64_t stage_chunk(dsv_gpu *g, int k, const dsv_source *s, const dsv_chu
 	size_t njobs;
 	size_t n = (size_t)ref->stored_size;
 
-	if (dsv_cuda_slot_stage(g->slots[k], n, 0, &in, &jobs, why, sizeof(why))) {
-		turn_off(g, why);
+	int rc = dsv_cuda_slot_stage(g->slots[k], n, 0, &in, &jobs, why, sizeof(why));
+	if (rc) {
+		if (rc < 0)
+			turn_off(g, why);
 		return -1;
 	}
 	if (dsv_source_read_stored(s, ref, in, payload))
 		return -1;
 	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, NULL, 0, &njobs))
 		return -1;
-	if (dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why))) {
-		turn_off(g, why);
+	if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why)))) {
+		if (rc < 0)
+			turn_off(g, why);
 		return -1;
 	}
 	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, jobs, njobs, &njobs))
@@ -152,8 +163,8 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 	char why[256];
 
 	if (dsv_view_chunk_ref(v, chunk, &si, &ref) || ref.codec != DSV_CODEC_LZ4 || ref.fallback ||
-	    ref.grid || ref.raw_size < g->min_bytes || ref.raw_size > MAX_CHUNK ||
-	    ref.stored_size > MAX_CHUNK)
+	    ref.grid || ref.raw_size < g->min_bytes || ref.raw_size > g->batch ||
+	    ref.stored_size > g->batch)
 		return DSV_ERR_UNSUPPORTED;
 	const dsv_source *s = v->sources[si];
 	if (size != ref.nelems * dsv_dtype_size(dsv_source_get_info(s)->dtype) || size > ref.raw_size)
@@ -166,7 +177,7 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 	int64_t njobs = stage_chunk(g, k, s, &ref, &payload);
 	if (njobs >= 0) {
 		rc = dsv_cuda_slot_run(g->slots[k], payload, (size_t)njobs, ref.raw_size, NULL, NULL, 0,
-				       out, size, NULL, why, sizeof(why));
+				       NULL, NULL, 0, out, size, NULL, why, sizeof(why));
 		if (rc < 0)
 			turn_off(g, why);
 	}
@@ -181,11 +192,24 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 	return 0;
 }
 
+int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n)
+{
+	char why[256];
+	if (!g->tier || atomic_load(&g->failed))
+		return DSV_ERR_UNSUPPORTED;
+	int k = take(g);
+	int rc = dsv_cuda_slot_fetch(g->slots[k], g->tier, at, n, out, why, sizeof(why));
+	give(g, k);
+	if (rc < 0)
+		turn_off(g, why);
+	return rc ? DSV_ERR_UNSUPPORTED : 0;
+}
+
 int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
 			 size_t nitems, dsv_gpu_timing *t)
 {
 	size_t es = dsv_dtype_size((dsv_dtype)x->src), os = dsv_dtype_size((dsv_dtype)x->dst);
-	size_t n = 0, njobs = 0, nj, out_n = 0;
+	size_t n = 0, njobs = 0, nj, out_n = 0, nadmits = 0;
 	uint64_t raw = 0;
 	char why[256];
 	int err = 0;
@@ -193,41 +217,58 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 	if (atomic_load(&g->failed))
 		return DSV_ERR_UNSUPPORTED;
 	for (size_t i = 0; i < nitems; i++) {
-		if (dsv_gpu_plan_lz4(items[i].src, items[i].n, items[i].raw, 0, 0, NULL, 0, &nj) ||
-		    items[i].raw % es)
+		if (items[i].raw % es)
+			return DSV_ERR_CORRUPT;
+		out_n += items[i].raw / es * os;
+		if (items[i].tier_at >= 0) {
+			if (!g->tier)
+				return DSV_ERR_INVALID;
+			continue;
+		}
+		if (dsv_gpu_plan_lz4(items[i].src, items[i].n, items[i].raw, 0, 0, NULL, 0, &nj))
 			return DSV_ERR_CORRUPT;
 		n += items[i].n;
 		njobs += nj;
 		raw += items[i].raw;
-		out_n += items[i].raw / es * os;
+		nadmits += items[i].admit_at >= 0 && g->tier;
 	}
 	dsv_cuda_item *ci = calloc(nitems ? nitems : 1, sizeof(*ci));
+	dsv_cuda_admit *ad = calloc(nadmits ? nadmits : 1, sizeof(*ad));
 	int k = take(g), rc = -1;
 	void *in;
 	dsv_gpu_job *jobs;
-	if (!ci) {
+	if (!ci || !ad) {
 		err = DSV_ERR_NOMEM;
-	} else if (dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why))) {
-		turn_off(g, why);
+	} else if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why)))) {
+		if (rc < 0)
+			turn_off(g, why);
 		err = DSV_ERR_UNSUPPORTED;
 	} else {
 		uint64_t at = 0, dst = 0, o = 0;
-		size_t j = 0;
+		size_t j = 0, a = 0;
 		for (size_t i = 0; i < nitems; i++) {
-			memcpy((uint8_t *)in + at, items[i].src, items[i].n);
-			(void)dsv_gpu_plan_lz4(items[i].src, items[i].n, items[i].raw, at, dst, jobs + j,
-					       njobs - j, &nj);
-			ci[i] = (dsv_cuda_item){ dst, o, items[i].raw / es, items[i].e0 };
+			const dsv_gpu_item *it = &items[i];
+			if (it->tier_at >= 0) {
+				ci[i] = (dsv_cuda_item){ (uint64_t)it->tier_at, o, it->raw / es, it->e0, 1 };
+				o += it->raw / es * os;
+				continue;
+			}
+			memcpy((uint8_t *)in + at, it->src, it->n);
+			(void)dsv_gpu_plan_lz4(it->src, it->n, it->raw, at, dst, jobs + j, njobs - j, &nj);
+			ci[i] = (dsv_cuda_item){ dst, o, it->raw / es, it->e0, 0 };
+			if (it->admit_at >= 0 && g->tier)
+				ad[a++] = (dsv_cuda_admit){ dst, (uint64_t)it->admit_at, it->raw };
 			j += nj;
-			at += items[i].n;
-			dst += items[i].raw;
-			o += items[i].raw / es * os;
+			at += it->n;
+			dst += it->raw;
+			o += it->raw / es * os;
 		}
 		dsv_gpu_times tm;
-		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, NULL, out_n, &tm, why,
-				       sizeof(why));
-		if (rc < 0) {
-			turn_off(g, why);
+		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, g->tier, ad, nadmits,
+				       NULL, out_n, &tm, why, sizeof(why));
+		if (rc < 0 || rc == 2) {
+			if (rc < 0)
+				turn_off(g, why);
 			err = DSV_ERR_UNSUPPORTED;
 		} else if (rc > 0) {
 			err = DSV_ERR_CORRUPT;
@@ -244,5 +285,6 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 	}
 	give(g, k);
 	free(ci);
+	free(ad);
 	return err;
 }

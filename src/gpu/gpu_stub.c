@@ -4,9 +4,9 @@
 
 #include "gpu/gpu.h"
 
-dsv_gpu *dsv_gpu_open(int device, char *why, size_t why_cap)
+dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap)
 {
-	(void)device;
+	(void)device, (void)batch;
 	snprintf(why, why_cap, "built without CUDA");
 	return NULL;
 }
@@ -19,6 +19,19 @@ void dsv_gpu_close(dsv_gpu *g)
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
 {
 	(void)g, (void)v, (void)chunk, (void)out, (void)size;
+	return DSV_ERR_UNSUPPORTED;
+}
+
+int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap)
+{
+	(void)g, (void)n;
+	snprintf(why, why_cap, "built without CUDA");
+	return -1;
+}
+
+int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n)
+{
+	(void)g, (void)at, (void)out, (void)n;
 	return DSV_ERR_UNSUPPORTED;
 }
 

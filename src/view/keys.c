@@ -66,8 +66,13 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 			return dsv_mf_fail(c, c->line, "gpu '%s' must be auto, off or a device number", value);
 		strcpy(m->gpu, value);
 		m->has_gpu = 1;
+	} else if (!strcmp(name, "gpu_cache")) {
+		if (dsv_parse_size(value, &m->gpu_cache))
+			return dsv_mf_fail(c, c->line, "gpu_cache '%s' is not a size (e.g. 16G, 0)", value);
+		m->has_gpu_cache = 1;
 	} else {
-		return dsv_mf_fail(c, c->line, "unknown key '%s' in [dsview] (expected cache_size, threads, gpu)", name);
+		return dsv_mf_fail(c, c->line, "unknown key '%s' in [dsview] (expected cache_size, "
+				   "threads, gpu, gpu_cache)", name);
 	}
 	return 1;
 }

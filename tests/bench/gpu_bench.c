@@ -78,7 +78,8 @@ static double gpu_run(dsv_gpu *g, chunk *c, size_t nchunks, size_t raw, const ds
 		size_t k = nchunks - i < per ? nchunks - i : per;
 		dsv_gpu_timing tm;
 		for (size_t j = 0; j < k; j++)
-			items[j] = (dsv_gpu_item){ c[i + j].enc, c[i + j].n, raw, (i + j) * raw, c[i + j].out };
+			items[j] = (dsv_gpu_item){ c[i + j].enc, c[i + j].n, raw, (i + j) * raw,
+						   c[i + j].out, -1, -1 };
 		if (dsv_gpu_decode_xform(g, d, items, k, &tm)) {
 			fprintf(stderr, "gpu_bench: the batch failed\n");
 			exit(1);
@@ -92,7 +93,8 @@ static double gpu_run(dsv_gpu *g, chunk *c, size_t nchunks, size_t raw, const ds
 int main(void)
 {
 	char why[256];
-	dsv_gpu *g = dsv_gpu_open(-1, why, sizeof(why));
+	/* each buffer holds a batch's float32 output */
+	dsv_gpu *g = dsv_gpu_open(-1, BATCH_RAW * 4, why, sizeof(why));
 	if (!g) {
 		printf("gpu_bench: no GPU to measure (%s); nothing measured\n", why);
 		return 0;
