@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "dsview/codec.h"
 #include "common/str.h"
 #include "backend/backend_i.h"
 #include "view/view_i.h"
@@ -11,10 +12,27 @@
 /* Each slot's pinned input and output (gpu.cu), two slots. */
 #define PINNED_BUFFERS 4
 
-uint64_t dsv_backend_batch_bytes(uint64_t budget)
+#define MIB (1ull << 20)
+
+uint64_t dsv_backend_batch_bytes(uint64_t budget, dsv_view *const *views, size_t n)
 {
-	uint64_t n = budget / 32 >> 20 << 20;
-	return n < (1u << 20) ? 1u << 20 : n > (128u << 20) ? 128u << 20 : n;
+	uint64_t b = budget / 32 / MIB * MIB, most = 0;
+	b = b < MIB ? MIB : b > 128 * MIB ? 128 * MIB : b;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < views[i]->nsources; k++) {
+			const dsv_source_info *in = dsv_source_get_info(views[i]->sources[k]);
+			uint64_t es = dsv_dtype_size(in->dtype), raw = in->chunk_elems * es;
+			if (!in->lz4_block || raw > 1024 * MIB)
+				continue;
+			uint64_t stored = dsv_lz4_bound((size_t)raw, (size_t)in->lz4_block) + 4;
+			uint64_t made = in->chunk_elems * views[i]->out_esize;
+			most = raw > most ? raw : most;
+			most = stored > most ? stored : most;
+			most = made > most ? made : most;
+		}
+	}
+	most = (most + MIB - 1) / MIB * MIB;
+	return most > b ? (most < 1024 * MIB ? most : 1024 * MIB) : b;
 }
 
 /* The tier of n bytes for the device (or its emulation): its index, and
@@ -28,8 +46,8 @@ static int make_tier(dsv_backend *b, uint64_t n, char *why, size_t cap)
 	return b->gpu ? dsv_gpu_tier_alloc(b->gpu, n, why, cap) : 0;
 }
 
-int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv_backend **out,
-		       dsv_errbuf *eb)
+int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
+		       dsv_view *const *views, size_t n, dsv_backend **out, dsv_errbuf *eb)
 {
 	dsv_backend *b = calloc(1, sizeof(*b));
 	char why[256] = "";
@@ -41,7 +59,7 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv
 		free(b);
 		return dsv_errf(eb, DSV_ERR_INVALID, "--gpu '%s' must be auto, off or a device number", gpu);
 	}
-	b->batch = dsv_backend_batch_bytes(budget);
+	b->batch = dsv_backend_batch_bytes(budget, views, n);
 	if (dev == DSV_GPU_OFF) {
 		dsv_log_info("backend: cpu (--gpu off)");
 		snprintf(b->why, sizeof(b->why), "--gpu off");
@@ -124,33 +142,44 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
 	st->tier_misses = ts.misses;
 }
 
-/* Chunk ref (of source s) from the tier into out, when the tier holds it.
- * @return 0, or DSV_ERR_UNSUPPORTED when it does not (or a CUDA error). */
-static int from_tier(dsv_backend *b, const dsv_source *s, const dsv_chunk_ref *ref, void *out,
-		     size_t size)
+/* Held chunk ref's first size bytes from the tier (at) into out.
+ * @return 0, or DSV_ERR_UNSUPPORTED on a CUDA error. */
+static int from_tier(dsv_backend *b, uint64_t at, void *out, size_t size)
 {
-	uint64_t at;
-	if (!b->tier || ref->codec != DSV_CODEC_LZ4 || ref->fallback || ref->grid ||
-	    size > ref->raw_size || !dsv_gpu_tier_find(b->tier, s, ref->index, &at))
-		return DSV_ERR_UNSUPPORTED;
 	if (b->emu_tier) {
 		memcpy(out, b->emu_tier + at, size);
 		return 0;
 	}
-	return b->gpu ? dsv_gpu_tier_read(b->gpu, at, out, size) : DSV_ERR_UNSUPPORTED;
+	return dsv_gpu_tier_read(b->gpu, at, out, size);
 }
 
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size)
 {
-	size_t si;
+	const dsv_source *s = NULL;
 	dsv_chunk_ref ref;
-	if (b->tier && dsv_view_chunk_ref(v, g, &si, &ref) == 0 &&
-	    from_tier(b, v->sources[si], &ref, out, size) == 0)
-		return 0;
-	if (b->gpu) {
-		int err = dsv_gpu_decode(b->gpu, v, g, out, size);
-		if (err != DSV_ERR_UNSUPPORTED)
-			return err;
+	size_t si;
+	uint64_t at;
+	int err = DSV_ERR_UNSUPPORTED, admit = 0;
+
+	/* the tier holds whole decoded LZ4 chunks, of any view of the source */
+	if (b->tier && dsv_view_chunk_ref(v, g, &si, &ref) == 0 && ref.codec == DSV_CODEC_LZ4 &&
+	    !ref.fallback && !ref.grid && size <= ref.raw_size) {
+		s = v->sources[si];
+		if (dsv_gpu_tier_find(b->tier, s, ref.index, &at) && from_tier(b, at, out, size) == 0)
+			return 0;
+		admit = dsv_gpu_tier_reserve(b->tier, s, ref.index, ref.raw_size, &at) == 0;
 	}
-	return dsv_cpu_decode(v, g, out, size);
+	if (b->gpu)
+		err = dsv_gpu_decode(b->gpu, v, g, out, size, admit ? (int64_t)at : -1);
+	int on_device = err == 0;
+	if (err == DSV_ERR_UNSUPPORTED)
+		err = dsv_cpu_decode(v, g, out, size);
+	if (admit) {
+		/* in: copied on the device, or (emulated) the CPU's whole chunk */
+		int in = !err && (on_device || (b->emu_tier && size == ref.raw_size));
+		if (in && !on_device)
+			memcpy(b->emu_tier + at, out, size);
+		dsv_gpu_tier_commit(b->tier, s, ref.index, in);
+	}
+	return err;
 }

@@ -21,18 +21,21 @@ typedef struct dsv_backend dsv_backend;
 
 /* gpu: "auto", "off", or a device number. gpu_cache: bytes of the
  * device-memory tier (--gpu-cache), 0 for none. budget: the mount's cache
- * budget (--cache-size), which sizes the device's buffers
- * (dsv_backend_batch_bytes). @return 0; DSV_ERR_UNSUPPORTED when a device
- * was named that this build or machine cannot use, or a device opened
- * without room for its buffers or the tier (eb says why). */
-int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv_backend **out,
-		       dsv_errbuf *eb);
+ * budget (--cache-size), which with the views to serve (views[0..n), may
+ * be none) sizes the device's buffers (dsv_backend_batch_bytes). @return
+ * 0; DSV_ERR_UNSUPPORTED when a device was named that this build or
+ * machine cannot use, or a device opened without room for its buffers or
+ * the tier (eb says why). */
+int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
+		       dsv_view *const *views, size_t n, dsv_backend **out, dsv_errbuf *eb);
 void dsv_backend_destroy(dsv_backend *b);
 const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
-/* Bytes each device buffer holds for a cache budget: a 32nd of it,
- * between 1 MiB and 128 MiB. A batch, or a chunk, that needs more in any
- * one buffer is cut, or left to the CPU. */
-uint64_t dsv_backend_batch_bytes(uint64_t budget);
+/* Bytes each device buffer holds for a cache budget and views[0..n): a
+ * 32nd of the budget, between 1 MiB and 128 MiB, or what the views' largest
+ * LZ4 chunk needs (its stored bytes at worst, decoded, or made) if more, up
+ * to 1 GiB; whole MiB. A batch that needs more in any one buffer is cut,
+ * and a chunk that does is left to the CPU. */
+uint64_t dsv_backend_batch_bytes(uint64_t budget, dsv_view *const *views, size_t n);
 /* Pinned host memory the device's buffers hold (0 on the CPU): the mount
  * takes it out of the chunk cache's budget. */
 uint64_t dsv_backend_pinned(const dsv_backend *b);

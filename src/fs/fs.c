@@ -481,8 +481,8 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	 * cache budget. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	mallopt(M_ARENA_MAX, 4);
-	if ((err = dsv_backend_create(fs->o.gpu, fs->o.gpu_cache, fs->o.cache_size, &fs->backend,
-				      eb)))
+	if ((err = dsv_backend_create(fs->o.gpu, fs->o.gpu_cache, fs->o.cache_size, fs->m->views,
+				      fs->m->nviews, &fs->backend, eb)))
 		return err;
 	/* the device's pinned buffers come out of the budget */
 	uint64_t pinned = dsv_backend_pinned(fs->backend);

@@ -35,6 +35,7 @@ typedef struct stream {
 typedef struct file_state {
 	const dsv_view *v;
 	unsigned depth; /* chunks to keep queued ahead */
+	unsigned slack; /* chunks a read may lag a stream's head and continue it */
 	unsigned batch; /* chunks one call of fn may take */
 	stream s[NSTREAMS];
 } file_state;
@@ -121,6 +122,7 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 		uint64_t d = bytes / raw;
 		p->files[i].v = v;
 		p->files[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
+		p->files[i].slack = p->files[i].depth / 4 > START_MIN ? p->files[i].depth / 4 : START_MIN;
 		p->files[i].batch = batch && batch[i] > 1 ? batch[i] : 1;
 	}
 	for (; p->nthreads < threads; p->nthreads++)
@@ -141,34 +143,51 @@ static uint64_t reach(const stream *s)
 	return s->hi + 1 > s->ahead ? s->hi + 1 : s->ahead;
 }
 
+/* Whether a read up to chunk last is near stream s's head: the kernel's
+ * pieces of a pass arrive out of order by a few chunks, but a read far
+ * behind the head is another pass (the next epoch from the start), which
+ * must start a stream of its own, or it would never be read ahead. */
+static int near_head(const file_state *f, const stream *s, uint64_t last)
+{
+	return last + f->slack >= s->hi;
+}
+
 /* The stream a read of [first, last] continues (overlaps, is next to, or
- * lies in what was queued ahead of it), or a fresh one in place of the
- * least recently used. */
+ * lies in what was queued ahead of it, near its head; of several, the one
+ * whose head is nearest), or a fresh one in place of the least recently
+ * used. */
 static unsigned find_stream(file_state *f, uint64_t first, uint64_t last, int *fresh)
 {
-	unsigned oldest = 0;
+	unsigned oldest = 0, best = NSTREAMS;
+	uint64_t gap = UINT64_MAX;
 	for (unsigned i = 0; i < NSTREAMS; i++) {
 		const stream *s = &f->s[i];
-		if (s->live && first <= reach(s) && last + 1 >= s->lo) {
-			*fresh = 0;
-			return i;
+		if (s->live && first <= reach(s) && last + 1 >= s->lo && near_head(f, s, last)) {
+			uint64_t d = s->hi > last ? s->hi - last : last - s->hi;
+			if (d < gap) {
+				gap = d;
+				best = i;
+			}
 		}
 		if (f->s[oldest].live && (!s->live || s->used < f->s[oldest].used))
 			oldest = i;
 	}
-	*fresh = 1;
-	return oldest;
+	*fresh = best == NSTREAMS;
+	return *fresh ? oldest : best;
 }
 
-/* Folds into stream si every other stream it now overlaps or touches: the
- * pieces of one window arrive last first, so a stream's next window can
- * start as a stream of its own. */
+/* Folds into stream si every other stream it now overlaps or touches, one
+ * of the two having started near the other's head: the pieces of one
+ * window arrive last first, so a stream's next window can start as a
+ * stream of its own. (An earlier pass over the same chunks, which this one
+ * reads again from its start, is not folded in.) */
 static void merge_streams(file_state *f, unsigned si)
 {
 	stream *s = &f->s[si];
 	for (unsigned i = 0; i < NSTREAMS; i++) {
 		stream *t = &f->s[i];
-		if (i == si || !t->live || t->lo > reach(s) || reach(t) < s->lo)
+		if (i == si || !t->live || t->lo > reach(s) || reach(t) < s->lo ||
+		    !(t->lo > s->lo ? near_head(f, s, t->lo) : s->lo > t->lo && near_head(f, t, s->lo)))
 			continue;
 		if (t->lo < s->lo)
 			s->lo = t->lo;

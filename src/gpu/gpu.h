@@ -34,10 +34,12 @@ dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap);
  * why (the device keeps working without one). */
 int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap);
 void dsv_gpu_close(dsv_gpu *g); /* accepts NULL */
-/* Decodes global chunk g of view v into out, as dsv_backend_decode.
+/* Decodes global chunk g of view v into out, as dsv_backend_decode, and
+ * with admit_at >= 0 copies the whole decoded chunk into the tier there.
  * @return 0, a negative dsv_err, or DSV_ERR_UNSUPPORTED for a chunk the
  * device does not decode (the caller decodes it on the CPU). */
-int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size);
+int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size,
+		   int64_t admit_at);
 
 /* Copies n bytes at offset at of the tier to out. @return 0, or
  * DSV_ERR_UNSUPPORTED on a CUDA error (the device is off from then on). */

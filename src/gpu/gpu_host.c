@@ -156,7 +156,8 @@ static int64_t stage_chunk(dsv_gpu *g, int k, const dsv_source *s, const dsv_chu
 	return (int64_t)njobs;
 }
 
-int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
+int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size,
+		   int64_t admit_at)
 {
 	dsv_chunk_ref ref;
 	size_t si, payload = 0;
@@ -176,8 +177,11 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 	int k = take(g), rc = -1;
 	int64_t njobs = stage_chunk(g, k, s, &ref, &payload);
 	if (njobs >= 0) {
+		dsv_cuda_admit ad = { 0, (uint64_t)admit_at, ref.raw_size };
+		int admit = admit_at >= 0 && g->tier;
 		rc = dsv_cuda_slot_run(g->slots[k], payload, (size_t)njobs, ref.raw_size, NULL, NULL, 0,
-				       NULL, NULL, 0, out, size, NULL, why, sizeof(why));
+				       g->tier, admit ? &ad : NULL, (size_t)admit, out, size, NULL, why,
+				       sizeof(why));
 		if (rc < 0)
 			turn_off(g, why);
 	}

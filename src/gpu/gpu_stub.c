@@ -16,9 +16,10 @@ void dsv_gpu_close(dsv_gpu *g)
 	(void)g;
 }
 
-int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size)
+int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size,
+		   int64_t admit_at)
 {
-	(void)g, (void)v, (void)chunk, (void)out, (void)size;
+	(void)g, (void)v, (void)chunk, (void)out, (void)size, (void)admit_at;
 	return DSV_ERR_UNSUPPORTED;
 }
 

@@ -219,6 +219,43 @@ static void test_stale_jobs_dropped(void **state)
 	dsv_prefetch_stop(p);
 }
 
+/* A second pass over the file from its start (the next epoch, its pages
+ * evicted) is read ahead again: it is not taken for the first pass, which
+ * queued everything up to its end already. */
+static void test_second_pass(void **state)
+{
+	record r;
+	(void)state;
+	dsv_prefetch *p = start(&r);
+	for (uint64_t g = 0; g < 40; g++)
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	/* (jobs the reader passed before a thread took them are dropped) */
+	for (int i = 0; i < 5000; i++) {
+		pthread_mutex_lock(&r.mu);
+		int done = has(&r, 47);
+		pthread_mutex_unlock(&r.mu);
+		if (done)
+			break;
+		usleep(1000);
+	}
+	int n = settle(&r, 0);
+	assert_true(has(&r, 47));
+	for (uint64_t g = 0; g < 8; g++)
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	assert_true(settle(&r, n + 8) >= n + 8);
+	int again = 0;
+	for (int i = n; i < r.n; i++) {
+		assert_true(r.chunk[i] >= 8 && r.chunk[i] < 16);
+		again++;
+	}
+	assert_int_equal(again, 8);
+	/* the first pass's stream is still there for a reader at its head */
+	dsv_prefetch_hint(p, 0, 40, 44, 16 << 20);
+	assert_true(settle(&r, n + 9) >= n + 9);
+	assert_true(r.chunk[r.n - 1] >= 48);
+	dsv_prefetch_stop(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_shuffled_queues_nothing),
 		cmocka_unit_test(test_two_shards_two_streams),
 		cmocka_unit_test(test_stale_jobs_dropped),
+		cmocka_unit_test(test_second_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

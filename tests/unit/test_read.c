@@ -133,7 +133,7 @@ static int setup(void **state)
 		fprintf(stderr, "manifest: %s\n", eb.msg);
 		return -1;
 	}
-	if (dsv_backend_create("off", 0, 0, &fx->b, &eb) != 0)
+	if (dsv_backend_create("off", 0, 0, NULL, 0, &fx->b, &eb) != 0)
 		return -1;
 	fx->c = dsv_cache_create(1 << 20, fill, fx);
 	*state = fx;

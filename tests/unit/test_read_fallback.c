@@ -102,7 +102,7 @@ static int setup(void **state)
 		fprintf(stderr, "manifest: %s\n", eb.msg);
 		return -1;
 	}
-	if (dsv_backend_create("off", 0, 0, &fx->b, &eb))
+	if (dsv_backend_create("off", 0, 0, NULL, 0, &fx->b, &eb))
 		return -1;
 	fx->c = dsv_cache_create(1 << 20, fill, fx);
 	*state = fx;
