@@ -205,7 +205,7 @@ test: deps
 # soak). TSan slows the daemon ~5-15x, so the rest of the suite, which is
 # not about concurrency, runs under ASan+UBSan instead (see .ci/run).
 TSAN_E2E ?= test_readers.py test_load.Soak test_windows.py test_rows.py test_hints.py \
-	    test_gpu.DevicePath
+	    test_gpu.DevicePath test_gpu_tier.Tier.test_epochs
 stress-tsan: deps
 	$(MAKE) SANITIZE=thread all
 	DSVIEW_SOAK_SECONDS=$${DSVIEW_SOAK_SECONDS:-15} $(MAKE) SANITIZE=thread e2e E2E="$(TSAN_E2E)"

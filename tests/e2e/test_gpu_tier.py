@@ -45,6 +45,15 @@ def read_waiting(m, name, counter, at_least=None):
         return head + f.read()
 
 
+def settled(m, counter, at_least):
+    """The stats once counter reaches at_least (60 s at most): a batch the
+    readahead has in hand is counted when it ends."""
+    deadline = time.monotonic() + 60
+    while (st := m.stats())[counter] < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return st
+
+
 class Tier(E2E):
     ROWS, SIDE = 1500, 48  # 6.9 KB rows, 38 a chunk (263 kB, 1.05 MB of float32)
 
@@ -103,8 +112,8 @@ class Tier(E2E):
             # epoch 1 of others' file: the readahead and the reads that miss
             # the page cache decode every chunk, and admit it (the edge
             # chunk may be read in part: then the readahead admits it)
-            self.assertEqual(read_all(m.path("t.dat")), ref.tobytes())
-            st = m.stats()
+            self.assertEqual(read_waiting(m, "t", "gpu_readahead_bytes"), ref.tobytes())
+            st = settled(m, "gpu_cache_chunks", -(-self.ROWS // 40) - 1)
             self.assertGreater(st["gpu_readahead_bytes"], 0)
             self.assertEqual(st["gpu_readahead_fallbacks"], 0)
             self.assertGreaterEqual(st["gpu_cache_chunks"], -(-self.ROWS // 40) - 1)
@@ -135,6 +144,7 @@ class Tier(E2E):
                     st = m.stats()
                     self.assertGreater(st["gpu_cache_hits"], hits)
                     if name == "v":
+                        st = settled(m, "gpu_readahead_bytes", made + 1)
                         self.assertGreater(st["gpu_readahead_bytes"], made)
             evict(m.path("v.dat"))
             forked_batches(self, m, "v", ref, workers=3, batches=6)
