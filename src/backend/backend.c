@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "dsview/codec.h"
 #include "common/str.h"
+#include "dsview/codec.h"
 #include "backend/backend_i.h"
 #include "view/view_i.h"
 
