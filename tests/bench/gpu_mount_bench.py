@@ -88,11 +88,11 @@ def main():
             for gpu in res:
                 dev, _, tier = gpu.partition("+")
                 res[gpu].append(one_pass(work, store, dev, TIER if tier else None))
-        print(f"\n{'--gpu':8} {'GB/s':>6} {'CPU s/GB':>9} {'pages made on the device':>24}"
+        print(f"\n{'--gpu':10} {'GB/s':>6} {'CPU s/GB':>9} {'pages made on the device':>24}"
               f"   (+tier: --gpu-cache {TIER}, the second epoch)")
         med = {g: [float(np.median([p[k] for p in v])) for k in range(3)] for g, v in res.items()}
         for gpu, (gbs, cpu, share) in med.items():
-            print(f"{gpu:8} {gbs:6.2f} {cpu:9.3f} {share:24.0%}")
+            print(f"{gpu:10} {gbs:6.2f} {cpu:9.3f} {share:24.0%}")
         off, on = med["off"], med[DEVICE]
         tiered = med[f"{DEVICE}+tier"]
         print(f"\n--gpu {DEVICE} / off: {on[0] / off[0]:.2f}x the GB/s, "
