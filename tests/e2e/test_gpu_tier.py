@@ -83,7 +83,6 @@ class Tier(E2E):
         cls.ini = cls.p(cls, "v.ini")
         with open(cls.ini, "w") as f:
             f.write(f"[v]\nsource = img.h5:/img\nscale = {SCALE!r}\n"
-                    f"[b]\nsource = img.h5:/img\nscale = {SCALE!r}\ndtype = bfloat16\n"
                     f"[odd]\nsource = img.h5:/img\nrows = ::3\nscale = {SCALE!r}\n"
                     f"[t]\nsource = theirs.h5:/img\nscale = {SCALE!r}\n"
                     f"[todd]\nsource = theirs.h5:/img\nrows = ::3\nscale = {SCALE!r}\n"
