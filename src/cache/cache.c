@@ -56,6 +56,7 @@
 #include <time.h>
 
 #include "cache/cache.h"
+#include "common/hash.h"
 #include "dsview/dsview.h"
 
 enum { ST_LOADING, ST_READY, ST_FAILED };
@@ -122,13 +123,6 @@ struct dsv_cache {
 #define GHOST_MIN 1024u
 #define GHOST_MAX (1u << 18)
 #define GHOST_PER_BYTES (128u << 10) /* one ghost per 128 KiB of budget */
-
-static size_t hash_key(uint32_t key, uint64_t chunk)
-{
-	uint64_t h = chunk * 0x9E3779B97F4A7C15ull ^ ((uint64_t)key * 0xC2B2AE3D27D4EB4Full);
-	h ^= h >> 29;
-	return (size_t)h;
-}
 
 dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx)
 {
@@ -218,7 +212,7 @@ void dsv_cache_destroy(dsv_cache *c)
 static void ghost_unlink(dsv_cache *c, uint32_t slot)
 {
 	ghost *g = &c->ghosts[slot];
-	int32_t *p = &c->gbuckets[hash_key(g->key, g->chunk) & c->gmask];
+	int32_t *p = &c->gbuckets[dsv_hash_chunk(g->key, g->chunk) & c->gmask];
 	while (*p != (int32_t)slot)
 		p = &c->ghosts[*p].hnext;
 	*p = g->hnext;
@@ -229,7 +223,7 @@ static void ghost_add(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
 	uint32_t slot = c->gpos;
 	ghost *g = &c->ghosts[slot];
-	int32_t *b = &c->gbuckets[hash_key(key, chunk) & c->gmask];
+	int32_t *b = &c->gbuckets[dsv_hash_chunk(key, chunk) & c->gmask];
 
 	if (g->live)
 		ghost_unlink(c, slot); /* the oldest key is forgotten */
@@ -244,7 +238,7 @@ static void ghost_add(dsv_cache *c, uint32_t key, uint64_t chunk)
 /* Removes (key, chunk) from the ghosts; @return 1 if it was there. */
 static int ghost_take(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
-	int32_t i = c->gbuckets[hash_key(key, chunk) & c->gmask];
+	int32_t i = c->gbuckets[dsv_hash_chunk(key, chunk) & c->gmask];
 	for (; i >= 0; i = c->ghosts[i].hnext)
 		if (c->ghosts[i].key == key && c->ghosts[i].chunk == chunk) {
 			ghost_unlink(c, (uint32_t)i);
@@ -257,7 +251,7 @@ static int ghost_take(dsv_cache *c, uint32_t key, uint64_t chunk)
 
 static dsv_cache_entry *lookup(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
-	dsv_cache_entry *e = c->buckets[hash_key(key, chunk) & (c->nbuckets - 1)];
+	dsv_cache_entry *e = c->buckets[dsv_hash_chunk(key, chunk) & (c->nbuckets - 1)];
 	while (e && (e->key != key || e->chunk != chunk))
 		e = e->hnext;
 	return e;
@@ -273,7 +267,7 @@ static void grow(dsv_cache *c)
 		dsv_cache_entry *e = c->buckets[i], *next;
 		for (; e; e = next) {
 			next = e->hnext;
-			size_t h = hash_key(e->key, e->chunk) & (n - 1);
+			size_t h = dsv_hash_chunk(e->key, e->chunk) & (n - 1);
 			e->hnext = b[h];
 			b[h] = e;
 		}
@@ -287,7 +281,7 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 {
 	if (c->count >= c->nbuckets)
 		grow(c);
-	size_t h = hash_key(e->key, e->chunk) & (c->nbuckets - 1);
+	size_t h = dsv_hash_chunk(e->key, e->chunk) & (c->nbuckets - 1);
 	e->hnext = c->buckets[h];
 	c->buckets[h] = e;
 	e->in_table = 1;
@@ -299,7 +293,7 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 
 static void table_remove(dsv_cache *c, dsv_cache_entry *e)
 {
-	dsv_cache_entry **p = &c->buckets[hash_key(e->key, e->chunk) & (c->nbuckets - 1)];
+	dsv_cache_entry **p = &c->buckets[dsv_hash_chunk(e->key, e->chunk) & (c->nbuckets - 1)];
 	while (*p != e)
 		p = &(*p)->hnext;
 	*p = e->hnext;

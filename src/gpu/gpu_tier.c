@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common/hash.h"
 #include "gpu/gpu_tier.h"
 
 #define ALIGN 256 /* each chunk starts on a boundary every device load likes */
@@ -48,16 +49,10 @@ void dsv_gpu_tier_free(dsv_gpu_tier *t)
 	free(t);
 }
 
-static size_t hash(const void *owner, uint64_t chunk)
-{
-	uint64_t h = (uint64_t)(uintptr_t)owner * 0x9e3779b97f4a7c15ull ^ chunk * 0xff51afd7ed558ccdull;
-	return (size_t)(h ^ h >> 29);
-}
-
 /* The slot of (owner, chunk), or the EMPTY one where it would go. */
 static slot *lookup(slot *tab, size_t mask, const void *owner, uint64_t chunk)
 {
-	for (size_t i = hash(owner, chunk) & mask;; i = (i + 1) & mask) {
+	for (size_t i = dsv_hash_chunk((uintptr_t)owner, chunk) & mask;; i = (i + 1) & mask) {
 		slot *s = &tab[i];
 		if (s->state == EMPTY || (s->owner == owner && s->chunk == chunk))
 			return s;

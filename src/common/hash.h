@@ -1,0 +1,19 @@
+/*
+ * The hash of a (key, chunk) pair, for the tables that find chunks by
+ * their source and index: the chunk cache (src/cache) and the GPU tier's
+ * index (src/gpu/gpu_tier.c). Multiplicative mixing of each half, folded.
+ */
+#ifndef DSV_COMMON_HASH_H
+#define DSV_COMMON_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+static inline size_t dsv_hash_chunk(uint64_t key, uint64_t chunk)
+{
+	uint64_t h = chunk * 0x9E3779B97F4A7C15ull ^ key * 0xC2B2AE3D27D4EB4Full;
+	h ^= h >> 29;
+	return (size_t)h;
+}
+
+#endif
