@@ -165,6 +165,15 @@ class Mount:
         with open(self.path(".stats.json")) as f:
             return json.load(f)
 
+    def stats_when(self, counter, at_least, timeout=60):
+        """The stats once counter reaches at_least, or when timeout
+        seconds have passed (the caller's assertions then fail): work in
+        the background (the readahead) is counted when it ends."""
+        deadline = time.monotonic() + timeout
+        while (st := self.stats())[counter] < at_least and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return st
+
     def log_lines(self):
         try:
             with open(self.log) as f:

@@ -7,7 +7,6 @@ a GPU answers, the same mounts decode the LZ4 chunks on it, with the same
 bytes, and .stats.json names the device and counts its chunks."""
 import contextlib
 import os
-import time
 
 import numpy as np
 
@@ -192,10 +191,7 @@ class DevicePath(E2E):
                 self.assertEqual(got, ref[:lo].tobytes())
                 # the readahead, queued chunks ahead of the reader, reaches it
                 # (slowly under a sanitizer: wait for it)
-                deadline = time.monotonic() + 60
-                while (m.stats()["gpu_readahead_fallbacks"] == 0
-                       and time.monotonic() < deadline):
-                    time.sleep(0.1)
+                m.stats_when("gpu_readahead_fallbacks", 1)
                 failed = []
                 for i in range(lo, hi):  # right bytes up to an EIO, never wrong ones
                     try:

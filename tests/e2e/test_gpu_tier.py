@@ -11,7 +11,6 @@ that fit buffers of a 32nd of --cache-size. Every byte is checked against
 numpy."""
 import contextlib
 import os
-import time
 
 import numpy as np
 
@@ -39,19 +38,8 @@ def read_waiting(m, name, counter, at_least=None):
     want = m.stats()[counter] + 1 if at_least is None else at_least
     with open(m.path(name + ".dat"), "rb", buffering=0) as f:
         head = f.read(34 << 20)
-        deadline = time.monotonic() + 60
-        while m.stats()[counter] < want and time.monotonic() < deadline:
-            time.sleep(0.05)
+        m.stats_when(counter, want)
         return head + f.read()
-
-
-def settled(m, counter, at_least):
-    """The stats once counter reaches at_least (60 s at most): a batch the
-    readahead has in hand is counted when it ends."""
-    deadline = time.monotonic() + 60
-    while (st := m.stats())[counter] < at_least and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return st
 
 
 class Tier(E2E):
@@ -112,7 +100,7 @@ class Tier(E2E):
             # the page cache decode every chunk, and admit it (the edge
             # chunk may be read in part: then the readahead admits it)
             self.assertEqual(read_waiting(m, "t", "gpu_readahead_bytes"), ref.tobytes())
-            st = settled(m, "gpu_cache_chunks", -(-self.ROWS // 40) - 1)
+            st = m.stats_when("gpu_cache_chunks", -(-self.ROWS // 40) - 1)
             self.assertGreater(st["gpu_readahead_bytes"], 0)
             self.assertEqual(st["gpu_readahead_fallbacks"], 0)
             self.assertGreaterEqual(st["gpu_cache_chunks"], -(-self.ROWS // 40) - 1)
@@ -143,7 +131,7 @@ class Tier(E2E):
                     st = m.stats()
                     self.assertGreater(st["gpu_cache_hits"], hits)
                     if name == "v":
-                        st = settled(m, "gpu_readahead_bytes", made + 1)
+                        st = m.stats_when("gpu_readahead_bytes", made + 1)
                         self.assertGreater(st["gpu_readahead_bytes"], made)
             evict(m.path("v.dat"))
             forked_batches(self, m, "v", ref, workers=3, batches=6)
