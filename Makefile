@@ -6,7 +6,7 @@
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
-#   make bench-read    the read table of issue 15 alone (READ_MB=128 ROUNDS=1: ~4 min)
+#   make bench-read    the read table alone (READ_MB=128 ROUNDS=1: ~4 min)
 #   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
 #   make bench-grid    N-d chunk grids and Zarr alone (GRID_MB=32 ROUNDS=1: ~1 min)
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
@@ -18,10 +18,6 @@ CC       ?= cc
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib
-DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
-            libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
-            hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
-            python3-zarr man-db python3-skimage python3-lz4 python3-blosc
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \
@@ -60,7 +56,7 @@ LDLIBS   := $(PKG_LIBS) $(LDLIBS)
 # or in /usr/local/cuda/bin), else src/gpu/gpu_stub.c; CUDA=0 forces the
 # CPU-only build, CUDA=1 insists on nvcc. cudart is linked statically: the
 # binary needs no CUDA toolkit at run time, only the driver's libcuda.so.1,
-# which cudart itself dlopens (README, "The GPU backend").
+# which cudart itself dlopens (docs/gpu.md).
 NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 ifeq ($(CUDA),)
 CUDA := $(if $(NVCC),1,0)
@@ -163,18 +159,6 @@ fuzz-replay: $(FUZZ_REPLAY)
 	  LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
 	  $(BUILD)/tests/fuzz_$$t tests/fuzz/corpus/$$t || exit 1; done
 
-# Installs only what is missing; apt-get update first, as a fresh machine needs.
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "dsview: installing$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
-	fi
-
 # Sanitizer reports fail the run instead of scrolling past.
 export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
@@ -214,115 +198,6 @@ demo: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
-$(BUILD)/tests/codec_bench $(BUILD)/tests/codec_speed $(BUILD)/tests/xform_bench $(BUILD)/tests/gpu_bench: $(BUILD)/tests/%: tests/bench/%.c $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
-
-$(BUILD)/tests/nullfs: tests/bench/nullfs.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LDFLAGS) $(LDLIBS) -o $@
-
-bench: deps
-	$(MAKE) all $(BUILD)/tests/codec_bench $(BUILD)/tests/xform_bench $(BUILD)/tests/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
-	  XFORM_BENCH=$(abspath $(BUILD)/tests/xform_bench) $(PYTHON) tests/bench/bench.py
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
-	  $(PYTHON) tests/bench/read_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
-	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/tests/codec_bench) \
-	  $(PYTHON) tests/bench/pack_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/grid_bench.py
-
-# The GPU backend (tests/bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
-# 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
-# against the CPU on every core; then the mount (gpu_mount_bench.py): cold
-# sequential GB/s and daemon CPU s/GB with --gpu 0 against --gpu off. Each
-# says so in one line and exits 0 where no GPU is usable. GPU_BENCH_MB
-# (default 256) sets each kernel configuration's output.
-bench-gpu: deps
-	$(MAKE) all $(BUILD)/tests/gpu_bench
-	$(BUILD)/tests/gpu_bench
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/gpu_mount_bench.py
-
-# The read table of issue 15 (tests/bench/read_bench.py): 12 KB and 150 KB
-# rows, cold and warm sequential passes, shuffled batches by one reader and
-# by READ_WORKERS (4) forked workers; rows/s, read amplification, CPU s/GB of
-# reader and daemon; the issue's targets, met or not. READ_MB (default
-# BENCH_MB or 1024) scales each size; READ_MB=128 ROUNDS=1 is a quick run;
-# READ_JSON=FILE also writes the results as JSON.
-bench-read: deps
-	$(MAKE) all $(BUILD)/tests/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
-	  $(PYTHON) tests/bench/read_bench.py
-
-# The views of SPEC 12 against their baselines (tests/bench/views_bench.py):
-# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.
-# VIEWS_MB (default 768) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
-# VIEWS_JSON=FILE also writes the table as JSON.
-bench-views: deps
-	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/views_bench.py
-
-# The levers A/B (tests/bench/levers.py): the kernel window, dsview's own
-# readahead and the hint threads, interleaved, medians.
-bench-levers: deps
-	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/levers.py
-
-# N-d chunk grids and Zarr (tests/bench/grid_bench.py): HDF5 chunks that
-# split rows through the grid against the library fallback and whole-row
-# chunks; a Zarr array against the LZ4 store and zarr + numpy.
-bench-grid: deps
-	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/grid_bench.py
-
-# Where a shuffled pass's time goes (tests/bench/shuffle_profile.py): per
-# configuration, requests and bytes made per row, the daemon's time per
-# request (.stats.json histograms), and the disk's own latency.
-bench-shuffle: deps
-	$(MAKE) all $(BUILD)/tests/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/tests/nullfs) \
-	  $(PYTHON) tests/bench/shuffle_profile.py
-
-# The tree at scale (tests/bench/tree_bench.py): mount time, ls -R and a
-# walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny
-# HDF5 datasets.
-bench-tree: deps
-	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/bench/tree_bench.py
-
-# libFuzzer with ASan + UBSan (clang 14, from Debian): every target for
-# FUZZ_SECONDS each, starting from the committed corpus; new inputs go to
-# build-fuzz/corpus/<target>, crashes, hangs (over 10 s) and allocations
-# over 2 GiB to build-fuzz/crash-<target>-*; the run fails if any target
-# found one. allocator_may_return_null: the HDF5 library (not instrumented)
-# mallocs sizes read from a corrupt file and copes with NULL, as it gets
-# in production; our own code is held to the 2 GiB malloc limit.
-FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= $(FUZZ_NAMES)
-FUZZ_CC ?= clang-14
-FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-fuzz-deps:
-	@$(MAKE) --no-print-directory deps DEB_PKGS="clang-14 libclang-rt-14-dev"
-
-fuzz: deps fuzz-deps
-	$(MAKE) CC=$(FUZZ_CC) CUDA=0 BUILD=build-fuzz XCFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
-	  build-fuzz/libdsview.a
-	@fail=0; for t in $(FUZZ_TARGETS); do \
-	  $(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz -std=c11 -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
-	    tests/fuzz/fuzz_$$t.c tests/fuzz/common.c build-fuzz/libdsview.a $(LDLIBS) \
-	    -o build-fuzz/fuzz_$$t || exit 1; \
-	  mkdir -p build-fuzz/corpus/$$t; \
-	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
-	  ASAN_OPTIONS=allocator_may_return_null=1:halt_on_error=1:detect_leaks=1 \
-	  LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
-	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
-	    -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crash-$$t- \
-	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t > build-fuzz/fuzz_$$t.log 2>&1 || fail=1; \
-	  grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|ERROR|SUMMARY|Test unit written|DONE|ALARM' \
-	    build-fuzz/fuzz_$$t.log; \
-	done; exit $$fail
-
 # The command, its mount helper (SBINDIR/mount.fuse.dsview, a link to it:
 # mount(8) runs it for mount -t fuse.dsview and fstab lines), man page,
 # bash completion, and the library with its public API (include/dsview:
@@ -341,6 +216,8 @@ install: $(BIN) $(LIB)
 	install -D -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libdsview.a
 	install -d $(DESTDIR)$(PREFIX)/include/dsview
 	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/
+
+include mk/deps.mk mk/bench.mk mk/fuzz.mk
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-werror build-cpu

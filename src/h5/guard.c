@@ -1,6 +1,6 @@
 /*
  * Guards on the chunks the HDF5 library decodes for dsview's fallback
- * reads (src/source/h5.c: datasets dsview cannot read with pread).
+ * reads (src/h5/h5_source.c: datasets dsview cannot read with pread).
  *
  * The stored sizes of those chunks: HDF5 1.10 trusts them. A chunk no
  * decoder runs on (no filter, shuffle alone, every filter skipped by its

@@ -1,6 +1,7 @@
 /*
  * Generic source operations: chunk arithmetic, pread, decode of one chunk.
- * Kind-specific opening lives in npy.c, raw.c and h5.c.
+ * Kind-specific opening lives in npy.c, raw.c, src/h5/h5_source.c and
+ * src/zarr/zarr.c; src/manifest/spec.c opens a source by its spec.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -229,9 +230,9 @@ int dsv_source_is_reading_on(void)
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			     void *dst, size_t dst_cap)
 {
-	if (!s->h5)
+	if (!s->h5 || !s->h5_read)
 		return DSV_ERR_INTERNAL;
-	return dsv_h5_read_fallback(s, ref, dst, dst_cap);
+	return s->h5_read(s, ref, dst, dst_cap);
 }
 
 uint64_t dsv_source_fallback_band(const dsv_source *s)

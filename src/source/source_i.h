@@ -1,5 +1,6 @@
 /*
- * Private layout of a source, shared by npy.c, raw.c, h5.c and source.c.
+ * Private layout of a source, shared by npy.c, raw.c, source.c and the
+ * format rooms above (src/h5, src/zarr).
  *
  * Two layouts cover every kind:
  *  - flat: the elements are one contiguous run of the file starting at
@@ -63,16 +64,18 @@ struct dsv_source {
 	 * blocks per chunk (0: none; chunks are decoded whole) */
 	uint64_t table_off, table_blocks;
 
-	/* HDF5 library state for fallback reads (h5.c owns it) */
+	/* HDF5 library state for fallback reads (src/h5 owns it) */
 	int fallback;
 	uint64_t band_elems; /* elements per band of the file's own chunks, or 0 */
 	void *h5;
 	void (*h5_close)(void *h5);
+	/* Reads a chunk through the library (src/h5/h5_read.c); set with h5. */
+	int (*h5_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 
-	/* h5.c, zarr.c: storage for info.why when it is composed at open
+	/* src/h5, src/zarr: storage for info.why when it is composed at open
 	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
-	/* h5.c, zarr.c: the dataset's attributes as JSON text (info.attrs), or
+	/* src/h5, src/zarr: the dataset's attributes as JSON text (info.attrs), or
 	 * NULL; zarr.c: its axis names (info.dim_names), or NULL */
 	char *attrs_json, *dims_json;
 
@@ -146,10 +149,6 @@ int dsv_source_is_reading_on(void);
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */
 void dsv_source_note_lz4_block(dsv_source *s);
-
-/* Implemented in h5_read.c. */
-int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
-			 void *dst, size_t dst_cap);
 
 /* Chunk sizes of flat sources. Sources read with pread are read piece by
  * piece, only what a request needs, so their chunks matter only as the

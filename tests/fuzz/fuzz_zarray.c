@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "source/zarr.h"
+#include "zarr/zarr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -33,7 +33,7 @@ static int read_rows(const dsv_source *s, uint64_t r0, uint64_t r1, int16_t *out
 }
 
 /* Chunks the library would copy out of a buffer shorter than a chunk, or
- * decode from too little input (found by make fuzz; see h5.c): the rows of
+ * decode from too little input (found by make fuzz; see h5_source.c): the rows of
  * that chunk fail, every other band reads right. */
 static void test_library_chunks_of_the_wrong_size(void **state)
 {

@@ -1,0 +1,82 @@
+# dsview - the benchmarks (bench/): `make bench` and the focused runs
+# (included by the Makefile). Each prints ratios against peers measured in
+# the same run; none of them is a test.
+
+BENCH_C := $(BUILD)/bench/codec_bench $(BUILD)/bench/codec_speed $(BUILD)/bench/xform_bench \
+	   $(BUILD)/bench/gpu_bench
+$(BENCH_C): $(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
+
+$(BUILD)/bench/nullfs: bench/nullfs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LDFLAGS) $(LDLIBS) -o $@
+
+bench: deps
+	$(MAKE) all $(BUILD)/bench/codec_bench $(BUILD)/bench/xform_bench $(BUILD)/bench/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  XFORM_BENCH=$(abspath $(BUILD)/bench/xform_bench) $(PYTHON) bench/bench.py
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  $(PYTHON) bench/read_bench.py
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
+	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/bench/codec_bench) \
+	  $(PYTHON) bench/pack_bench.py
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
+
+# The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
+# 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
+# against the CPU on every core; then the mount (gpu_mount_bench.py): cold
+# sequential GB/s and daemon CPU s/GB with --gpu 0 against --gpu off. Each
+# says so in one line and exits 0 where no GPU is usable. GPU_BENCH_MB
+# (default 256) sets each kernel configuration's output.
+bench-gpu: deps
+	$(MAKE) all $(BUILD)/bench/gpu_bench
+	$(BUILD)/bench/gpu_bench
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
+
+# The read table (bench/read_bench.py): 12 KB and 150 KB
+# rows, cold and warm sequential passes, shuffled batches by one reader and
+# by READ_WORKERS (4) forked workers; rows/s, read amplification, CPU s/GB of
+# reader and daemon; the targets, met or not. READ_MB (default
+# BENCH_MB or 1024) scales each size; READ_MB=128 ROUNDS=1 is a quick run;
+# READ_JSON=FILE also writes the results as JSON.
+bench-read: deps
+	$(MAKE) all $(BUILD)/bench/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  $(PYTHON) bench/read_bench.py
+
+# The views against their baselines (bench/views_bench.py):
+# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.
+# VIEWS_MB (default 768) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
+# VIEWS_JSON=FILE also writes the table as JSON.
+bench-views: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
+
+# The levers A/B (bench/levers.py): the kernel window, dsview's own
+# readahead and the hint threads, interleaved, medians.
+bench-levers: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/levers.py
+
+# N-d chunk grids and Zarr (bench/grid_bench.py): HDF5 chunks that
+# split rows through the grid against the library fallback and whole-row
+# chunks; a Zarr array against the LZ4 store and zarr + numpy.
+bench-grid: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
+
+# Where a shuffled pass's time goes (bench/shuffle_profile.py): per
+# configuration, requests and bytes made per row, the daemon's time per
+# request (.stats.json histograms), and the disk's own latency.
+bench-shuffle: deps
+	$(MAKE) all $(BUILD)/bench/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  $(PYTHON) bench/shuffle_profile.py
+
+# The tree at scale (bench/tree_bench.py): mount time, ls -R and a
+# walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny
+# HDF5 datasets.
+bench-tree: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/tree_bench.py

@@ -1,0 +1,23 @@
+# dsview - the Debian packages the build, the tests and the demo need, and
+# the target that installs those missing (included by the Makefile).
+#   python3-*: the e2e tests write their fixtures with the libraries people
+#   write their files with (numpy, h5py, hdf5plugin, zarr, torch, ...);
+#   hdf5-filter-plugin*: the HDF5 library's own filters for the fallback tests;
+#   fio, strace, man-db: tests of the mount with other readers, of its system
+#   calls, and of the man page.
+DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
+            libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
+            hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
+            python3-zarr man-db python3-skimage python3-lz4 python3-blosc
+
+# Installs only what is missing; apt-get update first, as a fresh machine needs.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "dsview: installing$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
+	fi

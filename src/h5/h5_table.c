@@ -1,0 +1,70 @@
+/*
+ * An LZ4 store's block table (dsview/codec.h, DSV_LZ4_TABLE_WORDS; written
+ * by `dsview pack`, where dsview/h5info.h says): found at open, checked,
+ * and its file offset kept, so that lz4_part.c preads a chunk's row of it
+ * without the library. A dataset without one (written by others, or by an
+ * older pack) has its chunks decoded whole, as ever.
+ */
+#ifndef H5_USE_110_API
+#define H5_USE_110_API
+#endif
+#include <hdf5.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dsview/codec.h"
+#include "dsview/h5info.h"
+#include "h5/h5_src.h"
+
+/* Blocks per chunk beyond which a table is not used (a row of it would be
+ * megabytes): chunks are then decoded whole. */
+#define TABLE_MAX_BLOCKS (1u << 16)
+
+void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
+{
+	uint64_t bs = s->info.lz4_block, nb, bytes;
+	char path[512];
+	hid_t t = -1, type = -1, space = -1, dcpl = -1;
+	hsize_t dims[2];
+	dsv_errbuf eb;
+
+	s->table_off = 0;
+	s->table_blocks = 0;
+	if (!bs || bs >= s->chunk_raw_size || s->info.nchunks == 0 || !s->dataset ||
+	    strchr(s->dataset + 1, '/'))
+		return; /* pack writes tables of datasets at the root only */
+	nb = s->chunk_raw_size / bs + (s->chunk_raw_size % bs != 0);
+	if (nb > TABLE_MAX_BLOCKS ||
+	    snprintf(path, sizeof(path), "%s%s", DSV_STORE_BLOCKS, s->dataset) >= (int)sizeof(path))
+		return;
+	/* the store's own group and dataset, by hard links only */
+	if (H5Lexists(file, DSV_STORE_BLOCKS, lapl) <= 0 || H5Lexists(file, path, lapl) <= 0 ||
+	    dsv_h5_check_links(file, lapl, s->path, path, &eb))
+		return;
+	if ((t = H5Oopen(file, path, lapl)) < 0 || H5Iget_type(t) != H5I_DATASET)
+		goto out;
+	bytes = s->info.nchunks * nb * DSV_LZ4_TABLE_WORDS * 4;
+	if ((type = H5Dget_type(t)) < 0 || H5Tequal(type, H5T_STD_U32LE) <= 0 ||
+	    (space = H5Dget_space(t)) < 0 || H5Sget_simple_extent_ndims(space) != 2 ||
+	    H5Sget_simple_extent_dims(space, dims, NULL) != 2 || dims[0] != s->info.nchunks ||
+	    dims[1] != nb * DSV_LZ4_TABLE_WORDS || (dcpl = H5Dget_create_plist(t)) < 0 ||
+	    H5Pget_layout(dcpl) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl) != 0 ||
+	    H5Dget_storage_size(t) != bytes)
+		goto out;
+	haddr_t off = H5Dget_offset(t);
+	if (off == HADDR_UNDEF || off > s->file_size || s->file_size - off < bytes)
+		goto out;
+	s->table_off = off;
+	s->table_blocks = nb;
+	s->info.lz4_table = 1;
+out:
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (space >= 0)
+		H5Sclose(space);
+	if (type >= 0)
+		H5Tclose(type);
+	if (t >= 0)
+		H5Oclose(t);
+}

@@ -1,0 +1,144 @@
+/*
+ * A manifest's source line: one file ("x.npy", "x.h5:/dset", "x.h5:dset",
+ * a Zarr array's directory, a raw file with source_dtype and source_shape),
+ * or a glob(3) pattern in
+ * its file part ("/data/s*.h5:/betas") that expands to every match, in
+ * natural order, each opened as a source of the view; and
+ * dsv_source_open, which opens one spec as the source it names (npy, HDF5,
+ * Zarr), for manifests, zero-config mounts and `dsview pack` alike.
+ */
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/str.h"
+#include "view/view_i.h"
+
+int dsv_source_is_h5_path(const char *path)
+{
+	return dsv_is_h5_name(path);
+}
+
+int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
+{
+	char *file, *dataset;
+	*out = NULL;
+	if (dsv_source_zarr_version(spec))
+		return dsv_source_open_zarr(spec, out, eb);
+	if (dsv_spec_split(spec, &file, &dataset))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (dataset) {
+		int err = dsv_source_open_h5(file, dataset, out, eb);
+		free(file);
+		free(dataset);
+		return err;
+	}
+	free(file);
+	if (dsv_has_ext(spec, ".npy"))
+		return dsv_source_open_npy(spec, out, eb);
+	if (dsv_source_is_h5_path(spec)) {
+		char **names = NULL;
+		size_t n = 0;
+		int err = dsv_h5_list_datasets(spec, &names, &n, NULL, eb);
+		if (!err && n != 1)
+			err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
+				       "has %zu datasets; name one as %s:/dataset", n, spec);
+		if (!err)
+			err = dsv_source_open_h5(spec, names[0], out, eb);
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return err;
+	}
+	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
+			"unknown source type (expected .npy, .h5[:/dataset], a Zarr array's "
+			"directory, or a raw file with source_dtype and source_shape)");
+}
+
+/* Opens one source (a resolved path, "file.h5:/dset" included) into the
+ * view. @return 0, or a dsv_err with eb set. */
+static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb)
+{
+	dsv_source *s = NULL;
+	char *file, *dataset;
+	struct stat st;
+	int err;
+
+	if (dsv_spec_split(path, &file, &dataset))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	int is_structured = dataset || dsv_source_is_h5_path(file) || dsv_has_ext(file, ".npy") ||
+			    dsv_source_zarr_version(file);
+	if (raw && !is_structured)
+		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
+	else if (!is_structured && stat(file, &st) < 0)
+		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL, "%s",
+				  strerror(errno));
+	else if (!is_structured)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				  "raw source needs source_dtype and source_shape");
+	else
+		err = dsv_source_open(path, &s, eb);
+	free(file);
+	free(dataset);
+	if (!err && (err = dsv_view_add_source(v, s))) {
+		dsv_source_close(s);
+		return dsv_errf(eb, err, "out of memory");
+	}
+	if (!err && v->nsources > 1)
+		err = dsv_view_check_source(v, v->nsources - 1, eb);
+	return err;
+}
+
+/* A source spec whose file part is a glob pattern (and no file of that
+ * name): every file it matches, in natural order ("s2" before "s10"),
+ * each with the spec's dataset. @return 0, or a dsv_err with eb set. */
+static int open_glob(dsv_view *v, const char *file, const char *dataset,
+		     const dsv_raw_spec *raw, dsv_errbuf *eb)
+{
+	glob_t g;
+	int rc = glob(file, GLOB_ERR, NULL, &g), err = 0;
+
+	if (rc == GLOB_NOMATCH)
+		return dsv_errf_at(eb, DSV_ERR_NOTFOUND, file, NULL, "the pattern matches no file");
+	if (rc)
+		return dsv_errf_at(eb, rc == GLOB_NOSPACE ? DSV_ERR_NOMEM : DSV_ERR_IO, file, NULL,
+				   "cannot expand the pattern");
+	if (g.gl_pathc > DSV_VIEW_MAX_SOURCES - v->nsources)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, NULL,
+				  "the pattern matches %zu files (at most %d sources)",
+				  (size_t)g.gl_pathc, DSV_VIEW_MAX_SOURCES);
+	else
+		dsv_natural_sort(g.gl_pathv, g.gl_pathc);
+	for (size_t k = 0; !err && k < g.gl_pathc; k++) {
+		char *one;
+		if (asprintf(&one, "%s%s%s", g.gl_pathv[k], dataset ? ":" : "",
+			     dataset ? dataset : "") < 0)
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		else {
+			err = open_one(v, one, raw, eb);
+			free(one);
+		}
+	}
+	globfree(&g);
+	return err;
+}
+
+int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb)
+{
+	char *file, *dataset;
+	struct stat st;
+	int err;
+
+	if (dsv_spec_split(path, &file, &dataset))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (dsv_has_glob(file) && stat(file, &st) < 0)
+		err = open_glob(v, file, dataset, raw, eb);
+	else
+		err = open_one(v, path, raw, eb);
+	free(file);
+	free(dataset);
+	return err;
+}
