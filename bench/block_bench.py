@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""LZ4 block size for shuffled reads (issue 16): for each --block-size, the
+"""LZ4 block size for shuffled reads: for each --block-size, the
 store's ratio, and shuffled batches of BATCH rows read through a mount, in
 rows/s against the .npy view of the same uint8 data, with bytes decoded /
 bytes asked (.stats.json).

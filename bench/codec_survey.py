@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Codec survey (issue 16): ratio, compression MB/s and decompression GB/s,
+"""Codec survey: ratio, compression MB/s and decompression GB/s,
 one core, of the codecs behind the standard HDF5 filters h5py+hdf5plugin
 read, on five kinds of data, chunk by chunk in memory (no HDF5, no disk:
 the codec's own cost).

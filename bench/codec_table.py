@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The codec table of the README (issue 16): for every codec `dsview pack`
+"""The codec table (docs/benchmarks/): for every codec `dsview pack`
 writes, on the survey's five data sets (codec_survey.py makes them; the
 same seeds), the ratio, single-core encode MB/s and single-core decode
 GB/s through dsview's own C encoders and decoders (build/bench/codec_speed:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The mount's side of `make bench-gpu` (issue 18): cold sequential passes
+"""The mount's side of `make bench-gpu`: cold sequential passes
 of an LZ4 store through a mount with `--gpu off` (the CPU backend) and
 `--gpu GPU_DEVICE` (default 0: the readahead's pages made on the device,
 backend/make.c), in GB/s of float32 and the daemon's CPU seconds per GB

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""N-d chunk grids and Zarr (issue 19; make bench-grid, also run by make
+"""N-d chunk grids and Zarr (make bench-grid, also run by make
 bench). One uint8 dataset of GRID_MB MB (default 256) of 256x256 volumes,
 served as float32 (x / 255 - 0.5) / 0.25 by every peer:
   h5_grid    HDF5 chunked (1, 64, 64), LZ4: dsview's N-d grid

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Read benchmark of issue 15 (make bench-read; also run by make bench).
+"""The read benchmark (make bench-read; also run by make bench).
 
 For each row size, a uint8 HWC dataset of READ_MB MB (default BENCH_MB or
 1024: 4 GiB of float32), read as the same normalised float32 array

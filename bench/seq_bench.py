@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cold sequential reads of one uint8 array through a mount, per store
-codec (issue 16: "a mount of that store reads cold sequential >= 1.0x the
-.npy view"): the .npy view and a store per SEQ_CODECS entry (pack
+codec (the target: a mount of the store reads cold sequential at >= 1.0x
+the .npy view): the .npy view and a store per SEQ_CODECS entry (pack
 arguments as block_bench.py takes them: CODEC[:LEVEL][@CHUNK_SIZE]), each
 read start to end by one reader in 16 MiB reads of the float32 .dat.
 "Cold" without dropping the machine's page cache: before each pass the

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Views benchmark (make bench-views; also run by make bench after bench.py).
 
-The views of SPEC section 12 against their baselines, in one run, ROUNDS
+The views (docs/manifest.md) against their baselines, in one run, ROUNDS
 interleaved rounds (default 3), medians; every ratio is against a peer of
 the same run. Every pass is cold: page cache dropped (bench.drop_caches)
 and, for dsview, the daemon restarted with a manifest holding only that

@@ -2,7 +2,7 @@
  * Views and manifests. A view is one or more sources concatenated along axis
  * 0, a transform plan and an output dtype; a manifest is a list of views plus
  * mount defaults. Beyond concatenation a view may window its sources, pick
- * rows and permute each row (SPEC 12); read/read.c maps byte ranges.
+ * rows and permute each row; read/read.c maps byte ranges.
  *
  * Global chunk index g: the chunks of source 0, then of source 1, ...
  *

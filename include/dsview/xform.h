@@ -3,7 +3,7 @@
  * cast to float32, bfloat16 or float16 (README, "Transform"), where c is the
  * element's index along the channel axis.
  *
- * Integer outputs (uint8 ... int64, SPEC 12) take integer sources and no
+ * Integer outputs (uint8 ... int64) take integer sources and no
  * arithmetic: scale 1, offset 0, no mean/std. The plan is a plain cast when
  * every source value fits the output type; otherwise clip is required, its
  * bounds whole numbers inside the output range, and values are clamped to

@@ -1,7 +1,6 @@
 /*
  * The bitshuffle HDF5 filter (id 32008), as kiyo-masui/bitshuffle writes
- * it (src/bshuf_h5filter.c, src/bitshuffle.c, src/bitshuffle_core.c at
- * 526440a):
+ * it (its src/bshuf_h5filter.c, src/bitshuffle.c and src/bitshuffle_core.c):
  *
  * cd_values: [0] major, [1] minor version, [2] element size in bytes,
  * [3] block size in elements (0: bshuf_default_block_size), [4]

@@ -1,5 +1,5 @@
 /*
- * The transform and output cast of one element (SPEC 6), written once for
+ * The transform and output cast of one element (docs/transform.md), written once for
  * the device and the host (DSV_HD): the CUDA kernels run it, the unit tests
  * build it as plain C and compare it with dsv_xform_run for every source
  * and output dtype. The plan comes as plain data (dsv_xform_describe), so

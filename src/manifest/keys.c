@@ -1,5 +1,5 @@
 /*
- * The keys of a manifest's sections (SPEC 4 and 12): each value parsed and
+ * The keys of a manifest's sections (docs/manifest.md): each value parsed and
  * checked where it is written, so an error names its line; what needs the
  * sources (shapes, windows, arrays) is checked once they are open
  * (dsv_view_finish).
@@ -122,7 +122,7 @@ static int take_file(parse_ctx *c, const char *name, const char *value, char **o
 }
 
 /* window, stride, window_axis, layout, per_source, rows: the keys of
- * SPEC 12. @return 1 handled, 0 failed, -1 not one of them. */
+ * the views. @return 1 handled, 0 failed, -1 not one of them. */
 static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, const char *value)
 {
 	dsv_view *v = pv->v;

@@ -12,10 +12,10 @@
  *
  * The rule: of the candidates whose decode makes at least AUTO_OUT_BYTES_S
  * of float32 output per second on one core (raw bytes/s x 4 / element
- * size: what a mount serves by default; issue 16's "2 GB/s of output")
+ * size: what a mount serves by default; the target is 2 GB/s of output)
  * and whose encode takes at least AUTO_IN_BYTES_S of input per second on
  * one core (a 2-core pack made 0.6-0.8x twice the one-core figure on the
- * shared test machine: 40 keeps issue 16's 50 MB/s on 2 cores), the best
+ * shared test machine: 40 keeps the 50 MB/s target on 2 cores), the best
  * ratio wins; ratios within AUTO_TIE of the best count as equal and the
  * first of those in the list below wins (the list is in the order of the
  * codec table's decode speeds, so a tie does not depend on timing noise).

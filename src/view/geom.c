@@ -1,5 +1,5 @@
 /*
- * The shape of a view (SPEC 12): per-source windows, concatenation, the
+ * The shape of a view: per-source windows, concatenation, the
  * `rows` selection and the layout, and the map from a view row back to
  * the source elements it is made of.
  *

@@ -1,11 +1,11 @@
 /*
  * The arrays a manifest names with '@' (rows = @idx.npy, mean = @m.npy,
  * std = @s.npy) and the transform plans of a view: one per source dtype,
- * or one per source with per_source = true (SPEC 12).
+ * or one per source with per_source = true.
  *
  * mean/std come in three forms. One value applies to every element
  * (nchan 1). One value per channel indexes the channel axis of the
- * output, as SPEC 6 says. An array of the row's shape (before layout)
+ * output (docs/transform.md). An array of the row's shape (before layout)
  * gives each element of a row its own value: a plan with nchan = the
  * row's elements and chan_inner 1, so element e of the view uses value
  * e % row_elems; with layout = CHW the array is permuted into the output

@@ -26,7 +26,7 @@ struct dsv_view {
 	uint64_t nchunks;
 	uint64_t max_chunk_raw; /* decoded (source dtype) bytes of the largest chunk */
 
-	/* Geometry (SPEC 12; geom.c). Rows of the sources, windowed, are
+	/* Geometry (geom.c). Rows of the sources, windowed, are
 	 * concatenated into "logical rows" (lrow_base: nsources + 1), then
 	 * `rows` picks the view's rows from them, then `layout` permutes
 	 * each row. mapped == 0 when none of these is set: view element e

@@ -140,7 +140,7 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 
 /* n elements whose channels are consecutive: element i has mean[i] and
  * std[i] (indexed directly, so the loop vectorises). The formula is
- * dsv_elem_apply's, division included (SPEC 6), with clip a constant. */
+ * dsv_elem_apply's, division included, with clip a constant. */
 static inline __attribute__((always_inline)) void elem_stretch(const dsv_xform *x, dsv_dtype S,
 								dsv_dtype D, void *dst,
 								const void *src, uint64_t n,

@@ -1,5 +1,5 @@
 /*
- * Integer outputs (SPEC 12, "dtype = int64|..."): a plain cast from an
+ * Integer outputs ("dtype = int64|..."): a plain cast from an
  * integer source, optionally clamped, in exact integer arithmetic.
  *
  * The plan is checked once, at create, so the kernels never test a value's

@@ -356,7 +356,7 @@ def npy_header_len(path):
     return 10 + head[8] + 256 * head[9]
 
 
-# ---- views beyond concatenation (issue 14): integer outputs, windows, checks ----
+# ---- views beyond concatenation: integer outputs, windows, checks ----
 
 def check_whole(tc, m, name, ref, dtype):
     """One view against its reference: .dat by np.memmap and read(), .npy by

@@ -1,5 +1,5 @@
 """The numpy side of the end-to-end tests: what a view must serve, computed
-independently of dsview (README, "Transform"; SPEC 12): the transform in
+independently of dsview (docs/transform.md): the transform in
 float64 rounded once, bfloat16 by round-to-nearest-even, integer views,
 windows; and how two arrays' bits differ."""
 import numpy as np
@@ -138,7 +138,7 @@ def int_reference(x, dtype, clip=None):
 
 
 def windows_ref(x, size, stride, axis=-1):
-    """Windows of one source the way SPEC 12 defines them, in plain numpy:
+    """Windows of one source the way docs/manifest.md defines them, in plain numpy:
     n = (T - W) // S + 1 along `axis`; axis 0 gives (n, W, ...), axis k > 0
     gives (R * n, ..., W, ...), all windows of row 0 first."""
     x = np.asarray(x)

@@ -1,4 +1,4 @@
-"""LZ4 stores of many blocks per chunk (issue 16, block-level random
+"""LZ4 stores of many blocks per chunk (block-level random
 access): `dsview pack --block-size` writes them (h5py+hdf5plugin read them
 back exactly), a mount serves whole files and shuffled rows from forked
 readers byte-equal to a numpy reference while decoding only the blocks the

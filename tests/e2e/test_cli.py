@@ -1,4 +1,4 @@
-"""Around the mount (SPEC 14): start-up failures of the daemon reach the
+"""Around the mount: start-up failures of the daemon reach the
 terminal, one command-line grammar for every subcommand, sizes that are
 refused instead of rounded, a non-empty mountpoint refused."""
 import json

@@ -1,4 +1,4 @@
-"""The four examples of issue 14 (examples/eeg_windows.ini, tokens.ini with
+"""The four views examples (examples/eeg_windows.ini, tokens.ini with
 tokens_loader.py, splits.ini, nsd.ini), each copied into a temp directory
 with the data files it names (its relative sources resolve there), mounted
 as shipped, and checked against the numpy reference."""

@@ -1,4 +1,4 @@
-"""Files behave like files (SPEC 14): /.stats.json has a true size, a view's
+"""Files behave like files: /.stats.json has a true size, a view's
 mtime moves with its manifest, st_blocks are bytes on disk, df is sized
 like a read-only image."""
 import json

@@ -1,4 +1,4 @@
-"""The GPU backend seen from a mount (SPEC 8, issue 18), on whatever machine
+"""The GPU backend seen from a mount (docs/gpu.md), on whatever machine
 runs the tests. Where no GPU can be used (a CPU-only build, or a CUDA build
 on a machine with no device or no driver), `--gpu auto` serves the same
 bytes from the CPU, the log says why, and .stats.json says "cpu" with the

@@ -1,4 +1,4 @@
-"""The device-memory tier (`--gpu-cache`, SPEC 8, issue 18) and the device's
+"""The device-memory tier (`--gpu-cache`, docs/gpu.md) and the device's
 buffers sized from the cache budget, on any machine: with
 DSVIEW_GPU_EMULATE=1 and no device, the readahead's device path runs the
 host build of the device code with the tier in host memory (gpu_emu.c), so

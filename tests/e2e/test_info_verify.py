@@ -175,7 +175,7 @@ class Info(E2E):
         self.assertEqual(g["serve"], "library-fallback")
         self.assertIn("deflate", g["why"])
         self.assertEqual(g["source"]["kind"], "hdf5-library")
-        # chunks that split rows are read through the N-d grid (issue 19)
+        # chunks that split rows are read through the N-d grid
         self.assertEqual((s["serve"], s["why"]), ("fast-path", "chunks split rows: bands of 100 rows"))
         self.check_source(s["source"], "hdf5-chunked", self.x.shape, "uint8", self.x.nbytes)
         self.assertEqual(ds["/grp/inner"]["type"], "int16")

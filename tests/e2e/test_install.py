@@ -1,4 +1,4 @@
-"""make install and the mount helper (SPEC 14): mount -t fuse.dsview (through
+"""make install and the mount helper: mount -t fuse.dsview (through
 the installed link /sbin/mount.fuse.dsview, or through fuse3's mount.fuse3
 and dsview on PATH), the man page rendered by man -l, bash completion.
 

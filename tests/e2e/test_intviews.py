@@ -1,4 +1,4 @@
-"""Integer views (SPEC 12, issue 14): dtype = int8 ... uint64 for integer
+"""Integer views: dtype = int8 ... uint64 for integer
 sources, no arithmetic; values at the limits of each source type; a source
 range that does not fit is refused at the dtype line unless clip is given,
 and with clip the values are clamped; float sources and transforms with an

@@ -1,4 +1,4 @@
-"""Logs are never lost (SPEC 14): with no --log and no /dev/log the daemon
+"""Logs are never lost: with no --log and no /dev/log the daemon
 writes a file under /run/dsview named after the mountpoint; --log-level
 drops the lower levels; a bad chunk hit again and again is logged once a
 minute, with a count."""

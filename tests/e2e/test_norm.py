@@ -1,6 +1,6 @@
 """layout = CHW, mean/std as one scalar, a per-channel list, an @array per
-element or per channel, per_source = true, and mixed source dtypes (SPEC 12,
-issue 14), against the float64 reference rounded once (SPEC 6); every error
+element or per channel, per_source = true, and mixed source dtypes, against the float64 reference rounded once
+(docs/transform.md); every error
 of those keys names its line."""
 import glob
 import os

@@ -1,4 +1,4 @@
-"""dsview pack --codec for every codec it writes (issue 16): each store is
+"""dsview pack --codec for every codec it writes: each store is
 standard (the filter id and cd_values hdf5plugin writes; h5py reads it back
 exactly through Debian's plugins where they exist (LZ4, Blosc), and chunk by
 chunk with read_direct_chunk and the format's own library where they do not

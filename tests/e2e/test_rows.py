@@ -1,4 +1,4 @@
-"""rows = a:b:step and rows = @idx.npy (SPEC 12, issue 14): the selected rows
+"""rows = a:b:step and rows = @idx.npy : the selected rows
 of the concatenated sources, in that order, against numpy's own indexing of
 the concatenation and the float64 reference; two views over the same LZ4
 source share the chunk cache; every rows error names its line."""

@@ -356,8 +356,8 @@ class ZeroConfig(ViewCheck):
         return self.p("X.NPY"), x
 
     def test_npy_file_upper_case(self):
-        # Extensions match in any case: the CLI's own case-sensitive .npy
-        # checks once refused what the library opened (fixed in 58890f9).
+        # Extensions match in any case, in the CLI's checks as in the
+        # library's: the CLI takes what the library opens.
         path, x = self.upper_npy()
         with self.mount(path) as m:
             self.check_view(m, "X", x.astype(np.float32), "float32")

@@ -1,4 +1,4 @@
-"""window = W, stride = S, window_axis = k (SPEC 12, issue 14): windows of
+"""window = W, stride = S, window_axis = k : windows of
 each source (never across two), against windows cut in plain numpy
 (common.windows_ref) and the float64 reference; strides smaller than, equal
 to and larger than W; sources of different lengths, one shorter than W;

@@ -1,4 +1,4 @@
-"""Zarr sources (issue 19): v2 arrays written by Debian's python3-zarr with
+"""Zarr sources: v2 arrays written by Debian's python3-zarr with
 numcodecs compressors, and v3 arrays written here from the specification
 (zarr.json and chunk files encoded with numcodecs), served through a real
 mount and compared with numpy: every compressor dsview decodes, C and F

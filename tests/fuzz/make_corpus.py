@@ -175,7 +175,7 @@ def main():
 
 
 def views_manifest_seeds():
-    """Manifests with the keys of the views issue (SPEC 12: rows, window,
+    """Manifests with the keys of the views (rows, window,
     stride, window_axis, integer dtype and clip, layout, mean/std as a scalar
     or @file, per_source), valid and invalid, over the fuzz target's a.npy
     ((4, 6) uint8) and r.bin (24 bytes). Written by main(); alone with

@@ -1,7 +1,7 @@
 /*
  * View geometry (view/geom.c): rows slices with Python's semantics,
  * windows per source, the runs of a window, tiles, CHW shapes, and the
- * manifest errors of SPEC 12, each at its line.
+ * manifest errors of the views, each at its line.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -269,7 +269,7 @@ static void test_sources_must_match(void **state)
 	snprintf(text, sizeof(text), "[v]\nsource = a.npy\nsource = b.npy\n");
 	assert_int_equal(dsv_manifest_load(write_manifest(text), &m, &eb), DSV_ERR_FORMAT);
 	assert_non_null(strstr(eb.msg, "m.ini:3: source shape (2, 4) does not match"));
-	/* mixed dtypes: each source converts from its own (SPEC 12) */
+	/* mixed dtypes: each source converts from its own */
 	snprintf(text, sizeof(text), "[v]\nsource = a.npy\nsource = c.npy\n");
 	assert_int_equal(dsv_manifest_load(write_manifest(text), &m, &eb), 0);
 	assert_int_equal(m->views[0]->shape[0], 4);
