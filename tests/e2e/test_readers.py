@@ -252,7 +252,7 @@ class Readahead(E2E):
 
     def test_readahead_window_mountpoint_with_space(self):
         # mountinfo writes a space in a mountpoint as \040: --readahead must
-        # still find the mount (it used to be silently not applied)
+        # still find the mount and apply the window, not skip it silently
         mp = self.p("mnt with space")
         with self.mount(self.p("seq.npy"), "--readahead", "1M", mp=mp) as m:
             dev = mount_entry(m.mp)[0][2]

@@ -223,7 +223,8 @@ class Untrusted(E2E):
                 self.assertTrue(printable(line), f"raw bytes in {line!r}")
                 if len(name) > NAME_MAX:
                     self.assertIn(f"({len(name)} bytes", line)
-        # the limit itself, and names inih used to cut at 49 bytes
+        # the limit itself, and names around 49 bytes, where a parser
+        # with a small line buffer would cut them
         lens = [1, 49, 50, 60, 199, NAME_MAX]
         names = [chr(ord("a") + i) * n for i, n in enumerate(lens)] + ["A-z_0.9", "v..w", "x."]
         text = "".join(f"[{n}]\nsource = a.npy\n" for n in names) + "[dsview]\nthreads = 2\n"
@@ -330,8 +331,8 @@ class Untrusted(E2E):
                 self.assertIn("caf\u00e9", text)
                 self.assertIn("raw\\xff\\xfe", text)
         # JSON: control characters are JSON's to escape, so those names come
-        # back exact; a name that is not UTF-8 shows its bytes as \xNN (it
-        # used to lose its "name" key: jansson takes UTF-8 only)
+        # back exact; a name that is not UTF-8 shows its bytes as \xNN and
+        # keeps its "name" key (jansson takes UTF-8 only)
         r = subprocess.run([DSVIEW, "info", "--json", path], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         names = sorted(d["name"] for d in json.loads(r.stdout)["datasets"])

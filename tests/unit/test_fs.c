@@ -3,7 +3,7 @@
  * dsv_fs_destroy then frees. Mounts for real: needs root and /dev/fuse.
  *
  * Linked with -Wl,--wrap=fuse_loop_cfg_create (Makefile) so that a test can
- * make the step after the handlers used to be installed fail. */
+ * make the step right after the signal handlers are installed fail. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* A manifest whose source line cannot be copied (strdup fails) gives
  * "manifest:line: out of memory", frees what it holds, and never reads
- * the missing copy (it used to keep a NULL spec that resolve() read).
+ * the missing copy (no NULL spec is kept for resolve() to read).
  * Built with -Wl,--wrap=strdup: __wrap_strdup fails for one string. */
 #include <setjmp.h>
 #include <stdarg.h>
