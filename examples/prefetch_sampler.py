@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Sampler hints for dsview: tell the mount which rows the next batches
 will read, so it makes them and stores them in the page cache before the
-DataLoader workers fault them (README, "Sampler hints").
+DataLoader workers fault them (docs/performance.md, "Sampler hints").
 
     from prefetch_sampler import HintingBatchSampler
     batches = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(ds), 256, False)
