@@ -45,7 +45,7 @@ SIDE = 224
 MOUNT_ARGS = os.environ.get("BLOCK_MOUNT_ARGS", "").split()  # e.g. "--cache-size 64M"
 # GB of memory touched and freed before each pass: on a VM whose balloon
 # takes freed pages back, the daemon's first touch of fresh memory (a cold
-# chunk cache fills with new buffers) would cost ~2.5 s/GB (README)
+# chunk cache fills with new buffers) would cost ~2.5 s/GB (docs/benchmarks/lz4-block-size.md)
 PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", "1"))
 
 

@@ -18,7 +18,7 @@
 
 typedef struct dsv_fs dsv_fs;
 
-/* Sampler hints (README, "Sampler hints"): ioctl(fd, DSV_IOC_PREFETCH,
+/* Sampler hints (docs/performance.md, "Sampler hints"): ioctl(fd, DSV_IOC_PREFETCH,
  * &r) on an open V.dat or V.npy queues view rows r.rows[0 .. r.n) to be
  * made and stored in that file's page cache ahead of the reads that will
  * fault them. Fails with EINVAL, queueing nothing, for n above

@@ -1,5 +1,5 @@
 /*
- * dsview pack: writes a store (README, "Packing a store"), a standard
+ * dsview pack: writes a store (docs/packing.md), a standard
  * HDF5 file holding one dataset chunked along axis 0 (whole rows per
  * chunk), with the filter pipeline codec then Fletcher32, in the source's
  * dtype, little-endian. The codec is LZ4 (32004) unless opts say another
@@ -44,7 +44,7 @@
 #define DSV_STORE_FORMAT_VERSION 1
 #define DSV_PACK_DEFAULT_CHUNK (1u << 20)
 /* Codecs decoded a chunk at a time (zstd, Blosc, bitshuffle): a shuffled
- * row decodes its whole chunk, so their chunks are smaller (README). */
+ * row decodes its whole chunk, so their chunks are smaller (docs/packing.md). */
 #define DSV_PACK_DEFAULT_WHOLE_CHUNK (256u << 10)
 /* HDF5 caps a chunk at 4 GiB - 1 and LZ4 a block at about 2 GiB; chunks
  * stay at or below 1 GiB (one LZ4 block, the plugin's default size). */
@@ -52,7 +52,7 @@
 
 /* LZ4 raw bytes per block that --block-size asks for (the default, and
  * the bounds it accepts); dsv_pack_block_bytes fits it to the rows. */
-#define DSV_PACK_DEFAULT_BLOCK (16u << 10) /* block_bench.py: README */
+#define DSV_PACK_DEFAULT_BLOCK (16u << 10) /* bench/block_bench.py: docs/benchmarks/lz4-block-size.md */
 #define DSV_PACK_MIN_BLOCK (4u << 10)
 #define DSV_PACK_MAX_BLOCK DSV_PACK_MAX_CHUNK
 

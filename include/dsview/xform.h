@@ -1,6 +1,6 @@
 /*
  * Transform: y = (x * scale + offset - mean[c]) / std[c], then clip, then the
- * cast to float32, bfloat16 or float16 (README, "Transform"), where c is the
+ * cast to float32, bfloat16 or float16 (docs/transform.md), where c is the
  * element's index along the channel axis.
  *
  * Integer outputs (uint8 ... int64) take integer sources and no

@@ -1,6 +1,5 @@
 /*
- * The readahead's device path (backend.h, dsv_backend_make; README, "The
- * GPU backend"). The readahead thread reads the stored chunks under a
+ * The readahead's device path (backend.h, dsv_backend_make; docs/gpu.md). The readahead thread reads the stored chunks under a
  * range of a view's output (pread, Fletcher32 checked) into one staging
  * buffer, and the device decodes and transforms them in one batch
  * (dsv_gpu_decode_xform), straight to the view's dtype: the CPU does the

@@ -498,7 +498,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	/* Two levers of the crossing, off by default: a /dev/fuse descriptor
 	 * per worker thread, and how many background (readahead) requests the
 	 * kernel keeps in flight. make bench-shuffle (4 workers of 12 KB rows)
-	 * read 0.72x and 0.87x the defaults with them (README). */
+	 * read 0.72x and 0.87x the defaults with them (docs/benchmarks/levers.md). */
 	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)knob("DSVIEW_CLONE_FD", 0, 0, 1));
 	fs->max_background = (unsigned)knob("DSVIEW_MAX_BACKGROUND", 0, 1, 65535);
 	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);

@@ -1,6 +1,6 @@
 /*
  * Readahead of a file's next chunks, in the background: sequential access
- * makes the next chunks before they are asked for (README, "Performance").
+ * makes the next chunks before they are asked for (docs/performance.md).
  *
  * Every read of a data file tells the prefetcher which chunks of its view
  * it touched (its readahead units, dsv_view_seg_range: the chunks of a

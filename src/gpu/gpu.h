@@ -1,5 +1,5 @@
 /*
- * The CUDA backend, below src/backend (README, "The GPU backend"). A CUDA
+ * The CUDA backend, below src/backend (docs/gpu.md). A CUDA
  * build (nvcc found) decodes LZ4 (32004) chunks on the device, one warp per
  * LZ4 block, with the same bytes as the CPU; a build without CUDA
  * (gpu_stub.c) opens no device, so the backend decodes every chunk on the

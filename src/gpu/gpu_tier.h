@@ -1,6 +1,5 @@
 /*
- * The device-memory tier's index (`--gpu-cache`; README, "The GPU
- * backend"): which decoded chunks are kept in the tier's memory, and
+ * The device-memory tier's index (`--gpu-cache`; docs/gpu.md): which decoded chunks are kept in the tier's memory, and
  * where. The memory itself is the device's (gpu.cu) or, under
  * DSVIEW_GPU_EMULATE, the host's; this index only hands out offsets in it.
  *

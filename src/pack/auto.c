@@ -43,7 +43,7 @@
 #define AUTO_TIE 0.01
 
 /* The candidates: every codec and level that won somewhere in the codec
- * table (README; the Blosc variants without shuffle equal the shuffled
+ * table (docs/benchmarks/codecs.md; the Blosc variants without shuffle equal the shuffled
  * ones on bytes and lose on wider types, bitshuffle 32008 decodes slowest
  * everywhere), cheapest to decode (and then to encode) first. */
 static const struct cand {

@@ -162,7 +162,7 @@ void dsv_source_note_lz4_block(dsv_source *s);
  * chunks (adjacent in an HDF5 file: one pread) then deal in units that are
  * not tiny, while a shuffled row reads at most a few times its own bytes.
  * 256 KiB measured best against 64 KiB and 1 MiB (make bench-grid's
- * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; README, Performance). */
+ * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; docs/benchmarks/grid-zarr.md). */
 #define DSV_GRID_BAND_BYTES (256u << 10)
 /* A band of a grid (one chunk-row, or the grouped ones) at most this big:
  * the read path decodes a band whole into one cache entry. */

@@ -1,5 +1,5 @@
 /*
- * Transform plans and kernels (README, "Transform").
+ * Transform plans and kernels (docs/transform.md).
  *
  * Strategies, chosen per plan at create:
  *  - integer outputs: exact integer casts and clamps (xform_int.c).
@@ -93,7 +93,7 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 		/* A plain cast: numpy's astype, not the formula (x * 1 + 0
 		 * would turn -0.0 into +0.0, and rounding int64 to float64 or
 		 * float64 to float32 before float16 would round twice).
-		 * bfloat16 is the RNE of the float32 (README, "Transform"). */
+		 * bfloat16 is the RNE of the float32 (docs/transform.md). */
 		if (D == DSV_F32) {
 			f32_u *o = dst;
 			VEC_FOR(i, n, o[i] = load_f32(S, src, i));

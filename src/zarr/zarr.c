@@ -211,7 +211,7 @@ static void willneed_band(const dsv_source *s, uint64_t band)
  * that reads on (the readahead: dsv_source_reading_on) asks for the next
  * two bands' files too, while it decodes this one's (the readahead's two
  * threads each a band ahead). A sequential cold pass of one-chunk bands
- * read 0.8x a dsview store without this and 0.9x with it (README). */
+ * read 0.8x a dsview store without this and 0.9x with it (docs/benchmarks/grid-zarr.md). */
 static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
 	const zarr_state *z = s->zarr;

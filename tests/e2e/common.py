@@ -309,7 +309,7 @@ class E2E(unittest.TestCase):
 def view_name(name):
     """The view name dsview serves an HDF5 name (str or bytes) under: the
     rule of dsv_name_escape (src/common/str.h), written again here so the
-    tests check the C code against the README's words."""
+    tests check the C code against the docs' words."""
     b = os.fsencode(name) if isinstance(name, str) else name
     ok = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
     out = ""

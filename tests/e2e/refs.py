@@ -6,7 +6,7 @@ import numpy as np
 
 
 def reference(x, scale=1.0, offset=0.0, mean=None, std=None, axis=-1, clip=None, dtype="float32"):
-    """The transform (README, "Transform") in float64, rounded once to float32, then RNE to the
+    """The transform (docs/transform.md) in float64, rounded once to float32, then RNE to the
     output type. Returns float32 / uint16 (bfloat16 bits) / float16. With no transform (a plain
     cast) it is numpy's astype: -0.0 kept, int64 rounded once, float64 -> float16 rounded once;
     bfloat16 is the RNE of astype(float32)."""

@@ -476,7 +476,7 @@ class Injected(E2E):
                         self.assertEqual(cm.exception.errno, errno.EIO)
                 finally:
                     os.close(fd)
-                # a memmap reader of a failed page gets SIGBUS (README, "Reliability")
+                # a memmap reader of a failed page gets SIGBUS (docs/reliability.md)
                 self.assertEqual(self.memmap_touch(dat, 3000 * row + 8), "SIGBUS")
                 # strace saw the failed preads (the injection did the work)
                 with open(self.p("strace.log")) as f:

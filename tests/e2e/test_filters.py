@@ -1,6 +1,6 @@
 """HDF5 files compressed the way users write them with LZF (h5py's own
 filter, 32000) and Zstandard (32015): dsview decodes both itself on the fast
-path (README, "Sources"), and the HDF5 library decodes them with dsview's
+path (docs/sources.md), and the HDF5 library decodes them with dsview's
 own codecs where it must read a dataset for us (rows split across chunks,
 shuffle in front). Every mount is compared byte for byte with numpy's
 astype(float32), and a damaged chunk fails its reads with EIO, naming the

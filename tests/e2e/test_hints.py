@@ -1,4 +1,4 @@
-"""Sampler hints (README, "Sampler hints"): rows hinted through the ioctl
+"""Sampler hints (docs/performance.md, "Sampler hints"): rows hinted through the ioctl
 of examples/prefetch_sampler.py are stored in the page cache before the
 reader asks, so reading them makes no request; bad hints are refused
 whole with EINVAL (ENOTTY off the data files) and change nothing; the

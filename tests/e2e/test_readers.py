@@ -123,7 +123,7 @@ class Workers(E2E):
 
 class Readahead(E2E):
     """Sequential reads make the daemon make the next chunks in the
-    background and hand them to the kernel's page cache (README, "Performance"); random
+    background and hand them to the kernel's page cache (docs/performance.md); random
     reads do not; the bytes are the same either way. Plain sources (.npy)
     are pread on demand, piece by piece, and never go through the cache."""
 

@@ -1,4 +1,4 @@
-"""Security (README, "Reliability"): every write path is EROFS on every kind of
+"""Security (docs/reliability.md): every write path is EROFS on every kind of
 mounted file; the mount is ro, nosuid, nodev, default_permissions and never
 direct_io, and no -o can change that; other users get in only with
 allow_other (untrusted files and names: test_untrusted.py).

@@ -1,4 +1,4 @@
-"""Every numeric element type users store (README, "Sources"): int64 and uint64
+"""Every numeric element type users store (docs/sources.md): int64 and uint64
 in .npy, raw and HDF5 (either byte order, as enums and bitfields too), and
 plain casts of -0.0, NaN, infinities and subnormals, read through a real mount
 and compared bit for bit with numpy's astype (bfloat16: the RNE of astype

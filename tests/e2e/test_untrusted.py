@@ -1,4 +1,4 @@
-"""Untrusted files and names (README, "Reliability"): HDF5 external
+"""Untrusted files and names (docs/reliability.md): HDF5 external
 storage, external links and plugin-only filters are refused, and no filter
 plugin is ever loaded, even where HDF5_PLUGIN_PATH offers one; view names
 with '/', '..', control bytes or over the limit are refused with a

@@ -271,7 +271,7 @@ class Betas(ViewCheck):
     def test_lz4_as_users_write_it(self):
         # h5py + hdf5plugin.LZ4() with h5py's automatic chunk shape (which
         # splits rows) and with the shuffle filter in front: both are
-        # "chunked with the LZ4 filter 32004" (README, "Sources"), which dsview decodes
+        # "chunked with the LZ4 filter 32004" (docs/sources.md), which dsview decodes
         x = self.parts[2]
         with h5py.File(self.p("ulz4.h5"), "w") as f:
             f.create_dataset("auto", data=x, chunks=True, **hdf5plugin.LZ4())

@@ -71,7 +71,7 @@ class ZeroConfigPartial(E2E):
                     meta = json.loads(read_all(m.path(name + ".json")))
                     self.assertEqual(meta["hdf5_path"], h5path)
                     self.assertEqual(meta["shape"], list(x.shape))
-            # the names of the rule in the README, spelled out
+            # the names of the rule in docs/manifest.md, spelled out
             for want in ("my_x20data.npy", "_x2Ehidden.npy", "a/b_x20c.npy", "_xC3_xA9.npy",
                          "x_y_x5Fxz.npy"):
                 self.assertTrue(os.path.exists(m.path(want)), want)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/):
 small valid inputs of every kind each target reads, and the malformed cases
-the README's Reliability section names. Run once when the seeds change; the
+docs/reliability.md names. Run once when the seeds change; the
 files are committed, and crashers found by `make fuzz` are added beside
 them by hand (crash-*).
 
