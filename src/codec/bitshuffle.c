@@ -224,7 +224,7 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 	const uint8_t *in = src;
 	uint8_t *out = dst, *tmp = NULL;
 	size_t n, blk, pos = 0, done = 0, left;
-	int64_t ret = DSV_ERR_INVALID;
+	int64_t ret = DSV_ERR_OVERFLOW; /* what a goto out means: dst_cap short */
 
 	if (elem_size == 0 || src_size % elem_size || (uint64_t)src_size > INT64_MAX)
 		return DSV_ERR_INVALID;
@@ -238,7 +238,7 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 	left = n % 8;
 	if (compression != DSV_BSHUF_NONE) {
 		if (dst_cap < BSHUF_HEADER)
-			return DSV_ERR_INVALID;
+			return DSV_ERR_OVERFLOW;
 		dsv_store_be64(out, (uint64_t)src_size);
 		dsv_store_be32(out + 8, (uint32_t)(blk * elem_size));
 		pos = BSHUF_HEADER;
