@@ -150,8 +150,8 @@ typedef struct dsv_pack_opts {
 	int level;   /* -1: the codec's default */
 	int threads; /* 0: online CPUs */
 	int force;   /* replace an existing output */
-	/* Set (from a signal handler) to stop: dsv_pack then fails with the
-	 * message "interrupted" and cleans up. */
+	/* Set (from a signal handler) to stop: dsv_pack then cleans up and
+	 * fails with DSV_ERR_INTERRUPTED (message "interrupted"). */
 	volatile sig_atomic_t *stop;
 	/* Called from the writer about ten times a second and at the end. */
 	void (*progress)(const dsv_pack_progress *p, void *arg);

@@ -210,7 +210,7 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 		size_t block, piece = piece_of(p, &cands[k], sm.len, &block);
 		sm.cap = dsv_pack_codec_bound(cands[k].codec, piece, block, sm.elem);
 		if (stopped(o))
-			err = dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
+			err = dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
 		else if ((err = measure(&sm, &cands[k], piece, block, &m[k])))
 			dsv_errf(eb, err, "--codec auto: %s: %s", label(&cands[k], a, sizeof(a)),
 				 dsv_strerror(err));

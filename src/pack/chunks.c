@@ -190,7 +190,7 @@ static int write_chunks(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack_
 		if (err)
 			return err; /* the worker's message is in p->eb */
 		if (stopped(o))
-			return dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
+			return dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
 
 		uint64_t row0 = w * p->chunk_rows;
 		if ((err = write(p, arg, w, row0, s->buf, s->size, eb)))

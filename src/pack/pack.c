@@ -519,7 +519,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		goto out;
 	}
 	if (stopped(o)) {
-		err = dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
+		err = dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
 		goto out;
 	}
 	if (fsync(fd) < 0) {

@@ -214,14 +214,15 @@ static void test_interrupted_mid_pack(void **state)
 	o.progress = stop_after_first;
 	o.progress_arg = &calls;
 	stop_now = 0;
-	assert_true(dsv_pack(&o, &res, &eb) < 0);
+	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INTERRUPTED);
+	assert_int_equal(eb.code, DSV_ERR_INTERRUPTED);
 	assert_string_equal(eb.msg, "interrupted");
 	assert_true(calls >= 1);
 	assert_int_equal(count_files("int.h5"), 0);
 
 	stop_now = 1; /* before anything */
 	o.progress = NULL;
-	assert_true(dsv_pack(&o, &res, &eb) < 0);
+	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INTERRUPTED);
 	assert_int_equal(count_files("int.h5"), 0);
 }
 
