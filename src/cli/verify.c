@@ -457,7 +457,8 @@ int dsv_cmd_verify(int argc, char **argv)
 	}
 	case DSV_TARGET_RAW:
 		/* dsv_target_parse gives raw only when asked for it. */
-		err = dsv_errf(&eb, DSV_ERR_INTERNAL, "%s: raw files cannot be verified", t.file);
+		err = dsv_errf_at(&eb, DSV_ERR_INTERNAL, t.file, NULL,
+				  "raw files cannot be verified");
 		break;
 	}
 	if (err) {

@@ -89,9 +89,10 @@ static void fail_locked(packer *p, int err, uint64_t chunk, uint64_t bad_in)
 	if (err == DSV_ERR_NOMEM)
 		dsv_errf(&p->eb, err, "out of memory");
 	else
-		dsv_errf(&p->eb, err, "%s: rows %llu-%llu (source chunk %llu): %s",
-			 p->o->input, (unsigned long long)r0, (unsigned long long)(r1 - 1),
-			 (unsigned long long)bad_in, dsv_strerror(err));
+		dsv_errf_at(&p->eb, err, p->o->input, NULL,
+			    "rows %llu-%llu (source chunk %llu): %s", (unsigned long long)r0,
+			    (unsigned long long)(r1 - 1), (unsigned long long)bad_in,
+			    dsv_strerror(err));
 	pthread_cond_broadcast(&p->cv_ready);
 	pthread_cond_broadcast(&p->cv_space);
 }

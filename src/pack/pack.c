@@ -137,7 +137,7 @@ static int create_temp(const char *output, char *path, size_t cap, dsv_errbuf *e
 		rnd[6] = '\0';
 		if ((size_t)snprintf(path, cap, "%s%s%ld-%s", output, DSV_PACK_TMP_INFIX,
 				     (long)getpid(), rnd) >= cap)
-			return dsv_errf(eb, DSV_ERR_INVALID, "%s: path too long", output);
+			return dsv_errf_at(eb, DSV_ERR_INVALID, output, NULL, "path too long");
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (fd >= 0)
 			return fd;
@@ -200,7 +200,7 @@ static int h5_create(const char *tmp, const char *name, const dsv_source_info *i
 	*dset = -1;
 	*file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
 	if (*file < 0)
-		return dsv_errf(eb, DSV_ERR_IO, "%s: HDF5 cannot create the file", tmp);
+		return dsv_errf_at(eb, DSV_ERR_IO, tmp, NULL, "HDF5 cannot create the file");
 	if ((space = H5Screate_simple(in->ndim, dims, NULL)) < 0 ||
 	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
 	    H5Pset_chunk(dcpl, in->ndim, cdims) < 0 ||
@@ -234,7 +234,7 @@ out:
 	if (space >= 0)
 		H5Sclose(space);
 	if (err)
-		dsv_errf(eb, err, "%s: HDF5 cannot create dataset %s", tmp, name);
+		dsv_errf_at(eb, err, tmp, NULL, "HDF5 cannot create dataset %s", name);
 	return err;
 }
 static int fsync_dir(const char *dir)
@@ -301,22 +301,23 @@ static int check_output(const dsv_pack_opts *o, const char *dir, dsv_errbuf *eb)
 
 	if (stat(dir, &st) < 0) {
 		int e = errno;
-		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO,
-				"%s: output directory %s: %s", o->output, dir, strerror(e));
+		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, o->output, NULL,
+				   "output directory %s: %s", dir, strerror(e));
 	}
 	if (!S_ISDIR(st.st_mode))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: %s is not a directory", o->output, dir);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, o->output, NULL, "%s is not a directory",
+				   dir);
 	if (access(dir, W_OK) < 0) {
 		int e = errno;
-		return dsv_errf(eb, DSV_ERR_IO, "%s: cannot write to %s: %s", o->output, dir,
-				strerror(e));
+		return dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "cannot write to %s: %s", dir,
+				   strerror(e));
 	}
 	if (lstat(o->output, &st) == 0) {
 		if (S_ISDIR(st.st_mode))
-			return dsv_errf(eb, DSV_ERR_INVALID, "%s: is a directory", o->output);
+			return dsv_errf_at(eb, DSV_ERR_INVALID, o->output, NULL, "is a directory");
 		if (!o->force)
-			return dsv_errf(eb, DSV_ERR_INVALID,
-					"%s: already exists (use --force to replace it)", o->output);
+			return dsv_errf_at(eb, DSV_ERR_INVALID, o->output, NULL,
+					   "already exists (use --force to replace it)");
 	}
 	return 0;
 }
@@ -343,8 +344,9 @@ static int write_chunk(const packer *p, void *arg, uint64_t w, uint64_t row0, co
 	dsv_h5_unlock();
 	if (rc < 0) {
 		int e = errno;
-		return dsv_errf(eb, DSV_ERR_IO, "%s: writing chunk %llu failed: %s", p->o->output,
-				(unsigned long long)w, e ? strerror(e) : "HDF5 write error");
+		return dsv_errf_at(eb, DSV_ERR_IO, p->o->output, NULL,
+				   "writing chunk %llu failed: %s", (unsigned long long)w,
+				   e ? strerror(e) : "HDF5 write error");
 	}
 	if (out->table.dset >= 0)
 		return dsv_pack_table_write(&out->table, w, buf, size - 4, eb);
@@ -390,9 +392,8 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 					o->dataset);
 		snprintf(name, sizeof(name), "%s", o->dataset);
 	} else if (default_name(o->input, name, sizeof(name)) || !dsv_name_ok(name)) {
-		return dsv_errf(eb, DSV_ERR_INVALID,
-				"%s: cannot name the dataset after the input; give --dataset NAME",
-				o->input);
+		return dsv_errf_at(eb, DSV_ERR_INVALID, o->input, NULL,
+				   "cannot name the dataset after the input; give --dataset NAME");
 	}
 	err = open_input(o, &src, eb);
 	if (err)
@@ -400,21 +401,21 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	p.src = src;
 	p.in = dsv_source_get_info(src);
 	if (p.in->ndim < 1) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: a 0-d array has no rows to pack",
-			       o->input);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->input, NULL,
+				  "a 0-d array has no rows to pack");
 		goto out;
 	}
 	p.row_bytes = p.in->row_elems * dsv_dtype_size(p.in->dtype);
 	if (p.row_bytes == 0) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: rows of 0 bytes (shape has a 0)",
-			       o->input);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->input, NULL,
+				  "rows of 0 bytes (shape has a 0)");
 		goto out;
 	}
 	if (p.row_bytes > DSV_PACK_MAX_CHUNK) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-			       "%s: a row is %llu bytes, over the %llu-byte chunk limit", o->input,
-			       (unsigned long long)p.row_bytes,
-			       (unsigned long long)DSV_PACK_MAX_CHUNK);
+		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->input, NULL,
+				  "a row is %llu bytes, over the %llu-byte chunk limit",
+				  (unsigned long long)p.row_bytes,
+				  (unsigned long long)DSV_PACK_MAX_CHUNK);
 		goto out;
 	}
 	if (oc.codec == DSV_PACK_AUTO) {
@@ -433,8 +434,9 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	p.slot_cap = dsv_pack_codec_bound(o->codec, (size_t)p.chunk_bytes, (size_t)p.block_bytes,
 					  dsv_dtype_size(p.in->dtype));
 	if (p.slot_cap == SIZE_MAX || p.slot_cap > SIZE_MAX - 4) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: %s cannot encode chunks of %llu bytes",
-			       o->input, codec_name(o->codec), (unsigned long long)p.chunk_bytes);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, o->input, NULL,
+				  "%s cannot encode chunks of %llu bytes", codec_name(o->codec),
+				  (unsigned long long)p.chunk_bytes);
 		goto out;
 	}
 	p.slot_cap += 4;
@@ -459,14 +461,14 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 		if (have < need) {
 			err = dsv_pack_estimate_size(&p, &need);
 			if (err) {
-				err = dsv_errf(eb, err, "%s: %s", o->input, dsv_strerror(err));
+				err = dsv_errf_at(eb, err, o->input, NULL, "%s", dsv_strerror(err));
 				goto out;
 			}
 			if (have < need) {
-				err = dsv_errf(eb, DSV_ERR_IO,
-					       "%s: not enough free space: %.1f MB free, the store "
-					       "needs about %.1f MB",
-					       dir, (double)have / 1e6, (double)need / 1e6);
+				err = dsv_errf_at(eb, DSV_ERR_IO, dir, NULL,
+						  "not enough free space: %.1f MB free, the store "
+						  "needs about %.1f MB",
+						  (double)have / 1e6, (double)need / 1e6);
 				goto out;
 			}
 		}
@@ -514,8 +516,8 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	dsv_h5_unlock();
 	if (rc < 0) {
 		int e = errno;
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: finishing the file failed: %s", o->output,
-			       e ? strerror(e) : "HDF5 error");
+		err = dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "finishing the file failed: %s",
+				  e ? strerror(e) : "HDF5 error");
 		goto out;
 	}
 	if (stopped(o)) {
@@ -524,7 +526,7 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	}
 	if (fsync(fd) < 0) {
 		int e = errno;
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: fsync: %s", tmp, strerror(e));
+		err = dsv_errf_at(eb, DSV_ERR_IO, tmp, NULL, "fsync: %s", strerror(e));
 		goto out;
 	}
 	res->sync_seconds = dsv_now_s() - tw;
@@ -544,9 +546,9 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 			}
 			e = errno;
 		}
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: %s", o->output,
-			       e == EEXIST ? "appeared while packing; not replaced (use --force)"
-					   : strerror(e));
+		err = dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "%s",
+				  e == EEXIST ? "appeared while packing; not replaced (use --force)"
+					      : strerror(e));
 		goto out;
 	}
 renamed:
