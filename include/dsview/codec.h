@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dsview/dsview.h"
+
 #define DSV_H5Z_FILTER_LZ4 32004
 #define DSV_LZ4_DEFAULT_BLOCK (1u << 30) /* hdf5plugin's default: one block */
 #define DSV_H5Z_FILTER_ZSTD 32015
@@ -208,10 +210,11 @@ int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 #define DSV_BSHUF_ZSTD 3
 
 /* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
- * cd[4] compression). @return NULL and the three, or why dsview does not
- * decode them (for a message: "no element size", ...). */
-const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
-			     unsigned *block_size, int *compression);
+ * cd[4] compression). @return 0 and the three, or DSV_ERR_UNSUPPORTED
+ * with why dsview does not decode them in eb (may be NULL): "no element
+ * size", ... */
+int dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size, unsigned *block_size,
+		     int *compression, dsv_errbuf *eb);
 
 /* bitshuffle's default block size in elements (cd_values[3] == 0):
  * 8192 / elem_size rounded down to a multiple of 8, at least 128. */

@@ -54,22 +54,24 @@ size_t dsv_bshuf_default_block(size_t elem_size)
 	return b > 128 ? b : 128;
 }
 
-const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
-			     unsigned *block_size, int *compression)
+int dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size, unsigned *block_size,
+		     int *compression, dsv_errbuf *eb)
 {
+	const int U = DSV_ERR_UNSUPPORTED;
+
 	*elem_size = ncd > 2 ? cd[2] : 0;
 	*block_size = ncd > 3 ? cd[3] : 0;
 	*compression = ncd > 4 ? (int)cd[4] : DSV_BSHUF_NONE;
 	if (*elem_size == 0)
-		return "no element size";
+		return dsv_errf(eb, U, "no element size");
 	if (*block_size % 8)
-		return "block size not a multiple of 8 elements";
+		return dsv_errf(eb, U, "block size not a multiple of 8 elements");
 	/* The plugin decodes any other value as no compression; its own
 	 * set_local means to refuse them, and so do we. */
 	if (*compression != DSV_BSHUF_NONE && *compression != DSV_BSHUF_LZ4 &&
 	    *compression != DSV_BSHUF_ZSTD)
-		return "unknown compression";
-	return NULL;
+		return dsv_errf(eb, U, "unknown compression");
+	return 0;
 }
 
 /* Transposes the 8x8 bit matrix in x: bit j of byte i goes to bit i of

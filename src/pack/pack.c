@@ -375,9 +375,8 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	/* Everything that can be checked is checked before a file exists. */
 	if ((unsigned)oc.codec > DSV_PACK_AUTO)
 		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc.codec);
-	char why[128];
-	if (dsv_pack_level_check(oc.codec, oc.level, why, sizeof(why)))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s", why);
+	if ((err = dsv_pack_level_check(oc.codec, oc.level, eb)))
+		return err;
 	if (oc.level < 0 && oc.codec != DSV_PACK_AUTO)
 		oc.level = dsv_pack_codec_get(oc.codec)->default_level;
 	if (o->block_bytes &&

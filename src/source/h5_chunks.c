@@ -251,12 +251,14 @@ int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint6
 			 * parameters it cannot decode are refused here. */
 			unsigned elem, block;
 			int comp;
-			const char *why = dsv_bshuf_params(cds[i], ncds[i], &elem, &block, &comp);
-			if (!why && elem != H5Tget_size(o->ftype))
-				why = "element size is not the dataset's";
-			if (why)
-				return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
-						   "bitshuffle parameters not supported: %s", why);
+			dsv_errbuf why;
+			int bad = dsv_bshuf_params(cds[i], ncds[i], &elem, &block, &comp, &why);
+			if (!bad && elem != H5Tget_size(o->ftype))
+				bad = dsv_errf(&why, DSV_ERR_UNSUPPORTED,
+					       "element size is not the dataset's");
+			if (bad)
+				return dsv_errf_at(o->eb, bad, s->path, s->dataset,
+						   "bitshuffle parameters not supported: %s", why.msg);
 			s->bshuf_elem = elem;
 			s->bshuf_block = block;
 			s->bshuf_comp = (unsigned)comp;
