@@ -353,6 +353,249 @@ static int write_chunk(const packer *p, void *arg, uint64_t w, uint64_t row0, co
 	return 0;
 }
 
+/* The output being made: the temporary (tmp, "" when there is none to
+ * remove), its descriptor and HDF5 handles, its directory and the store's
+ * JSON. close_output undoes whatever is left of it. */
+typedef struct output {
+	char tmp[PATH_MAX + 64];
+	char *dir, *json;
+	int fd;
+	hid_t file;
+	out_sets sets;
+} output;
+
+/* The options that need no input: codec, level (the codec's default for
+ * -1), block size, and the dataset's name into name. */
+static int check_opts(dsv_pack_opts *oc, char *name, size_t cap, dsv_errbuf *eb)
+{
+	int err;
+
+	if ((unsigned)oc->codec > DSV_PACK_AUTO)
+		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc->codec);
+	if ((err = dsv_pack_level_check(oc->codec, oc->level, eb)))
+		return err;
+	if (oc->level < 0 && oc->codec != DSV_PACK_AUTO)
+		oc->level = dsv_pack_codec_get(oc->codec)->default_level;
+	if (oc->block_bytes &&
+	    (oc->block_bytes < DSV_PACK_MIN_BLOCK || oc->block_bytes > DSV_PACK_MAX_BLOCK))
+		return dsv_errf(eb, DSV_ERR_INVALID, "--block-size must be %uK to %lluM",
+				DSV_PACK_MIN_BLOCK >> 10,
+				(unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
+	if (oc->dataset) {
+		if (strlen(oc->dataset) >= cap || !dsv_name_ok(oc->dataset))
+			return dsv_errf(eb, DSV_ERR_INVALID,
+					"--dataset '%s': use letters, digits, '_', '-', '.'",
+					oc->dataset);
+		snprintf(name, cap, "%s", oc->dataset);
+	} else if (default_name(oc->input, name, cap) || !dsv_name_ok(name)) {
+		return dsv_errf_at(eb, DSV_ERR_INVALID, oc->input, NULL,
+				   "cannot name the dataset after the input; give --dataset NAME");
+	}
+	return 0;
+}
+
+/* The input's rows can be packed: it has some, of 1 byte to a chunk. */
+static int check_rows(packer *p, dsv_errbuf *eb)
+{
+	const char *input = p->o->input;
+
+	if (p->in->ndim < 1)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, input, NULL,
+				   "a 0-d array has no rows to pack");
+	p->row_bytes = p->in->row_elems * dsv_dtype_size(p->in->dtype);
+	if (p->row_bytes == 0)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, input, NULL,
+				   "rows of 0 bytes (shape has a 0)");
+	if (p->row_bytes > DSV_PACK_MAX_CHUNK)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, input, NULL,
+				   "a row is %llu bytes, over the %llu-byte chunk limit",
+				   (unsigned long long)p->row_bytes,
+				   (unsigned long long)DSV_PACK_MAX_CHUNK);
+	return 0;
+}
+
+/* The codec (--codec auto measures and picks it into oc), the chunk and
+ * block sizes, and the room one encoded chunk may need. */
+static int plan_chunks(packer *p, dsv_pack_opts *oc, dsv_pack_result *res, dsv_errbuf *eb)
+{
+	int err;
+
+	if (oc->codec == DSV_PACK_AUTO) {
+		geometry(p, oc->chunk_bytes ? oc->chunk_bytes : DSV_PACK_DEFAULT_CHUNK);
+		if ((err = dsv_pack_choose(p, oc, res->auto_why, sizeof(res->auto_why), eb)))
+			return err;
+	}
+	res->codec = oc->codec;
+	res->level = oc->level;
+	geometry(p, oc->chunk_bytes ? oc->chunk_bytes : dsv_pack_default_chunk(oc->codec));
+	if (dsv_pack_codec_get(oc->codec)->lz4_blocks)
+		p->block_bytes = dsv_pack_block_bytes(p->row_bytes, p->chunk_bytes,
+						      oc->block_bytes ? oc->block_bytes
+								      : DSV_PACK_DEFAULT_BLOCK);
+	p->slot_cap = dsv_pack_codec_bound(oc->codec, (size_t)p->chunk_bytes,
+					   (size_t)p->block_bytes, dsv_dtype_size(p->in->dtype));
+	if (p->slot_cap == SIZE_MAX || p->slot_cap > SIZE_MAX - 4)
+		return dsv_errf_at(eb, DSV_ERR_INVALID, oc->input, NULL,
+				   "%s cannot encode chunks of %llu bytes", codec_name(oc->codec),
+				   (unsigned long long)p->chunk_bytes);
+	p->slot_cap += 4;
+	return 0;
+}
+
+/* Enough room in dir for the worst case (nothing compresses) needs no
+ * estimate; otherwise sample chunks and compare with that. */
+static int check_space(packer *p, const char *dir, dsv_pack_result *res, dsv_errbuf *eb)
+{
+	struct statvfs vfs;
+	int err;
+
+	if (statvfs(dir, &vfs) != 0)
+		return 0;
+	uint64_t have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	uint64_t need = p->nchunks * (p->slot_cap + 64) + META_RESERVE;
+	if (have < need) {
+		if ((err = dsv_pack_estimate_size(p, &need)))
+			return dsv_errf_at(eb, err, p->o->input, NULL, "%s", dsv_strerror(err));
+		if (have < need)
+			return dsv_errf_at(eb, DSV_ERR_IO, dir, NULL,
+					   "not enough free space: %.1f MB free, the store "
+					   "needs about %.1f MB",
+					   (double)have / 1e6, (double)need / 1e6);
+	}
+	res->estimated_bytes = need;
+	return 0;
+}
+
+/* The output's directory: writable, no output there unless --force, no
+ * dead packs' temporaries, room for the store. */
+static int check_output_dir(packer *p, output *f, dsv_pack_result *res, dsv_errbuf *eb)
+{
+	const dsv_pack_opts *o = p->o;
+	int err;
+
+	if (!(f->dir = dir_of(o->output)))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if ((err = check_output(o, f->dir, eb)))
+		return err;
+	const char *base = strrchr(o->output, '/');
+	remove_stale_temps(f->dir, base ? base + 1 : o->output);
+	return check_space(p, f->dir, res, eb);
+}
+
+/* The temporary with its empty dataset name (and block table). */
+static int create_store(const packer *p, output *f, const char *name, dsv_errbuf *eb)
+{
+	const dsv_pack_opts *o = p->o;
+	int err;
+
+	f->json = store_json(o, name, p->in, p->chunk_rows, p->chunk_bytes, p->block_bytes);
+	if (!f->json)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	f->fd = create_temp(o->output, f->tmp, sizeof(f->tmp), eb);
+	if (f->fd < 0) {
+		f->tmp[0] = '\0';
+		return f->fd;
+	}
+	dsv_h5_lock();
+	err = h5_create(f->tmp, name, p->in, p->chunk_rows, p->block_bytes, o, f->json, &f->file,
+			&f->sets.dset, eb);
+	if (!err && p->block_bytes && p->block_bytes < p->chunk_bytes)
+		err = dsv_pack_table_create(&f->sets.table, f->file, name, p->nchunks,
+					    (p->chunk_bytes + p->block_bytes - 1) / p->block_bytes,
+					    eb);
+	dsv_h5_unlock();
+	return err;
+}
+
+/* Closes the HDF5 handles (HDF5 flushes its metadata now). */
+static int close_store(const dsv_pack_opts *o, output *f, dsv_errbuf *eb)
+{
+	errno = 0;
+	dsv_h5_lock();
+	herr_t rc = H5Dclose(f->sets.dset);
+	f->sets.dset = -1;
+	if (f->sets.table.dset >= 0)
+		rc |= H5Dclose(f->sets.table.dset);
+	f->sets.table.dset = -1;
+	rc |= H5Fclose(f->file);
+	f->file = -1;
+	dsv_h5_unlock();
+	if (rc < 0) {
+		int e = errno;
+		return dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "finishing the file failed: %s",
+				   e ? strerror(e) : "HDF5 error");
+	}
+	return 0;
+}
+
+/* Renames the temporary to the output; without --force, never over a
+ * file that appeared meanwhile. */
+static int place_store(const dsv_pack_opts *o, output *f, dsv_errbuf *eb)
+{
+	if (o->force ? rename(f->tmp, o->output)
+		     : renameat2(AT_FDCWD, f->tmp, AT_FDCWD, o->output, RENAME_NOREPLACE)) {
+		int e = errno;
+		if (!o->force && e == EINVAL) { /* no RENAME_NOREPLACE here */
+			if (link(f->tmp, o->output) == 0) {
+				unlink(f->tmp);
+				goto renamed;
+			}
+			e = errno;
+		}
+		return dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "%s",
+				   e == EEXIST ? "appeared while packing; not replaced (use --force)"
+					       : strerror(e));
+	}
+renamed:
+	f->tmp[0] = '\0';
+	(void)fsync_dir(f->dir);
+	return 0;
+}
+
+/* The filled store closed, made durable and put in place. */
+static int finish_store(const dsv_pack_opts *o, output *f, dsv_pack_result *res,
+			dsv_errbuf *eb)
+{
+	double t = dsv_now_s();
+	struct stat st;
+	int err;
+
+	if ((err = close_store(o, f, eb)))
+		return err;
+	if (stopped(o))
+		return dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
+	if (fsync(f->fd) < 0) {
+		int e = errno;
+		return dsv_errf_at(eb, DSV_ERR_IO, f->tmp, NULL, "fsync: %s", strerror(e));
+	}
+	res->sync_seconds = dsv_now_s() - t;
+	if (fstat(f->fd, &st) == 0)
+		res->file_bytes = (uint64_t)st.st_size;
+	close(f->fd);
+	f->fd = -1;
+	return place_store(o, f, eb);
+}
+
+/* Whatever is left of the output: handles closed, the temporary removed. */
+static void close_output(output *f)
+{
+	dsv_pack_table_close(&f->sets.table);
+	if (f->sets.dset >= 0 || f->file >= 0) {
+		dsv_h5_lock();
+		if (f->sets.dset >= 0)
+			H5Dclose(f->sets.dset);
+		if (f->file >= 0)
+			H5Fclose(f->file);
+		dsv_h5_unlock();
+	}
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->tmp[0])
+		unlink(f->tmp);
+	free(f->json);
+	free(f->dir);
+}
+
 int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 {
 	dsv_pack_opts oc = *opts;
@@ -360,199 +603,29 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	packer p = { .o = o };
 	dsv_errbuf local;
 	dsv_source *src = NULL;
-	char name[232], tmp[PATH_MAX + 64], *dir = NULL, *json = NULL, *base;
-	hid_t file = -1;
-	out_sets out = { .dset = -1, .table = { .dset = -1 } };
-	int fd = -1, err;
-	double t0 = dsv_now_s();
+	char name[232];
+	output f = { .fd = -1, .file = -1, .sets = { .dset = -1, .table = { .dset = -1 } } };
+	double t0 = dsv_now_s(), tw;
+	int err;
 
 	memset(res, 0, sizeof(*res));
 	if (!eb)
 		eb = &local;
 	eb->msg[0] = '\0';
-	tmp[0] = '\0';
 
 	/* Everything that can be checked is checked before a file exists. */
-	if ((unsigned)oc.codec > DSV_PACK_AUTO)
-		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc.codec);
-	if ((err = dsv_pack_level_check(oc.codec, oc.level, eb)))
-		return err;
-	if (oc.level < 0 && oc.codec != DSV_PACK_AUTO)
-		oc.level = dsv_pack_codec_get(oc.codec)->default_level;
-	if (o->block_bytes &&
-	    (o->block_bytes < DSV_PACK_MIN_BLOCK || o->block_bytes > DSV_PACK_MAX_BLOCK))
-		return dsv_errf(eb, DSV_ERR_INVALID, "--block-size must be %uK to %lluM",
-				DSV_PACK_MIN_BLOCK >> 10,
-				(unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
-	if (o->dataset) {
-		if (strlen(o->dataset) >= sizeof(name) || !dsv_name_ok(o->dataset))
-			return dsv_errf(eb, DSV_ERR_INVALID,
-					"--dataset '%s': use letters, digits, '_', '-', '.'",
-					o->dataset);
-		snprintf(name, sizeof(name), "%s", o->dataset);
-	} else if (default_name(o->input, name, sizeof(name)) || !dsv_name_ok(name)) {
-		return dsv_errf_at(eb, DSV_ERR_INVALID, o->input, NULL,
-				   "cannot name the dataset after the input; give --dataset NAME");
-	}
-	err = open_input(o, &src, eb);
-	if (err)
+	if ((err = check_opts(&oc, name, sizeof(name), eb)) || (err = open_input(o, &src, eb)))
 		return err;
 	p.src = src;
 	p.in = dsv_source_get_info(src);
-	if (p.in->ndim < 1) {
-		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->input, NULL,
-				  "a 0-d array has no rows to pack");
+	if ((err = check_rows(&p, eb)) || (err = plan_chunks(&p, &oc, res, eb)) ||
+	    (err = check_output_dir(&p, &f, res, eb)) || (err = create_store(&p, &f, name, eb)))
 		goto out;
-	}
-	p.row_bytes = p.in->row_elems * dsv_dtype_size(p.in->dtype);
-	if (p.row_bytes == 0) {
-		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->input, NULL,
-				  "rows of 0 bytes (shape has a 0)");
-		goto out;
-	}
-	if (p.row_bytes > DSV_PACK_MAX_CHUNK) {
-		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->input, NULL,
-				  "a row is %llu bytes, over the %llu-byte chunk limit",
-				  (unsigned long long)p.row_bytes,
-				  (unsigned long long)DSV_PACK_MAX_CHUNK);
-		goto out;
-	}
-	if (oc.codec == DSV_PACK_AUTO) {
-		geometry(&p, o->chunk_bytes ? o->chunk_bytes : DSV_PACK_DEFAULT_CHUNK);
-		err = dsv_pack_choose(&p, &oc, res->auto_why, sizeof(res->auto_why), eb);
-		if (err)
-			goto out;
-	}
-	res->codec = oc.codec;
-	res->level = oc.level;
-	geometry(&p, o->chunk_bytes ? o->chunk_bytes : dsv_pack_default_chunk(o->codec));
-	if (dsv_pack_codec_get(o->codec)->lz4_blocks)
-		p.block_bytes = dsv_pack_block_bytes(p.row_bytes, p.chunk_bytes,
-						     o->block_bytes ? o->block_bytes
-								    : DSV_PACK_DEFAULT_BLOCK);
-	p.slot_cap = dsv_pack_codec_bound(o->codec, (size_t)p.chunk_bytes, (size_t)p.block_bytes,
-					  dsv_dtype_size(p.in->dtype));
-	if (p.slot_cap == SIZE_MAX || p.slot_cap > SIZE_MAX - 4) {
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, o->input, NULL,
-				  "%s cannot encode chunks of %llu bytes", codec_name(o->codec),
-				  (unsigned long long)p.chunk_bytes);
-		goto out;
-	}
-	p.slot_cap += 4;
-
-	dir = dir_of(o->output);
-	if (!dir) {
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	err = check_output(o, dir, eb);
-	if (err)
-		goto out;
-	base = strrchr(o->output, '/');
-	remove_stale_temps(dir, base ? base + 1 : o->output);
-
-	/* Enough room for the worst case (nothing compresses) needs no
-	 * estimate; otherwise sample chunks and compare with that. */
-	struct statvfs vfs;
-	if (statvfs(dir, &vfs) == 0) {
-		uint64_t have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-		uint64_t need = p.nchunks * (p.slot_cap + 64) + META_RESERVE;
-		if (have < need) {
-			err = dsv_pack_estimate_size(&p, &need);
-			if (err) {
-				err = dsv_errf_at(eb, err, o->input, NULL, "%s", dsv_strerror(err));
-				goto out;
-			}
-			if (have < need) {
-				err = dsv_errf_at(eb, DSV_ERR_IO, dir, NULL,
-						  "not enough free space: %.1f MB free, the store "
-						  "needs about %.1f MB",
-						  (double)have / 1e6, (double)need / 1e6);
-				goto out;
-			}
-		}
-		res->estimated_bytes = need;
-	}
-	json = store_json(o, name, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
-	if (!json) {
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-
-	fd = create_temp(o->output, tmp, sizeof(tmp), eb);
-	if (fd < 0) {
-		err = fd;
-		tmp[0] = '\0';
-		goto out;
-	}
-	dsv_h5_lock();
-	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &out.dset,
-			eb);
-	if (!err && p.block_bytes && p.block_bytes < p.chunk_bytes)
-		err = dsv_pack_table_create(&out.table, file, name, p.nchunks,
-					    (p.chunk_bytes + p.block_bytes - 1) / p.block_bytes, eb);
-	dsv_h5_unlock();
-	if (err)
-		goto out;
-
-	double tw = dsv_now_s();
-	err = dsv_pack_run_workers(&p, write_chunk, &out, res, eb);
-	res->write_seconds = dsv_now_s() - tw;
-	if (err)
-		goto out;
-
-	/* Close (HDF5 flushes its metadata now), then make it durable. */
 	tw = dsv_now_s();
-	errno = 0;
-	dsv_h5_lock();
-	herr_t rc = H5Dclose(out.dset);
-	out.dset = -1;
-	if (out.table.dset >= 0)
-		rc |= H5Dclose(out.table.dset);
-	out.table.dset = -1;
-	rc |= H5Fclose(file);
-	file = -1;
-	dsv_h5_unlock();
-	if (rc < 0) {
-		int e = errno;
-		err = dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "finishing the file failed: %s",
-				  e ? strerror(e) : "HDF5 error");
+	err = dsv_pack_run_workers(&p, write_chunk, &f.sets, res, eb);
+	res->write_seconds = dsv_now_s() - tw;
+	if (err || (err = finish_store(o, &f, res, eb)))
 		goto out;
-	}
-	if (stopped(o)) {
-		err = dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
-		goto out;
-	}
-	if (fsync(fd) < 0) {
-		int e = errno;
-		err = dsv_errf_at(eb, DSV_ERR_IO, tmp, NULL, "fsync: %s", strerror(e));
-		goto out;
-	}
-	res->sync_seconds = dsv_now_s() - tw;
-	struct stat st;
-	if (fstat(fd, &st) == 0)
-		res->file_bytes = (uint64_t)st.st_size;
-	close(fd);
-	fd = -1;
-	/* Without --force, never replace a file that appeared meanwhile. */
-	if (o->force ? rename(tmp, o->output) : renameat2(AT_FDCWD, tmp, AT_FDCWD, o->output,
-							   RENAME_NOREPLACE)) {
-		int e = errno;
-		if (!o->force && e == EINVAL) { /* no RENAME_NOREPLACE here */
-			if (link(tmp, o->output) == 0) {
-				unlink(tmp);
-				goto renamed;
-			}
-			e = errno;
-		}
-		err = dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "%s",
-				  e == EEXIST ? "appeared while packing; not replaced (use --force)"
-					      : strerror(e));
-		goto out;
-	}
-renamed:
-	tmp[0] = '\0';
-	(void)fsync_dir(dir);
 
 	res->rows = p.in->nrows;
 	res->chunks = p.nchunks;
@@ -562,22 +635,7 @@ renamed:
 	snprintf(res->dataset, sizeof(res->dataset), "/%s", name);
 	res->seconds = dsv_now_s() - t0;
 out:
-	dsv_pack_table_close(&out.table);
-	if (out.dset >= 0 || file >= 0) {
-		dsv_h5_lock();
-		if (out.dset >= 0)
-			H5Dclose(out.dset);
-		if (file >= 0)
-			H5Fclose(file);
-		dsv_h5_unlock();
-	}
-	if (fd >= 0)
-		close(fd);
-	if (tmp[0])
-		unlink(tmp);
-	free(json);
-	free(dir);
+	close_output(&f);
 	dsv_source_close(src);
 	return err;
 }
-
