@@ -143,18 +143,20 @@ static int open_dataset(dsv_h5_open *o, const char *path, const char *dname, dsv
 static int check_dataset(dsv_h5_open *o, H5D_layout_t layout, const char *path,
 			 const char *dname, dsv_errbuf *eb)
 {
+	dsv_errbuf type;
+
 	if (layout == H5D_VIRTUAL)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "virtual dataset refused");
 	if (H5Pget_external_count(o->dcpl) != 0)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
 				   "external storage refused (the data lives in other files)");
 	if (dsv_h5_classify_type(o->ftype, &o->s->info.dtype, &o->conv, o->conv_why,
-				 sizeof(o->conv_why)))
+				 sizeof(o->conv_why), &type))
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
 				   "unsupported element type %s (dsview serves integers of 1 "
 				   "to 8 bytes, enum and bitfield as their integer, float16, "
 				   "float32, float64)",
-				   o->conv_why);
+				   type.reason);
 	return 0;
 }
 
