@@ -161,6 +161,8 @@ static void test_refusals_leave_nothing(void **state)
 	raw_opts(&o, tpath("keep.h5"));
 	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INVALID);
 	assert_non_null(strstr(eb.msg, "--force"));
+	assert_string_equal(eb.file, tpath("keep.h5")); /* the file at fault, as a field */
+	assert_string_equal(eb.reason, "already exists (use --force to replace it)");
 	assert_int_equal(stat(tpath("keep.h5"), &st), 0);
 	assert_int_equal(st.st_size, 8);
 
