@@ -92,11 +92,11 @@ static double gpu_run(dsv_gpu *g, chunk *c, size_t nchunks, size_t raw, const ds
 
 int main(void)
 {
-	char why[256];
+	dsv_errbuf why;
+	dsv_gpu *g;
 	/* each buffer holds a batch's float32 output */
-	dsv_gpu *g = dsv_gpu_open(-1, BATCH_RAW * 4, why, sizeof(why));
-	if (!g) {
-		printf("gpu_bench: no GPU to measure (%s); nothing measured\n", why);
+	if (dsv_gpu_open(-1, BATCH_RAW * 4, &g, &why)) {
+		printf("gpu_bench: no GPU to measure (%s); nothing measured\n", why.msg);
 		return 0;
 	}
 	const char *env = getenv("GPU_BENCH_MB");

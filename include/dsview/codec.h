@@ -9,6 +9,10 @@
  *   block a 4-byte big-endian compressed size and the block; a block whose
  *   compressed size equals its raw size is stored raw.
  *
+ * Every encoder says "dst_cap is too small" with one code, DSV_ERR_OVERFLOW
+ * (the output exceeds its cap), and keeps DSV_ERR_INVALID for parameters
+ * it does not take, so a caller can tell "give it more room" from a bug.
+ *
  * Thread safety: all functions are reentrant; no global state.
  */
 #ifndef DSVIEW_CODEC_H
@@ -16,6 +20,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "dsview/dsview.h"
 
 #define DSV_H5Z_FILTER_LZ4 32004
 #define DSV_LZ4_DEFAULT_BLOCK (1u << 30) /* hdf5plugin's default: one block */
@@ -91,7 +97,8 @@ int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *sr
 size_t dsv_lz4_bound(size_t src_size, size_t block_size);
 
 /* Encodes src as a 32004 frame. level 0: LZ4 fast; level >= 1: LZ4HC level.
- * @return the encoded size or a negative dsv_err. */
+ * @return the encoded size, DSV_ERR_OVERFLOW (dst_cap short) or
+ * DSV_ERR_INVALID (level or block size out of range). */
 int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size, size_t block_size, int level);
 
@@ -123,7 +130,8 @@ int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src,
 size_t dsv_zstd_bound(size_t src_size);
 
 /* Encodes src as one frame with its content size, as the HDF5 plugin
- * does. @return the encoded size or DSV_ERR_INVALID. */
+ * does. @return the encoded size, DSV_ERR_OVERFLOW (dst_cap short) or
+ * DSV_ERR_INVALID (level out of range). */
 int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
 			size_t src_size, int level);
 
@@ -141,7 +149,7 @@ int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
 
 /* Encodes src as an LZF stream that liblzf and h5py decode (a simple
  * greedy encoder, for tests and fuzzing). @return the encoded size, or
- * DSV_ERR_INVALID if it does not fit in dst_cap (at most src_size +
+ * DSV_ERR_OVERFLOW if it does not fit in dst_cap (at most src_size +
  * src_size / 32 + 1 bytes are ever needed). */
 int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
 		       size_t src_size);
@@ -184,9 +192,9 @@ size_t dsv_blosc_bound(size_t src_size);
 /* Encodes src as one Blosc-1 buffer, as the filter does (blosc_compress
  * with Blosc's automatic block size; here blosc_compress_ctx, one thread,
  * no global state): typesize (over 255: 1, as the filter does), clevel
- * 0-9, shuffle and compcode as above. @return the buffer's size, or
- * DSV_ERR_INVALID (bad parameters, src_size over BLOSC_MAX_BUFFERSIZE, or
- * dst_cap short). */
+ * 0-9, shuffle and compcode as above. @return the buffer's size,
+ * DSV_ERR_OVERFLOW (dst_cap short), or DSV_ERR_INVALID (bad parameters,
+ * src_size over BLOSC_MAX_BUFFERSIZE). */
 int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
 			 size_t typesize, int clevel, int shuffle, int compcode);
 
@@ -202,10 +210,11 @@ int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 #define DSV_BSHUF_ZSTD 3
 
 /* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
- * cd[4] compression). @return NULL and the three, or why dsview does not
- * decode them (for a message: "no element size", ...). */
-const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
-			     unsigned *block_size, int *compression);
+ * cd[4] compression). @return 0 and the three, or DSV_ERR_UNSUPPORTED
+ * with why dsview does not decode them in eb (may be NULL): "no element
+ * size", ... */
+int dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size, unsigned *block_size,
+		     int *compression, dsv_errbuf *eb);
 
 /* bitshuffle's default block size in elements (cd_values[3] == 0):
  * 8192 / elem_size rounded down to a multiple of 8, at least 128. */
@@ -227,7 +236,8 @@ size_t dsv_bshuf_bound(size_t src_size, size_t elem_size, size_t block_size, int
 
 /* Encodes src as the bitshuffle plugin does (LZ4_compress_default; zstd
  * at level). For tests and fuzzing. @return the encoded size,
- * DSV_ERR_NOMEM, or DSV_ERR_INVALID (bad parameters or dst_cap short). */
+ * DSV_ERR_NOMEM, DSV_ERR_OVERFLOW (dst_cap short) or DSV_ERR_INVALID (bad
+ * parameters). */
 int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
 			 size_t elem_size, size_t block_size, int compression, int level);
 

@@ -33,7 +33,8 @@ typedef enum dsv_err {
 	DSV_ERR_NOTFOUND = -9,    /* missing file or dataset */
 	DSV_ERR_OVERFLOW = -10,   /* sizes overflow or exceed caps */
 	DSV_ERR_INTERNAL = -11,   /* a bug or a library failure */
-	DSV_ERR__COUNT = 12       /* keep dsv_strerror's table in sync */
+	DSV_ERR_INTERRUPTED = -12, /* stopped on request (a signal), not failed */
+	DSV_ERR__COUNT = 13       /* keep dsv_strerror's table in sync */
 } dsv_err;
 
 const char *dsv_strerror(int err);

@@ -98,15 +98,15 @@ typedef struct dsv_pack_codec_info {
 /* The codec's description, or NULL (DSV_PACK_AUTO and beyond). */
 const dsv_pack_codec_info *dsv_pack_codec_get(dsv_pack_codec c);
 
-/* The codec named name ("auto" included). @return 0 or -1. */
+/* The codec named name ("auto" included). @return 0 or DSV_ERR_INVALID. */
 int dsv_pack_codec_by_name(const char *name, dsv_pack_codec *c);
 
 /* Every name --codec takes, comma-separated, for messages. */
 const char *dsv_pack_codec_names(void);
 
-/* NULL if level suits c (-1: the default, always), else the one-line
- * reason ("zstd: --level must be 1 to 22") in buf. */
-const char *dsv_pack_level_check(dsv_pack_codec c, int level, char *buf, size_t cap);
+/* 0 if level suits c (-1: the default, always), else DSV_ERR_INVALID
+ * with the one-line reason in eb ("zstd: --level must be 1 to 22"). */
+int dsv_pack_level_check(dsv_pack_codec c, int level, dsv_errbuf *eb);
 
 /* Worst-case encoded size of raw bytes (no Fletcher32 trailer); block:
  * LZ4 raw bytes per block; elem: the dtype's size. SIZE_MAX: impossible. */
@@ -150,8 +150,8 @@ typedef struct dsv_pack_opts {
 	int level;   /* -1: the codec's default */
 	int threads; /* 0: online CPUs */
 	int force;   /* replace an existing output */
-	/* Set (from a signal handler) to stop: dsv_pack then fails with the
-	 * message "interrupted" and cleans up. */
+	/* Set (from a signal handler) to stop: dsv_pack then cleans up and
+	 * fails with DSV_ERR_INTERRUPTED (message "interrupted"). */
 	volatile sig_atomic_t *stop;
 	/* Called from the writer about ten times a second and at the end. */
 	void (*progress)(const dsv_pack_progress *p, void *arg);

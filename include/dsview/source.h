@@ -85,14 +85,6 @@ typedef struct dsv_chunk_ref {
 	int grid;       /* a band of an N-d chunk grid, made from its chunks */
 } dsv_chunk_ref;
 
-/* What failed inside a chunk, told by the read that failed, for the log
- * and verify: for a band of an N-d grid, which of its chunks (HDF5: the
- * grid position, stored size and offset; Zarr: the chunk file); "" when
- * the chunk's own numbers say it all. Readers that take one accept NULL. */
-typedef struct dsv_fault {
-	char what[4096 + 1100];
-} dsv_fault;
-
 /* True when the chunk's stored bytes are its plain elements (no codec, no
  * checksum, no HDF5-library filter, not a band of a grid): any run of them
  * can be pread alone. */
@@ -186,10 +178,15 @@ uint64_t dsv_source_fallback_band(const dsv_source *s);
 /* Reads and decodes one chunk into dst (ref->nelems elements of the source
  * dtype): pread, Fletcher32 check, LZ4 decode or fallback. scratch must hold
  * ref->stored_size and ref->raw_size bytes (see dsv_source_scratch_size).
- * On failure *fault (may be NULL) says what failed inside the chunk. */
+ * On failure eb (may be NULL) says what failed inside the chunk, where the
+ * chunk's own numbers do not say it all: for a band of an N-d grid, which
+ * of its chunks (HDF5: where is the grid position, msg adds the stored
+ * size and offset; Zarr: file is the chunk's file). Readers on the hot
+ * path pass NULL and, when a chunk fails, read it again with an errbuf
+ * for the words; nothing is written to eb on success. */
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
-			  size_t scratch_cap, dsv_fault *fault);
+			  size_t scratch_cap, dsv_errbuf *eb);
 size_t dsv_source_scratch_size(const dsv_source *s);
 /* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes into dst, from only the
  * blocks that hold them, read and checked through the store's block table
@@ -212,7 +209,7 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 /* As dsv_source_read_chunk, with the stored bytes staged in the calling
  * thread's own buffer: no scratch to size. */
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
-			    size_t dst_cap, dsv_fault *fault);
+			    size_t dst_cap, dsv_errbuf *eb);
 
 /* A reader of runs of one source's elements, for callers that walk a
  * source roughly in order (pack). One per thread. */
@@ -233,8 +230,9 @@ void dsv_range_free(dsv_range *r);
 int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *bad);
 
 /* Called for every band read: part names its elements, err its result,
- * what (when err) what failed inside it (dsv_fault's what). */
-typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err, const char *what);
+ * eb (when err, for a grid's band; else NULL) which grid chunk failed, as
+ * dsv_source_read_chunk's eb says it. */
+typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err, const dsv_errbuf *eb);
 /* Reads elements [first, first + n) of fallback or grid chunk ref
  * (relative to the chunk) into dst, band by band of the file's own chunks
  * (dsv_source_fallback_band), so a damaged file chunk fails only its band.

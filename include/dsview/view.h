@@ -104,10 +104,11 @@ int dsv_view_seg_range(const dsv_view *v, uint64_t seg, uint64_t *off, uint64_t 
 int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref);
 
 /* Logs a failed chunk: the view, source, chunk, its rows, file offset and
- * stored size, and the reason; for a band of a grid, its rows and what
- * failed in it (dsv_fault's what). */
+ * stored size, and the reason; for a band of a grid, its rows and which
+ * grid chunk failed in it (eb's msg, as dsv_source_read_chunk fills it;
+ * eb may be NULL). */
 void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
-			      const char *what);
+			      const dsv_errbuf *eb);
 /* As dsv_view_log_chunk_error, for a part of an LZ4 chunk whose blocks
  * failed the block table's check (the chunk is then read whole). */
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);

@@ -36,21 +36,20 @@ uint64_t dsv_backend_batch_bytes(uint64_t budget, dsv_view *const *views, size_t
 }
 
 /* The tier of n bytes for the device (or its emulation): its index, and
- * device memory, or host memory when emulated. @return 0, or -1 with why. */
-static int make_tier(dsv_backend *b, uint64_t n, char *why, size_t cap)
+ * device memory, or host memory when emulated. @return 0, or a dsv_err
+ * with eb. */
+static int make_tier(dsv_backend *b, uint64_t n, dsv_errbuf *eb)
 {
-	if (!(b->tier = dsv_gpu_tier_new(n)) || (b->emulate && !(b->emu_tier = malloc(n)))) {
-		snprintf(why, cap, "out of memory");
-		return -1;
-	}
-	return b->gpu ? dsv_gpu_tier_alloc(b->gpu, n, why, cap) : 0;
+	if (!(b->tier = dsv_gpu_tier_new(n)) || (b->emulate && !(b->emu_tier = malloc(n))))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return b->gpu ? dsv_gpu_tier_alloc(b->gpu, n, eb) : 0;
 }
 
 int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 		       dsv_view *const *views, size_t n, dsv_backend **out, dsv_errbuf *eb)
 {
 	dsv_backend *b = calloc(1, sizeof(*b));
-	char why[256] = "";
+	dsv_errbuf why; /* why no device, or no tier: the words go into eb's message */
 	int dev;
 	*out = NULL;
 	if (!b)
@@ -63,17 +62,16 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 	if (dev == DSV_GPU_OFF) {
 		dsv_log_info("backend: cpu (--gpu off)");
 		snprintf(b->why, sizeof(b->why), "--gpu off");
-	} else if ((b->gpu = dsv_gpu_open(dev == DSV_GPU_AUTO ? -1 : dev, b->batch, why,
-					  sizeof(why)))) {
+	} else if (!dsv_gpu_open(dev == DSV_GPU_AUTO ? -1 : dev, b->batch, &b->gpu, &why)) {
 		dsv_log_info("backend: cuda device %d (%s), buffers of %llu MiB",
 			     dev == DSV_GPU_AUTO ? 0 : dev, dsv_gpu_name(b->gpu),
 			     (unsigned long long)(b->batch >> 20));
 	} else if (dev != DSV_GPU_AUTO) {
 		free(b);
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %d: %s", dev, why);
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu %d: %s", dev, why.msg);
 	} else {
-		dsv_log_info("backend: cpu (%s)", why);
-		snprintf(b->why, sizeof(b->why), "%s", why);
+		dsv_log_info("backend: cpu (%s)", why.msg);
+		snprintf(b->why, sizeof(b->why), "%.*s", (int)sizeof(b->why) - 1, why.msg);
 	}
 	const char *emu = getenv("DSVIEW_GPU_EMULATE");
 	if (dev == DSV_GPU_AUTO && !b->gpu && emu && strcmp(emu, "1") == 0) {
@@ -83,9 +81,9 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 	}
 	if (gpu_cache && (b->gpu || b->emulate)) {
 		/* asked for and not had: the mount fails rather than run without */
-		if (make_tier(b, gpu_cache, why, sizeof(why))) {
+		if (make_tier(b, gpu_cache, &why)) {
 			dsv_backend_destroy(b);
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu-cache: %s", why);
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu-cache: %s", why.msg);
 		}
 		dsv_log_info("backend: --gpu-cache %llu MiB", (unsigned long long)(gpu_cache >> 20));
 	} else if (gpu_cache) {

@@ -183,8 +183,10 @@ int dsv_cmd_pack(int argc, char **argv)
 		printf("%s\n", res.auto_why);
 	/* A signal after dsv_pack's last check, once the output is renamed
 	 * into place, came too late to stop it: the file is whole, so say so
-	 * (0) rather than "not written" beside a file that exists. */
-	if (stop_flag && err) {
+	 * (0) rather than "not written" beside a file that exists. A stop is
+	 * the user's wish, not a fault: exit 1 with that sentence, never the
+	 * internal-error status. */
+	if (err == DSV_ERR_INTERRUPTED || (stop_flag && err)) {
 		dsv_cli_error("pack interrupted; %s not written", o.output);
 		return EXIT_USER;
 	}

@@ -45,8 +45,8 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 	}
 	if (stat(t->file, &st) < 0) {
 		int e = errno;
-		dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", t->file,
-			 strerror(e));
+		dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, t->file, NULL, "%s",
+			    strerror(e));
 		dsv_target_free(t);
 		return e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
 	}
@@ -55,9 +55,10 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 		return 0;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		dsv_errf(eb, DSV_ERR_INVALID, "%s: not a regular file%s", t->file,
-			 S_ISDIR(st.st_mode) && dsv_source_zarr_group(t->file)
-			 ? " (a Zarr group: name one of its arrays)" : "");
+		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL, "not a regular file%s",
+			    S_ISDIR(st.st_mode) && dsv_source_zarr_group(t->file)
+				    ? " (a Zarr group: name one of its arrays)"
+				    : "");
 		dsv_target_free(t);
 		return DSV_ERR_INVALID;
 	}
@@ -75,9 +76,8 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 	else if (has_h5_signature(t->file))
 		t->kind = DSV_TARGET_H5;
 	else {
-		dsv_errf(eb, DSV_ERR_INVALID,
-			 "%s: not a .npy, HDF5 file or manifest (.ini); a raw file needs --dtype and --shape",
-			 t->file);
+		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL,
+			    "not a .npy, HDF5 file or manifest (.ini); a raw file needs --dtype and --shape");
 		dsv_target_free(t);
 		return DSV_ERR_INVALID;
 	}

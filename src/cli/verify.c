@@ -211,9 +211,9 @@ static size_t find_source(const vjob *j, uint64_t g)
 	return lo;
 }
 
-/* what: what failed inside the chunk (dsv_fault's what). */
+/* eb (may be NULL): which grid chunk failed, as dsv_source_read_chunk says. */
 static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, int table,
-		       const char *what)
+		       const dsv_errbuf *eb)
 {
 	pthread_mutex_lock(&j->lock);
 	if (j->nbad == j->bad_cap) {
@@ -228,8 +228,9 @@ static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, i
 		j->bad_cap = cap;
 	}
 	j->bads[j->nbad++] = (vbad){ .src = src, .ref = *ref, .err = err, .table = table };
-	if (ref->grid) /* the grid chunk that failed (for Zarr, its file) */
-		snprintf(j->bads[j->nbad - 1].file, sizeof(j->bads[0].file), "%s", what);
+	if (ref->grid && eb && eb->code) /* the grid chunk that failed (for Zarr, its file) */
+		snprintf(j->bads[j->nbad - 1].file, sizeof(j->bads[0].file), "%.*s",
+			 (int)sizeof(j->bads[0].file) - 1, eb->msg);
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -245,11 +246,11 @@ typedef struct band_ctx {
 	uint64_t esize;
 } band_ctx;
 
-static void band_done(void *arg, const dsv_chunk_ref *part, int err, const char *what)
+static void band_done(void *arg, const dsv_chunk_ref *part, int err, const dsv_errbuf *eb)
 {
 	band_ctx *b = arg;
 	if (err)
-		record_bad(b->j, b->si, part, err, 0, what);
+		record_bad(b->j, b->si, part, err, 0, eb);
 	else
 		atomic_fetch_add(&b->j->bytes, part->nelems * b->esize);
 }
@@ -276,30 +277,31 @@ static void *worker(void *arg)
 	vjob *j = arg;
 	/* +1: malloc(0) may return NULL, and a zero-size source is fine. */
 	void *dst = malloc(j->dst_cap + 1);
+	dsv_errbuf *eb = malloc(sizeof(*eb)); /* which grid chunk failed */
 
-	if (!dst)
+	if (!dst || !eb)
 		atomic_store(&j->internal, DSV_ERR_NOMEM);
-	while (dst && !atomic_load(&j->internal)) {
+	while (dst && eb && !atomic_load(&j->internal)) {
 		uint64_t g = atomic_fetch_add(&j->next, 1);
 		if (g >= j->total)
 			break;
 		size_t si = find_source(j, g);
 		const vsrc *v = &j->srcs[si];
 		dsv_chunk_ref ref = { .index = g - v->first };
-		dsv_fault fault;
-		fault.what[0] = '\0';
+		dsv_errf(eb, 0, "%s", "");
 		int err = dsv_source_chunk(v->s, g - v->first, &ref);
 		if (!err)
-			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap, &fault);
+			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap, eb);
 		int table = !err && (err = dsv_source_check_lz4_table(v->s, &ref)) != 0;
 		if (err && !((ref.fallback || ref.grid) && !is_internal(err) &&
 			     narrow_fallback(j, si, &ref, dst) == 0))
-			record_bad(j, si, &ref, err, table, fault.what);
+			record_bad(j, si, &ref, err, table, eb);
 		else if (!err)
 			atomic_fetch_add(&j->bytes, ref.nelems *
 					 dsv_dtype_size(dsv_source_get_info(v->s)->dtype));
 		atomic_fetch_add(&j->done, 1);
 	}
+	free(eb);
 	free(dst);
 	pthread_mutex_lock(&j->lock);
 	j->finished++;
@@ -457,7 +459,8 @@ int dsv_cmd_verify(int argc, char **argv)
 	}
 	case DSV_TARGET_RAW:
 		/* dsv_target_parse gives raw only when asked for it. */
-		err = dsv_errf(&eb, DSV_ERR_INTERNAL, "%s: raw files cannot be verified", t.file);
+		err = dsv_errf_at(&eb, DSV_ERR_INTERNAL, t.file, NULL,
+				  "raw files cannot be verified");
 		break;
 	}
 	if (err) {

@@ -53,22 +53,24 @@ size_t dsv_bshuf_default_block(size_t elem_size)
 	return b > 128 ? b : 128;
 }
 
-const char *dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size,
-			     unsigned *block_size, int *compression)
+int dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size, unsigned *block_size,
+		     int *compression, dsv_errbuf *eb)
 {
+	const int U = DSV_ERR_UNSUPPORTED;
+
 	*elem_size = ncd > 2 ? cd[2] : 0;
 	*block_size = ncd > 3 ? cd[3] : 0;
 	*compression = ncd > 4 ? (int)cd[4] : DSV_BSHUF_NONE;
 	if (*elem_size == 0)
-		return "no element size";
+		return dsv_errf(eb, U, "no element size");
 	if (*block_size % 8)
-		return "block size not a multiple of 8 elements";
+		return dsv_errf(eb, U, "block size not a multiple of 8 elements");
 	/* The plugin decodes any other value as no compression; its own
 	 * set_local means to refuse them, and so do we. */
 	if (*compression != DSV_BSHUF_NONE && *compression != DSV_BSHUF_LZ4 &&
 	    *compression != DSV_BSHUF_ZSTD)
-		return "unknown compression";
-	return NULL;
+		return dsv_errf(eb, U, "unknown compression");
+	return 0;
 }
 
 /* Transposes the 8x8 bit matrix in x: bit j of byte i goes to bit i of
@@ -223,7 +225,7 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 	const uint8_t *in = src;
 	uint8_t *out = dst, *tmp = NULL;
 	size_t n, blk, pos = 0, done = 0, left;
-	int64_t ret = DSV_ERR_INVALID;
+	int64_t ret = DSV_ERR_OVERFLOW; /* what a goto out means: dst_cap short */
 
 	if (elem_size == 0 || src_size % elem_size || (uint64_t)src_size > INT64_MAX)
 		return DSV_ERR_INVALID;
@@ -237,7 +239,7 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 	left = n % 8;
 	if (compression != DSV_BSHUF_NONE) {
 		if (dst_cap < BSHUF_HEADER)
-			return DSV_ERR_INVALID;
+			return DSV_ERR_OVERFLOW;
 		dsv_store_be64(out, (uint64_t)src_size);
 		dsv_store_be32(out + 8, (uint32_t)(blk * elem_size));
 		pos = BSHUF_HEADER;

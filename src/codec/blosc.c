@@ -115,5 +115,6 @@ int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 	/* blocksize 0: Blosc's automatic choice, as blosc_compress makes it */
 	n = blosc_compress_ctx(clevel, shuffle, typesize, src_size, src, dst, dst_cap,
 			       names[compcode], 0, 1);
-	return n > 0 ? n : DSV_ERR_INVALID;
+	/* 0: it does not fit in dst_cap; < 0: Blosc refused the parameters */
+	return n > 0 ? n : n == 0 ? DSV_ERR_OVERFLOW : DSV_ERR_INVALID;
 }

@@ -239,7 +239,7 @@ static int64_t encode(void *dst, size_t dst_cap, const void *src,
 	if (bs > LZ4_MAX_INPUT_SIZE || (uint64_t)src_size > INT64_MAX)
 		return DSV_ERR_INVALID;
 	if (dst_cap < LZ4F_HEADER)
-		return DSV_ERR_INVALID;
+		return DSV_ERR_OVERFLOW;
 	dsv_store_be64(out, (uint64_t)src_size);
 	dsv_store_be32(out + 8, (uint32_t)bs);
 
@@ -249,7 +249,7 @@ static int64_t encode(void *dst, size_t dst_cap, const void *src,
 		int got = 0;
 
 		if (dst_cap - pos < LZ4F_BLOCK_HEADER)
-			return DSV_ERR_INVALID;
+			return DSV_ERR_OVERFLOW;
 		room = dst_cap - pos - LZ4F_BLOCK_HEADER;
 		/* Ask for strictly fewer bytes than the block: if LZ4 cannot
 		 * fit it there, it does not shrink and goes in raw. */
@@ -266,7 +266,7 @@ static int64_t encode(void *dst, size_t dst_cap, const void *src,
 		}
 		if (got <= 0 || (size_t)got >= want) {
 			if (room < want)
-				return DSV_ERR_INVALID;
+				return DSV_ERR_OVERFLOW;
 			memcpy(out + pos + LZ4F_BLOCK_HEADER, in + done, want);
 			got = (int)want;
 		}

@@ -109,7 +109,7 @@ int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
 			continue;
 		}
 		if (put_literals(out, dst_cap, &op, in, lit, ip) || dst_cap - op < 3)
-			return DSV_ERR_INVALID;
+			return DSV_ERR_OVERFLOW;
 		size_t dist = ip - ref - 1, l = len - 2;
 		if (l < 7) {
 			out[op++] = (uint8_t)(l << 5 | dist >> 8);
@@ -122,6 +122,6 @@ int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
 		lit = ip;
 	}
 	if (put_literals(out, dst_cap, &op, in, lit, src_size))
-		return DSV_ERR_INVALID;
+		return DSV_ERR_OVERFLOW;
 	return (int64_t)op;
 }

@@ -10,6 +10,7 @@
  * a hostile window size costs nothing.
  */
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
@@ -59,6 +60,7 @@ int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
 		return DSV_ERR_INVALID;
 	n = ZSTD_compress(dst, dst_cap, src, src_size, level);
 	if (ZSTD_isError(n))
-		return DSV_ERR_INVALID;
+		return ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall ? DSV_ERR_OVERFLOW
+									  : DSV_ERR_INVALID;
 	return (int64_t)n;
 }

@@ -21,6 +21,7 @@ static const char *const err_names[DSV_ERR__COUNT] = {
 	[-DSV_ERR_NOTFOUND] = "not found",
 	[-DSV_ERR_OVERFLOW] = "size overflow",
 	[-DSV_ERR_INTERNAL] = "internal error",
+	[-DSV_ERR_INTERRUPTED] = "interrupted",
 };
 
 const char *dsv_strerror(int err)

@@ -162,8 +162,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
 	fs->mountpoint = strdup(mountpoint);
 	if (!fs->mountpoint || (err = dsv_fs_tree_build(fs))) {
-		err = dsv_errf(eb, err ? err : DSV_ERR_NOMEM, "%s: view names collide or out of memory",
-			       m->path);
+		err = dsv_errf_at(eb, err ? err : DSV_ERR_NOMEM, m->path, NULL,
+				  "view names collide or out of memory");
 		goto fail;
 	}
 	/* The caller's options go first: libfuse lets a later option undo an
@@ -190,7 +190,7 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=%s,subtype=dsview,ro,nosuid,nodev,"
 		     "default_permissions", o->fuse_opts ? o->fuse_opts : "",
 		     o->fuse_opts ? "," : "", fsname) >= (int)sizeof(optbuf)) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: FUSE options too long", mountpoint);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, mountpoint, NULL, "FUSE options too long");
 		goto fail;
 	}
 	if (fuse_opt_add_arg(&args, "dsview") || fuse_opt_add_arg(&args, optbuf) ||
@@ -200,8 +200,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	}
 	if ((err = parse_max_read(fs, optbuf))) {
 		fuse_opt_free_args(&args);
-		err = dsv_errf(eb, err, "%s: bad FUSE options '%s'", mountpoint,
-			       o->fuse_opts ? o->fuse_opts : "");
+		err = dsv_errf_at(eb, err, mountpoint, NULL, "bad FUSE options '%s'",
+				  o->fuse_opts ? o->fuse_opts : "");
 		goto fail;
 	}
 	fuse_said[0] = '\0';
@@ -210,14 +210,17 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
 		fuse_set_log_func(NULL);
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: bad FUSE options '%s': %s", mountpoint,
-			       o->fuse_opts ? o->fuse_opts : "", fuse_reason("refused by libfuse"));
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, mountpoint, NULL,
+				  "bad FUSE options '%s': %s", o->fuse_opts ? o->fuse_opts : "",
+				  fuse_reason("refused by libfuse"));
 		goto fail;
 	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0) {
 		fuse_set_log_func(NULL);
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: %s (is /dev/fuse usable, and are the -o "
-			       "options ones the kernel knows?)", mountpoint, fuse_reason("mount failed"));
+		err = dsv_errf_at(eb, DSV_ERR_IO, mountpoint, NULL,
+				  "%s (is /dev/fuse usable, and are the -o "
+				  "options ones the kernel knows?)",
+				  fuse_reason("mount failed"));
 		goto fail;
 	}
 	fuse_set_log_func(NULL); /* libfuse's own again: stderr (-f, --debug) */

@@ -19,23 +19,29 @@
 extern "C" {
 #endif
 
+#include "dsview/dsview.h"
+
+/* Every call here that fails says why in eb (may be NULL): a CUDA error
+ * is DSV_ERR_INTERNAL with "CUDA <what>: <CUDA's words>", and the device
+ * is not to be trusted again. */
+
 /* Picks device (-1: the first), sets it for this thread, fills name.
- * @return the device, or -1 with why ("no CUDA device", "CUDA driver not
- * found (libcuda.so.1)", ...). */
-int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why_cap);
+ * @return the device (>= 0), or DSV_ERR_UNSUPPORTED ("no CUDA device",
+ * "CUDA driver not found (libcuda.so.1)", ...) or DSV_ERR_INTERNAL. */
+int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb);
 
 typedef struct dsv_cuda_slot dsv_cuda_slot;
 
-/* A slot whose stored bytes in, decoded bytes and output each fit in cap
- * bytes. @return NULL with why on a CUDA error. */
-dsv_cuda_slot *dsv_cuda_slot_new(int device, size_t cap, char *why, size_t why_cap);
+/* *out: a slot whose stored bytes in, decoded bytes and output each fit
+ * in cap bytes. @return 0, DSV_ERR_NOMEM or DSV_ERR_INTERNAL. */
+int dsv_cuda_slot_new(int device, size_t cap, dsv_cuda_slot **out, dsv_errbuf *eb);
 void dsv_cuda_slot_free(dsv_cuda_slot *s); /* accepts NULL */
 
 /* The slot's pinned staging for n input bytes and njobs jobs (the jobs'
- * buffer grows as needed). @return 0, 2 when n exceeds the slot's
- * capacity, or -1 with why on a CUDA error. */
+ * buffer grows as needed). @return 0, DSV_ERR_OVERFLOW when n exceeds
+ * the slot's capacity, or DSV_ERR_INTERNAL (a CUDA error). */
 int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv_gpu_job **jobs,
-			char *why, size_t why_cap);
+			dsv_errbuf *eb);
 
 /* A run of decoded elements to transform: src_off into the decoded bytes
  * (into the tier when from_tier), out_off into the output, e0 the view
@@ -59,21 +65,23 @@ typedef struct dsv_gpu_times {
  * of them, the source dtype x->src) into the output dtype; and copies
  * out_n bytes (of the decoded bytes without x, of the output with it) to
  * the slot's pinned output (dsv_cuda_slot_out) and, unless dst is NULL,
- * to dst. times may be NULL. @return 0, 1 when a block failed to decode
- * (corrupt: nothing trusted in the output or the admits), 2 when raw or
- * out_n exceeds the slot's capacity, or -1 with why on a CUDA error. */
+ * to dst. times may be NULL. @return 0, DSV_ERR_CORRUPT when a block
+ * failed to decode (nothing trusted in the output or the admits),
+ * DSV_ERR_OVERFLOW when raw or out_n exceeds the slot's capacity, or
+ * DSV_ERR_INTERNAL (a CUDA error). */
 int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
 		      uint8_t *tier, const dsv_cuda_admit *admits, size_t nadmits, void *dst,
-		      size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap);
+		      size_t out_n, dsv_gpu_times *times, dsv_errbuf *eb);
 
 /* Copies n bytes at offset at of the tier to dst, through the slot.
- * @return 0, 2 when n exceeds the slot's capacity, or -1 with why. */
+ * @return 0, DSV_ERR_OVERFLOW when n exceeds the slot's capacity, or
+ * DSV_ERR_INTERNAL (a CUDA error). */
 int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size_t n, void *dst,
-			char *why, size_t why_cap);
+			dsv_errbuf *eb);
 
-/* The tier: n bytes of device memory. @return NULL with why. */
-uint8_t *dsv_cuda_tier_new(int device, size_t n, char *why, size_t why_cap);
+/* The tier: *out, n bytes of device memory. @return 0 or DSV_ERR_NOMEM. */
+int dsv_cuda_tier_new(int device, size_t n, uint8_t **out, dsv_errbuf *eb);
 void dsv_cuda_tier_free(int device, uint8_t *tier); /* accepts NULL */
 
 /* The last run's output, in pinned host memory, until the slot runs again. */

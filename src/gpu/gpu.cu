@@ -43,17 +43,17 @@ struct dsv_cuda_slot {
 	size_t d_jobs_cap, d_items_cap, d_chan_cap;
 };
 
-static int fail(char *why, size_t cap, const char *what, cudaError_t e)
+static int fail(dsv_errbuf *eb, const char *what, cudaError_t e)
 {
-	snprintf(why, cap, "CUDA %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-	return -1;
+	return dsv_errf(eb, DSV_ERR_INTERNAL, "CUDA %s: %s (%s)", what, cudaGetErrorString(e),
+			cudaGetErrorName(e));
 }
 
 #define CK(call, what)                                                                          \
 	do {                                                                                    \
 		cudaError_t e_ = (call);                                                        \
 		if (e_ != cudaSuccess)                                                          \
-			return fail(why, why_cap, what, e_);                                    \
+			return fail(eb, what, e_);                                              \
 	} while (0)
 
 __global__ void dsv_lz4_kernel(const uint8_t *in, const dsv_gpu_job *jobs, size_t njobs,
@@ -80,30 +80,29 @@ __global__ void dsv_xform_kernel(dsv_xform_desc x, const uint8_t *raw, const uin
 		dsv_dev_xform_elem(&x, src, i, it.e0 + i, out + it.out_off);
 }
 
-/* Why cudaGetDeviceCount failed, in words a user can act on. */
-static void say_no_device(cudaError_t e, char *why, size_t cap)
+/* Why cudaGetDeviceCount failed, in words a user can act on.
+ * @return DSV_ERR_UNSUPPORTED */
+static int say_no_device(cudaError_t e, dsv_errbuf *eb)
 {
-	if (e == cudaErrorNoDevice) {
-		snprintf(why, cap, "no CUDA device");
-	} else if (e == cudaErrorInsufficientDriver) {
+	const int U = DSV_ERR_UNSUPPORTED;
+	if (e == cudaErrorNoDevice)
+		return dsv_errf(eb, U, "no CUDA device");
+	if (e == cudaErrorInsufficientDriver) {
 		/* cudart (linked statically) loads the driver's libcuda.so.1
 		 * itself: say whether it is missing or too old */
 		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
 		int rt = 0;
 		cudaRuntimeGetVersion(&rt);
-		if (!h) {
-			snprintf(why, cap, "CUDA driver not found (libcuda.so.1)");
-		} else {
-			dlclose(h);
-			snprintf(why, cap, "CUDA driver too old for this build (CUDA %d.%d)", rt / 1000,
-				 rt % 1000 / 10);
-		}
-	} else {
-		snprintf(why, cap, "no usable CUDA device: %s", cudaGetErrorString(e));
+		if (!h)
+			return dsv_errf(eb, U, "CUDA driver not found (libcuda.so.1)");
+		dlclose(h);
+		return dsv_errf(eb, U, "CUDA driver too old for this build (CUDA %d.%d)", rt / 1000,
+				rt % 1000 / 10);
 	}
+	return dsv_errf(eb, U, "no usable CUDA device: %s", cudaGetErrorString(e));
 }
 
-int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why_cap)
+int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
@@ -111,39 +110,33 @@ int dsv_cuda_open(int device, char *name, size_t name_cap, char *why, size_t why
 	cudaFuncAttributes fa;
 
 	name[0] = '\0';
-	if (e != cudaSuccess || n == 0) {
-		say_no_device(e == cudaSuccess ? cudaErrorNoDevice : e, why, why_cap);
-		return -1;
-	}
-	if (device >= n) {
-		snprintf(why, why_cap, "no CUDA device %d (%d found)", device, n);
-		return -1;
-	}
+	if (e != cudaSuccess || n == 0)
+		return say_no_device(e == cudaSuccess ? cudaErrorNoDevice : e, eb);
+	if (device >= n)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "no CUDA device %d (%d found)", device, n);
 	if (device < 0)
 		device = 0;
 	CK(cudaSetDevice(device), "set device");
 	CK(cudaGetDeviceProperties(&p, device), "device properties");
 	snprintf(name, name_cap, "%s", p.name);
-	if (p.major < 8) {
-		snprintf(why, why_cap, "CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
-			 device, p.name, p.major, p.minor);
-		return -1;
-	}
+	if (p.major < 8)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+				"CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
+				device, p.name, p.major, p.minor);
 	/* the context, and a kernel image this device can run */
 	CK(cudaFree(0), "context");
 	CK(cudaFuncGetAttributes(&fa, dsv_lz4_kernel), "kernel image");
 	return device;
 }
 
-dsv_cuda_slot *dsv_cuda_slot_new(int device, size_t cap, char *why, size_t why_cap)
+int dsv_cuda_slot_new(int device, size_t cap, dsv_cuda_slot **out, dsv_errbuf *eb)
 {
 	dsv_cuda_slot *s = (dsv_cuda_slot *)calloc(1, sizeof(*s));
 	cudaError_t e;
 	const char *what = "slot";
-	if (!s) {
-		snprintf(why, why_cap, "out of memory");
-		return NULL;
-	}
+	*out = NULL;
+	if (!s)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	s->device = device;
 	s->cap = cap;
 	if ((e = cudaSetDevice(device)) != cudaSuccess ||
@@ -157,18 +150,17 @@ dsv_cuda_slot *dsv_cuda_slot_new(int device, size_t cap, char *why, size_t why_c
 	     (e = cudaMalloc((void **)&s->d_in, cap)) != cudaSuccess ||
 	     (e = cudaMalloc((void **)&s->d_raw, cap)) != cudaSuccess ||
 	     (e = cudaMalloc((void **)&s->d_out, cap)) != cudaSuccess)) {
-		fail(why, why_cap, what, e);
 		dsv_cuda_slot_free(s);
-		return NULL;
+		return fail(eb, what, e);
 	}
 	for (; s->nev < 4; s->nev++) {
 		if ((e = cudaEventCreate(&s->ev[s->nev])) != cudaSuccess) {
-			fail(why, why_cap, "event", e);
 			dsv_cuda_slot_free(s);
-			return NULL;
+			return fail(eb, "event", e);
 		}
 	}
-	return s;
+	*out = s;
+	return 0;
 }
 
 void dsv_cuda_slot_free(dsv_cuda_slot *s)
@@ -229,10 +221,10 @@ static cudaError_t grow_dev(void **p, size_t *cap, size_t n)
 }
 
 int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv_gpu_job **jobs,
-			char *why, size_t why_cap)
+			dsv_errbuf *eb)
 {
 	if (n > s->cap)
-		return 2;
+		return DSV_ERR_OVERFLOW;
 	CK(cudaSetDevice(s->device), "set device");
 	CK(grow_host((void **)&s->h_jobs, &s->h_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
 	   "pinned jobs");
@@ -250,14 +242,14 @@ static float ms_between(cudaEvent_t a, cudaEvent_t b)
 int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		      const dsv_xform_desc *x, const dsv_cuda_item *items, size_t nitems,
 		      uint8_t *tier, const dsv_cuda_admit *admits, size_t nadmits, void *dst,
-		      size_t out_n, dsv_gpu_times *times, char *why, size_t why_cap)
+		      size_t out_n, dsv_gpu_times *times, dsv_errbuf *eb)
 {
 	cudaStream_t st = s->stream;
 	dsv_xform_desc xd;
 	uint64_t most = 0;
 
 	if (n > s->cap || raw > s->cap || out_n > s->cap)
-		return 2;
+		return DSV_ERR_OVERFLOW;
 	CK(cudaSetDevice(s->device), "set device");
 	CK(grow_dev((void **)&s->d_jobs, &s->d_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
 	   "device jobs");
@@ -313,7 +305,7 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		times->d2h_s = ms_between(s->ev[2], s->ev[3]) / 1e3;
 	}
 	if (*s->h_status)
-		return 1;
+		return DSV_ERR_CORRUPT;
 	if (dst)
 		memcpy(dst, s->h_out, out_n);
 	return 0;
@@ -325,10 +317,10 @@ const void *dsv_cuda_slot_out(const dsv_cuda_slot *s)
 }
 
 int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size_t n, void *dst,
-			char *why, size_t why_cap)
+			dsv_errbuf *eb)
 {
 	if (n > s->cap)
-		return 2;
+		return DSV_ERR_OVERFLOW;
 	CK(cudaSetDevice(s->device), "set device");
 	CK(cudaMemcpyAsync(s->h_out, tier + at, n, cudaMemcpyDeviceToHost, s->stream),
 	   "copy from the tier");
@@ -337,20 +329,21 @@ int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size
 	return 0;
 }
 
-uint8_t *dsv_cuda_tier_new(int device, size_t n, char *why, size_t why_cap)
+int dsv_cuda_tier_new(int device, size_t n, uint8_t **out, dsv_errbuf *eb)
 {
 	uint8_t *p = NULL;
 	cudaError_t e = cudaSetDevice(device);
+	*out = NULL;
 	if (e == cudaSuccess)
 		e = cudaMalloc((void **)&p, n);
 	if (e != cudaSuccess) {
 		size_t free_b = 0, total = 0;
 		cudaMemGetInfo(&free_b, &total);
-		snprintf(why, why_cap, "%zu MiB of device memory: CUDA %s (%zu MiB free)", n >> 20,
-			 cudaGetErrorString(e), free_b >> 20);
-		return NULL;
+		return dsv_errf(eb, DSV_ERR_NOMEM, "%zu MiB of device memory: CUDA %s (%zu MiB free)",
+				n >> 20, cudaGetErrorString(e), free_b >> 20);
 	}
-	return p;
+	*out = p;
+	return 0;
 }
 
 void dsv_cuda_tier_free(int device, uint8_t *tier)

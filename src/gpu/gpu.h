@@ -27,12 +27,15 @@ typedef struct dsv_gpu dsv_gpu;
 /* device -1: first available. Each of the two slots gets its buffers of
  * batch bytes now (pinned host memory for the stored bytes in and the
  * output back, device memory for those and the decoded chunks): no batch
- * or chunk needing more runs on the device. @return NULL with why filled
- * if no device opens or its buffers cannot be had. */
-dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap);
-/* Device memory for the tier (gpu_tier.h): n bytes. @return 0, or -1 with
- * why (the device keeps working without one). */
-int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap);
+ * or chunk needing more runs on the device. @return 0 and *out, or
+ * DSV_ERR_UNSUPPORTED (no device opens: eb says why, "no CUDA device",
+ * "built without CUDA", ...), DSV_ERR_NOMEM or DSV_ERR_INTERNAL (its
+ * buffers cannot be had). */
+int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb);
+/* Device memory for the tier (gpu_tier.h): n bytes. @return 0, or
+ * DSV_ERR_NOMEM or DSV_ERR_UNSUPPORTED with eb (the device keeps working
+ * without one). */
+int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, dsv_errbuf *eb);
 void dsv_gpu_close(dsv_gpu *g); /* accepts NULL */
 /* Decodes global chunk g of view v into out, as dsv_backend_decode, and
  * with admit_at >= 0 copies the whole decoded chunk into the tier there.

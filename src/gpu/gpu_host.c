@@ -30,40 +30,44 @@ struct dsv_gpu {
 	pthread_cond_t cv;
 	dsv_cuda_slot *slots[NSLOTS];
 	int busy[NSLOTS];
+	/* why slot k's last call failed: used by the caller holding slot k, so
+	 * no per-call error buffer sits on the decode path's stack */
+	dsv_errbuf eb[NSLOTS];
 	atomic_int failed;
 	atomic_uint_fast64_t chunks, bytes, batches, fallbacks;
 };
 
-dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap)
+int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb)
 {
 	dsv_gpu *g = calloc(1, sizeof(*g));
 	const char *env = getenv("DSVIEW_GPU_MIN_KB");
-	if (!g) {
-		snprintf(why, why_cap, "out of memory");
-		return NULL;
-	}
-	g->device = dsv_cuda_open(device, g->name, sizeof(g->name), why, why_cap);
+	int err;
+	*out = NULL;
+	if (!g)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	g->device = dsv_cuda_open(device, g->name, sizeof(g->name), eb);
 	if (g->device < 0) {
+		err = g->device;
 		free(g);
-		return NULL;
+		return err;
 	}
 	g->min_bytes = env && *env ? strtoull(env, NULL, 10) * 1024 : 0;
 	g->batch = batch;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	for (int k = 0; k < NSLOTS; k++) {
-		if (!(g->slots[k] = dsv_cuda_slot_new(g->device, (size_t)batch, why, why_cap))) {
+		if ((err = dsv_cuda_slot_new(g->device, (size_t)batch, &g->slots[k], eb))) {
 			dsv_gpu_close(g);
-			return NULL;
+			return err;
 		}
 	}
-	return g;
+	*out = g;
+	return 0;
 }
 
-int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap)
+int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, dsv_errbuf *eb)
 {
-	g->tier = dsv_cuda_tier_new(g->device, (size_t)n, why, why_cap);
-	return g->tier ? 0 : -1;
+	return dsv_cuda_tier_new(g->device, (size_t)n, &g->tier, eb);
 }
 
 void dsv_gpu_close(dsv_gpu *g)
@@ -117,11 +121,13 @@ static void give(dsv_gpu *g, int k)
 	pthread_mutex_unlock(&g->mu);
 }
 
-/* A CUDA error: logged once, and the device is off from then on. */
-static void turn_off(dsv_gpu *g, const char *why)
+/* A CUDA error in slot k (err DSV_ERR_INTERNAL, its words in g->eb[k]):
+ * logged once, and the device is off from then on. Other errors (a
+ * chunk too large for the slot, a corrupt block) leave it on. */
+static void turn_off(dsv_gpu *g, int k, int err)
 {
-	if (atomic_exchange(&g->failed, 1) == 0)
-		dsv_log_warn("gpu: %s; decoding on the CPU from now on", why);
+	if (err == DSV_ERR_INTERNAL && atomic_exchange(&g->failed, 1) == 0)
+		dsv_log_warn("gpu: %s; decoding on the CPU from now on", g->eb[k].msg);
 }
 
 /* Stages chunk ref's stored bytes and its block plan in slot k.
@@ -130,25 +136,22 @@ static void turn_off(dsv_gpu *g, const char *why)
 static int64_t stage_chunk(dsv_gpu *g, int k, const dsv_source *s, const dsv_chunk_ref *ref,
 			   size_t *payload)
 {
-	char why[256];
 	void *in;
 	dsv_gpu_job *jobs;
 	size_t njobs;
 	size_t n = (size_t)ref->stored_size;
 
-	int rc = dsv_cuda_slot_stage(g->slots[k], n, 0, &in, &jobs, why, sizeof(why));
+	int rc = dsv_cuda_slot_stage(g->slots[k], n, 0, &in, &jobs, &g->eb[k]);
 	if (rc) {
-		if (rc < 0)
-			turn_off(g, why);
+		turn_off(g, k, rc);
 		return -1;
 	}
 	if (dsv_source_read_stored(s, ref, in, payload))
 		return -1;
 	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, NULL, 0, &njobs))
 		return -1;
-	if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why)))) {
-		if (rc < 0)
-			turn_off(g, why);
+	if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, &g->eb[k]))) {
+		turn_off(g, k, rc);
 		return -1;
 	}
 	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, jobs, njobs, &njobs))
@@ -161,7 +164,6 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 {
 	dsv_chunk_ref ref;
 	size_t si, payload = 0;
-	char why[256];
 
 	if (dsv_view_chunk_ref(v, chunk, &si, &ref) || ref.codec != DSV_CODEC_LZ4 || ref.fallback ||
 	    ref.grid || ref.raw_size < g->min_bytes || ref.raw_size > g->batch ||
@@ -180,10 +182,9 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 		dsv_cuda_admit ad = { 0, (uint64_t)admit_at, ref.raw_size };
 		int admit = admit_at >= 0 && g->tier;
 		rc = dsv_cuda_slot_run(g->slots[k], payload, (size_t)njobs, ref.raw_size, NULL, NULL, 0,
-				       g->tier, admit ? &ad : NULL, (size_t)admit, out, size, NULL, why,
-				       sizeof(why));
-		if (rc < 0)
-			turn_off(g, why);
+				       g->tier, admit ? &ad : NULL, (size_t)admit, out, size, NULL,
+				       &g->eb[k]);
+		turn_off(g, k, rc);
 	}
 	give(g, k);
 	if (rc != 0) {
@@ -198,14 +199,12 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 
 int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n)
 {
-	char why[256];
 	if (!g->tier || atomic_load(&g->failed))
 		return DSV_ERR_UNSUPPORTED;
 	int k = take(g);
-	int rc = dsv_cuda_slot_fetch(g->slots[k], g->tier, at, n, out, why, sizeof(why));
+	int rc = dsv_cuda_slot_fetch(g->slots[k], g->tier, at, n, out, &g->eb[k]);
+	turn_off(g, k, rc);
 	give(g, k);
-	if (rc < 0)
-		turn_off(g, why);
 	return rc ? DSV_ERR_UNSUPPORTED : 0;
 }
 
@@ -215,7 +214,6 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 	size_t es = dsv_dtype_size((dsv_dtype)x->src), os = dsv_dtype_size((dsv_dtype)x->dst);
 	size_t n = 0, njobs = 0, nj, out_n = 0, nadmits = 0;
 	uint64_t raw = 0;
-	char why[256];
 	int err = 0;
 
 	if (atomic_load(&g->failed))
@@ -243,9 +241,8 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 	dsv_gpu_job *jobs;
 	if (!ci || !ad) {
 		err = DSV_ERR_NOMEM;
-	} else if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, why, sizeof(why)))) {
-		if (rc < 0)
-			turn_off(g, why);
+	} else if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, &g->eb[k]))) {
+		turn_off(g, k, rc);
 		err = DSV_ERR_UNSUPPORTED;
 	} else {
 		uint64_t at = 0, dst = 0, o = 0;
@@ -269,12 +266,11 @@ int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item
 		}
 		dsv_gpu_times tm;
 		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, g->tier, ad, nadmits,
-				       NULL, out_n, &tm, why, sizeof(why));
-		if (rc < 0 || rc == 2) {
-			if (rc < 0)
-				turn_off(g, why);
+				       NULL, out_n, &tm, &g->eb[k]);
+		if (rc == DSV_ERR_INTERNAL || rc == DSV_ERR_OVERFLOW) {
+			turn_off(g, k, rc);
 			err = DSV_ERR_UNSUPPORTED;
-		} else if (rc > 0) {
+		} else if (rc) {
 			err = DSV_ERR_CORRUPT;
 		} else {
 			const uint8_t *outs = dsv_cuda_slot_out(g->slots[k]);

@@ -4,11 +4,11 @@
 
 #include "gpu/gpu.h"
 
-dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap)
+int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb)
 {
 	(void)device, (void)batch;
-	snprintf(why, why_cap, "built without CUDA");
-	return NULL;
+	*out = NULL;
+	return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "built without CUDA");
 }
 
 void dsv_gpu_close(dsv_gpu *g)
@@ -23,11 +23,10 @@ int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, siz
 	return DSV_ERR_UNSUPPORTED;
 }
 
-int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, char *why, size_t why_cap)
+int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, dsv_errbuf *eb)
 {
 	(void)g, (void)n;
-	snprintf(why, why_cap, "built without CUDA");
-	return -1;
+	return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "built without CUDA");
 }
 
 int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n)

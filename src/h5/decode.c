@@ -198,7 +198,7 @@ static size_t bshuf_filter(unsigned flags, size_t ncd, const unsigned cd[], size
 	int comp;
 	void *out;
 
-	if (!(flags & H5Z_FLAG_REVERSE) || dsv_bshuf_params(cd, ncd, &elem, &block, &comp))
+	if (!(flags & H5Z_FLAG_REVERSE) || dsv_bshuf_params(cd, ncd, &elem, &block, &comp, NULL))
 		return 0;
 	if (comp != DSV_BSHUF_NONE) {
 		/* The 12-byte header's u64 BE raw size. An LZ4 block expands at

@@ -202,115 +202,163 @@ static dsv_codec own_codec(H5Z_filter_t id)
 	return DSV_CODEC_NONE;
 }
 
-int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint64_t *unwritten)
-{
-	dsv_source *s = o->s;
+/* A chunked dataset's chunk shape and filter pipeline, as its property
+ * list gives them. */
+typedef struct pipeline {
 	hsize_t cdims[DSV_MAX_DIMS];
 	H5Z_filter_t ids[DSV_H5_MAX_FILTERS];
-	unsigned cds[DSV_H5_MAX_FILTERS][DSV_H5_MAX_CD] = { { 0 } }; /* first parameters */
+	unsigned cds[DSV_H5_MAX_FILTERS][DSV_H5_MAX_CD]; /* first parameters */
 	size_t ncds[DSV_H5_MAX_FILTERS];
-	int ndim = s->info.ndim, nf, whole_rows = 1, fl32 = 0, fast_pipe;
-	dsv_codec codec = DSV_CODEC_NONE;
-	unsigned opts = 0;
-	uint64_t celems = 1; /* elements in a chunk; UINT64_MAX: too many */
+	int nf;
+	int whole_rows;  /* each chunk spans whole rows */
+	int fast;        /* dsview decodes every filter itself */
+	unsigned opts;   /* H5Pget_chunk_opts */
+	uint64_t celems; /* elements in a chunk; UINT64_MAX: too many */
+} pipeline;
 
-	if (H5Pget_chunk(o->dcpl, DSV_MAX_DIMS, cdims) != ndim || cdims[0] == 0)
+/* The chunk shape: whether chunks span whole rows, their elements. */
+static int read_chunk_dims(dsv_h5_open *o, pipeline *pl)
+{
+	dsv_source *s = o->s;
+	int ndim = s->info.ndim;
+
+	if (H5Pget_chunk(o->dcpl, DSV_MAX_DIMS, pl->cdims) != ndim || pl->cdims[0] == 0)
 		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
 				   "bad chunk dimensions");
+	pl->whole_rows = 1;
+	pl->celems = 1;
 	for (int k = 0; k < ndim; k++) {
-		if (k > 0 && cdims[k] != o->dims[k])
-			whole_rows = 0;
-		if (celems != UINT64_MAX && dsv_mul_u64(celems, cdims[k], &celems))
-			celems = UINT64_MAX;
+		if (k > 0 && pl->cdims[k] != o->dims[k])
+			pl->whole_rows = 0;
+		if (pl->celems != UINT64_MAX && dsv_mul_u64(pl->celems, pl->cdims[k], &pl->celems))
+			pl->celems = UINT64_MAX;
 	}
-	/* A band of cdims[0] rows covers whole chunks on every axis, split
-	 * rows or not: fallback reads aligned to bands decode each once. */
-	*band_rows = cdims[0];
+	return 0;
+}
 
-	nf = H5Pget_nfilters(o->dcpl);
-	if (nf < 0 || nf > (int)(sizeof(ids) / sizeof(ids[0])))
+/* dsview decodes bitshuffle on both paths (decode.c): parameters of
+ * filter i it cannot decode are refused here, others kept in s. */
+static int take_bshuf(dsv_h5_open *o, const pipeline *pl, int i)
+{
+	dsv_source *s = o->s;
+	unsigned elem, block;
+	int comp;
+	dsv_errbuf why;
+	int bad = dsv_bshuf_params(pl->cds[i], pl->ncds[i], &elem, &block, &comp, &why);
+
+	if (!bad && elem != H5Tget_size(o->ftype))
+		bad = dsv_errf(&why, DSV_ERR_UNSUPPORTED, "element size is not the dataset's");
+	if (bad)
+		return dsv_errf_at(o->eb, bad, s->path, s->dataset,
+				   "bitshuffle parameters not supported: %s", why.msg);
+	s->bshuf_elem = elem;
+	s->bshuf_block = block;
+	s->bshuf_comp = (unsigned)comp;
+	return 0;
+}
+
+/* The filters, each with parameters that fit the chunk; then whether
+ * dsview decodes the pipeline itself (pl->fast). */
+static int read_filters(dsv_h5_open *o, pipeline *pl)
+{
+	dsv_source *s = o->s;
+	const H5Z_filter_t *ids = pl->ids;
+	int nf = pl->nf = H5Pget_nfilters(o->dcpl), err;
+
+	if (nf < 0 || nf > (int)(sizeof(pl->ids) / sizeof(pl->ids[0])))
 		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
 				   "unreadable filter pipeline");
 	for (int i = 0; i < nf; i++) {
 		unsigned flags;
 		char name[64];
-		ncds[i] = DSV_H5_MAX_CD;
-		ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &ncds[i], cds[i], sizeof(name),
-					name, NULL);
-		if (ids[i] < 0)
+		pl->ncds[i] = DSV_H5_MAX_CD;
+		pl->ids[i] = H5Pget_filter2(o->dcpl, (unsigned)i, &flags, &pl->ncds[i], pl->cds[i],
+					    sizeof(name), name, NULL);
+		if (pl->ids[i] < 0)
 			return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
 					   "unreadable filter %d", i);
-		if (!dsv_h5_filter_params_ok(ids[i], cds[i], ncds[i], celems,
+		if (!dsv_h5_filter_params_ok(pl->ids[i], pl->cds[i], pl->ncds[i], pl->celems,
 					     H5Tget_size(o->ftype)))
 			return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
 					   "filter %s parameters do not match the chunk "
 					   "(damaged file?)",
-					   filter_name(ids[i]));
-		if (ids[i] == DSV_H5Z_FILTER_BSHUF) {
-			/* dsview decodes bitshuffle on both paths (decode.c):
-			 * parameters it cannot decode are refused here. */
-			unsigned elem, block;
-			int comp;
-			const char *why = dsv_bshuf_params(cds[i], ncds[i], &elem, &block, &comp);
-			if (!why && elem != H5Tget_size(o->ftype))
-				why = "element size is not the dataset's";
-			if (why)
-				return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
-						   "bitshuffle parameters not supported: %s", why);
-			s->bshuf_elem = elem;
-			s->bshuf_block = block;
-			s->bshuf_comp = (unsigned)comp;
-		}
+					   filter_name(pl->ids[i]));
+		if (pl->ids[i] == DSV_H5Z_FILTER_BSHUF && (err = take_bshuf(o, pl, i)))
+			return err;
 	}
 	/* dsview decodes [codec], [codec, fletcher32] and [fletcher32]
 	 * itself; anything else (shuffle in front, two codecs) is the
 	 * library's. */
-	fast_pipe = nf == 0 ||
-		    (nf == 1 && (own_codec(ids[0]) || ids[0] == H5Z_FILTER_FLETCHER32)) ||
-		    (nf == 2 && own_codec(ids[0]) && ids[1] == H5Z_FILTER_FLETCHER32);
+	pl->fast = nf == 0 ||
+		   (nf == 1 && (own_codec(ids[0]) || ids[0] == H5Z_FILTER_FLETCHER32)) ||
+		   (nf == 2 && own_codec(ids[0]) && ids[1] == H5Z_FILTER_FLETCHER32);
 	/* With this option HDF5 stores partial edge chunks unfiltered without
 	 * saying so in the filter mask: only the library knows. */
-	if (nf > 0 && H5Pget_chunk_opts(o->dcpl, &opts) >= 0 &&
-	    (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) && s->info.nrows % cdims[0])
-		fast_pipe = 0;
+	if (nf > 0 && H5Pget_chunk_opts(o->dcpl, &pl->opts) >= 0 &&
+	    (pl->opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) && s->info.nrows % pl->cdims[0])
+		pl->fast = 0;
+	return 0;
+}
 
-	/* DSVIEW_H5_GRID=0 leaves chunks that split rows to the library, for
-	 * measuring the N-d grid against it (make bench-grid). */
-	const char *grid_env = getenv("DSVIEW_H5_GRID");
-	if (fast_pipe && !o->conv && (whole_rows || !grid_env || strcmp(grid_env, "0"))) {
-		for (int i = 0; i < nf; i++) {
-			if (own_codec(ids[i])) {
-				codec = own_codec(ids[i]);
-				s->codec_filter_bit = (unsigned)i;
-			} else {
-				fl32 = 1;
-				s->fl32_filter_bit = (unsigned)i;
-			}
+/* A fast pipeline, read without the library: its codec and Fletcher32
+ * and the filter bits that say a chunk skipped them. */
+static void take_pipeline(dsv_source *s, const pipeline *pl)
+{
+	dsv_codec codec = DSV_CODEC_NONE;
+	int fl32 = 0;
+
+	for (int i = 0; i < pl->nf; i++) {
+		if (own_codec(pl->ids[i])) {
+			codec = own_codec(pl->ids[i]);
+			s->codec_filter_bit = (unsigned)i;
+		} else {
+			fl32 = 1;
+			s->fl32_filter_bit = (unsigned)i;
 		}
-		s->codec = codec;
-		s->fletcher32 = fl32;
-		s->info.kind = DSV_SRC_H5_CHUNKED;
-		*fallback = 0;
-		if (whole_rows) {
-			int err = resolve_chunks(o, cdims[0], codec != DSV_CODEC_NONE, fl32, unwritten);
-			if (!err && codec == DSV_CODEC_LZ4) {
-				dsv_source_note_lz4_block(s);
-				dsv_h5_open_block_table(s, o->file, o->lapl);
-			}
-			return err;
-		}
-		int err = dsv_h5_open_grid(o, cdims, codec != DSV_CODEC_NONE, fl32);
-		if (err != DSV_ERR_UNSUPPORTED)
-			return err;
+	}
+	s->codec = codec;
+	s->fletcher32 = fl32;
+	s->info.kind = DSV_SRC_H5_CHUNKED;
+}
+
+/* Chunks of whole rows, read without the library: the chunk map. */
+static int serve_rows(dsv_h5_open *o, const pipeline *pl, uint64_t *unwritten)
+{
+	dsv_source *s = o->s;
+	int err = resolve_chunks(o, pl->cdims[0], s->codec != DSV_CODEC_NONE, s->fletcher32,
+				 unwritten);
+	if (!err && s->codec == DSV_CODEC_LZ4) {
+		dsv_source_note_lz4_block(s);
+		dsv_h5_open_block_table(s, o->file, o->lapl);
+	}
+	return err;
+}
+
+/* Chunks that split rows, read without the library: the N-d grid.
+ * @return 0 or a dsv_err; DSV_ERR_UNSUPPORTED when the grid leaves them
+ * to the library (its reason in h5_why). */
+static int serve_grid(dsv_h5_open *o, const pipeline *pl)
+{
+	dsv_source *s = o->s;
+	int err = dsv_h5_open_grid(o, pl->cdims, s->codec != DSV_CODEC_NONE, s->fletcher32);
+	if (err == DSV_ERR_UNSUPPORTED) {
 		s->codec = DSV_CODEC_NONE; /* the library's, with the reason in h5_why */
 		s->fletcher32 = 0;
 	}
+	return err;
+}
 
-	/* The library must decode it: every filter has to be one it has
-	 * built in, since plugins are never loaded. */
-	for (int i = 0; i < nf; i++) {
+/* Leaves the dataset to the library: every filter has to be one it has
+ * built in, since plugins are never loaded. Says why in h5_why and makes
+ * the chunk check the fallback's reads go through. */
+static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
+{
+	dsv_source *s = o->s;
+
+	for (int i = 0; i < pl->nf; i++) {
 		unsigned cfg = 0;
-		if (H5Zfilter_avail(ids[i]) <= 0 || H5Zget_filter_info(ids[i], &cfg) < 0 ||
+		H5Z_filter_t id = pl->ids[i];
+		if (H5Zfilter_avail(id) <= 0 || H5Zget_filter_info(id, &cfg) < 0 ||
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 					   "filter %d (%s) is not available (dsview never loads "
@@ -318,23 +366,53 @@ int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint6
 					   "bitshuffle and the HDF5 library's own filters: rewrite "
 					   "the dataset with one of those where the plugin is "
 					   "installed, e.g. h5repack -f GZIP=4)",
-					   (int)ids[i], filter_name(ids[i]));
+					   (int)id, filter_name(id));
 	}
 	if (o->conv)
 		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv_why);
-	else if (!whole_rows && fast_pipe)
+	else if (!pl->whole_rows && pl->fast)
 		; /* dsv_h5_open_grid said why in h5_why */
-	else if (!whole_rows)
+	else if (!pl->whole_rows)
 		snprintf(s->h5_why, sizeof(s->h5_why), "chunks split rows; filters the library "
 			 "decodes");
-	else if (fast_pipe)
+	else if (pl->fast)
 		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else
-		why_filters(o, ids, nf);
-	o->cc = dsv_h5_chunk_check_new(ndim, o->dims, cdims, H5Tget_size(o->ftype), celems, nf,
-				       ids, (const unsigned (*)[DSV_H5_MAX_CD])cds, ncds, opts);
+		why_filters(o, pl->ids, pl->nf);
+	o->cc = dsv_h5_chunk_check_new(s->info.ndim, o->dims, pl->cdims, H5Tget_size(o->ftype),
+				       pl->celems, pl->nf, pl->ids,
+				       (const unsigned (*)[DSV_H5_MAX_CD])pl->cds, pl->ncds,
+				       pl->opts);
 	if (!o->cc)
 		return dsv_errf_at(o->eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
+	return 0;
+}
+
+int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint64_t *unwritten)
+{
+	pipeline pl = { .nf = 0 };
+	int err;
+
+	if ((err = read_chunk_dims(o, &pl)))
+		return err;
+	/* A band of cdims[0] rows covers whole chunks on every axis, split
+	 * rows or not: fallback reads aligned to bands decode each once. */
+	*band_rows = pl.cdims[0];
+	if ((err = read_filters(o, &pl)))
+		return err;
+	/* DSVIEW_H5_GRID=0 leaves chunks that split rows to the library, for
+	 * measuring the N-d grid against it (make bench-grid). */
+	const char *grid_env = getenv("DSVIEW_H5_GRID");
+	if (pl.fast && !o->conv && (pl.whole_rows || !grid_env || strcmp(grid_env, "0"))) {
+		take_pipeline(o->s, &pl);
+		*fallback = 0;
+		if (pl.whole_rows)
+			return serve_rows(o, &pl, unwritten);
+		if ((err = serve_grid(o, &pl)) != DSV_ERR_UNSUPPORTED)
+			return err;
+	}
+	if ((err = serve_by_library(o, &pl)))
+		return err;
 	*fallback = 1;
 	return 0;
 }

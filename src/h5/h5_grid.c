@@ -93,7 +93,7 @@ static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 		return DSV_ERR_TRUNCATED;
 	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
 		return err;
-	*io = (dsv_grid_io){ .band = io->band, .fault = io->fault, .held = buf, .held_off = off,
+	*io = (dsv_grid_io){ .band = io->band, .eb = io->eb, .held = buf, .held_off = off,
 			     .held_len = len, .held_first = lin, .held_end = stop };
 	return 0;
 }
@@ -127,10 +127,10 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 		for (int k = 0; k < s->info.ndim && n < sizeof(pos); k++)
 			n += (size_t)snprintf(pos + n, sizeof(pos) - n, "%s%llu", k ? ", " : "",
 					      (unsigned long long)idx[k]);
-		char what[512];
-		snprintf(what, sizeof(what), "chunk (%s), %llu bytes at offset %llu", pos,
-			 (unsigned long long)r.stored_size, (unsigned long long)r.offset);
-		dsv_grid_fault(io, what);
+		char where[sizeof(pos) + 16];
+		snprintf(where, sizeof(where), "chunk (%s)", pos);
+		dsv_grid_fault(io, err, NULL, where, "%s, %llu bytes at offset %llu", where,
+			       (unsigned long long)r.stored_size, (unsigned long long)r.offset);
 	}
 	return err;
 }

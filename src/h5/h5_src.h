@@ -40,9 +40,11 @@ int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc
 
 /* Maps an HDF5 element type to a dsv_dtype (h5_type.c). *conv is set when
  * the stored layout is not plain little-endian (the library must convert:
- * fallback), and why names it. @return 0, or DSV_ERR_UNSUPPORTED with the
- * type named in why. */
-int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t why_cap);
+ * fallback), and conv_why names it (for info: "big-endian float32").
+ * @return 0, or DSV_ERR_UNSUPPORTED with the type named in eb's reason
+ * ("string", "enum of uint128", ...). */
+int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *conv_why, size_t conv_cap,
+			 dsv_errbuf *eb);
 
 /* A chunked dataset (h5_chunks.c): the fast path (a chunk map of whole
  * rows), the N-d grid (chunks that split rows), or the library (sets

@@ -19,8 +19,10 @@ static dsv_dtype int_dtype(size_t size, int sgn)
 	}
 }
 
-int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t why_cap)
+int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *conv_why, size_t conv_cap,
+			 dsv_errbuf *eb)
 {
+	const int U = DSV_ERR_UNSUPPORTED;
 	H5T_class_t cls = H5Tget_class(t);
 	size_t size = H5Tget_size(t);
 	H5T_order_t order = H5Tget_order(t);
@@ -34,16 +36,14 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 		 * base type's, so a little-endian one stays on the fast path, and
 		 * the library converts enum to integer for the fallback. */
 		hid_t base = H5Tget_super(t);
-		if (base < 0) {
-			snprintf(why, why_cap, "enum with an unreadable base type");
-			return DSV_ERR_UNSUPPORTED;
-		}
-		int err = dsv_h5_classify_type(base, dt, conv, why, why_cap);
+		if (base < 0)
+			return dsv_errf(eb, U, "enum with an unreadable base type");
+		int err = dsv_h5_classify_type(base, dt, conv, conv_why, conv_cap, eb);
 		H5Tclose(base);
-		if (err) {
+		if (err && eb) {
 			char inner[128];
-			snprintf(inner, sizeof(inner), "%s", why);
-			snprintf(why, why_cap, "enum of %s", inner);
+			snprintf(inner, sizeof(inner), "%.*s", (int)sizeof(inner) - 1, eb->reason);
+			dsv_errf(eb, err, "enum of %s", inner);
 		}
 		return err;
 	}
@@ -52,14 +52,12 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 		 * reads it as a little-endian bitfield: dsv_h5_mem_type). */
 		int sgn = cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_2;
 		*dt = int_dtype(size, sgn);
-		if (*dt == DSV_DTYPE_INVALID) {
-			snprintf(why, why_cap, "%s%zu%s", sgn ? "int" : "uint", size * 8,
-				 cls == H5T_BITFIELD ? " bitfield" : "");
-			return DSV_ERR_UNSUPPORTED;
-		}
+		if (*dt == DSV_DTYPE_INVALID)
+			return dsv_errf(eb, U, "%s%zu%s", sgn ? "int" : "uint", size * 8,
+					cls == H5T_BITFIELD ? " bitfield" : "");
 		if (prec != size * 8 || off != 0) {
 			*conv = 1;
-			snprintf(why, why_cap, "%zu-bit %s in %zu bytes", prec,
+			snprintf(conv_why, conv_cap, "%zu-bit %s in %zu bytes", prec,
 				 cls == H5T_BITFIELD ? "bitfield" : "integer", size);
 		}
 	} else if (cls == H5T_FLOAT) {
@@ -71,28 +69,22 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 			{ 8, 63, 52, 11, 52, 1023 },
 		};
 		int k = size == 2 ? 0 : size == 4 ? 1 : size == 8 ? 2 : -1;
-		if (k < 0) {
-			/* 10- and 16-byte floats: long double, float128 */
-			snprintf(why, why_cap, "%zu-byte float (long double or quad precision)", size);
-			return DSV_ERR_UNSUPPORTED;
-		}
+		if (k < 0) /* 10- and 16-byte floats: long double, float128 */
+			return dsv_errf(eb, U, "%zu-byte float (long double or quad precision)",
+					size);
 		*dt = k == 0 ? DSV_F16 : k == 1 ? DSV_F32 : DSV_F64;
-		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) {
-			snprintf(why, why_cap, "unreadable float");
-			return DSV_ERR_UNSUPPORTED;
-		}
+		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
+			return dsv_errf(eb, U, "unreadable float");
 		int std = spos == ieee[k][1] && epos == ieee[k][2] && esize == ieee[k][3] &&
 			  mpos == 0 && msize == ieee[k][4] && H5Tget_ebias(t) == ieee[k][5] &&
 			  prec == size * 8 && off == 0 && H5Tget_norm(t) == H5T_NORM_IMPLIED;
-		if (!std && k == 0) {
-			/* We would have to pick a conversion for it; bfloat16
-			 * stored this way must not silently become float16. */
-			snprintf(why, why_cap, "2-byte float that is not IEEE half");
-			return DSV_ERR_UNSUPPORTED;
-		}
+		/* We would have to pick a conversion for it; bfloat16 stored
+		 * this way must not silently become float16. */
+		if (!std && k == 0)
+			return dsv_errf(eb, U, "2-byte float that is not IEEE half");
 		if (!std) {
 			*conv = 1;
-			snprintf(why, why_cap, "non-IEEE %zu-byte float", size);
+			snprintf(conv_why, conv_cap, "non-IEEE %zu-byte float", size);
 		}
 	} else {
 		const char *name;
@@ -106,12 +98,11 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *why, size_t wh
 		case H5T_TIME: name = "time"; break;
 		default: name = "unknown"; break;
 		}
-		snprintf(why, why_cap, "%s", name);
-		return DSV_ERR_UNSUPPORTED;
+		return dsv_errf(eb, U, "%s", name);
 	}
 	if (!*conv && size > 1 && order != H5T_ORDER_LE) {
 		*conv = 1;
-		snprintf(why, why_cap, "%s %s",
+		snprintf(conv_why, conv_cap, "%s %s",
 			 order == H5T_ORDER_BE ? "big-endian" : "mixed-endian",
 			 dsv_dtype_name(*dt));
 	}

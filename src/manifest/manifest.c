@@ -292,8 +292,8 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 	*out = NULL;
 	c.f = fopen(path, "r");
 	if (!c.f)
-		return dsv_errf(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, "%s: %s", path,
-				strerror(errno));
+		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, path, NULL,
+				   "%s", strerror(errno));
 	c.m = dsv_manifest_new(path);
 	const char *slash = strrchr(path, '/');
 	c.dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : NULL;

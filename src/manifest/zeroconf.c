@@ -225,8 +225,9 @@ static int nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *e
 	}
 	if (used >= sizeof(list))
 		strcpy(list + sizeof(list) - 4, "...");
-	return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: no dataset can be served (%zu skipped: %s): %s",
-			path, m->nskipped, kinds, list);
+	return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
+			   "no dataset can be served (%zu skipped: %s): %s", m->nskipped, kinds,
+			   list);
 }
 
 /* The .skipped.json path of dataset dset of file: the dataset alone for a
@@ -291,11 +292,13 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	if (in)
 		err = file_view_name(path, 0, &prefix, eb);
 	if (!err && n == 0 && nbad == 0 && links[0] + links[1])
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets of its own (%zu soft and %zu "
-			       "external links, not followed; name a soft link's target in a "
-			       "manifest)", path, links[0], links[1]);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				  "no datasets of its own (%zu soft and %zu "
+				  "external links, not followed; name a soft link's target in a "
+				  "manifest)",
+				  links[0], links[1]);
 	else if (!err && n == 0 && nbad == 0)
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: no datasets", path);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no datasets");
 	for (size_t i = 0; !err && i < nbad; i++) {
 		const char *sp = skip_path(in, bad[i].path, label, sizeof(label));
 		if (strict)
@@ -326,10 +329,11 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 			continue;
 		if (fatal(e, flags)) {
 			if (part_len) /* today's wording, with the mapped length */
-				err = dsv_errf(eb, e, "%s: dataset name '%s' is not a valid view name "
-					       "(%zu bytes once mapped; at most %d a part)", path,
-					       dsv_shown(names[i], strlen(names[i]), 64, show), part_len,
-					       DSV_VIEW_NAME_MAX);
+				err = dsv_errf_at(eb, e, path, NULL,
+						  "dataset name '%s' is not a valid view name "
+						  "(%zu bytes once mapped; at most %d a part)",
+						  dsv_shown(names[i], strlen(names[i]), 64, show),
+						  part_len, DSV_VIEW_NAME_MAX);
 			else
 				err = dsv_errf(eb, e, "%s", e == DSV_ERR_NOMEM ? "out of memory" : sub.msg);
 			break;
@@ -548,9 +552,9 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 	} else if (dsv_has_ext(path, ".npy")) {
 		err = npy_view(m, path, dtype, eb);
 	} else {
-		err = dsv_errf(eb, DSV_ERR_INVALID,
-			       "%s: expected a manifest (.ini), a .npy or an HDF5 file (.h5), a "
-			       "Zarr array or group, or a directory of them", path);
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				  "expected a manifest (.ini), a .npy or an HDF5 file (.h5), a "
+				  "Zarr array or group, or a directory of them");
 	}
 	if (err) {
 		dsv_manifest_free(m);

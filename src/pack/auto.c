@@ -200,8 +200,9 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 		uint64_t i = sm.n > 1 ? k * (p->nchunks - 2) / (sm.n - 1) : 0, bad = 0;
 		err = dsv_pack_read_chunk(p, &r, i, chunk, &bad);
 		if (err)
-			dsv_errf(eb, err, "%s: sampling chunk %llu for --codec auto: %s", o->input,
-				 (unsigned long long)i, dsv_strerror(err));
+			dsv_errf_at(eb, err, o->input, NULL,
+				    "sampling chunk %llu for --codec auto: %s",
+				    (unsigned long long)i, dsv_strerror(err));
 		else
 			memcpy(sm.raw + k * sm.len, chunk, sm.len);
 	}
@@ -210,7 +211,7 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 		size_t block, piece = piece_of(p, &cands[k], sm.len, &block);
 		sm.cap = dsv_pack_codec_bound(cands[k].codec, piece, block, sm.elem);
 		if (stopped(o))
-			err = dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
+			err = dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
 		else if ((err = measure(&sm, &cands[k], piece, block, &m[k])))
 			dsv_errf(eb, err, "--codec auto: %s: %s", label(&cands[k], a, sizeof(a)),
 				 dsv_strerror(err));

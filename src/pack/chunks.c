@@ -89,9 +89,10 @@ static void fail_locked(packer *p, int err, uint64_t chunk, uint64_t bad_in)
 	if (err == DSV_ERR_NOMEM)
 		dsv_errf(&p->eb, err, "out of memory");
 	else
-		dsv_errf(&p->eb, err, "%s: rows %llu-%llu (source chunk %llu): %s",
-			 p->o->input, (unsigned long long)r0, (unsigned long long)(r1 - 1),
-			 (unsigned long long)bad_in, dsv_strerror(err));
+		dsv_errf_at(&p->eb, err, p->o->input, NULL,
+			    "rows %llu-%llu (source chunk %llu): %s", (unsigned long long)r0,
+			    (unsigned long long)(r1 - 1), (unsigned long long)bad_in,
+			    dsv_strerror(err));
 	pthread_cond_broadcast(&p->cv_ready);
 	pthread_cond_broadcast(&p->cv_space);
 }
@@ -190,7 +191,7 @@ static int write_chunks(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack_
 		if (err)
 			return err; /* the worker's message is in p->eb */
 		if (stopped(o))
-			return dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
+			return dsv_errf(eb, DSV_ERR_INTERRUPTED, "interrupted");
 
 		uint64_t row0 = w * p->chunk_rows;
 		if ((err = write(p, arg, w, row0, s->buf, s->size, eb)))

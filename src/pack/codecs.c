@@ -65,7 +65,7 @@ int dsv_pack_codec_by_name(const char *name, dsv_pack_codec *c)
 			*c = (dsv_pack_codec)k;
 			return 0;
 		}
-	return -1;
+	return DSV_ERR_INVALID;
 }
 
 const char *dsv_pack_codec_names(void)
@@ -77,22 +77,21 @@ const char *dsv_pack_codec_names(void)
 	return names;
 }
 
-const char *dsv_pack_level_check(dsv_pack_codec c, int level, char *buf, size_t cap)
+int dsv_pack_level_check(dsv_pack_codec c, int level, dsv_errbuf *eb)
 {
 	const dsv_pack_codec_info *i = dsv_pack_codec_get(c);
+	const int E = DSV_ERR_INVALID;
 
 	if (level == -1)
-		return NULL;
+		return 0;
 	if (!i)
-		snprintf(buf, cap, "auto: takes no --level (it picks the codec and the level)");
-	else if (i->max_level == 0)
-		snprintf(buf, cap, "%s: takes no --level", i->name);
-	else if (level < i->min_level || level > i->max_level)
-		snprintf(buf, cap, "%s: --level must be %d to %d%s", i->name, i->min_level,
-			 i->max_level, c == DSV_PACK_LZ4 ? " (the acceleration)" : "");
-	else
-		return NULL;
-	return buf;
+		return dsv_errf(eb, E, "auto: takes no --level (it picks the codec and the level)");
+	if (i->max_level == 0)
+		return dsv_errf(eb, E, "%s: takes no --level", i->name);
+	if (level < i->min_level || level > i->max_level)
+		return dsv_errf(eb, E, "%s: --level must be %d to %d%s", i->name, i->min_level,
+				i->max_level, c == DSV_PACK_LZ4 ? " (the acceleration)" : "");
+	return 0;
 }
 
 size_t dsv_pack_codec_bound(dsv_pack_codec c, size_t raw, size_t block, size_t elem)

@@ -1,41 +1,30 @@
 /*
- * dsview pack: dsv_pack, and the output file it writes safely. See
- * include/dsview/pack.h for the contract.
+ * dsview pack: dsv_pack, its steps in order. See include/dsview/pack.h
+ * for the contract.
  *
  * Everything that can be checked (options, the dataset name, the input,
  * the output directory, free space: estimated by compressing a sample when
  * the worst case would not fit) is checked before a file exists. Then the
  * store is created as OUTPUT.tmp-PID-XXXXXX (O_EXCL; temporaries of dead
  * packs are removed first) with HDF5, filled by the chunk pipeline in
- * chunks.c through write_chunk, closed, fsynced, renamed into place
+ * chunks.c through dsv_pack_out_write, closed, fsynced, renamed into place
  * (without --force never over a file that appeared meanwhile) and the
- * directory fsynced. Any failure unlinks the temporary.
+ * directory fsynced. Any failure unlinks the temporary. The output file's
+ * part of that is output.c's.
  *
- * HDF5 (a serial build) is called only here, on the calling thread, under
- * the global HDF5 lock: workers reading an HDF5 input through the library
+ * HDF5 (a serial build) is called only on the calling thread, under the
+ * global HDF5 lock: workers reading an HDF5 input through the library
  * fallback take that lock too.
  */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <jansson.h>
 
 #include "common/clock.h"
 #include "common/str.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "h5/h5.h"
 #include "pack/pack_i.h"
 
 void dsv_pack_opts_init(dsv_pack_opts *o)
@@ -51,8 +40,9 @@ static const char *codec_name(dsv_pack_codec c)
 	return dsv_pack_codec_get(c)->name;
 }
 
-/* ---- the output file ---- */
-
+/* The dataset's name after the input: its HDF5 dataset's last part, or its
+ * file's (or Zarr directory's) name without the extension. @return 0 or -1
+ * (too long for cap). */
 static int default_name(const char *input, char *out, size_t cap)
 {
 	const char *colon = strstr(input, ":/"), *base, *end;
@@ -78,173 +68,6 @@ static int default_name(const char *input, char *out, size_t cap)
 	memcpy(out, base, (size_t)(end - base));
 	out[end - base] = '\0';
 	return 0;
-}
-
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		return strdup(".");
-	if (slash == path)
-		return strdup("/");
-	return strndup(path, (size_t)(slash - path));
-}
-
-static int pid_alive(long pid)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%ld", pid);
-	return access(p, F_OK) == 0;
-}
-
-/* Removes temporaries of earlier packs to this output whose process is
- * gone (a pack killed with SIGKILL cannot clean up after itself). */
-static void remove_stale_temps(const char *dir, const char *base)
-{
-	size_t blen = strlen(base), ilen = strlen(DSV_PACK_TMP_INFIX);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char *end;
-		long pid;
-		if (strncmp(e->d_name, base, blen) ||
-		    strncmp(e->d_name + blen, DSV_PACK_TMP_INFIX, ilen))
-			continue;
-		pid = strtol(e->d_name + blen + ilen, &end, 10);
-		if (end == e->d_name + blen + ilen || *end != '-' || strlen(end + 1) != 6 ||
-		    pid <= 0 || pid_alive(pid))
-			continue;
-		(void)unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
-}
-
-/* Creates OUTPUT.tmp-PID-XXXXXX with O_EXCL; fills path, returns the fd. */
-static int create_temp(const char *output, char *path, size_t cap, dsv_errbuf *eb)
-{
-	static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	unsigned seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() << 16;
-	for (int tries = 0; tries < 100; tries++) {
-		char rnd[7];
-		for (int k = 0; k < 6; k++)
-			rnd[k] = alnum[rand_r(&seed) % (sizeof(alnum) - 1)];
-		rnd[6] = '\0';
-		if ((size_t)snprintf(path, cap, "%s%s%ld-%s", output, DSV_PACK_TMP_INFIX,
-				     (long)getpid(), rnd) >= cap)
-			return dsv_errf(eb, DSV_ERR_INVALID, "%s: path too long", output);
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd >= 0)
-			return fd;
-		if (errno != EEXIST) {
-			int e = errno;
-			return dsv_errf(eb, DSV_ERR_IO, "cannot create %s: %s", path, strerror(e));
-		}
-	}
-	return dsv_errf(eb, DSV_ERR_IO, "cannot create a temporary file next to %s", output);
-}
-
-static char *store_json(const dsv_pack_opts *o, const char *name, const dsv_source_info *in,
-			uint64_t chunk_rows, uint64_t chunk_bytes, uint64_t block_bytes)
-{
-	json_t *shape = json_array(), *j;
-	char *s;
-
-	for (int k = 0; k < in->ndim; k++)
-		json_array_append_new(shape, json_integer((json_int_t)in->shape[k]));
-	j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:I, s:b}",
-		      "format", DSV_STORE_FORMAT, "format_version", DSV_STORE_FORMAT_VERSION,
-		      "dsview_version", DSV_VERSION_STRING, "source", o->input,
-		      "source_kind", dsv_source_kind_name(in->kind),
-		      "dtype", dsv_dtype_name(in->dtype), "shape", shape,
-		      "codec", codec_name(o->codec), "level", o->level,
-		      "chunk_rows", (json_int_t)chunk_rows, "chunk_bytes", (json_int_t)chunk_bytes,
-		      "raw_bytes", (json_int_t)(in->nelems * dsv_dtype_size(in->dtype)),
-		      "fletcher32", 1);
-	if (!j)
-		return NULL;
-	if (block_bytes)
-		json_object_set_new(j, "block_bytes", json_integer((json_int_t)block_bytes));
-	if (block_bytes && block_bytes < chunk_bytes) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/%s", DSV_STORE_BLOCKS, name);
-		json_object_set_new(j, "block_table", json_string(path));
-	}
-	s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return s;
-}
-
-/* Under the HDF5 lock: the file, the dataset and its attribute. */
-static int h5_create(const char *tmp, const char *name, const dsv_source_info *in,
-		     uint64_t chunk_rows, uint64_t block_bytes, const dsv_pack_opts *o,
-		     const char *json, hid_t *file, hid_t *dset, dsv_errbuf *eb)
-{
-	hsize_t dims[DSV_MAX_DIMS], cdims[DSV_MAX_DIMS];
-	hid_t space = -1, dcpl = -1, ftype = -1, atype = -1, aspace = -1, attr = -1;
-	unsigned cd[8];
-	size_t ncd = dsv_pack_codec_cd(o->codec, o->level, dsv_dtype_size(in->dtype),
-				       chunk_rows * in->row_elems * dsv_dtype_size(in->dtype),
-				       block_bytes, cd);
-	int err = DSV_ERR_INTERNAL;
-
-	for (int k = 0; k < in->ndim; k++) {
-		dims[k] = in->shape[k];
-		cdims[k] = k == 0 ? chunk_rows : in->shape[k];
-	}
-	*dset = -1;
-	*file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (*file < 0)
-		return dsv_errf(eb, DSV_ERR_IO, "%s: HDF5 cannot create the file", tmp);
-	if ((space = H5Screate_simple(in->ndim, dims, NULL)) < 0 ||
-	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-	    H5Pset_chunk(dcpl, in->ndim, cdims) < 0 ||
-	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0 ||
-	    (o->codec != DSV_PACK_NONE &&
-	     H5Pset_filter(dcpl, dsv_pack_codec_get(o->codec)->filter, H5Z_FLAG_OPTIONAL, ncd,
-			   cd) < 0) ||
-	    H5Pset_fletcher32(dcpl) < 0 || (ftype = dsv_h5_type(in->dtype)) < 0)
-		goto out;
-	*dset = H5Dcreate2(*file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	if (*dset < 0)
-		goto out;
-	if ((atype = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(atype, H5T_VARIABLE) < 0 ||
-	    H5Tset_cset(atype, H5T_CSET_UTF8) < 0 || (aspace = H5Screate(H5S_SCALAR)) < 0 ||
-	    (attr = H5Acreate2(*dset, DSV_STORE_ATTR, atype, aspace, H5P_DEFAULT,
-			       H5P_DEFAULT)) < 0 ||
-	    H5Awrite(attr, atype, &json) < 0)
-		goto out;
-	err = 0;
-out:
-	if (attr >= 0)
-		H5Aclose(attr);
-	if (aspace >= 0)
-		H5Sclose(aspace);
-	if (atype >= 0)
-		H5Tclose(atype);
-	if (ftype >= 0)
-		H5Tclose(ftype);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (space >= 0)
-		H5Sclose(space);
-	if (err)
-		dsv_errf(eb, err, "%s: HDF5 cannot create dataset %s", tmp, name);
-	return err;
-}
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	close(fd);
-	return rc;
 }
 
 uint64_t dsv_pack_block_bytes(uint64_t row_bytes, uint64_t chunk_bytes, uint64_t want)
@@ -295,59 +118,81 @@ static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 	return dsv_source_open(o->input, src, eb);
 }
 
-static int check_output(const dsv_pack_opts *o, const char *dir, dsv_errbuf *eb)
+/* The options that need no input: codec, level (the codec's default for
+ * -1), block size, and the dataset's name into name. */
+static int check_opts(dsv_pack_opts *oc, char *name, size_t cap, dsv_errbuf *eb)
 {
-	struct stat st;
+	int err;
 
-	if (stat(dir, &st) < 0) {
-		int e = errno;
-		return dsv_errf(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO,
-				"%s: output directory %s: %s", o->output, dir, strerror(e));
-	}
-	if (!S_ISDIR(st.st_mode))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s: %s is not a directory", o->output, dir);
-	if (access(dir, W_OK) < 0) {
-		int e = errno;
-		return dsv_errf(eb, DSV_ERR_IO, "%s: cannot write to %s: %s", o->output, dir,
-				strerror(e));
-	}
-	if (lstat(o->output, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return dsv_errf(eb, DSV_ERR_INVALID, "%s: is a directory", o->output);
-		if (!o->force)
+	if ((unsigned)oc->codec > DSV_PACK_AUTO)
+		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc->codec);
+	if ((err = dsv_pack_level_check(oc->codec, oc->level, eb)))
+		return err;
+	if (oc->level < 0 && oc->codec != DSV_PACK_AUTO)
+		oc->level = dsv_pack_codec_get(oc->codec)->default_level;
+	if (oc->block_bytes &&
+	    (oc->block_bytes < DSV_PACK_MIN_BLOCK || oc->block_bytes > DSV_PACK_MAX_BLOCK))
+		return dsv_errf(eb, DSV_ERR_INVALID, "--block-size must be %uK to %lluM",
+				DSV_PACK_MIN_BLOCK >> 10,
+				(unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
+	if (oc->dataset) {
+		if (strlen(oc->dataset) >= cap || !dsv_name_ok(oc->dataset))
 			return dsv_errf(eb, DSV_ERR_INVALID,
-					"%s: already exists (use --force to replace it)", o->output);
+					"--dataset '%s': use letters, digits, '_', '-', '.'",
+					oc->dataset);
+		snprintf(name, cap, "%s", oc->dataset);
+	} else if (default_name(oc->input, name, cap) || !dsv_name_ok(name)) {
+		return dsv_errf_at(eb, DSV_ERR_INVALID, oc->input, NULL,
+				   "cannot name the dataset after the input; give --dataset NAME");
 	}
 	return 0;
 }
 
-/* What write_chunk writes to: the dataset, and its block table when its
- * chunks are several LZ4 blocks (table.dset >= 0). */
-typedef struct out_sets {
-	hid_t dset;
-	dsv_pack_table table;
-} out_sets;
-
-/* Writes chunk w at row0 of the dataset, under the HDF5 lock, and its
- * row of the block table. */
-static int write_chunk(const packer *p, void *arg, uint64_t w, uint64_t row0, const void *buf,
-		       size_t size, dsv_errbuf *eb)
+/* The input's rows can be packed: it has some, of 1 byte to a chunk. */
+static int check_rows(packer *p, dsv_errbuf *eb)
 {
-	out_sets *out = arg;
-	hsize_t off[DSV_MAX_DIMS] = { 0 };
+	const char *input = p->o->input;
 
-	off[0] = row0;
-	errno = 0;
-	dsv_h5_lock();
-	herr_t rc = H5Dwrite_chunk(out->dset, H5P_DEFAULT, 0, off, size, buf);
-	dsv_h5_unlock();
-	if (rc < 0) {
-		int e = errno;
-		return dsv_errf(eb, DSV_ERR_IO, "%s: writing chunk %llu failed: %s", p->o->output,
-				(unsigned long long)w, e ? strerror(e) : "HDF5 write error");
+	if (p->in->ndim < 1)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, input, NULL,
+				   "a 0-d array has no rows to pack");
+	p->row_bytes = p->in->row_elems * dsv_dtype_size(p->in->dtype);
+	if (p->row_bytes == 0)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, input, NULL,
+				   "rows of 0 bytes (shape has a 0)");
+	if (p->row_bytes > DSV_PACK_MAX_CHUNK)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, input, NULL,
+				   "a row is %llu bytes, over the %llu-byte chunk limit",
+				   (unsigned long long)p->row_bytes,
+				   (unsigned long long)DSV_PACK_MAX_CHUNK);
+	return 0;
+}
+
+/* The codec (--codec auto measures and picks it into oc), the chunk and
+ * block sizes, and the room one encoded chunk may need. */
+static int plan_chunks(packer *p, dsv_pack_opts *oc, dsv_pack_result *res, dsv_errbuf *eb)
+{
+	int err;
+
+	if (oc->codec == DSV_PACK_AUTO) {
+		geometry(p, oc->chunk_bytes ? oc->chunk_bytes : DSV_PACK_DEFAULT_CHUNK);
+		if ((err = dsv_pack_choose(p, oc, res->auto_why, sizeof(res->auto_why), eb)))
+			return err;
 	}
-	if (out->table.dset >= 0)
-		return dsv_pack_table_write(&out->table, w, buf, size - 4, eb);
+	res->codec = oc->codec;
+	res->level = oc->level;
+	geometry(p, oc->chunk_bytes ? oc->chunk_bytes : dsv_pack_default_chunk(oc->codec));
+	if (dsv_pack_codec_get(oc->codec)->lz4_blocks)
+		p->block_bytes = dsv_pack_block_bytes(p->row_bytes, p->chunk_bytes,
+						      oc->block_bytes ? oc->block_bytes
+								      : DSV_PACK_DEFAULT_BLOCK);
+	p->slot_cap = dsv_pack_codec_bound(oc->codec, (size_t)p->chunk_bytes,
+					   (size_t)p->block_bytes, dsv_dtype_size(p->in->dtype));
+	if (p->slot_cap == SIZE_MAX || p->slot_cap > SIZE_MAX - 4)
+		return dsv_errf_at(eb, DSV_ERR_INVALID, oc->input, NULL,
+				   "%s cannot encode chunks of %llu bytes", codec_name(oc->codec),
+				   (unsigned long long)p->chunk_bytes);
+	p->slot_cap += 4;
 	return 0;
 }
 
@@ -358,200 +203,29 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	packer p = { .o = o };
 	dsv_errbuf local;
 	dsv_source *src = NULL;
-	char name[232], tmp[PATH_MAX + 64], *dir = NULL, *json = NULL, *base;
-	hid_t file = -1;
-	out_sets out = { .dset = -1, .table = { .dset = -1 } };
-	int fd = -1, err;
-	double t0 = dsv_now_s();
+	char name[232];
+	dsv_pack_out f = { .fd = -1, .file = -1, .sets = { .dset = -1, .table = { .dset = -1 } } };
+	double t0 = dsv_now_s(), tw;
+	int err;
 
 	memset(res, 0, sizeof(*res));
 	if (!eb)
 		eb = &local;
 	eb->msg[0] = '\0';
-	tmp[0] = '\0';
 
 	/* Everything that can be checked is checked before a file exists. */
-	if ((unsigned)oc.codec > DSV_PACK_AUTO)
-		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc.codec);
-	char why[128];
-	if (dsv_pack_level_check(oc.codec, oc.level, why, sizeof(why)))
-		return dsv_errf(eb, DSV_ERR_INVALID, "%s", why);
-	if (oc.level < 0 && oc.codec != DSV_PACK_AUTO)
-		oc.level = dsv_pack_codec_get(oc.codec)->default_level;
-	if (o->block_bytes &&
-	    (o->block_bytes < DSV_PACK_MIN_BLOCK || o->block_bytes > DSV_PACK_MAX_BLOCK))
-		return dsv_errf(eb, DSV_ERR_INVALID, "--block-size must be %uK to %lluM",
-				DSV_PACK_MIN_BLOCK >> 10,
-				(unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
-	if (o->dataset) {
-		if (strlen(o->dataset) >= sizeof(name) || !dsv_name_ok(o->dataset))
-			return dsv_errf(eb, DSV_ERR_INVALID,
-					"--dataset '%s': use letters, digits, '_', '-', '.'",
-					o->dataset);
-		snprintf(name, sizeof(name), "%s", o->dataset);
-	} else if (default_name(o->input, name, sizeof(name)) || !dsv_name_ok(name)) {
-		return dsv_errf(eb, DSV_ERR_INVALID,
-				"%s: cannot name the dataset after the input; give --dataset NAME",
-				o->input);
-	}
-	err = open_input(o, &src, eb);
-	if (err)
+	if ((err = check_opts(&oc, name, sizeof(name), eb)) || (err = open_input(o, &src, eb)))
 		return err;
 	p.src = src;
 	p.in = dsv_source_get_info(src);
-	if (p.in->ndim < 1) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: a 0-d array has no rows to pack",
-			       o->input);
+	if ((err = check_rows(&p, eb)) || (err = plan_chunks(&p, &oc, res, eb)) ||
+	    (err = dsv_pack_out_dir(&p, &f, res, eb)) || (err = dsv_pack_out_create(&p, &f, name, eb)))
 		goto out;
-	}
-	p.row_bytes = p.in->row_elems * dsv_dtype_size(p.in->dtype);
-	if (p.row_bytes == 0) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED, "%s: rows of 0 bytes (shape has a 0)",
-			       o->input);
-		goto out;
-	}
-	if (p.row_bytes > DSV_PACK_MAX_CHUNK) {
-		err = dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-			       "%s: a row is %llu bytes, over the %llu-byte chunk limit", o->input,
-			       (unsigned long long)p.row_bytes,
-			       (unsigned long long)DSV_PACK_MAX_CHUNK);
-		goto out;
-	}
-	if (oc.codec == DSV_PACK_AUTO) {
-		geometry(&p, o->chunk_bytes ? o->chunk_bytes : DSV_PACK_DEFAULT_CHUNK);
-		err = dsv_pack_choose(&p, &oc, res->auto_why, sizeof(res->auto_why), eb);
-		if (err)
-			goto out;
-	}
-	res->codec = oc.codec;
-	res->level = oc.level;
-	geometry(&p, o->chunk_bytes ? o->chunk_bytes : dsv_pack_default_chunk(o->codec));
-	if (dsv_pack_codec_get(o->codec)->lz4_blocks)
-		p.block_bytes = dsv_pack_block_bytes(p.row_bytes, p.chunk_bytes,
-						     o->block_bytes ? o->block_bytes
-								    : DSV_PACK_DEFAULT_BLOCK);
-	p.slot_cap = dsv_pack_codec_bound(o->codec, (size_t)p.chunk_bytes, (size_t)p.block_bytes,
-					  dsv_dtype_size(p.in->dtype));
-	if (p.slot_cap == SIZE_MAX || p.slot_cap > SIZE_MAX - 4) {
-		err = dsv_errf(eb, DSV_ERR_INVALID, "%s: %s cannot encode chunks of %llu bytes",
-			       o->input, codec_name(o->codec), (unsigned long long)p.chunk_bytes);
-		goto out;
-	}
-	p.slot_cap += 4;
-
-	dir = dir_of(o->output);
-	if (!dir) {
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	err = check_output(o, dir, eb);
-	if (err)
-		goto out;
-	base = strrchr(o->output, '/');
-	remove_stale_temps(dir, base ? base + 1 : o->output);
-
-	/* Enough room for the worst case (nothing compresses) needs no
-	 * estimate; otherwise sample chunks and compare with that. */
-	struct statvfs vfs;
-	if (statvfs(dir, &vfs) == 0) {
-		uint64_t have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-		uint64_t need = p.nchunks * (p.slot_cap + 64) + META_RESERVE;
-		if (have < need) {
-			err = dsv_pack_estimate_size(&p, &need);
-			if (err) {
-				err = dsv_errf(eb, err, "%s: %s", o->input, dsv_strerror(err));
-				goto out;
-			}
-			if (have < need) {
-				err = dsv_errf(eb, DSV_ERR_IO,
-					       "%s: not enough free space: %.1f MB free, the store "
-					       "needs about %.1f MB",
-					       dir, (double)have / 1e6, (double)need / 1e6);
-				goto out;
-			}
-		}
-		res->estimated_bytes = need;
-	}
-	json = store_json(o, name, p.in, p.chunk_rows, p.chunk_bytes, p.block_bytes);
-	if (!json) {
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-
-	fd = create_temp(o->output, tmp, sizeof(tmp), eb);
-	if (fd < 0) {
-		err = fd;
-		tmp[0] = '\0';
-		goto out;
-	}
-	dsv_h5_lock();
-	err = h5_create(tmp, name, p.in, p.chunk_rows, p.block_bytes, o, json, &file, &out.dset,
-			eb);
-	if (!err && p.block_bytes && p.block_bytes < p.chunk_bytes)
-		err = dsv_pack_table_create(&out.table, file, name, p.nchunks,
-					    (p.chunk_bytes + p.block_bytes - 1) / p.block_bytes, eb);
-	dsv_h5_unlock();
-	if (err)
-		goto out;
-
-	double tw = dsv_now_s();
-	err = dsv_pack_run_workers(&p, write_chunk, &out, res, eb);
-	res->write_seconds = dsv_now_s() - tw;
-	if (err)
-		goto out;
-
-	/* Close (HDF5 flushes its metadata now), then make it durable. */
 	tw = dsv_now_s();
-	errno = 0;
-	dsv_h5_lock();
-	herr_t rc = H5Dclose(out.dset);
-	out.dset = -1;
-	if (out.table.dset >= 0)
-		rc |= H5Dclose(out.table.dset);
-	out.table.dset = -1;
-	rc |= H5Fclose(file);
-	file = -1;
-	dsv_h5_unlock();
-	if (rc < 0) {
-		int e = errno;
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: finishing the file failed: %s", o->output,
-			       e ? strerror(e) : "HDF5 error");
+	err = dsv_pack_run_workers(&p, dsv_pack_out_write, &f.sets, res, eb);
+	res->write_seconds = dsv_now_s() - tw;
+	if (err || (err = dsv_pack_out_finish(o, &f, res, eb)))
 		goto out;
-	}
-	if (stopped(o)) {
-		err = dsv_errf(eb, DSV_ERR_INTERNAL, "interrupted");
-		goto out;
-	}
-	if (fsync(fd) < 0) {
-		int e = errno;
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: fsync: %s", tmp, strerror(e));
-		goto out;
-	}
-	res->sync_seconds = dsv_now_s() - tw;
-	struct stat st;
-	if (fstat(fd, &st) == 0)
-		res->file_bytes = (uint64_t)st.st_size;
-	close(fd);
-	fd = -1;
-	/* Without --force, never replace a file that appeared meanwhile. */
-	if (o->force ? rename(tmp, o->output) : renameat2(AT_FDCWD, tmp, AT_FDCWD, o->output,
-							   RENAME_NOREPLACE)) {
-		int e = errno;
-		if (!o->force && e == EINVAL) { /* no RENAME_NOREPLACE here */
-			if (link(tmp, o->output) == 0) {
-				unlink(tmp);
-				goto renamed;
-			}
-			e = errno;
-		}
-		err = dsv_errf(eb, DSV_ERR_IO, "%s: %s", o->output,
-			       e == EEXIST ? "appeared while packing; not replaced (use --force)"
-					   : strerror(e));
-		goto out;
-	}
-renamed:
-	tmp[0] = '\0';
-	(void)fsync_dir(dir);
 
 	res->rows = p.in->nrows;
 	res->chunks = p.nchunks;
@@ -561,22 +235,7 @@ renamed:
 	snprintf(res->dataset, sizeof(res->dataset), "/%s", name);
 	res->seconds = dsv_now_s() - t0;
 out:
-	dsv_pack_table_close(&out.table);
-	if (out.dset >= 0 || file >= 0) {
-		dsv_h5_lock();
-		if (out.dset >= 0)
-			H5Dclose(out.dset);
-		if (file >= 0)
-			H5Fclose(file);
-		dsv_h5_unlock();
-	}
-	if (fd >= 0)
-		close(fd);
-	if (tmp[0])
-		unlink(tmp);
-	free(json);
-	free(dir);
+	dsv_pack_out_close(&f);
 	dsv_source_close(src);
 	return err;
 }
-

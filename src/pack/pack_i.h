@@ -1,11 +1,13 @@
 /*
  * Private to src/pack: the state one dsv_pack call shares between pack.c
- * (options, the output file) and chunks.c (reading rows, compressing
- * chunks on worker threads, handing them to the writer in order).
+ * (options, the order of the steps), output.c (the output file) and
+ * chunks.c (reading rows, compressing chunks on worker threads, handing
+ * them to the writer in order).
  */
 #ifndef DSV_PACK_I_H
 #define DSV_PACK_I_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -89,5 +91,44 @@ int dsv_pack_table_create(dsv_pack_table *t, hid_t file, const char *name, uint6
 int dsv_pack_table_write(dsv_pack_table *t, uint64_t w, const void *frame, size_t size,
 			 dsv_errbuf *eb);
 void dsv_pack_table_close(dsv_pack_table *t);
+
+/* What dsv_pack_out_write writes to: the dataset, and its block table
+ * when its chunks are several LZ4 blocks (table.dset >= 0). */
+typedef struct out_sets {
+	hid_t dset;
+	dsv_pack_table table;
+} out_sets;
+
+/* The output being made (output.c): the temporary (tmp, "" when there is
+ * none to remove), its descriptor and HDF5 handles, its directory and
+ * the store's JSON. Start with fd and file -1, sets.dset and
+ * sets.table.dset -1, the rest zero; dsv_pack_out_close undoes whatever
+ * is left of it. */
+typedef struct dsv_pack_out {
+	char tmp[PATH_MAX + 64];
+	char *dir, *json;
+	int fd;
+	hid_t file;
+	out_sets sets;
+} dsv_pack_out;
+
+/* The output's directory (f->dir): writable, no output there unless
+ * --force, no dead packs' temporaries, room for the store (checked
+ * against a sample's estimate when the worst case would not fit; sets
+ * res->estimated_bytes). @return 0 or a dsv_err with eb set. */
+int dsv_pack_out_dir(packer *p, dsv_pack_out *f, dsv_pack_result *res, dsv_errbuf *eb);
+/* The temporary with its empty dataset name (and block table).
+ * @return 0 or a dsv_err with eb set. */
+int dsv_pack_out_create(const packer *p, dsv_pack_out *f, const char *name, dsv_errbuf *eb);
+/* The dsv_pack_write_fn for arg = &f->sets. */
+int dsv_pack_out_write(const packer *p, void *arg, uint64_t w, uint64_t row0, const void *buf,
+		       size_t size, dsv_errbuf *eb);
+/* The filled store closed, made durable and put in place (sets
+ * res->sync_seconds and file_bytes); DSV_ERR_INTERRUPTED when stopped
+ * before the fsync. @return 0 or a dsv_err with eb set. */
+int dsv_pack_out_finish(const dsv_pack_opts *o, dsv_pack_out *f, dsv_pack_result *res,
+			dsv_errbuf *eb);
+/* Whatever is left of the output: handles closed, the temporary removed. */
+void dsv_pack_out_close(dsv_pack_out *f);
 
 #endif

@@ -47,7 +47,7 @@ static int read_plain(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, ui
 		char *out = dst + k * oes;
 		int err = dsv_source_read_elems(s, ref, first + k, m, x ? raw : out);
 		if (err) {
-			dsv_view_log_chunk_error(v, si, ref, err, "");
+			dsv_view_log_chunk_error(v, si, ref, err, NULL);
 			return err;
 		}
 		if (x)

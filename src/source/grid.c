@@ -19,6 +19,7 @@
  * band's dsv_grid_io carries what the format read for the band between
  * its chunks (h5_grid.c reads file-adjacent chunks with one pread).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,21 @@
 #include "common/tlsbuf.h"
 #include "source/source_i.h"
 
-void dsv_grid_fault(dsv_grid_io *io, const char *what)
+void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where,
+		    const char *fmt, ...)
 {
-	if (io->fault)
-		snprintf(io->fault->what, sizeof(io->fault->what), "%s", what);
+	dsv_errbuf *eb = io->eb;
+	va_list ap;
+
+	if (!eb)
+		return;
+	dsv_errf(eb, err, "%s", "");
+	snprintf(eb->file, sizeof(eb->file), "%s", file ? file : "");
+	snprintf(eb->where, sizeof(eb->where), "%s", where ? where : "");
+	va_start(ap, fmt);
+	vsnprintf(eb->reason, sizeof(eb->reason), fmt, ap);
+	va_end(ap);
+	snprintf(eb->msg, sizeof(eb->msg), "%s", eb->reason);
 }
 
 /* n elements of es bytes, each the fill value (a chunk never written). */
@@ -208,38 +220,34 @@ static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, ui
 }
 
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
-		       dsv_fault *fault)
+		       dsv_errbuf *eb)
 {
 	size_t es = dsv_dtype_size(s->info.dtype);
 	uint64_t c0 = ref->index * s->g_band, c1 = c0 + s->g_band;
 
-	if (fault)
-		fault->what[0] = '\0';
 	if (ref->nelems * es > dst_cap || !s->grid_chunk)
 		return DSV_ERR_INVALID;
-	dsv_grid_io io = { .band = ref->index, .fault = fault };
+	dsv_grid_io io = { .band = ref->index, .eb = eb };
 	if (s->grid_begin)
 		s->grid_begin(s, &io);
 	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);
 }
 
 int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst,
-		       dsv_fault *fault)
+		       dsv_errbuf *eb)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
 	uint64_t per = s->gshape[0] * in->row_elems; /* elements a chunk-row */
 	uint64_t c = per ? part->elem_start / per : 0;
 
-	if (fault)
-		fault->what[0] = '\0';
 	if (!s->grid_chunk || in->ndim == 0 || !per || c >= s->gcount[0] ||
 	    part->elem_start + part->nelems > (c + 1) * per || part->elem_start + part->nelems > in->nelems)
 		return DSV_ERR_INVALID;
 	unsigned char *rows = dsv_tls_buf(DSV_TLS_GRID_PART, (size_t)(per * es));
 	if (!rows)
 		return DSV_ERR_NOMEM;
-	dsv_grid_io io = { .band = c / s->g_band, .fault = fault }; /* no grid_begin */
+	dsv_grid_io io = { .band = c / s->g_band, .eb = eb }; /* no grid_begin */
 	int err = read_chunk_rows(s, &io, c, c + 1, rows);
 	if (!err)
 		memcpy(dst, rows + (part->elem_start - c * per) * es, (size_t)(part->nelems * es));

@@ -23,17 +23,15 @@
 #include "source/source_i.h"
 
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
-			    size_t dst_cap, dsv_fault *fault)
+			    size_t dst_cap, dsv_errbuf *eb)
 {
 	void *stored = NULL;
 
-	if (fault)
-		fault->what[0] = '\0';
 	if (!ref->fallback && !dsv_chunk_is_plain(ref) &&
 	    !(stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)ref->stored_size)))
 		return DSV_ERR_NOMEM;
 	return dsv_source_read_chunk(s, ref, dst, dst_cap, stored,
-				     stored ? (size_t)ref->stored_size : 0, fault);
+				     stored ? (size_t)ref->stored_size : 0, eb);
 }
 
 int dsv_range_init(dsv_range *r, const dsv_source *s)
@@ -101,11 +99,13 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 	uint64_t e = ref->elem_start + first, end = e + n;
 	char *d = dst;
 	int first_err = 0;
-	dsv_fault fault; /* what failed in a grid's part, for each */
 
 	if (!(ref->fallback || ref->grid) || first > ref->nelems || n > ref->nelems - first ||
 	    dst_cap / esize < n)
 		return DSV_ERR_INVALID;
+	/* which grid chunk failed, for each: only callers that narrow a
+	 * failure down pass each, so the buffer is off the read path */
+	dsv_errbuf *eb = each && ref->grid ? malloc(sizeof(*eb)) : NULL;
 	if (!band)
 		band = ref->nelems ? ref->nelems : 1; /* no bands known: one piece */
 	while (e < end) {
@@ -113,11 +113,12 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 		dsv_chunk_ref part = *ref;
 		part.elem_start = e;
 		part.nelems = (stop < end ? stop : end) - e;
-		fault.what[0] = '\0';
-		int err = part.grid ? dsv_grid_read_part(s, &part, d, each ? &fault : NULL)
+		if (eb)
+			dsv_errf(eb, 0, "%s", "");
+		int err = part.grid ? dsv_grid_read_part(s, &part, d, eb)
 				    : dsv_source_read_fallback(s, &part, d, (size_t)(part.nelems * esize));
 		if (each)
-			each(arg, &part, err, fault.what);
+			each(arg, &part, err, eb && eb->code ? eb : NULL);
 		if (err && !first_err)
 			first_err = err;
 		if (err && !each)
@@ -125,5 +126,6 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 		d += part.nelems * esize;
 		e += part.nelems;
 	}
+	free(eb);
 	return first_err;
 }

@@ -370,17 +370,15 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
-			  size_t scratch_cap, dsv_fault *fault)
+			  size_t scratch_cap, dsv_errbuf *eb)
 {
 	uint64_t need = ref->nelems * dsv_dtype_size(s->info.dtype);
 	int err;
 
-	if (fault)
-		fault->what[0] = '\0';
 	if (dst_cap < need)
 		return DSV_ERR_INVALID;
 	if (ref->grid)
-		return dsv_grid_read_band(s, ref, dst, dst_cap, fault);
+		return dsv_grid_read_band(s, ref, dst, dst_cap, eb);
 	if (ref->fallback)
 		return dsv_source_read_fallback(s, ref, dst, dst_cap);
 	if (!within_file(s, ref->offset, ref->stored_size))

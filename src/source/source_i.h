@@ -29,7 +29,7 @@
  * chunks are decoded from. Lives for one band, on the reader's stack. */
 typedef struct dsv_grid_io {
 	uint64_t band;
-	dsv_fault *fault; /* what failed, for the reader (dsv_grid_fault); NULL: not asked */
+	dsv_errbuf *eb; /* which grid chunk failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;
 	uint64_t held_off, held_len;
 	uint64_t held_first, held_end;
@@ -132,17 +132,21 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
  * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
  * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
 void dsv_grid_set_bands(dsv_source *s);
-/* Band ref->index of a grid source into dst; on failure *fault (may be
- * NULL) names the grid chunk that failed. */
+/* Band ref->index of a grid source into dst; on failure eb (may be NULL)
+ * names the grid chunk that failed. */
 int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
-		       dsv_fault *fault);
+		       dsv_errbuf *eb);
 /* Elements [part->elem_start, + part->nelems) of a grid source, all in one
  * chunk-row, into dst, from that chunk-row's chunks alone: a band that
  * fails whole still serves its other chunk-rows (range.c). */
 int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst,
-		       dsv_fault *fault);
-/* A grid_chunk that fails says which chunk (its file) in io->fault. */
-void dsv_grid_fault(dsv_grid_io *io, const char *what);
+		       dsv_errbuf *eb);
+/* A grid_chunk that fails with err says which chunk in io->eb, when the
+ * reader asked: file is the chunk's own file (Zarr) or NULL, where the
+ * place inside the source's file (HDF5: "chunk (i, j)") or NULL, and msg
+ * the words alone (they name the chunk themselves). */
+void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Whether the calling thread reads on sequentially (dsv_source_reading_on). */
 int dsv_source_is_reading_on(void);
 

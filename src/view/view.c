@@ -439,9 +439,9 @@ static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, i
 }
 
 void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
-			      const char *what)
+			      const dsv_errbuf *eb)
 {
-	log_chunk(v, src, ref, err, what, "");
+	log_chunk(v, src, ref, err, eb && eb->code ? eb->msg : "", "");
 }
 
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err)

@@ -111,12 +111,11 @@ int dsv_source_zarr_group(const char *path)
 	return zarr_node(path, ".zgroup", "group");
 }
 
-/* Names chunk file path as what failed. */
-static void note(dsv_grid_io *io, const char *path)
+/* Names chunk file path as what failed with err. @return err */
+static int note(dsv_grid_io *io, int err, const char *path)
 {
-	char what[sizeof(((dsv_fault *)0)->what)];
-	snprintf(what, sizeof(what), "chunk file %s", path);
-	dsv_grid_fault(io, what);
+	dsv_grid_fault(io, err, path, NULL, "chunk file %s", path);
+	return err;
 }
 
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
@@ -134,8 +133,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	if (fd < 0 && errno == ENOENT)
 		return DSV_ERR_NOTFOUND;
 	if (fd < 0) {
-		note(io, path);
-		return DSV_ERR_IO;
+		return note(io, DSV_ERR_IO, path);
 	}
 	/* No encoding here makes a chunk much bigger than its raw bytes. */
 	uint64_t cap = (uint64_t)size + size / 8 + 4096;
@@ -149,10 +147,8 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	if (!err)
 		err = dsv_pread_fd(fd, buf, (size_t)st.st_size, 0);
 	close(fd);
-	if (err) {
-		note(io, path);
-		return err;
-	}
+	if (err)
+		return note(io, err, path);
 	size_t n = (size_t)st.st_size;
 	int64_t made = DSV_ERR_CORRUPT;
 	switch (z->m.codec) {
@@ -170,8 +166,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	}
 	if (made == (int64_t)size)
 		return 0;
-	note(io, path);
-	return made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT;
+	return note(io, made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT, path);
 }
 
 /* Asks the kernel for the chunk files of band (at most 256 of them). */

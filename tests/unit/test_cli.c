@@ -114,6 +114,12 @@ static void expect_error(const char *spec, int raw, int want, const char *msg)
 	assert_null(t.file);
 	assert_null(t.dataset);
 	assert_string_equal(eb.msg, msg);
+	/* the file at fault is a field too, apart from the reason */
+	char composed[sizeof(eb.file) + sizeof(eb.reason) + 2];
+	assert_int_equal(eb.code, want);
+	assert_true(eb.file[0] != '\0');
+	snprintf(composed, sizeof(composed), "%s: %s", eb.file, eb.reason);
+	assert_string_equal(composed, msg);
 }
 
 static void test_target_parse(void **state)

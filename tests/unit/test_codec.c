@@ -132,12 +132,16 @@ static void test_lz4_encode_bad_args(void **state)
 	uint8_t src[1000], dst[2000];
 	(void)state;
 	fill(src, sizeof(src), 1);
-	assert_true(dsv_lz4_encode(dst, 11, src, sizeof(src), 0, 0) < 0);
-	assert_true(dsv_lz4_encode(dst, 500, src, sizeof(src), 0, 0) < 0);   /* no room */
-	assert_true(dsv_lz4_encode(dst, 1015, src, sizeof(src), 0, 0) < 0);  /* one short */
+	assert_int_equal(dsv_lz4_encode(dst, 11, src, sizeof(src), 0, 0), DSV_ERR_OVERFLOW);
+	assert_int_equal(dsv_lz4_encode(dst, 500, src, sizeof(src), 0, 0),
+			 DSV_ERR_OVERFLOW); /* no room */
+	assert_int_equal(dsv_lz4_encode(dst, 1015, src, sizeof(src), 0, 0),
+			 DSV_ERR_OVERFLOW); /* one short */
 	assert_int_equal(dsv_lz4_encode(dst, 1016, src, sizeof(src), 0, 0), 1016);
-	assert_true(dsv_lz4_encode(dst, sizeof(dst), src, sizeof(src), 0, -1) < 0);
-	assert_true(dsv_lz4_encode(dst, sizeof(dst), src, sizeof(src), 0, 99) < 0);
+	assert_int_equal(dsv_lz4_encode(dst, sizeof(dst), src, sizeof(src), 0, -1),
+			 DSV_ERR_INVALID);
+	assert_int_equal(dsv_lz4_encode(dst, sizeof(dst), src, sizeof(src), 0, 99),
+			 DSV_ERR_INVALID);
 }
 
 /* A 3-block frame (compressed, compressed, short raw) to break. */

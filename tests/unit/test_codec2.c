@@ -54,6 +54,10 @@ static void test_zstd_round_trip(void **state)
 			assert_true(e > 0);
 			assert_int_equal(ZSTD_decompress(out, n, enc, (size_t)e), n);
 			assert_memory_equal(out, in, n);
+			/* a byte short of that: too small, not a bad argument */
+			assert_int_equal(dsv_zstd_encode(enc, (size_t)e - 1, in, n, 3),
+					 DSV_ERR_OVERFLOW);
+			assert_int_equal(dsv_zstd_encode(enc, bound, in, n, 99), DSV_ERR_INVALID);
 			free(in);
 			free(enc);
 			free(out);
@@ -296,7 +300,7 @@ static void test_lzf_round_trip(void **state)
 			assert_memory_equal(out, in, n);
 			/* too small an output buffer for the encoder */
 			if (m > 1)
-				assert_int_equal(dsv_lzf_encode(enc, (size_t)m - 1, in, n), DSV_ERR_INVALID);
+				assert_int_equal(dsv_lzf_encode(enc, (size_t)m - 1, in, n), DSV_ERR_OVERFLOW);
 			free(in);
 			free(enc);
 			free(out);

@@ -395,9 +395,9 @@ static void test_encode_invalid(void **state)
 			 DSV_ERR_INVALID);
 	assert_int_equal(dsv_bshuf_encode(out, sizeof(out), in, 64, 2, 0, 1, 0), DSV_ERR_INVALID);
 	assert_int_equal(dsv_bshuf_encode(out, 11, in, 64, 2, 0, DSV_BSHUF_LZ4, 0),
-			 DSV_ERR_INVALID);
+			 DSV_ERR_OVERFLOW);
 	assert_int_equal(dsv_bshuf_encode(out, 63, in, 64, 2, 0, DSV_BSHUF_NONE, 0),
-			 DSV_ERR_INVALID);
+			 DSV_ERR_OVERFLOW);
 }
 
 int main(void)

@@ -86,15 +86,20 @@ static void test_damaged_chunk_in_a_run(void **state)
 	assert_int_equal(errs[1], DSV_ERR_CHECKSUM);
 	assert_int_equal(errs[2], 0);
 	/* the read that fails says which chunk; one that succeeds, nothing */
-	static dsv_fault fault;
+	static dsv_errbuf eb;
 	dsv_chunk_ref r;
 	assert_int_equal(dsv_source_chunk(s, 1, &r), 0);
-	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &fault),
+	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &eb),
 			 DSV_ERR_CHECKSUM);
-	assert_non_null(strstr(fault.what, "chunk (20, 1, 0)"));
+	assert_int_equal(eb.code, DSV_ERR_CHECKSUM);
+	assert_string_equal(eb.where, "chunk (20, 1, 0)");
+	assert_non_null(strstr(eb.msg, "chunk (20, 1, 0), "));
+	assert_non_null(strstr(eb.msg, " bytes at offset "));
+	/* the hot path's way: no errbuf, the code alone */
+	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), NULL),
+			 DSV_ERR_CHECKSUM);
 	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
-	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &fault), 0);
-	assert_string_equal(fault.what, "");
+	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &eb), 0);
 	assert_memory_equal(got[0], a[0], 14 * sizeof(a[0]));
 	assert_memory_equal(got[28], a[28], 12 * sizeof(a[0]));
 	dsv_source_close(s);

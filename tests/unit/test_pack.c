@@ -161,6 +161,8 @@ static void test_refusals_leave_nothing(void **state)
 	raw_opts(&o, tpath("keep.h5"));
 	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INVALID);
 	assert_non_null(strstr(eb.msg, "--force"));
+	assert_string_equal(eb.file, tpath("keep.h5")); /* the file at fault, as a field */
+	assert_string_equal(eb.reason, "already exists (use --force to replace it)");
 	assert_int_equal(stat(tpath("keep.h5"), &st), 0);
 	assert_int_equal(st.st_size, 8);
 
@@ -214,14 +216,15 @@ static void test_interrupted_mid_pack(void **state)
 	o.progress = stop_after_first;
 	o.progress_arg = &calls;
 	stop_now = 0;
-	assert_true(dsv_pack(&o, &res, &eb) < 0);
+	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INTERRUPTED);
+	assert_int_equal(eb.code, DSV_ERR_INTERRUPTED);
 	assert_string_equal(eb.msg, "interrupted");
 	assert_true(calls >= 1);
 	assert_int_equal(count_files("int.h5"), 0);
 
 	stop_now = 1; /* before anything */
 	o.progress = NULL;
-	assert_true(dsv_pack(&o, &res, &eb) < 0);
+	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INTERRUPTED);
 	assert_int_equal(count_files("int.h5"), 0);
 }
 
