@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "dsview/codec.h"
@@ -75,8 +76,7 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 		dsv_log_info("backend: cpu (%s)", why);
 		snprintf(b->why, sizeof(b->why), "%s", why);
 	}
-	const char *emu = getenv("DSVIEW_GPU_EMULATE");
-	if (dev == DSV_GPU_AUTO && !b->gpu && emu && strcmp(emu, "1") == 0) {
+	if (dev == DSV_GPU_AUTO && !b->gpu && dsv_knob_int(DSV_KNOB_GPU_EMULATE)) {
 		b->emulate = 1;
 		dsv_log_info("backend: readahead through the host build of the device code "
 			     "(DSVIEW_GPU_EMULATE=1, for tests; the tier in host memory)");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "dsview/source.h"
 #include "gpu/cuda_i.h"
@@ -37,7 +38,6 @@ struct dsv_gpu {
 dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap)
 {
 	dsv_gpu *g = calloc(1, sizeof(*g));
-	const char *env = getenv("DSVIEW_GPU_MIN_KB");
 	if (!g) {
 		snprintf(why, why_cap, "out of memory");
 		return NULL;
@@ -47,7 +47,7 @@ dsv_gpu *dsv_gpu_open(int device, uint64_t batch, char *why, size_t why_cap)
 		free(g);
 		return NULL;
 	}
-	g->min_bytes = env && *env ? strtoull(env, NULL, 10) * 1024 : 0;
+	g->min_bytes = (uint64_t)dsv_knob_int(DSV_KNOB_GPU_MIN_KB) << 10;
 	g->batch = batch;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
 #include "h5/h5.h"
@@ -276,8 +277,7 @@ int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint6
 
 	/* DSVIEW_H5_GRID=0 leaves chunks that split rows to the library, for
 	 * measuring the N-d grid against it (make bench-grid). */
-	const char *grid_env = getenv("DSVIEW_H5_GRID");
-	if (fast_pipe && !o->conv && (whole_rows || !grid_env || strcmp(grid_env, "0"))) {
+	if (fast_pipe && !o->conv && (whole_rows || dsv_knob_int(DSV_KNOB_H5_GRID))) {
 		for (int i = 0; i < nf; i++) {
 			if (own_codec(ids[i])) {
 				codec = own_codec(ids[i]);

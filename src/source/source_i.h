@@ -125,7 +125,7 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 			     void *dst, size_t need);
 
 /* Implemented in grid.c. Groups a grid source's chunk-rows into bands (the
- * read path's chunks) of about DSV_GRID_BAND_BYTES of elements, at least
+ * read path's chunks) of about DSVIEW_GRID_BAND_KB of elements, at least
  * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
  * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
 void dsv_grid_set_bands(dsv_source *s);
@@ -158,15 +158,15 @@ int dsv_h5_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
  * fallback pays a call per chunk and decodes whole chunks into the cache. */
 #define DSV_PREAD_CHUNK_BYTES (1u << 20)
 #define DSV_FALLBACK_CHUNK_BYTES (1u << 20)
-/* Bands of a grid whose chunk-rows are small are grouped to about this
- * many bytes of elements: the cache, readahead and the read of a band's
+/* Bands of a grid whose chunk-rows are small are grouped to about
+ * DSVIEW_GRID_BAND_KB of elements (common/knobs.c, 256 KiB unless set): the cache, readahead and the read of a band's
  * chunks (adjacent in an HDF5 file: one pread) then deal in units that are
  * not tiny, while a shuffled row reads at most a few times its own bytes.
  * 256 KiB measured best against 64 KiB and 1 MiB (make bench-grid's
  * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; README, Performance). */
-#define DSV_GRID_BAND_BYTES (256u << 10)
 /* A band of a grid (one chunk-row, or the grouped ones) at most this big:
- * the read path decodes a band whole into one cache entry. */
+ * the read path decodes a band whole into one cache entry. The range of
+ * DSVIEW_GRID_BAND_KB (common/knobs.c) ends here. */
 #define DSV_GRID_BAND_MAX (256ull << 20)
 
 #endif
