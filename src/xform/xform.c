@@ -25,6 +25,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "dsview/xform.h"
+#include "xform/kernel_test.h"
 #include "xform/xform_elem.h"
 #include "xform/xform_i.h"
 
