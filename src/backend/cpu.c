@@ -1,6 +1,7 @@
 /* CPU backend: decode a chunk in the calling thread, into the cache's
  * buffer (the stored bytes staged in the thread's own buffer). */
 #include "backend/backend.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 typedef struct band_log {

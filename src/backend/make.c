@@ -17,6 +17,7 @@
 #include "backend/backend_i.h"
 #include "common/tlsbuf.h"
 #include "gpu/gpu_emu.h"
+#include "source/source.h"
 #include "view/view_i.h"
 #include "xform/xform_elem.h"
 

@@ -15,6 +15,7 @@
 #include "dsview/source.h"
 #include "gpu/cuda_i.h"
 #include "gpu/gpu.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* Two slots: while one caller's chunk is in its kernel, another's copies

@@ -3,6 +3,7 @@
 
 #include "common/tlsbuf.h"
 #include "read/read.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* What the cache's fill gets with each get: an entry is a chunk (decoded

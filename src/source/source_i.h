@@ -18,8 +18,13 @@
 #include <stdint.h>
 
 #include "dsview/source.h"
+#include "source/source.h"
 
 #define DSV_SRC_UNALLOCATED UINT64_MAX
+
+/* Reads exactly n bytes at off; DSV_ERR_TRUNCATED if the file ends first,
+ * DSV_ERR_IO on a read error. */
+int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
 
 /* One band of a grid source being made (grid.c), handed to the format's
  * grid hooks: which band, and the stored bytes a hook read for it at once

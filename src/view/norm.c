@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* Reads a whole .npy into memory: *data (malloc'd, source dtype). On

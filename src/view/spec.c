@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "common/str.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* Opens one source (a resolved path, "file.h5:/dset" included) into the

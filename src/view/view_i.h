@@ -8,6 +8,7 @@
 #define DSV_VIEW_I_H
 
 #include "dsview/view.h"
+#include "source/source.h"
 
 struct dsv_view {
 	char *name; /* may contain '/' only in zero-config mode (HDF5 groups) */

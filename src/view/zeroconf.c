@@ -29,6 +29,7 @@
 
 #include "common/str.h"
 #include "dsview/h5info.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* Adds a view named name of s (taken), to m only once it is finished:

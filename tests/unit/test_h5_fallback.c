@@ -6,6 +6,7 @@
  */
 #include "h5_test.h"
 #include "h5/h5.h"
+#include "source/source.h"
 
 /* A 32004 filter registered just for this test, built on our codec, so
  * that the library itself runs the pipeline: LZ4 then HDF5's own
