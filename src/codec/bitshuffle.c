@@ -36,6 +36,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include "codec/codec.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"

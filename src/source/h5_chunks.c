@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec.h"
 #include "common/knobs.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
