@@ -8,7 +8,7 @@
 #include "common/str.h"
 #include "dsview/codec.h"
 #include "backend/backend_i.h"
-#include "view/view_i.h"
+#include "view/view.h"
 
 /* Each slot's pinned input and output (gpu.cu), two slots. */
 #define PINNED_BUFFERS 4

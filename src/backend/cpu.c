@@ -2,7 +2,7 @@
  * buffer (the stored bytes staged in the thread's own buffer). */
 #include "backend/backend.h"
 #include "source/source.h"
-#include "view/view_i.h"
+#include "view/view.h"
 
 typedef struct band_log {
 	const dsv_view *v;

@@ -18,7 +18,7 @@
 #include "common/tlsbuf.h"
 #include "gpu/gpu_emu.h"
 #include "source/source.h"
-#include "view/view_i.h"
+#include "view/view.h"
 #include "xform/xform_elem.h"
 
 #define MAX_ITEMS 64 /* chunks in one range; a longer range stays on the CPU */

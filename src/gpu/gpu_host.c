@@ -16,7 +16,7 @@
 #include "gpu/cuda_i.h"
 #include "gpu/gpu.h"
 #include "source/source.h"
-#include "view/view_i.h"
+#include "view/view.h"
 
 /* Two slots: while one caller's chunk is in its kernel, another's copies
  * run (double buffering across the FUSE and readahead threads). */

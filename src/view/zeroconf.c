@@ -43,7 +43,7 @@ static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_pat
 	int err;
 	if (nv)
 		m->views = nv;
-	if (!v || !nv || (hdf5_path && !(v->hdf5_path = strdup(hdf5_path))) ||
+	if (!v || !nv || (hdf5_path && !(v->decl->hdf5_path = strdup(hdf5_path))) ||
 	    dsv_view_add_source(v, s)) {
 		dsv_source_close(s);
 		dsv_view_free(v);
