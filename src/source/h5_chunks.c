@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "common/arith.h"
 #include "common/knobs.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"

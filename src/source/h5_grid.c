@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/arith.h"
 #include "common/tlsbuf.h"
 #include "source/h5_src.h"
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "view/view_i.h"
 
 #define TILE_BYTES (512u << 10)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "view/view_i.h"
