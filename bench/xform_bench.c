@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "dsview/xform.h"
+#include "xform/kernel_test.h"
 
 static double now(void)
 {

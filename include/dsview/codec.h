@@ -1,8 +1,10 @@
 /*
  * Codecs for stored chunks: the HDF5 LZ4 filter (id 32004) framing, the
  * Zstandard filter (32015), h5py's LZF filter (32000), the Blosc filter
- * (32001, decoded by libblosc), bitshuffle (32008) and HDF5's Fletcher32
- * checksum (filter id 3).
+ * (32001, decoded by libblosc), bitshuffle (32008), HDF5's Fletcher32
+ * checksum (filter id 3), and zlib/gzip streams (Zarr). What only the
+ * library's other rooms use is in src/codec/codec.h; the encoders only
+ * tests use, in src/codec/codec_test.h.
  *
  * LZ4 32004 framing (as written by the HDF5 LZ4 plugin / hdf5plugin):
  *   8-byte big-endian total raw size, 4-byte big-endian block size, then per
@@ -147,13 +149,6 @@ int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
 int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
 		       size_t src_size);
 
-/* Encodes src as an LZF stream that liblzf and h5py decode (a simple
- * greedy encoder, for tests and fuzzing). @return the encoded size, or
- * DSV_ERR_OVERFLOW if it does not fit in dst_cap (at most src_size +
- * src_size / 32 + 1 bytes are ever needed). */
-int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size);
-
 /*
  * Blosc 32001: a chunk is one Blosc-1 buffer (16-byte header with the raw
  * size nbytes and the buffer's own size cbytes, then blocks compressed
@@ -209,17 +204,6 @@ int64_t dsv_blosc_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 #define DSV_BSHUF_LZ4 2
 #define DSV_BSHUF_ZSTD 3
 
-/* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
- * cd[4] compression). @return 0 and the three, or DSV_ERR_UNSUPPORTED
- * with why dsview does not decode them in eb (may be NULL): "no element
- * size", ... */
-int dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size, unsigned *block_size,
-		     int *compression, dsv_errbuf *eb);
-
-/* bitshuffle's default block size in elements (cd_values[3] == 0):
- * 8192 / elem_size rounded down to a multiple of 8, at least 128. */
-size_t dsv_bshuf_default_block(size_t elem_size);
-
 /* Decodes a chunk of exactly dst_size bytes of elem_size-byte elements.
  * block_size (elements, 0: the default) is used only when uncompressed;
  * a compressed chunk carries its own. Never reads or writes out of bounds;
@@ -259,21 +243,5 @@ void dsv_fletcher32_append(void *buf, size_t len);
  * DSV_ERR_CORRUPT / DSV_ERR_NOMEM / DSV_ERR_OVERFLOW (sizes over 4 GiB).
  */
 int64_t dsv_zlib_decode(void *dst, size_t dst_size, const void *src, size_t src_size, int gzip);
-/* Room dsv_zlib_encode needs at most for src_size bytes. */
-size_t dsv_zlib_bound(size_t src_size, int gzip);
-/* One zlib stream (or one gzip member) at level 0-9 (else the default).
- * @return its size, or DSV_ERR_OVERFLOW when dst_cap is too small. */
-int64_t dsv_zlib_encode(void *dst, size_t dst_cap, const void *src, size_t src_size, int level,
-			int gzip);
-
-/*
- * numcodecs' LZ4 framing (Zarr's "lz4" compressor; src/codec/lz4_sized.c):
- * 4 bytes little-endian decoded size, then one LZ4 block. Decode makes
- * exactly dst_size bytes or fails: @return dst_size or DSV_ERR_CORRUPT.
- * Encode (for tests) @return the frame's size or DSV_ERR_OVERFLOW; room
- * needed: 4 + LZ4_compressBound(src_size).
- */
-int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
-int64_t dsv_lz4_sized_encode(void *dst, size_t dst_cap, const void *src, size_t src_size);
 
 #endif

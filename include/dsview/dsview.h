@@ -108,16 +108,6 @@ int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)
  * code, where, key and reason are kept. */
 void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line);
 
-/* Overflow-checked arithmetic on sizes from untrusted headers. @return 0 ok. */
-static inline int dsv_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
-{
-	return __builtin_mul_overflow(a, b, out) ? DSV_ERR_OVERFLOW : 0;
-}
-static inline int dsv_add_u64(uint64_t a, uint64_t b, uint64_t *out)
-{
-	return __builtin_add_overflow(a, b, out) ? DSV_ERR_OVERFLOW : 0;
-}
-
 /* Parses "1G", "512M", "64k", "0", "1048576" (binary units). @return 0 ok. */
 int dsv_parse_size(const char *s, uint64_t *out);
 

@@ -4,12 +4,13 @@
  * chunk but the last holds info.chunk_elems elements, so locating a chunk is
  * arithmetic. Chunk maps and offsets are resolved at open (mount) time; the
  * read path only does pread(2) and, for filters dsview cannot decode itself,
- * dsv_source_read_fallback() through the HDF5 library under a global lock.
+ * reads through the HDF5 library under a global lock.
  *
  * Thread safety: after open, a source is immutable (but for the count
  * dsv_source_stored_bytes keeps, under its own lock); dsv_source_chunk,
- * dsv_source_pread and dsv_source_read_fallback may be called from any number
- * of threads. open/close are not concurrent with anything on the same source.
+ * dsv_source_read_chunk and dsv_source_decode_chunk may be called from any
+ * number of threads. open/close are not concurrent with anything on the
+ * same source.
  */
 #ifndef DSVIEW_SOURCE_H
 #define DSVIEW_SOURCE_H
@@ -60,7 +61,7 @@ typedef struct dsv_source_info {
 	 * frame that could not be read (chunks are then decoded whole) */
 	uint64_t lz4_block;
 	/* 1 when the store's block table lets a read of a few rows read and
-	 * check only their blocks (dsv_source_read_lz4_part) */
+	 * check only their blocks */
 	int lz4_table;
 	struct timespec mtime;
 	const char *attrs;    /* an HDF5 dataset's or Zarr array's attributes, a JSON
@@ -103,36 +104,12 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 		       dsv_errbuf *eb);
 /* A Zarr array: dir holds its .zarray (v2) or zarr.json (v3). */
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb);
-/* 2 or 3 when path is a directory holding a Zarr array's metadata, else 0. */
-int dsv_source_zarr_version(const char *path);
-/* 2 or 3 when path is a directory holding a Zarr group's metadata, else 0. */
-int dsv_source_zarr_group(const char *path);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
  * each string and the array. Only the file's own datasets: soft and
  * external links are passed over, and counted in *skipped if not NULL
  * (skipped[0] soft, skipped[1] external and user-defined). */
 int dsv_h5_list_datasets(const char *path, char ***names, size_t *count,
 			 size_t skipped[2], dsv_errbuf *eb);
-/* An object of an HDF5 file that could not be listed (a damaged object
- * header or group): its path in the file and the library's reason. */
-typedef struct dsv_h5_unlisted {
-	char *path;
-	char reason[256];
-} dsv_h5_unlisted;
-/* As dsv_h5_list_datasets, and a damaged object or group does not end the
- * listing: it is passed over and put in *bad (*nbad entries; free them
- * with dsv_h5_unlisted_free), and the rest of the file is listed. Fails
- * only when the file cannot be opened, is out of memory, or nothing at
- * all could be listed (then eb says the library's reason). */
-int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipped[2],
-		    dsv_h5_unlisted **bad, size_t *nbad, dsv_errbuf *eb);
-void dsv_h5_unlisted_free(dsv_h5_unlisted *bad, size_t n); /* accepts NULL */
-/* True for .h5/.hdf5/.hdf/.he5/.nc names. */
-int dsv_source_is_h5_path(const char *path);
-/* Another owner of s (views that share one source share its chunks in the
- * cache): each owner closes it once, and the last close frees it. Not
- * thread-safe, as open and close are not. @return s */
-dsv_source *dsv_source_ref(dsv_source *s);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);
@@ -149,32 +126,6 @@ const char *dsv_source_kind_name(dsv_source_kind k);
 
 /* @return 0, or DSV_ERR_INVALID for an index out of range. */
 int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *out);
-/* Reads exactly n bytes at off; DSV_ERR_TRUNCATED if the file ends first,
- * DSV_ERR_IO on a read error. */
-int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
-
-/* Chunk ref's stored bytes (ref->stored_size of them) into buf, its
- * Fletcher32 checked when it has one: *payload = the codec's part, the
- * checksum left off. @return 0, DSV_ERR_CORRUPT (the checksum), or a read
- * error (DSV_ERR_TRUNCATED, DSV_ERR_IO). */
-int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
-			   size_t *payload);
-
-/* For the calling thread: on (1), it reads on sequentially (the
- * readahead), and a source whose chunks are files of their own (Zarr) asks
- * the kernel for the files that follow, as the kernel's own readahead does
- * inside one file; off (0, every thread's default), it does not. */
-void dsv_source_reading_on(int on);
-/* Reads one chunk's elements (ref->nelems, native little-endian, source
- * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
-int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
-			     void *dst, size_t dst_cap);
-/* Elements in one band of the file's own chunks (its chunk rows times the
- * row) for a fallback source, or for a grid source whose chunks (bands)
- * group several chunk-rows; else 0. A chunk spans one or more; the file's
- * chunks are decoded whole, so a range aligned to bands touches no file
- * chunk outside it. */
-uint64_t dsv_source_fallback_band(const dsv_source *s);
 /* Reads and decodes one chunk into dst (ref->nelems elements of the source
  * dtype): pread, Fletcher32 check, LZ4 decode or fallback. scratch must hold
  * ref->stored_size and ref->raw_size bytes (see dsv_source_scratch_size).
@@ -188,59 +139,10 @@ int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
 			  void *dst, size_t dst_cap, void *scratch,
 			  size_t scratch_cap, dsv_errbuf *eb);
 size_t dsv_source_scratch_size(const dsv_source *s);
-/* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes into dst, from only the
- * blocks that hold them, read and checked through the store's block table
- * (info.lz4_table); *decoded += the bytes decoded. @return 0;
- * DSV_ERR_UNSUPPORTED (nothing read) when the source has no table or ref
- * is not such a chunk; DSV_ERR_CORRUPT when a block or the table fails a
- * check; DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_NOMEM. */
-int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t lo,
-			     uint64_t hi, void *dst, uint64_t *decoded);
-/* For verify: chunk ref's row of the block table matches its stored frame
- * (sizes and checksums of every block). @return 0 (also when the source
- * has no table), DSV_ERR_CORRUPT, or a read error. */
-int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref);
-/* Reads elements [first, first + n) of a plain chunk (dsv_chunk_is_plain)
- * into dst (n * esize bytes): one pread, nothing else of the chunk.
- * DSV_ERR_TRUNCATED when they lie past the end of the file. */
-int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
-			  uint64_t n, void *dst);
 
 /* As dsv_source_read_chunk, with the stored bytes staged in the calling
  * thread's own buffer: no scratch to size. */
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 			    size_t dst_cap, dsv_errbuf *eb);
-
-/* A reader of runs of one source's elements, for callers that walk a
- * source roughly in order (pack). One per thread. */
-typedef struct dsv_range {
-	const dsv_source *src;
-	size_t esize;
-	uint64_t memo; /* the chunk buf holds decoded, or UINT64_MAX */
-	void *buf;     /* one decoded chunk */
-	size_t cap;
-} dsv_range;
-
-int dsv_range_init(dsv_range *r, const dsv_source *s); /* 0 or DSV_ERR_NOMEM */
-void dsv_range_free(dsv_range *r);
-/* Copies elements [e0, e0 + n) of the source into dst: plain chunks by
- * pread of just those elements, others decoded whole once (kept in the
- * reader for the next call) and copied from. On failure *bad is the chunk
- * that failed. @return 0 or the chunk's dsv_err. */
-int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *bad);
-
-/* Called for every band read: part names its elements, err its result,
- * eb (when err, for a grid's band; else NULL) which grid chunk failed, as
- * dsv_source_read_chunk's eb says it. */
-typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err, const dsv_errbuf *eb);
-/* Reads elements [first, first + n) of fallback or grid chunk ref
- * (relative to the chunk) into dst, band by band of the file's own chunks
- * (dsv_source_fallback_band), so a damaged file chunk fails only its band.
- * With each NULL, stops at the first band that fails; otherwise calls each
- * for every band and goes on. @return 0, or the first band's dsv_err
- * (DSV_ERR_INVALID for a range outside the chunk or a short dst). */
-int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref,
-				   uint64_t first, uint64_t n, void *dst, size_t dst_cap,
-				   dsv_band_fn each, void *arg);
 
 #endif

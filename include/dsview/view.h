@@ -89,9 +89,6 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb);
 #define DSV_FROM_FILE_STRICT 1
 int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 			   dsv_manifest **out, dsv_errbuf *eb);
-/* "4 string, 2 compound": m->skipped counted by kind, most first, into
- * buf as snprintf. @return buf */
-const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap);
 void dsv_manifest_free(dsv_manifest *m); /* accepts NULL */
 
 /* Readahead units ("segments") of a view: its chunks, in order, for a
@@ -102,16 +99,6 @@ int dsv_view_seg_range(const dsv_view *v, uint64_t seg, uint64_t *off, uint64_t 
 
 /* Source index and chunk reference of global chunk g. */
 int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref *ref);
-
-/* Logs a failed chunk: the view, source, chunk, its rows, file offset and
- * stored size, and the reason; for a band of a grid, its rows and which
- * grid chunk failed in it (eb's msg, as dsv_source_read_chunk fills it;
- * eb may be NULL). */
-void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
-			      const dsv_errbuf *eb);
-/* As dsv_view_log_chunk_error, for a part of an LZ4 chunk whose blocks
- * failed the block table's check (the chunk is then read whole). */
-void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);
 
 /* True if name is a valid view name (letters, digits, '_', '-', '.';
  * not "." or "..", at most 200 bytes). */

@@ -67,9 +67,6 @@ void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out);
 
 /* "avx512", "avx2" or "scalar": the kernel variant this process uses. */
 const char *dsv_xform_kernel_name(void);
-/* Forces a variant (tests compare them); returns 0, or DSV_ERR_UNSUPPORTED
- * when the processor lacks it. Not thread-safe: call before any run. */
-int dsv_xform_force_kernel(const char *name);
 
 /* Bit-exact conversions (round to nearest even; NaN stays quiet NaN). */
 uint16_t dsv_f32_to_bf16(float f);

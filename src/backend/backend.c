@@ -3,11 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "dsview/codec.h"
 #include "backend/backend_i.h"
-#include "view/view_i.h"
+#include "view/view.h"
 
 /* Each slot's pinned input and output (gpu.cu), two slots. */
 #define PINNED_BUFFERS 4
@@ -40,7 +41,7 @@ uint64_t dsv_backend_batch_bytes(uint64_t budget, dsv_view *const *views, size_t
  * with eb. */
 static int make_tier(dsv_backend *b, uint64_t n, dsv_errbuf *eb)
 {
-	if (!(b->tier = dsv_gpu_tier_new(n)) || (b->emulate && !(b->emu_tier = malloc(n))))
+	if (!(b->tier = dsv_gpu_tier_new(n)) || (b->emu.on && !(b->emu.tier = malloc(n))))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return b->gpu ? dsv_gpu_tier_alloc(b->gpu, n, eb) : 0;
 }
@@ -73,13 +74,12 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 		dsv_log_info("backend: cpu (%s)", why.msg);
 		snprintf(b->why, sizeof(b->why), "%.*s", (int)sizeof(b->why) - 1, why.msg);
 	}
-	const char *emu = getenv("DSVIEW_GPU_EMULATE");
-	if (dev == DSV_GPU_AUTO && !b->gpu && emu && strcmp(emu, "1") == 0) {
-		b->emulate = 1;
+	if (dev == DSV_GPU_AUTO && !b->gpu && dsv_knob_int(DSV_KNOB_GPU_EMULATE)) {
+		b->emu.on = 1;
 		dsv_log_info("backend: readahead through the host build of the device code "
 			     "(DSVIEW_GPU_EMULATE=1, for tests; the tier in host memory)");
 	}
-	if (gpu_cache && (b->gpu || b->emulate)) {
+	if (gpu_cache && (b->gpu || b->emu.on)) {
 		/* asked for and not had: the mount fails rather than run without */
 		if (make_tier(b, gpu_cache, &why)) {
 			dsv_backend_destroy(b);
@@ -99,7 +99,7 @@ void dsv_backend_destroy(dsv_backend *b)
 		return;
 	dsv_gpu_close(b->gpu);
 	dsv_gpu_tier_free(b->tier);
-	free(b->emu_tier);
+	free(b->emu.tier);
 	free(b);
 }
 
@@ -125,10 +125,10 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
 	st->gpu_batches = gs.batches;
 	st->gpu_fallbacks = gs.fallbacks;
 	st->gpu_failed = gs.failed;
-	st->gpu_emulated = b->emulate;
+	st->gpu_emulated = b->emu.on;
 	st->made_bytes = atomic_load(&((dsv_backend *)b)->made_bytes);
 	st->made_fallbacks = atomic_load(&((dsv_backend *)b)->made_fallbacks);
-	st->batch_bytes = b->gpu || b->emulate ? b->batch : 0;
+	st->batch_bytes = b->gpu || b->emu.on ? b->batch : 0;
 	st->pinned_bytes = dsv_backend_pinned(b);
 	dsv_gpu_tier_stats ts = { 0 };
 	if (b->tier)
@@ -144,8 +144,8 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
  * @return 0, or DSV_ERR_UNSUPPORTED on a CUDA error. */
 static int from_tier(dsv_backend *b, uint64_t at, void *out, size_t size)
 {
-	if (b->emu_tier) {
-		memcpy(out, b->emu_tier + at, size);
+	if (b->emu.tier) {
+		memcpy(out, b->emu.tier + at, size);
 		return 0;
 	}
 	return dsv_gpu_tier_read(b->gpu, at, out, size);
@@ -174,9 +174,9 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
 		err = dsv_cpu_decode(v, g, out, size);
 	if (admit) {
 		/* in: copied on the device, or (emulated) the CPU's whole chunk */
-		int in = !err && (on_device || (b->emu_tier && size == ref.raw_size));
+		int in = !err && (on_device || (b->emu.tier && size == ref.raw_size));
 		if (in && !on_device)
-			memcpy(b->emu_tier + at, out, size);
+			memcpy(b->emu.tier + at, out, size);
 		dsv_gpu_tier_commit(b->tier, s, ref.index, in);
 	}
 	return err;

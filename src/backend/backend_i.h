@@ -13,12 +13,15 @@
 struct dsv_backend {
 	dsv_gpu *gpu;  /* NULL: CPU */
 	char why[256]; /* why the CPU, when gpu is NULL */
-	/* DSVIEW_GPU_EMULATE=1, --gpu auto and no device: the readahead's device
-	 * path runs the host build of the device code (gpu_emu.c) */
-	int emulate;
 	uint64_t batch;       /* dsv_backend_batch_bytes: a device batch's limit */
 	dsv_gpu_tier *tier;   /* --gpu-cache's index, or NULL */
-	uint8_t *emu_tier;    /* the tier's memory when emulated (host memory) */
+	/* For tests (DSVIEW_GPU_EMULATE=1, --gpu auto and no device): the
+	 * readahead's device path runs the host build of the device code
+	 * (gpu/gpu_emu.h), the tier's memory in host memory. */
+	struct {
+		int on;
+		uint8_t *tier; /* or NULL */
+	} emu;
 	atomic_uint_fast64_t made_bytes;     /* readahead output made on the device path */
 	atomic_uint_fast64_t made_fallbacks; /* ranges it handed back to the CPU */
 };

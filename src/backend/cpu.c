@@ -3,7 +3,8 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
-#include "view/view_i.h"
+#include "source/source.h"
+#include "view/view.h"
 
 typedef struct band_log {
 	const dsv_view *v;

@@ -15,7 +15,9 @@
 
 #include "backend/backend_i.h"
 #include "common/tlsbuf.h"
-#include "view/view_i.h"
+#include "gpu/gpu_emu.h"
+#include "source/source.h"
+#include "view/view.h"
 #include "xform/xform_elem.h"
 
 #define MAX_ITEMS 64 /* chunks in one range; a longer range stays on the CPU */
@@ -66,7 +68,7 @@ static int make_batch(dsv_backend *b, const dsv_view *v, size_t si, const dsv_ch
 	if (!err) {
 		dsv_xform_describe(v->xf[si], &d);
 		err = b->gpu ? dsv_gpu_decode_xform(b->gpu, &d, items, k, NULL)
-			     : dsv_gpu_emu_decode_xform(&d, items, k, b->emu_tier);
+			     : dsv_gpu_emu_decode_xform(&d, items, k, b->emu.tier);
 	}
 	for (size_t i = 0; i < k; i++)
 		if (items[i].admit_at >= 0)
@@ -142,7 +144,7 @@ static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, ui
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v)
 {
 	/* a view whose element e is element e of its sources, all LZ4 */
-	if ((!b->gpu && !b->emulate) || v->mapped || v->tile_wins)
+	if ((!b->gpu && !b->emu.on) || v->mapped || v->tile_wins)
 		return 0;
 	for (size_t i = 0; i < v->nsources; i++)
 		if (!dsv_source_get_info(v->sources[i])->lz4_block)

@@ -17,6 +17,7 @@
 #include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
+#include "source/source.h"
 
 static json_t *jshape(int ndim, const uint64_t *shape)
 {

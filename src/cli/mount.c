@@ -31,6 +31,7 @@
 #include "common/str.h"
 #include "dsview/fs.h"
 #include "dsview/view.h"
+#include "view/view.h"
 
 static const char mount_usage[] =
 	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"

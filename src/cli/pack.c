@@ -17,6 +17,7 @@
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
+#include "source/source.h"
 
 static const char pack_usage[] =
 	"usage: dsview pack [OPTIONS] INPUT OUTPUT.h5\n"

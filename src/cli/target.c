@@ -11,6 +11,7 @@
 #include "common/str.h"
 #include "cli/target.h"
 #include "dsview/source.h"
+#include "source/source.h"
 
 /* HDF5 looks for its signature at 0, then at 512, 1024, ... (a user
  * block before the superblock); pack and h5py never write one over 1 MiB. */

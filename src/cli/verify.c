@@ -32,6 +32,7 @@
 #include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
+#include "source/source.h"
 
 static const char verify_usage[] =
 	"usage: dsview verify [--threads N] PATH\n"

@@ -35,6 +35,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include "codec/codec.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"

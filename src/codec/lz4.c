@@ -20,6 +20,7 @@
 #include <lz4.h>
 #include <lz4hc.h>
 
+#include "common/arith.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"

@@ -9,6 +9,7 @@
 #include <lz4.h>
 #include <string.h>
 
+#include "codec/codec_test.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"

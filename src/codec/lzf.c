@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "codec/codec_test.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 

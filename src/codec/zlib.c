@@ -12,6 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "codec/codec_test.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 

@@ -67,6 +67,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "common/tlsbuf.h"
@@ -286,7 +287,8 @@ out:
  * in whole pages (a page stored in two parts would never be up to date);
  * a tripwire chunk (prefetch.h) leaves its first page to the reader.
  * Stores go in pieces of at most READ_MAX bytes. */
-#define PREFETCH_BYTES (8u << 20) /* decoded (source) bytes ahead of a stream */
+/* Decoded (source) bytes ahead of a stream: DSVIEW_READAHEAD_KB, 8 MiB
+ * unless set (common/knobs.c). */
 #define PREFETCH_THREADS 2
 #define DEVICE_BATCH 8 /* chunks, at most, in one device batch */
 
@@ -415,19 +417,8 @@ static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, 
  * shuffled row is a random read), so the threads that do it are many: the
  * disk serves reads side by side. make bench-levers (AB_SIDE=64, one
  * reader of 12 KB rows) measured 9.4k rows/s with 2, 13.3k with 4, 18.5k
- * with 8, 22.2k with 16 and no more with 32. DSVIEW_HINT_THREADS sets it,
- * for measuring. */
-#define HINT_THREADS 16
-
-/* A setting that exists for measuring (make bench-levers): the environment
- * variable name's value when it is a number in [lo, hi], else def. */
-static long knob(const char *name, long def, long lo, long hi)
-{
-	const char *env = getenv(name);
-	char *end;
-	long k = env ? strtol(env, &end, 10) : def;
-	return env && (end == env || *end || k < lo || k > hi) ? def : k;
-}
+ * with 8, 22.2k with 16 and no more with 32: DSVIEW_HINT_THREADS, 16
+ * unless set (common/knobs.c). */
 
 static int push_row(void *ctx, uint32_t file, uint64_t row)
 {
@@ -444,8 +435,7 @@ static int push_row(void *ctx, uint32_t file, uint64_t row)
 static void start_prefetch(dsv_fs *fs)
 {
 	/* 0 turns it off */
-	uint64_t bytes = (uint64_t)knob("DSVIEW_READAHEAD_KB", PREFETCH_BYTES / 1024, 0,
-					1L << 30) * 1024;
+	uint64_t bytes = (uint64_t)dsv_knob_int(DSV_KNOB_READAHEAD_KB) << 10;
 	dsv_view **file_views;
 	unsigned *batch;
 
@@ -502,8 +492,8 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	 * per worker thread, and how many background (readahead) requests the
 	 * kernel keeps in flight. make bench-shuffle (4 workers of 12 KB rows)
 	 * read 0.72x and 0.87x the defaults with them (docs/benchmarks/levers.md). */
-	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)knob("DSVIEW_CLONE_FD", 0, 0, 1));
-	fs->max_background = (unsigned)knob("DSVIEW_MAX_BACKGROUND", 0, 1, 65535);
+	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)dsv_knob_int(DSV_KNOB_CLONE_FD));
+	fs->max_background = (unsigned)dsv_knob_int(DSV_KNOB_MAX_BACKGROUND);
 	fuse_loop_cfg_set_max_threads(cfg, (unsigned)threads);
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)threads);
 	/* The handlers point at fs->se, which dsv_fs_destroy frees: from here
@@ -519,7 +509,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
-	fs->hints = dsv_hints_start((int)knob("DSVIEW_HINT_THREADS", HINT_THREADS, 1, 256), HINT_CAP,
+	fs->hints = dsv_hints_start((int)dsv_knob_int(DSV_KNOB_HINT_THREADS), HINT_CAP,
 				     push_row, fs);
 	if (fs->serving)
 		fs->serving(fs->serving_arg);

@@ -31,7 +31,7 @@
 #include "fs/hints.h"
 #include "fs/prefetch.h"
 #include "read/read.h"
-#include "view/view_i.h" /* the library's own view layout */
+#include "view/view.h" /* the view as the rooms above it read it */
 
 #define READ_MAX (1u << 20)
 

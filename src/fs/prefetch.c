@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "fs/prefetch.h"
-#include "view/view_i.h"
+#include "view/view.h"
 
 #define QUEUE_CAP 256
 #define MAX_DEPTH 64 /* chunks per stream */

@@ -85,11 +85,4 @@ typedef struct dsv_gpu_timing {
 int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
 			 size_t nitems, dsv_gpu_timing *t);
 
-/* The same batch computed on the CPU by the host build of the device code
- * (gpu_emu.c, in every build): what the kernels compute, for tests on
- * machines without a GPU; tier is the tier's memory (host memory here),
- * NULL for none. @return 0, DSV_ERR_CORRUPT or DSV_ERR_NOMEM. */
-int dsv_gpu_emu_decode_xform(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,
-			     uint8_t *tier);
-
 #endif

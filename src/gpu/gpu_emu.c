@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpu/dev_xform.h"
-#include "gpu/gpu.h"
+#include "gpu/gpu_emu.h"
 #include "gpu/lz4_plan.h"
 
 int dsv_gpu_emu_decode_xform(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,

@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "dsview/source.h"
 #include "gpu/cuda_i.h"
 #include "gpu/gpu.h"
-#include "view/view_i.h"
+#include "source/source.h"
+#include "view/view.h"
 
 /* Two slots: while one caller's chunk is in its kernel, another's copies
  * run (double buffering across the FUSE and readahead threads). */
@@ -40,7 +42,6 @@ struct dsv_gpu {
 int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb)
 {
 	dsv_gpu *g = calloc(1, sizeof(*g));
-	const char *env = getenv("DSVIEW_GPU_MIN_KB");
 	int err;
 	*out = NULL;
 	if (!g)
@@ -51,7 +52,7 @@ int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb)
 		free(g);
 		return err;
 	}
-	g->min_bytes = env && *env ? strtoull(env, NULL, 10) * 1024 : 0;
+	g->min_bytes = (uint64_t)dsv_knob_int(DSV_KNOB_GPU_MIN_KB) << 10;
 	g->batch = batch;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);

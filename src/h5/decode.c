@@ -31,6 +31,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "codec/codec.h"
 #include "dsview/codec.h"
 #include "h5/h5.h"
 

@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "h5/driver_test.h"
 #include "h5/h5.h"
 
 typedef struct ro_file {

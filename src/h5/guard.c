@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/arith.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"

@@ -74,9 +74,6 @@ hid_t dsv_h5_ro_register(void);
 /* Whether file, opened through dsv_h5_ro_fapl, is the file open as fd
  * (same device and inode). @return 1 yes, 0 no, or a dsv_err. */
 int dsv_h5_same_file(hid_t file, int fd);
-/* For tests only: called with the file name just before the driver opens
- * a file. NULL (the default) does nothing. */
-extern void (*dsv_h5_ro_open_hook)(const char *name);
 /* Where the stored bytes of the chunk at element offsets coord are:
  * H5Dread_chunk does one index lookup and one raw-data read, which the
  * armed driver records instead of doing. buf must hold size bytes

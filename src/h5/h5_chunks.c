@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec.h"
+#include "common/arith.h"
+#include "common/knobs.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
 #include "h5/h5.h"
@@ -402,8 +405,7 @@ int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint6
 		return err;
 	/* DSVIEW_H5_GRID=0 leaves chunks that split rows to the library, for
 	 * measuring the N-d grid against it (make bench-grid). */
-	const char *grid_env = getenv("DSVIEW_H5_GRID");
-	if (pl.fast && !o->conv && (pl.whole_rows || !grid_env || strcmp(grid_env, "0"))) {
+	if (pl.fast && !o->conv && (pl.whole_rows || dsv_knob_int(DSV_KNOB_H5_GRID))) {
 		take_pipeline(o->s, &pl);
 		*fallback = 0;
 		if (pl.whole_rows)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/arith.h"
 #include "common/tlsbuf.h"
 #include "h5/h5_src.h"
 

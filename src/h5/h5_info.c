@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
 #include "h5/h5.h"

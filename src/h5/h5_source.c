@@ -43,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/arith.h"
 #include "h5/h5.h"
 #include "h5/h5_src.h"
 #include "source/source_i.h"

@@ -138,9 +138,9 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 			return dsv_mf_fail(c, c->line, "rows '%s' must be a:b, a:b:step (Python slice, step not "
 				    "0) or @index.npy", value);
 		v->rows_kind = DSV_ROWS_SLICE;
-		v->rows_start = sl[0];
-		v->rows_stop = sl[1];
-		v->rows_step = sl[2];
+		v->decl->rows_start = sl[0];
+		v->decl->rows_stop = sl[1];
+		v->decl->rows_step = sl[2];
 	} else if (!strcmp(name, "window") || !strcmp(name, "stride")) {
 		int w = name[0] == 'w';
 		if (parse_int(value, &n) || n < 1)
@@ -163,9 +163,9 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 		pv->layout_line = c->line;
 	} else if (!strcmp(name, "per_source")) {
 		if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1"))
-			v->per_source = 1;
+			v->decl->per_source = 1;
 		else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0"))
-			v->per_source = 0;
+			v->decl->per_source = 0;
 		else
 			return dsv_mf_fail(c, c->line, "per_source '%s' must be true or false", value);
 		pv->per_source_line = c->line;
@@ -207,7 +207,7 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 	} else if (!strcmp(name, "scale") || !strcmp(name, "offset")) {
 		if (parse_doubles(value, d, 1) != 1)
 			return dsv_mf_fail(c, c->line, "%s '%s' is not a finite number", name, value);
-		*(name[0] == 's' ? &v->scale : &v->offset) = d[0];
+		*(name[0] == 's' ? &v->decl->scale : &v->decl->offset) = d[0];
 	} else if ((!strcmp(name, "mean") || !strcmp(name, "std")) && value[0] == '@') {
 		int is_mean = name[0] == 'm';
 		*(is_mean ? &pv->mean_line : &pv->std_line) = c->line;
@@ -227,23 +227,23 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 					return dsv_mf_fail(c, c->line, "std contains 0 (value %d)", i + 1);
 				}
 		}
-		free(is_mean ? v->mean : v->std);
-		*(is_mean ? &v->mean : &v->std) = vals;
+		free(is_mean ? v->decl->mean : v->decl->std);
+		*(is_mean ? &v->decl->mean : &v->decl->std) = vals;
 		*(is_mean ? &pv->nmean : &pv->nstd) = k;
 		*(is_mean ? &pv->mean_line : &pv->std_line) = c->line;
 	} else if (!strcmp(name, "channel_axis")) {
 		if (parse_int(value, &n) || n < -DSV_MAX_DIMS || n >= DSV_MAX_DIMS)
 			return dsv_mf_fail(c, c->line, "channel_axis '%s' is not an axis", value);
-		v->channel_axis = (int)n;
-		v->has_channel_axis = 1;
+		v->decl->channel_axis = (int)n;
+		v->decl->has_channel_axis = 1;
 		pv->axis_line = c->line;
 	} else if (!strcmp(name, "clip")) {
 		if (parse_doubles(value, d, 2) != 2 || d[0] > d[1])
 			return dsv_mf_fail(c, c->line, "clip '%s' must be two numbers LOW HIGH with LOW <= HIGH", value);
-		v->has_clip = 1;
+		v->decl->has_clip = 1;
 		pv->clip_line = c->line;
-		v->clip_lo = d[0];
-		v->clip_hi = d[1];
+		v->decl->clip_lo = d[0];
+		v->decl->clip_hi = d[1];
 	} else if (!strcmp(name, "source_dtype")) {
 		pv->raw_dtype = dsv_dtype_parse(value);
 		if (pv->raw_dtype == DSV_DTYPE_INVALID || pv->raw_dtype == DSV_BF16)

@@ -147,7 +147,7 @@ static int expand_scalar(pending_view *pv)
 {
 	dsv_view *v = pv->v;
 	int n = pv->nmean > pv->nstd ? pv->nmean : pv->nstd;
-	double **one = pv->nmean == 1 ? &v->mean : &v->std;
+	double **one = pv->nmean == 1 ? &v->decl->mean : &v->decl->std;
 	double *rep = malloc((size_t)n * sizeof(double));
 	if (!rep)
 		return -1;
@@ -199,9 +199,9 @@ static int resolve_files(parse_ctx *c, pending_view *pv)
 	    (pv->mean_file && (pv->nmean || pv->nstd)))
 		return dsv_mf_fail(c, pv->mean_file ? pv->mean_line : pv->std_line,
 			    "mean and std must both be @files or both be numbers");
-	if ((pv->rows_file && !(v->rows_file = resolve(c->dir, pv->rows_file))) ||
-	    (pv->mean_file && !(v->mean_file = resolve(c->dir, pv->mean_file))) ||
-	    (pv->std_file && !(v->std_file = resolve(c->dir, pv->std_file))))
+	if ((pv->rows_file && !(v->decl->rows_file = resolve(c->dir, pv->rows_file))) ||
+	    (pv->mean_file && !(v->decl->mean_file = resolve(c->dir, pv->mean_file))) ||
+	    (pv->std_file && !(v->decl->std_file = resolve(c->dir, pv->std_file))))
 		return dsv_mf_fail(c, pv->line, "out of memory");
 	return 1;
 }
@@ -235,8 +235,8 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		if (err)
 			return dsv_mf_fail(c, pv->spec_lines[i], "%s", eb.msg);
 	}
-	if (dsv_dtype_is_int(v->dtype) && (v->scale != 1.0 || v->offset != 0.0 || pv->mean_line ||
-					   pv->std_line))
+	if (dsv_dtype_is_int(v->dtype) &&
+	    (v->decl->scale != 1.0 || v->decl->offset != 0.0 || pv->mean_line || pv->std_line))
 		return dsv_mf_fail(c, pv->dtype_line, "an integer output (%s) takes no scale, offset, mean or "
 			    "std", dsv_dtype_name(v->dtype));
 	if ((pv->nmean != 0) != (pv->nstd != 0))
@@ -245,7 +245,7 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		return dsv_mf_fail(c, pv->std_line, "std has %d values but mean has %d", pv->nstd, pv->nmean);
 	if (pv->nmean != pv->nstd && expand_scalar(pv) != 0)
 		return dsv_mf_fail(c, pv->line, "out of memory");
-	v->nchan = pv->nmean;
+	v->decl->nchan = pv->nmean;
 	if (dsv_view_finish(v, &eb))
 		return dsv_mf_fail(c, line_of_key(pv, eb.key), "%s", eb.msg);
 	return 1;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "common/str.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 int dsv_source_is_h5_path(const char *path)

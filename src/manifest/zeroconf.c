@@ -29,6 +29,7 @@
 
 #include "common/str.h"
 #include "dsview/h5info.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* Adds a view named name of s (taken), to m only once it is finished:
@@ -42,7 +43,7 @@ static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_pat
 	int err;
 	if (nv)
 		m->views = nv;
-	if (!v || !nv || (hdf5_path && !(v->hdf5_path = strdup(hdf5_path))) ||
+	if (!v || !nv || (hdf5_path && !(v->decl->hdf5_path = strdup(hdf5_path))) ||
 	    dsv_view_add_source(v, s)) {
 		dsv_source_close(s);
 		dsv_view_free(v);

@@ -33,6 +33,7 @@
 #include "dsview/pack.h"
 #include "dsview/source.h"
 #include "pack/pack_i.h"
+#include "source/source.h"
 
 #define AUTO_SAMPLES 4
 #define AUTO_SAMPLE_BYTES (2u << 20)

@@ -29,6 +29,7 @@
 #include "dsview/pack.h"
 #include "dsview/source.h"
 #include "pack/pack_i.h"
+#include "source/source.h"
 
 #define SAMPLE_CHUNKS 8
 

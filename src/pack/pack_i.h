@@ -14,6 +14,7 @@
 #include "dsview/pack.h"
 #include "dsview/source.h"
 #include "h5/h5.h"
+#include "source/source.h"
 
 #define META_RESERVE (256u << 10) /* HDF5 superblock, object headers, heaps */
 

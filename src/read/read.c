@@ -3,7 +3,8 @@
 
 #include "common/tlsbuf.h"
 #include "read/read.h"
-#include "view/view_i.h"
+#include "source/source.h"
+#include "view/view.h"
 
 /* What the cache's fill gets with each get: an entry is a chunk (decoded
  * by the backend), or the read path's own, a tile of windows made from
@@ -348,7 +349,7 @@ static int read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, 
 	return 0;
 }
 
-/* Where logical row l's window lies in its tile (view_i.h): the tile's
+/* Where logical row l's window lies in its tile (view/view.h): the tile's
  * index among its source's, the stretch of one run in the tile
  * (elements), the window's offset in that stretch, and the logical row
  * of the tile's first window. */

@@ -7,7 +7,7 @@
  * bands: band b is chunk-rows [b * g_band, (b + 1) * g_band), rows
  * [b * g_band * gshape[0], ...) in C order, made here from the grid chunks
  * whose first index is among them. g_band groups small chunk-rows into
- * bands of about DSV_GRID_BAND_BYTES (dsv_grid_set_bands). Each grid chunk
+ * bands of about DSVIEW_GRID_BAND_KB (dsv_grid_set_bands). Each grid chunk
  * is decoded once per band (the cache then holds the band), its bytes
  * swapped to little-endian if stored big-endian, and the part of it inside
  * the array (edge chunks are stored whole, as Zarr does) copied to its
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "common/tlsbuf.h"
 #include "source/source_i.h"
 
@@ -121,13 +122,9 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 void dsv_grid_set_bands(dsv_source *s)
 {
 	dsv_source_info *in = &s->info;
-	uint64_t esize = dsv_dtype_size(in->dtype), target = DSV_GRID_BAND_BYTES;
-	const char *env = getenv("DSVIEW_GRID_BAND_KB"); /* for measuring */
+	uint64_t esize = dsv_dtype_size(in->dtype);
+	uint64_t target = (uint64_t)dsv_knob_int(DSV_KNOB_GRID_BAND_KB) << 10;
 
-	if (env) {
-		uint64_t kb = strtoull(env, NULL, 10);
-		target = kb < DSV_GRID_BAND_MAX >> 10 ? kb << 10 : DSV_GRID_BAND_MAX;
-	}
 	if (in->ndim == 0) { /* one element, one chunk */
 		s->g_band = 1;
 		s->chunk_rows = 1;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "common/bytes.h"
 #include "common/str.h"
 #include "source/source_i.h"

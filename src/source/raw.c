@@ -1,6 +1,7 @@
 /* Raw binary sources: little-endian elements, C order, declared dtype and shape. */
 #include <stdlib.h>
 
+#include "common/arith.h"
 #include "source/source_i.h"
 
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/arith.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "source/source_i.h"

@@ -19,8 +19,13 @@
 #include <stdint.h>
 
 #include "dsview/source.h"
+#include "source/source.h"
 
 #define DSV_SRC_UNALLOCATED UINT64_MAX
+
+/* Reads exactly n bytes at off; DSV_ERR_TRUNCATED if the file ends first,
+ * DSV_ERR_IO on a read error. */
+int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
 
 /* One band of a grid source being made (grid.c), handed to the format's
  * grid hooks: which band, and the stored bytes a hook read for it at once
@@ -128,7 +133,7 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 			     void *dst, size_t need);
 
 /* Implemented in grid.c. Groups a grid source's chunk-rows into bands (the
- * read path's chunks) of about DSV_GRID_BAND_BYTES of elements, at least
+ * read path's chunks) of about DSVIEW_GRID_BAND_KB of elements, at least
  * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
  * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
 void dsv_grid_set_bands(dsv_source *s);
@@ -161,15 +166,16 @@ void dsv_source_note_lz4_block(dsv_source *s);
  * fallback pays a call per chunk and decodes whole chunks into the cache. */
 #define DSV_PREAD_CHUNK_BYTES (1u << 20)
 #define DSV_FALLBACK_CHUNK_BYTES (1u << 20)
-/* Bands of a grid whose chunk-rows are small are grouped to about this
- * many bytes of elements: the cache, readahead and the read of a band's
- * chunks (adjacent in an HDF5 file: one pread) then deal in units that are
- * not tiny, while a shuffled row reads at most a few times its own bytes.
+/* Bands of a grid whose chunk-rows are small are grouped to about
+ * DSVIEW_GRID_BAND_KB of elements (common/knobs.c, 256 KiB unless set):
+ * the cache, readahead and the read of a band's chunks (adjacent in an
+ * HDF5 file: one pread) then deal in units that are not tiny, while a
+ * shuffled row reads at most a few times its own bytes.
  * 256 KiB measured best against 64 KiB and 1 MiB (make bench-grid's
  * (1, 64, 64) uint8 volumes, 64 KiB a chunk-row; docs/benchmarks/grid-zarr.md). */
-#define DSV_GRID_BAND_BYTES (256u << 10)
 /* A band of a grid (one chunk-row, or the grouped ones) at most this big:
- * the read path decodes a band whole into one cache entry. */
+ * the read path decodes a band whole into one cache entry. The range of
+ * DSVIEW_GRID_BAND_KB (common/knobs.c) ends here. */
 #define DSV_GRID_BAND_MAX (256ull << 20)
 
 #endif

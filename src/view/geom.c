@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "view/view_i.h"
 
 #define TILE_BYTES (512u << 10)
@@ -97,7 +98,7 @@ static int check_index(dsv_view *v, uint64_t count, uint64_t n, dsv_errbuf *eb)
 		if (x < 0 || (uint64_t)x >= n)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "rows",
 					    "rows: %s[%llu] = %lld is out of range for %llu rows",
-					    v->rows_file, (unsigned long long)i,
+					    v->decl->rows_file, (unsigned long long)i,
 					    (long long)(int64_t)v->rows_index[i], (unsigned long long)n);
 		v->rows_index[i] = (uint64_t)x;
 	}
@@ -164,9 +165,10 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 	/* rows */
 	uint64_t n = nl;
 	if (v->rows_kind == DSV_ROWS_SLICE) {
-		n = slice_count(v->rows_start, v->rows_start != INT64_MIN, v->rows_stop,
-				v->rows_stop != INT64_MIN, v->rows_step, nl, &v->rows_first);
-		v->rows_delta = v->rows_step;
+		const struct dsv_view_decl *d = v->decl;
+		n = slice_count(d->rows_start, d->rows_start != INT64_MIN, d->rows_stop,
+				d->rows_stop != INT64_MIN, d->rows_step, nl, &v->rows_first);
+		v->rows_delta = d->rows_step;
 	} else if (v->rows_kind == DSV_ROWS_INDEX) {
 		if ((err = check_index(v, nindex, nl, eb)))
 			return err;
@@ -203,7 +205,7 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 	/* readahead units: chunks, or about a chunk's worth of rows */
 	if (!v->mapped) {
 		v->nsegs = v->nchunks;
-		v->seg_raw = v->max_chunk_raw;
+		v->seg_raw = v->decl->max_chunk_raw;
 	} else {
 		uint64_t rb = rowe * maxes > 0 ? rowe * maxes : 1;
 		v->seg_rows = rb >= (1u << 20) ? 1 : (1u << 20) / rb;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
+#include "source/source.h"
 #include "view/view_i.h"
 
 /* Reads a whole .npy into memory: *data (malloc'd, source dtype). On
@@ -81,14 +83,14 @@ int dsv_view_load_index(dsv_view *v, uint64_t *count, dsv_errbuf *eb)
 {
 	dsv_source_info info;
 	void *data;
-	int err = load_npy(v->rows_file, "rows", &info, &data, eb);
+	int err = load_npy(v->decl->rows_file, "rows", &info, &data, eb);
 	if (err)
 		return err;
 	if (info.ndim != 1 || !is_int(info.dtype)) {
 		free(data);
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "rows",
-				    "rows: %s must be a 1-D integer array (it is %d-D %s)", v->rows_file,
-				    info.ndim, dsv_dtype_name(info.dtype));
+				    "rows: %s must be a 1-D integer array (it is %d-D %s)",
+				    v->decl->rows_file, info.ndim, dsv_dtype_name(info.dtype));
 	}
 	v->rows_index = malloc((info.nelems ? info.nelems : 1) * sizeof(uint64_t));
 	for (uint64_t i = 0; v->rows_index && i < info.nelems; i++) {
@@ -97,8 +99,8 @@ int dsv_view_load_index(dsv_view *v, uint64_t *count, dsv_errbuf *eb)
 		if (!ok) {
 			free(data);
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "rows",
-					    "rows: %s[%llu] = %llu is out of range", v->rows_file,
-					    (unsigned long long)i,
+					    "rows: %s[%llu] = %llu is out of range",
+					    v->decl->rows_file, (unsigned long long)i,
 					    (unsigned long long)((const uint64_t *)data)[i]);
 		}
 		v->rows_index[i] = (uint64_t)x;
@@ -161,17 +163,18 @@ static int norm_form(dsv_view *v, int *form, uint64_t *per, dsv_errbuf *eb)
 	char want[DSV_MAX_DIMS * 24], got[DSV_MAX_DIMS * 24];
 	int err, lead, rn = pre_layout_row(v, row);
 
-	if (!v->mean_file) {
-		*form = v->nchan == 0 ? NORM_NONE : v->nchan == 1 ? NORM_SCALAR : NORM_CHANNEL;
-		*per = (uint64_t)v->nchan;
-		if (v->per_source && v->nchan)
+	if (!v->decl->mean_file) {
+		int nchan = v->decl->nchan;
+		*form = nchan == 0 ? NORM_NONE : nchan == 1 ? NORM_SCALAR : NORM_CHANNEL;
+		*per = (uint64_t)v->decl->nchan;
+		if (v->decl->per_source && v->decl->nchan)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "per_source",
 					    "per_source needs mean = @file.npy and std = @file.npy "
 					    "with one entry per source");
 		return 0;
 	}
-	if ((err = load_norm(v->mean_file, "mean", &mi, &v->mean, eb)) ||
-	    (err = load_norm(v->std_file, "std", &si, &v->std, eb)))
+	if ((err = load_norm(v->decl->mean_file, "mean", &mi, &v->decl->mean, eb)) ||
+	    (err = load_norm(v->decl->std_file, "std", &si, &v->decl->std, eb)))
 		return err;
 	if (!same_shape(mi.ndim, mi.shape, si.ndim, si.shape)) {
 		dsv_shape_str(want, sizeof(want), mi.ndim, mi.shape);
@@ -179,9 +182,9 @@ static int norm_form(dsv_view *v, int *form, uint64_t *per, dsv_errbuf *eb)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "std",
 				    "std array has shape %s but the mean array has %s", got, want);
 	}
-	v->norm_ndim = mi.ndim;
-	memcpy(v->norm_shape, mi.shape, sizeof(v->norm_shape));
-	lead = v->per_source != 0;
+	v->decl->norm_ndim = mi.ndim;
+	memcpy(v->decl->norm_shape, mi.shape, sizeof(v->decl->norm_shape));
+	lead = v->decl->per_source != 0;
 	if (lead && (mi.ndim < 1 || mi.shape[0] != v->nsources))
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
 				    "per_source: the mean array needs a leading axis of %zu (one per "
@@ -205,10 +208,10 @@ static int norm_form(dsv_view *v, int *form, uint64_t *per, dsv_errbuf *eb)
 	if (*per > INT32_MAX)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean array too large");
 	for (uint64_t i = 0; i < mi.nelems; i++)
-		if (v->std[i] == 0)
+		if (v->decl->std[i] == 0)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "std", "std array holds 0 (at flat index %llu)",
 					    (unsigned long long)i);
-	v->nchan = (int)*per;
+	v->decl->nchan = (int)*per;
 	return 0;
 }
 
@@ -234,16 +237,16 @@ static int permute_chw(const dsv_view *v, double *a, uint64_t slices)
 /* The channel axis (output shape) and the elements after it. */
 static int channel_axis(dsv_view *v, uint64_t *inner, dsv_errbuf *eb)
 {
-	int want = v->has_channel_axis ? v->channel_axis : v->layout_chw ? 1 : -1;
+	int want = v->decl->has_channel_axis ? v->decl->channel_axis : v->layout_chw ? 1 : -1;
 	int axis = want < 0 ? want + v->ndim : want;
 	if (axis < 0 || axis >= v->ndim)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "channel_axis",
 				    "channel_axis %d is out of range for %d dimensions", want, v->ndim);
-	if (v->shape[axis] != (uint64_t)v->nchan)
+	if (v->shape[axis] != (uint64_t)v->decl->nchan)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
 				    "mean/std have %d values but channel axis %d has length %llu",
-				    v->nchan, want, (unsigned long long)v->shape[axis]);
-	v->channel_axis = want;
+				    v->decl->nchan, want, (unsigned long long)v->shape[axis]);
+	v->decl->channel_axis = want;
 	*inner = 1;
 	for (int k = axis + 1; k < v->ndim; k++)
 		*inner *= v->shape[k];
@@ -259,40 +262,41 @@ int dsv_view_plans(dsv_view *v, dsv_errbuf *eb)
 	if ((err = norm_form(v, &form, &per, eb)))
 		return err;
 	dsv_xform_params_init(&p);
-	p.scale = v->scale;
-	p.offset = v->offset;
-	p.has_clip = v->has_clip;
-	p.clip_lo = v->clip_lo;
-	p.clip_hi = v->clip_hi;
+	p.scale = v->decl->scale;
+	p.offset = v->decl->offset;
+	p.has_clip = v->decl->has_clip;
+	p.clip_lo = v->decl->clip_lo;
+	p.clip_hi = v->decl->clip_hi;
 	p.nchan = form == NORM_NONE ? 0 : (int)per;
-	v->by_channel = form == NORM_CHANNEL;
+	v->decl->by_channel = form == NORM_CHANNEL;
 	if (form == NORM_CHANNEL && (err = channel_axis(v, &p.chan_inner, eb)))
 		return err;
 	if (form == NORM_ELEMENT && v->layout_chw) {
-		uint64_t slices = v->per_source ? v->nsources : 1;
-		if (permute_chw(v, v->mean, slices) || permute_chw(v, v->std, slices))
+		uint64_t slices = v->decl->per_source ? v->nsources : 1;
+		if (permute_chw(v, v->decl->mean, slices) || permute_chw(v, v->decl->std, slices))
 			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
 	v->xf = calloc(v->nsources, sizeof(*v->xf));
-	v->xf_own = calloc(v->nsources, 1);
-	if (!v->xf || !v->xf_own)
+	v->decl->xf_own = calloc(v->nsources, 1);
+	if (!v->xf || !v->decl->xf_own)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < v->nsources; i++) {
 		dsv_dtype dt = dsv_source_get_info(v->sources[i])->dtype;
 		size_t j = 0;
-		while (!v->per_source && j < i && dsv_source_get_info(v->sources[j])->dtype != dt)
+		while (!v->decl->per_source && j < i &&
+		       dsv_source_get_info(v->sources[j])->dtype != dt)
 			j++;
-		if (!v->per_source && j < i) {
+		if (!v->decl->per_source && j < i) {
 			v->xf[i] = v->xf[j];
 			continue;
 		}
 		if (p.nchan) {
-			p.mean = v->mean + (v->per_source ? i * per : 0);
-			p.std = v->std + (v->per_source ? i * per : 0);
+			p.mean = v->decl->mean + (v->decl->per_source ? i * per : 0);
+			p.std = v->decl->std + (v->decl->per_source ? i * per : 0);
 		}
 		if ((err = dsv_xform_create(&v->xf[i], dt, v->dtype, &p, eb)))
 			return err;
-		v->xf_own[i] = 1;
+		v->decl->xf_own[i] = 1;
 	}
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "view/view_i.h"
@@ -19,13 +20,14 @@ int dsv_view_name_ok(const char *name)
 
 void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 {
+	const struct dsv_view_decl *d = v->decl;
 	*out = (dsv_view_info){
 		.name = v->name, .dtype = v->dtype, .ndim = v->ndim,
 		.nelems = v->nelems, .row_bytes = v->row_bytes, .nbytes = v->nbytes,
 		.nsources = v->nsources, .sources = v->sources, .elem_base = v->elem_base,
-		.nchunks = v->nchunks, .scale = v->scale, .offset = v->offset, .nchan = v->nchan,
-		.channel_axis = v->channel_axis, .has_clip = v->has_clip, .mean = v->mean,
-		.std = v->std, .clip_lo = v->clip_lo, .clip_hi = v->clip_hi, .mtime = v->mtime,
+		.nchunks = v->nchunks, .scale = d->scale, .offset = d->offset, .nchan = d->nchan,
+		.channel_axis = d->channel_axis, .has_clip = d->has_clip, .mean = d->mean,
+		.std = d->std, .clip_lo = d->clip_lo, .clip_hi = d->clip_hi, .mtime = v->mtime,
 		.json = v->json,
 	};
 	memcpy(out->shape, v->shape, sizeof(out->shape));
@@ -33,13 +35,19 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 
 dsv_view *dsv_view_new(const char *name)
 {
-	dsv_view *v = calloc(1, sizeof(*v));
-	if (!v)
+	/* the view and its decl, in one allocation: freeing v frees both */
+	struct view_and_decl {
+		dsv_view v;
+		struct dsv_view_decl d;
+	} *both = calloc(1, sizeof(*both));
+	if (!both)
 		return NULL;
+	dsv_view *v = &both->v;
+	v->decl = &both->d;
 	v->name = strdup(name);
 	v->dtype = DSV_F32;
-	v->scale = 1.0;
-	v->channel_axis = -1;
+	v->decl->scale = 1.0;
+	v->decl->channel_axis = -1;
 	if (!v->name) {
 		free(v);
 		return NULL;
@@ -53,7 +61,7 @@ void dsv_view_free(dsv_view *v)
 		return;
 	for (size_t i = 0; i < v->nsources; i++) {
 		dsv_source_close(v->sources[i]);
-		if (v->xf && v->xf_own[i])
+		if (v->xf && v->decl->xf_own[i])
 			dsv_xform_destroy(v->xf[i]);
 	}
 	free(v->sources);
@@ -63,15 +71,15 @@ void dsv_view_free(dsv_view *v)
 	free(v->nwin);
 	free(v->lrow_base);
 	free(v->rows_index);
-	free(v->rows_file);
-	free(v->mean);
-	free(v->std);
-	free(v->mean_file);
-	free(v->std_file);
+	free(v->decl->rows_file);
+	free(v->decl->mean);
+	free(v->decl->std);
+	free(v->decl->mean_file);
+	free(v->decl->std_file);
 	free(v->xf);
-	free(v->xf_own);
+	free(v->decl->xf_own);
 	free(v->json);
-	free(v->hdf5_path);
+	free(v->decl->hdf5_path);
 	free(v->npy_header);
 	free(v->name);
 	free(v);
@@ -223,23 +231,24 @@ static json_t *norm_json(const dsv_view *v, const double *vals, const char *file
 {
 	if (file)
 		return json_pack("{s:o,s:o}", "file", dsv_json_text(file), "shape",
-				 shape_json(v->norm_ndim, v->norm_shape));
-	return v->nchan ? doubles_json(vals, v->nchan) : json_null();
+				 shape_json(v->decl->norm_ndim, v->decl->norm_shape));
+	return v->decl->nchan ? doubles_json(vals, v->decl->nchan) : json_null();
 }
 
 static json_t *rows_json(const dsv_view *v)
 {
 	if (v->rows_kind == DSV_ROWS_INDEX)
-		return json_pack("{s:o,s:I}", "index", dsv_json_text(v->rows_file), "count",
+		return json_pack("{s:o,s:I}", "index", dsv_json_text(v->decl->rows_file), "count",
 				 (json_int_t)v->shape[0]);
 	if (v->rows_kind != DSV_ROWS_SLICE)
 		return json_null();
 	json_t *o = json_object();
-	json_object_set_new(o, "start", v->rows_start == INT64_MIN ? json_null()
-								    : json_integer(v->rows_start));
-	json_object_set_new(o, "stop", v->rows_stop == INT64_MIN ? json_null()
-								  : json_integer(v->rows_stop));
-	json_object_set_new(o, "step", json_integer(v->rows_step));
+	const struct dsv_view_decl *d = v->decl;
+	json_object_set_new(o, "start", d->rows_start == INT64_MIN ? json_null()
+								  : json_integer(d->rows_start));
+	json_object_set_new(o, "stop", d->rows_stop == INT64_MIN ? json_null()
+								: json_integer(d->rows_stop));
+	json_object_set_new(o, "step", json_integer(d->rows_step));
 	json_object_set_new(o, "count", json_integer((json_int_t)v->shape[0]));
 	return o;
 }
@@ -298,27 +307,27 @@ static int build_json(dsv_view *v)
 			? json_integer((json_int_t)(si->chunk_elems / si->row_elems))
 			: json_real((double)si->chunk_elems / (double)si->row_elems));
 	}
-	json_object_set_new(xf, "scale", json_real(v->scale));
-	json_object_set_new(xf, "offset", json_real(v->offset));
-	json_object_set_new(xf, "mean", norm_json(v, v->mean, v->mean_file));
-	json_object_set_new(xf, "std", norm_json(v, v->std, v->std_file));
-	json_object_set_new(xf, "channel_axis", v->by_channel
-			    ? json_integer(v->channel_axis) : json_null());
-	if (v->has_clip) {
-		json_object_set_new(xf, "clip", json_pack("[o,o]", bound_json(v, v->clip_lo),
-							 bound_json(v, v->clip_hi)));
+	json_object_set_new(xf, "scale", json_real(v->decl->scale));
+	json_object_set_new(xf, "offset", json_real(v->decl->offset));
+	json_object_set_new(xf, "mean", norm_json(v, v->decl->mean, v->decl->mean_file));
+	json_object_set_new(xf, "std", norm_json(v, v->decl->std, v->decl->std_file));
+	json_object_set_new(xf, "channel_axis", v->decl->by_channel
+			    ? json_integer(v->decl->channel_axis) : json_null());
+	if (v->decl->has_clip) {
+		json_object_set_new(xf, "clip", json_pack("[o,o]", bound_json(v, v->decl->clip_lo),
+							 bound_json(v, v->decl->clip_hi)));
 	} else {
 		json_object_set_new(xf, "clip", json_null());
 	}
-	json_object_set_new(xf, "per_source", json_boolean(v->per_source));
+	json_object_set_new(xf, "per_source", json_boolean(v->decl->per_source));
 	json_object_set_new(root, "shape", shape_json(v->ndim, v->shape));
 	json_object_set_new(root, "dtype", json_string(dsv_dtype_name(v->dtype)));
 	json_object_set_new(root, "order", json_string("C"));
 	json_object_set_new(root, "nbytes", json_integer((json_int_t)v->nbytes));
 	json_object_set_new(root, "row_bytes", json_integer((json_int_t)v->row_bytes));
 	json_object_set_new(root, "npy_header_bytes", json_integer((json_int_t)v->npy_header_len));
-	if (v->hdf5_path)
-		json_object_set_new(root, "hdf5_path", dsv_json_text(v->hdf5_path));
+	if (v->decl->hdf5_path)
+		json_object_set_new(root, "hdf5_path", dsv_json_text(v->decl->hdf5_path));
 	/* a view of one dataset carries its attributes (units, rates, ids) */
 	json_t *attrs = v->nsources == 1 ? json_object_get(json_array_get(srcs, 0), "attrs") : NULL;
 	if (attrs)
@@ -379,7 +388,7 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 			v->mtime = si->mtime;
 	}
 	v->nchunks = v->chunk_base[v->nsources];
-	v->max_chunk_raw = max_chunk;
+	v->decl->max_chunk_raw = max_chunk;
 	v->out_esize = dsv_dtype_size(v->dtype);
 	if (v->rows_kind == DSV_ROWS_INDEX && (err = dsv_view_load_index(v, &nindex, eb)))
 		return err;

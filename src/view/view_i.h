@@ -1,58 +1,23 @@
 /*
- * The layout of a view, private to the library: the rooms above view
- * (read, backend, fs) read it directly, as libfuse's lib/ reads fuse_i.h;
- * the CLI and other users go through dsv_view_get_info. Also the helpers
- * view.c and manifest.c share.
+ * Private to the view room (and the manifest parsing that builds views):
+ * a view's own part, v->decl, which the rooms above never read (they read
+ * view/view.h), and the helpers view.c and manifest.c share.
  */
 #ifndef DSV_VIEW_I_H
 #define DSV_VIEW_I_H
 
 #include "dsview/view.h"
+#include "source/source.h"
+#include "view/view.h"
 
-struct dsv_view {
-	char *name; /* may contain '/' only in zero-config mode (HDF5 groups) */
-	dsv_dtype dtype;
-	int ndim;
-	uint64_t shape[DSV_MAX_DIMS];
-	uint64_t nelems, row_bytes, nbytes;
-	uint64_t row_elems; /* output elements per row (shape[1:]) */
-	size_t out_esize;
-
-	size_t nsources;
-	dsv_source **sources; /* each owned once (dsv_source_ref when shared) */
-	uint32_t *src_key;    /* the cache key of each source's chunks: shared sources share it */
-	uint64_t *elem_base;  /* nsources + 1: first element of each source, concatenated */
-	uint64_t *chunk_base; /* nsources + 1: global index of each first chunk */
-	uint64_t nchunks;
+/* The view room's part of a view (v->decl): the view as declared, for
+ * .json, info and building it. Allocated with the view (dsv_view_new). */
+struct dsv_view_decl {
 	uint64_t max_chunk_raw; /* decoded (source dtype) bytes of the largest chunk */
 
-	/* Geometry (geom.c). Rows of the sources, windowed, are
-	 * concatenated into "logical rows" (lrow_base: nsources + 1), then
-	 * `rows` picks the view's rows from them, then `layout` permutes
-	 * each row. mapped == 0 when none of these is set: view element e
-	 * is element e of the concatenated sources, read in long runs. */
-	int mapped;
-	int has_window;
-	uint64_t win, stride; /* window length and stride along win_axis */
-	int win_axis;         /* in source dims, >= 0 */
-	uint64_t *nwin;       /* per source: windows per source row (k > 0) or in all (k = 0) */
-	uint64_t *lrow_base;  /* nsources + 1 */
-	int rows_kind;        /* DSV_ROWS_ALL, _SLICE or _INDEX */
+	/* rows as written (view/view.h has what they resolve to) */
 	int64_t rows_start, rows_stop, rows_step; /* as written (slice) */
-	uint64_t rows_first;  /* resolved slice: logical row of view row 0 */
-	int64_t rows_delta;   /* resolved slice: step between view rows */
-	uint64_t *rows_index; /* _INDEX: logical row of each view row */
 	char *rows_file;      /* _INDEX: the index file, as resolved */
-	int layout_chw;       /* the row's last axis (C of HW C) moves to the front */
-	uint64_t lay_c, lay_hw; /* C and the product of the other row dims */
-	uint64_t nsegs, seg_rows, seg_raw; /* readahead units: see dsv_view_seg_range */
-	/* Windows along an axis k > 0 are many short runs (an EEG window is
-	 * one run per channel): they are read through the cache in tiles of
-	 * tile_wins consecutive windows of one source row, every run's
-	 * stretch read once per tile (0: not tiled). tile_key: the cache key
-	 * of source i's tiles is tile_key + i (this view's own). */
-	uint64_t tile_wins;
-	uint32_t tile_key;
 
 	/* transform as declared, for .json and info */
 	double scale, offset;
@@ -64,19 +29,10 @@ struct dsv_view {
 	int per_source;
 	int by_channel;       /* mean/std index the channel axis (else scalar or per element) */
 	double clip_lo, clip_hi;
-	dsv_xform **xf;       /* per source: its plan (sources of one dtype share one) */
 	unsigned char *xf_own; /* per source: xf[i] is freed with the view */
 
 	char *hdf5_path;      /* zero-config HDF5: the dataset's own path, or NULL */
-	char *json;           /* content of V.json */
-	char *npy_header;     /* NPY 1.0 header, npy_header_len % 64 == 0 */
-	size_t npy_header_len;
-	struct timespec mtime; /* newest source mtime */
 };
-
-#define DSV_ROWS_ALL 0
-#define DSV_ROWS_SLICE 1
-#define DSV_ROWS_INDEX 2
 
 #define DSV_VIEW_NAME_MAX 200
 #define DSV_VIEW_MAX_SOURCES 4096
@@ -112,19 +68,6 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb);
 /* geom.c. The shape: windows, rows, layout (after the bases are set);
  * nindex is the length of rows_index. */
 int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb);
-/* The source i with base[i] <= x < base[i + 1] (the last such i, as
- * sources may be empty). */
-size_t dsv_view_source_of(const dsv_view *v, const uint64_t *base, uint64_t x);
-/* The logical row (windowed, concatenated, before `rows`) of view row row. */
-uint64_t dsv_view_lrow(const dsv_view *v, uint64_t row);
-/* Where logical row l's elements are, before layout: nruns runs of len
- * elements of source si, the p-th starting at element start + p * stride
- * of the source. */
-typedef struct dsv_row_runs {
-	size_t si;
-	uint64_t start, len, stride, nruns;
-} dsv_row_runs;
-void dsv_view_lrow_runs(const dsv_view *v, uint64_t l, dsv_row_runs *r);
 
 /* norm.c. rows = @file: rows_index from rows_file, *count entries. */
 int dsv_view_load_index(dsv_view *v, uint64_t *count, dsv_errbuf *eb);

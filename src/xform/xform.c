@@ -22,7 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/knobs.h"
+#include "common/log.h"
 #include "dsview/xform.h"
+#include "xform/kernel_test.h"
 #include "xform/xform_elem.h"
 #include "xform/xform_i.h"
 
@@ -403,17 +406,20 @@ static int cpu_has(const char *name)
 
 static void choose_kernels(void)
 {
-	const char *force = getenv("DSVIEW_KERNEL"); /* for tests and benchmarks */
+	const char *force = dsv_knob_name(DSV_KNOB_KERNEL);
 	size_t n = sizeof(kernel_sets) / sizeof(kernel_sets[0]);
 	active = &kernel_sets[0];
 	for (size_t i = 0; i < n; i++) {
-		if (force && *force) {
+		if (force) {
 			if (!strcmp(force, kernel_sets[i].name) && cpu_has(kernel_sets[i].name))
 				active = &kernel_sets[i];
 		} else if (cpu_has(kernel_sets[i].name)) {
 			active = &kernel_sets[i]; /* the last supported is the widest */
 		}
 	}
+	if (force && strcmp(force, active->name))
+		dsv_log_warn("DSVIEW_KERNEL='%s': this processor lacks it: %s used", force,
+			     active->name);
 }
 
 const char *dsv_xform_kernel_name(void)

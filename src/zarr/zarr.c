@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "common/tlsbuf.h"
 #include "dsview/codec.h"
 #include "source/source_i.h"

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arith.h"
 #include "zarr/zarr.h"
 #include "xform/xform_elem.h"
 

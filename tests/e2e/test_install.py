@@ -41,6 +41,69 @@ class Install(E2E):
                             "COMP_CWORD=2; _dsview; echo ${COMPREPLY[@]}"],
                            capture_output=True, text=True)
         self.assertEqual(r.stdout.strip(), "--log-level", r.stderr)
+        self.check_installed_headers(os.path.join(stage, "usr/include"))
+
+    # What a library user calls, through the installed headers alone; and
+    # what only the library or its tests use is not declared there.
+    USER_PROGRAM = """
+#include <dsview/codec.h>
+#include <dsview/dsview.h>
+#include <dsview/fs.h>
+#include <dsview/h5info.h>
+#include <dsview/pack.h>
+#include <dsview/source.h>
+#include <dsview/view.h>
+#include <dsview/xform.h>
+
+int main(int argc, char **argv)
+{
+	dsv_errbuf eb = { 0 };
+	dsv_source *s;
+	dsv_manifest *m;
+	dsv_pack_opts po;
+	dsv_fs_opts fo = { 0 };
+	dsv_fs *fs;
+	dsv_h5_desc d;
+	dsv_chunk_ref ref;
+	static float out[1 << 16];
+	if (argc < 3)
+		return 2;
+	if (dsv_source_open(argv[1], &s, &eb) == 0) {
+		if (dsv_source_get_info(s)->nchunks && dsv_source_chunk(s, 0, &ref) == 0)
+			dsv_source_decode_chunk(s, &ref, out, sizeof(out), NULL);
+		dsv_source_close(s);
+	}
+	if (dsv_h5_describe(argv[1], "/x", &d, &eb) == 0)
+		dsv_h5_desc_free(&d);
+	dsv_pack_opts_init(&po);
+	if (dsv_manifest_load(argv[2], &m, &eb) == 0) {
+		dsv_view_info vi;
+		if (m->nviews)
+			dsv_view_get_info(m->views[0], &vi);
+		if (dsv_fs_mount(m, "/mnt/x", &fo, &fs, &eb) == 0)
+			dsv_fs_destroy(fs);
+	}
+	return dsv_strerror(eb.code)[0] == 0 || dsv_xform_kernel_name()[0] == 0;
+}
+"""
+
+    def check_installed_headers(self, inc):
+        src = self.p("user.c")
+        with open(src, "w") as f:
+            f.write(self.USER_PROGRAM)
+        r = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", inc, "-c", src,
+                            "-o", self.p("user.o")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = ""
+        for name in sorted(os.listdir(os.path.join(inc, "dsview"))):
+            with open(os.path.join(inc, "dsview", name)) as f:
+                text += f.read()
+        for private in ("dsv_xform_force_kernel", "dsv_h5_ro_open_hook", "dsv_source_pread",
+                        "dsv_source_read_stored", "dsv_source_read_lz4_part",
+                        "dsv_source_read_elems", "dsv_source_reading_on", "dsv_range_",
+                        "dsv_view_log_", "dsv_lzf_encode", "dsv_zlib_encode",
+                        "dsv_lz4_sized_encode", "dsv_gpu_emu", "dsv_knob", "dsv_mul_u64"):
+            self.assertNotIn(private, text)
 
 
 class MountHelper(E2E):

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec_test.h"
 #include "dsview/codec.h"
 #include "fuzz.h"
 

@@ -23,6 +23,7 @@
 
 #include <hdf5.h>
 
+#include "common/knobs.h"
 #include "dsview/codec.h"
 #include "dsview/source.h"
 #include "fixture.h"
@@ -181,6 +182,17 @@ static inline int teardown(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd);
+}
+
+/* DSVIEW_GRID_BAND_KB set to kb (NULL: unset) for the sources opened
+ * next: the knobs are read again. */
+static inline void band_kb(const char *kb)
+{
+	if (kb)
+		setenv("DSVIEW_GRID_BAND_KB", kb, 1);
+	else
+		unsetenv("DSVIEW_GRID_BAND_KB");
+	dsv_knobs_reload();
 }
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <zstd.h>
 
+#include "codec/codec_test.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 

@@ -15,6 +15,7 @@
 
 #include <lz4.h>
 
+#include "codec/codec.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"

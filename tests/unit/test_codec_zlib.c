@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec_test.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 

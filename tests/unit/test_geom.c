@@ -206,7 +206,7 @@ static void test_chw_and_index(void **state)
 	assert_int_equal(v->shape[3], 6);
 	assert_int_equal(v->lay_c, 3);
 	assert_int_equal(v->lay_hw, 30);
-	assert_int_equal(v->channel_axis, 1); /* C, by default with CHW */
+	assert_int_equal(v->decl->channel_axis, 1); /* C, by default with CHW */
 	v = m->views[1];
 	assert_int_equal(v->shape[0], 12);
 	assert_int_equal(dsv_view_lrow(v, 11), 11);

@@ -6,6 +6,7 @@
  */
 #include "h5_test.h"
 #include "h5/h5.h"
+#include "source/source.h"
 
 /* A 32004 filter registered just for this test, built on our codec, so
  * that the library itself runs the pipeline: LZ4 then HDF5's own
@@ -214,9 +215,9 @@ static void test_split_rows_grid(void **state)
 	H5Pclose(p);
 	H5Fclose(f);
 
-	setenv("DSVIEW_GRID_BAND_KB", "0", 1); /* one chunk-row a band (test_h5_grid.c) */
+	band_kb("0"); /* one chunk-row a band (test_h5_grid.c) */
 	dsv_source *s = open_ok("grid.h5", "/a");
-	unsetenv("DSVIEW_GRID_BAND_KB");
+	band_kb(NULL);
 	check_info(s, DSV_SRC_H5_CHUNKED, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, 5);
 	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 2 rows");
 	assert_int_equal(dsv_source_get_info(s)->chunk_elems, 2 * 40);
@@ -236,9 +237,9 @@ static void test_split_rows_grid(void **state)
 		for (int y = 0; y < 2; y++)
 			for (int x = 0; x < 5; x++)
 				memcpy(want[2 + y][5 + x], (&a[0][0][0]) + (y * 5 + x) * 4, 16);
-		setenv("DSVIEW_GRID_BAND_KB", "0", 1);
+		band_kb("0");
 		s = open_ok("grid.h5", holes[h]);
-		unsetenv("DSVIEW_GRID_BAND_KB");
+		band_kb(NULL);
 		check_info(s, DSV_SRC_H5_CHUNKED, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, 5);
 		assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 2 rows; "
 				    "9 of 10 chunks never written (fill value)");

@@ -31,9 +31,9 @@ static void test_grouped_bands(void **state)
 	static int16_t a[40][6][6];
 	(void)state;
 	write_volumes("bands.h5", a);
-	setenv("DSVIEW_GRID_BAND_KB", "1", 1);
+	band_kb("1");
 	dsv_source *s = open_ok("bands.h5", "/v");
-	unsetenv("DSVIEW_GRID_BAND_KB");
+	band_kb(NULL);
 	check_info(s, DSV_SRC_H5_CHUNKED, DSV_I16, 3, (uint64_t[]){ 40, 6, 6 }, 3);
 	assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 14 rows");
 	dsv_chunk_ref r;
@@ -77,9 +77,9 @@ static void test_damaged_chunk_in_a_run(void **state)
 	assert_int_equal(pwrite(fd, &byte, 1, (off_t)addr + 5), 1);
 	close(fd);
 
-	setenv("DSVIEW_GRID_BAND_KB", "1", 1);
+	band_kb("1");
 	dsv_source *s = open_ok("damaged.h5", "/v");
-	unsetenv("DSVIEW_GRID_BAND_KB");
+	band_kb(NULL);
 	int errs[3];
 	read_all(s, got, errs);
 	assert_int_equal(errs[0], 0);
@@ -143,12 +143,12 @@ static void test_runs_out_of_order_and_long(void **state)
 	H5Pclose(p);
 	H5Fclose(f);
 
-	setenv("DSVIEW_GRID_BAND_KB", "0", 1);
+	band_kb("0");
 	dsv_source *s = open_ok("runs.h5", "/back");
 	check_info(s, DSV_SRC_H5_CHUNKED, DSV_U16, 3, (uint64_t[]){ 6, 8, 8 }, 3);
 	read_check(s, a, sizeof(a));
 	dsv_source_close(s);
-	unsetenv("DSVIEW_GRID_BAND_KB");
+	band_kb(NULL);
 
 	s = open_ok("runs.h5", "/long");
 	check_info(s, DSV_SRC_H5_CHUNKED, DSV_U8, 3, (uint64_t[]){ 5, 1024, 1024 }, 1);

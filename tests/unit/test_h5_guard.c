@@ -5,6 +5,7 @@
  */
 #include "h5_test.h"
 #include "h5/h5.h"
+#include "source/source.h"
 
 #include <zlib.h>
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fs/prefetch.h"
-#include "view/view_i.h" /* white-box: the view's layout */
+#include "view/view.h" /* white-box: the view as the read path sees it */
 
 #define NCHUNKS 1000
 

@@ -161,7 +161,7 @@ static uint8_t *reference(const fixture *fx, uint32_t vi)
 	const dsv_view *v = fx->m->views[vi];
 	uint8_t *out = malloc(v->nbytes);
 	for (uint64_t e = 0; e < v->nelems; e++) {
-		int c = (int)(v->channel_axis == 1 ? e / (150 * 150) % 3 : e % 3);
+		int c = (int)(v->decl->channel_axis == 1 ? e / (150 * 150) % 3 : e % 3);
 		float y = (float)((fx->x[e] * (1 / 255.0) - mean[c]) / stdv[c]);
 		if (v->dtype == DSV_F32) {
 			memcpy(out + e * 4, &y, 4);

@@ -158,7 +158,7 @@ static void test_npy_header_and_json(void **state)
 	assert_non_null(memmem(v->npy_header, v->npy_header_len, "'shape': (10, 7), }", 19));
 	assert_non_null(strstr(v->json, "\"dtype\": \"bfloat16\""));
 	assert_non_null(strstr(v->json, "\"row_bytes\": 14"));
-	assert_int_equal(v->nchan, 7);
+	assert_int_equal(v->decl->nchan, 7);
 	dsv_manifest_free(m);
 }
 

@@ -12,6 +12,7 @@
 
 #include "dsview/xform.h"
 #include "xform_test.h"
+#include "xform/kernel_test.h"
 
 static void test_bf16_vectors(void **state)
 {

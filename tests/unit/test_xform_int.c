@@ -15,6 +15,7 @@
 
 #include "dsview/xform.h"
 #include "xform_test.h"
+#include "xform/kernel_test.h"
 
 static const dsv_dtype ints[] = { DSV_U8, DSV_I8, DSV_U16, DSV_I16, DSV_U32, DSV_I32, DSV_U64, DSV_I64 };
 static const char *const kernels[] = { "scalar", "avx2", "avx512" };

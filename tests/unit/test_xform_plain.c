@@ -14,6 +14,7 @@
 
 #include "dsview/xform.h"
 #include "xform_test.h"
+#include "xform/kernel_test.h"
 
 /* Runs a plain cast of one element of S (its bits in in) to each output
  * on every kernel variant this CPU has; checks the bits. */

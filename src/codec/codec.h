@@ -1,0 +1,35 @@
+/*
+ * What the codec room offers the rest of the library beyond the installed
+ * dsview/codec.h: bitshuffle's filter parameters, and numcodecs' LZ4
+ * framing for Zarr chunks. Not installed.
+ *
+ * Thread safety: all functions are reentrant; no global state.
+ */
+#ifndef DSV_CODEC_CODEC_H
+#define DSV_CODEC_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsview/codec.h"
+
+/* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
+ * cd[4] compression). @return 0 and the three, or DSV_ERR_UNSUPPORTED
+ * with why dsview does not decode them in eb (may be NULL): "no element
+ * size", ... */
+int dsv_bshuf_params(const unsigned *cd, size_t ncd, unsigned *elem_size, unsigned *block_size,
+		     int *compression, dsv_errbuf *eb);
+
+/* bitshuffle's default block size in elements (cd_values[3] == 0):
+ * 8192 / elem_size rounded down to a multiple of 8, at least 128. */
+size_t dsv_bshuf_default_block(size_t elem_size);
+
+/*
+ * numcodecs' LZ4 framing (Zarr's "lz4" compressor; lz4_sized.c): 4 bytes
+ * little-endian decoded size, then one LZ4 block. Decode makes exactly
+ * dst_size bytes or fails: @return dst_size or DSV_ERR_CORRUPT. The
+ * encoder is in codec_test.h.
+ */
+int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
+
+#endif

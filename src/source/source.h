@@ -1,0 +1,119 @@
+/*
+ * What the source room offers the rest of the library beyond the
+ * installed dsview/source.h: the reads the read path, the backend, pack
+ * and verify build on, the zero-config helpers the CLI and the manifest
+ * use, and shared ownership for views. Not installed.
+ *
+ * Thread safety: as dsview/source.h says for a source; the reads here may
+ * be called from any number of threads, dsv_source_ref only where open
+ * and close may. A dsv_range is one thread's.
+ */
+#ifndef DSV_SOURCE_SOURCE_H
+#define DSV_SOURCE_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsview/source.h"
+
+/* Another owner of s (views that share one source share its chunks in the
+ * cache): each owner closes it once, and the last close frees it. Not
+ * thread-safe, as open and close are not. @return s */
+dsv_source *dsv_source_ref(dsv_source *s);
+
+/* 2 or 3 when path is a directory holding a Zarr array's metadata, else 0. */
+int dsv_source_zarr_version(const char *path);
+/* 2 or 3 when path is a directory holding a Zarr group's metadata, else 0. */
+int dsv_source_zarr_group(const char *path);
+/* True for .h5/.hdf5/.hdf/.he5/.nc names. */
+int dsv_source_is_h5_path(const char *path);
+/* An object of an HDF5 file that could not be listed (a damaged object
+ * header or group): its path in the file and the library's reason. */
+typedef struct dsv_h5_unlisted {
+	char *path;
+	char reason[256];
+} dsv_h5_unlisted;
+/* As dsv_h5_list_datasets, and a damaged object or group does not end the
+ * listing: it is passed over and put in *bad (*nbad entries; free them
+ * with dsv_h5_unlisted_free), and the rest of the file is listed. Fails
+ * only when the file cannot be opened, is out of memory, or nothing at
+ * all could be listed (then eb says the library's reason). */
+int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipped[2],
+		    dsv_h5_unlisted **bad, size_t *nbad, dsv_errbuf *eb);
+void dsv_h5_unlisted_free(dsv_h5_unlisted *bad, size_t n); /* accepts NULL */
+
+/* Reads below a whole chunk's: the read path, the backend and verify. */
+
+/* Chunk ref's stored bytes (ref->stored_size of them) into buf, its
+ * Fletcher32 checked when it has one: *payload = the codec's part, the
+ * checksum left off. @return 0, DSV_ERR_CORRUPT (the checksum), or a read
+ * error (DSV_ERR_TRUNCATED, DSV_ERR_IO). */
+int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
+			   size_t *payload);
+
+/* For the calling thread: on (1), it reads on sequentially (the
+ * readahead), and a source whose chunks are files of their own (Zarr) asks
+ * the kernel for the files that follow, as the kernel's own readahead does
+ * inside one file; off (0, every thread's default), it does not. */
+void dsv_source_reading_on(int on);
+/* Reads one chunk's elements (ref->nelems, native little-endian, source
+ * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
+int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
+			     void *dst, size_t dst_cap);
+/* Elements in one band of the file's own chunks (its chunk rows times the
+ * row) for a fallback source, or for a grid source whose chunks (bands)
+ * group several chunk-rows; else 0. A chunk spans one or more; the file's
+ * chunks are decoded whole, so a range aligned to bands touches no file
+ * chunk outside it. */
+uint64_t dsv_source_fallback_band(const dsv_source *s);
+/* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes into dst, from only the
+ * blocks that hold them, read and checked through the store's block table
+ * (info.lz4_table); *decoded += the bytes decoded. @return 0;
+ * DSV_ERR_UNSUPPORTED (nothing read) when the source has no table or ref
+ * is not such a chunk; DSV_ERR_CORRUPT when a block or the table fails a
+ * check; DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_NOMEM. */
+int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t lo,
+			     uint64_t hi, void *dst, uint64_t *decoded);
+/* For verify: chunk ref's row of the block table matches its stored frame
+ * (sizes and checksums of every block). @return 0 (also when the source
+ * has no table), DSV_ERR_CORRUPT, or a read error. */
+int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref);
+/* Reads elements [first, first + n) of a plain chunk (dsv_chunk_is_plain)
+ * into dst (n * esize bytes): one pread, nothing else of the chunk.
+ * DSV_ERR_TRUNCATED when they lie past the end of the file. */
+int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
+			  uint64_t n, void *dst);
+
+/* Called for every band read: part names its elements, err its result,
+ * eb (when err, for a grid's band; else NULL) which grid chunk failed, as
+ * dsv_source_read_chunk's eb says it. */
+typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err, const dsv_errbuf *eb);
+/* Reads elements [first, first + n) of fallback or grid chunk ref
+ * (relative to the chunk) into dst, band by band of the file's own chunks
+ * (dsv_source_fallback_band), so a damaged file chunk fails only its band.
+ * With each NULL, stops at the first band that fails; otherwise calls each
+ * for every band and goes on. @return 0, or the first band's dsv_err
+ * (DSV_ERR_INVALID for a range outside the chunk or a short dst). */
+int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref,
+				   uint64_t first, uint64_t n, void *dst, size_t dst_cap,
+				   dsv_band_fn each, void *arg);
+
+/* A reader of runs of one source's elements, for callers that walk a
+ * source roughly in order (pack). One per thread. */
+typedef struct dsv_range {
+	const dsv_source *src;
+	size_t esize;
+	uint64_t memo; /* the chunk buf holds decoded, or UINT64_MAX */
+	void *buf;     /* one decoded chunk */
+	size_t cap;
+} dsv_range;
+
+int dsv_range_init(dsv_range *r, const dsv_source *s); /* 0 or DSV_ERR_NOMEM */
+void dsv_range_free(dsv_range *r);
+/* Copies elements [e0, e0 + n) of the source into dst: plain chunks by
+ * pread of just those elements, others decoded whole once (kept in the
+ * reader for the next call) and copied from. On failure *bad is the chunk
+ * that failed. @return 0 or the chunk's dsv_err. */
+int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *bad);
+
+#endif
