@@ -83,6 +83,11 @@ typedef struct dsv_chunk_ref {
 	int fletcher32; /* stored bytes end with HDF5's Fletcher32 of the rest */
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
 	int grid;       /* a band of an N-d chunk grid, made from its chunks */
+	/* set by the reader, 0 from dsv_source_chunk: it reads on through the
+	 * chunks that follow (the readahead), and a source whose chunks are
+	 * files of their own (Zarr) asks the kernel for the next ones too, as
+	 * the kernel's own readahead does inside one file */
+	int stream;
 } dsv_chunk_ref;
 
 /* What failed inside a chunk, told by the read that failed, for the log
@@ -168,11 +173,6 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
 int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
 			   size_t *payload);
 
-/* For the calling thread: on (1), it reads on sequentially (the
- * readahead), and a source whose chunks are files of their own (Zarr) asks
- * the kernel for the files that follow, as the kernel's own readahead does
- * inside one file; off (0, every thread's default), it does not. */
-void dsv_source_reading_on(int on);
 /* Reads one chunk's elements (ref->nelems, native little-endian, source
  * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,

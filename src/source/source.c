@@ -214,18 +214,6 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 	return dsv_pread_fd(s->fd, buf, n, off);
 }
 
-static _Thread_local int reading_on; /* dsv_source_reading_on */
-
-void dsv_source_reading_on(int on)
-{
-	reading_on = on;
-}
-
-int dsv_source_is_reading_on(void)
-{
-	return reading_on;
-}
-
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			     void *dst, size_t dst_cap)
 {

@@ -28,6 +28,7 @@
  * chunks are decoded from. Lives for one band, on the reader's stack. */
 typedef struct dsv_grid_io {
 	uint64_t band;
+	int stream; /* the reader reads on past it (dsv_chunk_ref.stream) */
 	dsv_fault *fault; /* what failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;
 	uint64_t held_off, held_len;
@@ -140,8 +141,6 @@ int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst
 		       dsv_fault *fault);
 /* A grid_chunk that fails says which chunk (its file) in io->fault. */
 void dsv_grid_fault(dsv_grid_io *io, const char *what);
-/* Whether the calling thread reads on sequentially (dsv_source_reading_on). */
-int dsv_source_is_reading_on(void);
 
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */
