@@ -45,9 +45,18 @@ typedef struct dsv_lz4_frame {
 	uint64_t nblocks; /* 0 for an empty frame */
 } dsv_lz4_frame;
 
-/* Reads and checks the header. @return 0, or DSV_ERR_CORRUPT (short, a
- * raw size past INT64_MAX, block size 0, more blocks than src_size has
- * room for the headers of, bytes after an empty frame). */
+/* Bytes of a frame's header: u64 raw size, u32 block size. */
+#define DSV_LZ4_HEADER 12
+
+/* Reads and checks the header alone (src may be just its DSV_LZ4_HEADER
+ * bytes). @return 0, or DSV_ERR_CORRUPT (short, a raw size past
+ * INT64_MAX, block size 0 in a frame that is not empty). */
+int dsv_lz4_frame_head(const void *src, size_t src_size, dsv_lz4_frame *f);
+
+/* Reads and checks the header of a whole frame src[0, src_size).
+ * @return 0, or DSV_ERR_CORRUPT (what dsv_lz4_frame_head refuses, more
+ * blocks than src_size has room for the headers of, bytes after an empty
+ * frame). */
 int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
 
 /* Scans the block headers of a frame f describes: at[i] = offset in src

@@ -24,12 +24,8 @@
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
-#define LZ4F_HEADER 12 /* u64 raw size + u32 block size */
+#define LZ4F_HEADER DSV_LZ4_HEADER /* u64 raw size + u32 block size */
 #define LZ4F_BLOCK_HEADER 4
-
-
-
-
 
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
@@ -41,23 +37,32 @@ int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 	return 0;
 }
 
-int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f)
+int dsv_lz4_frame_head(const void *src, size_t src_size, dsv_lz4_frame *f)
 {
-	uint64_t min_src;
-
 	memset(f, 0, sizeof(*f));
 	if (dsv_lz4_raw_size(src, src_size, &f->raw))
 		return DSV_ERR_CORRUPT;
 	if (f->raw == 0)
-		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
+		return 0;
 	f->block = dsv_load_be32((const uint8_t *)src + 8);
 	if (f->block == 0)
 		return DSV_ERR_CORRUPT;
 	if (f->block > f->raw) /* the plugin's decoder clamps the same way */
 		f->block = f->raw;
+	f->nblocks = f->raw / f->block + (f->raw % f->block != 0);
+	return 0;
+}
+
+int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f)
+{
+	uint64_t min_src;
+
+	if (dsv_lz4_frame_head(src, src_size, f))
+		return DSV_ERR_CORRUPT;
+	if (f->raw == 0)
+		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
 	/* Each block costs at least its 4-byte header: rejects a tiny block
 	 * size that would make us loop over billions of phantom blocks. */
-	f->nblocks = f->raw / f->block + (f->raw % f->block != 0);
 	if (dsv_mul_u64(f->nblocks, LZ4F_BLOCK_HEADER, &min_src) ||
 	    dsv_add_u64(min_src, LZ4F_HEADER, &min_src) || min_src > src_size)
 		return DSV_ERR_CORRUPT;

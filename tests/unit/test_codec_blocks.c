@@ -171,6 +171,35 @@ static void test_blocks_hostile_headers(void **state)
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
 }
 
+/* The header alone: what a reader of a chunk's first bytes learns. */
+static void test_blocks_header_alone(void **state)
+{
+	(void)state;
+	uint8_t enc[DSV_LZ4_HEADER];
+	dsv_lz4_frame f;
+
+	dsv_store_be64(enc, 1000);
+	dsv_store_be32(enc + 8, 300);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), 0);
+	assert_int_equal(f.raw, 1000);
+	assert_int_equal(f.block, 300);
+	assert_int_equal(f.nblocks, 4);
+	/* the whole frame's check wants room for the 4 block headers */
+	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
+	dsv_store_be32(enc + 8, 4000); /* clamped to the chunk */
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), 0);
+	assert_int_equal(f.block, 1000);
+	assert_int_equal(f.nblocks, 1);
+	dsv_store_be32(enc + 8, 0);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
+	dsv_store_be64(enc, UINT64_MAX);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
+	dsv_store_be64(enc, 0); /* empty: no blocks, whatever the block size says */
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), 0);
+	assert_int_equal(f.nblocks, 0);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc) - 1, &f), DSV_ERR_CORRUPT);
+}
+
 /* A frame of 4 raw-stored blocks of 8 bytes: "AAAAAAAA" "BBBBBBBB" ... */
 static size_t four_blocks(uint8_t *enc)
 {
@@ -312,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_blocks_round_trip),
 		cmocka_unit_test(test_blocks_empty_frame),
 		cmocka_unit_test(test_blocks_hostile_headers),
+		cmocka_unit_test(test_blocks_header_alone),
 		cmocka_unit_test(test_blocks_hostile_sizes),
 		cmocka_unit_test(test_blocks_damage_is_local),
 	};
