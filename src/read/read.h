@@ -51,7 +51,8 @@ typedef struct dsv_read_info {
 } dsv_read_info;
 
 /* Writes bytes [off, off + len) of view v's output (any alignment) into
- * dst, read as flags (DSV_READ_*, or 0) ask. Tiles of windows go to the cache tiles (NULL: c): read once each
+ * dst, read as flags (DSV_READ_*, or 0) ask. Tiles of windows go to the
+ * cache tiles (NULL: c): read once each
  * by a sequential pass, they have a small cache of their own, whose
  * buffers are reused, rather than fill c's budget with fresh memory the
  * kernel must zero. Chunks that must be decoded whole come from the cache under their
