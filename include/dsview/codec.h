@@ -53,9 +53,25 @@ typedef struct dsv_lz4_frame {
 	uint64_t nblocks; /* 0 for an empty frame */
 } dsv_lz4_frame;
 
-/* Reads and checks the header. @return 0, or DSV_ERR_CORRUPT (short, a
- * raw size past INT64_MAX, block size 0, more blocks than src_size has
- * room for the headers of, bytes after an empty frame). */
+/* Raw bytes of block i of f (all but the last hold f->block). */
+static inline uint64_t dsv_lz4_block_raw(const dsv_lz4_frame *f, uint64_t i)
+{
+	uint64_t first = i * f->block;
+	return f->raw - first < f->block ? f->raw - first : f->block;
+}
+
+/* Bytes of a frame's header: u64 raw size, u32 block size. */
+#define DSV_LZ4_HEADER 12
+
+/* Reads and checks the header alone (src may be just its DSV_LZ4_HEADER
+ * bytes). @return 0, or DSV_ERR_CORRUPT (short, a raw size past
+ * INT64_MAX, block size 0 in a frame that is not empty). */
+int dsv_lz4_frame_head(const void *src, size_t src_size, dsv_lz4_frame *f);
+
+/* Reads and checks the header of a whole frame src[0, src_size).
+ * @return 0, or DSV_ERR_CORRUPT (what dsv_lz4_frame_head refuses, more
+ * blocks than src_size has room for the headers of, bytes after an empty
+ * frame). */
 int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
 
 /* Scans the block headers of a frame f describes: at[i] = offset in src
@@ -64,36 +80,9 @@ int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
  * block past the end, bytes after the last block). */
 int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint64_t *at);
 
-/*
- * A store's block table (written by `dsview pack` next to each LZ4 store,
- * include/dsview/h5info.h says where): per chunk, per block i, two 32-bit
- * words, row[2i] = the block's stored size (its 4-byte header's value)
- * and row[2i + 1] = dsv_fletcher32 of the block's header and bytes. With
- * it a reader reads and checks only the blocks it needs, where the chunk's
- * own Fletcher32 covers the whole chunk.
- */
-#define DSV_LZ4_TABLE_WORDS 2
-
-/* Fills row (DSV_LZ4_TABLE_WORDS * f->nblocks words) from an indexed
- * frame (dsv_lz4_index's at). */
-void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at,
-			 uint32_t *row);
-
-/* Where blocks b0..b1 lie in a frame of payload bytes by a table's row
- * (its words for blocks 0..b1): [*start, *end), headers included.
- * @return 0, or DSV_ERR_CORRUPT (a size of 0, or blocks past payload). */
-int dsv_lz4_table_span(const uint32_t *row, uint64_t b0, uint64_t b1, uint64_t payload,
-		       uint64_t *start, uint64_t *end);
-
-/* Bytes [lo, hi) of frame f's raw bytes into dst (hi - lo bytes) from the
- * stored bytes of blocks lo / f->block .. (hi - 1) / f->block, src[0, n)
- * as dsv_lz4_table_span placed them: each block's header must equal its
- * size in row and its checksum row's, then it decodes to exactly its raw
- * size. edge: f->block bytes of scratch for blocks [lo, hi) covers in
- * part. Never reads or writes out of bounds, whatever row and src hold.
- * @return the raw bytes decoded, or DSV_ERR_CORRUPT. */
-int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *src, size_t n,
-			     const dsv_lz4_frame *f, const uint32_t *row, void *edge);
+/* The store's block table, read and written through codec/lz4_table.h,
+ * gives each block's place so that a reader decodes only the blocks of
+ * the bytes it wants. */
 
 /* Worst-case encoded size for src_size bytes in blocks of block_size. */
 size_t dsv_lz4_bound(size_t src_size, size_t block_size);

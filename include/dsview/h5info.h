@@ -36,11 +36,11 @@ typedef enum dsv_h5_layout {
  * (written by pack, read by info and verify; see dsview/pack.h). */
 #define DSV_STORE_ATTR "dsview"
 
-/* Where `dsview pack` puts an LZ4 store's block table (dsview/codec.h,
- * DSV_LZ4_TABLE_WORDS): the dataset at this group's path followed by the
+/* Where `dsview pack` puts an LZ4 store's block table (its format:
+ * src/codec/lz4_table.h): the dataset at this group's path followed by the
  * store dataset's own path ("/.dsview/images" for "/images"): uint32
- * little-endian, contiguous, shape (chunks, DSV_LZ4_TABLE_WORDS x blocks
- * per chunk). A mount with no manifest does not serve this group. */
+ * little-endian, contiguous, shape (chunks, 2 x blocks per chunk). A mount
+ * with no manifest does not serve this group. */
 #define DSV_STORE_BLOCKS "/.dsview"
 
 /* Filters in one pipeline: HDF5's own limit (H5Z_MAX_NFILTERS; the library

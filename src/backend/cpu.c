@@ -50,13 +50,14 @@ static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, 
 	free(eb);
 }
 
-int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size)
+int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size, int stream)
 {
 	dsv_chunk_ref ref;
 	size_t si;
 	int err = dsv_view_chunk_ref(v, g, &si, &ref);
 	if (err)
 		return err;
+	ref.stream = stream;
 	const dsv_source *s = v->sources[si];
 	if (size != ref.nelems * dsv_dtype_size(dsv_source_get_info(s)->dtype))
 		return DSV_ERR_INTERNAL;

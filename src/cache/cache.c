@@ -56,6 +56,7 @@
 #include <time.h>
 
 #include "cache/cache.h"
+#include "common/chunk_table.h"
 #include "common/hash.h"
 #include "dsview/dsview.h"
 
@@ -63,8 +64,7 @@ enum { ST_LOADING, ST_READY, ST_FAILED };
 enum { Q_IN, Q_MAIN, NQ };
 
 struct dsv_cache_entry {
-	uint32_t key;
-	uint64_t chunk;
+	dsv_chunk_link link; /* first; (key, chunk) in the table */
 	size_t size;
 	size_t cap; /* bytes allocated at data (>= size) */
 	void *data;
@@ -73,7 +73,7 @@ struct dsv_cache_entry {
 	int err;
 	int in_table;
 	int q;
-	dsv_cache_entry *hnext;
+	dsv_cache_entry *vnext; /* on a list of victims, out of the table */
 	dsv_cache_entry *prev, *next; /* on queue q */
 };
 
@@ -107,9 +107,7 @@ struct dsv_cache {
 	pthread_cond_t filled;
 	dsv_cache_fill_fn fill;
 	void *ctx;
-	dsv_cache_entry **buckets;
-	size_t nbuckets; /* power of two */
-	size_t count;
+	dsv_chunk_table table; /* entries LOADING or READY */
 	queue qs[NQ];
 	uint64_t in_bytes, in_cap;
 	ghost *ghosts;
@@ -136,12 +134,11 @@ dsv_cache *dsv_cache_create(uint64_t budget, dsv_cache_fill_fn fill, void *ctx)
 	while (nb < c->nghosts)
 		nb <<= 1;
 	c->gmask = nb - 1;
-	c->nbuckets = 1024;
-	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	int no_table = dsv_chunk_table_init(&c->table, 1024);
 	c->ghosts = calloc(c->nghosts, sizeof(*c->ghosts));
 	c->gbuckets = malloc(nb * sizeof(*c->gbuckets));
-	if (!c->buckets || !c->ghosts || !c->gbuckets) {
-		free(c->buckets);
+	if (no_table || !c->ghosts || !c->gbuckets) {
+		dsv_chunk_table_fini(&c->table, NULL);
 		free(c->ghosts);
 		free(c->gbuckets);
 		free(c);
@@ -182,8 +179,9 @@ static void buf_free(void *p, size_t cap)
 		free(p);
 }
 
-static void entry_free(dsv_cache_entry *e)
+static void entry_free(void *entry)
 {
+	dsv_cache_entry *e = entry;
 	buf_free(e->data, e->cap);
 	free(e);
 }
@@ -192,14 +190,7 @@ void dsv_cache_destroy(dsv_cache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		dsv_cache_entry *e = c->buckets[i], *n;
-		for (; e; e = n) {
-			n = e->hnext;
-			entry_free(e);
-		}
-	}
-	free(c->buckets);
+	dsv_chunk_table_fini(&c->table, entry_free);
 	free(c->ghosts);
 	free(c->gbuckets);
 	pthread_cond_destroy(&c->filled);
@@ -251,41 +242,13 @@ static int ghost_take(dsv_cache *c, uint32_t key, uint64_t chunk)
 
 static dsv_cache_entry *lookup(dsv_cache *c, uint32_t key, uint64_t chunk)
 {
-	dsv_cache_entry *e = c->buckets[dsv_hash_chunk(key, chunk) & (c->nbuckets - 1)];
-	while (e && (e->key != key || e->chunk != chunk))
-		e = e->hnext;
-	return e;
-}
-
-static void grow(dsv_cache *c)
-{
-	size_t n = c->nbuckets * 2;
-	dsv_cache_entry **b = calloc(n, sizeof(*b));
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		dsv_cache_entry *e = c->buckets[i], *next;
-		for (; e; e = next) {
-			next = e->hnext;
-			size_t h = dsv_hash_chunk(e->key, e->chunk) & (n - 1);
-			e->hnext = b[h];
-			b[h] = e;
-		}
-	}
-	free(c->buckets);
-	c->buckets = b;
-	c->nbuckets = n;
+	return (dsv_cache_entry *)dsv_chunk_table_find(&c->table, key, chunk);
 }
 
 static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 {
-	if (c->count >= c->nbuckets)
-		grow(c);
-	size_t h = dsv_hash_chunk(e->key, e->chunk) & (c->nbuckets - 1);
-	e->hnext = c->buckets[h];
-	c->buckets[h] = e;
+	dsv_chunk_table_add(&c->table, &e->link);
 	e->in_table = 1;
-	c->count++;
 	c->st.bytes_used += e->size;
 	if (e->q == Q_IN)
 		c->in_bytes += e->size;
@@ -293,12 +256,8 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 
 static void table_remove(dsv_cache *c, dsv_cache_entry *e)
 {
-	dsv_cache_entry **p = &c->buckets[dsv_hash_chunk(e->key, e->chunk) & (c->nbuckets - 1)];
-	while (*p != e)
-		p = &(*p)->hnext;
-	*p = e->hnext;
+	dsv_chunk_table_remove(&c->table, &e->link);
 	e->in_table = 0;
-	c->count--;
 	c->st.bytes_used -= e->size;
 	if (e->q == Q_IN)
 		c->in_bytes -= e->size;
@@ -339,16 +298,16 @@ static dsv_cache_entry *oldest_idle(dsv_cache *c, int q)
 	return e;
 }
 
-/* Unlinks e and chains it on *victims (through hnext) for freeing outside
+/* Unlinks e and chains it on *victims (through vnext) for freeing outside
  * the lock; an entry leaving IN leaves its key behind as a ghost. */
 static void evict_one(dsv_cache *c, dsv_cache_entry *e, dsv_cache_entry **victims)
 {
 	if (e->q == Q_IN)
-		ghost_add(c, e->key, e->chunk);
+		ghost_add(c, (uint32_t)e->link.key, e->link.chunk);
 	q_unlink(c, e);
 	table_remove(c, e);
 	c->st.evictions++;
-	e->hnext = *victims;
+	e->vnext = *victims;
 	*victims = e;
 }
 
@@ -371,7 +330,7 @@ static void free_list(dsv_cache_entry *e)
 {
 	dsv_cache_entry *n;
 	for (; e; e = n) {
-		n = e->hnext;
+		n = e->vnext;
 		entry_free(e);
 	}
 }
@@ -380,7 +339,7 @@ static void free_list(dsv_cache_entry *e)
  * than a quarter of it. */
 static void adopt_buffer(dsv_cache_entry *e, dsv_cache_entry *victims, size_t size)
 {
-	for (dsv_cache_entry *v = victims; v; v = v->hnext)
+	for (dsv_cache_entry *v = victims; v; v = v->vnext)
 		if (v->data && v->cap >= size && v->cap - size <= v->cap / 4) {
 			e->data = v->data;
 			e->cap = v->cap;
@@ -505,8 +464,8 @@ int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const
 		pthread_mutex_unlock(&c->lock);
 		return DSV_ERR_NOMEM;
 	}
-	e->key = key;
-	e->chunk = chunk;
+	e->link.key = key;
+	e->link.chunk = chunk;
 	e->size = size;
 	e->refs = 1;
 	e->state = ST_LOADING;
@@ -575,7 +534,7 @@ void dsv_cache_get_stats(dsv_cache *c, dsv_cache_stats *out)
 {
 	pthread_mutex_lock(&c->lock);
 	*out = c->st;
-	out->entries = c->count;
+	out->entries = c->table.count;
 	out->bytes_probation = c->in_bytes;
 	pthread_mutex_unlock(&c->lock);
 }

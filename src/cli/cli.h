@@ -3,6 +3,7 @@
 #define DSV_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -66,9 +67,13 @@ void dsv_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * option, or one missing its value, prints one line naming it and
  * "try 'dsview CMD --help'". shortopts as getopt_long's, without a leading
  * '+', '-' or ':'. @return the option, -1 after the last, or '?' after
- * the message (the caller returns EXIT_USER). Start with optind = 0. */
+ * the message (the caller returns EXIT_USER). Call dsv_cli_getopt_start
+ * before the first. */
 int dsv_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 		   const struct option *longopts);
+/* Starts getopt afresh on a new argv (a subcommand may run more than once
+ * in a process: the tests call them again). */
+void dsv_cli_getopt_start(void);
 
 /* Checks that argv[optind..argc) holds from min to max operands; else
  * prints one line ("missing WHAT" / "unexpected argument 'X'", then "try
@@ -103,6 +108,13 @@ const char *dsv_cli_shown(const char *s);
  * (its file and where fields say so), else the whole message. Read from
  * the fields, never from the wording. */
 const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *dataset);
+
+/* Members of JSON objects the CLI reads (info's own report, a mount's
+ * .stats.json): key's integer, 0 when o is no object or the member is
+ * missing or not an integer; key's string, or def when it is missing or
+ * not a string. */
+json_int_t dsv_cli_jint(const json_t *o, const char *key);
+const char *dsv_cli_jstr(const json_t *o, const char *key, const char *def);
 
 /* The daemon's pid from a mount's .stats.json at stats_path (its "pid"
  * member, read as JSON); 0 if the file cannot be read (a dead daemon) or

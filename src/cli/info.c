@@ -93,7 +93,7 @@ int dsv_cmd_info(int argc, char **argv)
 	dsv_errbuf eb;
 	json_t *root;
 
-	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("info", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 'j': json_out = 1; break;

@@ -14,21 +14,10 @@
 
 #define LABEL "  %-10s"
 
-static uint64_t jint(const json_t *o, const char *key)
-{
-	return (uint64_t)json_integer_value(json_object_get(o, key));
-}
-
-static const char *jstr(const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : "";
-}
-
 /* A string field as it may be shown on a terminal (see dsv_cli_shown). */
 static const char *jshown(const json_t *o, const char *key)
 {
-	return dsv_cli_shown(jstr(o, key));
+	return dsv_cli_shown(dsv_cli_jstr(o, key, ""));
 }
 
 static const char *fmt_shape(char *buf, size_t cap, const json_t *arr)
@@ -62,7 +51,7 @@ static const char *fmt_scalar(char *buf, size_t cap, const json_t *v)
 static void print_chunks(const json_t *src)
 {
 	char b[32];
-	uint64_t n = jint(src, "nchunks"), bytes = jint(src, "chunk_bytes");
+	uint64_t n = dsv_cli_jint(src, "nchunks"), bytes = dsv_cli_jint(src, "chunk_bytes");
 	uint64_t nrows = (uint64_t)json_integer_value(json_array_get(json_object_get(src, "shape"), 0));
 	const json_t *rows = json_object_get(src, "chunk_rows");
 
@@ -76,18 +65,18 @@ static void print_chunks(const json_t *src)
 		/* One chunk holds all the rows, however many it could. */
 		if (n == 1 && nrows < r) {
 			r = nrows;
-			bytes = jint(src, "data_bytes");
+			bytes = dsv_cli_jint(src, "data_bytes");
 		}
 		printf("%llu row%s", (unsigned long long)r, r == 1 ? "" : "s");
 	} else {
-		printf("%llu elements (rows split)", (unsigned long long)jint(src, "chunk_elems"));
+		printf("%llu elements (rows split)", (unsigned long long)dsv_cli_jint(src, "chunk_elems"));
 	}
 	printf(" (%s%s)", dsv_fmt_bytes(b, sizeof(b), bytes), n > 1 ? " each" : "");
 	/* with a block table, a read of a few rows reads and decodes only
 	 * their blocks; without one, the chunk whole */
 	if (json_is_integer(json_object_get(src, "lz4_block_bytes")))
 		printf(", LZ4 blocks of %s%s",
-		       dsv_fmt_bytes(b, sizeof(b), jint(src, "lz4_block_bytes")),
+		       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(src, "lz4_block_bytes")),
 		       json_is_true(json_object_get(src, "lz4_block_table"))
 			       ? ", block table (a read takes only its blocks)" : "");
 	printf("\n");
@@ -101,8 +90,8 @@ static void print_flat(const json_t *root)
 	printf("%s: %s\n", jshown(root, "path"), jshown(root, "kind"));
 	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(src, "shape")),
 	       jshown(src, "dtype"));
-	uint64_t data = jint(src, "data_bytes"), stored = jint(src, "stored_bytes");
-	if (!strcmp(jstr(root, "kind"), "zarr")) { /* a directory: its chunk files count */
+	uint64_t data = dsv_cli_jint(src, "data_bytes"), stored = dsv_cli_jint(src, "stored_bytes");
+	if (!strcmp(dsv_cli_jstr(root, "kind", ""), "zarr")) { /* a directory: its chunk files count */
 		printf(LABEL " %s in %s of chunk files", "data", dsv_fmt_bytes(a, sizeof(a), data),
 		       dsv_fmt_bytes(b, sizeof(b), stored));
 		if (stored)
@@ -110,7 +99,7 @@ static void print_flat(const json_t *root)
 		printf("\n");
 	} else {
 		printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), data),
-		       dsv_fmt_bytes(b, sizeof(b), jint(root, "file_bytes")));
+		       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(root, "file_bytes")));
 	}
 	print_chunks(src);
 }
@@ -126,7 +115,7 @@ static void print_filters(const json_t *filters)
 		const json_t *cd = json_object_get(f, "cd");
 		printf("%s%s", i ? " + " : "", jshown(f, "name"));
 		/* The compression level is the one parameter people ask about. */
-		if (jint(f, "id") == 1 && json_array_size(cd) > 0)
+		if (dsv_cli_jint(f, "id") == 1 && json_array_size(cd) > 0)
 			printf(" (level %lld)", (long long)json_integer_value(json_array_get(cd, 0)));
 	}
 	printf("\n");
@@ -163,7 +152,8 @@ static void print_store(const json_t *store)
 static void print_dataset(const json_t *d)
 {
 	const json_t *src = json_object_get(d, "source"), *store = json_object_get(d, "store");
-	const char *serve = jstr(d, "serve"), *why = jstr(d, "why"); /* shown when printed */
+	/* shown when printed */
+	const char *serve = dsv_cli_jstr(d, "serve", ""), *why = dsv_cli_jstr(d, "why", "");
 	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
 
 	printf("%s%s\n", jshown(d, "name"), json_is_object(store) ? "  (dsview store)" : "");
@@ -178,14 +168,16 @@ static void print_dataset(const json_t *d)
 	if (json_is_array(json_object_get(d, "chunk_shape"))) {
 		printf(", chunks of %s", fmt_shape(shape, sizeof(shape), json_object_get(d, "chunk_shape")));
 		if (json_is_integer(json_object_get(d, "chunks_written")))
-			printf(", %llu written", (unsigned long long)jint(d, "chunks_written"));
+			printf(", %llu written", (unsigned long long)dsv_cli_jint(d, "chunks_written"));
 	}
-	if (jint(d, "external_files"))
-		printf(", external storage in %llu file(s)", (unsigned long long)jint(d, "external_files"));
+	if (dsv_cli_jint(d, "external_files"))
+		printf(", external storage in %llu file(s)",
+		       (unsigned long long)dsv_cli_jint(d, "external_files"));
 	printf("\n");
 	print_filters(json_object_get(d, "filters"));
-	printf(LABEL " %s for %s raw", "stored", dsv_fmt_bytes(a, sizeof(a), jint(d, "stored_bytes")),
-	       dsv_fmt_bytes(b, sizeof(b), jint(d, "raw_bytes")));
+	printf(LABEL " %s for %s raw", "stored",
+	       dsv_fmt_bytes(a, sizeof(a), dsv_cli_jint(d, "stored_bytes")),
+	       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(d, "raw_bytes")));
 	if (json_is_real(json_object_get(d, "ratio")))
 		printf(" (ratio %.2f)", json_real_value(json_object_get(d, "ratio")));
 	printf("\n");
@@ -207,12 +199,15 @@ static void print_h5(const json_t *root)
 {
 	const json_t *ds = json_object_get(root, "datasets"), *t = json_object_get(root, "totals");
 	char a[32], b[32];
-	uint64_t n = jint(t, "datasets"), raw = jint(t, "raw_bytes"), stored = jint(t, "stored_bytes");
+	uint64_t n = dsv_cli_jint(t, "datasets"), raw = dsv_cli_jint(t, "raw_bytes");
+	uint64_t stored = dsv_cli_jint(t, "stored_bytes");
 
 	printf("%s: HDF5 file, %s, %llu dataset%s (%llu fast path, %llu library fallback, "
-	       "%llu refused)\n", jshown(root, "path"), dsv_fmt_bytes(a, sizeof(a), jint(root, "file_bytes")),
-	       (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)jint(t, "fast_path"),
-	       (unsigned long long)jint(t, "library_fallback"), (unsigned long long)jint(t, "refused"));
+	       "%llu refused)\n",
+	       jshown(root, "path"), dsv_fmt_bytes(a, sizeof(a), dsv_cli_jint(root, "file_bytes")),
+	       (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)dsv_cli_jint(t, "fast_path"),
+	       (unsigned long long)dsv_cli_jint(t, "library_fallback"),
+	       (unsigned long long)dsv_cli_jint(t, "refused"));
 	for (size_t i = 0; i < json_array_size(ds); i++)
 		print_dataset(json_array_get(ds, i));
 	if (n > 1) {
@@ -223,7 +218,7 @@ static void print_h5(const json_t *root)
 		printf("\n");
 	}
 	const json_t *links = json_object_get(t, "links_not_followed");
-	uint64_t soft = jint(links, "soft"), ext = jint(links, "external");
+	uint64_t soft = dsv_cli_jint(links, "soft"), ext = dsv_cli_jint(links, "external");
 	if (soft + ext)
 		printf("links: %llu soft, %llu external, not followed (a mount of the file serves "
 		       "only its own datasets; a manifest line naming a soft link serves its "
@@ -251,7 +246,7 @@ static void print_shape_keys(const json_t *v)
 {
 	const json_t *r = json_object_get(v, "rows"), *w = json_object_get(v, "window");
 	if (json_is_object(r) && json_object_get(r, "index")) {
-		printf(LABEL " %lld rows picked by %s\n", "rows", (long long)jint(r, "count"),
+		printf(LABEL " %lld rows picked by %s\n", "rows", (long long)dsv_cli_jint(r, "count"),
 		       jshown(r, "index"));
 	} else if (json_is_object(r)) {
 		const json_t *a = json_object_get(r, "start"), *b = json_object_get(r, "stop");
@@ -262,11 +257,12 @@ static void print_shape_keys(const json_t *v)
 		if (json_is_integer(b))
 			printf("%lld", (long long)json_integer_value(b));
 		printf(":%lld (%lld rows)\n", (long long)json_integer_value(json_object_get(r, "step")),
-		       (long long)jint(r, "count"));
+		       (long long)dsv_cli_jint(r, "count"));
 	}
 	if (json_is_object(w))
 		printf(LABEL " %lld along source axis %lld, stride %lld\n", "window",
-		       (long long)jint(w, "size"), (long long)jint(w, "axis"), (long long)jint(w, "stride"));
+		       (long long)dsv_cli_jint(w, "size"), (long long)dsv_cli_jint(w, "axis"),
+		       (long long)dsv_cli_jint(w, "stride"));
 	if (json_is_string(json_object_get(v, "layout")))
 		printf(LABEL " %s\n", "layout", jshown(v, "layout"));
 }
@@ -280,8 +276,8 @@ static void print_view(const json_t *v)
 	printf("[%s]\n", jshown(v, "name"));
 	printf(LABEL " %s %s, %s virtual (.dat), %s on disk", "output",
 	       fmt_shape(shape, sizeof(shape), json_object_get(v, "shape")), jshown(v, "dtype"),
-	       dsv_fmt_bytes(a, sizeof(a), jint(v, "nbytes")),
-	       dsv_fmt_bytes(b, sizeof(b), jint(v, "stored_bytes")));
+	       dsv_fmt_bytes(a, sizeof(a), dsv_cli_jint(v, "nbytes")),
+	       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(v, "stored_bytes")));
 	if (json_is_real(json_object_get(v, "ratio")))
 		printf(" (ratio %.2f)", json_real_value(json_object_get(v, "ratio")));
 	printf("\n");
@@ -315,17 +311,17 @@ static void print_view(const json_t *v)
 		       ds ? dsv_cli_shown(ds) : "", jshown(s, "kind"),
 		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")), jshown(s, "dtype"));
 		if (json_is_object(win) && r1 == r0) {
-			long long ax = (long long)jint(win, "axis");
+			long long ax = (long long)dsv_cli_jint(win, "axis");
 			printf("contributes no window: axis %lld has %lld < window %lld", ax,
 			       (long long)json_integer_value(json_array_get(json_object_get(s, "shape"), (size_t)ax)),
-			       (long long)jint(win, "size"));
+			       (long long)dsv_cli_jint(win, "size"));
 		} else if (r1 > r0) {
 			printf("%s %lld-%lld%s", what, r0, r1 - 1,
 			       json_is_null(json_object_get(v, "rows")) ? " of the view" : " before `rows`");
 		} else {
 			printf("no rows");
 		}
-		if (*jstr(s, "why"))
+		if (*dsv_cli_jstr(s, "why", ""))
 			printf(" (%s)", jshown(s, "why"));
 		printf("\n");
 	}
@@ -335,7 +331,8 @@ static void print_manifest(const json_t *root)
 {
 	const json_t *views = json_object_get(root, "views"), *t = json_object_get(root, "totals");
 	char a[32], b[32];
-	uint64_t n = jint(t, "views"), virt = jint(t, "virtual_bytes"), disk = jint(t, "stored_bytes");
+	uint64_t n = dsv_cli_jint(t, "views"), virt = dsv_cli_jint(t, "virtual_bytes");
+	uint64_t disk = dsv_cli_jint(t, "stored_bytes");
 
 	printf("%s: manifest, %llu view%s\n", jshown(root, "path"), (unsigned long long)n,
 	       n == 1 ? "" : "s");

@@ -264,7 +264,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	char real_mp[PATH_MAX];
 	int gpu_dev;
 
-	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("mount", argc, argv, "fo:h", longopts)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;

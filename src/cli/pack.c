@@ -94,7 +94,7 @@ int dsv_cmd_pack(int argc, char **argv)
 	long v;
 
 	dsv_pack_opts_init(&o);
-	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("pack", argc, argv, "fh", longopts)) != -1) {
 		switch (c) {
 		case 'n': o.dataset = optarg; break;

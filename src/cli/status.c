@@ -65,18 +65,6 @@ typedef struct status_job {
 	json_t *list; /* this pass's entries */
 } status_job;
 
-static json_int_t jint(const json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	return json_is_integer(v) ? json_integer_value(v) : 0;
-}
-
-static const char *jstr(const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : "?";
-}
-
 /* One mount's entry: what its .stats.json says, with uptime and rates.
  * Paths from the mount table may hold bytes that are not UTF-8, which a
  * JSON string cannot: those are written \xNN. */
@@ -95,19 +83,21 @@ static json_t *describe(const dsv_cli_mount *mnt)
 						   : strerror(saved));
 	}
 	time_t now = time(NULL);
-	json_int_t started = jint(st, "started"), up = started ? (json_int_t)now - started : 0;
-	json_int_t hits = jint(st, "cache_hits"), misses = jint(st, "cache_misses");
+	json_int_t started = dsv_cli_jint(st, "started");
+	json_int_t up = started ? (json_int_t)now - started : 0;
+	json_int_t hits = dsv_cli_jint(st, "cache_hits"), misses = dsv_cli_jint(st, "cache_misses");
 	out = json_pack("{s:s, s:s, s:b, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:s}",
 			"mountpoint", dsv_cli_escaped(mnt->point, 0), "source",
 			dsv_cli_escaped(mnt->source, 0), "alive", 1,
-			"pid", jint(st, "pid"), "uptime_s", up, "backend", jstr(st, "backend"),
-			"views", jint(st, "views"), "reads", jint(st, "reads"), "bytes_served",
-			jint(st, "bytes_served"), "mb_per_s",
-			up > 0 ? (double)jint(st, "bytes_served") / 1e6 / (double)up : 0.0,
+			"pid", dsv_cli_jint(st, "pid"), "uptime_s", up, "backend",
+			dsv_cli_jstr(st, "backend", "?"), "views", dsv_cli_jint(st, "views"), "reads",
+			dsv_cli_jint(st, "reads"), "bytes_served", dsv_cli_jint(st, "bytes_served"), "mb_per_s",
+			up > 0 ? (double)dsv_cli_jint(st, "bytes_served") / 1e6 / (double)up : 0.0,
 			"cache_hit_rate", hits + misses ? json_real((double)hits / (double)(hits + misses))
 						       : json_null(),
-			"cache_bytes", jint(st, "cache_bytes"), "cache_budget", jint(st, "cache_budget"),
-			"read_errors", jint(st, "read_errors"), "log", jstr(st, "log"));
+			"cache_bytes", dsv_cli_jint(st, "cache_bytes"), "cache_budget",
+			dsv_cli_jint(st, "cache_budget"), "read_errors", dsv_cli_jint(st, "read_errors"),
+			"log", dsv_cli_jstr(st, "log", "?"));
 	json_decref(st);
 	return out;
 }
@@ -115,30 +105,31 @@ static json_t *describe(const dsv_cli_mount *mnt)
 static void print_text(const json_t *e)
 {
 	char a[32], b[32], c[32];
-	printf("%s  %s\n", dsv_cli_shown(jstr(e, "mountpoint")), dsv_cli_shown(jstr(e, "source")));
+	printf("%s  %s\n", dsv_cli_shown(dsv_cli_jstr(e, "mountpoint", "?")),
+	       dsv_cli_shown(dsv_cli_jstr(e, "source", "?")));
 	if (!json_is_true(json_object_get(e, "alive"))) {
-		printf("  dead: %s\n", jstr(e, "why"));
+		printf("  dead: %s\n", dsv_cli_jstr(e, "why", "?"));
 		return;
 	}
-	json_int_t up = jint(e, "uptime_s");
+	json_int_t up = dsv_cli_jint(e, "uptime_s");
 	json_t *rate = json_object_get(e, "cache_hit_rate");
 	printf("  pid %lld, up %lldh%02lldm%02llds, backend %s, %lld view%s\n",
-	       (long long)jint(e, "pid"), (long long)(up / 3600), (long long)(up / 60 % 60),
-	       (long long)(up % 60), jstr(e, "backend"), (long long)jint(e, "views"),
-	       jint(e, "views") == 1 ? "" : "s");
+	       (long long)dsv_cli_jint(e, "pid"), (long long)(up / 3600), (long long)(up / 60 % 60),
+	       (long long)(up % 60), dsv_cli_jstr(e, "backend", "?"), (long long)dsv_cli_jint(e, "views"),
+	       dsv_cli_jint(e, "views") == 1 ? "" : "s");
 	printf("  served %s in %lld read%s (%.1f MB/s on average), ",
-	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)jint(e, "bytes_served")),
-	       (long long)jint(e, "reads"), jint(e, "reads") == 1 ? "" : "s",
+	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "bytes_served")),
+	       (long long)dsv_cli_jint(e, "reads"), dsv_cli_jint(e, "reads") == 1 ? "" : "s",
 	       json_real_value(json_object_get(e, "mb_per_s")));
 	if (json_is_real(rate))
 		printf("cache hit rate %.1f%%", 100 * json_real_value(rate));
 	else
 		printf("cache not used yet");
 	printf(" (%s of %s), %lld read error%s\n",
-	       dsv_fmt_bytes(b, sizeof(b), (uint64_t)jint(e, "cache_bytes")),
-	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)jint(e, "cache_budget")),
-	       (long long)jint(e, "read_errors"), jint(e, "read_errors") == 1 ? "" : "s");
-	printf("  log %s\n", dsv_cli_shown(jstr(e, "log")));
+	       dsv_fmt_bytes(b, sizeof(b), (uint64_t)dsv_cli_jint(e, "cache_bytes")),
+	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "cache_budget")),
+	       (long long)dsv_cli_jint(e, "read_errors"), dsv_cli_jint(e, "read_errors") == 1 ? "" : "s");
+	printf("  log %s\n", dsv_cli_shown(dsv_cli_jstr(e, "log", "?")));
 }
 
 static int each(const dsv_cli_mount *mnt, void *arg)
@@ -163,11 +154,11 @@ static void add_rates(json_t *list, const json_t *prev, double secs)
 	json_array_foreach(list, i, e) {
 		json_array_foreach(prev, k, p) {
 			if (secs > 0 && json_is_true(json_object_get(e, "alive")) &&
-			    !strcmp(jstr(e, "mountpoint"), jstr(p, "mountpoint")) &&
-			    jint(e, "pid") == jint(p, "pid"))
+			    !strcmp(dsv_cli_jstr(e, "mountpoint", "?"), dsv_cli_jstr(p, "mountpoint", "?")) &&
+			    dsv_cli_jint(e, "pid") == dsv_cli_jint(p, "pid"))
 				json_object_set_new(e, "mb_per_s_now",
-						    json_real((double)(jint(e, "bytes_served") -
-								       jint(p, "bytes_served")) /
+						    json_real((double)(dsv_cli_jint(e, "bytes_served") -
+								       dsv_cli_jint(p, "bytes_served")) /
 							      1e6 / secs));
 		}
 	}
@@ -208,7 +199,7 @@ int dsv_cmd_status(int argc, char **argv)
 	json_t *prev = NULL;
 	double t_prev = 0;
 
-	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("status", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;

@@ -68,8 +68,7 @@ pid_t dsv_cli_stats_pid(const char *stats_path)
 {
 	json_error_t je;
 	json_t *root = json_load_file(stats_path, 0, &je);
-	json_t *v = json_object_get(root, "pid"); /* NULL if root is NULL or not an object */
-	json_int_t pid = json_is_integer(v) ? json_integer_value(v) : 0;
+	json_int_t pid = dsv_cli_jint(root, "pid");
 
 	json_decref(root);
 	return pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
@@ -121,7 +120,7 @@ int dsv_cmd_umount(int argc, char **argv)
 	char mp[2 * PATH_MAX + 8], fstype[256];
 	int lazy = 0, c;
 
-	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("umount", argc, argv, "zh", longopts)) != -1) {
 		switch (c) {
 		case 'z': lazy = 1; break;

@@ -106,6 +106,11 @@ const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *d
 	return eb->msg;
 }
 
+void dsv_cli_getopt_start(void)
+{
+	optind = 0; /* 0, not 1: GNU getopt then starts afresh, its own state too */
+}
+
 int dsv_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 		   const struct option *longopts)
 {
@@ -218,4 +223,16 @@ void dsv_cli_absolute(const char *in, char *out, size_t cap)
 		return;
 	}
 	snprintf(out, cap, "%s", tmp);
+}
+
+json_int_t dsv_cli_jint(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key); /* NULL if o is NULL or not an object */
+	return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+const char *dsv_cli_jstr(const json_t *o, const char *key, const char *def)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : def;
 }

@@ -421,7 +421,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	uint64_t refused = 0, checked = 0;
 	char a[32];
 
-	optind = 0; /* 0, not 1: GNU getopt then starts afresh (a test calls us again) */
+	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("verify", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 'T':

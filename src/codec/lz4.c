@@ -22,15 +22,12 @@
 
 #include "common/arith.h"
 #include "common/bytes.h"
+#include "codec/lz4_table.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
-#define LZ4F_HEADER 12 /* u64 raw size + u32 block size */
+#define LZ4F_HEADER DSV_LZ4_HEADER /* u64 raw size + u32 block size */
 #define LZ4F_BLOCK_HEADER 4
-
-
-
-
 
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
@@ -42,39 +39,39 @@ int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 	return 0;
 }
 
-int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f)
+int dsv_lz4_frame_head(const void *src, size_t src_size, dsv_lz4_frame *f)
 {
-	uint64_t min_src;
-
 	memset(f, 0, sizeof(*f));
 	if (dsv_lz4_raw_size(src, src_size, &f->raw))
 		return DSV_ERR_CORRUPT;
 	if (f->raw == 0)
-		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
+		return 0;
 	f->block = dsv_load_be32((const uint8_t *)src + 8);
 	if (f->block == 0)
 		return DSV_ERR_CORRUPT;
 	if (f->block > f->raw) /* the plugin's decoder clamps the same way */
 		f->block = f->raw;
+	f->nblocks = f->raw / f->block + (f->raw % f->block != 0);
+	return 0;
+}
+
+int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f)
+{
+	uint64_t min_src;
+
+	if (dsv_lz4_frame_head(src, src_size, f))
+		return DSV_ERR_CORRUPT;
+	if (f->raw == 0)
+		return src_size == LZ4F_HEADER ? 0 : DSV_ERR_CORRUPT;
 	/* Each block costs at least its 4-byte header: rejects a tiny block
 	 * size that would make us loop over billions of phantom blocks. */
-	f->nblocks = f->raw / f->block + (f->raw % f->block != 0);
 	if (dsv_mul_u64(f->nblocks, LZ4F_BLOCK_HEADER, &min_src) ||
 	    dsv_add_u64(min_src, LZ4F_HEADER, &min_src) || min_src > src_size)
 		return DSV_ERR_CORRUPT;
 	return 0;
 }
 
-/* Raw bytes of block i of f. */
-static uint64_t block_raw(const dsv_lz4_frame *f, uint64_t i)
-{
-	uint64_t first = i * f->block;
-	return f->raw - first < f->block ? f->raw - first : f->block;
-}
-
-/* One block: stored bytes at in (stored of them, already checked to lie
- * in the input) into want bytes at out. */
-static int decode_one(uint8_t *out, uint64_t want, const uint8_t *in, uint32_t stored)
+int dsv_lz4_block_decode(uint8_t *out, uint64_t want, const uint8_t *in, uint32_t stored)
 {
 	if (stored == want) {
 		memcpy(out, in, (size_t)want);
@@ -86,71 +83,6 @@ static int decode_one(uint8_t *out, uint64_t want, const uint8_t *in, uint32_t s
 		return DSV_ERR_CORRUPT;
 	int got = LZ4_decompress_safe((const char *)in, (char *)out, (int)stored, (int)want);
 	return got < 0 || (uint64_t)got != want ? DSV_ERR_CORRUPT : 0;
-}
-
-void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at,
-			 uint32_t *row)
-{
-	const uint8_t *in = src;
-	for (uint64_t i = 0; i < f->nblocks; i++) {
-		row[DSV_LZ4_TABLE_WORDS * i] = dsv_load_be32(in + at[i]);
-		row[DSV_LZ4_TABLE_WORDS * i + 1] =
-			dsv_fletcher32(in + at[i], (size_t)(at[i + 1] - at[i]));
-	}
-}
-
-int dsv_lz4_table_span(const uint32_t *row, uint64_t b0, uint64_t b1, uint64_t payload,
-		       uint64_t *start, uint64_t *end)
-{
-	uint64_t at = LZ4F_HEADER;
-
-	*start = 0;
-	if (b0 > b1 || at > payload)
-		return DSV_ERR_CORRUPT;
-	for (uint64_t j = 0; j <= b1; j++) {
-		uint64_t size = row[DSV_LZ4_TABLE_WORDS * j];
-		if (j == b0)
-			*start = at;
-		/* at <= payload before each step, so nothing overflows */
-		if (size == 0 || payload - at < LZ4F_BLOCK_HEADER ||
-		    payload - at - LZ4F_BLOCK_HEADER < size)
-			return DSV_ERR_CORRUPT;
-		at += LZ4F_BLOCK_HEADER + size;
-	}
-	*end = at;
-	return 0;
-}
-
-int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *src, size_t n,
-			     const dsv_lz4_frame *f, const uint32_t *row, void *edge)
-{
-	const uint8_t *p = src, *stop = p + n;
-	uint64_t bs = f->block, done = 0;
-
-	if (lo >= hi || hi > f->raw || bs == 0)
-		return DSV_ERR_CORRUPT;
-	for (uint64_t j = lo / bs; j <= (hi - 1) / bs; j++) {
-		uint64_t size = row[DSV_LZ4_TABLE_WORDS * j], first = j * bs;
-		uint64_t want = block_raw(f, j);
-		if ((size_t)(stop - p) < LZ4F_BLOCK_HEADER ||
-		    (size_t)(stop - p) - LZ4F_BLOCK_HEADER < size || dsv_load_be32(p) != size ||
-		    dsv_fletcher32(p, (size_t)(LZ4F_BLOCK_HEADER + size)) !=
-			    row[DSV_LZ4_TABLE_WORDS * j + 1])
-			return DSV_ERR_CORRUPT;
-		/* a block inside [lo, hi) straight to its place, else via edge */
-		int inside = first >= lo && first + want <= hi;
-		uint8_t *to = inside ? (uint8_t *)dst + (first - lo) : edge;
-		if (size == 0 || decode_one(to, want, p + LZ4F_BLOCK_HEADER, (uint32_t)size))
-			return DSV_ERR_CORRUPT;
-		if (!inside) {
-			uint64_t a = lo > first ? lo : first;
-			uint64_t z = hi < first + want ? hi : first + want;
-			memcpy((uint8_t *)dst + (a - lo), (uint8_t *)edge + (a - first), (size_t)(z - a));
-		}
-		done += want;
-		p += LZ4F_BLOCK_HEADER + size;
-	}
-	return (int64_t)done;
 }
 
 int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
@@ -168,7 +100,7 @@ int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
 	if (f.raw > dst_cap)
 		return DSV_ERR_CORRUPT;
 	for (uint64_t i = 0; i < f.nblocks; i++) {
-		uint64_t want = block_raw(&f, i);
+		uint64_t want = dsv_lz4_block_raw(&f, i);
 		uint32_t stored;
 
 		if (src_size - pos < LZ4F_BLOCK_HEADER)
@@ -176,7 +108,7 @@ int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
 		stored = dsv_load_be32(in + pos);
 		pos += LZ4F_BLOCK_HEADER;
 		if (stored == 0 || stored > src_size - pos ||
-		    decode_one(out + i * f.block, want, in + pos, stored))
+		    dsv_lz4_block_decode(out + i * f.block, want, in + pos, stored))
 			return DSV_ERR_CORRUPT;
 		pos += stored;
 	}

@@ -1,7 +1,8 @@
 /*
  * The hash of a (key, chunk) pair, for the tables that find chunks by
- * their source and index: the chunk cache (src/cache) and the GPU tier's
- * index (src/gpu/gpu_tier.c). Multiplicative mixing of each half, folded.
+ * their source and index: common/chunk_table.h (the chunk cache's and the
+ * GPU tier's) and the cache's ring of ghosts. Multiplicative mixing of
+ * each half, folded.
  */
 #ifndef DSV_COMMON_HASH_H
 #define DSV_COMMON_HASH_H

@@ -83,24 +83,22 @@ static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, 
 		      size_t size)
 {
 	dsv_fs *fs = ctx;
-	const dsv_view *v;
 	dsv_chunk_ref ref;
-	uint64_t g;
+	dsv_read_job job;
 	size_t si;
 	(void)key;
-	dsv_read_made made;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, &made);
-	if (!v) { /* the read path's own: a tile of windows */
-		if (made.tile)
+	int err = dsv_read_fill(arg, chunk, buf, size, &job);
+	if (!job.v) { /* the read path's own: a tile of windows */
+		if (job.tile)
 			atomic_fetch_add(&fs->made, 1);
 		return err;
 	}
 	if (err)
 		return err;
-	if (dsv_view_chunk_ref(v, g, &si, &ref))
+	if (dsv_view_chunk_ref(job.v, job.g, &si, &ref))
 		return DSV_ERR_INTERNAL;
-	atomic_fetch_add(&fs->bytes_decoded, ref.nelems * v->out_esize);
-	return dsv_backend_decode(fs->backend, v, g, buf, size);
+	atomic_fetch_add(&fs->bytes_decoded, ref.nelems * job.v->out_esize);
+	return dsv_backend_decode(fs->backend, job.v, job.g, buf, size, job.stream);
 }
 
 /* ---- lifecycle ---- */
@@ -304,9 +302,10 @@ static int store(dsv_fs *fs, uint32_t file, uint64_t off, char *buf, size_t k)
 	return 0;
 }
 
-/* Makes bytes [off, end) of file (whole pages, or up to its end) and
- * stores them in its page cache, in pieces of at most READ_MAX bytes. */
-static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
+/* Makes bytes [off, end) of file (whole pages, or up to its end), read as
+ * flags (dsv_read's) ask, and stores them in its page cache, in pieces of
+ * at most READ_MAX bytes. */
+static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end, unsigned flags)
 {
 	const node *n = &fs->nodes[file];
 	dsv_read_info info;
@@ -316,7 +315,7 @@ static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end)
 		int err;
 		if (!buf)
 			return DSV_ERR_NOMEM;
-		if ((err = dsv_fs_file_bytes(fs, n, off, k, buf, &info)) ||
+		if ((err = dsv_fs_file_bytes(fs, n, off, k, buf, flags, &info)) ||
 		    (err = store(fs, file, off, buf, k)))
 			return err;
 		off += k;
@@ -397,12 +396,8 @@ static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, 
 	/* on the CPU, chunk by chunk: a stream reads on through each, so it
 	 * is decoded whole, once */
 	for (uint64_t c = first; c <= last; c++) {
-		if ((err = chunk_pages(fs, file, c, &o, &e)))
-			return err;
-		dsv_read_whole_chunks(1);
-		err = store_pages(fs, file, o + (c == trip ? page : 0), e);
-		dsv_read_whole_chunks(0);
-		if (err)
+		if ((err = chunk_pages(fs, file, c, &o, &e)) ||
+		    (err = store_pages(fs, file, o + (c == trip ? page : 0), e, DSV_READ_STREAM)))
 			return err;
 	}
 	return 0;
@@ -429,7 +424,7 @@ static int push_row(void *ctx, uint32_t file, uint64_t row)
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t off = (hdr + row * v->row_bytes) / page * page;
 	uint64_t end = (hdr + (row + 1) * v->row_bytes + page - 1) / page * page;
-	return store_pages(fs, file, off, end < n->size ? end : n->size);
+	return store_pages(fs, file, off, end < n->size ? end : n->size, 0);
 }
 
 static void start_prefetch(dsv_fs *fs)

@@ -141,9 +141,10 @@ void dsv_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops dsv_fs_ops;
-/* Bytes [off, off + len) of data file n (inside it) into buf. */
+/* Bytes [off, off + len) of data file n (inside it) into buf, read as
+ * flags (dsv_read's) ask. */
 int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char *buf,
-		      dsv_read_info *info);
+		      unsigned flags, dsv_read_info *info);
 
 /* stats.c */
 /* The size of /.stats.json: of the handle's snapshot when fi is an open

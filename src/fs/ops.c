@@ -94,7 +94,7 @@ static void reply_slice(fuse_req_t req, const char *data, size_t len, size_t siz
 /* Bytes [off, off + len) of data file n (inside it) into buf: the .npy
  * header where it lies in the range, then the view's output. */
 int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char *buf,
-		      dsv_read_info *info)
+		      unsigned flags, dsv_read_info *info)
 {
 	const dsv_view *v = fs->m->views[n->view];
 	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0;
@@ -109,7 +109,7 @@ int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char 
 	memset(info, 0, sizeof(*info));
 	info->first = UINT64_MAX; /* no chunk */
 	if (len)
-		err = dsv_read(fs->cache, fs->tiles, v, off - hdr, len, buf, info);
+		err = dsv_read(fs->cache, fs->tiles, v, off - hdr, len, buf, flags, info);
 	atomic_fetch_add(&fs->bytes_decoded, info->plain_bytes + info->lz4_bytes);
 	return err;
 }
@@ -131,7 +131,7 @@ static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n,
 	struct timespec t0, t1, t2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	char *buf = dsv_tls_buf(DSV_TLS_OUT, size);
-	err = buf ? dsv_fs_file_bytes(fs, n, off, size, buf, &info) : DSV_ERR_NOMEM;
+	err = buf ? dsv_fs_file_bytes(fs, n, off, size, buf, 0, &info) : DSV_ERR_NOMEM;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	dsv_fs_lat_add(&fs->lat_make, &t0, &t1);
 	if (err) {

@@ -26,13 +26,12 @@ int dsv_gpu_plan_lz4(const void *src, size_t n, uint64_t raw, uint64_t src_base,
 		return DSV_ERR_CORRUPT;
 	}
 	for (uint64_t j = 0; j < f.nblocks && j < cap; j++) {
-		uint64_t first = j * f.block;
 		jobs[j].src = src_base + at[j] + 4;
 		jobs[j].stored = (uint32_t)(at[j + 1] - at[j] - 4);
-		jobs[j].dst = dst_base + first;
+		jobs[j].dst = dst_base + j * f.block;
 		/* block <= raw <= INT64_MAX, but a block of 4 GiB or more is
 		 * never an LZ4 block: stored sizes are u32 and want must fit */
-		uint64_t want = f.raw - first < f.block ? f.raw - first : f.block;
+		uint64_t want = dsv_lz4_block_raw(&f, j);
 		if (want > UINT32_MAX) {
 			free(at);
 			return DSV_ERR_CORRUPT;

@@ -1,8 +1,8 @@
 /*
- * An LZ4 store's block table (dsview/codec.h, DSV_LZ4_TABLE_WORDS; written
- * by `dsview pack`, where dsview/h5info.h says): found at open, checked,
- * and its file offset kept, so that lz4_part.c preads a chunk's row of it
- * without the library. A dataset without one (written by others, or by an
+ * An LZ4 store's block table (its format: codec/lz4_table.h; written by
+ * `dsview pack`, where dsview/h5info.h says): found at open, its shape and
+ * storage checked against that format, and its file offset kept, so that
+ * lz4_part.c preads a chunk's row of it without the library. A dataset without one (written by others, or by an
  * older pack) has its chunks decoded whole, as ever.
  */
 #ifndef H5_USE_110_API
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dsview/codec.h"
+#include "codec/lz4_table.h"
 #include "dsview/h5info.h"
 #include "h5/h5_src.h"
 
@@ -34,7 +34,7 @@ void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
 	if (!bs || bs >= s->chunk_raw_size || s->info.nchunks == 0 || !s->dataset ||
 	    strchr(s->dataset + 1, '/'))
 		return; /* pack writes tables of datasets at the root only */
-	nb = s->chunk_raw_size / bs + (s->chunk_raw_size % bs != 0);
+	nb = dsv_lz4_table_blocks(s->chunk_raw_size, bs);
 	if (nb > TABLE_MAX_BLOCKS ||
 	    snprintf(path, sizeof(path), "%s%s", DSV_STORE_BLOCKS, s->dataset) >= (int)sizeof(path))
 		return;
@@ -44,7 +44,7 @@ void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
 		return;
 	if ((t = H5Oopen(file, path, lapl)) < 0 || H5Iget_type(t) != H5I_DATASET)
 		goto out;
-	bytes = s->info.nchunks * nb * DSV_LZ4_TABLE_WORDS * 4;
+	bytes = s->info.nchunks * dsv_lz4_table_row_bytes(nb);
 	if ((type = H5Dget_type(t)) < 0 || H5Tequal(type, H5T_STD_U32LE) <= 0 ||
 	    (space = H5Dget_space(t)) < 0 || H5Sget_simple_extent_ndims(space) != 2 ||
 	    H5Sget_simple_extent_dims(space, dims, NULL) != 2 || dims[0] != s->info.nchunks ||

@@ -1,6 +1,6 @@
 /*
- * dsview pack, the block table of an LZ4 store (dsview/codec.h,
- * DSV_LZ4_TABLE_WORDS; where it lives: dsview/h5info.h, DSV_STORE_BLOCKS):
+ * dsview pack, the block table of an LZ4 store (its format:
+ * codec/lz4_table.h; where it lives: dsview/h5info.h, DSV_STORE_BLOCKS):
  * per chunk, each block's stored size and its own Fletcher32, so that a
  * reader of a few rows reads and checks only their blocks. Written row by
  * row as chunks reach the writer, so memory stays flat. A contiguous
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dsview/codec.h"
+#include "codec/lz4_table.h"
 #include "dsview/h5info.h"
 #include "h5/h5.h"
 #include "pack/pack_i.h"
@@ -35,7 +35,7 @@ int dsv_pack_table_create(dsv_pack_table *t, hid_t file, const char *name, uint6
 	if (snprintf(path, sizeof(path), "%s/%s", DSV_STORE_BLOCKS, name) >= (int)sizeof(path))
 		return dsv_errf(eb, DSV_ERR_INVALID, "dataset name too long: %s", name);
 	t->at = malloc((nblocks + 1) * sizeof(*t->at));
-	t->row = malloc(DSV_LZ4_TABLE_WORDS * nblocks * sizeof(*t->row));
+	t->row = malloc((size_t)dsv_lz4_table_row_bytes(nblocks));
 	if (!t->at || !t->row)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	/* early allocation: the offset exists before any row is written */
@@ -60,15 +60,12 @@ int dsv_pack_table_write(dsv_pack_table *t, uint64_t w, const void *frame, size_
 {
 	hsize_t start[2] = { w, 0 }, count[2] = { 1, DSV_LZ4_TABLE_WORDS * t->nblocks };
 	hid_t fspace = -1, mspace = -1;
-	dsv_lz4_frame f;
 	herr_t rc = -1;
 
 	/* the frame pack just made: a failure here is pack's own bug */
-	if (dsv_lz4_frame_info(frame, size, &f) || f.nblocks != t->nblocks ||
-	    dsv_lz4_index(frame, size, &f, t->at))
+	if (dsv_lz4_table_row(frame, size, t->nblocks, t->at, t->row))
 		return dsv_errf(eb, DSV_ERR_INTERNAL, "chunk %llu: not the frame expected",
 				(unsigned long long)w);
-	dsv_lz4_block_table(frame, &f, t->at, t->row);
 	errno = 0;
 	dsv_h5_lock();
 	if ((fspace = H5Dget_space(t->dset)) >= 0 &&

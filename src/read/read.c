@@ -15,6 +15,7 @@ typedef struct read_src_arg {
 	size_t si;
 	int kind;
 	dsv_cache *c;
+	unsigned flags; /* the read's (DSV_READ_*) */
 } read_src_arg;
 
 /* Plain elements are pread and transformed this many source bytes at a
@@ -81,14 +82,6 @@ static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref 
 	return 0;
 }
 
-static _Thread_local int whole_chunks; /* dsv_read_whole_chunks */
-
-void dsv_read_whole_chunks(int on)
-{
-	whole_chunks = on;
-	dsv_source_reading_on(on);
-}
-
 /* The cache key of a chunk is its source's (v->src_key: views that share
  * a source share its decoded chunks) and its index in the source. */
 static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
@@ -98,7 +91,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	const dsv_source_info *in = dsv_source_get_info(v->sources[si]);
 	size_t ses = dsv_dtype_size(in->dtype);
 	uint32_t key = v->src_key[si];
-	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL };
+	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL, info->flags };
 	dsv_cache_entry *e;
 	int err;
 
@@ -112,11 +105,12 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
 	/* A part of a chunk of a store with a block table, not in the cache
 	 * whole: from its own blocks (lz4_part.c). The prefetcher's threads
-	 * take whole chunks (dsv_read_whole_chunks): a sequential pass
+	 * take whole chunks (DSV_READ_STREAM): a sequential pass
 	 * decodes each chunk once. A part that fails (a block, or the table,
 	 * fails a check) is logged and read from the whole chunk, whose own
 	 * checksum then decides. */
-	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && n < ref->nelems && !whole_chunks) {
+	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && n < ref->nelems &&
+	    !(info->flags & DSV_READ_STREAM)) {
 		if ((e = dsv_cache_peek(c, key, ref->index))) {
 			emit(x, dst, (const char *)dsv_cache_data(e) + first * ses, n, oe, ses);
 			dsv_cache_put(c, e);
@@ -386,6 +380,7 @@ static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 	if ((uint64_t)size != r.nruns * t.span * ses)
 		return DSV_ERR_INTERNAL;
 	memset(&info, 0, sizeof(info));
+	info.flags = a->flags;
 	for (uint64_t p = 0; p < r.nruns; p++) {
 		int err = read_src(a->c, v, a->si, r.start + p * r.stride, t.span, NULL, 0,
 				   (char *)buf + p * t.span * ses, &info, 0);
@@ -398,10 +393,10 @@ static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 /* Positions [q, q + n) of logical row l, a window of a tiled view, from
  * its tile in the cache: one get for the whole row. */
 static int read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_row_runs *r,
-		      uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst)
+		      uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst, unsigned flags)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
-	read_src_arg arg = { v, r->si, ENTRY_TILE, c };
+	read_src_arg arg = { v, r->si, ENTRY_TILE, c, flags };
 	dsv_cache_entry *e;
 	tile_pos t;
 	tile_of(v, r, l, &t);
@@ -441,7 +436,8 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 		uint64_t l = dsv_view_lrow(v, i);
 		dsv_view_lrow_runs(v, l, &r);
 		if (v->tile_wins) {
-			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst);
+			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst,
+					 info->flags);
 		} else if (q == 0 && (b = window_batch(v, i, n, &r)) > 1) {
 			m = b * re;
 			note_unit(info, (i + b - 1) / v->seg_rows);
@@ -477,13 +473,14 @@ static int read_elems(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_
 }
 
 int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
-	     dsv_read_info *info)
+	     unsigned flags, dsv_read_info *info)
 {
 	uint64_t oes = v->out_esize, end = off + len;
 	char *d = dst, part[8]; /* one element, for ranges that cut one */
 	int err = 0;
 
 	memset(info, 0, sizeof(*info));
+	info->flags = flags;
 	info->first = UINT64_MAX;
 	if (end < off || end > v->nbytes)
 		return DSV_ERR_INVALID;
@@ -512,29 +509,22 @@ int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, si
 	return err;
 }
 
-int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
-		  uint64_t *g, dsv_read_made *made)
+int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, dsv_read_job *job)
 {
 	const read_src_arg *a = arg;
-	dsv_read_made m = { 0 };
-	int err = DSV_ERR_INTERNAL;
-	*v = NULL;
-	if (made)
-		*made = m;
+	int err;
+	memset(job, 0, sizeof(*job));
 	if (!a)
 		return DSV_ERR_INTERNAL;
 	if (a->kind == ENTRY_TILE) {
 		err = fill_tile(a, chunk, buf, size);
-		m.tile = !err;
-	}
-	if (a->kind != ENTRY_CHUNK) {
-		if (made)
-			*made = m;
+		job->tile = !err;
 		return err;
 	}
-	if (chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
+	if (a->kind != ENTRY_CHUNK || chunk >= dsv_source_get_info(a->v->sources[a->si])->nchunks)
 		return DSV_ERR_INTERNAL;
-	*v = a->v;
-	*g = a->v->chunk_base[a->si] + chunk;
+	job->v = a->v;
+	job->g = a->v->chunk_base[a->si] + chunk;
+	job->stream = (a->flags & DSV_READ_STREAM) != 0;
 	return 0;
 }

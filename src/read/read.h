@@ -31,14 +31,28 @@
 #include "cache/cache.h"
 #include "dsview/view.h"
 
+/* How a read is asked for: dsv_read's flags. */
+enum {
+	/* The reader reads on through the chunks that follow (the
+	 * readahead): a piece of an LZ4 chunk with a block table is served
+	 * from the whole chunk, decoded once and cached, and a source whose
+	 * chunks are files of their own (Zarr) asks the kernel for the next
+	 * ones too, as the kernel's readahead does inside one file. Without
+	 * it, a piece comes from the blocks that hold it. */
+	DSV_READ_STREAM = 1u,
+};
+
+/* What one read did (and, in flags, how it was asked for). */
 typedef struct dsv_read_info {
+	unsigned flags;       /* dsv_read's flags, for the steps of the read */
 	uint64_t plain_bytes; /* output bytes made from elements pread for this read */
 	uint64_t lz4_bytes;   /* output bytes of the LZ4 blocks this read decoded */
 	uint64_t first, last; /* the first and last readahead unit (segment) read */
 } dsv_read_info;
 
 /* Writes bytes [off, off + len) of view v's output (any alignment) into
- * dst. Tiles of windows go to the cache tiles (NULL: c): read once each
+ * dst, read as flags (DSV_READ_*, or 0) ask. Tiles of windows go to the
+ * cache tiles (NULL: c): read once each
  * by a sequential pass, they have a small cache of their own, whose
  * buffers are reused, rather than fill c's budget with fresh memory the
  * kernel must zero. Chunks that must be decoded whole come from the cache under their
@@ -49,26 +63,22 @@ typedef struct dsv_read_info {
  * @return 0, or a negative dsv_err: the chunk's failure (logged with the
  * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
 int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
-	     dsv_read_info *info);
+	     unsigned flags, dsv_read_info *info);
 
-/* For the calling thread: on (1), a piece of an LZ4 chunk with a block
- * table is served from the whole chunk, decoded once and cached, as
- * readahead wants (it reads on through the chunk), and sources read ahead
- * of it (dsv_source_reading_on); off (0, every thread's default), from the
- * blocks that hold it. The prefetcher's threads turn it on. */
-void dsv_read_whole_chunks(int on);
-
-/* What a fill of the read path's own made (made NULL: not wanted). */
-typedef struct dsv_read_made {
-	int tile; /* a tile of windows */
-} dsv_read_made;
+/* What a cache fill is to do, told by dsv_read_fill. */
+typedef struct dsv_read_job {
+	/* the view of the get that asked, for dsv_backend_decode to fill
+	 * chunk g (its global index in v); NULL: the entry was the read
+	 * path's own, and the fill made it (a tile of windows: tile set) */
+	const dsv_view *v;
+	uint64_t g;
+	int stream; /* the get's read had DSV_READ_STREAM */
+	int tile;
+} dsv_read_job;
 
 /* In a cache fill of (key, chunk) into buf (size bytes): fills buf itself
- * when the entry is the read path's own (a tile of windows: *v NULL, and
- * *made says so), else sets *v, the view of the get that asked, and g, the chunk's
- * global index in it, for dsv_backend_decode to fill. @return 0 or a
- * negative dsv_err. */
-int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, const dsv_view **v,
-		  uint64_t *g, dsv_read_made *made);
+ * when the entry is the read path's own, else says in *job which chunk of
+ * which view the backend is to decode. @return 0 or a negative dsv_err. */
+int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, dsv_read_job *job);
 
 #endif

@@ -6,13 +6,13 @@
  * and the row's own blocks, checks each against its checksum, and decodes
  * only them: about the bytes it asked for, where the chunk's Fletcher32
  * would have it read and check the whole chunk. The table is untrusted
- * like the rest of the file; codec/lz4.c checks what it says.
+ * like the rest of the file; codec/lz4_table.c, the table's format,
+ * checks what it says.
  */
 #include <string.h>
 
-#include "common/bytes.h"
+#include "codec/lz4_table.h"
 #include "common/tlsbuf.h"
-#include "dsview/codec.h"
 #include "source/source_i.h"
 
 /* The table's words for blocks 0..nblocks-1 of chunk ref, in host order,
@@ -21,18 +21,14 @@
 static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t nblocks,
 			   size_t extra, int *err)
 {
-	uint64_t words = nblocks * DSV_LZ4_TABLE_WORDS;
-	unsigned char *b = dsv_tls_buf(DSV_TLS_BLOCKS, (size_t)(words * 4) + extra);
-	uint32_t *row = (uint32_t *)b;
+	uint64_t bytes = dsv_lz4_table_row_bytes(nblocks);
+	uint64_t off = s->table_off + ref->index * dsv_lz4_table_row_bytes(s->table_blocks);
+	uint32_t *row = dsv_tls_buf(DSV_TLS_BLOCKS, (size_t)bytes + extra);
 
-	*err = b ? dsv_source_pread(s, b, (size_t)(words * 4),
-				    s->table_off + ref->index * s->table_blocks *
-							   DSV_LZ4_TABLE_WORDS * 4)
-		 : DSV_ERR_NOMEM;
+	*err = row ? dsv_source_pread(s, row, (size_t)bytes, off) : DSV_ERR_NOMEM;
 	if (*err)
 		return NULL;
-	for (uint64_t i = 0; i < words; i++, b += 4) /* stored little-endian */
-		row[i] = dsv_load_le32(b);
+	dsv_lz4_table_load(row, row, nblocks * DSV_LZ4_TABLE_WORDS);
 	return row;
 }
 
@@ -48,7 +44,7 @@ int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint
 			     uint64_t hi, void *dst, uint64_t *decoded)
 {
 	dsv_lz4_frame f = { ref->raw_size, s->info.lz4_block, s->table_blocks };
-	uint64_t start, end;
+	uint64_t b0, b1, start, end;
 	uint32_t *row;
 	void *stored;
 	int err;
@@ -56,16 +52,17 @@ int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint
 	if (!covered(s, ref) || lo >= hi || hi > ref->raw_size)
 		return DSV_ERR_UNSUPPORTED;
 	/* the table's row up to the last block wanted, then those blocks */
-	if (!(row = table_row(s, ref, (hi - 1) / f.block + 1, (size_t)f.block, &err)))
+	dsv_lz4_table_cover(lo, hi, f.block, &b0, &b1);
+	if (!(row = table_row(s, ref, b1 + 1, (size_t)f.block, &err)))
 		return err;
-	if (dsv_lz4_table_span(row, lo / f.block, (hi - 1) / f.block,
-			       ref->stored_size - (ref->fletcher32 ? 4 : 0), &start, &end))
+	if (dsv_lz4_table_span(row, b0, b1, ref->stored_size - (ref->fletcher32 ? 4 : 0), &start,
+			       &end))
 		return DSV_ERR_CORRUPT;
 	if (!(stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)(end - start))))
 		return DSV_ERR_NOMEM;
 	if ((err = dsv_source_pread(s, stored, (size_t)(end - start), ref->offset + start)))
 		return err;
-	void *edge = (char *)row + ((hi - 1) / f.block + 1) * DSV_LZ4_TABLE_WORDS * 4;
+	void *edge = (char *)row + dsv_lz4_table_row_bytes(b1 + 1);
 	int64_t got = dsv_lz4_table_decode(dst, lo, hi, stored, (size_t)(end - start), &f, row,
 					   edge);
 	if (got < 0)
@@ -77,7 +74,7 @@ int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint
 int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref)
 {
 	uint64_t nb = s->table_blocks, words = nb * DSV_LZ4_TABLE_WORDS, payload;
-	dsv_lz4_frame f;
+	size_t bytes = (size_t)dsv_lz4_table_row_bytes(nb);
 	uint32_t *row, *want;
 	uint64_t *at;
 	void *stored;
@@ -87,7 +84,7 @@ int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref)
 		return 0;
 	payload = ref->stored_size - (ref->fletcher32 ? 4 : 0);
 	/* the table's row; then the frame's own row and block offsets */
-	if (!(row = table_row(s, ref, nb, (size_t)(words * 4 + (nb + 1) * 8), &err)))
+	if (!(row = table_row(s, ref, nb, bytes + (size_t)(nb + 1) * 8, &err)))
 		return err;
 	want = row + words;
 	at = (uint64_t *)(want + words + (words & 1));
@@ -95,9 +92,7 @@ int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref)
 		return DSV_ERR_NOMEM;
 	if ((err = dsv_source_pread(s, stored, (size_t)payload, ref->offset)))
 		return err;
-	if (dsv_lz4_frame_info(stored, (size_t)payload, &f) || f.nblocks != nb ||
-	    dsv_lz4_index(stored, (size_t)payload, &f, at))
+	if (dsv_lz4_table_row(stored, (size_t)payload, nb, at, want))
 		return DSV_ERR_CORRUPT;
-	dsv_lz4_block_table(stored, &f, at, want);
-	return memcmp(row, want, (size_t)(words * 4)) ? DSV_ERR_CORRUPT : 0;
+	return memcmp(row, want, bytes) ? DSV_ERR_CORRUPT : 0;
 }

@@ -216,18 +216,6 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 	return dsv_pread_fd(s->fd, buf, n, off);
 }
 
-static _Thread_local int reading_on; /* dsv_source_reading_on */
-
-void dsv_source_reading_on(int on)
-{
-	reading_on = on;
-}
-
-int dsv_source_is_reading_on(void)
-{
-	return reading_on;
-}
-
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
 			     void *dst, size_t dst_cap)
 {
@@ -263,9 +251,9 @@ static int within_file(const dsv_source *s, uint64_t off, uint64_t n)
 
 void dsv_source_note_lz4_block(dsv_source *s)
 {
-	uint8_t head[12]; /* u64 raw size, u32 block size */
+	uint8_t head[DSV_LZ4_HEADER];
 	dsv_chunk_ref ref;
-	uint64_t raw, block;
+	dsv_lz4_frame f;
 
 	s->info.lz4_block = 0;
 	for (uint64_t i = 0; i < s->info.nchunks; i++) {
@@ -275,10 +263,9 @@ void dsv_source_note_lz4_block(dsv_source *s)
 			continue; /* stored raw: its filter was skipped */
 		if (ref.stored_size < sizeof(head) || !within_file(s, ref.offset, sizeof(head)) ||
 		    dsv_source_pread(s, head, sizeof(head), ref.offset) ||
-		    dsv_lz4_raw_size(head, sizeof(head), &raw) || raw != ref.raw_size)
+		    dsv_lz4_frame_head(head, sizeof(head), &f) || f.raw != ref.raw_size)
 			return;
-		block = dsv_load_be32(head + 8);
-		s->info.lz4_block = block > raw ? raw : block;
+		s->info.lz4_block = f.block;
 		return;
 	}
 }

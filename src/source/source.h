@@ -51,11 +51,6 @@ void dsv_h5_unlisted_free(dsv_h5_unlisted *bad, size_t n); /* accepts NULL */
 int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *buf,
 			   size_t *payload);
 
-/* For the calling thread: on (1), it reads on sequentially (the
- * readahead), and a source whose chunks are files of their own (Zarr) asks
- * the kernel for the files that follow, as the kernel's own readahead does
- * inside one file; off (0, every thread's default), it does not. */
-void dsv_source_reading_on(int on);
 /* Reads one chunk's elements (ref->nelems, native little-endian, source
  * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,

@@ -34,6 +34,7 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
  * chunks are decoded from. Lives for one band, on the reader's stack. */
 typedef struct dsv_grid_io {
 	uint64_t band;
+	int stream; /* the reader reads on past it (dsv_chunk_ref.stream) */
 	dsv_errbuf *eb; /* which grid chunk failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;
 	uint64_t held_off, held_len;
@@ -152,8 +153,6 @@ int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst
  * the words alone (they name the chunk themselves). */
 void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Whether the calling thread reads on sequentially (dsv_source_reading_on). */
-int dsv_source_is_reading_on(void);
 
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */

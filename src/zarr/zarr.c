@@ -204,7 +204,7 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 /* Each chunk is a file of its own, which the kernel never reads ahead
  * across. So: a band's chunk files are asked for side by side while the
  * first are decoded (one chunk a band: nothing to overlap), and a thread
- * that reads on (the readahead: dsv_source_reading_on) asks for the next
+ * that reads on (the readahead: dsv_chunk_ref.stream) asks for the next
  * two bands' files too, while it decodes this one's (the readahead's two
  * threads each a band ahead). A sequential cold pass of one-chunk bands
  * read 0.8x a dsview store without this and 0.9x with it (docs/benchmarks/grid-zarr.md). */
@@ -215,7 +215,7 @@ static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 		return;
 	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2)
 		willneed_band(s, io->band);
-	if (dsv_source_is_reading_on()) {
+	if (io->stream) {
 		willneed_band(s, io->band + 1);
 		willneed_band(s, io->band + 2);
 	}

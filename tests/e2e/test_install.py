@@ -100,7 +100,7 @@ int main(int argc, char **argv)
                 text += f.read()
         for private in ("dsv_xform_force_kernel", "dsv_h5_ro_open_hook", "dsv_source_pread",
                         "dsv_source_read_stored", "dsv_source_read_lz4_part",
-                        "dsv_source_read_elems", "dsv_source_reading_on", "dsv_range_",
+                        "dsv_source_read_elems", "dsv_range_",
                         "dsv_view_log_", "dsv_lzf_encode", "dsv_zlib_encode",
                         "dsv_lz4_sized_encode", "dsv_gpu_emu", "dsv_knob", "dsv_mul_u64"):
             self.assertNotIn(private, text)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/lz4_table.h"
 #include "dsview/codec.h"
 #include "fuzz.h"
 

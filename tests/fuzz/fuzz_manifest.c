@@ -12,12 +12,11 @@
 
 static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf, size_t size)
 {
-	const dsv_view *v;
-	uint64_t g;
+	dsv_read_job job;
 	(void)ctx;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, NULL);
-	return err || !v ? err : dsv_cpu_decode(v, g, buf, size);
+	int err = dsv_read_fill(arg, chunk, buf, size, &job);
+	return err || !job.v ? err : dsv_cpu_decode(job.v, job.g, buf, size, job.stream);
 }
 
 /* Every byte of every view, in pieces of 7 and then 4096 bytes. */
@@ -34,7 +33,7 @@ static void read_views(const dsv_manifest *m)
 		for (size_t piece = 7; piece <= sizeof(buf); piece += sizeof(buf) - 7)
 			for (uint64_t off = 0; off < vi.nbytes && off < (1u << 20); off += piece)
 				(void)dsv_read(c, NULL, m->views[i], off,
-					       vi.nbytes - off < piece ? vi.nbytes - off : piece, buf, &info);
+					       vi.nbytes - off < piece ? vi.nbytes - off : piece, buf, 0, &info);
 	}
 	dsv_cache_destroy(c);
 }

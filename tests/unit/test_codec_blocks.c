@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/bytes.h"
+#include "codec/lz4_table.h"
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
@@ -171,6 +172,35 @@ static void test_blocks_hostile_headers(void **state)
 	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
 }
 
+/* The header alone: what a reader of a chunk's first bytes learns. */
+static void test_blocks_header_alone(void **state)
+{
+	(void)state;
+	uint8_t enc[DSV_LZ4_HEADER];
+	dsv_lz4_frame f;
+
+	dsv_store_be64(enc, 1000);
+	dsv_store_be32(enc + 8, 300);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), 0);
+	assert_int_equal(f.raw, 1000);
+	assert_int_equal(f.block, 300);
+	assert_int_equal(f.nblocks, 4);
+	/* the whole frame's check wants room for the 4 block headers */
+	assert_int_equal(dsv_lz4_frame_info(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
+	dsv_store_be32(enc + 8, 4000); /* clamped to the chunk */
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), 0);
+	assert_int_equal(f.block, 1000);
+	assert_int_equal(f.nblocks, 1);
+	dsv_store_be32(enc + 8, 0);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
+	dsv_store_be64(enc, UINT64_MAX);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), DSV_ERR_CORRUPT);
+	dsv_store_be64(enc, 0); /* empty: no blocks, whatever the block size says */
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc), &f), 0);
+	assert_int_equal(f.nblocks, 0);
+	assert_int_equal(dsv_lz4_frame_head(enc, sizeof(enc) - 1, &f), DSV_ERR_CORRUPT);
+}
+
 /* A frame of 4 raw-stored blocks of 8 bytes: "AAAAAAAA" "BBBBBBBB" ... */
 static size_t four_blocks(uint8_t *enc)
 {
@@ -181,6 +211,46 @@ static size_t four_blocks(uint8_t *enc)
 		memset(enc + 16 + i * 12, 'A' + i, 8);
 	}
 	return 12 + 4 * 12;
+}
+
+/* The table's layout, as stored and as pack makes a row: a chunk's blocks,
+ * a row's bytes, the blocks that cover a range, little-endian words, and
+ * a frame that has not the blocks the table's width says. */
+static void test_table_layout(void **state)
+{
+	(void)state;
+	uint8_t enc[64], le[8 * 4];
+	uint64_t at[5], b0, b1;
+	uint32_t row[8], back[8];
+	size_t n = four_blocks(enc);
+
+	assert_int_equal(dsv_lz4_table_blocks(32, 8), 4);
+	assert_int_equal(dsv_lz4_table_blocks(33, 8), 5);
+	assert_int_equal(dsv_lz4_table_blocks(7, 8), 1);
+	assert_int_equal(dsv_lz4_table_row_bytes(4), 32);
+	dsv_lz4_table_cover(8, 16, 8, &b0, &b1); /* block 1 exactly */
+	assert_int_equal(b0, 1);
+	assert_int_equal(b1, 1);
+	dsv_lz4_table_cover(7, 17, 8, &b0, &b1); /* a byte of blocks 0 and 2 */
+	assert_int_equal(b0, 0);
+	assert_int_equal(b1, 2);
+
+	assert_int_equal(dsv_lz4_table_row(enc, n, 4, at, row), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(row[2 * i], 8);
+		assert_int_equal(row[2 * i + 1], dsv_fletcher32(enc + 12 + i * 12, 12));
+	}
+	assert_int_equal(dsv_lz4_table_row(enc, n, 3, at, row), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_row(enc, n - 1, 4, at, row), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_row(enc, n, 4, at, row), 0);
+	for (int i = 0; i < 8; i++)
+		for (int k = 0; k < 4; k++)
+			le[4 * i + k] = (uint8_t)(row[i] >> (8 * k));
+	dsv_lz4_table_load(back, le, 8);
+	assert_memory_equal(back, row, sizeof(row));
+	memcpy(back, le, sizeof(le)); /* in place, as a reader loads it */
+	dsv_lz4_table_load(back, back, 8);
+	assert_memory_equal(back, row, sizeof(row));
 }
 
 static void test_blocks_hostile_sizes(void **state)
@@ -312,6 +382,8 @@ int main(void)
 		cmocka_unit_test(test_blocks_round_trip),
 		cmocka_unit_test(test_blocks_empty_frame),
 		cmocka_unit_test(test_blocks_hostile_headers),
+		cmocka_unit_test(test_blocks_header_alone),
+		cmocka_unit_test(test_table_layout),
 		cmocka_unit_test(test_blocks_hostile_sizes),
 		cmocka_unit_test(test_blocks_damage_is_local),
 	};

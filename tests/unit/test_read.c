@@ -35,6 +35,7 @@ typedef struct fixture {
 	dsv_backend *b;
 	dsv_cache *c;
 	uint8_t *x; /* every source row, concatenated as the views see them */
+	int fills, stream_fills; /* chunks the cache filled; of them, for DSV_READ_STREAM */
 } fixture;
 
 static char *tpath(const char *name)
@@ -78,13 +79,14 @@ static void write_npy(const char *name, const uint8_t *data, uint64_t rows)
 static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf, size_t size)
 {
 	fixture *fx = ctx;
-	const dsv_view *v;
-	uint64_t g;
+	dsv_read_job job;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, NULL);
-	if (err || !v)
+	int err = dsv_read_fill(arg, chunk, buf, size, &job);
+	if (err || !job.v)
 		return err;
-	return dsv_backend_decode(fx->b, v, g, buf, size);
+	fx->fills++;
+	fx->stream_fills += job.stream;
+	return dsv_backend_decode(fx->b, job.v, job.g, buf, size, job.stream);
 }
 
 static int setup(void **state)
@@ -117,6 +119,14 @@ static int setup(void **state)
 		fprintf(stderr, "pack: %s\n", eb.msg);
 		return -1;
 	}
+	/* and as a store with a block table: chunks of 96 rows, blocks of 39 */
+	o.output = tpath("abt.h5");
+	o.chunk_bytes = 96 * ROW;
+	o.block_bytes = DSV_PACK_MIN_BLOCK;
+	if (dsv_pack(&o, &res, &eb) != 0 || res.block_bytes != 39 * ROW) {
+		fprintf(stderr, "pack: %s\n", eb.msg);
+		return -1;
+	}
 
 	FILE *f = fopen(tpath("m.ini"), "w");
 	fprintf(f, "[f32]\nsource = a.npy\nsource = b.npy\nscale = %.17g\n"
@@ -126,8 +136,10 @@ static int setup(void **state)
 		   "[lz4]\nsource = ab.h5:/x\ndtype = bfloat16\nscale = %.17g\n"
 		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
 		   "[chw]\nsource = chw.npy\nscale = %.17g\nchannel_axis = 1\n"
+		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		   "[blk]\nsource = abt.h5:/x\nscale = %.17g\n"
 		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n",
-		1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0);
+		1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0);
 	fclose(f);
 	if (dsv_manifest_load(tpath("m.ini"), &fx->m, &eb) != 0) {
 		fprintf(stderr, "manifest: %s\n", eb.msg);
@@ -183,7 +195,7 @@ static void check_range(fixture *fx, uint32_t vi, const uint8_t *ref, uint64_t o
 		len = (size_t)(v->nbytes - off);
 	uint8_t *got = malloc(len + 1);
 	got[len] = 0xa5; /* guard */
-	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, got, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, got, 0, &info), 0);
 	if (memcmp(got, ref + off, len) != 0) {
 		size_t i = 0;
 		while (got[i] == ref[off + i])
@@ -232,7 +244,7 @@ static void test_plain_pieces_bypass_cache(void **state)
 	uint8_t *buf = malloc(len);
 	dsv_cache_get_stats(fx->c, &s0);
 	/* from 2 bytes into row 299 across the a.npy/b.npy boundary */
-	assert_int_equal(dsv_read(fx->c, NULL, v, 299 * ROW * 4 + 2, len, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, 299 * ROW * 4 + 2, len, buf, 0, &info), 0);
 	dsv_cache_get_stats(fx->c, &s1);
 	assert_int_equal(s1.misses + s1.hits, s0.misses + s0.hits);
 	assert_int_equal(info.first, 0);
@@ -253,11 +265,41 @@ static void test_cached_pieces_report_chunks(void **state)
 	uint8_t *buf = malloc(len);
 	/* from the middle of chunk 3 to the middle of chunk 5 */
 	uint64_t off = (3 * rows_per_chunk + rows_per_chunk / 2) * row_bytes;
-	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, buf, 0, &info), 0);
 	assert_int_equal(info.first, 3);
 	assert_int_equal(info.last, 5);
 	assert_int_equal(info.plain_bytes, 0);
 	free(buf);
+}
+
+/* A row of a chunk of a store with a block table: from its own blocks
+ * (no cache fill), or, for a reader that reads on (DSV_READ_STREAM), from
+ * the whole chunk, filled once into the cache and told to the backend.
+ * Runs first, while no chunk of the store is cached. */
+static void test_stream_reads_whole_chunks(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[4];
+	uint64_t row_bytes = ROW * v->out_esize;
+	uint8_t *ref = reference(fx, 4), *buf = malloc(row_bytes);
+	dsv_read_info info;
+
+	assert_string_equal(v->name, "blk");
+	assert_true(dsv_source_get_info(v->sources[0])->lz4_table);
+	fx->fills = fx->stream_fills = 0;
+	assert_int_equal(dsv_read(fx->c, NULL, v, 100 * row_bytes, row_bytes, buf, 0, &info), 0);
+	assert_memory_equal(buf, ref + 100 * row_bytes, row_bytes);
+	assert_int_equal(info.lz4_bytes, 39 * row_bytes); /* the one block that holds it */
+	assert_int_equal(fx->fills, 0);
+
+	assert_int_equal(dsv_read(fx->c, NULL, v, 200 * row_bytes, row_bytes, buf, DSV_READ_STREAM,
+				  &info), 0);
+	assert_memory_equal(buf, ref + 200 * row_bytes, row_bytes);
+	assert_int_equal(info.lz4_bytes, 0);
+	assert_int_equal(fx->fills, 1);
+	assert_int_equal(fx->stream_fills, 1);
+	free(buf);
+	free(ref);
 }
 
 static void test_chunk_range(void **state)
@@ -283,9 +325,9 @@ static void test_range_past_end(void **state)
 	const dsv_view *v = fx->m->views[0];
 	dsv_read_info info;
 	uint8_t buf[8];
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - 4, 8, buf, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, NULL, v, UINT64_MAX - 2, 8, buf, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes, 0, buf, &info), 0);
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - 4, 8, buf, 0, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, NULL, v, UINT64_MAX - 2, 8, buf, 0, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes, 0, buf, 0, &info), 0);
 }
 
 /* Runs last: b.npy loses its last rows after the views were opened. */
@@ -301,7 +343,7 @@ static void test_truncated_source(void **state)
 	size = ftell(f);
 	fclose(f);
 	assert_int_equal(truncate(tpath("b.npy"), size - 10 * ROW), 0);
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - sizeof(buf), sizeof(buf), buf, &info),
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - sizeof(buf), sizeof(buf), buf, 0, &info),
 			 DSV_ERR_TRUNCATED);
 	/* the rows still there read as before */
 	check_range(fx, 0, ref, (uint64_t)ROWS_A * ROW * 4 - 100, 4096);
@@ -311,6 +353,7 @@ static void test_truncated_source(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream_reads_whole_chunks),
 		cmocka_unit_test(test_every_range_matches),
 		cmocka_unit_test(test_plain_pieces_bypass_cache),
 		cmocka_unit_test(test_cached_pieces_report_chunks),

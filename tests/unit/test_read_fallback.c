@@ -36,13 +36,12 @@ static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *
 {
 	fixture *fx = ctx;
 	fx->fills++;
-	const dsv_view *v;
-	uint64_t g;
+	dsv_read_job job;
 	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &v, &g, NULL);
-	if (err || !v)
+	int err = dsv_read_fill(arg, chunk, buf, size, &job);
+	if (err || !job.v)
 		return err;
-	return dsv_backend_decode(fx->b, v, g, buf, size);
+	return dsv_backend_decode(fx->b, job.v, job.g, buf, size, job.stream);
 }
 
 /* gzip.h5:/x, int16 (ROWS, COLS) in chunks of 2 rows, x[r][c] = r * 100 + c;
@@ -127,7 +126,7 @@ static int read_rows(fixture *fx, int r0, int r1)
 	static float out[ROWS * COLS];
 	dsv_read_info info;
 	int err = dsv_read(fx->c, NULL, fx->m->views[0], (uint64_t)r0 * COLS * 4,
-			   (size_t)(r1 - r0) * COLS * 4, out, &info);
+			   (size_t)(r1 - r0) * COLS * 4, out, 0, &info);
 	for (int r = r0; !err && r < r1; r++)
 		for (int c = 0; c < COLS; c++)
 			assert_true(out[(r - r0) * COLS + c] == (float)(r * 100 + c));
