@@ -3,6 +3,7 @@
 #   make test       install what is missing, build, run unit + end-to-end tests
 #   make werror     build everything with -Werror (build-werror/)
 #   make arrows     print the include graph between src/ rooms; fail on one pointing up
+#   make format     apply .clang-format; make format-check fails on a file that differs
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
@@ -98,7 +99,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -175,6 +176,18 @@ e2e: $(BIN)
 werror:
 	$(MAKE) BUILD=build-werror XCFLAGS=-Werror all \
 	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%)
+
+# The C style (.clang-format, clang-format 14 from Debian): format rewrites
+# every C, header and CUDA file of src/, include/, tests/ and bench/ in
+# place; format-check lists those that differ and fails (.ci/run).
+FORMAT_FILES = $(shell git ls-files 'src/*.[ch]' 'src/*.cu' 'include/*.h' 'tests/*.[ch]' 'bench/*.[ch]' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	@bad=$$(for f in $(FORMAT_FILES); do clang-format $$f | cmp -s - $$f || echo $$f; done); \
+	if [ -n "$$bad" ]; then echo "format-check: not as .clang-format says (make format):"; \
+	  echo "$$bad"; exit 1; fi
 
 # The include graph between src/ rooms: every arrow points down.
 arrows:
