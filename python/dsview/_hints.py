@@ -59,24 +59,44 @@ def _data_path(path_or_fd):
     return os.fspath(path_or_fd)
 
 
+_ROWS = {}  # (data path, st_dev) -> the view's rows: a mount's views keep their shape
+
+
+def _view_rows(path, fd):
+    """(data path, rows) of the view whose file is path, .json read once per mount."""
+    dev = (os.fstat(fd) if fd is not None else os.stat(os.path.dirname(path) or ".")).st_dev
+    got = _ROWS.get((path, dev))
+    if got is None:
+        v = _views.View(path)
+        if v.data != path and os.path.splitext(path)[1] == ".json":
+            raise ValueError(f"{path}: hints go to a view's .npy or .dat, not its .json")
+        got = _ROWS[(path, dev)] = (v.data, v.rows)
+        if len(_ROWS) > 256:
+            _ROWS.pop(next(iter(_ROWS)))
+    return got
+
+
 def hint(path_or_fd, rows):
     """Queues view rows (any integer sequence) to be made ahead of reads.
     path_or_fd: V.npy, V.dat or V under a mount, an open descriptor of one,
     or a memmap of one. Rows outside the view raise IndexError and nothing
     is queued; a file that is not a view's data raises ValueError."""
     path = _data_path(path_or_fd)
-    v = _views.View(path)
-    if v.data != path and os.path.splitext(path)[1] == ".json":
-        raise ValueError(f"{path}: hints go to a view's .npy or .dat, not its .json")
-    a = _rows_array(rows, v.rows, path)
+    fd = path_or_fd if isinstance(path_or_fd, int) else None
+    try:
+        data, nrows = _view_rows(path, fd)
+    except FileNotFoundError:
+        _views.View(path)  # says which: no mount (ValueError) or no view
+        raise
+    a = _rows_array(rows, nrows, path)
     if not a.size:
         return
-    if isinstance(path_or_fd, int):
-        _send(path_or_fd, a, path)
+    if fd is not None:
+        _send(fd, a, path)
         return
-    fd = os.open(v.data, os.O_RDONLY)
+    fd = os.open(data, os.O_RDONLY)
     try:
-        _send(fd, a, v.data)
+        _send(fd, a, data)
     finally:
         os.close(fd)
 
@@ -109,6 +129,16 @@ class Hinter:
 
     def __getstate__(self):  # descriptors stay in the process that opened them
         return {"paths": self.paths, "fds": None, "rows": None}
+
+
+class NoHints:
+    """A Hinter that sends nothing."""
+
+    def __call__(self, batch):
+        pass
+
+    def close(self):
+        pass
 
 
 def hinted(batches, hinter, lookahead):

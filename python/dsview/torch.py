@@ -103,13 +103,15 @@ class HintedBatchSampler(tud.Sampler):
     to the views before batch k is handed out. Pass it as a DataLoader's
     sampler with batch_size=None over a ViewDataset (loader() does)."""
 
-    def __init__(self, sampler, paths, batch_size=None, drop_last=False, lookahead=4, sort=True):
+    def __init__(self, sampler, paths, batch_size=None, drop_last=False, lookahead=4, sort=True,
+                 hint=True):
         if batch_size is not None:
             sampler = tud.BatchSampler(sampler, batch_size, drop_last)
         if lookahead < 0:
             raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
         self.batches, self.lookahead, self.sort = sampler, lookahead, sort
-        self.hinter = _hints.Hinter(paths.values() if isinstance(paths, dict) else paths)
+        paths = paths.values() if isinstance(paths, dict) else paths
+        self.hinter = _hints.Hinter(paths) if hint else _hints.NoHints()
 
     def __len__(self):
         return len(self.batches)
@@ -123,7 +125,10 @@ class HintedBatchSampler(tud.Sampler):
             yield sorted(b) if self.sort else list(b)
 
     def __iter__(self):
-        return _hints.hinted(self._sorted(), self.hinter, self.lookahead)
+        try:
+            yield from _hints.hinted(self._sorted(), self.hinter, self.lookahead)
+        finally:
+            self.hinter.close()  # the mount stays free to unmount between epochs
 
 
 def _distributed(distributed):
@@ -133,11 +138,12 @@ def _distributed(distributed):
 
 
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
-           distributed=None, seed=None, **kwargs):
+           distributed=None, seed=None, hint=True, **kwargs):
     """A DataLoader over data (a ViewDataset, a view's path or a dict of
     paths) that reads whole hinted batches (see the module's doc). shuffle
     and seed as RandomSampler / DistributedSampler take them; distributed:
-    shard by rank (default: when torch.distributed is initialised). Other
+    shard by rank (default: when torch.distributed is initialised); hint=False
+    sends no hints (to measure what they bring). Other
     keywords go to DataLoader (pin_memory, persistent_workers,
     prefetch_factor, multiprocessing_context, ...)."""
     ds = data if isinstance(data, ViewDataset) else ViewDataset(data)
@@ -150,5 +156,6 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
         rows = tud.RandomSampler(ds, generator=gen)
     else:
         rows = tud.SequentialSampler(ds)
-    sampler = HintedBatchSampler(rows, list(ds.paths.values()), batch_size, drop_last, lookahead)
+    sampler = HintedBatchSampler(rows, list(ds.paths.values()), batch_size, drop_last, lookahead,
+                                 hint=hint)
     return tud.DataLoader(ds, sampler=sampler, batch_size=None, num_workers=num_workers, **kwargs)
