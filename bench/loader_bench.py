@@ -8,7 +8,9 @@
            dataset, normalised to float32 in numpy per row in the workers
   f32      the materialised float32 .npy in the same map-style dataset
   dsview   the package's default loader, dsview.torch.loader over the view:
-           whole sorted batches, hinted 4 batches ahead
+           whole sorted batches, hinted 4 batches ahead, read by the
+           workers as threads of the main process
+  dsv_proc the same with workers="processes": DataLoader worker processes
   rows     the view in a plain DataLoader(ViewDataset): one row per
            __getitem__, no hints
 
@@ -41,7 +43,7 @@ MB = int(os.environ.get("LOADER_MB", "1024"))
 WORKERS = [int(w) for w in os.environ.get("LOADER_WORKERS", "0,1,4,8").split(",")]
 ROUNDS = int(os.environ.get("ROUNDS", "1"))
 SIZES = {"12 KB": 64, "150 KB": 224}
-PEERS = ("python", "f32", "dsview", "rows")
+PEERS = ("python", "f32", "dsview", "dsv_proc", "rows")
 MEAN32, STD32 = L.MEAN.astype(np.float32), L.STD.astype(np.float32)
 
 
@@ -73,6 +75,9 @@ def child(peer, workers, path):
     dl = torch.utils.data.DataLoader
     if peer == "dsview":
         loader = dsview.torch.loader(path, batch_size=L.BATCH, num_workers=workers)
+    elif peer == "dsv_proc":
+        loader = dsview.torch.loader(path, batch_size=L.BATCH, num_workers=workers,
+                                     workers="processes")
     elif peer == "rows":
         loader = dl(dsview.torch.ViewDataset(path), batch_size=L.BATCH, shuffle=True,
                     num_workers=workers)
@@ -101,7 +106,7 @@ def run_child(peer, workers, path):
 def one_run(work, files, peer, workers):
     for f in files.values():
         evict(f)
-    if peer not in ("dsview", "rows"):
+    if peer not in ("dsview", "dsv_proc", "rows"):
         return run_child(peer, workers, files["u8" if peer == "python" else "f32"])
     mnt = os.path.join(work, "mnt")
     subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"), files["ini"], mnt],
@@ -143,6 +148,7 @@ def make_size(work, label, side):
 def report(results, sizes):
     print(f"\n{'rows':>7} {'workers':>7} " + " ".join(f"{p + ' rows/s':>14}" for p in PEERS)
           + f" {'vs python':>9} {'vs f32':>7} {'daemon s/GB':>11} {'RSS MB main/worker':>19}")
+    print("(vs python, vs f32, daemon CPU and RSS: the dsview peer)")
     for label in sizes:
         for w in WORKERS:
             med = {p: float(np.median([r["rows"] / r["secs"] for r in results[(label, w, p)]]))

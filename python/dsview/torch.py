@@ -7,8 +7,10 @@ ahead of the reads, and loader(), the DataLoader that puts them together:
         ...
 
 loader() hands whole batches to the dataset: one sorted fancy index into the
-memmap per batch (rows ascending within a batch, batches shuffled), read in
-a worker straight into the shared memory the batch travels in. Under
+memmap per batch (rows ascending within a batch, batches shuffled), read by
+threads of the calling process (num_workers of them) or, with
+workers="processes", by DataLoader worker processes, each straight into the
+shared memory the batch travels in. Under
 torch.distributed each rank reads and hints only its DistributedSampler
 shard; call loader.sampler.set_epoch(e) each epoch as with any
 DistributedSampler. A plain DataLoader(ViewDataset(...), batch_size=...)
@@ -137,18 +139,30 @@ def _distributed(distributed):
     return distributed
 
 
+_PROCESS_ONLY = ("multiprocessing_context", "persistent_workers", "prefetch_factor",
+                 "worker_init_fn", "timeout")
+
+
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
-           distributed=None, seed=None, hint=True, **kwargs):
-    """A DataLoader over data (a ViewDataset, a view's path or a dict of
-    paths) that reads whole hinted batches (see the module's doc). shuffle
-    and seed as RandomSampler / DistributedSampler take them; distributed:
-    shard by rank (default: when torch.distributed is initialised); hint=False
-    sends no hints (to measure what they bring). Other
-    keywords go to DataLoader (pin_memory, persistent_workers,
-    prefetch_factor, multiprocessing_context, ...)."""
+           distributed=None, seed=None, hint=True, workers="threads", **kwargs):
+    """Batches of data (a ViewDataset, a view's path or a dict of paths),
+    read whole and hinted (see the module's doc). shuffle and seed as
+    RandomSampler / DistributedSampler take them; distributed: shard by
+    rank (default: when torch.distributed is initialised); hint=False sends
+    no hints (to measure what they bring).
+
+    num_workers readers: with workers="threads" (the default) threads of
+    this process, since a batch is one copy out of the page cache (the GIL
+    is released during it) and needs no process to cross; 0 reads in the
+    caller's thread. workers="processes" gives a DataLoader with worker
+    processes, for datasets that do Python work per batch; DataLoader's
+    keywords (persistent_workers, prefetch_factor, multiprocessing_context,
+    pin_memory, ...) go to it. With threads only pin_memory is taken."""
     ds = data if isinstance(data, ViewDataset) else ViewDataset(data)
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    if workers not in ("threads", "processes"):
+        raise ValueError(f"workers must be 'threads' or 'processes', not {workers!r}")
     if _distributed(distributed):
         rows = tud.DistributedSampler(ds, shuffle=shuffle, seed=seed or 0, drop_last=drop_last)
     elif shuffle:
@@ -158,4 +172,47 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
         rows = tud.SequentialSampler(ds)
     sampler = HintedBatchSampler(rows, list(ds.paths.values()), batch_size, drop_last, lookahead,
                                  hint=hint)
-    return tud.DataLoader(ds, sampler=sampler, batch_size=None, num_workers=num_workers, **kwargs)
+    if workers == "threads" and num_workers > 0:
+        bad = sorted(set(kwargs) - {"pin_memory"})
+        if bad:
+            raise TypeError(f"loader: {', '.join(bad)} apply to worker processes: "
+                            f"pass workers='processes'")
+        return ThreadLoader(ds, sampler, num_workers, pin_memory=kwargs.get("pin_memory", False))
+    return tud.DataLoader(ds, sampler=sampler, batch_size=None,
+                          num_workers=num_workers if workers == "processes" else 0, **kwargs)
+
+
+class ThreadLoader:
+    """Batches of a HintedBatchSampler read over a dataset by `threads`
+    threads of this process, up to `depth` batches ahead, yielded in the
+    sampler's order. The copy out of the page cache releases the GIL, so
+    the threads overlap their page faults with each other and with the
+    training step, and a batch reaches the caller without crossing a
+    process."""
+
+    def __init__(self, dataset, sampler, threads, depth=None, pin_memory=False):
+        self.dataset, self.sampler = dataset, sampler
+        self.threads, self.depth = threads, depth or threads + 1
+        self.pin = pin_memory and torch.cuda.is_available()
+
+    def _read(self, batch):
+        got = self.dataset[batch]
+        if not self.pin:
+            return got
+        return {k: t.pin_memory() for k, t in got.items()} if isinstance(got, dict) \
+            else got.pin_memory()
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def __iter__(self):
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+        ahead = deque()
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="dsview-read") as pool:
+            for b in self.sampler:
+                ahead.append(pool.submit(self._read, b))
+                if len(ahead) >= self.depth:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()

@@ -150,8 +150,8 @@ class Numpy(Fixture):
             self.assertEqual(m.stats()["hints_queued"], 0)
 
 
-LOADER_RUNS = [(0, None), (2, "fork"), (4, "fork"), (2, "spawn"), (4, "spawn"),
-               (2, "forkserver"), (4, "forkserver")]
+LOADER_RUNS = [(0, None), (2, "threads"), (4, "threads"), (2, "fork"), (4, "fork"), (2, "spawn"),
+               (4, "spawn"), (2, "forkserver"), (4, "forkserver")]
 
 
 class Torch(Fixture):
@@ -167,18 +167,20 @@ class Torch(Fixture):
             for workers, method in LOADER_RUNS:
                 what = f"{workers} workers, {method}"
                 with self.subTest(what):
-                    extra = {"multiprocessing_context": method} if workers else {}
-                    if workers == 4:
+                    extra = {}
+                    if method not in (None, "threads"):
+                        extra = {"workers": "processes", "multiprocessing_context": method}
+                    if workers == 4 and extra:
                         extra.update(persistent_workers=True, prefetch_factor=3)
                     loader = dtorch.loader(paths, batch_size=64, num_workers=workers, seed=workers,
                                            **extra)
                     first = self.epoch(loader, what)
-                    if workers == 4:  # a second epoch on the same workers: a new order
+                    if workers == 4:  # a second epoch (on the same workers): a new order
                         second = self.epoch(loader, what + ", epoch 2")
                         self.assertNotEqual([b.tolist() for b in first], [b.tolist() for b in second])
                     del loader
             st = m.stats()
-            self.assertEqual(st["hints_queued"], 2 * N * (len(LOADER_RUNS) + 3), st)
+            self.assertEqual(st["hints_queued"], 2 * N * (len(LOADER_RUNS) + 4), st)
 
     def test_bfloat16_and_plain_dataloader(self):
         needs_torch(self)
@@ -201,6 +203,10 @@ class Torch(Fixture):
                 ds[[0.5]]
             with self.assertRaisesRegex(ValueError, "batch_size must be at least 1"):
                 dtorch.loader(m.path("v"), batch_size=0)
+            with self.assertRaisesRegex(TypeError, "persistent_workers apply to worker processes"):
+                dtorch.loader(m.path("v"), num_workers=2, persistent_workers=True)
+            with self.assertRaisesRegex(ValueError, "workers must be 'threads' or 'processes'"):
+                dtorch.loader(m.path("v"), workers="fibers")
             del ds, t, plain
 
     def test_hinted_loader_makes_fewer_requests(self):
@@ -222,6 +228,7 @@ class Torch(Fixture):
         self.assertLess(reads[True] * 3, reads[False], reads)
 
     def test_distributed_two_ranks(self):
+        """Two gloo ranks, one reading with threads, one with processes."""
         needs_torch(self)
         script = self.p("ddp.py")
         with open(script, "w") as f:
@@ -235,7 +242,8 @@ class Torch(Fixture):
                                         world_size=2)
                 loader = dsview.torch.loader({{"v": sys.argv[1] + "/v.npy",
                                                "idx": sys.argv[1] + "/idx.dat"}},
-                                             batch_size=50, num_workers=2, seed=7)
+                                             batch_size=50, num_workers=2, seed=7,
+                                             workers=("threads", "processes")[rank])
                 ref = np.load(sys.argv[4], mmap_mode="r")
                 rows = []
                 for b in loader:
