@@ -75,7 +75,7 @@ class Mount:
         self.mountpoint = os.fspath(mountpoint) if mountpoint else os.path.join(self._tmp, "mnt")
         self.log = os.fspath(options.pop("log", None) or os.path.join(self._tmp, "dsview.log"))
         self.binary = dsview_binary()
-        self.pid, self.died = None, False
+        self.pid, self.died, self.owner = None, False, os.getpid()
         try:
             self._mount(_option_args(options))
         except BaseException:
@@ -145,5 +145,8 @@ class Mount:
 
 @atexit.register
 def _close_all():
+    """At exit of the process that mounted (a forked child that exits
+    normally leaves its parent's mounts alone)."""
     for m in list(LIVE.values()):
-        m.close()
+        if m.owner == os.getpid():
+            m.close()

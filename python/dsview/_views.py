@@ -1,5 +1,6 @@
 """A view of a dsview mount: where its files are, what its .json says, and
 its bytes as a read-only numpy.memmap."""
+import errno
 import json
 import os
 
@@ -77,19 +78,18 @@ class View:
 def _mount_error(path, e):
     """The OSError of a read on a mount whose daemon is gone: it says so and
     names the daemon's log where `dsview status` knows it."""
-    import errno
     if e.errno not in (errno.ENOTCONN, errno.ECONNABORTED):
         return e
     mp = mount_of(path)[0]
     log = _log_of(mp)
-    where = f"; its log: {log}" if log else ""
+    where = f"; its log: {log}" if log else f"; 'dsview umount {mp}' detaches it"
     return OSError(e.errno, f"{path}: the dsview daemon of {mp} is gone{where}")
 
 
 def _log_of(mp):
     """The daemon log of mountpoint mp as the Mount objects of this process
     or `dsview status --json` know it, or None."""
-    from . import _mount
+    from . import _mount  # here: _mount imports this module
     for m in list(_mount.LIVE.values()):
         if os.path.realpath(m.mountpoint) == os.path.realpath(mp):
             return m.log

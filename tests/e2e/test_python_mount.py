@@ -128,6 +128,14 @@ class PyMount(E2E):
         self.assertFalse(mounted(m.mountpoint))
         self.assertTrue(os.path.exists(m.log), "a dead daemon's log is kept")
         shutil.rmtree(os.path.dirname(m.log))
+        # a mount made by the CLI: dsview status knows no log of a dead daemon
+        with self.mount(self.ini, expect_exit=True) as cm_mount:
+            os.kill(cm_mount.pid, signal.SIGKILL)
+            time.sleep(0.2)
+            with self.assertRaises(OSError) as cm:
+                dsview.open(cm_mount.path("w"))
+            self.assertIn(f"w: the dsview daemon of {cm_mount.mp} is gone; 'dsview umount "
+                          f"{cm_mount.mp}' detaches it", str(cm.exception))
 
     def test_import_without_torch(self):
         code = textwrap.dedent(f"""\
