@@ -139,10 +139,6 @@ def _distributed(distributed):
     return distributed
 
 
-_PROCESS_ONLY = ("multiprocessing_context", "persistent_workers", "prefetch_factor",
-                 "worker_init_fn", "timeout")
-
-
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
            distributed=None, seed=None, hint=True, workers="threads", **kwargs):
     """Batches of data (a ViewDataset, a view's path or a dict of paths),
