@@ -17,7 +17,8 @@
 Each epoch runs in a fresh process (fork workers) after the source files'
 pages are evicted; dsview's on a fresh mount. Reported: rows/s over the
 epoch (worker start included), the daemon's CPU seconds per GB of float32
-served, and the peak RSS of the main process and of the largest worker.
+served, and the peak RSS of the main process (VmHWM) and of the largest
+worker process (0 for threads), memmapped file pages included.
 ROUNDS (default 1) interleaved rounds, medians; LOADER_JSON=FILE writes the
 results. Targets (against python, then f32, same workers): dsview >= 2.0x
 python with 1 worker, >= 1.3x with 4 and 8, >= 1.0x f32 everywhere.
@@ -90,8 +91,8 @@ def child(peer, workers, path):
         rows += b.shape[0]
     secs = time.perf_counter() - t
     del loader
-    print(json.dumps({"rows": rows, "secs": secs,
-                      "rss_main": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    # VmHWM: ru_maxrss would carry the bench's own peak across exec
+    print(json.dumps({"rows": rows, "secs": secs, "rss_main": L.proc_kb("self", "VmHWM"),
                       "rss_worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
 
 
