@@ -19,8 +19,8 @@ pages are evicted; dsview's on a fresh mount. Reported: rows/s over the
 epoch (worker start included), the daemon's CPU seconds per GB of float32
 served, and the peak RSS of the main process (VmHWM) and of the largest
 worker process (0 for threads), memmapped file pages included.
-ROUNDS (default 1) interleaved rounds, medians; LOADER_JSON=FILE writes the
-results. Targets (against python, then f32, same workers): dsview >= 2.0x
+ROUNDS (default 1) interleaved rounds, medians; LOADER_SIZES="150 KB" runs
+one size; LOADER_JSON=FILE writes the results. Targets (against python, then f32, same workers): dsview >= 2.0x
 python with 1 worker, >= 1.3x with 4 and 8, >= 1.0x f32 everywhere.
 
   DSVIEW=build/dsview LOADER_MB=256 /usr/bin/python3 bench/loader_bench.py"""
@@ -43,7 +43,8 @@ DSVIEW = os.path.abspath(os.environ.get("DSVIEW", "build/dsview"))
 MB = int(os.environ.get("LOADER_MB", "1024"))
 WORKERS = [int(w) for w in os.environ.get("LOADER_WORKERS", "0,1,4,8").split(",")]
 ROUNDS = int(os.environ.get("ROUNDS", "1"))
-SIZES = {"12 KB": 64, "150 KB": 224}
+SIZES = {k: v for k, v in {"12 KB": 64, "150 KB": 224}.items()
+         if k in os.environ.get("LOADER_SIZES", "12 KB,150 KB").split(",")}
 PEERS = ("python", "f32", "dsview", "dsv_proc", "rows")
 MEAN32, STD32 = L.MEAN.astype(np.float32), L.STD.astype(np.float32)
 

@@ -27,7 +27,9 @@ class Views:
         self.rows = self._check()
 
     def _check(self):
-        rows = {k: _views.View(p).rows for k, p in self.paths.items()}
+        views = {k: _views.View(p) for k, p in self.paths.items()}
+        self.row_bytes = sum(v.meta["row_bytes"] for v in views.values())
+        rows = {k: v.rows for k, v in views.items()}
         if len(set(rows.values())) > 1:
             raise ValueError("views read together must have the same rows: "
                              + ", ".join(f"{self.paths[k]} has {n}" for k, n in rows.items()))
@@ -74,7 +76,8 @@ class Views:
         return got if None not in got else got[None]
 
     def __getstate__(self):
-        return {"paths": self.paths, "arrays": None, "rows": self.rows}
+        return {"paths": self.paths, "arrays": None, "rows": self.rows,
+                "row_bytes": self.row_bytes}
 
 
 class ArraySource:

@@ -139,6 +139,11 @@ def _distributed(distributed):
     return distributed
 
 
+# batches read ahead by the threads at most: 3 batches of 256 rows of 600 KB;
+# more only adds memory to a reader that copies as fast as it can
+AHEAD_BYTES = 512 << 20
+
+
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
            distributed=None, seed=None, hint=True, workers="threads", **kwargs):
     """Batches of data (a ViewDataset, a view's path or a dict of paths),
@@ -150,7 +155,8 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
     num_workers readers: with workers="threads" (the default) threads of
     this process, since a batch is one copy out of the page cache (the GIL
     is released during it) and needs no process to cross; 0 reads in the
-    caller's thread. workers="processes" gives a DataLoader with worker
+    caller's thread; at most AHEAD_BYTES of batches are read ahead, so
+    large rows get fewer threads than asked. workers="processes" gives a DataLoader with worker
     processes, for datasets that do Python work per batch; DataLoader's
     keywords (persistent_workers, prefetch_factor, multiprocessing_context,
     pin_memory, ...) go to it. With threads only pin_memory is taken."""
@@ -173,7 +179,10 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
         if bad:
             raise TypeError(f"loader: {', '.join(bad)} apply to worker processes: "
                             f"pass workers='processes'")
-        return ThreadLoader(ds, sampler, num_workers, pin_memory=kwargs.get("pin_memory", False))
+        fit = AHEAD_BYTES // max(1, batch_size * ds.views.row_bytes)
+        depth = max(2, min(num_workers + 1, fit))
+        return ThreadLoader(ds, sampler, min(num_workers, depth), depth,
+                            pin_memory=kwargs.get("pin_memory", False))
     return tud.DataLoader(ds, sampler=sampler, batch_size=None,
                           num_workers=num_workers if workers == "processes" else 0, **kwargs)
 

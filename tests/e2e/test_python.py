@@ -182,6 +182,25 @@ class Torch(Fixture):
             st = m.stats()
             self.assertEqual(st["hints_queued"], 2 * N * (len(LOADER_RUNS) + 4), st)
 
+    def test_hinted_batch_sampler_of_a_batch_sampler(self):
+        """A user's own BatchSampler wrapped, in a DataLoader of their own."""
+        needs_torch(self)
+        with self.mount(self.ini) as m:
+            paths = {"v": m.path("v.dat"), "idx": m.path("idx.npy")}
+            ds = dtorch.ViewDataset(paths)
+            gen = torch.Generator().manual_seed(4)
+            batches = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(ds, generator=gen),
+                                                    100, drop_last=True)
+            sampler = dtorch.HintedBatchSampler(batches, paths, lookahead=2)
+            dl = torch.utils.data.DataLoader(ds, sampler=sampler, batch_size=None, num_workers=2,
+                                             prefetch_factor=5)
+            seen = [self.check_batch(b, "own BatchSampler") for b in dl]
+            self.assertEqual([len(b) for b in seen], [100] * (N // 100))
+            self.assertEqual(m.stats()["hints_queued"], 2 * N)
+            with self.assertRaisesRegex(ValueError, "lookahead must be 0 or more"):
+                dtorch.HintedBatchSampler(batches, paths, lookahead=-1)
+            del dl, ds
+
     def test_bfloat16_and_plain_dataloader(self):
         needs_torch(self)
         with self.mount(self.ini) as m:
