@@ -8,8 +8,8 @@ from . import _hints, _views
 
 
 def named_paths(path_or_paths):
-    """{name: path} of one view (name None) or several read together; their
-    row counts must agree (checked at first open)."""
+    """{name: path} of one view (name None) or of several read together
+    (Views checks that their rows agree)."""
     if isinstance(path_or_paths, dict):
         if not path_or_paths:
             raise ValueError("no views given")
