@@ -99,7 +99,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree bench-loader install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -215,10 +215,13 @@ demo: deps
 # mount(8) runs it for mount -t fuse.dsview and fstab lines), man page,
 # bash completion, and the library with its public API (include/dsview:
 # what the command, the tests and other programs build against;
-# src/*/*.h are the library's own). PREFIX=/usr/local, SBINDIR=/sbin
-# (where mount(8) looks), DESTDIR for a staged install.
+# src/*/*.h are the library's own), and the Python package (python/dsview,
+# into PYTHONDIR: this Python's directory for PREFIX, python/sitedir.py).
+# PREFIX=/usr/local, SBINDIR=/sbin (where mount(8) looks), DESTDIR for a
+# staged install.
 PREFIX ?= /usr/local
 SBINDIR ?= /sbin
+PYTHONDIR ?= $(shell $(PYTHON) python/sitedir.py $(PREFIX))
 install: $(BIN) $(LIB)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/dsview
 	install -d $(DESTDIR)$(SBINDIR)
@@ -229,6 +232,8 @@ install: $(BIN) $(LIB)
 	install -D -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libdsview.a
 	install -d $(DESTDIR)$(PREFIX)/include/dsview
 	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/
+	install -d $(DESTDIR)$(PYTHONDIR)/dsview
+	install -m 0644 python/dsview/*.py $(DESTDIR)$(PYTHONDIR)/dsview/
 
 include mk/deps.mk mk/bench.mk mk/fuzz.mk
 

@@ -14,7 +14,7 @@ batches then read a small part of it, as in training).
           GB/s counts reading time only)
   hints   the threads that store sampler-hinted rows (DSVIEW_HINT_THREADS,
           AB_HINT_THREADS): cold shuffled batches by one reader that hints
-          its next 2 batches (examples/prefetch_sampler.py), rows/s
+          its next 2 batches (dsview.hint), rows/s
 
 Every configuration runs REPS times, interleaved; medians are printed.
 Page cache handling as in bench.py (dropped, SETTLE, PREFAULT_GB).
@@ -33,8 +33,8 @@ import numpy as np
 
 from benchlib import drop_caches
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from prefetch_sampler import hint  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from dsview import hint  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("AB_MB", "2048"))

@@ -9,7 +9,7 @@ For each row size, a uint8 HWC dataset of READ_MB MB (default BENCH_MB or
             mounted like dsview with read_ahead_kb 1024: the FUSE ceiling
   dsv_npy   dsview view over the uint8 .npy, np.memmap of the .dat
   dsv_lz4   dsview view over the `dsview pack` store of the same data
-  dsv_hint  dsv_npy with sampler hints (examples/prefetch_sampler.py): each
+  dsv_hint  dsv_npy with sampler hints (dsview.hint): each
             shuffled reader hints its next HINT_AHEAD (2) batches before
             reading one; shuffled phases only (sequential is dsv_npy's)
   u8_numpy  uint8 np.load(mmap_mode="r") + numpy normalisation per batch
@@ -55,7 +55,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import benchlib as L  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
@@ -223,12 +223,12 @@ def reader(ds, peer, order, mine, batches, wfd, go):
         return np.sort(order[mine[k] * L.BATCH:(mine[k] + 1) * L.BATCH])
     hint = None
     if peer == "dsv_hint":
-        import prefetch_sampler
+        import dsview
         fd = os.open(ds.file(peer), os.O_RDONLY)
 
         def hint(k):
             if k < len(mine):
-                prefetch_sampler.hint(fd, idx(k))
+                dsview.hint(fd, idx(k))
     os.read(go, 1)
     c0, io0 = os.times(), L.proc_read_bytes()
     t, rows = time.perf_counter(), 0

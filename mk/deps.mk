@@ -8,7 +8,8 @@
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
-            python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format
+            python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format \
+            python3-setuptools
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:

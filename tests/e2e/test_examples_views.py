@@ -15,6 +15,7 @@ from common import E2E, check_preads, check_whole, forked_batches, run
 from refs import reference, windows_ref
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 S300 = 0.0033333333333333335
 
@@ -88,7 +89,8 @@ class Examples(E2E):
         shutil.copy(os.path.join(EXAMPLES, "tokens_loader.py"), d)
         with self.mount(ini) as m:
             r = subprocess.run([sys.executable, os.path.join(d, "tokens_loader.py"), m.path("tokens.npy"),
-                                "--workers", "2", "--batch", "16"], capture_output=True, text=True, timeout=120)
+                                "--workers", "2", "--batch", "16"], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "PYTHONPATH": os.path.abspath(PYTHON_DIR)})
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
             self.assertEqual(r.stdout.strip(),
                              f"windows {len(ref)} batches {-(-len(ref) // 16)} width 1025 "

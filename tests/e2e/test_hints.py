@@ -1,5 +1,5 @@
 """Sampler hints (docs/performance.md, "Sampler hints"): rows hinted through the ioctl
-of examples/prefetch_sampler.py are stored in the page cache before the
+(as the dsview Python package sends it) are stored in the page cache before the
 reader asks, so reading them makes no request; bad hints are refused
 whole with EINVAL (ENOTTY off the data files) and change nothing; the
 queue is bounded; the bytes read are the view's either way."""
@@ -15,8 +15,14 @@ import numpy as np
 from common import E2E
 from refs import reference
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import prefetch_sampler as ps  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from dsview import _hints as ps  # noqa: E402
+
+
+def raw_hint(fd, rows):
+    """The ioctl as is, with none of dsview.hint's checks: the daemon's own
+    refusals are what these tests see."""
+    ps._send(fd, np.asarray(rows, dtype="<i8").ravel(), "hint")
 
 
 class Hints(E2E):
@@ -52,7 +58,7 @@ class Hints(E2E):
                     a = np.memmap(m.path(name), np.float32, "r", shape=self.ref.shape)
                 fd = os.open(m.path(name), os.O_RDONLY)
                 try:
-                    ps.hint(fd, rows)
+                    raw_hint(fd, rows)
                 finally:
                     os.close(fd)
                 self.wait_idle(m, 256)
@@ -70,7 +76,7 @@ class Hints(E2E):
             try:
                 for rows in ([0, len(self.x)], [-1], [5, 2**40]):
                     with self.subTest(rows=rows), self.assertRaises(OSError) as cm:
-                        ps.hint(fd, rows)
+                        raw_hint(fd, rows)
                     self.assertEqual(cm.exception.errno, errno.EINVAL)
                 buf = bytearray(ps._SIZE)
                 for n, flags in ((ps.PREFETCH_MAX + 1, 0), (1, 1)):
@@ -86,7 +92,7 @@ class Hints(E2E):
             fd = os.open(m.path("v.json"), os.O_RDONLY)
             try:
                 with self.assertRaises(OSError) as cm:
-                    ps.hint(fd, [0])
+                    raw_hint(fd, [0])
                 self.assertEqual(cm.exception.errno, errno.ENOTTY)
             finally:
                 os.close(fd)
@@ -99,7 +105,7 @@ class Hints(E2E):
             fd = os.open(m.path("v.npy"), os.O_RDONLY)
             rows = np.random.default_rng(2).integers(0, len(self.x), 40000)
             try:
-                ps.hint(fd, rows)  # more than the queue holds, faster than it drains
+                raw_hint(fd, rows)  # more than the queue holds, faster than it drains
             finally:
                 os.close(fd)
             st = self.wait_idle(m, len(rows))
@@ -113,14 +119,13 @@ class Hints(E2E):
         batches = [np.sort(np.random.default_rng(k).choice(len(self.x), 64, replace=False)).tolist()
                    for k in range(6)]
         with self.mount(self.ini) as m:
-            s = ps.HintingBatchSampler(batches, m.path("v.npy"), lookahead=2)
+            hinter = ps.Hinter([m.path("v.npy")])
             a = np.load(m.path("v.npy"), mmap_mode="r")
             seen = []
-            for b in s:
+            for b in ps.hinted(batches, hinter, lookahead=2):
                 seen.append(b)
                 np.testing.assert_array_equal(np.array(a[b]), self.ref[b])
             del a
-            s.close()
+            hinter.close()
             self.assertEqual(seen, batches)
-            self.assertEqual(len(s), 6)
             self.wait_idle(m, 6 * 64)

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 
@@ -30,6 +31,14 @@ class Install(E2E):
         man = os.path.join(stage, "usr/share/man/man1/dsview.1")
         comp = os.path.join(stage, "usr/share/bash-completion/completions/dsview")
         self.assertTrue(os.path.exists(os.path.join(stage, "usr/include/dsview/fs.h")))
+        # the Python package, where Debian's Python looks for PREFIX=/usr
+        pkg = os.path.join(stage, "usr/lib/python3/dist-packages/dsview")
+        self.assertTrue(os.path.exists(os.path.join(pkg, "__init__.py")))
+        r = subprocess.run([sys.executable, "-c", "import dsview.torch, dsview; print(dsview.__file__)"],
+                           capture_output=True, text=True, cwd=stage,
+                           env={**os.environ, "PYTHONPATH": os.path.dirname(pkg)})
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, os.path.join(pkg, "__init__.py")),
+                         r.stderr)
         if shutil.which("man"):
             r = subprocess.run(["man", "--warnings", "-l", man], capture_output=True, text=True,
                                env={**os.environ, "MANWIDTH": "80", "MANPAGER": "cat"})

@@ -1,0 +1,223 @@
+"""PyTorch over a dsview mount: a map-style dataset of one view or several
+read together, a batch sampler that hints each batch's rows to the mount
+ahead of the reads, and loader(), the DataLoader that puts them together:
+
+    loader = dsview.torch.loader("/mnt/dsview/stim.npy", batch_size=256, num_workers=4)
+    for x in loader:        # float32 (or bfloat16, ...) tensors, normalised by the mount
+        ...
+
+loader() hands whole batches to the dataset: one sorted fancy index into the
+memmap per batch (rows ascending within a batch, batches shuffled), read by
+threads of the calling process (num_workers of them) or, with
+workers="processes", by DataLoader worker processes, each straight into the
+shared memory the batch travels in. Under
+torch.distributed each rank reads and hints only its DistributedSampler
+shard; call loader.sampler.set_epoch(e) each epoch as with any
+DistributedSampler. A plain DataLoader(ViewDataset(...), batch_size=...)
+works too, one row per __getitem__ and unhinted."""
+import numpy as np
+import torch
+import torch.utils.data as tud
+
+from . import _hints, _source
+
+
+def _torch_dtype(a, path):
+    """The tensor dtype a view's rows become (bfloat16 views: the bits
+    reinterpreted) and the numpy dtype that holds them."""
+    if getattr(a, "dsview_dtype", None) == "bfloat16":
+        return torch.bfloat16, np.dtype("<i2")
+    try:
+        return torch.from_numpy(np.zeros(0, a.dtype)).dtype, a.dtype
+    except TypeError:
+        raise TypeError(f"{path}: this torch has no {a.dtype} tensors "
+                        f"(read the view with dsview.open instead)") from None
+
+
+def _empty(shape, tdtype, shared):
+    """A tensor to read into; in a DataLoader worker its storage is shared
+    memory already, so sending the batch to the main process copies nothing."""
+    if shared:
+        try:
+            elem = torch.empty(0, dtype=tdtype)
+            st = elem._typed_storage() if hasattr(elem, "_typed_storage") else elem.storage()
+            return elem.new(st._new_shared(int(np.prod(shape)))).resize_(*shape)
+        except (AttributeError, RuntimeError, TypeError):
+            return torch.empty(shape, dtype=tdtype).share_memory_()
+    return torch.empty(shape, dtype=tdtype)
+
+
+def _tensor(a, tdtype):
+    t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16) if tdtype is torch.bfloat16
+                         else np.ascontiguousarray(a))
+    return t.view(torch.bfloat16) if tdtype is torch.bfloat16 else t
+
+
+class ViewDataset(tud.Dataset):
+    """A map-style dataset over one view (a path: V.npy, V.dat or V under a
+    mount) or several read together ({"stim": path, "robs": path}: items are
+    dicts). ds[i] is row i as a tensor; ds[[i, j, ...]] is those rows as one
+    batch tensor, read with one fancy index. The memmaps are opened in each
+    process at first use, so fork, spawn and forkserver workers all work."""
+
+    def __init__(self, path_or_paths):
+        self.views = _source.Views(path_or_paths)
+        self.paths = self.views.paths
+        self._types = None
+
+    def __len__(self):
+        return self.views.rows
+
+    def _dtypes(self):
+        if self._types is None:
+            self._types = {k: _torch_dtype(a, self.paths[k]) for k, a in self.views.open().items()}
+        return self._types
+
+    def __getitem__(self, key):
+        types = self._dtypes()
+        if isinstance(key, (int, np.integer)):
+            got = self.views.read(key)
+            rows = got if isinstance(got, dict) else {None: got}
+            out = {k: _tensor(r, types[k][0]) for k, r in rows.items()}
+            return out if None not in out else out[None]
+        return self._batch(self.views.batch_index(key), types)
+
+    def _batch(self, idx, types):
+        shared = tud.get_worker_info() is not None
+        arrays = self.views.open()
+        out, dst = {}, {}
+        for k, a in arrays.items():
+            tdtype, ndtype = types[k]
+            out[k] = _empty((len(idx),) + a.shape[1:], tdtype, shared)
+            holder = out[k].view(torch.int16) if tdtype is torch.bfloat16 else out[k]
+            dst[k] = holder.numpy().view(a.dtype)
+        self.views.read(idx, out=dst)
+        return out if None not in out else out[None]
+
+    def __getstate__(self):
+        return {"views": self.views, "paths": self.paths, "_types": None}
+
+
+class HintedBatchSampler(tud.Sampler):
+    """Batches of a sampler (RandomSampler, DistributedSampler, any iterable
+    of rows, with batch_size) or of a batch sampler (batch_size None), in the
+    same order, each batch's rows ascending; batch k + lookahead is hinted
+    to the views before batch k is handed out. Pass it as a DataLoader's
+    sampler with batch_size=None over a ViewDataset (loader() does)."""
+
+    def __init__(self, sampler, paths, batch_size=None, drop_last=False, lookahead=4, sort=True,
+                 hint=True):
+        if batch_size is not None:
+            sampler = tud.BatchSampler(sampler, batch_size, drop_last)
+        if lookahead < 0:
+            raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
+        self.batches, self.lookahead, self.sort = sampler, lookahead, sort
+        paths = paths.values() if isinstance(paths, dict) else paths
+        self.hinter = _hints.Hinter(paths) if hint else _hints.NoHints()
+
+    def __len__(self):
+        return len(self.batches)
+
+    def set_epoch(self, epoch):
+        inner = getattr(self.batches, "sampler", self.batches)
+        inner.set_epoch(epoch)
+
+    def _sorted(self):
+        for b in self.batches:
+            yield sorted(b) if self.sort else list(b)
+
+    def __iter__(self):
+        try:
+            yield from _hints.hinted(self._sorted(), self.hinter, self.lookahead)
+        finally:
+            self.hinter.close()  # the mount stays free to unmount between epochs
+
+
+def _distributed(distributed):
+    if distributed is None:
+        return torch.distributed.is_available() and torch.distributed.is_initialized()
+    return distributed
+
+
+# batches read ahead by the threads at most: 3 batches of 256 rows of 600 KB;
+# more only adds memory to a reader that copies as fast as it can
+AHEAD_BYTES = 512 << 20
+
+
+def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
+           distributed=None, seed=None, hint=True, workers="threads", **kwargs):
+    """Batches of data (a ViewDataset, a view's path or a dict of paths),
+    read whole and hinted (see the module's doc). shuffle and seed as
+    RandomSampler / DistributedSampler take them; distributed: shard by
+    rank (default: when torch.distributed is initialised); hint=False sends
+    no hints (to measure what they bring).
+
+    num_workers readers: with workers="threads" (the default) threads of
+    this process, since a batch is one copy out of the page cache (the GIL
+    is released during it) and needs no process to cross; 0 reads in the
+    caller's thread; at most AHEAD_BYTES of batches are read ahead, so
+    large rows get fewer threads than asked. workers="processes" gives a DataLoader with worker
+    processes, for datasets that do Python work per batch; DataLoader's
+    keywords (persistent_workers, prefetch_factor, multiprocessing_context,
+    pin_memory, ...) go to it. With threads only pin_memory is taken."""
+    ds = data if isinstance(data, ViewDataset) else ViewDataset(data)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    if workers not in ("threads", "processes"):
+        raise ValueError(f"workers must be 'threads' or 'processes', not {workers!r}")
+    if _distributed(distributed):
+        rows = tud.DistributedSampler(ds, shuffle=shuffle, seed=seed or 0, drop_last=drop_last)
+    elif shuffle:
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        rows = tud.RandomSampler(ds, generator=gen)
+    else:
+        rows = tud.SequentialSampler(ds)
+    sampler = HintedBatchSampler(rows, list(ds.paths.values()), batch_size, drop_last, lookahead,
+                                 hint=hint)
+    if workers == "threads" and num_workers > 0:
+        bad = sorted(set(kwargs) - {"pin_memory"})
+        if bad:
+            raise TypeError(f"loader: {', '.join(bad)} apply to worker processes: "
+                            f"pass workers='processes'")
+        fit = AHEAD_BYTES // max(1, batch_size * ds.views.row_bytes)
+        depth = max(2, min(num_workers + 1, fit))
+        return ThreadLoader(ds, sampler, min(num_workers, depth), depth,
+                            pin_memory=kwargs.get("pin_memory", False))
+    return tud.DataLoader(ds, sampler=sampler, batch_size=None,
+                          num_workers=num_workers if workers == "processes" else 0, **kwargs)
+
+
+class ThreadLoader:
+    """Batches of a HintedBatchSampler read over a dataset by `threads`
+    threads of this process, up to `depth` batches ahead, yielded in the
+    sampler's order. The copy out of the page cache releases the GIL, so
+    the threads overlap their page faults with each other and with the
+    training step, and a batch reaches the caller without crossing a
+    process."""
+
+    def __init__(self, dataset, sampler, threads, depth=None, pin_memory=False):
+        self.dataset, self.sampler = dataset, sampler
+        self.threads, self.depth = threads, depth or threads + 1
+        self.pin = pin_memory and torch.cuda.is_available()
+
+    def _read(self, batch):
+        got = self.dataset[batch]
+        if not self.pin:
+            return got
+        return {k: t.pin_memory() for k, t in got.items()} if isinstance(got, dict) \
+            else got.pin_memory()
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def __iter__(self):
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+        ahead = deque()
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="dsview-read") as pool:
+            for b in self.sampler:
+                ahead.append(pool.submit(self._read, b))
+                if len(ahead) >= self.depth:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
