@@ -4,7 +4,8 @@
 #   write their files with (numpy, h5py, hdf5plugin, zarr, torch, ...);
 #   hdf5-filter-plugin*: the HDF5 library's own filters for the fallback tests;
 #   fio, strace, man-db: tests of the mount with other readers, of its system
-#   calls, and of the man page; clang-format: `make format-check` (.ci/run).
+#   calls, and of the man page; clang-format: `make format-check` (.ci/run);
+#   python3-setuptools: the build backend of `pip install ./python`.
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \

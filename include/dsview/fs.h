@@ -24,7 +24,7 @@ typedef struct dsv_fs dsv_fs;
  * fault them. Fails with EINVAL, queueing nothing, for n above
  * DSV_PREFETCH_MAX, flags not 0 or a row outside [0, rows); ENOTTY on any
  * other file. Python: fcntl.ioctl(fd, DSV_IOC_PREFETCH, bytes) with the
- * struct packed little-endian (examples/prefetch_sampler.py). */
+ * struct packed little-endian (python/dsview/_hints.py). */
 #define DSV_PREFETCH_MAX 2046
 typedef struct dsv_prefetch_rows {
 	uint32_t n;

@@ -1,9 +1,9 @@
 /*
  * Sampler hints: the rows a reader will ask for next, made ahead of it.
  *
- * A reader (a PyTorch sampler wrapped by examples/prefetch_sampler.py)
- * tells dsview the rows of its next batches with an ioctl on its open
- * V.dat or V.npy (DSV_IOC_PREFETCH, dsview/fs.h); a few threads make each
+ * A reader (dsview.hint in python/dsview/_hints.py, which the package's
+ * PyTorch loader calls for each batch) tells dsview the rows of its next
+ * batches with an ioctl on its open V.dat or V.npy (DSV_IOC_PREFETCH, dsview/fs.h); a few threads make each
  * row's output and store its pages in that file's page cache (FUSE
  * notify_store), so the reader's page faults on those rows find them
  * there without a request. The queue is bounded: past its capacity the

@@ -271,7 +271,13 @@ static void test_auto_measures(void **state)
 	assert_true(!strncmp(res.auto_why + 6, dsv_pack_codec_get(res.codec)->name,
 			     strlen(dsv_pack_codec_get(res.codec)->name)));
 	assert_int_equal(res.chunk_rows, (128 << 10) / (C * 2));
-	assert_true(res.stored_bytes < sizeof(big) / 2); /* it compresses */
+	/* Which codec wins depends on this machine's speed (a sanitizer build
+	 * on a loaded machine may find none fast enough): whichever it is, the
+	 * store holds what that codec makes of the data. */
+	if (res.codec == DSV_PACK_NONE)
+		assert_true(res.stored_bytes >= sizeof(big));
+	else
+		assert_true(res.stored_bytes < sizeof(big) / 2); /* it compresses */
 }
 
 int main(void)
