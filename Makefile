@@ -176,7 +176,8 @@ e2e: $(BIN)
 # build directory, so the everyday build keeps its objects).
 werror:
 	$(MAKE) BUILD=build-werror XCFLAGS=-Werror all \
-	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%)
+	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%) \
+	  build-werror/tests/gpu_check build-werror/bench/gpu_bench
 
 # The include graph between src/ rooms: every arrow points down.
 arrows:
