@@ -121,26 +121,18 @@ static int say_no_device(cudaError_t e, dsv_errbuf *eb)
 	return dsv_errf(eb, U, "no usable CUDA device: %s", cudaGetErrorString(e));
 }
 
-/* Device's context made and checked: flags set, both kernels loaded.
+/* Device's context checked: its compute capability, both kernels loaded.
  * @return 0, or a dsv_err with eb. */
 static int make_context(int device, dsv_errbuf *eb)
 {
 	cudaDeviceProp p;
 	cudaFuncAttributes fa;
-	cudaError_t e;
 
 	CK(cudaGetDeviceProperties(&p, device), "device properties");
 	if (p.major < 8)
 		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
 				"CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
 				device, p.name, p.major, p.minor);
-	/* a thread waiting on its stream sleeps rather than spins a core: the
-	 * daemon's CPU per GB counts only work. Refused when this process
-	 * made the context already, which then keeps its flags. */
-	e = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
-	if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
-		return fail(eb, "device flags", e);
-	(void)cudaGetLastError();
 	/* the context, and both kernels loaded now (CUDA loads modules
 	 * lazily): a device whose image is missing is refused here, not at a
 	 * first launch, and the first batch pays no load */
@@ -165,6 +157,14 @@ int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb)
 		device = 0;
 	if (cudaGetDeviceProperties(&p, device) == cudaSuccess)
 		snprintf(name, name_cap, "%s", p.name);
+	/* the context made with these flags: a thread waiting on its stream
+	 * sleeps rather than spins a core, so the daemon's CPU per GB counts
+	 * only work. Refused when this process made the context already,
+	 * which then keeps its flags. */
+	e = cudaInitDevice(device, cudaDeviceScheduleBlockingSync, 0);
+	if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
+		return fail(eb, "device flags", e);
+	(void)cudaGetLastError();
 	CK(cudaSetDevice(device), "set device");
 	/* a device refused gives its context back: nothing of it is kept */
 	if ((err = make_context(device, eb))) {
