@@ -10,15 +10,17 @@
  *       (dsv_gpu_decode_xform) against the CPU (dsv_lz4_decode then
  *       dsv_xform_run), byte for byte; then damaged blocks and truncated
  *       frames, which must fail exactly where the CPU's decoder fails
- *       (and give its bytes where it does not). Without a device the same
- *       rows run through the emulation (gpu_emu.c): 256 KiB chunks only,
- *       unless --full; --quick: 256 KiB chunks only (under
- *       compute-sanitizer).
+ *       (and give its bytes where it does not); and one batch of 70,000
+ *       small chunks, more than a launch's grid has rows. Without a
+ *       device the same rows run through the emulation (gpu_emu.c): 256
+ *       KiB chunks only, unless --full; --quick: 256 KiB chunks only
+ *       (under compute-sanitizer).
  *   gpu_check backend MANIFEST GPU [TIER]  the backend without a mount:
  *       every chunk of every view decoded by a backend of --gpu GPU (with
  *       TIER bytes of --gpu-cache) from 16 threads at once, twice (the
  *       second pass from the tier), and every view the readahead's device
- *       path makes made in ranges, against a --gpu off backend.
+ *       path makes made in ranges, against the CPU's decode
+ *       (dsv_cpu_decode) and transform.
  *
  * Exit status: 0 when every row is ok or "no device", 1 when one failed.
  */
@@ -238,6 +240,47 @@ static void compare_damaged(dsv_gpu *g, size_t raw, uint8_t *scratch)
 	dsv_xform_destroy(x);
 }
 
+/* One batch of more items than a launch's grid has rows (65,535): 70,000
+ * chunks of 64 bytes, uint8 to float32. */
+static void compare_many(dsv_gpu *g)
+{
+	enum { N = 70000, RAW = 64, CAP = 128 };
+	dsv_xform_params p;
+	dsv_xform *x;
+	dsv_errbuf eb;
+	dsv_xform_desc d;
+	uint8_t *src = malloc((size_t)N * RAW), *enc = malloc((size_t)N * CAP);
+	float *got = malloc((size_t)N * RAW * 4), *want = malloc((size_t)N * RAW * 4);
+	dsv_gpu_item *items = calloc(N, sizeof(*items));
+	int ok = 0;
+	dsv_xform_params_init(&p);
+	p.scale = 1.0 / 255;
+	if (src && enc && got && want && items && !dsv_xform_create(&x, DSV_U8, DSV_F32, &p, &eb)) {
+		dsv_xform_describe(x, &d);
+		fill(src, (size_t)N * RAW);
+		ok = 1;
+		for (size_t i = 0; i < N && ok; i++) {
+			int64_t n = dsv_lz4_encode(enc + i * CAP, CAP, src + i * RAW, RAW, RAW, 0);
+			ok = n > 0;
+			items[i] = (dsv_gpu_item){ enc + i * CAP, (size_t)n, RAW, i * RAW, got + i * RAW,
+						   -1, -1 };
+		}
+		dsv_xform_run(x, want, src, (uint64_t)N * RAW, 0);
+		memset(got, 0xA5, (size_t)N * RAW * 4);
+		ok = ok && (g ? dsv_gpu_decode_xform(g, &d, items, N, NULL)
+			      : dsv_gpu_emu_decode_xform(&d, items, N, NULL)) == 0 &&
+		     !memcmp(got, want, (size_t)N * RAW * 4);
+		dsv_xform_destroy(x);
+	}
+	row(ok, "many    %-8s %d chunks of %d bytes in one batch (more than a grid's 65,535 rows): "
+	    "%s", dev_name(g), N, RAW, ok ? "same bytes" : "failed or differ");
+	free(src);
+	free(enc);
+	free(got);
+	free(want);
+	free(items);
+}
+
 static int cmd_compare(int sizes_n)
 {
 	dsv_errbuf why;
@@ -254,6 +297,7 @@ static int cmd_compare(int sizes_n)
 		compare_size(g, sizes[i], scratch);
 		compare_damaged(g, sizes[i], scratch);
 	}
+	compare_many(g);
 	dsv_gpu_close(g);
 	free(scratch);
 	return failures ? 1 : 0;
