@@ -197,8 +197,10 @@ elif [ -z "$cs" ]; then
 	row skipped "compute-sanitizer: not found"
 else
 	for tool in memcheck racecheck; do
-		step "sanitizer-$tool" 150 env LD_LIBRARY_PATH="$pack/lib" "$cs" --tool "$tool" \
-			--error-exitcode 9 "${loader[@]}" "$pack/bin/gpu_check" compare --quick
+		# the wrapper sets the pack's libraries for gpu_check alone, not
+		# for the sanitizer's own process
+		step "sanitizer-$tool" 150 "$cs" --tool "$tool" --error-exitcode 9 \
+			"$bin/gpu_check" compare --quick
 		row "$([ $? = 0 ] && echo ok || echo FAIL)" "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/logs/sanitizer-$tool.log" | tail -1)"
 	done
 fi
