@@ -71,11 +71,13 @@ export DSVIEW=$work/bin/dsview
 
 # step NAME SECONDS COMMAND...: its output into logs/NAME.log, its rows
 # (lines starting ok / FAIL / no device) into the summary; a step that
-# exits non-zero without a FAIL row gets one.
+# exits non-zero without a FAIL row gets one. quiet=1 step ...: neither,
+# the caller says the row. @return the command's status.
 step() {
-	local name=$1 secs=$2
+	local name=$1 secs=$2 q=${quiet:-0} log s
 	shift 2
-	local log=$out/logs/$name.log s=$(date +%s)
+	log=$out/logs/$name.log
+	s=$(date +%s)
 	local left=$((budget - (s - t0) - 15))
 	if [ $left -lt 20 ]; then
 		row skipped "$name: out of time (DEVICE_BUDGET=$budget s)"
@@ -84,8 +86,8 @@ step() {
 	[ "$secs" -gt $left ] && secs=$left
 	timeout -k 5 "$secs" "$@" >"$log" 2>&1
 	local rc=$?
-	grep -E '^(ok|FAIL|no device|skipped) ' "$log" | tee -a "$sum"
-	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
+	[ "$q" = 1 ] || grep -E '^(ok|FAIL|no device|skipped) ' "$log" | tee -a "$sum"
+	if [ "$q" != 1 ] && [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
 		row FAIL "$name: exit $rc$([ $rc -eq 124 ] && echo " (over ${secs} s)"); see logs/$name.log"
 	fi
 	say "          ($name: $(($(date +%s) - s)) s)"
@@ -182,11 +184,11 @@ if [ $device = 0 ]; then
 elif [ ! -e /dev/fuse ] || [ "$(id -u)" != 0 ]; then
 	row skipped "e2e and mount rows: no /dev/fuse or not root (the backend rows above ran the same paths without a mount)"
 else
-	step e2e 240 "$py" tests/e2e/run.py test_gpu.py test_gpu_tier.py
-	tail -1 "$out/logs/e2e.log" | grep -q ' 0 failed' && row ok "e2e: $(tail -1 "$out/logs/e2e.log")" ||
-		row FAIL "e2e: $(tail -1 "$out/logs/e2e.log"); see logs/e2e.log"
-	GPU_ROWS=${GPU_ROWS:-2048} ROUNDS=${ROUNDS:-2} step mount-bench 240 "$py" bench/gpu_mount_bench.py
-	sed -n '/--gpu /,$p' "$out/logs/mount-bench.log" | sed 's/^/          /' >>"$sum"
+	quiet=1 step e2e 240 "$py" tests/e2e/run.py test_gpu.py test_gpu_tier.py
+	row "$([ $? = 0 ] && echo ok || echo FAIL)" "e2e test_gpu.py test_gpu_tier.py: $(tail -1 "$out/logs/e2e.log") (logs/e2e.log)"
+	step mount-bench 240 env GPU_ROWS="${GPU_ROWS:-2048}" ROUNDS="${ROUNDS:-2}" \
+		"$py" bench/gpu_mount_bench.py
+	sed -n '/^mount rows:/p; /^--gpu /,$p' "$out/logs/mount-bench.log" | sed 's/^/          /' >>"$sum"
 fi
 
 # compute-sanitizer over the comparison (256 KiB chunks)
@@ -199,7 +201,7 @@ else
 	for tool in memcheck racecheck; do
 		# the wrapper sets the pack's libraries for gpu_check alone, not
 		# for the sanitizer's own process
-		step "sanitizer-$tool" 150 "$cs" --tool "$tool" --error-exitcode 9 \
+		quiet=1 step "sanitizer-$tool" 150 "$cs" --tool "$tool" --error-exitcode 9 \
 			"$bin/gpu_check" compare --quick
 		row "$([ $? = 0 ] && echo ok || echo FAIL)" "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/logs/sanitizer-$tool.log" | tail -1)"
 	done
