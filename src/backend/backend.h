@@ -80,8 +80,9 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
  * other error where a chunk failed a check. Either way the caller makes
  * the bytes on the CPU path, which reports what is wrong. */
 int dsv_backend_make(dsv_backend *b, const dsv_view *v, uint64_t e0, uint64_t n, void *out);
-/* Whether dsv_backend_make may make any of view v (a device, or its
- * emulation, and a view of the kind it makes, of LZ4 sources). */
+/* Whether dsv_backend_make may make any of view v (a device not turned
+ * off by a CUDA error, or its emulation, and a view of the kind it makes,
+ * of LZ4 sources). */
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v);
 
 /* The CPU path: every chunk the GPU does not take. */
