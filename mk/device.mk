@@ -6,7 +6,7 @@
 #                        travels to a GPU machine (64 MiB at most)
 #   make device-dry-run  device-pack, then run.sh here: "no device" for
 #                        the device rows, the host and emulated rows run
-# `make test` runs the dry run (device-test) where nvcc is found.
+# `make test` runs the dry run (device-test) in a CUDA build (nvcc found).
 
 DEVICE_DIR := build-device
 DEVICE_UNITS := test_devlz4 test_devxform test_gpu_tier test_gpu_emu
@@ -32,5 +32,5 @@ device-test:
 ifeq ($(CUDA),1)
 	$(MAKE) device-dry-run
 else
-	@echo "device dry run: skipped (no nvcc: the pack is the CUDA build)"
+	@echo "device dry run: skipped (a build without CUDA: the pack is the CUDA build)"
 endif
