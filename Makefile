@@ -13,6 +13,8 @@
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 #   make bench-gpu  the GPU backend against the CPU (one line and exit 0 without a device)
+#   make device-pack     what travels to a GPU machine for tests/device/run.sh (build-device/)
+#   make device-dry-run  that pack and the device check run here, without a device
 # Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests  CUDA=0|1
 
 CC       ?= cc
@@ -175,7 +177,8 @@ e2e: $(BIN)
 # build directory, so the everyday build keeps its objects).
 werror:
 	$(MAKE) BUILD=build-werror XCFLAGS=-Werror all \
-	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%)
+	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%) \
+	  build-werror/tests/gpu_check build-werror/bench/gpu_bench
 
 # The C style (.clang-format, clang-format 14 from Debian): format rewrites
 # every C, header and CUDA file of src/, include/, tests/ and bench/ in
@@ -196,6 +199,7 @@ arrows:
 test: deps
 	$(MAKE) arrows all unit fuzz-replay
 	$(MAKE) e2e
+	$(MAKE) device-test
 
 # The ThreadSanitizer run: the daemon built with -fsanitize=thread under
 # the concurrent-reader tests (8 forked workers, readahead, the 64-process
@@ -235,9 +239,9 @@ install: $(BIN) $(LIB)
 	install -d $(DESTDIR)$(PYTHONDIR)/dsview
 	install -m 0644 python/dsview/*.py $(DESTDIR)$(PYTHONDIR)/dsview/
 
-include mk/deps.mk mk/bench.mk mk/fuzz.mk
+include mk/deps.mk mk/bench.mk mk/fuzz.mk mk/device.mk
 
 clean:
-	rm -rf build build-san build-tsan build-fuzz build-werror build-cpu
+	rm -rf build build-san build-tsan build-fuzz build-werror build-cpu build-device
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_BINS:=.d)

@@ -33,7 +33,13 @@ uint64_t dsv_backend_batch_bytes(uint64_t budget, dsv_view *const *views, size_t
 		}
 	}
 	most = (most + MIB - 1) / MIB * MIB;
-	return most > b ? (most < 1024 * MIB ? most : 1024 * MIB) : b;
+	most = most < 1024 * MIB ? most : 1024 * MIB;
+	/* the 4 pinned buffers, taken out of the budget, take half of it at
+	 * most (a budget of 0 has no cache to take them from) */
+	uint64_t cap = budget / 8 / MIB * MIB;
+	if (budget && most > cap)
+		most = cap;
+	return most > b ? most : b;
 }
 
 /* The tier of n bytes for the device (or its emulation): its index, and
@@ -124,6 +130,7 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st)
 	st->gpu_bytes = gs.bytes;
 	st->gpu_batches = gs.batches;
 	st->gpu_fallbacks = gs.fallbacks;
+	st->gpu_busy = gs.busy;
 	st->gpu_failed = gs.failed;
 	st->gpu_emulated = b->emu.on;
 	st->made_bytes = atomic_load(&((dsv_backend *)b)->made_bytes);

@@ -33,7 +33,8 @@ const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
 /* Bytes each device buffer holds for a cache budget and views[0..n): a
  * 32nd of the budget, between 1 MiB and 128 MiB, or what the views' largest
  * LZ4 chunk needs (its stored bytes at worst, decoded, or made) if more, up
- * to 1 GiB; whole MiB. A batch that needs more in any one buffer is cut,
+ * to 1 GiB and to an 8th of a budget that is not 0 (the 4 pinned buffers
+ * then take half the budget at most); whole MiB. A batch that needs more in any one buffer is cut,
  * and a chunk that does is left to the CPU. */
 uint64_t dsv_backend_batch_bytes(uint64_t budget, dsv_view *const *views, size_t n);
 /* Pinned host memory the device's buffers hold (0 on the CPU): the mount
@@ -45,6 +46,7 @@ typedef struct dsv_backend_stats {
 	const char *device;  /* the GPU's name, "" on the CPU */
 	const char *why_cpu; /* why no GPU is used ("--gpu off", "no CUDA device", ...), "" */
 	uint64_t gpu_chunks, gpu_bytes, gpu_batches, gpu_fallbacks;
+	uint64_t gpu_busy; /* chunks decoded on the CPU because the device's slots were busy */
 	int gpu_failed; /* a CUDA error turned the GPU off: chunks decode on the CPU */
 	int gpu_emulated; /* DSVIEW_GPU_EMULATE: the device path runs on the CPU */
 	uint64_t made_bytes, made_fallbacks; /* dsv_backend_make's */
@@ -78,8 +80,9 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
  * other error where a chunk failed a check. Either way the caller makes
  * the bytes on the CPU path, which reports what is wrong. */
 int dsv_backend_make(dsv_backend *b, const dsv_view *v, uint64_t e0, uint64_t n, void *out);
-/* Whether dsv_backend_make may make any of view v (a device, or its
- * emulation, and a view of the kind it makes, of LZ4 sources). */
+/* Whether dsv_backend_make may make any of view v (a device not turned
+ * off by a CUDA error, or its emulation, and a view of the kind it makes,
+ * of LZ4 sources). */
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v);
 
 /* The CPU path: every chunk the GPU does not take. */

@@ -143,8 +143,13 @@ static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, ui
 
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v)
 {
-	/* a view whose element e is element e of its sources, all LZ4 */
-	if ((!b->gpu && !b->emu.on) || v->mapped || v->tile_wins)
+	/* a view whose element e is element e of its sources, all LZ4, and a
+	 * device not turned off by a CUDA error: else the readahead would
+	 * read every range for the device and then again on the CPU */
+	dsv_gpu_stats gs = { 0 };
+	if (b->gpu)
+		dsv_gpu_get_stats(b->gpu, &gs);
+	if ((!b->gpu && !b->emu.on) || gs.failed || v->mapped || v->tile_wins)
 		return 0;
 	for (size_t i = 0; i < v->nsources; i++)
 		if (!dsv_source_get_info(v->sources[i])->lz4_block)

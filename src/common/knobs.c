@@ -32,6 +32,9 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 		"of the device code (for tests)" },
 	[DSV_KNOB_GPU_MIN_KB] = { "DSVIEW_GPU_MIN_KB", 0, 0, 1 << 30, NULL,
 		"chunks of fewer KiB are decoded on the CPU, not the GPU" },
+	[DSV_KNOB_GPU_MIN_BLOCKS] = { "DSVIEW_GPU_MIN_BLOCKS", 16, 1, 1 << 20, NULL,
+		"a chunk read alone goes to the GPU only with this many LZ4 blocks (one warp "
+		"each); fewer decode faster on a CPU core" },
 	[DSV_KNOB_READAHEAD_KB] = { "DSVIEW_READAHEAD_KB", 8 << 10, 0, 1 << 30, NULL,
 		"KiB of decoded bytes dsview reads ahead of a sequential stream; 0 turns it off" },
 	[DSV_KNOB_CLONE_FD] = { "DSVIEW_CLONE_FD", 0, 0, 1, NULL,

@@ -25,6 +25,7 @@ typedef enum dsv_knob {
 	DSV_KNOB_KERNEL,         /* xform: the CPU kernel variant, by name */
 	DSV_KNOB_GPU_EMULATE,    /* backend: the device path on the CPU, for tests */
 	DSV_KNOB_GPU_MIN_KB,     /* gpu: smaller chunks stay on the CPU */
+	DSV_KNOB_GPU_MIN_BLOCKS, /* gpu: chunks of fewer LZ4 blocks stay on the CPU */
 	DSV_KNOB_READAHEAD_KB,   /* fs: dsview's readahead per stream, 0 off */
 	DSV_KNOB_CLONE_FD,       /* fs: libfuse's clone_fd */
 	DSV_KNOB_MAX_BACKGROUND, /* fs: FUSE max_background, 0 libfuse's */

@@ -79,7 +79,8 @@ static char *render_stats(dsv_fs *fs)
 	if (asprintf(&s,
 		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"gpu_device\": \"%s\",\n"
 		     "  \"gpu_off_why\": \"%s\",\n  \"gpu_chunks\": %llu,\n  \"gpu_bytes\": %llu,\n"
-		     "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_failed\": %s,\n"
+		     "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_busy\": %llu,\n"
+		     "  \"gpu_failed\": %s,\n"
 		     "  \"gpu_emulated\": %s,\n  \"gpu_readahead_bytes\": %llu,\n"
 		     "  \"gpu_readahead_fallbacks\": %llu,\n"
 		     "  \"gpu_batch_bytes\": %llu,\n  \"gpu_pinned_bytes\": %llu,\n"
@@ -104,7 +105,8 @@ static char *render_stats(dsv_fs *fs)
 		     json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
 		     (unsigned long long)bs.gpu_chunks, (unsigned long long)bs.gpu_bytes,
 		     (unsigned long long)bs.gpu_batches, (unsigned long long)bs.gpu_fallbacks,
-		     bs.gpu_failed ? "true" : "false", bs.gpu_emulated ? "true" : "false",
+		     (unsigned long long)bs.gpu_busy, bs.gpu_failed ? "true" : "false",
+		     bs.gpu_emulated ? "true" : "false",
 		     (unsigned long long)bs.made_bytes, (unsigned long long)bs.made_fallbacks,
 		     (unsigned long long)bs.batch_bytes, (unsigned long long)bs.pinned_bytes,
 		     (unsigned long long)bs.tier_bytes, (unsigned long long)bs.tier_used,

@@ -29,6 +29,9 @@ extern "C" {
  * @return the device (>= 0), or DSV_ERR_UNSUPPORTED ("no CUDA device",
  * "CUDA driver not found (libcuda.so.1)", ...) or DSV_ERR_INTERNAL. */
 int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb);
+/* Gives back device's context and all its memory (after a refusal, or a
+ * device that opened but could not get its buffers). */
+void dsv_cuda_release(int device);
 
 typedef struct dsv_cuda_slot dsv_cuda_slot;
 

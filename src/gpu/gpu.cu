@@ -56,6 +56,24 @@ static int fail(dsv_errbuf *eb, const char *what, cudaError_t e)
 			return fail(eb, what, e_);                                              \
 	} while (0)
 
+/* As CK, in a slot's run: on an error, the copies and kernels queued
+ * before it are waited for, so none is still reading the caller's memory
+ * or writing the slot's when the call returns. */
+#define CKS(call, what)                                                                         \
+	do {                                                                                    \
+		cudaError_t e_ = (call);                                                        \
+		if (e_ != cudaSuccess)                                                          \
+			return drain(s, eb, what, e_);                                          \
+	} while (0)
+
+/* A CUDA error in slot s's run: its stream drained first. */
+static int drain(dsv_cuda_slot *s, dsv_errbuf *eb, const char *what, cudaError_t e)
+{
+	cudaStreamSynchronize(s->stream);
+	(void)cudaGetLastError();
+	return fail(eb, what, e);
+}
+
 __global__ void dsv_lz4_kernel(const uint8_t *in, const dsv_gpu_job *jobs, size_t njobs,
 			       uint8_t *raw, int *status)
 {
@@ -70,10 +88,11 @@ __global__ void dsv_lz4_kernel(const uint8_t *in, const dsv_gpu_job *jobs, size_
 		atomicExch(status, 1);
 }
 
+/* Items [first, first + gridDim.y): one row of the grid each. */
 __global__ void dsv_xform_kernel(dsv_xform_desc x, const uint8_t *raw, const uint8_t *tier,
-				 const dsv_cuda_item *items, uint8_t *out)
+				 const dsv_cuda_item *items, size_t first, uint8_t *out)
 {
-	dsv_cuda_item it = items[blockIdx.y];
+	dsv_cuda_item it = items[first + blockIdx.y];
 	const uint8_t *src = (it.from_tier ? tier : raw) + it.src_off;
 	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.nelems; i += step)
@@ -102,12 +121,32 @@ static int say_no_device(cudaError_t e, dsv_errbuf *eb)
 	return dsv_errf(eb, U, "no usable CUDA device: %s", cudaGetErrorString(e));
 }
 
-int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb)
+/* Device's context checked: its compute capability, both kernels loaded.
+ * @return 0, or a dsv_err with eb. */
+static int make_context(int device, dsv_errbuf *eb)
 {
-	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
 	cudaDeviceProp p;
 	cudaFuncAttributes fa;
+
+	CK(cudaGetDeviceProperties(&p, device), "device properties");
+	if (p.major < 8)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+				"CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
+				device, p.name, p.major, p.minor);
+	/* the context, and both kernels loaded now (CUDA loads modules
+	 * lazily): a device whose image is missing is refused here, not at a
+	 * first launch, and the first batch pays no load */
+	CK(cudaFree(0), "context");
+	CK(cudaFuncGetAttributes(&fa, dsv_lz4_kernel), "kernel image");
+	CK(cudaFuncGetAttributes(&fa, dsv_xform_kernel), "kernel image");
+	return 0;
+}
+
+int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb)
+{
+	int n = 0, err;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	cudaDeviceProp p;
 
 	name[0] = '\0';
 	if (e != cudaSuccess || n == 0)
@@ -116,17 +155,31 @@ int dsv_cuda_open(int device, char *name, size_t name_cap, dsv_errbuf *eb)
 		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "no CUDA device %d (%d found)", device, n);
 	if (device < 0)
 		device = 0;
+	if (cudaGetDeviceProperties(&p, device) == cudaSuccess)
+		snprintf(name, name_cap, "%s", p.name);
+	/* the context made with these flags: a thread waiting on its stream
+	 * sleeps rather than spins a core, so the daemon's CPU per GB counts
+	 * only work. Refused when this process made the context already,
+	 * which then keeps its flags. */
+	e = cudaInitDevice(device, cudaDeviceScheduleBlockingSync, 0);
+	if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
+		return fail(eb, "device flags", e);
+	(void)cudaGetLastError();
 	CK(cudaSetDevice(device), "set device");
-	CK(cudaGetDeviceProperties(&p, device), "device properties");
-	snprintf(name, name_cap, "%s", p.name);
-	if (p.major < 8)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-				"CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
-				device, p.name, p.major, p.minor);
-	/* the context, and a kernel image this device can run */
-	CK(cudaFree(0), "context");
-	CK(cudaFuncGetAttributes(&fa, dsv_lz4_kernel), "kernel image");
+	/* a device refused gives its context back: nothing of it is kept */
+	if ((err = make_context(device, eb))) {
+		dsv_cuda_release(device);
+		return err;
+	}
 	return device;
+}
+
+void dsv_cuda_release(int device)
+{
+	/* the primary context: the device's memory and the driver's threads
+	 * go back with it */
+	if (cudaSetDevice(device) == cudaSuccess)
+		cudaDeviceReset();
 }
 
 int dsv_cuda_slot_new(int device, size_t cap, dsv_cuda_slot **out, dsv_errbuf *eb)
@@ -236,7 +289,32 @@ int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv
 static float ms_between(cudaEvent_t a, cudaEvent_t b)
 {
 	float ms = 0;
-	return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0;
+	if (cudaEventElapsedTime(&ms, a, b) == cudaSuccess)
+		return ms;
+	(void)cudaGetLastError(); /* not left for a later launch's check */
+	return 0;
+}
+
+/* At most this many items in one launch: gridDim.y's limit. */
+#define MAX_GRID_Y 65535u
+
+/* Launches the transform of items [0, nitems) of most elements at most,
+ * in launches of at most MAX_GRID_Y items. @return cudaSuccess or the
+ * launch's error. */
+static cudaError_t launch_xform(const dsv_cuda_slot *s, const dsv_xform_desc &xd, uint8_t *tier,
+				size_t nitems, uint64_t most)
+{
+	uint64_t bx = (most + THREADS - 1) / THREADS;
+	for (size_t first = 0; first < nitems; first += MAX_GRID_Y) {
+		size_t rows = nitems - first < MAX_GRID_Y ? nitems - first : MAX_GRID_Y;
+		dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)rows);
+		dsv_xform_kernel<<<grid, THREADS, 0, s->stream>>>(xd, s->d_raw, tier, s->d_items, first,
+								    s->d_out);
+		cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return e;
+	}
+	return cudaSuccess;
 }
 
 int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
@@ -258,12 +336,12 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		size_t nchan = (size_t)(xd.nchan > 0 ? xd.nchan : 1);
 		CK(grow_dev((void **)&s->d_items, &s->d_items_cap, nitems * sizeof(*items)), "items");
 		CK(grow_dev((void **)&s->d_chan, &s->d_chan_cap, 2 * nchan * sizeof(double)), "channels");
-		CK(cudaMemcpyAsync(s->d_items, items, nitems * sizeof(*items), cudaMemcpyHostToDevice, st),
+		CKS(cudaMemcpyAsync(s->d_items, items, nitems * sizeof(*items), cudaMemcpyHostToDevice, st),
 		   "copy items");
 		if (xd.mean && xd.std) {
-			CK(cudaMemcpyAsync(s->d_chan, xd.mean, nchan * sizeof(double),
+			CKS(cudaMemcpyAsync(s->d_chan, xd.mean, nchan * sizeof(double),
 					   cudaMemcpyHostToDevice, st), "copy means");
-			CK(cudaMemcpyAsync(s->d_chan + nchan, xd.std, nchan * sizeof(double),
+			CKS(cudaMemcpyAsync(s->d_chan + nchan, xd.std, nchan * sizeof(double),
 					   cudaMemcpyHostToDevice, st), "copy stds");
 			xd.mean = s->d_chan;
 			xd.std = s->d_chan + nchan;
@@ -271,34 +349,33 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 		for (size_t k = 0; k < nitems; k++)
 			most = items[k].nelems > most ? items[k].nelems : most;
 	}
-	CK(cudaEventRecord(s->ev[0], st), "event");
-	CK(cudaMemcpyAsync(s->d_in, s->h_in, n, cudaMemcpyHostToDevice, st), "copy in");
-	CK(cudaMemcpyAsync(s->d_jobs, s->h_jobs, njobs * sizeof(dsv_gpu_job), cudaMemcpyHostToDevice, st),
+	CKS(cudaEventRecord(s->ev[0], st), "event");
+	CKS(cudaMemcpyAsync(s->d_in, s->h_in, n, cudaMemcpyHostToDevice, st), "copy in");
+	CKS(cudaMemcpyAsync(s->d_jobs, s->h_jobs, njobs * sizeof(dsv_gpu_job), cudaMemcpyHostToDevice, st),
 	   "copy jobs");
-	CK(cudaMemsetAsync(s->d_status, 0, sizeof(int), st), "status");
-	CK(cudaEventRecord(s->ev[1], st), "event");
+	CKS(cudaMemsetAsync(s->d_status, 0, sizeof(int), st), "status");
+	CKS(cudaEventRecord(s->ev[1], st), "event");
 	if (njobs) {
 		size_t blocks = (njobs * 32 + THREADS - 1) / THREADS;
+		(void)cudaGetLastError(); /* an earlier call's error is not this launch's */
 		dsv_lz4_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(s->d_in, s->d_jobs, njobs, s->d_raw,
 								     s->d_status);
-		CK(cudaGetLastError(), "decode kernel");
+		CKS(cudaGetLastError(), "decode kernel");
 	}
 	for (size_t k = 0; k < nadmits && tier; k++)
-		CK(cudaMemcpyAsync(tier + admits[k].tier_at, s->d_raw + admits[k].raw_off, admits[k].n,
+		CKS(cudaMemcpyAsync(tier + admits[k].tier_at, s->d_raw + admits[k].raw_off, admits[k].n,
 				   cudaMemcpyDeviceToDevice, st), "copy into the tier");
 	if (x && nitems && most) {
-		uint64_t bx = (most + THREADS - 1) / THREADS;
-		dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)nitems);
-		dsv_xform_kernel<<<grid, THREADS, 0, st>>>(xd, s->d_raw, tier, s->d_items, s->d_out);
-		CK(cudaGetLastError(), "transform kernel");
+		(void)cudaGetLastError();
+		CKS(launch_xform(s, xd, tier, nitems, most), "transform kernel");
 	}
-	CK(cudaEventRecord(s->ev[2], st), "event");
-	CK(cudaMemcpyAsync(s->h_out, x ? s->d_out : s->d_raw, out_n, cudaMemcpyDeviceToHost, st),
+	CKS(cudaEventRecord(s->ev[2], st), "event");
+	CKS(cudaMemcpyAsync(s->h_out, x ? s->d_out : s->d_raw, out_n, cudaMemcpyDeviceToHost, st),
 	   "copy out");
-	CK(cudaMemcpyAsync(s->h_status, s->d_status, sizeof(int), cudaMemcpyDeviceToHost, st),
+	CKS(cudaMemcpyAsync(s->h_status, s->d_status, sizeof(int), cudaMemcpyDeviceToHost, st),
 	   "copy status");
-	CK(cudaEventRecord(s->ev[3], st), "event");
-	CK(cudaStreamSynchronize(st), "run");
+	CKS(cudaEventRecord(s->ev[3], st), "event");
+	CKS(cudaStreamSynchronize(st), "run");
 	if (times) {
 		times->h2d_s = ms_between(s->ev[0], s->ev[1]) / 1e3;
 		times->kernel_s = ms_between(s->ev[1], s->ev[2]) / 1e3;
@@ -322,9 +399,9 @@ int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size
 	if (n > s->cap)
 		return DSV_ERR_OVERFLOW;
 	CK(cudaSetDevice(s->device), "set device");
-	CK(cudaMemcpyAsync(s->h_out, tier + at, n, cudaMemcpyDeviceToHost, s->stream),
+	CKS(cudaMemcpyAsync(s->h_out, tier + at, n, cudaMemcpyDeviceToHost, s->stream),
 	   "copy from the tier");
-	CK(cudaStreamSynchronize(s->stream), "copy from the tier");
+	CKS(cudaStreamSynchronize(s->stream), "copy from the tier");
 	memcpy(dst, s->h_out, n);
 	return 0;
 }

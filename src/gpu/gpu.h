@@ -39,8 +39,11 @@ int dsv_gpu_tier_alloc(dsv_gpu *g, uint64_t n, dsv_errbuf *eb);
 void dsv_gpu_close(dsv_gpu *g); /* accepts NULL */
 /* Decodes global chunk g of view v into out, as dsv_backend_decode, and
  * with admit_at >= 0 copies the whole decoded chunk into the tier there.
- * @return 0, a negative dsv_err, or DSV_ERR_UNSUPPORTED for a chunk the
- * device does not decode (the caller decodes it on the CPU). */
+ * The stored bytes are read (and checked) before a slot is taken, and a
+ * chunk that finds both slots busy, or has fewer LZ4 blocks than
+ * DSVIEW_GPU_MIN_BLOCKS, is left to the CPU.
+ * @return 0, or DSV_ERR_UNSUPPORTED for a chunk the device does not
+ * decode (the caller decodes it on the CPU). */
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size,
 		   int64_t admit_at);
 
@@ -56,6 +59,7 @@ typedef struct dsv_gpu_stats {
 	uint64_t bytes;     /* their decoded bytes */
 	uint64_t batches;   /* kernel runs */
 	uint64_t fallbacks; /* LZ4 chunks handed to the CPU: a CUDA error, a failed check */
+	uint64_t busy;      /* chunks read alone decoded on the CPU: both slots were busy */
 	int failed;         /* a CUDA error turned the device off */
 } dsv_gpu_stats;
 void dsv_gpu_get_stats(const dsv_gpu *g, dsv_gpu_stats *st);

@@ -12,22 +12,28 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/tlsbuf.h"
 #include "dsview/source.h"
+#include "gpu/batch.h"
 #include "gpu/cuda_i.h"
 #include "gpu/gpu.h"
 #include "source/source.h"
 #include "view/view.h"
 
 /* Two slots: while one caller's chunk is in its kernel, another's copies
- * run (double buffering across the FUSE and readahead threads). */
+ * run (double buffering across the FUSE and readahead threads). A chunk
+ * read alone that finds both busy is decoded on the CPU instead of
+ * waiting: its stored bytes are read before a slot is taken, so a slot is
+ * held only for the copies and kernels. */
 #define NSLOTS 2
 
 struct dsv_gpu {
 	int device;
 	char name[256];
-	uint64_t min_bytes; /* DSVIEW_GPU_MIN_KB: smaller chunks stay on the CPU */
-	uint64_t batch;     /* each slot's buffers: a larger chunk stays on the CPU */
-	uint8_t *tier;      /* device memory of the tier, or NULL */
+	uint64_t min_bytes;  /* DSVIEW_GPU_MIN_KB: smaller chunks stay on the CPU */
+	uint64_t min_blocks; /* DSVIEW_GPU_MIN_BLOCKS: a chunk of fewer stays on the CPU */
+	uint64_t batch;      /* each slot's buffers: a larger chunk stays on the CPU */
+	uint8_t *tier;       /* device memory of the tier, or NULL */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	dsv_cuda_slot *slots[NSLOTS];
@@ -36,7 +42,7 @@ struct dsv_gpu {
 	 * no per-call error buffer sits on the decode path's stack */
 	dsv_errbuf eb[NSLOTS];
 	atomic_int failed;
-	atomic_uint_fast64_t chunks, bytes, batches, fallbacks;
+	atomic_uint_fast64_t chunks, bytes, batches, fallbacks, busy_cpu;
 };
 
 int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb)
@@ -53,12 +59,15 @@ int dsv_gpu_open(int device, uint64_t batch, dsv_gpu **out, dsv_errbuf *eb)
 		return err;
 	}
 	g->min_bytes = (uint64_t)dsv_knob_int(DSV_KNOB_GPU_MIN_KB) << 10;
+	g->min_blocks = (uint64_t)dsv_knob_int(DSV_KNOB_GPU_MIN_BLOCKS);
 	g->batch = batch;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	for (int k = 0; k < NSLOTS; k++) {
 		if ((err = dsv_cuda_slot_new(g->device, (size_t)batch, &g->slots[k], eb))) {
+			int dev = g->device;
 			dsv_gpu_close(g);
+			dsv_cuda_release(dev); /* the device is refused whole */
 			return err;
 		}
 	}
@@ -95,6 +104,7 @@ void dsv_gpu_get_stats(const dsv_gpu *g, dsv_gpu_stats *st)
 	st->bytes = atomic_load(&m->bytes);
 	st->batches = atomic_load(&m->batches);
 	st->fallbacks = atomic_load(&m->fallbacks);
+	st->busy = atomic_load(&m->busy_cpu);
 	st->failed = atomic_load(&m->failed);
 }
 
@@ -114,6 +124,19 @@ static int take(dsv_gpu *g)
 	return k;
 }
 
+/* A free slot, or -1 when both are busy. */
+static int try_take(dsv_gpu *g)
+{
+	int k;
+	pthread_mutex_lock(&g->mu);
+	for (k = 0; k < NSLOTS && g->busy[k]; k++)
+		;
+	if (k < NSLOTS)
+		g->busy[k] = 1;
+	pthread_mutex_unlock(&g->mu);
+	return k < NSLOTS ? k : -1;
+}
+
 static void give(dsv_gpu *g, int k)
 {
 	pthread_mutex_lock(&g->mu);
@@ -131,71 +154,104 @@ static void turn_off(dsv_gpu *g, int k, int err)
 		dsv_log_warn("gpu: %s; decoding on the CPU from now on", g->eb[k].msg);
 }
 
-/* Stages chunk ref's stored bytes and its block plan in slot k.
- * @return the jobs, or -1 when the CPU should take the chunk (a read
- * error, a failed checksum or frame: it reads and reports it again). */
-static int64_t stage_chunk(dsv_gpu *g, int k, const dsv_source *s, const dsv_chunk_ref *ref,
-			   size_t *payload)
+/* Does the device take chunk ref of source s, by what is known before
+ * its bytes are read? */
+static int takes(const dsv_gpu *g, const dsv_source *s, const dsv_chunk_ref *ref, size_t size)
+{
+	const dsv_source_info *in = dsv_source_get_info(s);
+	if (ref->codec != DSV_CODEC_LZ4 || ref->fallback || ref->grid ||
+	    ref->raw_size < g->min_bytes || ref->raw_size > g->batch || ref->stored_size > g->batch)
+		return 0;
+	/* the CPU says what is wrong with a size that does not fit */
+	if (size != ref->nelems * dsv_dtype_size(in->dtype) || size > ref->raw_size)
+		return 0;
+	/* a chunk of few blocks is a few warps: a CPU core decodes it sooner */
+	return !in->lz4_block || (ref->raw_size + in->lz4_block - 1) / in->lz4_block >= g->min_blocks;
+}
+
+/* A chunk read and planned before it takes a slot. */
+typedef struct read_chunk {
+	const void *bytes; /* the LZ4 frame, in the thread's staging buffer */
+	size_t n;          /* its bytes, the checksum left off */
+	dsv_gpu_job *jobs; /* malloc'd */
+	size_t njobs;
+} read_chunk;
+
+/* Reads chunk ref's stored bytes (checking its Fletcher32) and plans its
+ * blocks into c. @return 0; DSV_ERR_UNSUPPORTED for a frame of fewer
+ * blocks than the device takes; another dsv_err for the CPU to read and
+ * report again (a read error, a failed check, no memory). */
+static int read_chunk_in(const dsv_gpu *g, const dsv_source *s, const dsv_chunk_ref *ref,
+			 read_chunk *c)
+{
+	void *buf = dsv_tls_buf(DSV_TLS_DEV_IN, (size_t)ref->stored_size);
+	int err;
+
+	*c = (read_chunk){ buf, 0, NULL, 0 };
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	if ((err = dsv_source_read_stored(s, ref, buf, &c->n)) ||
+	    (err = dsv_gpu_plan_lz4(buf, c->n, ref->raw_size, 0, 0, NULL, 0, &c->njobs)))
+		return err;
+	if (c->njobs < g->min_blocks)
+		return DSV_ERR_UNSUPPORTED;
+	if (!(c->jobs = malloc(c->njobs * sizeof(*c->jobs))))
+		return DSV_ERR_NOMEM;
+	size_t again;
+	if ((err = dsv_gpu_plan_lz4(buf, c->n, ref->raw_size, 0, 0, c->jobs, c->njobs, &again)))
+		return err;
+	return again == c->njobs ? 0 : DSV_ERR_CORRUPT;
+}
+
+/* Chunk c decoded in slot k into out (size bytes), admitted to the tier
+ * at admit_at when >= 0. @return 0 or the slot's dsv_err. */
+static int run_chunk(dsv_gpu *g, int k, const read_chunk *c, uint64_t raw, void *out,
+		     size_t size, int64_t admit_at)
 {
 	void *in;
 	dsv_gpu_job *jobs;
-	size_t njobs;
-	size_t n = (size_t)ref->stored_size;
-
-	int rc = dsv_cuda_slot_stage(g->slots[k], n, 0, &in, &jobs, &g->eb[k]);
-	if (rc) {
-		turn_off(g, k, rc);
-		return -1;
-	}
-	if (dsv_source_read_stored(s, ref, in, payload))
-		return -1;
-	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, NULL, 0, &njobs))
-		return -1;
-	if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, &g->eb[k]))) {
-		turn_off(g, k, rc);
-		return -1;
-	}
-	if (dsv_gpu_plan_lz4(in, *payload, ref->raw_size, 0, 0, jobs, njobs, &njobs))
-		return -1;
-	return (int64_t)njobs;
+	int rc = dsv_cuda_slot_stage(g->slots[k], c->n, c->njobs, &in, &jobs, &g->eb[k]);
+	if (rc)
+		return rc;
+	memcpy(in, c->bytes, c->n);
+	memcpy(jobs, c->jobs, c->njobs * sizeof(*jobs));
+	dsv_cuda_admit ad = { 0, (uint64_t)admit_at, raw };
+	int admit = admit_at >= 0 && g->tier;
+	return dsv_cuda_slot_run(g->slots[k], c->n, c->njobs, raw, NULL, NULL, 0, g->tier,
+				 admit ? &ad : NULL, (size_t)admit, out, size, NULL, &g->eb[k]);
 }
 
 int dsv_gpu_decode(dsv_gpu *g, const dsv_view *v, uint64_t chunk, void *out, size_t size,
 		   int64_t admit_at)
 {
 	dsv_chunk_ref ref;
-	size_t si, payload = 0;
+	read_chunk c;
+	size_t si;
 
-	if (dsv_view_chunk_ref(v, chunk, &si, &ref) || ref.codec != DSV_CODEC_LZ4 || ref.fallback ||
-	    ref.grid || ref.raw_size < g->min_bytes || ref.raw_size > g->batch ||
-	    ref.stored_size > g->batch)
+	if (dsv_view_chunk_ref(v, chunk, &si, &ref) || !takes(g, v->sources[si], &ref, size))
 		return DSV_ERR_UNSUPPORTED;
-	const dsv_source *s = v->sources[si];
-	if (size != ref.nelems * dsv_dtype_size(dsv_source_get_info(s)->dtype) || size > ref.raw_size)
-		return DSV_ERR_UNSUPPORTED; /* the CPU says what is wrong */
 	if (atomic_load(&g->failed)) {
 		atomic_fetch_add(&g->fallbacks, 1);
 		return DSV_ERR_UNSUPPORTED;
 	}
-	int k = take(g), rc = -1;
-	int64_t njobs = stage_chunk(g, k, s, &ref, &payload);
-	if (njobs >= 0) {
-		dsv_cuda_admit ad = { 0, (uint64_t)admit_at, ref.raw_size };
-		int admit = admit_at >= 0 && g->tier;
-		rc = dsv_cuda_slot_run(g->slots[k], payload, (size_t)njobs, ref.raw_size, NULL, NULL, 0,
-				       g->tier, admit ? &ad : NULL, (size_t)admit, out, size, NULL,
-				       &g->eb[k]);
+	int rc = read_chunk_in(g, v->sources[si], &ref, &c), k = -1;
+	if (rc == 0 && (k = try_take(g)) < 0)
+		atomic_fetch_add(&g->busy_cpu, 1);
+	if (k >= 0) {
+		rc = run_chunk(g, k, &c, ref.raw_size, out, size, admit_at);
 		turn_off(g, k, rc);
+		give(g, k);
 	}
-	give(g, k);
-	if (rc != 0) {
+	free(c.jobs);
+	if (rc == 0 && k >= 0) {
+		atomic_fetch_add(&g->chunks, 1);
+		atomic_fetch_add(&g->bytes, size);
+		atomic_fetch_add(&g->batches, 1);
+		return 0;
+	}
+	if (rc && rc != DSV_ERR_UNSUPPORTED)
 		atomic_fetch_add(&g->fallbacks, 1);
-		return DSV_ERR_UNSUPPORTED;
-	}
-	atomic_fetch_add(&g->chunks, 1);
-	atomic_fetch_add(&g->bytes, size);
-	atomic_fetch_add(&g->batches, 1);
-	return 0;
+	return DSV_ERR_UNSUPPORTED;
 }
 
 int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n)
@@ -209,82 +265,63 @@ int dsv_gpu_tier_read(dsv_gpu *g, uint64_t at, void *out, size_t n)
 	return rc ? DSV_ERR_UNSUPPORTED : 0;
 }
 
+/* Batch b of items planned and run in slot k. @return 0 and the items'
+ * outputs delivered, DSV_ERR_UNSUPPORTED (a CUDA error: the device is
+ * off), DSV_ERR_CORRUPT or DSV_ERR_NOMEM (the plan, or a block). */
+static int run_batch(dsv_gpu *g, int k, const dsv_xform_desc *x, const dsv_gpu_item *items,
+		     size_t nitems, const dsv_gpu_batch *b, dsv_cuda_item *ci, dsv_cuda_admit *ad,
+		     dsv_gpu_timing *t)
+{
+	void *in;
+	dsv_gpu_job *jobs;
+	dsv_gpu_times tm;
+	int rc = dsv_cuda_slot_stage(g->slots[k], b->n, b->njobs, &in, &jobs, &g->eb[k]);
+	if (rc) {
+		turn_off(g, k, rc);
+		return DSV_ERR_UNSUPPORTED;
+	}
+	/* a plan that fails leaves the pinned jobs of an earlier batch: the
+	 * kernel must not run on them */
+	if ((rc = dsv_gpu_batch_plan(x, items, nitems, g->tier != NULL, b, in, jobs, ci, ad)))
+		return rc;
+	rc = dsv_cuda_slot_run(g->slots[k], b->n, b->njobs, b->raw, x, ci, nitems, g->tier, ad,
+			       b->nadmits, NULL, b->out_n, &tm, &g->eb[k]);
+	if (rc == DSV_ERR_INTERNAL || rc == DSV_ERR_OVERFLOW) {
+		turn_off(g, k, rc);
+		return DSV_ERR_UNSUPPORTED;
+	}
+	if (rc)
+		return DSV_ERR_CORRUPT;
+	dsv_gpu_batch_deliver(x, items, nitems, ci, dsv_cuda_slot_out(g->slots[k]));
+	if (t)
+		*t = (dsv_gpu_timing){ tm.h2d_s, tm.kernel_s, tm.d2h_s };
+	return 0;
+}
+
 int dsv_gpu_decode_xform(dsv_gpu *g, const dsv_xform_desc *x, const dsv_gpu_item *items,
 			 size_t nitems, dsv_gpu_timing *t)
 {
-	size_t es = dsv_dtype_size((dsv_dtype)x->src), os = dsv_dtype_size((dsv_dtype)x->dst);
-	size_t n = 0, njobs = 0, nj, out_n = 0, nadmits = 0;
-	uint64_t raw = 0;
-	int err = 0;
+	dsv_gpu_batch b;
+	int err;
 
 	if (atomic_load(&g->failed))
 		return DSV_ERR_UNSUPPORTED;
-	for (size_t i = 0; i < nitems; i++) {
-		if (items[i].raw % es)
-			return DSV_ERR_CORRUPT;
-		out_n += items[i].raw / es * os;
-		if (items[i].tier_at >= 0) {
-			if (!g->tier)
-				return DSV_ERR_INVALID;
-			continue;
-		}
-		if (dsv_gpu_plan_lz4(items[i].src, items[i].n, items[i].raw, 0, 0, NULL, 0, &nj))
-			return DSV_ERR_CORRUPT;
-		n += items[i].n;
-		njobs += nj;
-		raw += items[i].raw;
-		nadmits += items[i].admit_at >= 0 && g->tier;
-	}
+	if ((err = dsv_gpu_batch_size(x, items, nitems, g->tier != NULL, &b)))
+		return err;
 	dsv_cuda_item *ci = calloc(nitems ? nitems : 1, sizeof(*ci));
-	dsv_cuda_admit *ad = calloc(nadmits ? nadmits : 1, sizeof(*ad));
-	int k = take(g), rc = -1;
-	void *in;
-	dsv_gpu_job *jobs;
+	dsv_cuda_admit *ad = calloc(b.nadmits ? b.nadmits : 1, sizeof(*ad));
 	if (!ci || !ad) {
 		err = DSV_ERR_NOMEM;
-	} else if ((rc = dsv_cuda_slot_stage(g->slots[k], n, njobs, &in, &jobs, &g->eb[k]))) {
-		turn_off(g, k, rc);
-		err = DSV_ERR_UNSUPPORTED;
 	} else {
-		uint64_t at = 0, dst = 0, o = 0;
-		size_t j = 0, a = 0;
-		for (size_t i = 0; i < nitems; i++) {
-			const dsv_gpu_item *it = &items[i];
-			if (it->tier_at >= 0) {
-				ci[i] = (dsv_cuda_item){ (uint64_t)it->tier_at, o, it->raw / es, it->e0, 1 };
-				o += it->raw / es * os;
-				continue;
-			}
-			memcpy((uint8_t *)in + at, it->src, it->n);
-			(void)dsv_gpu_plan_lz4(it->src, it->n, it->raw, at, dst, jobs + j, njobs - j, &nj);
-			ci[i] = (dsv_cuda_item){ dst, o, it->raw / es, it->e0, 0 };
-			if (it->admit_at >= 0 && g->tier)
-				ad[a++] = (dsv_cuda_admit){ dst, (uint64_t)it->admit_at, it->raw };
-			j += nj;
-			at += it->n;
-			dst += it->raw;
-			o += it->raw / es * os;
-		}
-		dsv_gpu_times tm;
-		rc = dsv_cuda_slot_run(g->slots[k], n, njobs, raw, x, ci, nitems, g->tier, ad, nadmits,
-				       NULL, out_n, &tm, &g->eb[k]);
-		if (rc == DSV_ERR_INTERNAL || rc == DSV_ERR_OVERFLOW) {
-			turn_off(g, k, rc);
-			err = DSV_ERR_UNSUPPORTED;
-		} else if (rc) {
-			err = DSV_ERR_CORRUPT;
-		} else {
-			const uint8_t *outs = dsv_cuda_slot_out(g->slots[k]);
-			for (size_t i = 0; i < nitems; i++)
-				memcpy(items[i].out, outs + ci[i].out_off, (size_t)(ci[i].nelems * os));
-			if (t)
-				*t = (dsv_gpu_timing){ tm.h2d_s, tm.kernel_s, tm.d2h_s };
-			atomic_fetch_add(&g->batches, 1);
-			atomic_fetch_add(&g->chunks, nitems);
-			atomic_fetch_add(&g->bytes, out_n);
-		}
+		int k = take(g);
+		err = run_batch(g, k, x, items, nitems, &b, ci, ad, t);
+		give(g, k);
 	}
-	give(g, k);
+	if (!err) {
+		atomic_fetch_add(&g->batches, 1);
+		atomic_fetch_add(&g->chunks, nitems);
+		atomic_fetch_add(&g->bytes, b.out_n);
+	}
 	free(ci);
 	free(ad);
 	return err;

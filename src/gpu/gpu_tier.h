@@ -36,8 +36,8 @@ int dsv_gpu_tier_find(dsv_gpu_tier *t, const void *owner, uint64_t chunk, uint64
 int dsv_gpu_tier_reserve(dsv_gpu_tier *t, const void *owner, uint64_t chunk, uint64_t n,
 			 uint64_t *at);
 /* Ends a reservation: ok, the bytes are in and the chunk is found from
- * now on; else it is dropped (its room comes back when it was the last
- * one handed out). */
+ * now on; else it is dropped and its room comes back, for the next
+ * reservation it fits. */
 void dsv_gpu_tier_commit(dsv_gpu_tier *t, const void *owner, uint64_t chunk, int ok);
 
 typedef struct dsv_gpu_tier_stats {

@@ -4,7 +4,10 @@
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 #include "gpu/dev_lz4.h"
+#include "gpu/gpu_emu.h"
 #include "gpu/lz4_plan.h"
+
+int (*dsv_gpu_plan_fail_hook)(void);
 
 int dsv_gpu_plan_lz4(const void *src, size_t n, uint64_t raw, uint64_t src_base, uint64_t dst_base,
 		     dsv_gpu_job *jobs, size_t cap, size_t *njobs)
@@ -18,6 +21,8 @@ int dsv_gpu_plan_lz4(const void *src, size_t n, uint64_t raw, uint64_t src_base,
 	if (f.nblocks == 0)
 		return 0;
 	/* frame_info checked that every block's 4-byte header fits in n */
+	if (dsv_gpu_plan_fail_hook && dsv_gpu_plan_fail_hook())
+		return DSV_ERR_NOMEM;
 	at = malloc((size_t)(f.nblocks + 1) * sizeof(*at));
 	if (!at)
 		return DSV_ERR_NOMEM;

@@ -51,13 +51,14 @@ class Gpu(E2E):
                 # no device here: the reason is logged and in the stats
                 self.assertTrue(st["gpu_off_why"])
                 self.assertEqual(st["gpu_device"], "")
-                self.assertEqual(st["gpu_chunks"], 0)
+                self.assertEqual((st["gpu_chunks"], st["gpu_busy"]), (0, 0))
                 self.assertTrue(any(f"backend: cpu ({st['gpu_off_why']})" in line
                                     for line in m.log_lines()), m.log_lines()[:5])
             else:
                 self.assertEqual(st["backend"], "cuda")
                 self.assertTrue(st["gpu_device"])
                 self.assertGreater(st["gpu_chunks"], 0, "LZ4 chunks decoded on the device")
+                self.assertIn("gpu_busy", st)  # chunks left to the CPU, its slots busy
                 self.assertEqual(st["gpu_fallbacks"], 0)
                 self.assertFalse(st["gpu_failed"])
 

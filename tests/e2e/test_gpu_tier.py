@@ -155,6 +155,16 @@ class Tier(E2E):
                 self.assertEqual(read_all(m.path("v.dat")), ref.tobytes())
                 self.assertEqual(m.stats()["gpu_cache_chunks"], fit)
 
+    def test_buffers_take_half_the_budget_at_most(self):
+        # a chunk's float32 needs 2 MiB, but the 4 pinned buffers of a
+        # device would then take all of --cache-size 8M: each is held to
+        # an 8th of it, and the chunks too large for them stay on the CPU
+        ref = reference(self.x, SCALE)
+        with self.emulated("--cache-size", "8M") as m:
+            self.assertEqual(m.stats()["gpu_batch_bytes"], 1 << 20)
+            self.assertEqual(read_all(m.path("v.dat")), ref.tobytes())
+            self.assertEqual(m.stats()["gpu_readahead_bytes"], 0)
+
     def test_without_a_device_the_tier_is_unused(self):
         with self.mount(self.ini, "--gpu", "auto", "--gpu-cache", "64M") as m:
             st = m.stats()

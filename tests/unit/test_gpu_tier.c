@@ -1,8 +1,8 @@
 /* The device-memory tier's index (src/gpu/gpu_tier.c): a chunk is found
  * only once committed; reservations never overlap, start aligned and stay
  * inside the tier; a full tier refuses and keeps what it holds; a chunk is
- * not reserved twice; a dropped reservation gives its room back when it
- * was the last; the table grows past its first size; and threads
+ * not reserved twice; a dropped reservation gives its room back, to the
+ * bump when it was the last, else as a hole; the table grows past its first size; and threads
  * reserving at once get disjoint room. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,7 +91,8 @@ static void test_drop(void **state)
 	/* a dropped chunk may be reserved again */
 	assert_int_equal(dsv_gpu_tier_reserve(t, &src_a, 1, 500, &a2), 0);
 	assert_int_equal(a2, a1);
-	/* one not last, dropped: its room stays lost, the chunk is not found */
+	/* one not last, dropped: the chunk is not found, and its room is a
+	 * hole the next reservations that fit take, aligned */
 	dsv_gpu_tier_commit(t, &src_a, 0, 0);
 	dsv_gpu_tier_commit(t, &src_a, 1, 1);
 	dsv_gpu_tier_get_stats(t, &st);
@@ -99,6 +100,16 @@ static void test_drop(void **state)
 	assert_int_equal(st.chunks, 1);
 	assert_int_equal(dsv_gpu_tier_find(t, &src_a, 0, &a0), 0);
 	assert_int_equal(dsv_gpu_tier_find(t, &src_a, 1, &a0), 1);
+	assert_int_equal(dsv_gpu_tier_reserve(t, &src_b, 0, 600, &a0), 0);
+	assert_int_equal(a0, 1024); /* too large for the hole: from the bump */
+	assert_int_equal(dsv_gpu_tier_reserve(t, &src_b, 1, 200, &a0), 0);
+	assert_int_equal(a0, 0); /* the hole's start */
+	assert_int_equal(dsv_gpu_tier_reserve(t, &src_b, 2, 256, &a0), 0);
+	assert_int_equal(a0, 256); /* the hole's rest */
+	assert_int_equal(dsv_gpu_tier_reserve(t, &src_b, 3, 1, &a0), 0);
+	assert_int_equal(a0, 1792); /* the hole used up: from the bump */
+	dsv_gpu_tier_get_stats(t, &st);
+	assert_int_equal(st.used, 1793);
 	/* a commit of what was never reserved does nothing */
 	dsv_gpu_tier_commit(t, &src_a, 7, 1);
 	assert_int_equal(dsv_gpu_tier_find(t, &src_a, 7, &a0), 0);

@@ -90,6 +90,7 @@ static void test_defaults(void **state)
 	assert_null(dsv_knob_name(DSV_KNOB_KERNEL));
 	assert_int_equal(dsv_knob_int(DSV_KNOB_GPU_EMULATE), 0);
 	assert_int_equal(dsv_knob_int(DSV_KNOB_GPU_MIN_KB), 0);
+	assert_int_equal(dsv_knob_int(DSV_KNOB_GPU_MIN_BLOCKS), 16);
 	assert_int_equal(dsv_knob_int(DSV_KNOB_READAHEAD_KB), 8192);
 	assert_int_equal(dsv_knob_int(DSV_KNOB_CLONE_FD), 0);
 	assert_int_equal(dsv_knob_int(DSV_KNOB_MAX_BACKGROUND), 0);
@@ -171,6 +172,8 @@ static void test_bad_values(void **state)
 	check_bad("DSVIEW_MAX_BACKGROUND", "65536", DSV_KNOB_MAX_BACKGROUND, 0,
 		  "a whole number in [0, 65535]");
 	check_bad("DSVIEW_GPU_MIN_KB", "1k", DSV_KNOB_GPU_MIN_KB, 0, "a whole number");
+	check_bad("DSVIEW_GPU_MIN_BLOCKS", "0", DSV_KNOB_GPU_MIN_BLOCKS, 16,
+		  "a whole number in [1, 1048576]: 16 used");
 	check_bad("DSVIEW_KERNEL", "sse", DSV_KNOB_KERNEL, -1,
 		  "one of scalar, avx2, avx512: unset");
 	assert_null(dsv_knob_name(DSV_KNOB_KERNEL));
