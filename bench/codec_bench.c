@@ -33,7 +33,8 @@ int main(int argc, char **argv)
 	int fd = argc > 1 ? open(argv[1], O_RDONLY) : -1;
 
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= skip || chunk == 0) {
-		fprintf(stderr, "usage: codec_bench FILE [CHUNK_BYTES] [SKIP_BYTES] [BLOCK_BYTES]\n");
+		fprintf(stderr,
+			"usage: codec_bench FILE [CHUNK_BYTES] [SKIP_BYTES] [BLOCK_BYTES]\n");
 		return 1;
 	}
 	size_t n = (size_t)(st.st_size - skip);
@@ -61,7 +62,8 @@ int main(int argc, char **argv)
 	t = now();
 	for (size_t i = 0; i < nchunks; i++) {
 		size_t len = i + 1 < nchunks ? chunk : n - i * chunk;
-		int64_t got = dsv_lz4_encode_fast(enc + i * cap, cap, in + i * chunk, len, block, 1);
+		int64_t got = dsv_lz4_encode_fast(enc + i * cap, cap, in + i * chunk, len, block,
+						  1);
 		if (got < 0)
 			return 1;
 		encn[i] = (size_t)got;

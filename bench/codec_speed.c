@@ -33,11 +33,27 @@ static double now(void)
 }
 
 static const char *const default_list[] = {
-	"none:0", "lz4:1", "lz4hc:9", "zstd:1", "zstd:3", "zstd:6", "zstd:9", "zstd:12",
-	"zstd:15", "zstd:19", "blosc-lz4-noshuffle:5", "blosc-lz4-shuffle:5",
-	"blosc-lz4-bitshuffle:5", "blosc-zstd-noshuffle:5", "blosc-zstd-shuffle:3",
-	"blosc-zstd-shuffle:4", "blosc-zstd-shuffle:5",
-	"blosc-zstd-bitshuffle:5", "bitshuffle-lz4:0", "bitshuffle-zstd:3", NULL,
+	"none:0",
+	"lz4:1",
+	"lz4hc:9",
+	"zstd:1",
+	"zstd:3",
+	"zstd:6",
+	"zstd:9",
+	"zstd:12",
+	"zstd:15",
+	"zstd:19",
+	"blosc-lz4-noshuffle:5",
+	"blosc-lz4-shuffle:5",
+	"blosc-lz4-bitshuffle:5",
+	"blosc-zstd-noshuffle:5",
+	"blosc-zstd-shuffle:3",
+	"blosc-zstd-shuffle:4",
+	"blosc-zstd-shuffle:5",
+	"blosc-zstd-bitshuffle:5",
+	"bitshuffle-lz4:0",
+	"bitshuffle-zstd:3",
+	NULL,
 };
 
 static int one(const char *spec, const char *in, size_t total, size_t chunk, size_t elem,
@@ -66,7 +82,7 @@ static int one(const char *spec, const char *in, size_t total, size_t chunk, siz
 	size_t nchunks = (total + chunk - 1) / chunk;
 	char *enc = malloc(cap * nchunks), *back = malloc(chunk);
 	size_t *encn = calloc(nchunks, sizeof(*encn)), stored = 0;
-#define LEN(i) ((i) + 1 < nchunks ? chunk : total - (i) * chunk)
+#define LEN(i) ((i) + 1 < nchunks ? chunk : total - (i)*chunk)
 	if (!enc || !back || !encn)
 		return 1;
 

@@ -80,7 +80,7 @@ static double gpu_run(dsv_gpu *g, chunk *c, size_t nchunks, size_t raw, const ds
 		dsv_gpu_timing tm;
 		for (size_t j = 0; j < k; j++)
 			items[j] = (dsv_gpu_item){ c[i + j].enc, c[i + j].n, raw, (i + j) * raw,
-						   c[i + j].out, -1, -1 };
+						   c[i + j].out, -1,         -1 };
 		if (dsv_gpu_decode_xform(g, d, items, k, &tm)) {
 			fprintf(stderr, "gpu_bench: the batch failed\n");
 			exit(1);
@@ -122,7 +122,8 @@ int main(void)
 				/* image rows: gradients with noisy dots */
 				for (size_t b = 0; b < raw; b++)
 					src[b] = (uint8_t)((b % 96) * (i % 7 + 1) + b / 3072 +
-							   (b % 5 == 0 ? (b * 2654435761u) >> 24 : 0));
+							   (b % 5 == 0 ? (b * 2654435761u) >> 24
+								       : 0));
 				size_t cap = dsv_lz4_bound(raw, BLOCK);
 				c[i].enc = malloc(cap);
 				int64_t n = dsv_lz4_encode(c[i].enc, cap, src, raw, BLOCK, 0);
@@ -157,8 +158,10 @@ int main(void)
 			}
 			for (size_t i = 0; i < nchunks; i++) {
 				if (memcmp(c[i].out, c[i].cpu, raw * os)) {
-					fprintf(stderr, "gpu_bench: GPU and CPU bytes differ in chunk %zu "
-						"of %zu KiB to %s\n", i, raw >> 10, dsv_dtype_name(outs[oi]));
+					fprintf(stderr,
+						"gpu_bench: GPU and CPU bytes differ in chunk %zu "
+						"of %zu KiB to %s\n",
+						i, raw >> 10, dsv_dtype_name(outs[oi]));
 					return 1;
 				}
 			}

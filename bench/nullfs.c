@@ -115,7 +115,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	static const char *names[] = { ".", "..", FILE_NAME };
 	for (off_t i = off; i < 3; i++) {
 		fill_attr(i == 2 ? FILE_INO : FUSE_ROOT_ID, &st);
-		size_t want = fuse_add_direntry(req, buf + n, sizeof(buf) - n, names[i], &st, i + 1);
+		size_t want = fuse_add_direntry(req, buf + n, sizeof(buf) - n, names[i], &st,
+						i + 1);
 		if (want > sizeof(buf) - n || n + want > size)
 			break;
 		n += want;

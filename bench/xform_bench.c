@@ -90,8 +90,8 @@ int main(int argc, char **argv)
 			for (size_t i = 0; i < calls; i++)
 				dsv_xform_run(x, dst, src, block, i * block);
 			t = now() - t;
-			printf("{\"kernel\": \"%s\", \"case\": \"%s\", \"out_GBps\": %.2f}\n", kernels[k],
-			       bc->name, (double)(calls * block * osize) / t / 1e9);
+			printf("{\"kernel\": \"%s\", \"case\": \"%s\", \"out_GBps\": %.2f}\n",
+			       kernels[k], bc->name, (double)(calls * block * osize) / t / 1e9);
 			dsv_xform_destroy(x);
 		}
 	}

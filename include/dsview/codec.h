@@ -37,8 +37,7 @@ int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 /* Decodes a 32004 frame into dst. Never reads or writes out of bounds.
  * @return the decoded size, which must equal the header's raw size and be
  * <= dst_cap, or DSV_ERR_CORRUPT. */
-int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size);
+int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src, size_t src_size);
 
 /*
  * Block-level access to a 32004 frame: its blocks are independent, so a
@@ -90,15 +89,15 @@ size_t dsv_lz4_bound(size_t src_size, size_t block_size);
 /* Encodes src as a 32004 frame. level 0: LZ4 fast; level >= 1: LZ4HC level.
  * @return the encoded size, DSV_ERR_OVERFLOW (dst_cap short) or
  * DSV_ERR_INVALID (level or block size out of range). */
-int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size, size_t block_size, int level);
+int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+		       size_t block_size, int level);
 
 /* As dsv_lz4_encode with LZ4 fast at an acceleration of 1 (LZ4's
  * default, = level 0 above) to DSV_LZ4_MAX_ACCELERATION: higher is faster
  * and compresses less. */
 #define DSV_LZ4_MAX_ACCELERATION 65537
-int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src,
-			    size_t src_size, size_t block_size, int acceleration);
+int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			    size_t block_size, int acceleration);
 
 /*
  * Zstandard 32015: a chunk is one zstd frame that declares its content size
@@ -114,8 +113,7 @@ int dsv_zstd_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
  * frame's declared content size and is <= dst_cap, or DSV_ERR_CORRUPT
  * (no declared size, larger than dst_cap, trailing bytes or a second
  * frame, damaged data, or data that decodes to another size). */
-int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src,
-			size_t src_size);
+int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src, size_t src_size);
 
 /* Worst-case encoded size (ZSTD_compressBound). */
 size_t dsv_zstd_bound(size_t src_size);
@@ -123,8 +121,7 @@ size_t dsv_zstd_bound(size_t src_size);
 /* Encodes src as one frame with its content size, as the HDF5 plugin
  * does. @return the encoded size, DSV_ERR_OVERFLOW (dst_cap short) or
  * DSV_ERR_INVALID (level out of range). */
-int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
-			size_t src_size, int level);
+int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src, size_t src_size, int level);
 
 /*
  * LZF 32000: a chunk is liblzf's raw stream, no header (h5py stores a
@@ -135,8 +132,7 @@ int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
  * out of bounds. @return dst_size, or DSV_ERR_CORRUPT (truncated stream,
  * a run or reference past dst_size, a reference before the start, or a
  * stream that decodes to fewer bytes). */
-int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
-		       size_t src_size);
+int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
 
 /*
  * Blosc 32001: a chunk is one Blosc-1 buffer (16-byte header with the raw
@@ -156,8 +152,7 @@ int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
  * out of bounds. @return dst_size, or DSV_ERR_CORRUPT (as
  * dsv_blosc_raw_size, nbytes != dst_size, typesize or blocksize 0, a block
  * table outside the input, damaged blocks, or another decoded size). */
-int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src,
-			 size_t src_size);
+int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
 
 /* The filter's cd_values as hdf5-blosc's set_local leaves them: [0] filter
  * version 2, [1] Blosc format 2, [2] type size, [3] chunk bytes, [4]

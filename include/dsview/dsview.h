@@ -22,19 +22,19 @@
  * maps them to errno. */
 typedef enum dsv_err {
 	DSV_OK = 0,
-	DSV_ERR_NOMEM = -1,       /* allocation failed */
-	DSV_ERR_IO = -2,          /* read error from the backing file */
-	DSV_ERR_FORMAT = -3,      /* malformed header or manifest */
-	DSV_ERR_UNSUPPORTED = -4, /* valid input dsview does not serve */
-	DSV_ERR_CORRUPT = -5,     /* chunk fails to decode or has the wrong size */
-	DSV_ERR_CHECKSUM = -6,    /* Fletcher32 mismatch */
-	DSV_ERR_TRUNCATED = -7,   /* data lies past the end of its file */
-	DSV_ERR_INVALID = -8,     /* bad argument or value */
-	DSV_ERR_NOTFOUND = -9,    /* missing file or dataset */
-	DSV_ERR_OVERFLOW = -10,   /* sizes overflow or exceed caps */
-	DSV_ERR_INTERNAL = -11,   /* a bug or a library failure */
+	DSV_ERR_NOMEM = -1,        /* allocation failed */
+	DSV_ERR_IO = -2,           /* read error from the backing file */
+	DSV_ERR_FORMAT = -3,       /* malformed header or manifest */
+	DSV_ERR_UNSUPPORTED = -4,  /* valid input dsview does not serve */
+	DSV_ERR_CORRUPT = -5,      /* chunk fails to decode or has the wrong size */
+	DSV_ERR_CHECKSUM = -6,     /* Fletcher32 mismatch */
+	DSV_ERR_TRUNCATED = -7,    /* data lies past the end of its file */
+	DSV_ERR_INVALID = -8,      /* bad argument or value */
+	DSV_ERR_NOTFOUND = -9,     /* missing file or dataset */
+	DSV_ERR_OVERFLOW = -10,    /* sizes overflow or exceed caps */
+	DSV_ERR_INTERNAL = -11,    /* a bug or a library failure */
 	DSV_ERR_INTERRUPTED = -12, /* stopped on request (a signal), not failed */
-	DSV_ERR__COUNT = 13       /* keep dsv_strerror's table in sync */
+	DSV_ERR__COUNT = 13        /* keep dsv_strerror's table in sync */
 } dsv_err;
 
 const char *dsv_strerror(int err);
@@ -93,12 +93,11 @@ typedef struct dsv_errbuf {
 
 /* Sets code and reason (printf-style) and clears the other parts; msg is
  * the reason alone. @return err, so callers write `return dsv_errf(eb, e, ...)`. */
-int dsv_errf(dsv_errbuf *eb, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int dsv_errf(dsv_errbuf *eb, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* As dsv_errf for an error about file (and, if not NULL or "", the place
  * where inside it): msg is "file:where: reason" or "file: reason". */
-int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where,
-		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* As dsv_errf, and names the setting at fault (key: "mean", "std",
  * "channel_axis", ...) so a manifest can blame the line that set it. */
 int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)

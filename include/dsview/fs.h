@@ -41,10 +41,10 @@ typedef struct dsv_prefetch_rows {
 
 typedef struct dsv_fs_opts {
 	uint64_t cache_size;
-	int threads;         /* FUSE worker threads */
-	uint64_t readahead;  /* the kernel's readahead window for the mount, bytes */
-	const char *gpu;     /* auto | off | N */
-	uint64_t gpu_cache;  /* bytes of the device-memory tier, 0 for none */
+	int threads;           /* FUSE worker threads */
+	uint64_t readahead;    /* the kernel's readahead window for the mount, bytes */
+	const char *gpu;       /* auto | off | N */
+	uint64_t gpu_cache;    /* bytes of the device-memory tier, 0 for none */
 	const char *fuse_opts; /* -o, comma-separated, may be NULL */
 	int debug;
 } dsv_fs_opts;

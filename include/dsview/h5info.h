@@ -54,20 +54,20 @@ typedef enum dsv_h5_layout {
 #define DSV_H5_MAX_ATTR (64u << 10)
 
 typedef struct dsv_h5_filter {
-	int id;                    /* HDF5 filter id, e.g. 1 deflate, 32004 lz4 */
-	char name[32];             /* "deflate", "lz4", ...; "filter-N" if unknown */
-	unsigned flags;            /* H5Z_FLAG_OPTIONAL etc. */
-	size_t ncd;                /* client data values kept (at most DSV_H5_MAX_CD) */
+	int id;                     /* HDF5 filter id, e.g. 1 deflate, 32004 lz4 */
+	char name[32];              /* "deflate", "lz4", ...; "filter-N" if unknown */
+	unsigned flags;             /* H5Z_FLAG_OPTIONAL etc. */
+	size_t ncd;                 /* client data values kept (at most DSV_H5_MAX_CD) */
 	unsigned cd[DSV_H5_MAX_CD]; /* e.g. the deflate level in cd[0] */
 } dsv_h5_filter;
 
 typedef struct dsv_h5_desc {
-	char type[48];      /* as stored: "uint8", "big-endian int16", "string", ... */
+	char type[48];       /* as stored: "uint8", "big-endian int16", "string", ... */
 	char type_class[24]; /* one word: "integer", "float", "string", "compound",
 			      * "enum", "bitfield", "opaque", "reference",
 			      * "variable-length", "array", "time", "unknown" */
-	size_t type_size;   /* bytes per element */
-	int ndim;           /* 0 for a scalar or null dataspace */
+	size_t type_size;    /* bytes per element */
+	int ndim;            /* 0 for a scalar or null dataspace */
 	uint64_t shape[DSV_MAX_DIMS];
 	uint64_t nelems;    /* saturates at UINT64_MAX */
 	uint64_t raw_bytes; /* nelems * type_size, saturating */
@@ -76,7 +76,7 @@ typedef struct dsv_h5_desc {
 	int64_t chunks_written;       /* chunked only: allocated chunks; -1 unknown */
 	int nfilters;
 	dsv_h5_filter filters[DSV_H5_MAX_FILTERS];
-	int external_files; /* external storage: how many files the data lives in */
+	int external_files;    /* external storage: how many files the data lives in */
 	uint64_t stored_bytes; /* H5Dget_storage_size: bytes allocated for the data */
 	/* The DSV_STORE_ATTR attribute: its string (NUL-terminated, owned),
 	 * or NULL. store_attr_bad is set when the attribute exists but is not
@@ -97,8 +97,7 @@ typedef struct dsv_h5_desc {
  * (an external or user-defined link on the way), DSV_ERR_INVALID (not a
  * dataset). On error *d holds nothing to free.
  */
-int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d,
-		    dsv_errbuf *eb);
+int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_errbuf *eb);
 void dsv_h5_desc_free(dsv_h5_desc *d);
 
 /*

@@ -52,7 +52,8 @@
 
 /* LZ4 raw bytes per block that --block-size asks for (the default, and
  * the bounds it accepts); dsv_pack_block_bytes fits it to the rows. */
-#define DSV_PACK_DEFAULT_BLOCK (16u << 10) /* bench/block_bench.py: docs/benchmarks/lz4-block-size.md */
+#define DSV_PACK_DEFAULT_BLOCK \
+	(16u << 10) /* bench/block_bench.py: docs/benchmarks/lz4-block-size.md */
 #define DSV_PACK_MIN_BLOCK (4u << 10)
 #define DSV_PACK_MAX_BLOCK DSV_PACK_MAX_CHUNK
 
@@ -89,10 +90,10 @@ typedef enum dsv_pack_codec {
 } dsv_pack_codec;
 
 typedef struct dsv_pack_codec_info {
-	const char *name;  /* as --codec takes it: "zstd", "blosc-lz4-shuffle" */
-	unsigned filter;   /* HDF5 filter id; 0: none */
+	const char *name; /* as --codec takes it: "zstd", "blosc-lz4-shuffle" */
+	unsigned filter;  /* HDF5 filter id; 0: none */
 	int min_level, max_level, default_level; /* no levels: all 0 */
-	int lz4_blocks;    /* chunks are 32004 blocks (--block-size applies) */
+	int lz4_blocks; /* chunks are 32004 blocks (--block-size applies) */
 } dsv_pack_codec_info;
 
 /* The codec's description, or NULL (DSV_PACK_AUTO and beyond). */
@@ -160,19 +161,19 @@ typedef struct dsv_pack_opts {
 
 typedef struct dsv_pack_result {
 	uint64_t rows, chunks, chunk_rows;
-	uint64_t block_bytes;  /* LZ4 raw bytes per block (0: codec none) */
-	uint64_t raw_bytes;    /* input bytes */
-	uint64_t stored_bytes; /* chunk bytes on disk (what the data costs) */
-	uint64_t file_bytes;   /* size of the output file */
+	uint64_t block_bytes;     /* LZ4 raw bytes per block (0: codec none) */
+	uint64_t raw_bytes;       /* input bytes */
+	uint64_t stored_bytes;    /* chunk bytes on disk (what the data costs) */
+	uint64_t file_bytes;      /* size of the output file */
 	uint64_t estimated_bytes; /* the free-space check's estimate (0: skipped) */
-	char dataset[256];     /* the dataset's path in the store, "/name" */
-	int threads;           /* compression threads used */
-	int level;             /* the level used (defaults resolved) */
-	dsv_pack_codec codec;  /* the codec used (--codec auto: the one chosen) */
-	char auto_why[200];    /* --codec auto: what it chose and why, one line */
-	double seconds;        /* all of it */
-	double write_seconds;  /* read, compress and write every chunk */
-	double sync_seconds;   /* close the file and fsync it */
+	char dataset[256];        /* the dataset's path in the store, "/name" */
+	int threads;              /* compression threads used */
+	int level;                /* the level used (defaults resolved) */
+	dsv_pack_codec codec;     /* the codec used (--codec auto: the one chosen) */
+	char auto_why[200];       /* --codec auto: what it chose and why, one line */
+	double seconds;           /* all of it */
+	double write_seconds;     /* read, compress and write every chunk */
+	double sync_seconds;      /* close the file and fsync it */
 } dsv_pack_result;
 
 /* The raw bytes per chunk c gets without --chunk-size. */

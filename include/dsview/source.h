@@ -23,10 +23,10 @@
 typedef struct dsv_source dsv_source;
 
 typedef enum dsv_codec {
-	DSV_CODEC_NONE = 0, /* stored bytes are the raw little-endian elements */
-	DSV_CODEC_LZ4 = 1,  /* HDF5 filter 32004 framing */
-	DSV_CODEC_ZSTD = 2, /* HDF5 filter 32015: one zstd frame */
-	DSV_CODEC_LZF = 3,  /* HDF5 filter 32000 (h5py): bare LZF stream */
+	DSV_CODEC_NONE = 0,  /* stored bytes are the raw little-endian elements */
+	DSV_CODEC_LZ4 = 1,   /* HDF5 filter 32004 framing */
+	DSV_CODEC_ZSTD = 2,  /* HDF5 filter 32015: one zstd frame */
+	DSV_CODEC_LZF = 3,   /* HDF5 filter 32000 (h5py): bare LZF stream */
 	DSV_CODEC_BLOSC = 4, /* HDF5 filter 32001: one Blosc-1 buffer */
 	DSV_CODEC_BSHUF = 5, /* HDF5 filter 32008: bitshuffle [+ LZ4 or zstd] */
 } dsv_codec;
@@ -45,7 +45,7 @@ typedef struct dsv_source_info {
 	const char *path;    /* as given (resolved against the manifest dir) */
 	const char *dataset; /* HDF5 dataset path, NULL for npy/raw */
 	dsv_source_kind kind;
-	const char *why;     /* for info/log: why this kind (e.g. "filter gzip") */
+	const char *why; /* for info/log: why this kind (e.g. "filter gzip") */
 	dsv_dtype dtype;
 	int ndim;
 	uint64_t shape[DSV_MAX_DIMS];
@@ -64,7 +64,7 @@ typedef struct dsv_source_info {
 	 * check only their blocks */
 	int lz4_table;
 	struct timespec mtime;
-	const char *attrs;    /* an HDF5 dataset's or Zarr array's attributes, a JSON
+	const char *attrs; /* an HDF5 dataset's or Zarr array's attributes, a JSON
 				 object, or NULL */
 	/* the names of the ndim axes, a JSON array of strings and nulls (an
 	 * axis without a name), or NULL: a Zarr array's (v3 dimension_names,
@@ -103,18 +103,17 @@ static inline int dsv_chunk_is_plain(const dsv_chunk_ref *r)
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb);
 /* shape[0] may be -1: rows inferred from the file size. */
-int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
-			const int64_t *shape, dsv_source **out, dsv_errbuf *eb);
-int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
-		       dsv_errbuf *eb);
+int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
+			dsv_source **out, dsv_errbuf *eb);
+int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out, dsv_errbuf *eb);
 /* A Zarr array: dir holds its .zarray (v2) or zarr.json (v3). */
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb);
 /* Lists dataset paths in an HDF5 file (for zero-config mounts); caller frees
  * each string and the array. Only the file's own datasets: soft and
  * external links are passed over, and counted in *skipped if not NULL
  * (skipped[0] soft, skipped[1] external and user-defined). */
-int dsv_h5_list_datasets(const char *path, char ***names, size_t *count,
-			 size_t skipped[2], dsv_errbuf *eb);
+int dsv_h5_list_datasets(const char *path, char ***names, size_t *count, size_t skipped[2],
+			 dsv_errbuf *eb);
 void dsv_source_close(dsv_source *s); /* accepts NULL */
 
 const dsv_source_info *dsv_source_get_info(const dsv_source *s);
@@ -140,9 +139,8 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *out);
  * size and offset; Zarr: file is the chunk's file). Readers on the hot
  * path pass NULL and, when a chunk fails, read it again with an errbuf
  * for the words; nothing is written to eb on success. */
-int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
-			  void *dst, size_t dst_cap, void *scratch,
-			  size_t scratch_cap, dsv_errbuf *eb);
+int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
+			  void *scratch, size_t scratch_cap, dsv_errbuf *eb);
 size_t dsv_source_scratch_size(const dsv_source *s);
 
 /* As dsv_source_read_chunk, with the stored bytes staged in the calling

@@ -72,7 +72,7 @@ typedef struct dsv_view_info {
 	const double *mean, *std; /* nchan values each */
 	double clip_lo, clip_hi;
 	struct timespec mtime; /* newest source mtime */
-	const char *json; /* V.json: rows, window, layout and the full transform */
+	const char *json;      /* V.json: rows, window, layout and the full transform */
 } dsv_view_info;
 
 void dsv_view_get_info(const dsv_view *v, dsv_view_info *out);
@@ -87,8 +87,8 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb);
  * served (eb then gives the reasons), or, with DSV_FROM_FILE_STRICT, at
  * the first dataset that cannot be served. */
 #define DSV_FROM_FILE_STRICT 1
-int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
-			   dsv_manifest **out, dsv_errbuf *eb);
+int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
+			   dsv_errbuf *eb);
 void dsv_manifest_free(dsv_manifest *m); /* accepts NULL */
 
 /* Readahead units ("segments") of a view: its chunks, in order, for a

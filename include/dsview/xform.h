@@ -33,11 +33,11 @@
 typedef struct dsv_xform dsv_xform;
 
 typedef struct dsv_xform_params {
-	double scale;  /* default 1 */
-	double offset; /* default 0 */
-	int nchan;     /* 0: no mean/std */
-	const double *mean; /* nchan values (copied by create) */
-	const double *std;  /* nchan values, none zero */
+	double scale;        /* default 1 */
+	double offset;       /* default 0 */
+	int nchan;           /* 0: no mean/std */
+	const double *mean;  /* nchan values (copied by create) */
+	const double *std;   /* nchan values, none zero */
 	uint64_t chan_inner; /* >= 1 when nchan > 0 */
 	int has_clip;
 	double clip_lo, clip_hi; /* clip_lo <= clip_hi */
@@ -50,15 +50,14 @@ void dsv_xform_params_init(dsv_xform_params *p);
  * integer dtype (then src is an integer dtype too, see above).
  * @return 0, DSV_ERR_INVALID (with a message, and eb->key naming the
  * setting at fault: "dtype", "clip", "mean", ...) or DSV_ERR_NOMEM. */
-int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst,
-		     const dsv_xform_params *p, dsv_errbuf *eb);
+int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xform_params *p,
+		     dsv_errbuf *eb);
 void dsv_xform_destroy(dsv_xform *x); /* accepts NULL */
 
 /* Transforms n elements from src (source dtype, native little-endian) into
  * dst (output dtype). elem_start is the index of src[0] in the view, used
  * only to find channels. dst and src must not overlap. */
-void dsv_xform_run(const dsv_xform *x, void *dst, const void *src, uint64_t n,
-		   uint64_t elem_start);
+void dsv_xform_run(const dsv_xform *x, void *dst, const void *src, uint64_t n, uint64_t elem_start);
 
 /* n elements of dtype t (any, bfloat16 included; little-endian, src may be
  * unaligned) as float64: exact but for 64-bit integers above 2^53, which

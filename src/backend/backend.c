@@ -52,8 +52,8 @@ static int make_tier(dsv_backend *b, uint64_t n, dsv_errbuf *eb)
 	return b->gpu ? dsv_gpu_tier_alloc(b->gpu, n, eb) : 0;
 }
 
-int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
-		       dsv_view *const *views, size_t n, dsv_backend **out, dsv_errbuf *eb)
+int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv_view *const *views,
+		       size_t n, dsv_backend **out, dsv_errbuf *eb)
 {
 	dsv_backend *b = calloc(1, sizeof(*b));
 	dsv_errbuf why; /* why no device, or no tier: the words go into eb's message */
@@ -63,7 +63,8 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (dsv_parse_gpu(gpu ? gpu : "auto", &dev)) {
 		free(b);
-		return dsv_errf(eb, DSV_ERR_INVALID, "--gpu '%s' must be auto, off or a device number", gpu);
+		return dsv_errf(eb, DSV_ERR_INVALID,
+				"--gpu '%s' must be auto, off or a device number", gpu);
 	}
 	b->batch = dsv_backend_batch_bytes(budget, views, n);
 	if (dev == DSV_GPU_OFF) {
@@ -91,7 +92,8 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
 			dsv_backend_destroy(b);
 			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "--gpu-cache: %s", why.msg);
 		}
-		dsv_log_info("backend: --gpu-cache %llu MiB", (unsigned long long)(gpu_cache >> 20));
+		dsv_log_info("backend: --gpu-cache %llu MiB",
+			     (unsigned long long)(gpu_cache >> 20));
 	} else if (gpu_cache) {
 		dsv_log_info("backend: --gpu-cache unused: no device");
 	}
@@ -171,7 +173,8 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
 	if (b->tier && dsv_view_chunk_ref(v, g, &si, &ref) == 0 && ref.codec == DSV_CODEC_LZ4 &&
 	    !ref.fallback && !ref.grid && size <= ref.raw_size) {
 		s = v->sources[si];
-		if (dsv_gpu_tier_find(b->tier, s, ref.index, &at) && from_tier(b, at, out, size) == 0)
+		if (dsv_gpu_tier_find(b->tier, s, ref.index, &at) &&
+		    from_tier(b, at, out, size) == 0)
 			return 0;
 		admit = dsv_gpu_tier_reserve(b->tier, s, ref.index, ref.raw_size, &at) == 0;
 	}

@@ -26,8 +26,8 @@ typedef struct dsv_backend dsv_backend;
  * 0; DSV_ERR_UNSUPPORTED when a device was named that this build or
  * machine cannot use, or a device opened without room for its buffers or
  * the tier (eb says why). */
-int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget,
-		       dsv_view *const *views, size_t n, dsv_backend **out, dsv_errbuf *eb);
+int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv_view *const *views,
+		       size_t n, dsv_backend **out, dsv_errbuf *eb);
 void dsv_backend_destroy(dsv_backend *b);
 const char *dsv_backend_name(const dsv_backend *b); /* "cpu" or "cuda" */
 /* Bytes each device buffer holds for a cache budget and views[0..n): a
@@ -47,10 +47,10 @@ typedef struct dsv_backend_stats {
 	const char *why_cpu; /* why no GPU is used ("--gpu off", "no CUDA device", ...), "" */
 	uint64_t gpu_chunks, gpu_bytes, gpu_batches, gpu_fallbacks;
 	uint64_t gpu_busy; /* chunks decoded on the CPU because the device's slots were busy */
-	int gpu_failed; /* a CUDA error turned the GPU off: chunks decode on the CPU */
-	int gpu_emulated; /* DSVIEW_GPU_EMULATE: the device path runs on the CPU */
+	int gpu_failed;    /* a CUDA error turned the GPU off: chunks decode on the CPU */
+	int gpu_emulated;  /* DSVIEW_GPU_EMULATE: the device path runs on the CPU */
 	uint64_t made_bytes, made_fallbacks; /* dsv_backend_make's */
-	uint64_t batch_bytes, pinned_bytes; /* each device buffer; pinned host memory */
+	uint64_t batch_bytes, pinned_bytes;  /* each device buffer; pinned host memory */
 	/* the tier (--gpu-cache): bytes, bytes used, chunks held, and the
 	 * answers of its lookups */
 	uint64_t tier_bytes, tier_used, tier_chunks, tier_hits, tier_misses;

@@ -11,10 +11,10 @@
 #include "gpu/gpu_tier.h"
 
 struct dsv_backend {
-	dsv_gpu *gpu;  /* NULL: CPU */
-	char why[256]; /* why the CPU, when gpu is NULL */
-	uint64_t batch;       /* dsv_backend_batch_bytes: a device batch's limit */
-	dsv_gpu_tier *tier;   /* --gpu-cache's index, or NULL */
+	dsv_gpu *gpu;       /* NULL: CPU */
+	char why[256];      /* why the CPU, when gpu is NULL */
+	uint64_t batch;     /* dsv_backend_batch_bytes: a device batch's limit */
+	dsv_gpu_tier *tier; /* --gpu-cache's index, or NULL */
 	/* For tests (DSVIEW_GPU_EMULATE=1, --gpu auto and no device): the
 	 * readahead's device path runs the host build of the device code
 	 * (gpu/gpu_emu.h), the tier's memory in host memory. */

@@ -29,8 +29,8 @@ static void log_band(void *arg, const dsv_chunk_ref *part, int err, const dsv_er
  * are made, and no buffer for them sits on its stack, while chunks
  * succeed. Only on failure, and the cache keeps partial reads from
  * retrying the whole chunk for a second (dsv_cache_failed_lately). */
-static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, int err,
-			void *buf, size_t size)
+static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, int err, void *buf,
+			size_t size)
 {
 	const dsv_source *s = v->sources[si];
 	uint64_t band = dsv_source_fallback_band(s);
@@ -39,7 +39,8 @@ static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, 
 
 	if (ref->fallback && band && band < ref->nelems && err != DSV_ERR_NOMEM &&
 	    err != DSV_ERR_INTERNAL)
-		(void)dsv_source_read_fallback_bands(s, ref, 0, ref->nelems, buf, size, log_band, &b);
+		(void)dsv_source_read_fallback_bands(s, ref, 0, ref->nelems, buf, size, log_band,
+						     &b);
 	if (b.logged)
 		return;
 	if (ref->grid && err != DSV_ERR_NOMEM && (eb = malloc(sizeof(*eb)))) {

@@ -78,8 +78,7 @@ static int make_batch(dsv_backend *b, const dsv_view *v, size_t si, const dsv_ch
 
 /* Source si's elements [a, a + m) into out, from the chunks under them, in
  * as many batches as the device's buffers need. */
-static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, uint64_t m,
-		    char *out)
+static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, uint64_t m, char *out)
 {
 	const dsv_source *s = v->sources[si];
 	const dsv_source_info *in = dsv_source_get_info(s);
@@ -119,8 +118,9 @@ static int make_run(dsv_backend *b, const dsv_view *v, size_t si, uint64_t a, ui
 		items[i].out = whole[i] ? out + (refs[i].elem_start - a) * oes : scratch + eoff[i];
 	for (size_t i = 0, j; i < k; i = j) {
 		need sum = { 0, 0, 0 };
-		for (j = i; j < k && sum.in + needs[j].in <= b->batch &&
-			    sum.raw + needs[j].raw <= b->batch && sum.out + needs[j].out <= b->batch;
+		for (j = i;
+		     j < k && sum.in + needs[j].in <= b->batch &&
+		     sum.raw + needs[j].raw <= b->batch && sum.out + needs[j].out <= b->batch;
 		     j++) {
 			sum.in += needs[j].in;
 			sum.raw += needs[j].raw;

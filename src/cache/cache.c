@@ -73,7 +73,7 @@ struct dsv_cache_entry {
 	int err;
 	int in_table;
 	int q;
-	dsv_cache_entry *vnext; /* on a list of victims, out of the table */
+	dsv_cache_entry *vnext;       /* on a list of victims, out of the table */
 	dsv_cache_entry *prev, *next; /* on queue q */
 };
 

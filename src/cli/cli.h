@@ -79,8 +79,7 @@ void dsv_cli_getopt_start(void);
  * prints one line ("missing WHAT" / "unexpected argument 'X'", then "try
  * 'dsview CMD --help'") and returns -1. what names the operands, e.g.
  * "SOURCE [MOUNTPOINT]". */
-int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max,
-		     const char *what);
+int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max, const char *what);
 
 /* Parses a size option (dsv_parse_size: 512K, 2G, 0) that must be a whole
  * multiple of unit and at most max (0: no limit, else max_what names the

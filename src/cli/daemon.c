@@ -53,8 +53,8 @@ static int read_startup(int fd, int *status, char *msg, size_t cap)
 	if (r != 1)
 		return 0;
 	*status = st;
-	while (st && n + 1 < cap && ((r = read(fd, msg + n, cap - 1 - n)) > 0 ||
-				     (r < 0 && errno == EINTR)))
+	while (st && n + 1 < cap &&
+	       ((r = read(fd, msg + n, cap - 1 - n)) > 0 || (r < 0 && errno == EINTR)))
 		n += r > 0 ? (size_t)r : 0;
 	msg[n] = '\0';
 	return 1;
@@ -94,8 +94,8 @@ int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const 
 		if (use_syslog)
 			dsv_log_use_syslog();
 		if (nskipped)
-			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)", source,
-				     nskipped, nserved + nskipped, kinds, mountpoint);
+			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)",
+				     source, nskipped, nserved + nskipped, kinds, mountpoint);
 		dsv_fs_on_serving(fs, tell_serving, &wfd);
 		err = dsv_fs_serve(fs, &eb);
 		if (err)
@@ -103,7 +103,8 @@ int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const 
 		if (err && wfd >= 0) { /* a start-up failure: the parent prints it */
 			char st = (char)dsv_cli_startup_status(err);
 			if (write(wfd, &st, 1) != 1 || write(wfd, eb.msg, strlen(eb.msg)) < 0)
-				dsv_log_warn("cannot tell the mount command why: %s", strerror(errno));
+				dsv_log_warn("cannot tell the mount command why: %s",
+					     strerror(errno));
 		}
 		dsv_fs_destroy(fs); /* unmounts */
 		_exit(err ? (wfd >= 0 ? dsv_cli_startup_status(err) : EXIT_INTERNAL) : EXIT_OK);
@@ -127,9 +128,11 @@ int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const 
 		if (said)
 			dsv_cli_error("%s", msg);
 		else
-			dsv_cli_error("%s: the daemon exited before it could serve (%s; see the log)",
-				      mountpoint, WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus))
-								      : "no reason given");
+			dsv_cli_error(
+				"%s: the daemon exited before it could serve (%s; see the log)",
+				mountpoint,
+				WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus))
+						     : "no reason given");
 		_exit(said ? status : EXIT_INTERNAL);
 	}
 	struct stat st;
@@ -139,7 +142,8 @@ int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const 
 	while (rc < 0 && errno == EINTR);
 	int saved = errno;
 	if (waitpid(pid, &wstatus, WNOHANG) == pid) {
-		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)", mountpoint);
+		dsv_cli_error("%s: the daemon exited before the mount answered (see the log)",
+			      mountpoint);
 		umount2(mountpoint, MNT_DETACH);
 		_exit(EXIT_INTERNAL);
 	}
@@ -188,8 +192,9 @@ int dsv_cli_default_log(const char *mountpoint, char *path, size_t cap)
 	name[n] = '\0';
 	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) ||
 	    snprintf(path, cap, "%s/%s.log", dir, n ? name : "root") >= (int)cap) {
-		dsv_cli_error("%s: cannot make the log directory (%s); name a log file with --log FILE",
-			      dir, strerror(errno));
+		dsv_cli_error(
+			"%s: cannot make the log directory (%s); name a log file with --log FILE",
+			dir, strerror(errno));
 		return -1;
 	}
 	if (dsv_log_open(path)) {

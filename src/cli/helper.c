@@ -20,20 +20,25 @@
 
 /* mount(8)'s and fstab's own options: not for FUSE or dsview */
 static const char *const dropped[] = {
-	"rw", "ro", "defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group",
-	"_netdev", "nofail", "exec", "noexec", "suid", "nosuid", "dev", "nodev", "async", "sync",
-	"atime", "noatime", "relatime", "norelatime", "strictatime", "diratime", "nodiratime",
-	"lazytime", "nolazytime", "loud", "silent", "mand", "nomand", NULL,
+	"rw",         "ro",       "defaults",   "auto",        "noauto",   "user",       "nouser",
+	"users",      "owner",    "group",      "_netdev",     "nofail",   "exec",       "noexec",
+	"suid",       "nosuid",   "dev",        "nodev",       "async",    "sync",       "atime",
+	"noatime",    "relatime", "norelatime", "strictatime", "diratime", "nodiratime", "lazytime",
+	"nolazytime", "loud",     "silent",     "mand",        "nomand",   NULL,
 };
 
 /* -o key=value of dsview's own and the mount option each becomes */
 static const struct {
 	const char *key, *opt;
 } own[] = {
-	{ "cache_size", "--cache-size" }, { "threads", "--threads" },
-	{ "readahead", "--readahead" },   { "gpu", "--gpu" },
-	{ "gpu_cache", "--gpu-cache" },   { "dtype", "--dtype" },
-	{ "log", "--log" },               { "log_level", "--log-level" },
+	{ "cache_size", "--cache-size" },
+	{ "threads", "--threads" },
+	{ "readahead", "--readahead" },
+	{ "gpu", "--gpu" },
+	{ "gpu_cache", "--gpu-cache" },
+	{ "dtype", "--dtype" },
+	{ "log", "--log" },
+	{ "log_level", "--log-level" },
 };
 
 #define MAX_ARGS 64
@@ -57,7 +62,8 @@ static int push(helper_args *h, char *arg)
 /* Sorts one -o list (split at ','; opts is modified) into h. */
 static int sort_opts(helper_args *h, char *opts)
 {
-	for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+	for (char *save = NULL, *o = strtok_r(opts, ",", &save); o;
+	     o = strtok_r(NULL, ",", &save)) {
 		int done = 0;
 		for (size_t i = 0; dropped[i] && !done; i++)
 			done = !strcmp(o, dropped[i]);
@@ -70,7 +76,8 @@ static int sort_opts(helper_args *h, char *opts)
 		}
 		char *eq = strchr(o, '=');
 		for (size_t i = 0; eq && !done && i < sizeof(own) / sizeof(own[0]); i++) {
-			if ((size_t)(eq - o) == strlen(own[i].key) && !strncmp(o, own[i].key, (size_t)(eq - o))) {
+			if ((size_t)(eq - o) == strlen(own[i].key) &&
+			    !strncmp(o, own[i].key, (size_t)(eq - o))) {
 				if (push(h, (char *)own[i].opt) || push(h, eq + 1))
 					return -1;
 				done = 1;
@@ -106,8 +113,10 @@ int dsv_cmd_mount_helper(int argc, char **argv)
 			}
 			if (a[1] == 'o' && sort_opts(&h, argv[++i]))
 				return EXIT_USER;
-			if (a[1] == 't' && strcmp(argv[++i], "fuse.dsview") && strcmp(argv[i], "dsview")) {
-				dsv_cli_error("mount helper: type '%s' is not fuse.dsview", argv[i]);
+			if (a[1] == 't' && strcmp(argv[++i], "fuse.dsview") &&
+			    strcmp(argv[i], "dsview")) {
+				dsv_cli_error("mount helper: type '%s' is not fuse.dsview",
+					      argv[i]);
 				return EXIT_USER;
 			}
 		} else if (!strncmp(a, "-o", 2)) {
@@ -116,7 +125,9 @@ int dsv_cmd_mount_helper(int argc, char **argv)
 		} else if (a[0] == '-' && a[1] && strspn(a + 1, "sfnv") == strlen(a + 1)) {
 			fake |= strchr(a, 'f') != NULL; /* -f: everything but the mount */
 		} else if (a[0] == '-' && a[1]) {
-			dsv_cli_error("mount helper: unknown option '%s' (see man dsview, MOUNT HELPER)", a);
+			dsv_cli_error(
+				"mount helper: unknown option '%s' (see man dsview, MOUNT HELPER)",
+				a);
 			return EXIT_USER;
 		} else if (n < 2) {
 			operands[n++] = a;

@@ -113,13 +113,16 @@ int dsv_cmd_info(int argc, char **argv)
 	if (dtype_arg) {
 		dtype = dsv_dtype_parse(dtype_arg);
 		if (dtype == DSV_DTYPE_INVALID || dtype == DSV_BF16) {
-			dsv_cli_error("--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
-				      "int32, uint64, int64, float16, float32, float64)", dtype_arg);
+			dsv_cli_error(
+				"--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
+				"int32, uint64, int64, float16, float32, float64)",
+				dtype_arg);
 			return EXIT_USER;
 		}
 		if (dsv_target_parse_shape(shape_arg, &ndim, shape)) {
 			dsv_cli_error("--shape '%s': want positive integers like 1000,64,64,3 "
-				      "(the first may be -1)", shape_arg);
+				      "(the first may be -1)",
+				      shape_arg);
 			return EXIT_USER;
 		}
 	}
@@ -138,7 +141,8 @@ int dsv_cmd_info(int argc, char **argv)
 	}
 
 	if (json_out) {
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+						   JSON_REAL_PRECISION(17));
 		if (!s) {
 			dsv_cli_error("out of memory");
 			err = DSV_ERR_NOMEM;
@@ -157,4 +161,3 @@ int dsv_cmd_info(int argc, char **argv)
 	}
 	return err ? EXIT_INTERNAL : EXIT_OK;
 }
-

@@ -57,10 +57,12 @@ static json_t *jsource(const dsv_source *s)
 	json_object_set_new(o, "why", jstr_or_null(si->why));
 	json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 	json_object_set_new(o, "shape", jshape(si->ndim, si->shape));
-	json_object_set_new(o, "dimension_names", si->dim_names
-			    ? json_loads(si->dim_names, JSON_DECODE_ANY, NULL) : json_null());
+	json_object_set_new(o, "dimension_names",
+			    si->dim_names ? json_loads(si->dim_names, JSON_DECODE_ANY, NULL)
+					  : json_null());
 	json_object_set_new(o, "data_bytes", json_integer((json_int_t)(si->nelems * esize)));
-	json_object_set_new(o, "stored_bytes", json_integer((json_int_t)dsv_source_stored_bytes(s)));
+	json_object_set_new(o, "stored_bytes",
+			    json_integer((json_int_t)dsv_source_stored_bytes(s)));
 	json_object_set_new(o, "nchunks", json_integer((json_int_t)si->nchunks));
 	json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
 	json_object_set_new(o, "chunk_rows",
@@ -116,17 +118,18 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 	json_object_set_new(o, "element_bytes", json_integer((json_int_t)d.type_size));
 	json_object_set_new(o, "shape", jshape(d.ndim, d.shape));
 	json_object_set_new(o, "layout", json_string(dsv_h5_layout_name(d.layout)));
-	json_object_set_new(o, "chunk_shape", d.layout == DSV_H5_LAYOUT_CHUNKED
-						      ? jshape(d.ndim, d.chunk) : json_null());
-	json_object_set_new(o, "chunks_written", d.chunks_written >= 0
-							 ? json_integer(d.chunks_written) : json_null());
+	json_object_set_new(o, "chunk_shape",
+			    d.layout == DSV_H5_LAYOUT_CHUNKED ? jshape(d.ndim, d.chunk)
+							      : json_null());
+	json_object_set_new(o, "chunks_written",
+			    d.chunks_written >= 0 ? json_integer(d.chunks_written) : json_null());
 	f = json_array();
 	for (int i = 0; i < d.nfilters; i++) {
 		json_t *cd = json_array();
 		for (size_t k = 0; k < d.filters[i].ncd; k++)
 			json_array_append_new(cd, json_integer(d.filters[i].cd[k]));
-		json_array_append_new(f, json_pack("{s:i,s:o,s:o}", "id", d.filters[i].id,
-						   "name", jtext(d.filters[i].name), "cd", cd));
+		json_array_append_new(f, json_pack("{s:i,s:o,s:o}", "id", d.filters[i].id, "name",
+						   jtext(d.filters[i].name), "cd", cd));
 	}
 	json_object_set_new(o, "filters", f);
 	json_object_set_new(o, "external_files", json_integer(d.external_files));
@@ -179,8 +182,9 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 		 * library's reason, as a zero-config mount lists it as skipped. */
 		for (size_t i = 0; !err && i < nbad; i++) {
 			json_array_append_new(arr, json_pack("{s:o,s:s,s:o,s:n,s:n}", "name",
-							     jtext(bad[i].path), "serve", "refused", "why",
-							     jtext(bad[i].reason), "source", "store"));
+							     jtext(bad[i].path), "serve", "refused",
+							     "why", jtext(bad[i].reason), "source",
+							     "store"));
 			counts[2]++;
 		}
 		dsv_h5_unlisted_free(bad, nbad);
@@ -190,8 +194,9 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 			dsv_errbuf deb;
 			json_t *o;
 			if (jdataset(t->file, names[i], counts, &raw, &stored, &o, &deb)) {
-				o = json_pack("{s:o,s:s,s:o,s:n,s:n}", "name", jtext(names[i]), "serve",
-					      "refused", "why", jtext(dsv_cli_reason(&deb, t->file, names[i])),
+				o = json_pack("{s:o,s:s,s:o,s:n,s:n}", "name", jtext(names[i]),
+					      "serve", "refused", "why",
+					      jtext(dsv_cli_reason(&deb, t->file, names[i])),
 					      "source", "store");
 				counts[2]++;
 			}
@@ -206,9 +211,10 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	json_object_set_new(root, "totals",
 			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I}}", "datasets",
 				      (json_int_t)json_array_size(arr), "fast_path",
-				      (json_int_t)counts[0], "library_fallback", (json_int_t)counts[1],
-				      "refused", (json_int_t)counts[2], "raw_bytes", (json_int_t)raw,
-				      "stored_bytes", (json_int_t)stored, "links_not_followed", "soft",
+				      (json_int_t)counts[0], "library_fallback",
+				      (json_int_t)counts[1], "refused", (json_int_t)counts[2],
+				      "raw_bytes", (json_int_t)raw, "stored_bytes",
+				      (json_int_t)stored, "links_not_followed", "soft",
 				      (json_int_t)links[0], "external", (json_int_t)links[1]));
 	return 0;
 }
@@ -255,7 +261,8 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 				dsv_view_get_info(m->views[pi], &pvi);
 				size_t lim = pi == i ? k : pv->nsources;
 				for (size_t pk = 0; pk < lim && !seen; pk++)
-					seen = dsv_source_same_file(dsv_source_get_info(pv->sources[pk]), si);
+					seen = dsv_source_same_file(
+						dsv_source_get_info(pv->sources[pk]), si);
 			}
 			if (!seen)
 				disk += dsv_source_stored_bytes(v->sources[k]);
@@ -287,9 +294,10 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 		      json_t *root, dsv_errbuf *eb)
 {
 	dsv_source *s;
-	int err = t->kind == DSV_TARGET_NPY    ? dsv_source_open_npy(t->file, &s, eb)
-		  : t->kind == DSV_TARGET_ZARR ? dsv_source_open_zarr(t->file, &s, eb)
-					       : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
+	int err = t->kind == DSV_TARGET_NPY ? dsv_source_open_npy(t->file, &s, eb)
+		  : t->kind == DSV_TARGET_ZARR
+			  ? dsv_source_open_zarr(t->file, &s, eb)
+			  : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
 	if (err)
 		return err;
 	json_object_set_new(root, "source", jsource(s));

@@ -52,7 +52,8 @@ static void print_chunks(const json_t *src)
 {
 	char b[32];
 	uint64_t n = dsv_cli_jint(src, "nchunks"), bytes = dsv_cli_jint(src, "chunk_bytes");
-	uint64_t nrows = (uint64_t)json_integer_value(json_array_get(json_object_get(src, "shape"), 0));
+	uint64_t nrows = (uint64_t)json_integer_value(
+		json_array_get(json_object_get(src, "shape"), 0));
 	const json_t *rows = json_object_get(src, "chunk_rows");
 
 	if (n == 0) {
@@ -69,7 +70,8 @@ static void print_chunks(const json_t *src)
 		}
 		printf("%llu row%s", (unsigned long long)r, r == 1 ? "" : "s");
 	} else {
-		printf("%llu elements (rows split)", (unsigned long long)dsv_cli_jint(src, "chunk_elems"));
+		printf("%llu elements (rows split)",
+		       (unsigned long long)dsv_cli_jint(src, "chunk_elems"));
 	}
 	printf(" (%s%s)", dsv_fmt_bytes(b, sizeof(b), bytes), n > 1 ? " each" : "");
 	/* with a block table, a read of a few rows reads and decodes only
@@ -78,7 +80,8 @@ static void print_chunks(const json_t *src)
 		printf(", LZ4 blocks of %s%s",
 		       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(src, "lz4_block_bytes")),
 		       json_is_true(json_object_get(src, "lz4_block_table"))
-			       ? ", block table (a read takes only its blocks)" : "");
+			       ? ", block table (a read takes only its blocks)"
+			       : "");
 	printf("\n");
 }
 
@@ -88,10 +91,12 @@ static void print_flat(const json_t *root)
 	char shape[DSV_MAX_DIMS * 24], a[32], b[32];
 
 	printf("%s: %s\n", jshown(root, "path"), jshown(root, "kind"));
-	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(src, "shape")),
+	printf(LABEL " %s %s\n", "shape",
+	       fmt_shape(shape, sizeof(shape), json_object_get(src, "shape")),
 	       jshown(src, "dtype"));
 	uint64_t data = dsv_cli_jint(src, "data_bytes"), stored = dsv_cli_jint(src, "stored_bytes");
-	if (!strcmp(dsv_cli_jstr(root, "kind", ""), "zarr")) { /* a directory: its chunk files count */
+	if (!strcmp(dsv_cli_jstr(root, "kind", ""),
+		    "zarr")) { /* a directory: its chunk files count */
 		printf(LABEL " %s in %s of chunk files", "data", dsv_fmt_bytes(a, sizeof(a), data),
 		       dsv_fmt_bytes(b, sizeof(b), stored));
 		if (stored)
@@ -116,7 +121,8 @@ static void print_filters(const json_t *filters)
 		printf("%s%s", i ? " + " : "", jshown(f, "name"));
 		/* The compression level is the one parameter people ask about. */
 		if (dsv_cli_jint(f, "id") == 1 && json_array_size(cd) > 0)
-			printf(" (level %lld)", (long long)json_integer_value(json_array_get(cd, 0)));
+			printf(" (level %lld)",
+			       (long long)json_integer_value(json_array_get(cd, 0)));
 	}
 	printf("\n");
 }
@@ -127,11 +133,13 @@ static void print_store(const json_t *store)
 	char b[4096], c[32];
 
 	if (json_object_get(store, "error")) {
-		printf(LABEL " dsview attribute present, but %s\n", "store", jshown(store, "error"));
+		printf(LABEL " dsview attribute present, but %s\n", "store",
+		       jshown(store, "error"));
 		return;
 	}
-	printf(LABEL " %s", "store", json_is_string(json_object_get(store, "codec"))
-					     ? jshown(store, "codec") : "codec unknown");
+	printf(LABEL " %s", "store",
+	       json_is_string(json_object_get(store, "codec")) ? jshown(store, "codec")
+							       : "codec unknown");
 	if ((v = json_object_get(store, "level")))
 		printf(" level %s", fmt_scalar(b, sizeof(b), v));
 	if ((v = json_object_get(store, "chunk_rows")))
@@ -162,13 +170,15 @@ static void print_dataset(const json_t *d)
 		printf(LABEL " refused: %s\n", "dsview", dsv_cli_shown(why));
 		return;
 	}
-	printf(LABEL " %s %s\n", "shape", fmt_shape(shape, sizeof(shape), json_object_get(d, "shape")),
-	       jshown(d, "type"));
+	printf(LABEL " %s %s\n", "shape",
+	       fmt_shape(shape, sizeof(shape), json_object_get(d, "shape")), jshown(d, "type"));
 	printf(LABEL " %s", "layout", jshown(d, "layout"));
 	if (json_is_array(json_object_get(d, "chunk_shape"))) {
-		printf(", chunks of %s", fmt_shape(shape, sizeof(shape), json_object_get(d, "chunk_shape")));
+		printf(", chunks of %s",
+		       fmt_shape(shape, sizeof(shape), json_object_get(d, "chunk_shape")));
 		if (json_is_integer(json_object_get(d, "chunks_written")))
-			printf(", %llu written", (unsigned long long)dsv_cli_jint(d, "chunks_written"));
+			printf(", %llu written",
+			       (unsigned long long)dsv_cli_jint(d, "chunks_written"));
 	}
 	if (dsv_cli_jint(d, "external_files"))
 		printf(", external storage in %llu file(s)",
@@ -205,7 +215,8 @@ static void print_h5(const json_t *root)
 	printf("%s: HDF5 file, %s, %llu dataset%s (%llu fast path, %llu library fallback, "
 	       "%llu refused)\n",
 	       jshown(root, "path"), dsv_fmt_bytes(a, sizeof(a), dsv_cli_jint(root, "file_bytes")),
-	       (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)dsv_cli_jint(t, "fast_path"),
+	       (unsigned long long)n, n == 1 ? "" : "s",
+	       (unsigned long long)dsv_cli_jint(t, "fast_path"),
 	       (unsigned long long)dsv_cli_jint(t, "library_fallback"),
 	       (unsigned long long)dsv_cli_jint(t, "refused"));
 	for (size_t i = 0; i < json_array_size(ds); i++)
@@ -222,7 +233,8 @@ static void print_h5(const json_t *root)
 	if (soft + ext)
 		printf("links: %llu soft, %llu external, not followed (a mount of the file serves "
 		       "only its own datasets; a manifest line naming a soft link serves its "
-		       "target)\n", (unsigned long long)soft, (unsigned long long)ext);
+		       "target)\n",
+		       (unsigned long long)soft, (unsigned long long)ext);
 }
 
 /* mean or std: its values (a long list cut short), or its file */
@@ -246,8 +258,8 @@ static void print_shape_keys(const json_t *v)
 {
 	const json_t *r = json_object_get(v, "rows"), *w = json_object_get(v, "window");
 	if (json_is_object(r) && json_object_get(r, "index")) {
-		printf(LABEL " %lld rows picked by %s\n", "rows", (long long)dsv_cli_jint(r, "count"),
-		       jshown(r, "index"));
+		printf(LABEL " %lld rows picked by %s\n", "rows",
+		       (long long)dsv_cli_jint(r, "count"), jshown(r, "index"));
 	} else if (json_is_object(r)) {
 		const json_t *a = json_object_get(r, "start"), *b = json_object_get(r, "stop");
 		printf(LABEL " ", "rows");
@@ -256,7 +268,8 @@ static void print_shape_keys(const json_t *v)
 		printf(":");
 		if (json_is_integer(b))
 			printf("%lld", (long long)json_integer_value(b));
-		printf(":%lld (%lld rows)\n", (long long)json_integer_value(json_object_get(r, "step")),
+		printf(":%lld (%lld rows)\n",
+		       (long long)json_integer_value(json_object_get(r, "step")),
 		       (long long)dsv_cli_jint(r, "count"));
 	}
 	if (json_is_object(w))
@@ -309,15 +322,18 @@ static void print_view(const json_t *v)
 		const char *what = json_is_object(win) ? "windows" : "rows";
 		printf(LABEL " %s%s%s  %s %s %s, ", "source", jshown(s, "path"), ds ? ":" : "",
 		       ds ? dsv_cli_shown(ds) : "", jshown(s, "kind"),
-		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")), jshown(s, "dtype"));
+		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")),
+		       jshown(s, "dtype"));
 		if (json_is_object(win) && r1 == r0) {
 			long long ax = (long long)dsv_cli_jint(win, "axis");
 			printf("contributes no window: axis %lld has %lld < window %lld", ax,
-			       (long long)json_integer_value(json_array_get(json_object_get(s, "shape"), (size_t)ax)),
+			       (long long)json_integer_value(
+				       json_array_get(json_object_get(s, "shape"), (size_t)ax)),
 			       (long long)dsv_cli_jint(win, "size"));
 		} else if (r1 > r0) {
 			printf("%s %lld-%lld%s", what, r0, r1 - 1,
-			       json_is_null(json_object_get(v, "rows")) ? " of the view" : " before `rows`");
+			       json_is_null(json_object_get(v, "rows")) ? " of the view"
+									: " before `rows`");
 		} else {
 			printf("no rows");
 		}

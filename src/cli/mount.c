@@ -123,7 +123,8 @@ static int check_mountpoint(const char *mp, int nonempty)
 	char up[4200];
 	if (stat(mp, &st) < 0) {
 		if (errno == ENOTCONN) {
-			dsv_cli_error("%s: a dead mount is still attached here; run 'dsview umount %s' first",
+			dsv_cli_error("%s: a dead mount is still attached here; run 'dsview umount "
+				      "%s' first",
 				      mp, mp);
 			return -1;
 		}
@@ -142,15 +143,19 @@ static int check_mountpoint(const char *mp, int nonempty)
 		 * the filesystem, so it tells a dead daemon from a live one */
 		struct statfs sfs;
 		if (statfs(mp, &sfs) < 0 && errno == ENOTCONN)
-			dsv_cli_error("%s: a dead mount is still attached here; run 'dsview umount %s' first",
+			dsv_cli_error("%s: a dead mount is still attached here; run 'dsview umount "
+				      "%s' first",
 				      mp, mp);
 		else
-			dsv_cli_error("%s: something is already mounted here (dsview umount %s)", mp, mp);
+			dsv_cli_error("%s: something is already mounted here (dsview umount %s)",
+				      mp, mp);
 		return -1;
 	}
 	if (!nonempty && dir_has_entries(mp)) {
-		dsv_cli_error("%s: mountpoint is not empty: the mount would hide its files (-o nonempty "
-			      "mounts over them)", mp);
+		dsv_cli_error(
+			"%s: mountpoint is not empty: the mount would hide its files (-o nonempty "
+			"mounts over them)",
+			mp);
 		return -1;
 	}
 	return 0;
@@ -195,13 +200,17 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 					dsv_cli_error("-o: FUSE options too long");
 					return -1;
 				}
-				snprintf(acc + len, cap - len, "%s%.*s", len ? "," : "", (int)(s - tok), tok);
+				snprintf(acc + len, cap - len, "%s%.*s", len ? "," : "",
+					 (int)(s - tok), tok);
 			}
 			tok = s + 1;
-			for (size_t i = 0; !overlong && i < sizeof(refused_fuse_opts) /
-			     sizeof(refused_fuse_opts[0]); i++) {
+			for (size_t i = 0;
+			     !overlong &&
+			     i < sizeof(refused_fuse_opts) / sizeof(refused_fuse_opts[0]);
+			     i++) {
 				if (!strcmp(opt, refused_fuse_opts[i].opt)) {
-					dsv_cli_error("-o %s: refused (%s)", opt, refused_fuse_opts[i].why);
+					dsv_cli_error("-o %s: refused (%s)", opt,
+						      refused_fuse_opts[i].why);
 					return -1;
 				}
 			}
@@ -285,7 +294,8 @@ int dsv_cmd_mount(int argc, char **argv)
 		case 'L': log_path = optarg; break;
 		case 'V':
 			if ((log_level = dsv_log_parse_level(optarg)) < 0) {
-				dsv_cli_error("--log-level '%s' must be error, warning or info", optarg);
+				dsv_cli_error("--log-level '%s' must be error, warning or info",
+					      optarg);
 				return EXIT_USER;
 			}
 			break;
@@ -303,7 +313,9 @@ int dsv_cmd_mount(int argc, char **argv)
 
 	if (dsv_has_ext(source, ".ini")) {
 		if (dtype_arg) {
-			dsv_cli_error("--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s", source);
+			dsv_cli_error(
+				"--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s",
+				source);
 			return EXIT_USER;
 		}
 		if (strict) {
@@ -316,10 +328,12 @@ int dsv_cmd_mount(int argc, char **argv)
 		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
 		if (!dsv_dtype_is_output(dt)) {
 			dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
-				      "integer type (int8 ... uint64)", dtype_arg);
+				      "integer type (int8 ... uint64)",
+				      dtype_arg);
 			return EXIT_USER;
 		}
-		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m, &eb);
+		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m,
+					     &eb);
 	}
 	if (err && dtype_arg && !strcmp(eb.key, "dtype")) {
 		/* the view's dtype is --dtype's here (clip needs a manifest) */
@@ -354,7 +368,8 @@ int dsv_cmd_mount(int argc, char **argv)
 		goto user_error;
 	}
 	o.gpu_cache = m->has_gpu_cache ? m->gpu_cache : 0;
-	if (gpu_cache_arg && dsv_cli_size_arg("--gpu-cache", gpu_cache_arg, 0, 0, NULL, &o.gpu_cache))
+	if (gpu_cache_arg &&
+	    dsv_cli_size_arg("--gpu-cache", gpu_cache_arg, 0, 0, NULL, &o.gpu_cache))
 		goto user_error;
 	if (o.gpu_cache && gpu_dev == DSV_GPU_OFF) {
 		dsv_cli_error("%s needs a GPU, and --gpu is off",
@@ -375,8 +390,8 @@ int dsv_cmd_mount(int argc, char **argv)
 	}
 	mountpoint = real_mp;
 	dsv_log_set_level(log_level);
-	if (!log_path && !foreground && dsv_cli_default_log(mountpoint, default_log,
-							    sizeof(default_log)))
+	if (!log_path && !foreground &&
+	    dsv_cli_default_log(mountpoint, default_log, sizeof(default_log)))
 		goto user_error;
 	size_t nskipped = m->nskipped, nserved = m->nviews;
 	char kinds[256];
@@ -386,10 +401,11 @@ int dsv_cmd_mount(int argc, char **argv)
 		dsv_cli_error("%s", eb.msg);
 		goto user_error;
 	}
-	m = NULL; /* owned by fs now */
+	m = NULL;     /* owned by fs now */
 	if (nskipped) /* the one line a user sees; the list is in the mount */
-		dsv_cli_error("served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
-			      nserved, nserved + nskipped, source, nskipped, kinds, mountpoint);
+		dsv_cli_error(
+			"served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
+			nserved, nserved + nskipped, source, nskipped, kinds, mountpoint);
 
 	if (foreground) {
 		int started = 0;

@@ -100,15 +100,18 @@ int dsv_cmd_pack(int argc, char **argv)
 		case 'n': o.dataset = optarg; break;
 		case 'c':
 			if (dsv_parse_size(optarg, &o.chunk_bytes) || o.chunk_bytes == 0) {
-				dsv_cli_error("--chunk-size '%s' is not a size (e.g. 1M, 256k)", optarg);
+				dsv_cli_error("--chunk-size '%s' is not a size (e.g. 1M, 256k)",
+					      optarg);
 				return EXIT_USER;
 			}
 			break;
 		case 'b':
-			if (dsv_parse_size(optarg, &o.block_bytes) || o.block_bytes < DSV_PACK_MIN_BLOCK ||
+			if (dsv_parse_size(optarg, &o.block_bytes) ||
+			    o.block_bytes < DSV_PACK_MIN_BLOCK ||
 			    o.block_bytes > DSV_PACK_MAX_BLOCK) {
 				dsv_cli_error("--block-size '%s' must be a size from %uK to %lluM "
-					      "(e.g. 16K)", optarg, DSV_PACK_MIN_BLOCK >> 10,
+					      "(e.g. 16K)",
+					      optarg, DSV_PACK_MIN_BLOCK >> 10,
 					      (unsigned long long)(DSV_PACK_MAX_BLOCK >> 20));
 				return EXIT_USER;
 			}
@@ -123,8 +126,8 @@ int dsv_cmd_pack(int argc, char **argv)
 		case 'l':
 			v = strtol(optarg, &end, 10);
 			if (*end || end == optarg || v < 0 || v > DSV_LZ4_MAX_ACCELERATION) {
-				dsv_cli_error("--level '%s' must be an integer from 0 to %d", optarg,
-					      DSV_LZ4_MAX_ACCELERATION);
+				dsv_cli_error("--level '%s' must be an integer from 0 to %d",
+					      optarg, DSV_LZ4_MAX_ACCELERATION);
 				return EXIT_USER;
 			}
 			o.level = (int)v;
@@ -152,19 +155,23 @@ int dsv_cmd_pack(int argc, char **argv)
 	if (dtype_arg) {
 		o.raw_dtype = dsv_dtype_parse(dtype_arg);
 		if (o.raw_dtype == DSV_DTYPE_INVALID || o.raw_dtype == DSV_BF16) {
-			dsv_cli_error("--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
-				      "int32, uint64, int64, float16, float32, float64)", dtype_arg);
+			dsv_cli_error(
+				"--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
+				"int32, uint64, int64, float16, float32, float64)",
+				dtype_arg);
 			return EXIT_USER;
 		}
 		if (dsv_target_parse_shape(shape_arg, &o.raw_ndim, o.raw_shape)) {
 			dsv_cli_error("--shape '%s': want positive integers like 1000,64,64,3 "
-				      "(the first may be -1)", shape_arg);
+				      "(the first may be -1)",
+				      shape_arg);
 			return EXIT_USER;
 		}
 	} else if (!strstr(o.input, ":/") && !dsv_source_is_h5_path(o.input) &&
 		   !dsv_has_ext(o.input, ".npy") && !dsv_source_zarr_version(o.input)) {
 		dsv_cli_error("%s: not a .npy, HDF5 or Zarr input; a raw file needs --dtype and "
-			      "--shape", o.input);
+			      "--shape",
+			      o.input);
 		return EXIT_USER;
 	}
 

@@ -31,8 +31,7 @@ const char *dsv_fmt_bytes(char *buf, size_t cap, uint64_t n)
 	return buf;
 }
 
-void dsv_progress_start(dsv_progress *p, const char *label, uint64_t total,
-			const char *unit)
+void dsv_progress_start(dsv_progress *p, const char *label, uint64_t total, const char *unit)
 {
 	p->tty = isatty(STDOUT_FILENO);
 	p->label = label;
@@ -81,9 +80,9 @@ size_t dsv_progress_line(const dsv_progress *p, uint64_t done, uint64_t in_bytes
 	for (int i = 0; i < width; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[width] = '\0';
-	n = (size_t)snprintf(out, cap, "%s %s%s%s%3d%%%s  %s/s%s%s", p->label, width ? "[" : "", bar,
-			     width ? "] " : "", (int)(frac * 100.0), keep_count, rate, keep_ratio,
-			     keep_eta);
+	n = (size_t)snprintf(out, cap, "%s %s%s%s%3d%%%s  %s/s%s%s", p->label, width ? "[" : "",
+			     bar, width ? "] " : "", (int)(frac * 100.0), keep_count, rate,
+			     keep_ratio, keep_eta);
 	if (n >= cap)
 		n = cap - 1;
 	if (cols > 1 && n > (size_t)cols - 1)
@@ -99,8 +98,8 @@ static int term_cols(void)
 	return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
 }
 
-void dsv_progress_update(dsv_progress *p, uint64_t done, uint64_t in_bytes,
-			 uint64_t out_bytes, int force)
+void dsv_progress_update(dsv_progress *p, uint64_t done, uint64_t in_bytes, uint64_t out_bytes,
+			 int force)
 {
 	char line[256];
 	double now;

@@ -25,12 +25,11 @@ typedef struct dsv_progress {
 /* Monotonic seconds. */
 double dsv_now(void);
 
-void dsv_progress_start(dsv_progress *p, const char *label, uint64_t total,
-			const char *unit);
+void dsv_progress_start(dsv_progress *p, const char *label, uint64_t total, const char *unit);
 /* done: units finished; in_bytes: bytes processed (for MB/s); out_bytes:
  * bytes produced, 0 to leave the ratio out. Redraws if due (or force). */
-void dsv_progress_update(dsv_progress *p, uint64_t done, uint64_t in_bytes,
-			 uint64_t out_bytes, int force);
+void dsv_progress_update(dsv_progress *p, uint64_t done, uint64_t in_bytes, uint64_t out_bytes,
+			 int force);
 /* The line as drawn at time now (dsv_now) on a terminal cols wide (0:
  * unknown, nothing dropped): it fits in cols - 1 columns, dropping the
  * ratio, the counts and the ETA in that order and narrowing the bar when

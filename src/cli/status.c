@@ -77,27 +77,29 @@ static json_t *describe(const dsv_cli_mount *mnt)
 	int saved = errno;
 	if (!json_is_object(st)) {
 		json_decref(st);
-		return json_pack("{s:s, s:s, s:b, s:s}", "mountpoint", dsv_cli_escaped(mnt->point, 0),
-				 "source", dsv_cli_escaped(mnt->source, 0), "alive", 0, "why",
-				 saved == ENOTCONN ? "the daemon is gone (dsview umount detaches it)"
-						   : strerror(saved));
+		return json_pack(
+			"{s:s, s:s, s:b, s:s}", "mountpoint", dsv_cli_escaped(mnt->point, 0),
+			"source", dsv_cli_escaped(mnt->source, 0), "alive", 0, "why",
+			saved == ENOTCONN ? "the daemon is gone (dsview umount detaches it)"
+					  : strerror(saved));
 	}
 	time_t now = time(NULL);
 	json_int_t started = dsv_cli_jint(st, "started");
 	json_int_t up = started ? (json_int_t)now - started : 0;
 	json_int_t hits = dsv_cli_jint(st, "cache_hits"), misses = dsv_cli_jint(st, "cache_misses");
-	out = json_pack("{s:s, s:s, s:b, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:s}",
-			"mountpoint", dsv_cli_escaped(mnt->point, 0), "source",
-			dsv_cli_escaped(mnt->source, 0), "alive", 1,
-			"pid", dsv_cli_jint(st, "pid"), "uptime_s", up, "backend",
-			dsv_cli_jstr(st, "backend", "?"), "views", dsv_cli_jint(st, "views"), "reads",
-			dsv_cli_jint(st, "reads"), "bytes_served", dsv_cli_jint(st, "bytes_served"), "mb_per_s",
-			up > 0 ? (double)dsv_cli_jint(st, "bytes_served") / 1e6 / (double)up : 0.0,
-			"cache_hit_rate", hits + misses ? json_real((double)hits / (double)(hits + misses))
-						       : json_null(),
-			"cache_bytes", dsv_cli_jint(st, "cache_bytes"), "cache_budget",
-			dsv_cli_jint(st, "cache_budget"), "read_errors", dsv_cli_jint(st, "read_errors"),
-			"log", dsv_cli_jstr(st, "log", "?"));
+	out = json_pack(
+		"{s:s, s:s, s:b, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:s}",
+		"mountpoint", dsv_cli_escaped(mnt->point, 0), "source",
+		dsv_cli_escaped(mnt->source, 0), "alive", 1, "pid", dsv_cli_jint(st, "pid"),
+		"uptime_s", up, "backend", dsv_cli_jstr(st, "backend", "?"), "views",
+		dsv_cli_jint(st, "views"), "reads", dsv_cli_jint(st, "reads"), "bytes_served",
+		dsv_cli_jint(st, "bytes_served"), "mb_per_s",
+		up > 0 ? (double)dsv_cli_jint(st, "bytes_served") / 1e6 / (double)up : 0.0,
+		"cache_hit_rate",
+		hits + misses ? json_real((double)hits / (double)(hits + misses)) : json_null(),
+		"cache_bytes", dsv_cli_jint(st, "cache_bytes"), "cache_budget",
+		dsv_cli_jint(st, "cache_budget"), "read_errors", dsv_cli_jint(st, "read_errors"),
+		"log", dsv_cli_jstr(st, "log", "?"));
 	json_decref(st);
 	return out;
 }
@@ -115,8 +117,8 @@ static void print_text(const json_t *e)
 	json_t *rate = json_object_get(e, "cache_hit_rate");
 	printf("  pid %lld, up %lldh%02lldm%02llds, backend %s, %lld view%s\n",
 	       (long long)dsv_cli_jint(e, "pid"), (long long)(up / 3600), (long long)(up / 60 % 60),
-	       (long long)(up % 60), dsv_cli_jstr(e, "backend", "?"), (long long)dsv_cli_jint(e, "views"),
-	       dsv_cli_jint(e, "views") == 1 ? "" : "s");
+	       (long long)(up % 60), dsv_cli_jstr(e, "backend", "?"),
+	       (long long)dsv_cli_jint(e, "views"), dsv_cli_jint(e, "views") == 1 ? "" : "s");
 	printf("  served %s in %lld read%s (%.1f MB/s on average), ",
 	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "bytes_served")),
 	       (long long)dsv_cli_jint(e, "reads"), dsv_cli_jint(e, "reads") == 1 ? "" : "s",
@@ -128,7 +130,8 @@ static void print_text(const json_t *e)
 	printf(" (%s of %s), %lld read error%s\n",
 	       dsv_fmt_bytes(b, sizeof(b), (uint64_t)dsv_cli_jint(e, "cache_bytes")),
 	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "cache_budget")),
-	       (long long)dsv_cli_jint(e, "read_errors"), dsv_cli_jint(e, "read_errors") == 1 ? "" : "s");
+	       (long long)dsv_cli_jint(e, "read_errors"),
+	       dsv_cli_jint(e, "read_errors") == 1 ? "" : "s");
 	printf("  log %s\n", dsv_cli_shown(dsv_cli_jstr(e, "log", "?")));
 }
 
@@ -151,15 +154,19 @@ static void add_rates(json_t *list, const json_t *prev, double secs)
 {
 	size_t i, k;
 	json_t *e, *p;
-	json_array_foreach(list, i, e) {
-		json_array_foreach(prev, k, p) {
+	json_array_foreach(list, i, e)
+	{
+		json_array_foreach(prev, k, p)
+		{
 			if (secs > 0 && json_is_true(json_object_get(e, "alive")) &&
-			    !strcmp(dsv_cli_jstr(e, "mountpoint", "?"), dsv_cli_jstr(p, "mountpoint", "?")) &&
+			    !strcmp(dsv_cli_jstr(e, "mountpoint", "?"),
+				    dsv_cli_jstr(p, "mountpoint", "?")) &&
 			    dsv_cli_jint(e, "pid") == dsv_cli_jint(p, "pid"))
-				json_object_set_new(e, "mb_per_s_now",
-						    json_real((double)(dsv_cli_jint(e, "bytes_served") -
-								       dsv_cli_jint(p, "bytes_served")) /
-							      1e6 / secs));
+				json_object_set_new(
+					e, "mb_per_s_now",
+					json_real((double)(dsv_cli_jint(e, "bytes_served") -
+							   dsv_cli_jint(p, "bytes_served")) /
+						  1e6 / secs));
 		}
 	}
 }
@@ -176,7 +183,8 @@ static void print_all(const json_t *list, int json, int watch)
 		free(s);
 		return;
 	}
-	json_array_foreach(list, i, e) {
+	json_array_foreach(list, i, e)
+	{
 		printf("%s", i ? "\n" : "");
 		print_text(e);
 		json_t *now = json_object_get(e, "mb_per_s_now");

@@ -40,7 +40,7 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 	/* "file.h5:/dset", split as dsv_source_open does, unless the whole
 	 * spec is itself a file. */
 	if ((raw || stat(spec, &st) == 0) ? !(t->file = strdup(spec))
-					   : dsv_spec_split(spec, &t->file, &t->dataset)) {
+					  : dsv_spec_split(spec, &t->file, &t->dataset)) {
 		dsv_target_free(t);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
@@ -78,7 +78,8 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 		t->kind = DSV_TARGET_H5;
 	else {
 		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL,
-			    "not a .npy, HDF5 file or manifest (.ini); a raw file needs --dtype and --shape");
+			    "not a .npy, HDF5 file or manifest (.ini); a raw file needs --dtype "
+			    "and --shape");
 		dsv_target_free(t);
 		return DSV_ERR_INVALID;
 	}

@@ -144,8 +144,10 @@ int dsv_cmd_umount(int argc, char **argv)
 	if (geteuid() == 0) {
 		if (umount2(mp, lazy ? MNT_DETACH : 0) < 0) {
 			if (errno == EBUSY) {
-				dsv_cli_error("%s: busy: files on it are still open; close them, or detach "
-					      "lazily with 'dsview umount -z %s'", mp, mp);
+				dsv_cli_error("%s: busy: files on it are still open; close them, "
+					      "or detach "
+					      "lazily with 'dsview umount -z %s'",
+					      mp, mp);
 				return EXIT_USER;
 			}
 			/* a dead daemon (ENOTCONN) or anything else: detach lazily */
@@ -156,8 +158,10 @@ int dsv_cmd_umount(int argc, char **argv)
 		}
 	} else if (run_fusermount(mp, lazy) < 0 && (lazy || pid || run_fusermount(mp, 1) < 0)) {
 		/* fusermount3 printed why; a dead daemon (no pid) was retried lazily */
-		dsv_cli_error("%s: cannot unmount (files still open? 'dsview umount -z %s' detaches "
-			      "lazily)", mp, mp);
+		dsv_cli_error(
+			"%s: cannot unmount (files still open? 'dsview umount -z %s' detaches "
+			"lazily)",
+			mp, mp);
 		return EXIT_USER;
 	}
 	/* Wait (up to 10 s) for the daemon to finish, so a new mount here works. */

@@ -100,8 +100,7 @@ int dsv_cli_int_arg(const char *opt, const char *arg, long lo, long hi, int *out
 
 const char *dsv_cli_reason(const dsv_errbuf *eb, const char *file, const char *dataset)
 {
-	if (!strcmp(eb->file, file) &&
-	    (!eb->where[0] || (dataset && !strcmp(eb->where, dataset))))
+	if (!strcmp(eb->file, file) && (!eb->where[0] || (dataset && !strcmp(eb->where, dataset))))
 		return eb->reason;
 	return eb->msg;
 }
@@ -145,8 +144,7 @@ int dsv_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts
 	return '?';
 }
 
-int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max,
-		     const char *what)
+int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max, const char *what)
 {
 	int n = argc - optind;
 	if (n < min) {
@@ -211,7 +209,8 @@ void dsv_cli_absolute(const char *in, char *out, size_t cap)
 		tmp[--n] = '\0';
 	slash = strrchr(tmp, '/');
 	if (slash) {
-		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - tmp) ? (int)(slash - tmp) : 1, tmp);
+		snprintf(parent, sizeof(parent), "%.*s",
+			 (int)(slash - tmp) ? (int)(slash - tmp) : 1, tmp);
 		char *real = realpath(parent, NULL);
 		if (real) {
 			snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", slash + 1);

@@ -60,25 +60,25 @@ static const char verify_usage[] =
 #define VERIFY_BUFFER_BUDGET (1ull << 30)
 
 typedef struct vsrc {
-	dsv_source *s;    /* NULL: refused, reason says why */
-	int owned;        /* closed by us (not a manifest's) */
-	char *label;      /* "path" or "path:/dataset" */
+	dsv_source *s; /* NULL: refused, reason says why */
+	int owned;     /* closed by us (not a manifest's) */
+	char *label;   /* "path" or "path:/dataset" */
 	char *reason;
-	uint64_t first;   /* global index of its first chunk */
+	uint64_t first; /* global index of its first chunk */
 } vsrc;
 
 typedef struct vbad {
 	size_t src;
 	dsv_chunk_ref ref;
 	int err;
-	int table; /* the chunk decodes, but its row of the block table is wrong */
+	int table;      /* the chunk decodes, but its row of the block table is wrong */
 	char file[512]; /* a grid band's chunk that failed (its file, for Zarr), or "" */
 } vbad;
 
 typedef struct vjob {
 	vsrc *srcs;
 	size_t nsrcs, cap;
-	uint64_t total; /* chunks */
+	uint64_t total;     /* chunks */
 	size_t dst_cap;     /* a worker's buffer: the largest decoded chunk */
 	size_t scratch_cap; /* the largest stored chunk (each worker stages one) */
 
@@ -143,7 +143,8 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 		if ((err = dsv_source_open_h5(t->file, t->dataset, &s, eb)))
 			return err;
 		const dsv_source_info *si = dsv_source_get_info(s);
-		err = add_source(j, s, 1, dsv_target_label(label, sizeof(label), si->path, si->dataset),
+		err = add_source(j, s, 1,
+				 dsv_target_label(label, sizeof(label), si->path, si->dataset),
 				 NULL);
 		if (err) {
 			dsv_source_close(s);
@@ -162,7 +163,8 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 			err = dsv_errf(eb, oerr, "%s", oeb.msg);
 			break;
 		}
-		err = add_source(j, s, 1, label, oerr ? dsv_cli_reason(&oeb, t->file, names[i]) : NULL);
+		err = add_source(j, s, 1, label,
+				 oerr ? dsv_cli_reason(&oeb, t->file, names[i]) : NULL);
 		if (err) {
 			dsv_source_close(s);
 			err = dsv_errf(eb, err, "out of memory");
@@ -189,8 +191,10 @@ static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 				seen = dsv_source_same_file(dsv_source_get_info(j->srcs[q].s), si);
 			if (seen)
 				continue;
-			if (add_source(j, v->sources[k], 0,
-				       dsv_target_label(label, sizeof(label), si->path, si->dataset), NULL))
+			if (add_source(
+				    j, v->sources[k], 0,
+				    dsv_target_label(label, sizeof(label), si->path, si->dataset),
+				    NULL))
 				return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		}
 	}
@@ -298,8 +302,9 @@ static void *worker(void *arg)
 			     narrow_fallback(j, si, &ref, dst) == 0))
 			record_bad(j, si, &ref, err, table, eb);
 		else if (!err)
-			atomic_fetch_add(&j->bytes, ref.nelems *
-					 dsv_dtype_size(dsv_source_get_info(v->s)->dtype));
+			atomic_fetch_add(&j->bytes,
+					 ref.nelems *
+						 dsv_dtype_size(dsv_source_get_info(v->s)->dtype));
 		atomic_fetch_add(&j->done, 1);
 	}
 	free(eb);
@@ -333,7 +338,8 @@ static const char *bad_reason(const vbad *b)
 				   : "stored chunk shorter than its data";
 	case DSV_ERR_TRUNCATED: return "lies past the end of the file";
 	case DSV_ERR_IO:
-		return b->ref.fallback ? "the HDF5 library could not read or decode it" : "read error";
+		return b->ref.fallback ? "the HDF5 library could not read or decode it"
+				       : "read error";
 	}
 	return dsv_strerror(b->err);
 }
@@ -358,7 +364,8 @@ static void print_bad(const vjob *j, const vbad *b)
 		printf("rows %llu-%llu", (unsigned long long)(first / row),
 		       (unsigned long long)(end / row - 1));
 	else
-		printf("elements %llu-%llu", (unsigned long long)first, (unsigned long long)(end - 1));
+		printf("elements %llu-%llu", (unsigned long long)first,
+		       (unsigned long long)(end - 1));
 	if (b->ref.fallback)
 		printf(" (through the HDF5 library)");
 	else if (b->ref.grid)
@@ -440,9 +447,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	}
 
 	switch (t.kind) {
-	case DSV_TARGET_H5:
-		err = collect_h5(&j, &t, &eb);
-		break;
+	case DSV_TARGET_H5: err = collect_h5(&j, &t, &eb); break;
 	case DSV_TARGET_MANIFEST:
 		if (!(err = dsv_manifest_load(t.file, &m, &eb)))
 			err = collect_manifest(&j, m, &eb);

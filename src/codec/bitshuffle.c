@@ -43,10 +43,6 @@
 #define BSHUF_HEADER 12
 #define BSHUF_BLOCK_HEADER 4
 
-
-
-
-
 size_t dsv_bshuf_default_block(size_t elem_size)
 {
 	size_t b = elem_size ? 8192 / elem_size : 0;
@@ -183,7 +179,8 @@ int64_t dsv_bshuf_decode(void *dst, size_t dst_size, const void *src, size_t src
 				goto out;
 			stored = dsv_load_be32(in + pos);
 			pos += BSHUF_BLOCK_HEADER;
-			if (stored > src_size - pos || inner_decode(compression, tmp, want, in + pos, stored))
+			if (stored > src_size - pos ||
+			    inner_decode(compression, tmp, want, in + pos, stored))
 				goto out;
 			pos += stored;
 		}
@@ -201,7 +198,8 @@ out:
 
 size_t dsv_bshuf_bound(size_t src_size, size_t elem_size, size_t block_size, int compression)
 {
-	size_t blk = block_size ? block_size : dsv_bshuf_default_block(elem_size), bb, nblocks, per, b;
+	size_t blk = block_size ? block_size : dsv_bshuf_default_block(elem_size), bb, nblocks, per,
+	       b;
 
 	if (compression == DSV_BSHUF_NONE)
 		return src_size;
@@ -266,10 +264,13 @@ int64_t dsv_bshuf_encode(void *dst, size_t dst_cap, const void *src, size_t src_
 				goto out;
 			room = dst_cap - pos - BSHUF_BLOCK_HEADER;
 			if (compression == DSV_BSHUF_LZ4) {
-				int r = want > LZ4_MAX_INPUT_SIZE ? 0
-					: LZ4_compress_default((const char *)tmp,
-							       (char *)out + pos + BSHUF_BLOCK_HEADER,
-							       (int)want, room > INT_MAX ? INT_MAX : (int)room);
+				int r = want > LZ4_MAX_INPUT_SIZE
+						? 0
+						: LZ4_compress_default(
+							  (const char *)tmp,
+							  (char *)out + pos + BSHUF_BLOCK_HEADER,
+							  (int)want,
+							  room > INT_MAX ? INT_MAX : (int)room);
 				if (r <= 0)
 					goto out;
 				got = (size_t)r;

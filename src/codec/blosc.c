@@ -31,7 +31,6 @@
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
-
 int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
 	size_t nbytes;

@@ -18,8 +18,7 @@
  * greedy encoder, for tests and fuzzing). @return the encoded size, or
  * DSV_ERR_OVERFLOW if it does not fit in dst_cap (at most src_size +
  * src_size / 32 + 1 bytes are ever needed). */
-int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size);
+int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src, size_t src_size);
 
 /* zlib and gzip streams (dsv_zlib_decode) */
 /* Room dsv_zlib_encode needs at most for src_size bytes. */

@@ -51,8 +51,8 @@ static inline uint32_t fold(uint32_t x)
 #else
 #define DSV_CLONES target_clones("avx2", "default"),
 #endif
-__attribute__((DSV_CLONES DSV_VECTORISE))
-static void block_sums(const uint8_t *p, size_t n, uint32_t *a, uint32_t *b)
+__attribute__((DSV_CLONES DSV_VECTORISE)) static void block_sums(const uint8_t *p, size_t n,
+								 uint32_t *a, uint32_t *b)
 {
 	uint32_t sa = 0, sb = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -99,7 +99,6 @@ uint32_t dsv_fletcher32(const void *data, size_t len)
 	sum2 = fold(sum2);
 	return (sum2 << 16) | sum1;
 }
-
 
 int dsv_fletcher32_check(const void *buf, size_t len)
 {

@@ -85,8 +85,7 @@ int dsv_lz4_block_decode(uint8_t *out, uint64_t want, const uint8_t *in, uint32_
 	return got < 0 || (uint64_t)got != want ? DSV_ERR_CORRUPT : 0;
 }
 
-int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size)
+int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src, size_t src_size)
 {
 	const uint8_t *in = src;
 	uint8_t *out = dst;
@@ -161,8 +160,8 @@ size_t dsv_lz4_bound(size_t src_size, size_t block_size)
 }
 
 /* hc: LZ4HC at level; else LZ4 fast with acceleration level (>= 1). */
-static int64_t encode(void *dst, size_t dst_cap, const void *src,
-		      size_t src_size, size_t block_size, int hc, int level)
+static int64_t encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+		      size_t block_size, int hc, int level)
 {
 	const char *in = src;
 	uint8_t *out = dst;
@@ -210,17 +209,16 @@ static int64_t encode(void *dst, size_t dst_cap, const void *src,
 	return (int64_t)pos;
 }
 
-int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size, size_t block_size, int level)
+int64_t dsv_lz4_encode(void *dst, size_t dst_cap, const void *src, size_t src_size,
+		       size_t block_size, int level)
 {
 	if (level < 0 || level > LZ4HC_CLEVEL_MAX)
 		return DSV_ERR_INVALID;
-	return encode(dst, dst_cap, src, src_size, block_size, level > 0,
-		      level > 0 ? level : 1);
+	return encode(dst, dst_cap, src, src_size, block_size, level > 0, level > 0 ? level : 1);
 }
 
-int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src,
-			    size_t src_size, size_t block_size, int acceleration)
+int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src, size_t src_size,
+			    size_t block_size, int acceleration)
 {
 	if (acceleration < 1 || acceleration > DSV_LZ4_MAX_ACCELERATION)
 		return DSV_ERR_INVALID;

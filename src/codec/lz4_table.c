@@ -8,14 +8,13 @@
 #define LZ4F_HEADER DSV_LZ4_HEADER
 #define LZ4F_BLOCK_HEADER 4
 
-void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at,
-			 uint32_t *row)
+void dsv_lz4_block_table(const void *src, const dsv_lz4_frame *f, const uint64_t *at, uint32_t *row)
 {
 	const uint8_t *in = src;
 	for (uint64_t i = 0; i < f->nblocks; i++) {
 		row[DSV_LZ4_TABLE_WORDS * i] = dsv_load_be32(in + at[i]);
-		row[DSV_LZ4_TABLE_WORDS * i + 1] =
-			dsv_fletcher32(in + at[i], (size_t)(at[i + 1] - at[i]));
+		row[DSV_LZ4_TABLE_WORDS * i + 1] = dsv_fletcher32(in + at[i],
+								  (size_t)(at[i + 1] - at[i]));
 	}
 }
 
@@ -62,12 +61,14 @@ int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *sr
 		/* a block inside [lo, hi) straight to its place, else via edge */
 		int inside = first >= lo && first + want <= hi;
 		uint8_t *to = inside ? (uint8_t *)dst + (first - lo) : edge;
-		if (size == 0 || dsv_lz4_block_decode(to, want, p + LZ4F_BLOCK_HEADER, (uint32_t)size))
+		if (size == 0 ||
+		    dsv_lz4_block_decode(to, want, p + LZ4F_BLOCK_HEADER, (uint32_t)size))
 			return DSV_ERR_CORRUPT;
 		if (!inside) {
 			uint64_t a = lo > first ? lo : first;
 			uint64_t z = hi < first + want ? hi : first + want;
-			memcpy((uint8_t *)dst + (a - lo), (uint8_t *)edge + (a - first), (size_t)(z - a));
+			memcpy((uint8_t *)dst + (a - lo), (uint8_t *)edge + (a - first),
+			       (size_t)(z - a));
 		}
 		done += want;
 		p += LZ4F_BLOCK_HEADER + size;
@@ -75,8 +76,7 @@ int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *sr
 	return (int64_t)done;
 }
 
-int dsv_lz4_table_row(const void *frame, size_t size, uint64_t nblocks, uint64_t *at,
-		      uint32_t *row)
+int dsv_lz4_table_row(const void *frame, size_t size, uint64_t nblocks, uint64_t *at, uint32_t *row)
 {
 	dsv_lz4_frame f;
 	if (dsv_lz4_frame_info(frame, size, &f) || f.nblocks != nblocks ||

@@ -22,8 +22,7 @@
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
-int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
-		       size_t src_size)
+int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src, size_t src_size)
 {
 	const uint8_t *in = src;
 	uint8_t *out = dst;
@@ -63,8 +62,8 @@ int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src,
 }
 
 /* Flushes the pending literals [lit, ip) as runs of at most 32. */
-static int put_literals(uint8_t *out, size_t cap, size_t *op, const uint8_t *in,
-			size_t lit, size_t ip)
+static int put_literals(uint8_t *out, size_t cap, size_t *op, const uint8_t *in, size_t lit,
+			size_t ip)
 {
 	while (lit < ip) {
 		size_t n = ip - lit < 32 ? ip - lit : 32;
@@ -82,8 +81,7 @@ static int put_literals(uint8_t *out, size_t cap, size_t *op, const uint8_t *in,
 #define LZF_MAX_DIST 8192
 #define LZF_MAX_LEN 264 /* 7 + 255 + 2 */
 
-int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src,
-		       size_t src_size)
+int64_t dsv_lzf_encode(void *dst, size_t dst_cap, const void *src, size_t src_size)
 {
 	const uint8_t *in = src;
 	uint8_t *out = dst;

@@ -74,8 +74,8 @@ int64_t dsv_zlib_encode(void *dst, size_t dst_cap, const void *src, size_t src_s
 	memset(&z, 0, sizeof(z));
 	if (level < 0 || level > 9)
 		level = Z_DEFAULT_COMPRESSION;
-	if (deflateInit2(&z, level, Z_DEFLATED, gzip ? GZIP_WBITS : WBITS, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, level, Z_DEFLATED, gzip ? GZIP_WBITS : WBITS, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
 		return DSV_ERR_NOMEM;
 	z.next_in = (Bytef *)(uintptr_t)src;
 	z.avail_in = (uInt)src_size;

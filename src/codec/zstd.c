@@ -26,8 +26,7 @@ int dsv_zstd_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 	return 0;
 }
 
-int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src,
-			size_t src_size)
+int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src, size_t src_size)
 {
 	uint64_t raw;
 	size_t frame, got;
@@ -50,17 +49,15 @@ size_t dsv_zstd_bound(size_t src_size)
 	return ZSTD_compressBound(src_size);
 }
 
-int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src,
-			size_t src_size, int level)
+int64_t dsv_zstd_encode(void *dst, size_t dst_cap, const void *src, size_t src_size, int level)
 {
 	size_t n;
 
-	if ((uint64_t)src_size > INT64_MAX || level < ZSTD_minCLevel() ||
-	    level > ZSTD_maxCLevel())
+	if ((uint64_t)src_size > INT64_MAX || level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
 		return DSV_ERR_INVALID;
 	n = ZSTD_compress(dst, dst_cap, src, src_size, level);
 	if (ZSTD_isError(n))
 		return ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall ? DSV_ERR_OVERFLOW
-									  : DSV_ERR_INVALID;
+									   : DSV_ERR_INVALID;
 	return (int64_t)n;
 }

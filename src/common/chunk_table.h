@@ -38,7 +38,7 @@ void dsv_chunk_table_fini(dsv_chunk_table *t, void (*free_thing)(void *thing));
 
 /* The thing of (key, chunk), or NULL. */
 static inline dsv_chunk_link *dsv_chunk_table_find(const dsv_chunk_table *t, uint64_t key,
-						    uint64_t chunk)
+						   uint64_t chunk)
 {
 	dsv_chunk_link *l = t->buckets[dsv_hash_chunk(key, chunk) & t->mask];
 	while (l && (l->key != key || l->chunk != chunk))

@@ -36,12 +36,12 @@ static const struct {
 	const char *descr;
 	size_t size;
 } dtypes[DSV_DTYPE__COUNT] = {
-	[DSV_U8] = { "uint8", "|u1", 1 },     [DSV_I8] = { "int8", "|i1", 1 },
-	[DSV_U16] = { "uint16", "<u2", 2 },   [DSV_I16] = { "int16", "<i2", 2 },
-	[DSV_U32] = { "uint32", "<u4", 4 },   [DSV_I32] = { "int32", "<i4", 4 },
-	[DSV_U64] = { "uint64", "<u8", 8 },   [DSV_I64] = { "int64", "<i8", 8 },
-	[DSV_F16] = { "float16", "<f2", 2 },  [DSV_F32] = { "float32", "<f4", 4 },
-	[DSV_F64] = { "float64", "<f8", 8 },  [DSV_BF16] = { "bfloat16", "<u2", 2 },
+	[DSV_U8] = { "uint8", "|u1", 1 },    [DSV_I8] = { "int8", "|i1", 1 },
+	[DSV_U16] = { "uint16", "<u2", 2 },  [DSV_I16] = { "int16", "<i2", 2 },
+	[DSV_U32] = { "uint32", "<u4", 4 },  [DSV_I32] = { "int32", "<i4", 4 },
+	[DSV_U64] = { "uint64", "<u8", 8 },  [DSV_I64] = { "int64", "<i8", 8 },
+	[DSV_F16] = { "float16", "<f2", 2 }, [DSV_F32] = { "float32", "<f4", 4 },
+	[DSV_F64] = { "float64", "<f8", 8 }, [DSV_BF16] = { "bfloat16", "<u2", 2 },
 };
 
 size_t dsv_dtype_size(dsv_dtype t)
@@ -80,12 +80,12 @@ dsv_dtype dsv_dtype_parse(const char *s)
 		const char *alias;
 		dsv_dtype t;
 	} aliases[] = {
-		{ "u1", DSV_U8 },   { "i1", DSV_I8 },   { "u2", DSV_U16 },
-		{ "i2", DSV_I16 },  { "u4", DSV_U32 },  { "i4", DSV_I32 },
-		{ "u8", DSV_U64 },  { "i8", DSV_I64 },
-		{ "f2", DSV_F16 },  { "f4", DSV_F32 },  { "f8", DSV_F64 },
-		{ "half", DSV_F16 }, { "float", DSV_F32 }, { "double", DSV_F64 },
-		{ "bf16", DSV_BF16 }, { "f32", DSV_F32 }, { "f16", DSV_F16 },
+		{ "u1", DSV_U8 },     { "i1", DSV_I8 },      { "u2", DSV_U16 },
+		{ "i2", DSV_I16 },    { "u4", DSV_U32 },     { "i4", DSV_I32 },
+		{ "u8", DSV_U64 },    { "i8", DSV_I64 },     { "f2", DSV_F16 },
+		{ "f4", DSV_F32 },    { "f8", DSV_F64 },     { "half", DSV_F16 },
+		{ "float", DSV_F32 }, { "double", DSV_F64 }, { "bf16", DSV_BF16 },
+		{ "f32", DSV_F32 },   { "f16", DSV_F16 },
 	};
 	if (!s)
 		return DSV_DTYPE_INVALID;
@@ -146,8 +146,7 @@ int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)
 	return err;
 }
 
-int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where, const char *fmt,
-		...)
+int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where, const char *fmt, ...)
 {
 	if (eb) {
 		va_list ap;

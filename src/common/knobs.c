@@ -19,30 +19,37 @@ static const char *const kernel_names[] = { "scalar", "avx2", "avx512", NULL };
  * where: keep the two equal. */
 static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 	[DSV_KNOB_GRID_BAND_KB] = { "DSVIEW_GRID_BAND_KB", 256, 0, 256 << 10, NULL,
-		"KiB of elements in one band of an N-d chunk grid (a chunk of the read path); "
-		"at most source_i.h's DSV_GRID_BAND_MAX" },
+				    "KiB of elements in one band of an N-d chunk grid (a chunk of "
+				    "the read path); "
+				    "at most source_i.h's DSV_GRID_BAND_MAX" },
 	[DSV_KNOB_H5_GRID] = { "DSVIEW_H5_GRID", 1, 0, 1, NULL,
-		"0: HDF5 chunks that split rows are read through the HDF5 library "
-		"(make bench-grid compares the two)" },
+			       "0: HDF5 chunks that split rows are read through the HDF5 library "
+			       "(make bench-grid compares the two)" },
 	[DSV_KNOB_KERNEL] = { "DSVIEW_KERNEL", -1, 0, 0, kernel_names,
-		"the CPU transform kernel (scalar, avx2, avx512); unset: the widest the "
-		"processor has" },
+			      "the CPU transform kernel (scalar, avx2, avx512); unset: the widest "
+			      "the "
+			      "processor has" },
 	[DSV_KNOB_GPU_EMULATE] = { "DSVIEW_GPU_EMULATE", 0, 0, 1, NULL,
-		"1: with --gpu auto and no device, the device readahead runs the host build "
-		"of the device code (for tests)" },
+				   "1: with --gpu auto and no device, the device readahead runs "
+				   "the host build "
+				   "of the device code (for tests)" },
 	[DSV_KNOB_GPU_MIN_KB] = { "DSVIEW_GPU_MIN_KB", 0, 0, 1 << 30, NULL,
-		"chunks of fewer KiB are decoded on the CPU, not the GPU" },
+				  "chunks of fewer KiB are decoded on the CPU, not the GPU" },
 	[DSV_KNOB_GPU_MIN_BLOCKS] = { "DSVIEW_GPU_MIN_BLOCKS", 16, 1, 1 << 20, NULL,
-		"a chunk read alone goes to the GPU only with this many LZ4 blocks (one warp "
-		"each); fewer decode faster on a CPU core" },
+				      "a chunk read alone goes to the GPU only with this many LZ4 "
+				      "blocks (one warp "
+				      "each); fewer decode faster on a CPU core" },
 	[DSV_KNOB_READAHEAD_KB] = { "DSVIEW_READAHEAD_KB", 8 << 10, 0, 1 << 30, NULL,
-		"KiB of decoded bytes dsview reads ahead of a sequential stream; 0 turns it off" },
+				    "KiB of decoded bytes dsview reads ahead of a sequential "
+				    "stream; 0 turns it off" },
 	[DSV_KNOB_CLONE_FD] = { "DSVIEW_CLONE_FD", 0, 0, 1, NULL,
-		"1: each FUSE worker thread reads /dev/fuse through its own descriptor" },
+				"1: each FUSE worker thread reads /dev/fuse through its own "
+				"descriptor" },
 	[DSV_KNOB_MAX_BACKGROUND] = { "DSVIEW_MAX_BACKGROUND", 0, 0, 65535, NULL,
-		"the kernel's FUSE max_background; 0: libfuse's default" },
+				      "the kernel's FUSE max_background; 0: libfuse's default" },
 	[DSV_KNOB_HINT_THREADS] = { "DSVIEW_HINT_THREADS", 16, 1, 256, NULL,
-		"threads that store the rows of sampler hints in the page cache" },
+				    "threads that store the rows of sampler hints in the page "
+				    "cache" },
 };
 
 static int64_t value[DSV_KNOB__COUNT];
@@ -92,9 +99,9 @@ static void read_one(dsv_knob k)
 			if (d->names)
 				warn_names(d, env);
 			else
-				dsv_log_warn("%s='%s' is not a whole number in [%" PRId64 ", %" PRId64
-					     "]: %" PRId64 " used", d->name, env, d->min, d->max,
-					     d->def);
+				dsv_log_warn("%s='%s' is not a whole number in [%" PRId64
+					     ", %" PRId64 "]: %" PRId64 " used",
+					     d->name, env, d->min, d->max, d->def);
 			v = d->def;
 		}
 	}

@@ -37,10 +37,10 @@ typedef enum dsv_knob {
  * [min, max]; a named knob (names not NULL) one of names, and its value
  * is the name's index in names, or def (-1: unset) when not set. */
 typedef struct dsv_knob_def {
-	const char *name;  /* "DSVIEW_..." */
+	const char *name; /* "DSVIEW_..." */
 	int64_t def, min, max;
 	const char *const *names; /* NULL-terminated, or NULL for an integer knob */
-	const char *help;  /* one line: what it is for */
+	const char *help;         /* one line: what it is for */
 } dsv_knob_def;
 
 /* The table's entry of k. */

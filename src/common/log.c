@@ -154,7 +154,8 @@ static void vlog(int level, const char *fmt, va_list ap)
 	}
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
-	int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d dsview[%d] %s: %s\n",
+	int n = snprintf(line, sizeof(line),
+			 "%04d-%02d-%02d %02d:%02d:%02d.%03d dsview[%d] %s: %s\n",
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 			 tm.tm_sec, (int)(tv.tv_usec / 1000), (int)getpid(), names[level], shown);
 	if (n < 0)

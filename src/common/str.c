@@ -18,8 +18,8 @@ int dsv_has_ext(const char *name, const char *ext)
 
 int dsv_is_h5_name(const char *name)
 {
-	return dsv_has_ext(name, ".h5") || dsv_has_ext(name, ".hdf5") || dsv_has_ext(name, ".hdf") ||
-	       dsv_has_ext(name, ".he5") || dsv_has_ext(name, ".nc");
+	return dsv_has_ext(name, ".h5") || dsv_has_ext(name, ".hdf5") ||
+	       dsv_has_ext(name, ".hdf") || dsv_has_ext(name, ".he5") || dsv_has_ext(name, ".nc");
 }
 
 int dsv_spec_split(const char *spec, char **file, char **dataset)

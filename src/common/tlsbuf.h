@@ -13,17 +13,17 @@
 #include <stddef.h>
 
 enum {
-	DSV_TLS_STORED, /* a chunk's stored (compressed) bytes */
-	DSV_TLS_RAW,    /* source elements pread for a transform */
-	DSV_TLS_OUT,    /* a read's output bytes (the FUSE reply) */
-	DSV_TLS_ROW,    /* source runs of view rows: a CHW row's pixels, windows' stretches */
-	DSV_TLS_PERM,   /* a CHW row's pixels gathered into output order */
-	DSV_TLS_GRID,   /* one decoded chunk of an N-d grid, before it is scattered */
+	DSV_TLS_STORED,    /* a chunk's stored (compressed) bytes */
+	DSV_TLS_RAW,       /* source elements pread for a transform */
+	DSV_TLS_OUT,       /* a read's output bytes (the FUSE reply) */
+	DSV_TLS_ROW,       /* source runs of view rows: a CHW row's pixels, windows' stretches */
+	DSV_TLS_PERM,      /* a CHW row's pixels gathered into output order */
+	DSV_TLS_GRID,      /* one decoded chunk of an N-d grid, before it is scattered */
 	DSV_TLS_GRID_PART, /* one chunk-row of a grid band, read alone */
-	DSV_TLS_BLOCKS, /* a block table's row and the part-covered blocks of an LZ4 read */
-	DSV_TLS_DEV_IN, /* stored chunks staged for the device: the readahead's (backend/make.c),
+	DSV_TLS_BLOCKS,    /* a block table's row and the part-covered blocks of an LZ4 read */
+	DSV_TLS_DEV_IN,    /* stored chunks staged for the device: the readahead's (backend/make.c),
 			   a chunk read alone (gpu/gpu_host.c) */
-	DSV_TLS_DEV_EDGE, /* the device's output of chunks a readahead range covers in part */
+	DSV_TLS_DEV_EDGE,  /* the device's output of chunks a readahead range covers in part */
 	DSV_TLS_NSLOTS
 };
 

@@ -186,9 +186,11 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 		fsname[k++] = *src;
 	}
 	fsname[k] = '\0';
-	if (snprintf(optbuf, sizeof(optbuf), "-o%s%sfsname=%s,subtype=dsview,ro,nosuid,nodev,"
-		     "default_permissions", o->fuse_opts ? o->fuse_opts : "",
-		     o->fuse_opts ? "," : "", fsname) >= (int)sizeof(optbuf)) {
+	if (snprintf(optbuf, sizeof(optbuf),
+		     "-o%s%sfsname=%s,subtype=dsview,ro,nosuid,nodev,"
+		     "default_permissions",
+		     o->fuse_opts ? o->fuse_opts : "", o->fuse_opts ? "," : "",
+		     fsname) >= (int)sizeof(optbuf)) {
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, mountpoint, NULL, "FUSE options too long");
 		goto fail;
 	}
@@ -450,7 +452,9 @@ static void start_prefetch(dsv_fs *fs)
 		 * once a chunk) */
 		uint64_t half = bytes / (v->seg_raw ? v->seg_raw : 1) / 2;
 		if (dsv_backend_makes(fs->backend, v))
-			batch[i] = half < 1 ? 1 : half > DEVICE_BATCH ? DEVICE_BATCH : (unsigned)half;
+			batch[i] = half < 1              ? 1
+				   : half > DEVICE_BATCH ? DEVICE_BATCH
+							 : (unsigned)half;
 	}
 	fs->prefetch = dsv_prefetch_start(file_views, batch, fs->nnodes, PREFETCH_THREADS, bytes,
 					  push_chunks, fs);
@@ -500,12 +504,13 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	}
 	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, readahead "
 		     "%llu KiB, kernel %s)",
-		     fs->m->nviews, fs->m->path, fs->mountpoint, (unsigned long long)fs->o.cache_size,
-		     threads, (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
+		     fs->m->nviews, fs->m->path, fs->mountpoint,
+		     (unsigned long long)fs->o.cache_size, threads,
+		     (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	set_readahead(fs->mountpoint, fs->o.readahead);
 	start_prefetch(fs);
-	fs->hints = dsv_hints_start((int)dsv_knob_int(DSV_KNOB_HINT_THREADS), HINT_CAP,
-				     push_row, fs);
+	fs->hints = dsv_hints_start((int)dsv_knob_int(DSV_KNOB_HINT_THREADS), HINT_CAP, push_row,
+				    fs);
 	if (fs->serving)
 		fs->serving(fs->serving_arg);
 	err = fuse_session_loop_mt(fs->se, cfg);

@@ -73,10 +73,10 @@ struct dsv_fs {
 	int mounted;
 	dsv_backend *backend;
 	dsv_cache *cache;
-	dsv_cache *tiles; /* tiles of windows (read.h): a small budget of its own */
+	dsv_cache *tiles;       /* tiles of windows (read.h): a small budget of its own */
 	dsv_prefetch *prefetch; /* NULL: off */
 	dsv_hints *hints;       /* sampler hints (hints.h), NULL: off */
-	node *nodes; /* nodes[ino - 1] */
+	node *nodes;            /* nodes[ino - 1] */
 	size_t nnodes, capnodes;
 	/* (parent, name) -> inode number; see tree.c */
 	fuse_ino_t *slots;
@@ -92,7 +92,7 @@ struct dsv_fs {
 	/* a data read's two halves (ops.c): making its bytes, and writing
 	 * the reply (the kernel copies it into the reader's pages) */
 	lat_hist lat_make, lat_reply;
-	unsigned max_read; /* -o max_read=N, or 0 */
+	unsigned max_read;       /* -o max_read=N, or 0 */
 	unsigned max_background; /* DSVIEW_MAX_BACKGROUND (fs.c), or 0: libfuse's */
 	/* .stats.json snapshots of open handles. The kernel sends RELEASE
 	 * after close without waiting; an unmount can end the connection

@@ -88,7 +88,8 @@ static void reply_slice(fuse_req_t req, const char *data, size_t len, size_t siz
 	if ((uint64_t)off >= len)
 		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, data + off, len - (size_t)off < size ? len - (size_t)off : size);
+		fuse_reply_buf(req, data + off,
+			       len - (size_t)off < size ? len - (size_t)off : size);
 }
 
 /* Bytes [off, off + len) of data file n (inside it) into buf: the .npy
@@ -165,9 +166,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	case N_JSON:
 		reply_slice(req, fs->m->views[n->view]->json, (size_t)n->size, size, off);
 		break;
-	case N_SKIPPED:
-		reply_slice(req, fs->m->skipped_json, (size_t)n->size, size, off);
-		break;
+	case N_SKIPPED: reply_slice(req, fs->m->skipped_json, (size_t)n->size, size, off); break;
 	case N_STATS: {
 		/* Reply from a copy of the handle's snapshot. Once the kernel has
 		 * the reply, the reader may close the file and another worker
@@ -183,8 +182,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(copy);
 		break;
 	}
-	default:
-		read_view(fs, req, ino, n, size, (uint64_t)off);
+	default: read_view(fs, req, ino, n, size, (uint64_t)off);
 	}
 }
 

@@ -122,7 +122,8 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 		uint64_t d = bytes / raw;
 		p->files[i].v = v;
 		p->files[i].depth = (unsigned)(d < 2 ? 2 : d > MAX_DEPTH ? MAX_DEPTH : d);
-		p->files[i].slack = p->files[i].depth / 4 > START_MIN ? p->files[i].depth / 4 : START_MIN;
+		p->files[i].slack = p->files[i].depth / 4 > START_MIN ? p->files[i].depth / 4
+								      : START_MIN;
 		p->files[i].batch = batch && batch[i] > 1 ? batch[i] : 1;
 	}
 	for (; p->nthreads < threads; p->nthreads++)
@@ -187,7 +188,8 @@ static void merge_streams(file_state *f, unsigned si)
 	for (unsigned i = 0; i < NSTREAMS; i++) {
 		stream *t = &f->s[i];
 		if (i == si || !t->live || t->lo > reach(s) || reach(t) < s->lo ||
-		    !(t->lo > s->lo ? near_head(f, s, t->lo) : s->lo > t->lo && near_head(f, t, s->lo)))
+		    !(t->lo > s->lo ? near_head(f, s, t->lo)
+				    : s->lo > t->lo && near_head(f, t, s->lo)))
 			continue;
 		if (t->lo < s->lo)
 			s->lo = t->lo;
@@ -213,7 +215,9 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t 
 	stream *s = &f->s[si];
 	s->used = ++p->tick;
 	if (fresh) {
-		*s = (stream){ .live = 1, .lo = first, .hi = last, .used = p->tick, .bytes = bytes };
+		*s = (stream){
+			.live = 1, .lo = first, .hi = last, .used = p->tick, .bytes = bytes
+		};
 		goto out;
 	}
 	s->bytes += bytes;
@@ -237,8 +241,9 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t 
 		goto out;
 	s->ahead = to;
 	for (uint64_t g = from; g < to && p->len < QUEUE_CAP; g++) {
-		p->q[(p->head + p->len) % QUEUE_CAP] =
-			(job){ .file = file, .stream = si, .chunk = g, .trip = g == from + (to - from) / 2 };
+		p->q[(p->head + p->len) % QUEUE_CAP] = (job){
+			.file = file, .stream = si, .chunk = g, .trip = g == from + (to - from) / 2
+		};
 		p->len++;
 	}
 	pthread_cond_broadcast(&p->cv);

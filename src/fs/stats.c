@@ -76,61 +76,58 @@ static char *render_stats(dsv_fs *fs)
 	char make[HIST_TEXT], reply[HIST_TEXT];
 	render_hist(make, &fs->lat_make);
 	render_hist(reply, &fs->lat_reply);
-	if (asprintf(&s,
-		     "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"gpu_device\": \"%s\",\n"
-		     "  \"gpu_off_why\": \"%s\",\n  \"gpu_chunks\": %llu,\n  \"gpu_bytes\": %llu,\n"
-		     "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_busy\": %llu,\n"
-		     "  \"gpu_failed\": %s,\n"
-		     "  \"gpu_emulated\": %s,\n  \"gpu_readahead_bytes\": %llu,\n"
-		     "  \"gpu_readahead_fallbacks\": %llu,\n"
-		     "  \"gpu_batch_bytes\": %llu,\n  \"gpu_pinned_bytes\": %llu,\n"
-		     "  \"gpu_cache_bytes\": %llu,\n  \"gpu_cache_used\": %llu,\n"
-		     "  \"gpu_cache_chunks\": %llu,\n  \"gpu_cache_hits\": %llu,\n"
-		     "  \"gpu_cache_misses\": %llu,\n"
-		     "  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
-		     "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
-		     "  \"read_errors\": %llu,\n"
-		     "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
-		     "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
-		     "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
-		     "  \"cache_ghost_hits\": %llu,\n  \"cache_reuses\": %llu,\n"
-		     "  \"cache_bytes_probation\": %llu,\n"
-		     "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
-		     "  \"bytes_pushed\": %llu,\n  \"read_entries\": %llu,\n"
-		     "  \"hints_queued\": %llu,\n  \"hints_stored\": %llu,\n  \"hints_dropped\": %llu,\n"
-		     "  \"read_make_us\": %s,\n  \"read_make_us_sum\": %llu,\n"
-		     "  \"read_reply_us\": %s,\n  \"read_reply_us_sum\": %llu,\n"
-		     "  \"errors\": %llu\n}\n",
-		     (int)getpid(), dsv_backend_name(fs->backend),
-		     json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
-		     (unsigned long long)bs.gpu_chunks, (unsigned long long)bs.gpu_bytes,
-		     (unsigned long long)bs.gpu_batches, (unsigned long long)bs.gpu_fallbacks,
-		     (unsigned long long)bs.gpu_busy, bs.gpu_failed ? "true" : "false",
-		     bs.gpu_emulated ? "true" : "false",
-		     (unsigned long long)bs.made_bytes, (unsigned long long)bs.made_fallbacks,
-		     (unsigned long long)bs.batch_bytes, (unsigned long long)bs.pinned_bytes,
-		     (unsigned long long)bs.tier_bytes, (unsigned long long)bs.tier_used,
-		     (unsigned long long)bs.tier_chunks, (unsigned long long)bs.tier_hits,
-		     (unsigned long long)bs.tier_misses,
-		     dsv_xform_kernel_name(), fs->m->nviews,
-		     (unsigned long long)fs->reads, (unsigned long long)fs->bytes_served,
-		     (unsigned long long)fs->bytes_decoded, (unsigned long long)fs->read_errors,
-		     (unsigned long long)fs->opens,
-		     (unsigned long long)decoded,
-		     (unsigned long long)cs.fill_errors,
-		     (unsigned long long)cs.hits, (unsigned long long)cs.misses,
-		     (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
-		     (unsigned long long)cs.entries, (unsigned long long)cs.ghost_hits,
-		     (unsigned long long)cs.reuses, (unsigned long long)cs.bytes_probation,
-		     (unsigned long long)cs.bytes_used,
-		     (unsigned long long)cs.budget,
-		     (unsigned long long)dsv_prefetch_done(fs->prefetch),
-		     (unsigned long long)fs->bytes_pushed, (unsigned long long)made,
-		     (unsigned long long)hs.queued, (unsigned long long)hs.stored,
-		     (unsigned long long)hs.dropped, make,
-		     (unsigned long long)fs->lat_make.sum_us, reply,
-		     (unsigned long long)fs->lat_reply.sum_us,
-		     (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
+	if (asprintf(
+		    &s,
+		    "{\n  \"pid\": %d,\n  \"backend\": \"%s\",\n  \"gpu_device\": \"%s\",\n"
+		    "  \"gpu_off_why\": \"%s\",\n  \"gpu_chunks\": %llu,\n  \"gpu_bytes\": %llu,\n"
+		    "  \"gpu_batches\": %llu,\n  \"gpu_fallbacks\": %llu,\n  \"gpu_busy\": %llu,\n"
+		    "  \"gpu_failed\": %s,\n"
+		    "  \"gpu_emulated\": %s,\n  \"gpu_readahead_bytes\": %llu,\n"
+		    "  \"gpu_readahead_fallbacks\": %llu,\n"
+		    "  \"gpu_batch_bytes\": %llu,\n  \"gpu_pinned_bytes\": %llu,\n"
+		    "  \"gpu_cache_bytes\": %llu,\n  \"gpu_cache_used\": %llu,\n"
+		    "  \"gpu_cache_chunks\": %llu,\n  \"gpu_cache_hits\": %llu,\n"
+		    "  \"gpu_cache_misses\": %llu,\n"
+		    "  \"kernel\": \"%s\",\n  \"views\": %zu,\n"
+		    "  \"reads\": %llu,\n  \"bytes_served\": %llu,\n  \"bytes_decoded\": %llu,\n"
+		    "  \"read_errors\": %llu,\n"
+		    "  \"opens\": %llu,\n  \"chunks_decoded\": %llu,\n  \"decode_errors\": %llu,\n"
+		    "  \"cache_hits\": %llu,\n  \"cache_misses\": %llu,\n  \"cache_waits\": %llu,\n"
+		    "  \"cache_evictions\": %llu,\n  \"cache_entries\": %llu,\n"
+		    "  \"cache_ghost_hits\": %llu,\n  \"cache_reuses\": %llu,\n"
+		    "  \"cache_bytes_probation\": %llu,\n"
+		    "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
+		    "  \"bytes_pushed\": %llu,\n  \"read_entries\": %llu,\n"
+		    "  \"hints_queued\": %llu,\n  \"hints_stored\": %llu,\n  \"hints_dropped\": "
+		    "%llu,\n"
+		    "  \"read_make_us\": %s,\n  \"read_make_us_sum\": %llu,\n"
+		    "  \"read_reply_us\": %s,\n  \"read_reply_us_sum\": %llu,\n"
+		    "  \"errors\": %llu\n}\n",
+		    (int)getpid(), dsv_backend_name(fs->backend),
+		    json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
+		    (unsigned long long)bs.gpu_chunks, (unsigned long long)bs.gpu_bytes,
+		    (unsigned long long)bs.gpu_batches, (unsigned long long)bs.gpu_fallbacks,
+		    (unsigned long long)bs.gpu_busy, bs.gpu_failed ? "true" : "false",
+		    bs.gpu_emulated ? "true" : "false", (unsigned long long)bs.made_bytes,
+		    (unsigned long long)bs.made_fallbacks, (unsigned long long)bs.batch_bytes,
+		    (unsigned long long)bs.pinned_bytes, (unsigned long long)bs.tier_bytes,
+		    (unsigned long long)bs.tier_used, (unsigned long long)bs.tier_chunks,
+		    (unsigned long long)bs.tier_hits, (unsigned long long)bs.tier_misses,
+		    dsv_xform_kernel_name(), fs->m->nviews, (unsigned long long)fs->reads,
+		    (unsigned long long)fs->bytes_served, (unsigned long long)fs->bytes_decoded,
+		    (unsigned long long)fs->read_errors, (unsigned long long)fs->opens,
+		    (unsigned long long)decoded, (unsigned long long)cs.fill_errors,
+		    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+		    (unsigned long long)cs.waits, (unsigned long long)cs.evictions,
+		    (unsigned long long)cs.entries, (unsigned long long)cs.ghost_hits,
+		    (unsigned long long)cs.reuses, (unsigned long long)cs.bytes_probation,
+		    (unsigned long long)cs.bytes_used, (unsigned long long)cs.budget,
+		    (unsigned long long)dsv_prefetch_done(fs->prefetch),
+		    (unsigned long long)fs->bytes_pushed, (unsigned long long)made,
+		    (unsigned long long)hs.queued, (unsigned long long)hs.stored,
+		    (unsigned long long)hs.dropped, make, (unsigned long long)fs->lat_make.sum_us,
+		    reply, (unsigned long long)fs->lat_reply.sum_us,
+		    (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;
 }
@@ -146,7 +143,8 @@ static char *render(dsv_fs *fs)
 	char mp[4 * PATH_MAX + 4], log[4 * PATH_MAX + 4];
 	const char *target = dsv_log_target();
 	json_t *id = counters ? json_pack("{s:s, s:s, s:I, s:s}", "mountpoint",
-					  dsv_shown(fs->mountpoint, strlen(fs->mountpoint), PATH_MAX, mp),
+					  dsv_shown(fs->mountpoint, strlen(fs->mountpoint),
+						    PATH_MAX, mp),
 					  "source", fs->source, "started",
 					  (json_int_t)fs->mount_time.tv_sec, "log",
 					  dsv_shown(target, strlen(target), PATH_MAX, log))

@@ -144,13 +144,14 @@ int dsv_fs_tree_build(dsv_fs *fs)
 			enum node_kind kind;
 		} files[] = { { ".dat", N_DAT }, { ".npy", N_NPY }, { ".json", N_JSON } };
 		for (size_t k = 0; k < 3; k++) {
-			uint64_t size = files[k].kind == N_DAT ? v->nbytes
-				      : files[k].kind == N_NPY ? v->nbytes + v->npy_header_len
-							       : strlen(v->json);
+			uint64_t size = files[k].kind == N_DAT   ? v->nbytes
+					: files[k].kind == N_NPY ? v->nbytes + v->npy_header_len
+								 : strlen(v->json);
 			int n = snprintf(buf, sizeof(buf), "%s%s", p, files[k].ext);
 			if (find_child(fs, dir, buf, (size_t)n))
 				return DSV_ERR_INVALID;
-			fuse_ino_t f = add_node(fs, buf, (size_t)n, dir, files[k].kind, (int)i, size);
+			fuse_ino_t f = add_node(fs, buf, (size_t)n, dir, files[k].kind, (int)i,
+						size);
 			if (!f)
 				return DSV_ERR_NOMEM;
 			fs->nodes[f - 1].disk = files[k].kind == N_DAT ? DISK_UNCOUNTED : 0;
@@ -195,8 +196,7 @@ uint64_t dsv_fs_node_disk(dsv_fs *fs, const node *n)
 	return sum;
 }
 
-static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *fi,
-		      struct stat *st)
+static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *fi, struct stat *st)
 {
 	const node *n = node_of(fs, ino);
 	memset(st, 0, sizeof(*st));
@@ -215,7 +215,9 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *f
 		st->st_mtim = n->view >= 0 ? view_mtime(fs, n->view) : fs->mount_time;
 	}
 	st->st_blocks = (off_t)((n->kind == N_DAT || n->kind == N_NPY ? dsv_fs_node_disk(fs, n)
-								      : (uint64_t)st->st_size) + 511) / 512;
+								      : (uint64_t)st->st_size) +
+				511) /
+			512;
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
@@ -301,7 +303,8 @@ void dsv_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			next = n->next_sibling ? n->next_sibling + 1 : end;
 		}
 		st.st_mode = (i < 2 || fs->nodes[i - 2].kind == N_DIR) ? S_IFDIR : S_IFREG;
-		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)next);
+		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+						(off_t)next);
 		if (need > size - used)
 			break;
 		used += need;

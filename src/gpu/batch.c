@@ -3,8 +3,8 @@
 
 #include "gpu/batch.h"
 
-int dsv_gpu_batch_size(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,
-		       int tier, dsv_gpu_batch *b)
+int dsv_gpu_batch_size(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems, int tier,
+		       dsv_gpu_batch *b)
 {
 	size_t es = dsv_dtype_size((dsv_dtype)x->src), os = dsv_dtype_size((dsv_dtype)x->dst);
 	size_t nj;
@@ -31,9 +31,9 @@ int dsv_gpu_batch_size(const dsv_xform_desc *x, const dsv_gpu_item *items, size_
 	return 0;
 }
 
-int dsv_gpu_batch_plan(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,
-		       int tier, const dsv_gpu_batch *b, uint8_t *in, dsv_gpu_job *jobs,
-		       dsv_cuda_item *ci, dsv_cuda_admit *ad)
+int dsv_gpu_batch_plan(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems, int tier,
+		       const dsv_gpu_batch *b, uint8_t *in, dsv_gpu_job *jobs, dsv_cuda_item *ci,
+		       dsv_cuda_admit *ad)
 {
 	size_t es = dsv_dtype_size((dsv_dtype)x->src), os = dsv_dtype_size((dsv_dtype)x->dst);
 	uint64_t at = 0, dst = 0, o = 0;
@@ -53,8 +53,8 @@ int dsv_gpu_batch_plan(const dsv_xform_desc *x, const dsv_gpu_item *items, size_
 		if (at + it->n > b->n)
 			return DSV_ERR_CORRUPT;
 		memcpy(in + at, it->src, it->n);
-		if ((err = dsv_gpu_plan_lz4(it->src, it->n, it->raw, at, dst, jobs + j, b->njobs - j,
-					    &nj)))
+		if ((err = dsv_gpu_plan_lz4(it->src, it->n, it->raw, at, dst, jobs + j,
+					    b->njobs - j, &nj)))
 			return err;
 		if (nj > b->njobs - j)
 			return DSV_ERR_CORRUPT;

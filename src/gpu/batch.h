@@ -30,17 +30,17 @@ typedef struct dsv_gpu_batch {
  * a tier to read from and admit to. @return 0 with *b, DSV_ERR_CORRUPT (a
  * frame refused, or a raw size not of whole source elements),
  * DSV_ERR_INVALID (an item from the tier and no tier) or DSV_ERR_NOMEM. */
-int dsv_gpu_batch_size(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,
-		       int tier, dsv_gpu_batch *b);
+int dsv_gpu_batch_size(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems, int tier,
+		       dsv_gpu_batch *b);
 
 /* Stages the batch b sized: the stored bytes into in (b->n bytes), the
  * jobs into jobs (b->njobs), each item's offsets into ci (nitems) and the
  * admits into ad (b->nadmits). @return 0, or DSV_ERR_NOMEM or
  * DSV_ERR_CORRUPT when a frame's plan fails or gives other jobs than
  * sized: then nothing staged may run. */
-int dsv_gpu_batch_plan(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,
-		       int tier, const dsv_gpu_batch *b, uint8_t *in, dsv_gpu_job *jobs,
-		       dsv_cuda_item *ci, dsv_cuda_admit *ad);
+int dsv_gpu_batch_plan(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems, int tier,
+		       const dsv_gpu_batch *b, uint8_t *in, dsv_gpu_job *jobs, dsv_cuda_item *ci,
+		       dsv_cuda_admit *ad);
 
 /* Copies each item's output from the batch's output outs to its out. */
 void dsv_gpu_batch_deliver(const dsv_xform_desc *x, const dsv_gpu_item *items, size_t nitems,

@@ -66,8 +66,8 @@ static inline DSV_HD void dsv_dev_match(uint8_t *out, uint32_t o, uint32_t off, 
 
 /* A length's extension bytes (255, 255, ..., last < 255) at *i, added to
  * *len. initial: refuse when *i is already at limit. @return 0 or -1. */
-static inline DSV_HD int dsv_dev_lz4_varlen(const uint8_t *in, int64_t n, int64_t *i,
-					    int64_t limit, int initial, int64_t *len)
+static inline DSV_HD int dsv_dev_lz4_varlen(const uint8_t *in, int64_t n, int64_t *i, int64_t limit,
+					    int initial, int64_t *len)
 {
 	unsigned s;
 	if (initial && *i >= limit)
@@ -160,8 +160,8 @@ static inline DSV_HD int64_t dsv_dev_lz4_block(const uint8_t *in, int64_t n, uin
 			if (ml != 15 && off >= 8 && off <= o) {
 				if (o + ml + 4 > cap)
 					return -1;
-				dsv_dev_match(out, (uint32_t)o, (uint32_t)off, (uint32_t)(ml + 4), lane,
-					      lanes);
+				dsv_dev_match(out, (uint32_t)o, (uint32_t)off, (uint32_t)(ml + 4),
+					      lane, lanes);
 				o += ml + 4;
 				continue;
 			}
@@ -169,7 +169,7 @@ static inline DSV_HD int64_t dsv_dev_lz4_block(const uint8_t *in, int64_t n, uin
 		}
 		if (lit == 15 && dsv_dev_lz4_varlen(in, n, &i, n - 15, 1, &lit))
 			return -1;
-	literals:
+literals:
 		if (o + lit > cap - 12 || i + lit > n - 8) {
 			/* the last literals: they end the input exactly */
 			if (i + lit != n || o + lit > cap)
@@ -183,11 +183,11 @@ static inline DSV_HD int64_t dsv_dev_lz4_block(const uint8_t *in, int64_t n, uin
 		off = dsv_dev_le16(in + i);
 		i += 2;
 		ml = tok & 15;
-	match_len:
+match_len:
 		if (ml == 15 && dsv_dev_lz4_varlen(in, n, &i, n - 4, 0, &ml))
 			return -1;
 		ml += 4;
-	match:
+match:
 		/* the last 5 bytes of a block are literals */
 		if (off > o || o + ml > cap - 5)
 			return -1;

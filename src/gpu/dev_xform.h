@@ -90,7 +90,9 @@ static inline DSV_HD double dsv_dev_load_f64(int t, const uint8_t *s, uint64_t i
 	switch (t) {
 	case DSV_U64: return (double)dsv_dev_load_bits(s, 8, i);
 	case DSV_I64: return (double)(int64_t)dsv_dev_load_bits(s, 8, i);
-	case DSV_F16: return dsv_dev_f32_to_f64(dsv_elem_f16_to_f32((uint16_t)dsv_dev_load_bits(s, 2, i)));
+	case DSV_F16:
+		return dsv_dev_f32_to_f64(
+			dsv_elem_f16_to_f32((uint16_t)dsv_dev_load_bits(s, 2, i)));
 	case DSV_F32: return dsv_dev_f32_to_f64(dsv_bits_f32((uint32_t)dsv_dev_load_bits(s, 4, i)));
 	case DSV_F64: return dsv_dev_bits_f64(dsv_dev_load_bits(s, 8, i));
 	default: return (double)dsv_dev_load_int(t, s, i);
@@ -131,7 +133,8 @@ static inline DSV_HD uint64_t dsv_dev_xform_int(const dsv_xform_desc *d, const u
 						uint64_t i)
 {
 	int64_t v = dsv_dev_load_int(d->src, s, i);
-	int is_signed = d->src == DSV_I8 || d->src == DSV_I16 || d->src == DSV_I32 || d->src == DSV_I64;
+	int is_signed = d->src == DSV_I8 || d->src == DSV_I16 || d->src == DSV_I32 ||
+			d->src == DSV_I64;
 	if (d->int_mode == DSV_DEV_XI_FILL)
 		return d->int_fill;
 	if (d->int_mode == DSV_DEV_XI_CLAMP) {
@@ -169,7 +172,8 @@ static inline DSV_HD void dsv_dev_xform_elem(const dsv_xform_desc *d, const void
 	if (!d->formula_only && d->scale == 1.0 && d->offset == 0.0 && m == 0.0 && sd == 1.0 &&
 	    !d->has_clip) {
 		if (d->dst == DSV_F16 && d->src == DSV_F64) {
-			uint16_t h = dsv_elem_f64_to_f16(dsv_dev_bits_f64(dsv_dev_load_bits(s, 8, i)));
+			uint16_t h = dsv_elem_f64_to_f16(
+				dsv_dev_bits_f64(dsv_dev_load_bits(s, 8, i)));
 			memcpy(o + i * 2, &h, 2);
 			return;
 		}

@@ -49,21 +49,21 @@ static int fail(dsv_errbuf *eb, const char *what, cudaError_t e)
 			cudaGetErrorName(e));
 }
 
-#define CK(call, what)                                                                          \
-	do {                                                                                    \
-		cudaError_t e_ = (call);                                                        \
-		if (e_ != cudaSuccess)                                                          \
-			return fail(eb, what, e_);                                              \
+#define CK(call, what)                             \
+	do {                                       \
+		cudaError_t e_ = (call);           \
+		if (e_ != cudaSuccess)             \
+			return fail(eb, what, e_); \
 	} while (0)
 
 /* As CK, in a slot's run: on an error, the copies and kernels queued
  * before it are waited for, so none is still reading the caller's memory
  * or writing the slot's when the call returns. */
-#define CKS(call, what)                                                                         \
-	do {                                                                                    \
-		cudaError_t e_ = (call);                                                        \
-		if (e_ != cudaSuccess)                                                          \
-			return drain(s, eb, what, e_);                                          \
+#define CKS(call, what)                                \
+	do {                                           \
+		cudaError_t e_ = (call);               \
+		if (e_ != cudaSuccess)                 \
+			return drain(s, eb, what, e_); \
 	} while (0)
 
 /* A CUDA error in slot s's run: its stream drained first. */
@@ -84,7 +84,8 @@ __global__ void dsv_lz4_kernel(const uint8_t *in, const dsv_gpu_job *jobs, size_
 	if (w >= njobs)
 		return;
 	dsv_gpu_job j = jobs[w];
-	if (dsv_dev_lz4_frame_block(in + j.src, j.stored, raw + j.dst, j.want, lane, 32) && lane == 0)
+	if (dsv_dev_lz4_frame_block(in + j.src, j.stored, raw + j.dst, j.want, lane, 32) &&
+	    lane == 0)
 		atomicExch(status, 1);
 }
 
@@ -130,9 +131,10 @@ static int make_context(int device, dsv_errbuf *eb)
 
 	CK(cudaGetDeviceProperties(&p, device), "device properties");
 	if (p.major < 8)
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-				"CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
-				device, p.name, p.major, p.minor);
+		return dsv_errf(
+			eb, DSV_ERR_UNSUPPORTED,
+			"CUDA device %d (%s) has compute capability %d.%d; dsview needs 8.0",
+			device, p.name, p.major, p.minor);
 	/* the context, and both kernels loaded now (CUDA loads modules
 	 * lazily): a device whose image is missing is refused here, not at a
 	 * first launch, and the first batch pays no load */
@@ -194,15 +196,16 @@ int dsv_cuda_slot_new(int device, size_t cap, dsv_cuda_slot **out, dsv_errbuf *e
 	s->cap = cap;
 	if ((e = cudaSetDevice(device)) != cudaSuccess ||
 	    (e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-	    (e = cudaHostAlloc((void **)&s->h_status, sizeof(int), cudaHostAllocDefault)) != cudaSuccess ||
+	    (e = cudaHostAlloc((void **)&s->h_status, sizeof(int), cudaHostAllocDefault)) !=
+		    cudaSuccess ||
 	    (e = cudaMalloc((void **)&s->d_status, sizeof(int))) != cudaSuccess ||
 	    (what = "pinned buffers",
 	     (e = cudaHostAlloc(&s->h_in, cap, cudaHostAllocDefault)) != cudaSuccess ||
-	     (e = cudaHostAlloc(&s->h_out, cap, cudaHostAllocDefault)) != cudaSuccess) ||
+		     (e = cudaHostAlloc(&s->h_out, cap, cudaHostAllocDefault)) != cudaSuccess) ||
 	    (what = "device buffers",
 	     (e = cudaMalloc((void **)&s->d_in, cap)) != cudaSuccess ||
-	     (e = cudaMalloc((void **)&s->d_raw, cap)) != cudaSuccess ||
-	     (e = cudaMalloc((void **)&s->d_out, cap)) != cudaSuccess)) {
+		     (e = cudaMalloc((void **)&s->d_raw, cap)) != cudaSuccess ||
+		     (e = cudaMalloc((void **)&s->d_out, cap)) != cudaSuccess)) {
 		dsv_cuda_slot_free(s);
 		return fail(eb, what, e);
 	}
@@ -279,7 +282,8 @@ int dsv_cuda_slot_stage(dsv_cuda_slot *s, size_t n, size_t njobs, void **in, dsv
 	if (n > s->cap)
 		return DSV_ERR_OVERFLOW;
 	CK(cudaSetDevice(s->device), "set device");
-	CK(grow_host((void **)&s->h_jobs, &s->h_jobs_cap, (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
+	CK(grow_host((void **)&s->h_jobs, &s->h_jobs_cap,
+		     (njobs ? njobs : 1) * sizeof(dsv_gpu_job)),
 	   "pinned jobs");
 	*in = s->h_in;
 	*jobs = s->h_jobs;
@@ -308,8 +312,8 @@ static cudaError_t launch_xform(const dsv_cuda_slot *s, const dsv_xform_desc &xd
 	for (size_t first = 0; first < nitems; first += MAX_GRID_Y) {
 		size_t rows = nitems - first < MAX_GRID_Y ? nitems - first : MAX_GRID_Y;
 		dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)rows);
-		dsv_xform_kernel<<<grid, THREADS, 0, s->stream>>>(xd, s->d_raw, tier, s->d_items, first,
-								    s->d_out);
+		dsv_xform_kernel<<<grid, THREADS, 0, s->stream>>>(xd, s->d_raw, tier, s->d_items,
+								  first, s->d_out);
 		cudaError_t e = cudaGetLastError();
 		if (e != cudaSuccess)
 			return e;
@@ -334,15 +338,20 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 	if (x) {
 		xd = *x;
 		size_t nchan = (size_t)(xd.nchan > 0 ? xd.nchan : 1);
-		CK(grow_dev((void **)&s->d_items, &s->d_items_cap, nitems * sizeof(*items)), "items");
-		CK(grow_dev((void **)&s->d_chan, &s->d_chan_cap, 2 * nchan * sizeof(double)), "channels");
-		CKS(cudaMemcpyAsync(s->d_items, items, nitems * sizeof(*items), cudaMemcpyHostToDevice, st),
-		   "copy items");
+		CK(grow_dev((void **)&s->d_items, &s->d_items_cap, nitems * sizeof(*items)),
+		   "items");
+		CK(grow_dev((void **)&s->d_chan, &s->d_chan_cap, 2 * nchan * sizeof(double)),
+		   "channels");
+		CKS(cudaMemcpyAsync(s->d_items, items, nitems * sizeof(*items),
+				    cudaMemcpyHostToDevice, st),
+		    "copy items");
 		if (xd.mean && xd.std) {
 			CKS(cudaMemcpyAsync(s->d_chan, xd.mean, nchan * sizeof(double),
-					   cudaMemcpyHostToDevice, st), "copy means");
+					    cudaMemcpyHostToDevice, st),
+			    "copy means");
 			CKS(cudaMemcpyAsync(s->d_chan + nchan, xd.std, nchan * sizeof(double),
-					   cudaMemcpyHostToDevice, st), "copy stds");
+					    cudaMemcpyHostToDevice, st),
+			    "copy stds");
 			xd.mean = s->d_chan;
 			xd.std = s->d_chan + nchan;
 		}
@@ -351,29 +360,31 @@ int dsv_cuda_slot_run(dsv_cuda_slot *s, size_t n, size_t njobs, uint64_t raw,
 	}
 	CKS(cudaEventRecord(s->ev[0], st), "event");
 	CKS(cudaMemcpyAsync(s->d_in, s->h_in, n, cudaMemcpyHostToDevice, st), "copy in");
-	CKS(cudaMemcpyAsync(s->d_jobs, s->h_jobs, njobs * sizeof(dsv_gpu_job), cudaMemcpyHostToDevice, st),
-	   "copy jobs");
+	CKS(cudaMemcpyAsync(s->d_jobs, s->h_jobs, njobs * sizeof(dsv_gpu_job),
+			    cudaMemcpyHostToDevice, st),
+	    "copy jobs");
 	CKS(cudaMemsetAsync(s->d_status, 0, sizeof(int), st), "status");
 	CKS(cudaEventRecord(s->ev[1], st), "event");
 	if (njobs) {
 		size_t blocks = (njobs * 32 + THREADS - 1) / THREADS;
 		(void)cudaGetLastError(); /* an earlier call's error is not this launch's */
-		dsv_lz4_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(s->d_in, s->d_jobs, njobs, s->d_raw,
-								     s->d_status);
+		dsv_lz4_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(s->d_in, s->d_jobs, njobs,
+								     s->d_raw, s->d_status);
 		CKS(cudaGetLastError(), "decode kernel");
 	}
 	for (size_t k = 0; k < nadmits && tier; k++)
-		CKS(cudaMemcpyAsync(tier + admits[k].tier_at, s->d_raw + admits[k].raw_off, admits[k].n,
-				   cudaMemcpyDeviceToDevice, st), "copy into the tier");
+		CKS(cudaMemcpyAsync(tier + admits[k].tier_at, s->d_raw + admits[k].raw_off,
+				    admits[k].n, cudaMemcpyDeviceToDevice, st),
+		    "copy into the tier");
 	if (x && nitems && most) {
 		(void)cudaGetLastError();
 		CKS(launch_xform(s, xd, tier, nitems, most), "transform kernel");
 	}
 	CKS(cudaEventRecord(s->ev[2], st), "event");
 	CKS(cudaMemcpyAsync(s->h_out, x ? s->d_out : s->d_raw, out_n, cudaMemcpyDeviceToHost, st),
-	   "copy out");
+	    "copy out");
 	CKS(cudaMemcpyAsync(s->h_status, s->d_status, sizeof(int), cudaMemcpyDeviceToHost, st),
-	   "copy status");
+	    "copy status");
 	CKS(cudaEventRecord(s->ev[3], st), "event");
 	CKS(cudaStreamSynchronize(st), "run");
 	if (times) {
@@ -400,7 +411,7 @@ int dsv_cuda_slot_fetch(dsv_cuda_slot *s, const uint8_t *tier, uint64_t at, size
 		return DSV_ERR_OVERFLOW;
 	CK(cudaSetDevice(s->device), "set device");
 	CKS(cudaMemcpyAsync(s->h_out, tier + at, n, cudaMemcpyDeviceToHost, s->stream),
-	   "copy from the tier");
+	    "copy from the tier");
 	CKS(cudaStreamSynchronize(s->stream), "copy from the tier");
 	memcpy(dst, s->h_out, n);
 	return 0;
@@ -416,8 +427,9 @@ int dsv_cuda_tier_new(int device, size_t n, uint8_t **out, dsv_errbuf *eb)
 	if (e != cudaSuccess) {
 		size_t free_b = 0, total = 0;
 		cudaMemGetInfo(&free_b, &total);
-		return dsv_errf(eb, DSV_ERR_NOMEM, "%zu MiB of device memory: CUDA %s (%zu MiB free)",
-				n >> 20, cudaGetErrorString(e), free_b >> 20);
+		return dsv_errf(eb, DSV_ERR_NOMEM,
+				"%zu MiB of device memory: CUDA %s (%zu MiB free)", n >> 20,
+				cudaGetErrorString(e), free_b >> 20);
 	}
 	*out = p;
 	return 0;

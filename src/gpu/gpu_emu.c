@@ -44,8 +44,8 @@ static void bufs_free(emu_bufs *e)
 
 /* The kernels' work: every job decoded, the admits copied into the tier,
  * every item transformed. @return 0 or DSV_ERR_CORRUPT (a block failed). */
-static int run(const dsv_xform_desc *x, const dsv_gpu_batch *b, const emu_bufs *e,
-	       size_t nitems, uint8_t *tier)
+static int run(const dsv_xform_desc *x, const dsv_gpu_batch *b, const emu_bufs *e, size_t nitems,
+	       uint8_t *tier)
 {
 	for (size_t j = 0; j < b->njobs; j++)
 		if (dsv_dev_lz4_frame_block(e->in + e->jobs[j].src, e->jobs[j].stored,

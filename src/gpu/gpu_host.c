@@ -166,7 +166,8 @@ static int takes(const dsv_gpu *g, const dsv_source *s, const dsv_chunk_ref *ref
 	if (size != ref->nelems * dsv_dtype_size(in->dtype) || size > ref->raw_size)
 		return 0;
 	/* a chunk of few blocks is a few warps: a CPU core decodes it sooner */
-	return !in->lz4_block || (ref->raw_size + in->lz4_block - 1) / in->lz4_block >= g->min_blocks;
+	return !in->lz4_block ||
+	       (ref->raw_size + in->lz4_block - 1) / in->lz4_block >= g->min_blocks;
 }
 
 /* A chunk read and planned before it takes a slot. */
@@ -205,8 +206,8 @@ static int read_chunk_in(const dsv_gpu *g, const dsv_source *s, const dsv_chunk_
 
 /* Chunk c decoded in slot k into out (size bytes), admitted to the tier
  * at admit_at when >= 0. @return 0 or the slot's dsv_err. */
-static int run_chunk(dsv_gpu *g, int k, const read_chunk *c, uint64_t raw, void *out,
-		     size_t size, int64_t admit_at)
+static int run_chunk(dsv_gpu *g, int k, const read_chunk *c, uint64_t raw, void *out, size_t size,
+		     int64_t admit_at)
 {
 	void *in;
 	dsv_gpu_job *jobs;

@@ -41,8 +41,8 @@ int dsv_gpu_tier_reserve(dsv_gpu_tier *t, const void *owner, uint64_t chunk, uin
 void dsv_gpu_tier_commit(dsv_gpu_tier *t, const void *owner, uint64_t chunk, int ok);
 
 typedef struct dsv_gpu_tier_stats {
-	uint64_t cap, used;   /* bytes */
-	uint64_t chunks;      /* held */
+	uint64_t cap, used;    /* bytes */
+	uint64_t chunks;       /* held */
 	uint64_t hits, misses; /* dsv_gpu_tier_find's answers */
 } dsv_gpu_tier_stats;
 void dsv_gpu_tier_get_stats(dsv_gpu_tier *t, dsv_gpu_tier_stats *st);

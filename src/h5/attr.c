@@ -99,7 +99,7 @@ static json_t *attr_value(hid_t attr)
 		   n <= DSV_H5_ATTR_MAX_ELEMS) {
 		int sgn = cls != H5T_INTEGER || H5Tget_sign(ftype) == H5T_SGN_2;
 		hid_t mtype = cls == H5T_FLOAT ? H5T_NATIVE_DOUBLE
-			      : sgn	       ? H5T_NATIVE_INT64
+			      : sgn            ? H5T_NATIVE_INT64
 					       : H5T_NATIVE_UINT64;
 		union {
 			double d;
@@ -111,10 +111,11 @@ static json_t *attr_value(hid_t attr)
 		if (buf && read_all(attr, mtype, buf) >= 0) {
 			json_t *arr = n > 1 ? json_array() : NULL;
 			for (hssize_t k = 0; k < n; k++) {
-				json_t *x = mtype == H5T_NATIVE_DOUBLE ? number(buf[k].d)
+				json_t *x = mtype == H5T_NATIVE_DOUBLE  ? number(buf[k].d)
 					    : mtype == H5T_NATIVE_INT64 ? json_integer(buf[k].i)
-					    : buf[k].u <= INT64_MAX ? json_integer((json_int_t)buf[k].u)
-								     : json_real((double)buf[k].u);
+					    : buf[k].u <= INT64_MAX
+						    ? json_integer((json_int_t)buf[k].u)
+						    : json_real((double)buf[k].u);
 				if (!arr) {
 					v = x;
 					break;
@@ -164,7 +165,8 @@ char *dsv_h5_attrs_json(hid_t obj)
 		return NULL;
 	(void)H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, each_attr, &c);
 	if (json_object_size(c.obj))
-		text = json_dumps(c.obj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+		text = json_dumps(c.obj,
+				  JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 	json_decref(c.obj);
 	return text;
 }

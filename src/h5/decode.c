@@ -85,8 +85,8 @@ int SZ_BufftoBuffDecompress(void *dest, size_t *destLen, const void *source, siz
  * fallback (chunks that split rows, shuffle in front, big-endian data)
  * decodes LZ4 with our bounds-checked codec instead of a plugin. Called by
  * the library under the global lock. Returns the new size, 0 on failure. */
-static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
-			 size_t nbytes, size_t *buf_size, void **buf)
+static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t nbytes,
+			 size_t *buf_size, void **buf)
 {
 	uint64_t raw;
 	void *out;
@@ -95,9 +95,8 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
 	if (flags & H5Z_FLAG_REVERSE) {
 		/* An LZ4 block expands at most 255 times; a header claiming
 		 * more is hostile, and we refuse it before allocating. */
-		if (dsv_lz4_raw_size(*buf, nbytes, &raw) != 0 || raw == 0 ||
-		    raw / 256 > nbytes || raw > SIZE_MAX / 2 ||
-		    (expect[DSV_H5_DEC_LZ4] && raw != expect[DSV_H5_DEC_LZ4]))
+		if (dsv_lz4_raw_size(*buf, nbytes, &raw) != 0 || raw == 0 || raw / 256 > nbytes ||
+		    raw > SIZE_MAX / 2 || (expect[DSV_H5_DEC_LZ4] && raw != expect[DSV_H5_DEC_LZ4]))
 			return 0;
 		out = H5allocate_memory((size_t)raw, 0);
 		if (!out)
@@ -127,8 +126,8 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
  * header's nbytes (Blosc), or for LZF the chunk size h5py records in
  * cd[2]; either must be what the read expects when guard.c knows it.
  * Returns the new size, 0 on failure. */
-static size_t decode_filter(int dec, unsigned flags, size_t ncd, const unsigned cd[],
-			    size_t nbytes, size_t *buf_size, void **buf)
+static size_t decode_filter(int dec, unsigned flags, size_t ncd, const unsigned cd[], size_t nbytes,
+			    size_t *buf_size, void **buf)
 {
 	uint64_t raw = expect[dec];
 	void *out;
@@ -235,16 +234,36 @@ static size_t bshuf_filter(unsigned flags, size_t ncd, const unsigned cd[], size
  * its stores with these filters. It never encodes through the library
  * (pack writes whole chunks with H5Dwrite_chunk), and an attempt fails. */
 static const H5Z_class2_t classes[] = {
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZ4, .encoder_present = 1,
-	  .decoder_present = 1, .name = "lz4 (dsview)", .filter = lz4_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_ZSTD, .encoder_present = 1,
-	  .decoder_present = 1, .name = "zstd (dsview, decode only)", .filter = zstd_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_LZF, .encoder_present = 0,
-	  .decoder_present = 1, .name = "lzf (dsview, decode only)", .filter = lzf_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BLOSC, .encoder_present = 1,
-	  .decoder_present = 1, .name = "blosc (dsview, decode only)", .filter = blosc_filter },
-	{ .version = H5Z_CLASS_T_VERS, .id = DSV_H5Z_FILTER_BSHUF, .encoder_present = 1,
-	  .decoder_present = 1, .name = "bitshuffle (dsview, decode only)", .filter = bshuf_filter },
+	{ .version = H5Z_CLASS_T_VERS,
+	  .id = DSV_H5Z_FILTER_LZ4,
+	  .encoder_present = 1,
+	  .decoder_present = 1,
+	  .name = "lz4 (dsview)",
+	  .filter = lz4_filter },
+	{ .version = H5Z_CLASS_T_VERS,
+	  .id = DSV_H5Z_FILTER_ZSTD,
+	  .encoder_present = 1,
+	  .decoder_present = 1,
+	  .name = "zstd (dsview, decode only)",
+	  .filter = zstd_filter },
+	{ .version = H5Z_CLASS_T_VERS,
+	  .id = DSV_H5Z_FILTER_LZF,
+	  .encoder_present = 0,
+	  .decoder_present = 1,
+	  .name = "lzf (dsview, decode only)",
+	  .filter = lzf_filter },
+	{ .version = H5Z_CLASS_T_VERS,
+	  .id = DSV_H5Z_FILTER_BLOSC,
+	  .encoder_present = 1,
+	  .decoder_present = 1,
+	  .name = "blosc (dsview, decode only)",
+	  .filter = blosc_filter },
+	{ .version = H5Z_CLASS_T_VERS,
+	  .id = DSV_H5Z_FILTER_BSHUF,
+	  .encoder_present = 1,
+	  .decoder_present = 1,
+	  .name = "bitshuffle (dsview, decode only)",
+	  .filter = bshuf_filter },
 };
 
 herr_t dsv_h5_decode_init(void)

@@ -53,7 +53,7 @@ typedef struct ro_file {
 } ro_file;
 
 static struct {
-	int armed;    /* record raw-data reads instead of doing them */
+	int armed; /* record raw-data reads instead of doing them */
 	int hits;
 	haddr_t addr; /* absolute file offset of the last recorded read */
 	size_t size;
@@ -234,8 +234,8 @@ hid_t dsv_h5_ro_register(void)
 	return fapl;
 }
 
-int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf,
-			haddr_t *addr, unsigned *mask)
+int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf, haddr_t *addr,
+			unsigned *mask)
 {
 	uint32_t filters = 0;
 	herr_t r;

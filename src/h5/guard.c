@@ -37,18 +37,18 @@ _Static_assert(DSV_H5_MAX_FILTERS == H5Z_MAX_NFILTERS, "DSV_H5_MAX_FILTERS is HD
 struct dsv_h5_chunk_check {
 	int ndim, nf;
 	hsize_t dims[DSV_MAX_DIMS], cdims[DSV_MAX_DIMS], grid[DSV_MAX_DIMS];
-	uint64_t nchunks, raw;   /* chunks in the grid; bytes of one, file type */
-	uint64_t elems;          /* elements in a chunk */
+	uint64_t nchunks, raw; /* chunks in the grid; bytes of one, file type */
+	uint64_t elems;        /* elements in a chunk */
 	struct {
 		H5Z_filter_t id;
 		size_t ncd;
 		unsigned cd[DSV_H5_MAX_CD];
-	} f[DSV_H5_MAX_FILTERS];                 /* the pipeline, in encoding order */
+	} f[DSV_H5_MAX_FILTERS]; /* the pipeline, in encoding order */
 	int edge_unfiltered;     /* H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS */
 	/* what each checked decoder must make (see above); 0: unchecked */
 	size_t expect[DSV_H5_NDEC];
-	uint8_t *ok;             /* a bit per chunk, or NULL: check every time */
-	void *probe;             /* H5Dread_chunk's buffer; never written */
+	uint8_t *ok; /* a bit per chunk, or NULL: check every time */
+	void *probe; /* H5Dread_chunk's buffer; never written */
 	size_t probe_cap;
 };
 
@@ -195,8 +195,7 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 				return DSV_ERR_CORRUPT;
 			cur -= 4;
 			break;
-		case H5Z_FILTER_SHUFFLE:
-			break;
+		case H5Z_FILTER_SHUFFLE: break;
 		case H5Z_FILTER_NBIT:
 			if (ncd > 1 && cd[1])
 				break; /* stored as is */
@@ -213,15 +212,16 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 				if (cur < 21 || read4(fd, b, addr) != 0)
 					return DSV_ERR_CORRUPT;
 				uint64_t minbits = dsv_load_le32(b);
-				uint64_t need = minbits == 8ull * cd[4] ? c->raw : bits_in(c->elems, minbits);
+				uint64_t need = minbits == 8ull * cd[4]
+							? c->raw
+							: bits_in(c->elems, minbits);
 				if (need > cur - 21)
 					return DSV_ERR_CORRUPT;
 			}
 			cur = c->raw;
 			break;
 		}
-		default:
-			return 0; /* a decoder runs: its size check, inflate's etc. */
+		default: return 0; /* a decoder runs: its size check, inflate's etc. */
 		}
 		if (c->f[i].id != H5Z_FILTER_FLETCHER32)
 			outermost = 0;
@@ -240,7 +240,7 @@ static int check_bands(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t row_e
 
 	for (int k = 1; k < c->ndim; k++) {
 		if (c->grid[k] == 0)
-			return 0; /* no elements */
+			return 0;    /* no elements */
 		inner *= c->grid[k]; /* c->ok is NULL when this overflows */
 	}
 	for (uint64_t b = b0; b <= b1 && b < c->grid[0]; b++) {

@@ -80,8 +80,8 @@ int dsv_h5_same_file(hid_t file, int fd);
  * (H5Dget_chunk_storage_size); it is not written. @return 0 with the
  * absolute file offset in *addr and the chunk's filter mask in *mask, or
  * -1 if the library did anything else. */
-int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf,
-			haddr_t *addr, unsigned *mask);
+int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf, haddr_t *addr,
+			unsigned *mask);
 
 /* probe.c */
 
@@ -112,8 +112,9 @@ typedef struct dsv_h5_chunk_check dsv_h5_chunk_check;
  * opts: H5Pget_chunk_opts. @return NULL when out of memory. */
 dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const hsize_t *cdims,
 					   size_t type_size, uint64_t elems, int nf,
-					   const H5Z_filter_t *ids, const unsigned (*cds)[DSV_H5_MAX_CD],
-					   const size_t *ncds, unsigned opts);
+					   const H5Z_filter_t *ids,
+					   const unsigned (*cds)[DSV_H5_MAX_CD], const size_t *ncds,
+					   unsigned opts);
 void dsv_h5_chunk_check_free(dsv_h5_chunk_check *c); /* accepts NULL */
 /* Checks every chunk a read of n elements from flat element start (rows
  * of row_elems elements) may touch, and arms the decoders' size checks for
@@ -139,8 +140,16 @@ int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uin
 herr_t dsv_h5_decode_init(void);
 /* The decoders whose output sizes are checked, indexes of the expected
  * sizes below. */
-enum { DSV_H5_DEC_DEFLATE, DSV_H5_DEC_LZ4, DSV_H5_DEC_SZIP, DSV_H5_DEC_ZSTD, DSV_H5_DEC_LZF,
-       DSV_H5_DEC_BLOSC, DSV_H5_DEC_BSHUF, DSV_H5_NDEC };
+enum {
+	DSV_H5_DEC_DEFLATE,
+	DSV_H5_DEC_LZ4,
+	DSV_H5_DEC_SZIP,
+	DSV_H5_DEC_ZSTD,
+	DSV_H5_DEC_LZF,
+	DSV_H5_DEC_BLOSC,
+	DSV_H5_DEC_BSHUF,
+	DSV_H5_NDEC
+};
 /* The decoder (DSV_H5_DEC_*) of HDF5 filter id, or -1 for one whose size
  * is not checked (shuffle, Fletcher32, nbit, scaleoffset, ...). */
 int dsv_h5_decoder_of(H5Z_filter_t id);
@@ -151,8 +160,8 @@ void dsv_h5_decode_disarm(void);
 
 /* attr.c */
 
-#define DSV_H5_ATTRS_MAX 256        /* attributes read from one object */
-#define DSV_H5_ATTR_MAX_ELEMS 1024  /* numbers read from one attribute */
+#define DSV_H5_ATTRS_MAX 256       /* attributes read from one object */
+#define DSV_H5_ATTR_MAX_ELEMS 1024 /* numbers read from one attribute */
 /* The one string attr (an attribute or a dataset) holds, variable or fixed
  * length, NUL-terminated in a new buffer, or NULL when it is not one
  * string of at most max bytes. */
@@ -175,7 +184,6 @@ hid_t dsv_h5_make_lapl(hid_t cls);
 /* Walks every component of dname (and of soft-link targets, recursively)
  * in file, refusing external and user-defined links by name. path is for
  * messages. @return 0 or a dsv_err with eb about path, where dname. */
-int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname,
-		       dsv_errbuf *eb);
+int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname, dsv_errbuf *eb);
 
 #endif

@@ -110,7 +110,8 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 			 * these pages are never touched. */
 			void *p = realloc(probe, (size_t)size);
 			if (!p) {
-				err = dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
+				err = dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL,
+						  "out of memory");
 				goto out;
 			}
 			probe = p;
@@ -292,8 +293,7 @@ static int read_filters(dsv_h5_open *o, pipeline *pl)
 	/* dsview decodes [codec], [codec, fletcher32] and [fletcher32]
 	 * itself; anything else (shuffle in front, two codecs) is the
 	 * library's. */
-	pl->fast = nf == 0 ||
-		   (nf == 1 && (own_codec(ids[0]) || ids[0] == H5Z_FILTER_FLETCHER32)) ||
+	pl->fast = nf == 0 || (nf == 1 && (own_codec(ids[0]) || ids[0] == H5Z_FILTER_FLETCHER32)) ||
 		   (nf == 2 && own_codec(ids[0]) && ids[1] == H5Z_FILTER_FLETCHER32);
 	/* With this option HDF5 stores partial edge chunks unfiltered without
 	 * saying so in the filter mask: only the library knows. */
@@ -376,16 +376,16 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 	else if (!pl->whole_rows && pl->fast)
 		; /* dsv_h5_open_grid said why in h5_why */
 	else if (!pl->whole_rows)
-		snprintf(s->h5_why, sizeof(s->h5_why), "chunks split rows; filters the library "
+		snprintf(s->h5_why, sizeof(s->h5_why),
+			 "chunks split rows; filters the library "
 			 "decodes");
 	else if (pl->fast)
 		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else
 		why_filters(o, pl->ids, pl->nf);
-	o->cc = dsv_h5_chunk_check_new(s->info.ndim, o->dims, pl->cdims, H5Tget_size(o->ftype),
-				       pl->celems, pl->nf, pl->ids,
-				       (const unsigned (*)[DSV_H5_MAX_CD])pl->cds, pl->ncds,
-				       pl->opts);
+	o->cc = dsv_h5_chunk_check_new(
+		s->info.ndim, o->dims, pl->cdims, H5Tget_size(o->ftype), pl->celems, pl->nf,
+		pl->ids, (const unsigned(*)[DSV_H5_MAX_CD])pl->cds, pl->ncds, pl->opts);
 	if (!o->cc)
 		return dsv_errf_at(o->eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
 	return 0;

@@ -94,8 +94,13 @@ static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 		return DSV_ERR_TRUNCATED;
 	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
 		return err;
-	*io = (dsv_grid_io){ .band = io->band, .eb = io->eb, .held = buf, .held_off = off,
-			     .held_len = len, .held_first = lin, .held_end = stop };
+	*io = (dsv_grid_io){ .band = io->band,
+			     .eb = io->eb,
+			     .held = buf,
+			     .held_off = off,
+			     .held_len = len,
+			     .held_first = lin,
+			     .held_end = stop };
 	return 0;
 }
 
@@ -121,7 +126,8 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 	if (!io->held || lin < io->held_first || lin >= io->held_end)
 		err = hold_run(s, io, lin);
 	if (!err)
-		err = dsv_source_decode_stored(s, &r, io->held + (r.offset - io->held_off), dst, size);
+		err = dsv_source_decode_stored(s, &r, io->held + (r.offset - io->held_off), dst,
+					       size);
 	if (err) {
 		char pos[256];
 		size_t n = 0;
@@ -146,7 +152,8 @@ static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 		i = next_stored(s, run_end(s, i, end, &stop_off), end);
 	while (i < end) {
 		uint64_t off = s->chunk_off[i], next = run_end(s, i, end, &stop_off);
-		(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off), POSIX_FADV_WILLNEED);
+		(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off),
+				    POSIX_FADV_WILLNEED);
 		i = next_stored(s, next, end);
 	}
 }
@@ -185,8 +192,8 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 			return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
 					   "too many chunks");
 	}
-	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) ||
-	    dsv_mul_u64(band, esize, &band) || band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
+	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) || dsv_mul_u64(band, esize, &band) ||
+	    band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
 		snprintf(why, why_cap, "chunks split rows; a band of %llu rows is too large",
 			 (unsigned long long)cdims[0]);
 		return DSV_ERR_UNSUPPORTED;
@@ -199,16 +206,19 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, s->gcount, n, raw, codec, fl32,
 				   fill_value(s, o->dcpl, o->ftype) == 0, &unwritten, &bad, o->eb);
 	if (err == DSV_ERR_NOTFOUND) {
-		snprintf(why, why_cap, "chunks split rows; some never written, and HDF5 fills them "
+		snprintf(why, why_cap,
+			 "chunks split rows; some never written, and HDF5 fills them "
 			 "with no value");
 		err = DSV_ERR_UNSUPPORTED;
 	} else if (err == DSV_ERR_CORRUPT) {
 		/* The library may still read the rest, and verify then names the
 		 * chunk: as the row-chunked path does with such files, leave it
 		 * to the fallback rather than refuse the whole dataset. */
-		snprintf(why, why_cap, "chunks split rows; chunk %llu cannot be read directly "
-			 "(%llu bytes stored, %llu raw)", (unsigned long long)bad.index,
-			 (unsigned long long)bad.size, (unsigned long long)raw);
+		snprintf(why, why_cap,
+			 "chunks split rows; chunk %llu cannot be read directly "
+			 "(%llu bytes stored, %llu raw)",
+			 (unsigned long long)bad.index, (unsigned long long)bad.size,
+			 (unsigned long long)raw);
 		err = DSV_ERR_UNSUPPORTED;
 	}
 	if (err) {

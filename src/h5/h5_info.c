@@ -113,7 +113,8 @@ static void describe_type(hid_t t, char *buf, size_t cap)
 
 	switch (cls) {
 	case H5T_INTEGER:
-		snprintf(buf, cap, "%s%sint%zu", be, H5Tget_sign(t) == H5T_SGN_2 ? "" : "u", size * 8);
+		snprintf(buf, cap, "%s%sint%zu", be, H5Tget_sign(t) == H5T_SGN_2 ? "" : "u",
+			 size * 8);
 		return;
 	case H5T_FLOAT:
 		if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
@@ -214,8 +215,8 @@ int dsv_h5_describe(const char *path, const char *dataset, dsv_h5_desc *d, dsv_e
 	d->chunks_written = -1;
 	if (!dataset || !*dataset)
 		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no dataset given");
-	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/",
-			     dataset) >= sizeof(dname))
+	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/", dataset) >=
+	    sizeof(dname))
 		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "dataset path too long");
 	/* Our own stat first: it gives the clearest "no such file". */
 	if ((err = dsv_h5_check_input(path, dsv_h5_probe_all, eb)))

@@ -141,7 +141,8 @@ static int add_bad_why(h5_list *l, char *full, const char *what, const char *why
 	}
 	if (l->nbad == l->capbad) {
 		size_t cap = l->capbad ? 2 * l->capbad : 8;
-		dsv_h5_unlisted *p = cap > H5_MAX_DATASETS ? NULL : realloc(l->bad, cap * sizeof(*p));
+		dsv_h5_unlisted *p = cap > H5_MAX_DATASETS ? NULL
+							   : realloc(l->bad, cap * sizeof(*p));
 		if (!p) {
 			free(full);
 			l->err = cap > H5_MAX_DATASETS ? DSV_ERR_OVERFLOW : DSV_ERR_NOMEM;
@@ -152,7 +153,8 @@ static int add_bad_why(h5_list *l, char *full, const char *what, const char *why
 	}
 	l->bad[l->nbad].path = full;
 	if (why)
-		snprintf(l->bad[l->nbad].reason, sizeof(l->bad[l->nbad].reason), "%s (%s)", what, why);
+		snprintf(l->bad[l->nbad].reason, sizeof(l->bad[l->nbad].reason), "%s (%s)", what,
+			 why);
 	else
 		snprintf(l->bad[l->nbad].reason, sizeof(l->bad[l->nbad].reason), "%s", what);
 	l->nbad++;
@@ -208,7 +210,8 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *li, void 
 			l->err = DSV_ERR_NOMEM;
 			rc = -1;
 		} else if (!seen && at->depth + 1 > H5_MAX_GROUP_DEPTH) {
-			rc = add_bad_why(l, full, "group nested too deep (at most 256 levels)", NULL);
+			rc = add_bad_why(l, full, "group nested too deep (at most 256 levels)",
+					 NULL);
 			full = NULL;
 		} else if (!seen) {
 			rc = walk_group(l, obj, full, at->depth + 1);
@@ -273,8 +276,8 @@ int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipp
 		err = dsv_errf_at(eb, l.err, path, NULL, "cannot list datasets (%s)",
 				  l.err == DSV_ERR_OVERFLOW ? "too many" : "out of memory");
 	else if (l.n == 0 && l.nbad > 0)
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, l.bad[0].path, "cannot list datasets: %s",
-				  l.bad[0].reason);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, l.bad[0].path,
+				  "cannot list datasets: %s", l.bad[0].reason);
 	H5Fclose(file);
 out:
 	dsv_h5_unlock();

@@ -18,7 +18,7 @@
 typedef struct h5_state {
 	hid_t file;
 	hid_t dset;
-	hid_t mtype; /* little-endian type of the source dtype (dsv_h5_mem_type) */
+	hid_t mtype;            /* little-endian type of the source dtype (dsv_h5_mem_type) */
 	dsv_h5_chunk_check *cc; /* chunked fallbacks only */
 } h5_state;
 
@@ -37,8 +37,7 @@ static void h5_state_free_locked(h5_state *h)
 	free(h);
 }
 
-static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
-			 size_t dst_cap);
+static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 
 static void h5_state_close(void *p)
 {
@@ -80,8 +79,7 @@ int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc
  * Hyperslab reads walk the selection in C order, so memory gets the range
  * in order. Call with the HDF5 lock held.
  */
-static int select_range(hid_t space, int ndim, const uint64_t *shape, uint64_t start,
-			uint64_t n)
+static int select_range(hid_t space, int ndim, const uint64_t *shape, uint64_t start, uint64_t n)
 {
 	uint64_t stride[DSV_MAX_DIMS], a = start, end = start + n;
 	H5S_seloper_t op = H5S_SELECT_SET;
@@ -113,8 +111,7 @@ static int select_range(hid_t space, int ndim, const uint64_t *shape, uint64_t s
 	return 0;
 }
 
-static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
-			 size_t dst_cap)
+static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
 {
 	const h5_state *h = s->h5;
 	uint64_t esize = dsv_dtype_size(s->info.dtype);

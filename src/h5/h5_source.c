@@ -66,8 +66,8 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 	if (!band_rows || !s->info.row_elems || dsv_mul_u64(band_rows, s->info.row_elems, &band))
 		return;
 	s->band_elems = band;
-	if (s->info.chunk_elems % s->info.row_elems ||
-	    dsv_mul_u64(band, esize, &band_bytes) || band_bytes > H5_MAX_BAND_BYTES)
+	if (s->info.chunk_elems % s->info.row_elems || dsv_mul_u64(band, esize, &band_bytes) ||
+	    band_bytes > H5_MAX_BAND_BYTES)
 		return;
 	uint64_t k = (s->info.chunk_elems + band / 2) / band;
 	s->info.chunk_elems = (k ? k : 1) * band;
@@ -104,11 +104,13 @@ static int open_file(dsv_h5_open *o, const char *path, int *locked, dsv_errbuf *
 		if (err == 1)
 			return 0;
 		if (err < 0)
-			return dsv_errf_at(eb, err, path, NULL, "cannot tell which file HDF5 opened");
+			return dsv_errf_at(eb, err, path, NULL,
+					   "cannot tell which file HDF5 opened");
 		if (tries == H5_OPEN_TRIES)
 			return dsv_errf_at(eb, DSV_ERR_IO, path, NULL,
 					   "the file was replaced while it was being opened "
-					   "(%d times); try again", tries);
+					   "(%d times); try again",
+					   tries);
 		H5Fclose(o->file);
 		H5Pclose(o->lapl);
 		o->file = o->lapl = -1;
@@ -141,8 +143,8 @@ static int open_dataset(dsv_h5_open *o, const char *path, const char *dname, dsv
 
 /* Refusals come first: they hold whatever the type or layout. Then the
  * element type (s->info.dtype, o->conv). */
-static int check_dataset(dsv_h5_open *o, H5D_layout_t layout, const char *path,
-			 const char *dname, dsv_errbuf *eb)
+static int check_dataset(dsv_h5_open *o, H5D_layout_t layout, const char *path, const char *dname,
+			 dsv_errbuf *eb)
 {
 	dsv_errbuf type;
 
@@ -169,13 +171,13 @@ static int read_shape(dsv_h5_open *o, const char *path, const char *dname, dsv_e
 	int ndim;
 
 	switch (H5Sget_simple_extent_type(o->space)) {
-	case H5S_SIMPLE:
-		break;
+	case H5S_SIMPLE: break;
 	case H5S_SCALAR:
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
 				   "scalar datasets are not supported");
 	default:
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "dataset has no dataspace");
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				   "dataset has no dataspace");
 	}
 	ndim = H5Sget_simple_extent_ndims(o->space);
 	if (ndim < 1 || ndim > DSV_MAX_DIMS ||
@@ -207,7 +209,8 @@ static int map_contiguous(dsv_h5_open *o, int *fallback, const char *path, const
 	if (o->conv || off == HADDR_UNDEF) {
 		/* Never written: the library supplies fill values. */
 		*fallback = 1;
-		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv ? o->conv_why : "never written");
+		snprintf(s->h5_why, sizeof(s->h5_why), "%s",
+			 o->conv ? o->conv_why : "never written");
 		return 0;
 	}
 	if (dsv_add_u64(off, nbytes, &end) || end > s->file_size)
@@ -226,16 +229,13 @@ static int map_layout(dsv_h5_open *o, H5D_layout_t layout, int *fallback, hsize_
 		      uint64_t *unwritten, const char *path, const char *dname, dsv_errbuf *eb)
 {
 	switch (layout) {
-	case H5D_CONTIGUOUS:
-		return map_contiguous(o, fallback, path, dname, eb);
-	case H5D_CHUNKED:
-		return dsv_h5_open_chunked(o, fallback, band_rows, unwritten);
+	case H5D_CONTIGUOUS: return map_contiguous(o, fallback, path, dname, eb);
+	case H5D_CHUNKED: return dsv_h5_open_chunked(o, fallback, band_rows, unwritten);
 	case H5D_COMPACT:
 		*fallback = 1;
 		snprintf(o->s->h5_why, sizeof(o->s->h5_why), "compact layout");
 		return 0;
-	default:
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "unknown layout");
+	default: return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "unknown layout");
 	}
 }
 
@@ -289,11 +289,12 @@ static void close_handles(dsv_h5_open *o)
 		H5Pclose(o->lapl);
 }
 
-int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
-		       dsv_errbuf *eb)
+int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out, dsv_errbuf *eb)
 {
 	char dname[H5_MAX_PATH];
-	dsv_h5_open o = { .lapl = -1, .file = -1, .dset = -1, .dcpl = -1, .ftype = -1, .space = -1 };
+	dsv_h5_open o = {
+		.lapl = -1, .file = -1, .dset = -1, .dcpl = -1, .ftype = -1, .space = -1
+	};
 	dsv_source *s;
 	int err, fallback = 0, locked = 0;
 	hsize_t band_rows = 0;
@@ -303,8 +304,8 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out,
 	*out = NULL;
 	if (!path || !dataset || !*dataset)
 		return dsv_errf_at(eb, DSV_ERR_INVALID, path ? path : "", NULL, "no dataset given");
-	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/",
-			     dataset) >= sizeof(dname))
+	if ((size_t)snprintf(dname, sizeof(dname), "%s%s", dataset[0] == '/' ? "" : "/", dataset) >=
+	    sizeof(dname))
 		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "dataset path too long");
 	s = dsv_source_alloc(path, dname);
 	if (!s)

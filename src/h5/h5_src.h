@@ -21,9 +21,9 @@ typedef struct dsv_h5_open {
 	dsv_errbuf *eb;
 	hid_t lapl, file, dset, dcpl, ftype, space;
 	hsize_t dims[DSV_MAX_DIMS];
-	int conv;            /* element type needs library conversion */
+	int conv; /* element type needs library conversion */
 	char conv_why[64];
-	dsv_h5_chunk_check *cc;  /* for the fallback's h5_state */
+	dsv_h5_chunk_check *cc; /* for the fallback's h5_state */
 } dsv_h5_open;
 
 /* The fork probe's work for every HDF5 file dsview reads (src/h5/probe.c):

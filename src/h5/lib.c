@@ -94,10 +94,11 @@ int dsv_h5_open_failed(const char *path, dsv_errbuf *eb)
 	int truncated;
 	dsv_h5_error_reason(why, sizeof(why), &truncated);
 	if (truncated)
-		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
-				   "truncated: the file is shorter than its HDF5 superblock says (%s)",
-				   why);
-	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)", why);
+		return dsv_errf_at(
+			eb, DSV_ERR_TRUNCATED, path, NULL,
+			"truncated: the file is shorter than its HDF5 superblock says (%s)", why);
+	return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not an HDF5 file, or damaged (%s)",
+			   why);
 }
 
 hid_t dsv_h5_ro_fapl(void)
@@ -130,8 +131,7 @@ hid_t dsv_h5_type(dsv_dtype dt)
 			return -1;
 		}
 		return t;
-	default:
-		return -1;
+	default: return -1;
 	}
 }
 

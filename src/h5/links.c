@@ -23,9 +23,8 @@
 
 /* Link access callback: refuse to traverse any external link, so that even
  * a path our walk did not foresee cannot open another file. */
-static herr_t deny_elink(const char *parent_file, const char *parent_group,
-			 const char *child_file, const char *child_object,
-			 unsigned *acc_flags, hid_t fapl, void *op_data)
+static herr_t deny_elink(const char *parent_file, const char *parent_group, const char *child_file,
+			 const char *child_object, unsigned *acc_flags, hid_t fapl, void *op_data)
 {
 	(void)parent_file, (void)parent_group, (void)child_file;
 	(void)child_object, (void)acc_flags, (void)fapl, (void)op_data;
@@ -47,8 +46,8 @@ hid_t dsv_h5_make_lapl(hid_t cls)
  * links; soft links are followed by checking their target the same way
  * (they stay inside the file, but may lead to an external link).
  */
-static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth,
-		       const char *path, const char *dname, dsv_errbuf *eb)
+static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth, const char *path,
+		       const char *dname, dsv_errbuf *eb)
 {
 	char buf[H5_MAX_PATH], target[H5_MAX_PATH], next[H5_MAX_PATH];
 	size_t n = strlen(dpath);
@@ -109,9 +108,7 @@ static int check_links(hid_t file, hid_t lapl, const char *dpath, int depth,
 	return 0;
 }
 
-int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname,
-		       dsv_errbuf *eb)
+int dsv_h5_check_links(hid_t file, hid_t lapl, const char *path, const char *dname, dsv_errbuf *eb)
 {
 	return check_links(file, lapl, dname, 0, path, dname, eb);
 }
-

@@ -58,8 +58,7 @@ static void probe_child(const char *path, dsv_h5_probe_fn work)
 }
 
 /* dsv_h5_probe of path, whose stat is st. */
-static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn work,
-		      dsv_errbuf *eb)
+static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn work, dsv_errbuf *eb)
 {
 	int status = 0, sig = 0;
 	pid_t pid, r;
@@ -70,7 +69,8 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 	for (unsigned i = 0; i < nprobed && i < H5_PROBED_MAX; i++) {
 		h5_probed *p = &probed[i];
 		if (p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
-		    p->mtime.tv_sec == st->st_mtim.tv_sec && p->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+		    p->mtime.tv_sec == st->st_mtim.tv_sec &&
+		    p->mtime.tv_nsec == st->st_mtim.tv_nsec) {
 			sig = p->sig;
 			goto done;
 		}

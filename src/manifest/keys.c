@@ -53,26 +53,33 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 	long long n;
 	if (!strcmp(name, "cache_size")) {
 		if (dsv_parse_size(value, &m->cache_size))
-			return dsv_mf_fail(c, c->line, "cache_size '%s' is not a size (e.g. 2G, 512M, 0)", value);
+			return dsv_mf_fail(c, c->line,
+					   "cache_size '%s' is not a size (e.g. 2G, 512M, 0)",
+					   value);
 		m->has_cache_size = 1;
 	} else if (!strcmp(name, "threads")) {
 		if (parse_int(value, &n) || n < 1 || n > 256)
-			return dsv_mf_fail(c, c->line, "threads '%s' must be an integer from 1 to 256", value);
+			return dsv_mf_fail(c, c->line,
+					   "threads '%s' must be an integer from 1 to 256", value);
 		m->threads = (int)n;
 		m->has_threads = 1;
 	} else if (!strcmp(name, "gpu")) {
 		int dev;
 		if (strlen(value) >= sizeof(m->gpu) || dsv_parse_gpu(value, &dev))
-			return dsv_mf_fail(c, c->line, "gpu '%s' must be auto, off or a device number", value);
+			return dsv_mf_fail(c, c->line,
+					   "gpu '%s' must be auto, off or a device number", value);
 		strcpy(m->gpu, value);
 		m->has_gpu = 1;
 	} else if (!strcmp(name, "gpu_cache")) {
 		if (dsv_parse_size(value, &m->gpu_cache))
-			return dsv_mf_fail(c, c->line, "gpu_cache '%s' is not a size (e.g. 16G, 0)", value);
+			return dsv_mf_fail(c, c->line, "gpu_cache '%s' is not a size (e.g. 16G, 0)",
+					   value);
 		m->has_gpu_cache = 1;
 	} else {
-		return dsv_mf_fail(c, c->line, "unknown key '%s' in [dsview] (expected cache_size, "
-				   "threads, gpu, gpu_cache)", name);
+		return dsv_mf_fail(c, c->line,
+				   "unknown key '%s' in [dsview] (expected cache_size, "
+				   "threads, gpu, gpu_cache)",
+				   name);
 	}
 	return 1;
 }
@@ -135,8 +142,11 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 			return take_file(c, name, value, &pv->rows_file);
 		}
 		if (parse_slice(value, sl))
-			return dsv_mf_fail(c, c->line, "rows '%s' must be a:b, a:b:step (Python slice, step not "
-				    "0) or @index.npy", value);
+			return dsv_mf_fail(
+				c, c->line,
+				"rows '%s' must be a:b, a:b:step (Python slice, step not "
+				"0) or @index.npy",
+				value);
 		v->rows_kind = DSV_ROWS_SLICE;
 		v->decl->rows_start = sl[0];
 		v->decl->rows_stop = sl[1];
@@ -144,7 +154,8 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 	} else if (!strcmp(name, "window") || !strcmp(name, "stride")) {
 		int w = name[0] == 'w';
 		if (parse_int(value, &n) || n < 1)
-			return dsv_mf_fail(c, c->line, "%s '%s' must be a positive integer", name, value);
+			return dsv_mf_fail(c, c->line, "%s '%s' must be a positive integer", name,
+					   value);
 		*(w ? &v->win : &v->stride) = (uint64_t)n;
 		*(w ? &pv->window_line : &pv->stride_line) = c->line;
 		v->has_window |= w;
@@ -159,15 +170,18 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 		else if (!strcasecmp(value, "HWC") || !strcasecmp(value, "none"))
 			v->layout_chw = 0;
 		else
-			return dsv_mf_fail(c, c->line, "layout '%s' must be CHW (or HWC, as stored)", value);
+			return dsv_mf_fail(c, c->line,
+					   "layout '%s' must be CHW (or HWC, as stored)", value);
 		pv->layout_line = c->line;
 	} else if (!strcmp(name, "per_source")) {
 		if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1"))
 			v->decl->per_source = 1;
-		else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0"))
+		else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") ||
+			 !strcmp(value, "0"))
 			v->decl->per_source = 0;
 		else
-			return dsv_mf_fail(c, c->line, "per_source '%s' must be true or false", value);
+			return dsv_mf_fail(c, c->line, "per_source '%s' must be true or false",
+					   value);
 		pv->per_source_line = c->line;
 	} else {
 		return -1;
@@ -188,7 +202,8 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		if (!*value)
 			return dsv_mf_fail(c, c->line, "empty source");
 		if (pv->nspecs >= DSV_VIEW_MAX_SOURCES)
-			return dsv_mf_fail(c, c->line, "too many sources (at most %d)", DSV_VIEW_MAX_SOURCES);
+			return dsv_mf_fail(c, c->line, "too many sources (at most %d)",
+					   DSV_VIEW_MAX_SOURCES);
 		char **s = realloc(pv->specs, (pv->nspecs + 1) * sizeof(*s));
 		int *l = s ? realloc(pv->spec_lines, (pv->nspecs + 1) * sizeof(*l)) : NULL;
 		if (s)
@@ -201,12 +216,15 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 	} else if (!strcmp(name, "dtype")) {
 		v->dtype = dsv_dtype_parse(value);
 		if (!dsv_dtype_is_output(v->dtype))
-			return dsv_mf_fail(c, c->line, "dtype '%s' must be float32, bfloat16, float16 or an "
-				    "integer type (int8 ... int64, uint8 ... uint64)", value);
+			return dsv_mf_fail(c, c->line,
+					   "dtype '%s' must be float32, bfloat16, float16 or an "
+					   "integer type (int8 ... int64, uint8 ... uint64)",
+					   value);
 		pv->dtype_line = c->line;
 	} else if (!strcmp(name, "scale") || !strcmp(name, "offset")) {
 		if (parse_doubles(value, d, 1) != 1)
-			return dsv_mf_fail(c, c->line, "%s '%s' is not a finite number", name, value);
+			return dsv_mf_fail(c, c->line, "%s '%s' is not a finite number", name,
+					   value);
 		*(name[0] == 's' ? &v->decl->scale : &v->decl->offset) = d[0];
 	} else if ((!strcmp(name, "mean") || !strcmp(name, "std")) && value[0] == '@') {
 		int is_mean = name[0] == 'm';
@@ -218,13 +236,15 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		int k = vals ? parse_doubles(value, vals, 65536) : -1;
 		if (k <= 0) {
 			free(vals);
-			return dsv_mf_fail(c, c->line, "%s '%s' must be a list of finite numbers", name, value);
+			return dsv_mf_fail(c, c->line, "%s '%s' must be a list of finite numbers",
+					   name, value);
 		}
 		if (!is_mean) {
 			for (int i = 0; i < k; i++)
 				if (vals[i] == 0) {
 					free(vals);
-					return dsv_mf_fail(c, c->line, "std contains 0 (value %d)", i + 1);
+					return dsv_mf_fail(c, c->line, "std contains 0 (value %d)",
+							   i + 1);
 				}
 		}
 		free(is_mean ? v->decl->mean : v->decl->std);
@@ -239,7 +259,9 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		pv->axis_line = c->line;
 	} else if (!strcmp(name, "clip")) {
 		if (parse_doubles(value, d, 2) != 2 || d[0] > d[1])
-			return dsv_mf_fail(c, c->line, "clip '%s' must be two numbers LOW HIGH with LOW <= HIGH", value);
+			return dsv_mf_fail(
+				c, c->line,
+				"clip '%s' must be two numbers LOW HIGH with LOW <= HIGH", value);
 		v->decl->has_clip = 1;
 		pv->clip_line = c->line;
 		v->decl->clip_lo = d[0];
@@ -247,7 +269,9 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 	} else if (!strcmp(name, "source_dtype")) {
 		pv->raw_dtype = dsv_dtype_parse(value);
 		if (pv->raw_dtype == DSV_DTYPE_INVALID || pv->raw_dtype == DSV_BF16)
-			return dsv_mf_fail(c, c->line, "source_dtype '%s' is not a supported source dtype", value);
+			return dsv_mf_fail(c, c->line,
+					   "source_dtype '%s' is not a supported source dtype",
+					   value);
 		pv->has_raw_dtype = 1;
 		pv->raw_dtype_line = c->line;
 	} else if (!strcmp(name, "source_shape")) {
@@ -262,7 +286,10 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 			errno = 0;
 			long long x = strtoll(p, &end, 10);
 			if (end == p || errno || k >= DSV_MAX_DIMS || (k == 0 ? x < -1 : x <= 0))
-				return dsv_mf_fail(c, c->line, "source_shape '%s' must be positive integers (the first may be -1)", value);
+				return dsv_mf_fail(c, c->line,
+						   "source_shape '%s' must be positive integers "
+						   "(the first may be -1)",
+						   value);
 			pv->raw_shape[k++] = x;
 			p = end;
 		}
@@ -271,10 +298,12 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		pv->raw_ndim = k;
 		pv->raw_shape_line = c->line;
 	} else {
-		return dsv_mf_fail(c, c->line, "unknown key '%s' (expected source, dtype, scale, offset, mean, "
-			    "std, channel_axis, clip, source_dtype, source_shape, rows, window, stride, "
-			    "window_axis, layout, per_source)", name);
+		return dsv_mf_fail(c, c->line,
+				   "unknown key '%s' (expected source, dtype, scale, offset, mean, "
+				   "std, channel_axis, clip, source_dtype, source_shape, rows, "
+				   "window, stride, "
+				   "window_axis, layout, per_source)",
+				   name);
 	}
 	return 1;
 }
-

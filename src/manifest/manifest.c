@@ -51,7 +51,8 @@ static char *reader(char *str, int num, void *stream)
 		close = memchr(p + 1, ']', (size_t)(end - p - 1));
 	}
 	if (close) {
-		size_t len = (size_t)(close - p - 1), keep = len < sizeof(c->sect) ? len : sizeof(c->sect) - 1;
+		size_t len = (size_t)(close - p - 1),
+		       keep = len < sizeof(c->sect) ? len : sizeof(c->sect) - 1;
 		memcpy(c->sect, p + 1, keep);
 		c->sect[keep] = '\0';
 		c->sect_len = len;
@@ -107,13 +108,18 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (!c->in_dsview) {
 			char show[4 * 64 + 4];
 			if (!*section)
-				return dsv_mf_fail(c, c->line, "key '%s' outside any [view] section", name);
-			if (c->sect_len > DSV_VIEW_NAME_MAX || c->sect_nul || !dsv_view_name_ok(c->sect))
-				return dsv_mf_fail(c, c->section_line, "invalid view name '%s' (%zu bytes; letters, "
-					    "digits, _, -, . only; at most %d bytes)",
-					    dsv_shown(c->sect, c->sect_len, 64, show), c->sect_len, DSV_VIEW_NAME_MAX);
+				return dsv_mf_fail(c, c->line,
+						   "key '%s' outside any [view] section", name);
+			if (c->sect_len > DSV_VIEW_NAME_MAX || c->sect_nul ||
+			    !dsv_view_name_ok(c->sect))
+				return dsv_mf_fail(c, c->section_line,
+						   "invalid view name '%s' (%zu bytes; letters, "
+						   "digits, _, -, . only; at most %d bytes)",
+						   dsv_shown(c->sect, c->sect_len, 64, show),
+						   c->sect_len, DSV_VIEW_NAME_MAX);
 			if (find_view(c, c->sect))
-				return dsv_mf_fail(c, c->section_line, "view '%s' is defined twice", c->sect);
+				return dsv_mf_fail(c, c->section_line, "view '%s' is defined twice",
+						   c->sect);
 			pending_view *nv = realloc(c->views, (c->nviews + 1) * sizeof(*nv));
 			if (!nv)
 				return dsv_mf_fail(c, c->line, "out of memory");
@@ -198,7 +204,7 @@ static int resolve_files(parse_ctx *c, pending_view *pv)
 	if ((pv->mean_file != NULL) != (pv->std_file != NULL) ||
 	    (pv->mean_file && (pv->nmean || pv->nstd)))
 		return dsv_mf_fail(c, pv->mean_file ? pv->mean_line : pv->std_line,
-			    "mean and std must both be @files or both be numbers");
+				   "mean and std must both be @files or both be numbers");
 	if ((pv->rows_file && !(v->decl->rows_file = resolve(c->dir, pv->rows_file))) ||
 	    (pv->mean_file && !(v->decl->mean_file = resolve(c->dir, pv->mean_file))) ||
 	    (pv->std_file && !(v->decl->std_file = resolve(c->dir, pv->std_file))))
@@ -214,10 +220,11 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		return dsv_mf_fail(c, pv->line, "view '%s' has no source", v->name);
 	if ((pv->has_raw_dtype != 0) != (pv->raw_ndim != 0))
 		return dsv_mf_fail(c, pv->has_raw_dtype ? pv->raw_dtype_line : pv->raw_shape_line,
-			    "source_dtype and source_shape must be given together");
+				   "source_dtype and source_shape must be given together");
 	if (!v->has_window && (pv->stride_line || pv->waxis_line))
 		return dsv_mf_fail(c, pv->stride_line ? pv->stride_line : pv->waxis_line,
-			    "%s needs window = W", pv->stride_line ? "stride" : "window_axis");
+				   "%s needs window = W",
+				   pv->stride_line ? "stride" : "window_axis");
 	if (v->has_window && !pv->stride_line)
 		v->stride = v->win;
 	if (v->has_window && !pv->waxis_line)
@@ -237,12 +244,16 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 	}
 	if (dsv_dtype_is_int(v->dtype) &&
 	    (v->decl->scale != 1.0 || v->decl->offset != 0.0 || pv->mean_line || pv->std_line))
-		return dsv_mf_fail(c, pv->dtype_line, "an integer output (%s) takes no scale, offset, mean or "
-			    "std", dsv_dtype_name(v->dtype));
+		return dsv_mf_fail(c, pv->dtype_line,
+				   "an integer output (%s) takes no scale, offset, mean or "
+				   "std",
+				   dsv_dtype_name(v->dtype));
 	if ((pv->nmean != 0) != (pv->nstd != 0))
-		return dsv_mf_fail(c, pv->nmean ? pv->mean_line : pv->std_line, "mean and std must be given together");
+		return dsv_mf_fail(c, pv->nmean ? pv->mean_line : pv->std_line,
+				   "mean and std must be given together");
 	if (pv->nmean != pv->nstd && pv->nmean != 1 && pv->nstd != 1)
-		return dsv_mf_fail(c, pv->std_line, "std has %d values but mean has %d", pv->nstd, pv->nmean);
+		return dsv_mf_fail(c, pv->std_line, "std has %d values but mean has %d", pv->nstd,
+				   pv->nmean);
 	if (pv->nmean != pv->nstd && expand_scalar(pv) != 0)
 		return dsv_mf_fail(c, pv->line, "out of memory");
 	v->decl->nchan = pv->nmean;
@@ -310,7 +321,8 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 	fclose(c.f);
 	free(c.buf);
 	if (c.too_long && !c.err)
-		dsv_mf_fail(&c, c.too_long, "line too long (at most %d characters)", INI_MAX_LINE - 2);
+		dsv_mf_fail(&c, c.too_long, "line too long (at most %d characters)",
+			    INI_MAX_LINE - 2);
 	if (rc > 0 && !c.err)
 		dsv_mf_fail(&c, rc, "syntax error (expected [view], key = value, or a ; comment)");
 	if (!c.err && c.nviews == 0)

@@ -11,8 +11,8 @@
 
 typedef struct pending_view {
 	dsv_view *v;
-	int line;          /* section header line */
-	char **specs;      /* source specs as written */
+	int line;     /* section header line */
+	char **specs; /* source specs as written */
 	int *spec_lines;
 	size_t nspecs;
 	int has_raw_dtype, raw_dtype_line, raw_ndim, raw_shape_line;
@@ -29,11 +29,11 @@ typedef struct parse_ctx {
 	char *dir;
 	FILE *f;
 	int line;
-	int section_line; /* line of the last [section] header */
+	int section_line;                 /* line of the last [section] header */
 	char sect[DSV_VIEW_NAME_MAX + 2]; /* its name; a longer one is cut short */
-	size_t sect_len;  /* the whole name's length */
-	int sect_nul;     /* the name holds a NUL byte */
-	char *buf;        /* the physical line (getline) */
+	size_t sect_len;                  /* the whole name's length */
+	int sect_nul;                     /* the name holds a NUL byte */
+	char *buf;                        /* the physical line (getline) */
 	size_t cap;
 	int too_long;
 	int err;

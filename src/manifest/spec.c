@@ -46,7 +46,7 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 		int err = dsv_h5_list_datasets(spec, &names, &n, NULL, eb);
 		if (!err && n != 1)
 			err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-				       "has %zu datasets; name one as %s:/dataset", n, spec);
+					  "has %zu datasets; name one as %s:/dataset", n, spec);
 		if (!err)
 			err = dsv_source_open_h5(spec, names[0], out, eb);
 		for (size_t i = 0; i < n; i++)
@@ -55,8 +55,8 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 		return err;
 	}
 	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-			"unknown source type (expected .npy, .h5[:/dataset], a Zarr array's "
-			"directory, or a raw file with source_dtype and source_shape)");
+			   "unknown source type (expected .npy, .h5[:/dataset], a Zarr array's "
+			   "directory, or a raw file with source_dtype and source_shape)");
 }
 
 /* Opens one source (a resolved path, "file.h5:/dset" included) into the
@@ -75,8 +75,8 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 	if (raw && !is_structured)
 		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
 	else if (!is_structured && stat(file, &st) < 0)
-		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL, "%s",
-				  strerror(errno));
+		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
+				  "%s", strerror(errno));
 	else if (!is_structured)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				  "raw source needs source_dtype and source_shape");
@@ -96,8 +96,8 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 /* A source spec whose file part is a glob pattern (and no file of that
  * name): every file it matches, in natural order ("s2" before "s10"),
  * each with the spec's dataset. @return 0, or a dsv_err with eb set. */
-static int open_glob(dsv_view *v, const char *file, const char *dataset,
-		     const dsv_raw_spec *raw, dsv_errbuf *eb)
+static int open_glob(dsv_view *v, const char *file, const char *dataset, const dsv_raw_spec *raw,
+		     dsv_errbuf *eb)
 {
 	glob_t g;
 	int rc = glob(file, GLOB_ERR, NULL, &g), err = 0;

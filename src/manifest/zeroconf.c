@@ -35,8 +35,8 @@
 /* Adds a view named name of s (taken), to m only once it is finished:
  * a view that fails dsv_view_finish is freed and m is as before.
  * hdf5_path: the dataset's own path (for V.json), or NULL. */
-static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path,
-			 dsv_source *s, dsv_dtype dtype, dsv_errbuf *eb)
+static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
+			 dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_view *v = dsv_view_new(name);
 	dsv_view **nv = realloc(m->views, (m->nviews + 1) * sizeof(*nv));
@@ -89,8 +89,7 @@ static int add_skipped(dsv_manifest *m, const char *path, const char *reason, co
 /* One word for why dataset of file is not served, from its header: its
  * type's class when that is not a number, "scalar", "unreadable" when the
  * header cannot be read, else "unsupported" (a filter, external storage). */
-static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap,
-		      char **value)
+static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap, char **value)
 {
 	dsv_h5_desc d;
 	dsv_errbuf eb;
@@ -174,8 +173,8 @@ const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t 
 				best = i;
 		if (best == m->nskipped)
 			break;
-		int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%zu %s", used ? ", " : "",
-				 counted[best], m->skipped[best].kind);
+		int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%zu %s",
+				 used ? ", " : "", counted[best], m->skipped[best].kind);
 		if (w > 0)
 			used += (size_t)w;
 		counted[best] = 0;
@@ -195,8 +194,8 @@ static int render_skipped(dsv_manifest *m)
 				      "reason", dsv_json_text(m->skipped[i].reason), "kind",
 				      m->skipped[i].kind);
 		if (o && m->skipped[i].value) /* our own JSON text, so it parses */
-			json_object_set_new(o, "value", json_loads(m->skipped[i].value,
-								   JSON_DECODE_ANY, NULL));
+			json_object_set_new(o, "value",
+					    json_loads(m->skipped[i].value, JSON_DECODE_ANY, NULL));
 		json_array_append_new(arr, o);
 	}
 	s = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
@@ -262,9 +261,11 @@ static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf
 	if (!stem || !name)
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, strlen(path), 160, show), NULL,
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, strlen(path), 160, show),
+				  NULL,
 				  "file name is not a valid view name (%zu bytes once mapped; at "
-				  "most %d)", n, DSV_VIEW_NAME_MAX);
+				  "most %d)",
+				  n, DSV_VIEW_NAME_MAX);
 	free(stem);
 	if (err)
 		free(name);
@@ -303,7 +304,8 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	for (size_t i = 0; !err && i < nbad; i++) {
 		const char *sp = skip_path(in, bad[i].path, label, sizeof(label));
 		if (strict)
-			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
+			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, bad[i].path, "%s",
+					  bad[i].reason);
 		else if (add_skipped(m, sp, bad[i].reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!first->code)
@@ -316,8 +318,10 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		size_t part_len = 0;
 		int e = map_name(names[i], &name, &part_len);
 		if (e == DSV_ERR_INVALID)
-			dsv_errf_at(&sub, e, path, names[i], "name too long once mapped to a view name "
-				    "(a part of %zu bytes, at most %d)", part_len, DSV_VIEW_NAME_MAX);
+			dsv_errf_at(&sub, e, path, names[i],
+				    "name too long once mapped to a view name "
+				    "(a part of %zu bytes, at most %d)",
+				    part_len, DSV_VIEW_NAME_MAX);
 		else if (!e && prefix && asprintf(&full, "%s/%s", prefix, name) < 0)
 			e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
 		else if (!e)
@@ -336,7 +340,8 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 						  dsv_shown(names[i], strlen(names[i]), 64, show),
 						  part_len, DSV_VIEW_NAME_MAX);
 			else
-				err = dsv_errf(eb, e, "%s", e == DSV_ERR_NOMEM ? "out of memory" : sub.msg);
+				err = dsv_errf(eb, e, "%s",
+					       e == DSV_ERR_NOMEM ? "out of memory" : sub.msg);
 			break;
 		}
 		char *value = NULL;
@@ -455,7 +460,8 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 	int err = zarr_views(m, path, "", path, dtype, flags, 0, eb);
 	if (!err && m->nviews == 0)
 		err = m->nskipped ? nothing_served(m, path, eb)
-				  : dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no Zarr arrays in it");
+				  : dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+						"no Zarr arrays in it");
 	if (!err && m->nskipped && render_skipped(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
@@ -476,8 +482,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 	int err = 0;
 
 	if (!d)
-		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL, "%s",
-				   strerror(errno));
+		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL,
+				   "%s", strerror(errno));
 	while (!err && (de = readdir(d))) {
 		if (de->d_name[0] == '.' ||
 		    !(dsv_has_ext(de->d_name, ".npy") || dsv_is_h5_name(de->d_name)))
@@ -533,8 +539,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 	return err;
 }
 
-int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
-			   dsv_manifest **out, dsv_errbuf *eb)
+int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
+			   dsv_errbuf *eb)
 {
 	dsv_manifest *m = dsv_manifest_new(path);
 	int err = 0;
@@ -543,8 +549,9 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags,
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (dsv_source_zarr_version(path) ||
-	    dsv_has_ext(path, ".zarr") || dsv_source_zarr_group(path))) {
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (dsv_source_zarr_version(path) || dsv_has_ext(path, ".zarr") ||
+	     dsv_source_zarr_group(path))) {
 		err = from_zarr(m, path, dtype, flags, eb);
 	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		err = from_dir(m, path, dtype, flags, eb);

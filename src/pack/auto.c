@@ -76,10 +76,10 @@ typedef struct measured {
 
 typedef struct sample {
 	char *raw, *enc, *back;
-	size_t len;     /* raw bytes per sampled chunk */
-	size_t n;       /* sampled chunks, at raw + k * len */
-	size_t cap;     /* enc room per piece */
-	size_t *encn;   /* encoded size per piece */
+	size_t len;   /* raw bytes per sampled chunk */
+	size_t n;     /* sampled chunks, at raw + k * len */
+	size_t cap;   /* enc room per piece */
+	size_t *encn; /* encoded size per piece */
 	size_t elem;
 } sample;
 
@@ -94,10 +94,9 @@ static int measure(sample *sm, const struct cand *c, size_t piece, size_t block,
 		t = dsv_now_s();
 		for (size_t j = 0; j < per; j++) {
 			size_t off = j * piece, len = sm->len - off < piece ? sm->len - off : piece;
-			int64_t got = dsv_pack_codec_encode(c->codec, c->level,
-							    sm->enc + (k * per + j) * sm->cap, sm->cap,
-							    sm->raw + k * sm->len + off, len, block,
-							    sm->elem);
+			int64_t got = dsv_pack_codec_encode(
+				c->codec, c->level, sm->enc + (k * per + j) * sm->cap, sm->cap,
+				sm->raw + k * sm->len + off, len, block, sm->elem);
 			if (got < 0)
 				return (int)got;
 			sm->encn[k * per + j] = (size_t)got;
@@ -111,11 +110,14 @@ static int measure(sample *sm, const struct cand *c, size_t piece, size_t block,
 		t = dsv_now_s();
 		for (size_t k = 0; k < sm->n; k++)
 			for (size_t j = 0; j < per; j++) {
-				size_t off = j * piece, len = sm->len - off < piece ? sm->len - off : piece;
+				size_t off = j * piece,
+				       len = sm->len - off < piece ? sm->len - off : piece;
 				if (dsv_pack_codec_decode(c->codec, sm->back, len,
 							  sm->enc + (k * per + j) * sm->cap,
-							  sm->encn[k * per + j], sm->elem) != (int64_t)len ||
-				    (pass == 0 && memcmp(sm->back, sm->raw + k * sm->len + off, len)))
+							  sm->encn[k * per + j],
+							  sm->elem) != (int64_t)len ||
+				    (pass == 0 &&
+				     memcmp(sm->back, sm->raw + k * sm->len + off, len)))
 					return DSV_ERR_INTERNAL; /* our own round trip failed */
 			}
 		t = dsv_now_s() - t;
@@ -124,8 +126,9 @@ static int measure(sample *sm, const struct cand *c, size_t piece, size_t block,
 	double raw = (double)sm->len * (double)sm->n;
 	m->ratio = raw / (double)stored;
 	/* none "decodes" by copying; a mount reads it in place */
-	m->out_s = c->codec == DSV_PACK_NONE ? 1e30 : raw / (dec_s > 0 ? dec_s : 1e-9) * 4.0 /
-							     (double)sm->elem;
+	m->out_s = c->codec == DSV_PACK_NONE
+			   ? 1e30
+			   : raw / (dec_s > 0 ? dec_s : 1e-9) * 4.0 / (double)sm->elem;
 	m->in_s = c->codec == DSV_PACK_NONE ? 1e30 : raw / (enc_s > 0 ? enc_s : 1e-9);
 	m->done = 1;
 	return 0;
@@ -176,8 +179,9 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 		goto done;
 	}
 	/* whole elements of at most AUTO_SAMPLE_BYTES of each chunk */
-	sm.len = p->chunk_bytes < AUTO_SAMPLE_BYTES ? (size_t)p->chunk_bytes
-						    : AUTO_SAMPLE_BYTES - AUTO_SAMPLE_BYTES % sm.elem;
+	sm.len = p->chunk_bytes < AUTO_SAMPLE_BYTES
+			 ? (size_t)p->chunk_bytes
+			 : AUTO_SAMPLE_BYTES - AUTO_SAMPLE_BYTES % sm.elem;
 	sm.n = p->nchunks <= 1 ? 1 : p->nchunks - 1 < AUTO_SAMPLES ? p->nchunks - 1 : AUTO_SAMPLES;
 	for (size_t k = 0; k < NCANDS; k++) {
 		size_t block, piece = piece_of(p, &cands[k], sm.len, &block);
@@ -223,8 +227,8 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 				best = (int)k;
 		double top = 0;
 		for (size_t k = 0; k < NCANDS; k++)
-			if (m[k].done && m[k].out_s >= AUTO_OUT_BYTES_S && m[k].in_s >= AUTO_IN_BYTES_S &&
-			    m[k].ratio > top)
+			if (m[k].done && m[k].out_s >= AUTO_OUT_BYTES_S &&
+			    m[k].in_s >= AUTO_IN_BYTES_S && m[k].ratio > top)
 				top = m[k].ratio;
 		for (size_t k = 0; k < NCANDS && pick < 0; k++)
 			if (m[k].done && m[k].out_s >= AUTO_OUT_BYTES_S &&
@@ -233,24 +237,31 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 		int lz4 = 1; /* cands[1]; none (cands[0]) always passes: pick >= 0 */
 		if (cands[pick].codec == DSV_PACK_NONE &&
 		    m[best].ratio > m[pick].ratio * (1 + AUTO_TIE))
-			snprintf(why, cap, "auto: none (no codec that compresses decodes %.0f GB/s of "
-				 "float32 and encodes %.0f MB/s per core here; best ratio %s %.2f on %zu "
-				 "sample chunks)", AUTO_OUT_BYTES_S / 1e9, AUTO_IN_BYTES_S / 1e6,
+			snprintf(why, cap,
+				 "auto: none (no codec that compresses decodes %.0f GB/s of "
+				 "float32 and encodes %.0f MB/s per core here; best ratio %s %.2f "
+				 "on %zu "
+				 "sample chunks)",
+				 AUTO_OUT_BYTES_S / 1e9, AUTO_IN_BYTES_S / 1e6,
 				 label(&cands[best], a, sizeof(a)), m[best].ratio, sm.n);
 		else if (cands[pick].codec == DSV_PACK_NONE)
-			snprintf(why, cap, "auto: none (best ratio %s %.2f on %zu sample chunks: "
-				 "not worth decoding)", label(&cands[best], a, sizeof(a)), m[best].ratio,
-				 sm.n);
+			snprintf(why, cap,
+				 "auto: none (best ratio %s %.2f on %zu sample chunks: "
+				 "not worth decoding)",
+				 label(&cands[best], a, sizeof(a)), m[best].ratio, sm.n);
 		else {
-			int n = snprintf(why, cap, "auto: %s, ratio %.2f on %zu sample chunks (lz4 %.2f), "
-					 "decodes %.1f GB/s of float32 per core (bar %.0f), encodes "
-					 "%.0f MB/s per core (bar %.0f)",
-					 label(&cands[pick], a, sizeof(a)), m[pick].ratio, sm.n,
-					 m[lz4].ratio, m[pick].out_s / 1e9, AUTO_OUT_BYTES_S / 1e9,
-					 m[pick].in_s / 1e6, AUTO_IN_BYTES_S / 1e6);
-			if (best != pick && m[best].ratio > m[pick].ratio * (1 + AUTO_TIE) && n > 0 &&
-			    (size_t)n < cap)
-				snprintf(why + n, cap - (size_t)n, "; best ratio %s %.2f misses a bar",
+			int n = snprintf(
+				why, cap,
+				"auto: %s, ratio %.2f on %zu sample chunks (lz4 %.2f), "
+				"decodes %.1f GB/s of float32 per core (bar %.0f), encodes "
+				"%.0f MB/s per core (bar %.0f)",
+				label(&cands[pick], a, sizeof(a)), m[pick].ratio, sm.n,
+				m[lz4].ratio, m[pick].out_s / 1e9, AUTO_OUT_BYTES_S / 1e9,
+				m[pick].in_s / 1e6, AUTO_IN_BYTES_S / 1e6);
+			if (best != pick && m[best].ratio > m[pick].ratio * (1 + AUTO_TIE) &&
+			    n > 0 && (size_t)n < cap)
+				snprintf(why + n, cap - (size_t)n,
+					 "; best ratio %s %.2f misses a bar",
 					 label(&cands[best], b, sizeof(b)), m[best].ratio);
 		}
 		o->codec = cands[pick].codec;

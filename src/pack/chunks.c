@@ -47,8 +47,7 @@ int dsv_pack_read_chunk(const packer *p, dsv_range *r, uint64_t i, char *raw, ui
 
 /* Reads chunk i's rows into raw and encodes them into out. @return the
  * stored size or a negative dsv_err. */
-static int64_t make_chunk(packer *p, dsv_range *r, uint64_t i, char *raw, void *out,
-			  uint64_t *bad)
+static int64_t make_chunk(packer *p, dsv_range *r, uint64_t i, char *raw, void *out, uint64_t *bad)
 {
 	const dsv_pack_opts *o = p->o;
 	int64_t n;
@@ -135,7 +134,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-
 /* Bytes the store will take: exact without compression, else estimated
  * from up to SAMPLE_CHUNKS chunks spread over the input. */
 int dsv_pack_estimate_size(packer *p, uint64_t *need)
@@ -166,7 +164,6 @@ int dsv_pack_estimate_size(packer *p, uint64_t *need)
 		p->nchunks * 64 /* chunk index entries */;
 	return 0;
 }
-
 
 /* The writer loop: chunks in order to write. */
 static int write_chunks(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack_result *res,

@@ -26,12 +26,13 @@ typedef struct codec_def {
 	int shuffle; /* Blosc: DSV_BLOSC_NOSHUFFLE/_SHUFFLE/_BITSHUFFLE */
 } codec_def;
 
-#define BLOSC(id, nm, in, sh)                                                                   \
-	[id] = { { nm, DSV_H5Z_FILTER_BLOSC, 1, 9, 5, 0 }, F_BLOSC, in, sh }
+#define BLOSC(id, nm, in, sh) [id] = { { nm, DSV_H5Z_FILTER_BLOSC, 1, 9, 5, 0 }, F_BLOSC, in, sh }
 
 static const codec_def defs[DSV_PACK_NCODECS] = {
-	[DSV_PACK_LZ4] = { { "lz4", DSV_H5Z_FILTER_LZ4, 1, DSV_LZ4_MAX_ACCELERATION, 1, 1 }, F_LZ4,
-			   0, 0 },
+	[DSV_PACK_LZ4] = { { "lz4", DSV_H5Z_FILTER_LZ4, 1, DSV_LZ4_MAX_ACCELERATION, 1, 1 },
+			   F_LZ4,
+			   0,
+			   0 },
 	[DSV_PACK_LZ4HC] = { { "lz4hc", DSV_H5Z_FILTER_LZ4, 1, 12, 9, 1 }, F_LZ4, 0, 0 },
 	[DSV_PACK_NONE] = { { "none", 0, 0, 0, 0, 0 }, F_NONE, 0, 0 },
 	[DSV_PACK_ZSTD] = { { "zstd", DSV_H5Z_FILTER_ZSTD, 1, 22, 6, 0 }, F_ZSTD, 0, 0 },
@@ -43,10 +44,14 @@ static const codec_def defs[DSV_PACK_NCODECS] = {
 	BLOSC(DSV_PACK_BLOSC_ZSTD_SHUFFLE, "blosc-zstd-shuffle", DSV_BLOSC_ZSTD, DSV_BLOSC_SHUFFLE),
 	BLOSC(DSV_PACK_BLOSC_ZSTD_BITSHUFFLE, "blosc-zstd-bitshuffle", DSV_BLOSC_ZSTD,
 	      DSV_BLOSC_BITSHUFFLE),
-	[DSV_PACK_BSHUF_LZ4] = { { "bitshuffle-lz4", DSV_H5Z_FILTER_BSHUF, 0, 0, 0, 0 }, F_BSHUF,
-				 DSV_BSHUF_LZ4, 0 },
+	[DSV_PACK_BSHUF_LZ4] = { { "bitshuffle-lz4", DSV_H5Z_FILTER_BSHUF, 0, 0, 0, 0 },
+				 F_BSHUF,
+				 DSV_BSHUF_LZ4,
+				 0 },
 	[DSV_PACK_BSHUF_ZSTD] = { { "bitshuffle-zstd", DSV_H5Z_FILTER_BSHUF, 1, 22, 3, 0 },
-				  F_BSHUF, DSV_BSHUF_ZSTD, 0 },
+				  F_BSHUF,
+				  DSV_BSHUF_ZSTD,
+				  0 },
 };
 
 const dsv_pack_codec_info *dsv_pack_codec_get(dsv_pack_codec c)
@@ -70,10 +75,11 @@ int dsv_pack_codec_by_name(const char *name, dsv_pack_codec *c)
 
 const char *dsv_pack_codec_names(void)
 {
-	static const char names[] = "auto, lz4, lz4hc, zstd, blosc-lz4-noshuffle, "
-				    "blosc-lz4-shuffle, blosc-lz4-bitshuffle, blosc-zstd-noshuffle, "
-				    "blosc-zstd-shuffle, blosc-zstd-bitshuffle, bitshuffle-lz4, "
-				    "bitshuffle-zstd, none";
+	static const char names[] =
+		"auto, lz4, lz4hc, zstd, blosc-lz4-noshuffle, "
+		"blosc-lz4-shuffle, blosc-lz4-bitshuffle, blosc-zstd-noshuffle, "
+		"blosc-zstd-shuffle, blosc-zstd-bitshuffle, bitshuffle-lz4, "
+		"bitshuffle-zstd, none";
 	return names;
 }
 
@@ -126,8 +132,7 @@ int64_t dsv_pack_codec_encode(dsv_pack_codec c, int level, void *dst, size_t cap
 	case F_BLOSC:
 		return dsv_blosc_encode(dst, cap, src, raw, elem, level, defs[c].shuffle,
 					defs[c].inner);
-	case F_BSHUF:
-		return dsv_bshuf_encode(dst, cap, src, raw, elem, 0, defs[c].inner, level);
+	case F_BSHUF: return dsv_bshuf_encode(dst, cap, src, raw, elem, 0, defs[c].inner, level);
 	}
 	return DSV_ERR_INVALID;
 }

@@ -106,12 +106,11 @@ static char *store_json(const dsv_pack_opts *o, const char *name, const dsv_sour
 
 	for (int k = 0; k < in->ndim; k++)
 		json_array_append_new(shape, json_integer((json_int_t)in->shape[k]));
-	j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:I, s:b}",
-		      "format", DSV_STORE_FORMAT, "format_version", DSV_STORE_FORMAT_VERSION,
-		      "dsview_version", DSV_VERSION_STRING, "source", o->input,
-		      "source_kind", dsv_source_kind_name(in->kind),
-		      "dtype", dsv_dtype_name(in->dtype), "shape", shape,
-		      "codec", dsv_pack_codec_get(o->codec)->name, "level", o->level,
+	j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:I, s:b}", "format",
+		      DSV_STORE_FORMAT, "format_version", DSV_STORE_FORMAT_VERSION,
+		      "dsview_version", DSV_VERSION_STRING, "source", o->input, "source_kind",
+		      dsv_source_kind_name(in->kind), "dtype", dsv_dtype_name(in->dtype), "shape",
+		      shape, "codec", dsv_pack_codec_get(o->codec)->name, "level", o->level,
 		      "chunk_rows", (json_int_t)chunk_rows, "chunk_bytes", (json_int_t)chunk_bytes,
 		      "raw_bytes", (json_int_t)(in->nelems * dsv_dtype_size(in->dtype)),
 		      "fletcher32", 1);
@@ -151,12 +150,10 @@ static int h5_create(const char *tmp, const char *name, const dsv_source_info *i
 	if (*file < 0)
 		return dsv_errf_at(eb, DSV_ERR_IO, tmp, NULL, "HDF5 cannot create the file");
 	if ((space = H5Screate_simple(in->ndim, dims, NULL)) < 0 ||
-	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
-	    H5Pset_chunk(dcpl, in->ndim, cdims) < 0 ||
+	    (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(dcpl, in->ndim, cdims) < 0 ||
 	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0 ||
-	    (o->codec != DSV_PACK_NONE &&
-	     H5Pset_filter(dcpl, dsv_pack_codec_get(o->codec)->filter, H5Z_FLAG_OPTIONAL, ncd,
-			   cd) < 0) ||
+	    (o->codec != DSV_PACK_NONE && H5Pset_filter(dcpl, dsv_pack_codec_get(o->codec)->filter,
+							H5Z_FLAG_OPTIONAL, ncd, cd) < 0) ||
 	    H5Pset_fletcher32(dcpl) < 0 || (ftype = dsv_h5_type(in->dtype)) < 0)
 		goto out;
 	*dset = H5Dcreate2(*file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -164,8 +161,8 @@ static int h5_create(const char *tmp, const char *name, const dsv_source_info *i
 		goto out;
 	if ((atype = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(atype, H5T_VARIABLE) < 0 ||
 	    H5Tset_cset(atype, H5T_CSET_UTF8) < 0 || (aspace = H5Screate(H5S_SCALAR)) < 0 ||
-	    (attr = H5Acreate2(*dset, DSV_STORE_ATTR, atype, aspace, H5P_DEFAULT,
-			       H5P_DEFAULT)) < 0 ||
+	    (attr = H5Acreate2(*dset, DSV_STORE_ATTR, atype, aspace, H5P_DEFAULT, H5P_DEFAULT)) <
+		    0 ||
 	    H5Awrite(attr, atype, &json) < 0)
 		goto out;
 	err = 0;
@@ -348,8 +345,9 @@ static int place_store(const dsv_pack_opts *o, dsv_pack_out *f, dsv_errbuf *eb)
 			e = errno;
 		}
 		return dsv_errf_at(eb, DSV_ERR_IO, o->output, NULL, "%s",
-				   e == EEXIST ? "appeared while packing; not replaced (use --force)"
-					       : strerror(e));
+				   e == EEXIST
+					   ? "appeared while packing; not replaced (use --force)"
+					   : strerror(e));
 	}
 renamed:
 	f->tmp[0] = '\0';

@@ -90,7 +90,7 @@ uint64_t dsv_pack_default_chunk(dsv_pack_codec c)
 {
 	const dsv_pack_codec_info *i = dsv_pack_codec_get(c);
 	return !i || i->lz4_blocks || c == DSV_PACK_NONE ? DSV_PACK_DEFAULT_CHUNK
-							: DSV_PACK_DEFAULT_WHOLE_CHUNK;
+							 : DSV_PACK_DEFAULT_WHOLE_CHUNK;
 }
 
 /* Chunks of whole rows, about want bytes (at least a row, at most
@@ -219,7 +219,8 @@ int dsv_pack(const dsv_pack_opts *opts, dsv_pack_result *res, dsv_errbuf *eb)
 	p.src = src;
 	p.in = dsv_source_get_info(src);
 	if ((err = check_rows(&p, eb)) || (err = plan_chunks(&p, &oc, res, eb)) ||
-	    (err = dsv_pack_out_dir(&p, &f, res, eb)) || (err = dsv_pack_out_create(&p, &f, name, eb)))
+	    (err = dsv_pack_out_dir(&p, &f, res, eb)) ||
+	    (err = dsv_pack_out_create(&p, &f, name, eb)))
 		goto out;
 	tw = dsv_now_s();
 	err = dsv_pack_run_workers(&p, dsv_pack_out_write, &f.sets, res, eb);

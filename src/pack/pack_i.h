@@ -38,7 +38,7 @@ typedef struct packer {
 	slot *slots;
 	unsigned nslots;
 	uint64_t next, written;
-	int err; /* first failure: workers stop taking chunks */
+	int err;            /* first failure: workers stop taking chunks */
 	uint64_t err_chunk; /* the chunk p->eb names: the lowest that failed */
 	dsv_errbuf eb;
 } packer;
@@ -77,9 +77,9 @@ int dsv_pack_run_workers(packer *p, dsv_pack_write_fn write, void *arg, dsv_pack
 /* An LZ4 store's block table while it is written (table.c). */
 typedef struct dsv_pack_table {
 	hid_t dset;
-	uint64_t nblocks;  /* per chunk */
-	uint64_t *at;      /* dsv_lz4_index of the chunk at hand */
-	uint32_t *row;     /* its row of the table */
+	uint64_t nblocks; /* per chunk */
+	uint64_t *at;     /* dsv_lz4_index of the chunk at hand */
+	uint32_t *row;    /* its row of the table */
 } dsv_pack_table;
 
 /* Creates the table of dataset name in file, for nchunks chunks of

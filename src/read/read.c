@@ -207,26 +207,26 @@ static int read_concat(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, 
 /* Positions [q, q + n) of a CHW row (position k * hw + h) from the row's
  * HWC elements (element h * nc + k) in row: channel by channel, a whole
  * row in one pass over its pixels, writing a stream per channel. */
-#define GATHER(T)                                                                     \
-	do {                                                                          \
-		const T *in_ = row;                                                   \
-		T *o_ = out;                                                          \
-		if (q == 0 && n == nc * hw) {                                         \
-			for (uint64_t h_ = 0; h_ < hw; h_++)                          \
-				for (uint64_t k_ = 0; k_ < nc; k_++)                  \
-					o_[k_ * hw + h_] = in_[h_ * nc + k_];         \
-			break;                                                        \
-		}                                                                     \
-		uint64_t k_ = q / hw, h_ = q - k_ * hw;                               \
-		while (n) {                                                           \
-			uint64_t m_ = hw - h_ < n ? hw - h_ : n;                      \
-			for (uint64_t i_ = 0; i_ < m_; i_++)                          \
-				o_[i_] = in_[(h_ + i_) * nc + k_];                    \
-			o_ += m_;                                                     \
-			n -= m_;                                                      \
-			k_++;                                                         \
-			h_ = 0;                                                       \
-		}                                                                     \
+#define GATHER(T)                                                             \
+	do {                                                                  \
+		const T *in_ = row;                                           \
+		T *o_ = out;                                                  \
+		if (q == 0 && n == nc * hw) {                                 \
+			for (uint64_t h_ = 0; h_ < hw; h_++)                  \
+				for (uint64_t k_ = 0; k_ < nc; k_++)          \
+					o_[k_ * hw + h_] = in_[h_ * nc + k_]; \
+			break;                                                \
+		}                                                             \
+		uint64_t k_ = q / hw, h_ = q - k_ * hw;                       \
+		while (n) {                                                   \
+			uint64_t m_ = hw - h_ < n ? hw - h_ : n;              \
+			for (uint64_t i_ = 0; i_ < m_; i_++)                  \
+				o_[i_] = in_[(h_ + i_) * nc + k_];            \
+			o_ += m_;                                             \
+			n -= m_;                                              \
+			k_++;                                                 \
+			h_ = 0;                                               \
+		}                                                             \
 	} while (0)
 
 static void gather_chw(const void *row, void *out, size_t es, uint64_t nc, uint64_t hw, uint64_t q,
@@ -243,13 +243,16 @@ static void gather_chw(const void *row, void *out, size_t es, uint64_t nc, uint6
 /* Positions [q, q + n) of a row before its layout, from the row's runs:
  * transformed by x from output element oe, or raw (x NULL). */
 static int read_row_part(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t q,
-			 uint64_t n, const dsv_xform *x, uint64_t oe, char *dst, dsv_read_info *info)
+			 uint64_t n, const dsv_xform *x, uint64_t oe, char *dst,
+			 dsv_read_info *info)
 {
-	size_t oes = x ? v->out_esize : dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
+	size_t oes = x ? v->out_esize
+		       : dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	uint64_t p = q / r->len, off = q - p * r->len;
 	while (n) {
 		uint64_t k = r->len - off < n ? r->len - off : n;
-		int err = read_src(c, v, r->si, r->start + p * r->stride + off, k, x, oe, dst, info, 0);
+		int err = read_src(c, v, r->si, r->start + p * r->stride + off, k, x, oe, dst, info,
+				   0);
 		if (err)
 			return err;
 		dst += k * oes;
@@ -331,13 +334,14 @@ static int read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, 
 	if (!buf)
 		return DSV_ERR_NOMEM;
 	for (uint64_t p = 0; p < r->nruns; p++) {
-		int err = read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf, info, 0);
+		int err = read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf, info,
+				   0);
 		if (err)
 			return err;
 		for (uint64_t w = 0; w < b; w++) {
 			uint64_t o = w * v->row_elems + p * r->len;
-			dsv_xform_run(v->xf[r->si], dst + o * v->out_esize, buf + w * step * ses, r->len,
-				      e + o);
+			dsv_xform_run(v->xf[r->si], dst + o * v->out_esize, buf + w * step * ses,
+				      r->len, e + o);
 		}
 	}
 	return 0;
@@ -436,8 +440,7 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 		uint64_t l = dsv_view_lrow(v, i);
 		dsv_view_lrow_runs(v, l, &r);
 		if (v->tile_wins) {
-			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst,
-					 info->flags);
+			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst, info->flags);
 		} else if (q == 0 && (b = window_batch(v, i, n, &r)) > 1) {
 			m = b * re;
 			note_unit(info, (i + b - 1) / v->seg_rows);
@@ -453,7 +456,8 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 				k++;
 			m = k * re;
 			note_unit(info, (i + k - 1) / v->seg_rows);
-			err = read_src(c, v, r.si, r.start, k * r.len, v->xf[r.si], e, dst, info, 0);
+			err = read_src(c, v, r.si, r.start, k * r.len, v->xf[r.si], e, dst, info,
+				       0);
 		} else {
 			err = read_row_part(c, v, &r, q, m, v->xf[r.si], e, dst, info);
 		}
@@ -469,7 +473,8 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 static int read_elems(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t e, uint64_t n,
 		      char *dst, dsv_read_info *info)
 {
-	return v->mapped ? read_rows(c, tiles, v, e, n, dst, info) : read_concat(c, v, e, n, dst, info);
+	return v->mapped ? read_rows(c, tiles, v, e, n, dst, info)
+			 : read_concat(c, v, e, n, dst, info);
 }
 
 int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,

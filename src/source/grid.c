@@ -28,8 +28,8 @@
 #include "common/tlsbuf.h"
 #include "source/source_i.h"
 
-void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where,
-		    const char *fmt, ...)
+void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where, const char *fmt,
+		    ...)
 {
 	dsv_errbuf *eb = io->eb;
 	va_list ap;
@@ -230,8 +230,7 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);
 }
 
-int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst,
-		       dsv_errbuf *eb)
+int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst, dsv_errbuf *eb)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
@@ -239,7 +238,8 @@ int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst
 	uint64_t c = per ? part->elem_start / per : 0;
 
 	if (!s->grid_chunk || in->ndim == 0 || !per || c >= s->gcount[0] ||
-	    part->elem_start + part->nelems > (c + 1) * per || part->elem_start + part->nelems > in->nelems)
+	    part->elem_start + part->nelems > (c + 1) * per ||
+	    part->elem_start + part->nelems > in->nelems)
 		return DSV_ERR_INVALID;
 	unsigned char *rows = dsv_tls_buf(DSV_TLS_GRID_PART, (size_t)(per * es));
 	if (!rows)

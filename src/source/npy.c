@@ -107,7 +107,7 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 		if (!strcmp(key, "descr")) {
 			if (parse_str(&c, descr, sizeof(descr)))
 				return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
-						"structured or unknown dtype in .npy header");
+						   "structured or unknown dtype in .npy header");
 			have_descr = 1;
 		} else if (!strcmp(key, "fortran_order")) {
 			if ((size_t)(c.end - c.p) >= 4 && !strncmp(c.p, "True", 4)) {
@@ -122,8 +122,9 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 		} else if (!strcmp(key, "shape")) {
 			int r = parse_shape(&c, &ndim, shape);
 			if (r == -2)
-				return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, NULL,
-						".npy shape too large or has too many dimensions");
+				return dsv_errf_at(
+					eb, DSV_ERR_OVERFLOW, s->path, NULL,
+					".npy shape too large or has too many dimensions");
 			if (r)
 				goto bad;
 			have_shape = 1;
@@ -140,12 +141,13 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 		goto bad;
 	if (fortran)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
-				"Fortran-order .npy is not supported; save it in C order "
-				"(np.save(p, np.ascontiguousarray(a)))");
+				   "Fortran-order .npy is not supported; save it in C order "
+				   "(np.save(p, np.ascontiguousarray(a)))");
 	if (descr[0] == '>' && strcmp(descr + 1, "u1") && strcmp(descr + 1, "i1"))
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
-				"big-endian dtype '%s' is not supported; convert with "
-				"a.astype(a.dtype.newbyteorder('<'))", descr);
+				   "big-endian dtype '%s' is not supported; convert with "
+				   "a.astype(a.dtype.newbyteorder('<'))",
+				   descr);
 	s->info.dtype = dsv_dtype_parse(descr[0] == '>' ? descr + 1 : descr);
 	/* numpy's own spelling only: dsv_dtype_parse also takes dsview's
 	 * aliases, and '<f16' (numpy's long double) must not read as "f16". */
@@ -154,9 +156,11 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 	     strcmp(descr + 1, dsv_dtype_npy_descr(s->info.dtype) + 1)))
 		s->info.dtype = DSV_DTYPE_INVALID;
 	if (s->info.dtype == DSV_DTYPE_INVALID || s->info.dtype == DSV_BF16)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "unsupported dtype '%s'", descr);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "unsupported dtype '%s'",
+				   descr);
 	if (ndim == 0)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "0-d arrays are not supported");
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+				   "0-d arrays are not supported");
 	if (dsv_source_set_shape(s, ndim, shape))
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, NULL, ".npy shape overflows");
 	return 0;
@@ -200,8 +204,8 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 		goto fail;
 	}
 	if (hlen > NPY_MAX_HEADER || pre_len + hlen > s->file_size) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, ".npy header length %llu is invalid",
-				  (unsigned long long)hlen);
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
+				  ".npy header length %llu is invalid", (unsigned long long)hlen);
 		goto fail;
 	}
 	hdr = malloc(hlen + 1);
@@ -225,9 +229,9 @@ int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
 	nbytes = s->info.nelems * dsv_dtype_size(s->info.dtype); /* checked by set_shape */
 	if (nbytes > s->file_size - s->data_offset) {
 		err = dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
-			       "file is %llu bytes but its header declares %llu bytes of data",
-			       (unsigned long long)s->file_size,
-			       (unsigned long long)(s->data_offset + nbytes));
+				  "file is %llu bytes but its header declares %llu bytes of data",
+				  (unsigned long long)s->file_size,
+				  (unsigned long long)(s->data_offset + nbytes));
 		goto fail;
 	}
 	s->info.kind = DSV_SRC_NPY;

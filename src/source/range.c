@@ -79,7 +79,8 @@ int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *b
 					r->memo = j;
 			}
 			if (!err)
-				memcpy(d, (char *)r->buf + skip * r->esize, (size_t)(take * r->esize));
+				memcpy(d, (char *)r->buf + skip * r->esize,
+				       (size_t)(take * r->esize));
 		}
 		if (err)
 			return err;
@@ -90,9 +91,9 @@ int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *b
 	return 0;
 }
 
-int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref,
-				   uint64_t first, uint64_t n, void *dst, size_t dst_cap,
-				   dsv_band_fn each, void *arg)
+int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
+				   uint64_t n, void *dst, size_t dst_cap, dsv_band_fn each,
+				   void *arg)
 {
 	uint64_t band = dsv_source_fallback_band(s);
 	uint64_t esize = dsv_dtype_size(dsv_source_get_info(s)->dtype);
@@ -116,7 +117,8 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 		if (eb)
 			dsv_errf(eb, 0, "%s", "");
 		int err = part.grid ? dsv_grid_read_part(s, &part, d, eb)
-				    : dsv_source_read_fallback(s, &part, d, (size_t)(part.nelems * esize));
+				    : dsv_source_read_fallback(s, &part, d,
+							       (size_t)(part.nelems * esize));
 		if (each)
 			each(arg, &part, err, eb && eb->code ? eb : NULL);
 		if (err && !first_err)

@@ -4,8 +4,8 @@
 #include "common/arith.h"
 #include "source/source_i.h"
 
-int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
-			const int64_t *shape, dsv_source **out, dsv_errbuf *eb)
+int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
+			dsv_source **out, dsv_errbuf *eb)
 {
 	uint64_t dims[DSV_MAX_DIMS], row_bytes = dsv_dtype_size(dtype);
 	int err;
@@ -20,12 +20,14 @@ int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim,
 	for (int i = 1; i < ndim; i++) {
 		if (shape[i] <= 0)
 			return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-					"source_shape dimension %d must be positive", i);
+					   "source_shape dimension %d must be positive", i);
 		if (dsv_mul_u64(row_bytes, (uint64_t)shape[i], &row_bytes))
-			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, NULL, "source_shape overflows");
+			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, NULL,
+					   "source_shape overflows");
 	}
 	if (shape[0] < -1)
-		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "source_shape rows must be -1 or >= 0");
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				   "source_shape rows must be -1 or >= 0");
 
 	s = dsv_source_alloc(path, NULL);
 	if (!s)

@@ -66,8 +66,7 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape)
 	s->info.nrows = ndim ? shape[0] : 1;
 	s->info.row_elems = row;
 	if (dsv_mul_u64(s->info.nrows, row, &s->info.nelems) ||
-	    dsv_mul_u64(s->info.nelems, dsv_dtype_size(s->info.dtype), &bytes) ||
-	    bytes > INT64_MAX)
+	    dsv_mul_u64(s->info.nelems, dsv_dtype_size(s->info.dtype), &bytes) || bytes > INT64_MAX)
 		return DSV_ERR_OVERFLOW;
 	return 0;
 }
@@ -138,7 +137,8 @@ uint64_t dsv_source_stored_bytes(const dsv_source *s)
 int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b)
 {
 	return !strcmp(a->path, b->path) &&
-	       (a->dataset && b->dataset ? !strcmp(a->dataset, b->dataset) : a->dataset == b->dataset);
+	       (a->dataset && b->dataset ? !strcmp(a->dataset, b->dataset)
+					 : a->dataset == b->dataset);
 }
 
 const char *dsv_source_kind_name(dsv_source_kind k)
@@ -216,8 +216,8 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 	return dsv_pread_fd(s->fd, buf, n, off);
 }
 
-int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
-			     void *dst, size_t dst_cap)
+int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
+			     size_t dst_cap)
 {
 	if (!s->h5 || !s->h5_read)
 		return DSV_ERR_INTERNAL;
@@ -270,8 +270,8 @@ void dsv_source_note_lz4_block(dsv_source *s)
 	}
 }
 
-int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
-			  uint64_t n, void *dst)
+int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first, uint64_t n,
+			  void *dst)
 {
 	uint64_t esize = dsv_dtype_size(s->info.dtype);
 	if (!dsv_chunk_is_plain(ref) || first > ref->nelems || n > ref->nelems - first)
@@ -356,9 +356,8 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 	return err;
 }
 
-int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref,
-			  void *dst, size_t dst_cap, void *scratch,
-			  size_t scratch_cap, dsv_errbuf *eb)
+int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
+			  void *scratch, size_t scratch_cap, dsv_errbuf *eb)
 {
 	uint64_t need = ref->nelems * dsv_dtype_size(s->info.dtype);
 	int err;

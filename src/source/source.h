@@ -53,8 +53,8 @@ int dsv_source_read_stored(const dsv_source *s, const dsv_chunk_ref *ref, void *
 
 /* Reads one chunk's elements (ref->nelems, native little-endian, source
  * dtype) through the HDF5 library. dst_cap >= ref->nelems * esize. */
-int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref,
-			     void *dst, size_t dst_cap);
+int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
+			     size_t dst_cap);
 /* Elements in one band of the file's own chunks (its chunk rows times the
  * row) for a fallback source, or for a grid source whose chunks (bands)
  * group several chunk-rows; else 0. A chunk spans one or more; the file's
@@ -76,8 +76,8 @@ int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref);
 /* Reads elements [first, first + n) of a plain chunk (dsv_chunk_is_plain)
  * into dst (n * esize bytes): one pread, nothing else of the chunk.
  * DSV_ERR_TRUNCATED when they lie past the end of the file. */
-int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
-			  uint64_t n, void *dst);
+int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first, uint64_t n,
+			  void *dst);
 
 /* Called for every band read: part names its elements, err its result,
  * eb (when err, for a grid's band; else NULL) which grid chunk failed, as
@@ -89,9 +89,9 @@ typedef void (*dsv_band_fn)(void *arg, const dsv_chunk_ref *part, int err, const
  * With each NULL, stops at the first band that fails; otherwise calls each
  * for every band and goes on. @return 0, or the first band's dsv_err
  * (DSV_ERR_INVALID for a range outside the chunk or a short dst). */
-int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref,
-				   uint64_t first, uint64_t n, void *dst, size_t dst_cap,
-				   dsv_band_fn each, void *arg);
+int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first,
+				   uint64_t n, void *dst, size_t dst_cap, dsv_band_fn each,
+				   void *arg);
 
 /* A reader of runs of one source's elements, for callers that walk a
  * source roughly in order (pack). One per thread. */

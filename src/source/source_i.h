@@ -35,7 +35,8 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
 typedef struct dsv_grid_io {
 	uint64_t band;
 	int stream; /* the reader reads on past it (dsv_chunk_ref.stream) */
-	dsv_errbuf *eb; /* which grid chunk failed, for the reader (dsv_grid_fault); NULL: not asked */
+	dsv_errbuf
+		*eb; /* which grid chunk failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;
 	uint64_t held_off, held_len;
 	uint64_t held_first, held_end;
@@ -95,7 +96,7 @@ struct dsv_source {
 	int grid;
 	uint64_t gshape[DSV_MAX_DIMS];
 	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
-	uint64_t g_band; /* chunk-rows a band (dsv_grid_set_bands) */
+	uint64_t g_band;               /* chunk-rows a band (dsv_grid_set_bands) */
 	int g_fortran, g_big_endian;
 	unsigned char g_fill[8]; /* one element, little-endian */
 	int (*grid_chunk)(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
@@ -145,14 +146,13 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 /* Elements [part->elem_start, + part->nelems) of a grid source, all in one
  * chunk-row, into dst, from that chunk-row's chunks alone: a band that
  * fails whole still serves its other chunk-rows (range.c). */
-int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst,
-		       dsv_errbuf *eb);
+int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst, dsv_errbuf *eb);
 /* A grid_chunk that fails with err says which chunk in io->eb, when the
  * reader asked: file is the chunk's own file (Zarr) or NULL, where the
  * place inside the source's file (HDF5: "chunk (i, j)") or NULL, and msg
  * the words alone (they name the chunk themselves). */
-void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where,
-		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where, const char *fmt,
+		    ...) __attribute__((format(printf, 5, 6)));
 
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */

@@ -99,7 +99,8 @@ static int check_index(dsv_view *v, uint64_t count, uint64_t n, dsv_errbuf *eb)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "rows",
 					    "rows: %s[%llu] = %lld is out of range for %llu rows",
 					    v->decl->rows_file, (unsigned long long)i,
-					    (long long)(int64_t)v->rows_index[i], (unsigned long long)n);
+					    (long long)(int64_t)v->rows_index[i],
+					    (unsigned long long)n);
 		v->rows_index[i] = (uint64_t)x;
 	}
 	return 0;
@@ -145,11 +146,13 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 		if (longest < v->win)
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "window",
 					    "window %llu is longer than axis %d of every source "
-					    "(longest: %llu)", (unsigned long long)v->win,
-					    v->win_axis, (unsigned long long)longest);
+					    "(longest: %llu)",
+					    (unsigned long long)v->win, v->win_axis,
+					    (unsigned long long)longest);
 		if (v->win_axis == 0) {
 			if (row_ndim + 1 > DSV_MAX_DIMS - 1)
-				return dsv_errf_key(eb, DSV_ERR_INVALID, "window", "too many dimensions");
+				return dsv_errf_key(eb, DSV_ERR_INVALID, "window",
+						    "too many dimensions");
 			memmove(row_shape + 1, row_shape, (size_t)row_ndim * sizeof(uint64_t));
 			row_shape[0] = v->win;
 			row_ndim++;
@@ -159,7 +162,8 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 		rowe = 1;
 		for (int k = 0; k < row_ndim; k++)
 			if (dsv_mul_u64(rowe, row_shape[k], &rowe))
-				return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large", v->name);
+				return dsv_errf(eb, DSV_ERR_OVERFLOW, "view '%s' is too large",
+						v->name);
 	}
 
 	/* rows */
@@ -178,9 +182,11 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb)
 	/* layout */
 	if (v->layout_chw) {
 		if (row_ndim < 2)
-			return dsv_errf_key(eb, DSV_ERR_INVALID, "layout",
-					    "layout CHW needs rows of at least 2 dimensions (H, W, C); "
-					    "these have %d", row_ndim);
+			return dsv_errf_key(
+				eb, DSV_ERR_INVALID, "layout",
+				"layout CHW needs rows of at least 2 dimensions (H, W, C); "
+				"these have %d",
+				row_ndim);
 		v->lay_c = row_shape[row_ndim - 1];
 		v->lay_hw = rowe / (v->lay_c ? v->lay_c : 1);
 		memmove(row_shape + 1, row_shape, (size_t)(row_ndim - 1) * sizeof(uint64_t));

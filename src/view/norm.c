@@ -33,12 +33,14 @@ static int load_npy(const char *path, const char *key, dsv_source_info *info, vo
 		*info = *dsv_source_get_info(s);
 		if (dsv_mul_u64(info->nelems, dsv_dtype_size(info->dtype), &bytes) ||
 		    bytes > ((uint64_t)1 << 36))
-			err = dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, NULL, "too large for a %s array", key);
+			err = dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, NULL,
+					  "too large for a %s array", key);
 		else if (!(*data = malloc(bytes ? bytes : 1)) || dsv_range_init(&r, s))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else {
 			if ((err = dsv_range_read(&r, 0, info->nelems, *data, &bad)))
-				dsv_errf_at(eb, err, path, NULL, "cannot read: %s", dsv_strerror(err));
+				dsv_errf_at(eb, err, path, NULL, "cannot read: %s",
+					    dsv_strerror(err));
 			dsv_range_free(&r);
 		}
 		info->path = info->dataset = NULL; /* the source's own, freed below */
@@ -186,10 +188,11 @@ static int norm_form(dsv_view *v, int *form, uint64_t *per, dsv_errbuf *eb)
 	memcpy(v->decl->norm_shape, mi.shape, sizeof(v->decl->norm_shape));
 	lead = v->decl->per_source != 0;
 	if (lead && (mi.ndim < 1 || mi.shape[0] != v->nsources))
-		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
-				    "per_source: the mean array needs a leading axis of %zu (one per "
-				    "source), not shape %s", v->nsources,
-				    (dsv_shape_str(got, sizeof(got), mi.ndim, mi.shape), got));
+		return dsv_errf_key(
+			eb, DSV_ERR_INVALID, "mean",
+			"per_source: the mean array needs a leading axis of %zu (one per "
+			"source), not shape %s",
+			v->nsources, (dsv_shape_str(got, sizeof(got), mi.ndim, mi.shape), got));
 	*per = mi.nelems / (lead ? v->nsources : 1);
 	if (mi.ndim - lead == 0)
 		*form = NORM_SCALAR;
@@ -202,14 +205,15 @@ static int norm_form(dsv_view *v, int *form, uint64_t *per, dsv_errbuf *eb)
 		dsv_shape_str(got, sizeof(got), mi.ndim, mi.shape);
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
 				    "mean array has shape %s; expected the row shape %s, one value "
-				    "per channel or a scalar%s", got, want,
-				    lead ? ", after the leading axis of sources" : "");
+				    "per channel or a scalar%s",
+				    got, want, lead ? ", after the leading axis of sources" : "");
 	}
 	if (*per > INT32_MAX)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean array too large");
 	for (uint64_t i = 0; i < mi.nelems; i++)
 		if (v->decl->std[i] == 0)
-			return dsv_errf_key(eb, DSV_ERR_INVALID, "std", "std array holds 0 (at flat index %llu)",
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "std",
+					    "std array holds 0 (at flat index %llu)",
 					    (unsigned long long)i);
 	v->decl->nchan = (int)*per;
 	return 0;
@@ -241,7 +245,8 @@ static int channel_axis(dsv_view *v, uint64_t *inner, dsv_errbuf *eb)
 	int axis = want < 0 ? want + v->ndim : want;
 	if (axis < 0 || axis >= v->ndim)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "channel_axis",
-				    "channel_axis %d is out of range for %d dimensions", want, v->ndim);
+				    "channel_axis %d is out of range for %d dimensions", want,
+				    v->ndim);
 	if (v->shape[axis] != (uint64_t)v->decl->nchan)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
 				    "mean/std have %d values but channel axis %d has length %llu",

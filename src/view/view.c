@@ -22,12 +22,26 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 {
 	const struct dsv_view_decl *d = v->decl;
 	*out = (dsv_view_info){
-		.name = v->name, .dtype = v->dtype, .ndim = v->ndim,
-		.nelems = v->nelems, .row_bytes = v->row_bytes, .nbytes = v->nbytes,
-		.nsources = v->nsources, .sources = v->sources, .elem_base = v->elem_base,
-		.nchunks = v->nchunks, .scale = d->scale, .offset = d->offset, .nchan = d->nchan,
-		.channel_axis = d->channel_axis, .has_clip = d->has_clip, .mean = d->mean,
-		.std = d->std, .clip_lo = d->clip_lo, .clip_hi = d->clip_hi, .mtime = v->mtime,
+		.name = v->name,
+		.dtype = v->dtype,
+		.ndim = v->ndim,
+		.nelems = v->nelems,
+		.row_bytes = v->row_bytes,
+		.nbytes = v->nbytes,
+		.nsources = v->nsources,
+		.sources = v->sources,
+		.elem_base = v->elem_base,
+		.nchunks = v->nchunks,
+		.scale = d->scale,
+		.offset = d->offset,
+		.nchan = d->nchan,
+		.channel_axis = d->channel_axis,
+		.has_clip = d->has_clip,
+		.mean = d->mean,
+		.std = d->std,
+		.clip_lo = d->clip_lo,
+		.clip_hi = d->clip_hi,
+		.mtime = v->mtime,
 		.json = v->json,
 	};
 	memcpy(out->shape, v->shape, sizeof(out->shape));
@@ -104,7 +118,8 @@ void dsv_manifest_share(dsv_manifest *m)
 			for (size_t j = 0; j <= i; j++) {
 				dsv_view *w = m->views[j];
 				size_t lim = j == i ? k : w->nsources, q = 0;
-				while (q < lim && !same_source(dsv_source_get_info(w->sources[q]), a))
+				while (q < lim &&
+				       !same_source(dsv_source_get_info(w->sources[q]), a))
 					q++;
 				if (q == lim)
 					continue;
@@ -146,8 +161,8 @@ int dsv_view_check_source(const dsv_view *v, size_t i, dsv_errbuf *eb)
 	dsv_shape_str(sa, sizeof(sa), a->ndim, a->shape);
 	dsv_shape_str(sb, sizeof(sb), b->ndim, b->shape);
 	return dsv_errf(eb, DSV_ERR_INVALID,
-			"source shape %s does not match the first source's %s after axis 0%s", sb, sa,
-			wk > 0 ? " (but for the window axis)" : "");
+			"source shape %s does not match the first source's %s after axis 0%s", sb,
+			sa, wk > 0 ? " (but for the window axis)" : "");
 }
 
 void dsv_shape_str(char *buf, size_t cap, int ndim, const uint64_t *shape)
@@ -166,7 +181,8 @@ static int build_npy_header(dsv_view *v)
 	char shape[DSV_MAX_DIMS * 24 + 8];
 	char dict[sizeof(shape) + 128];
 	dsv_shape_str(shape, sizeof(shape), v->ndim, v->shape);
-	int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+	int n = snprintf(dict, sizeof(dict),
+			 "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
 			 dsv_dtype_npy_descr(v->dtype), shape);
 	/* magic(6) + version(2) + len(2) + dict + spaces + '\n' = multiple of 64 */
 	size_t total = 10 + (size_t)n + 1;
@@ -244,10 +260,10 @@ static json_t *rows_json(const dsv_view *v)
 		return json_null();
 	json_t *o = json_object();
 	const struct dsv_view_decl *d = v->decl;
-	json_object_set_new(o, "start", d->rows_start == INT64_MIN ? json_null()
-								  : json_integer(d->rows_start));
-	json_object_set_new(o, "stop", d->rows_stop == INT64_MIN ? json_null()
-								: json_integer(d->rows_stop));
+	json_object_set_new(o, "start",
+			    d->rows_start == INT64_MIN ? json_null() : json_integer(d->rows_start));
+	json_object_set_new(o, "stop",
+			    d->rows_stop == INT64_MIN ? json_null() : json_integer(d->rows_stop));
 	json_object_set_new(o, "step", json_integer(d->rows_step));
 	json_object_set_new(o, "count", json_integer((json_int_t)v->shape[0]));
 	return o;
@@ -297,25 +313,30 @@ static int build_json(dsv_view *v)
 		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
 		/* its rows among the concatenated (windowed) rows, before `rows` */
-		json_object_set_new(o, "rows", json_pack("[I,I]", (json_int_t)v->lrow_base[i],
-							 (json_int_t)v->lrow_base[i + 1]));
+		json_object_set_new(o, "rows",
+				    json_pack("[I,I]", (json_int_t)v->lrow_base[i],
+					      (json_int_t)v->lrow_base[i + 1]));
 		if (v->has_window)
 			json_object_set_new(o, "windows", json_integer((json_int_t)v->nwin[i]));
 		json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
 		json_array_append_new(srcs, o);
-		json_array_append_new(crows, si->row_elems && si->chunk_elems % si->row_elems == 0
-			? json_integer((json_int_t)(si->chunk_elems / si->row_elems))
-			: json_real((double)si->chunk_elems / (double)si->row_elems));
+		json_array_append_new(
+			crows,
+			si->row_elems && si->chunk_elems % si->row_elems == 0
+				? json_integer((json_int_t)(si->chunk_elems / si->row_elems))
+				: json_real((double)si->chunk_elems / (double)si->row_elems));
 	}
 	json_object_set_new(xf, "scale", json_real(v->decl->scale));
 	json_object_set_new(xf, "offset", json_real(v->decl->offset));
 	json_object_set_new(xf, "mean", norm_json(v, v->decl->mean, v->decl->mean_file));
 	json_object_set_new(xf, "std", norm_json(v, v->decl->std, v->decl->std_file));
-	json_object_set_new(xf, "channel_axis", v->decl->by_channel
-			    ? json_integer(v->decl->channel_axis) : json_null());
+	json_object_set_new(xf, "channel_axis",
+			    v->decl->by_channel ? json_integer(v->decl->channel_axis)
+						: json_null());
 	if (v->decl->has_clip) {
-		json_object_set_new(xf, "clip", json_pack("[o,o]", bound_json(v, v->decl->clip_lo),
-							 bound_json(v, v->decl->clip_hi)));
+		json_object_set_new(xf, "clip",
+				    json_pack("[o,o]", bound_json(v, v->decl->clip_lo),
+					      bound_json(v, v->decl->clip_hi)));
 	} else {
 		json_object_set_new(xf, "clip", json_null());
 	}
@@ -336,10 +357,11 @@ static int build_json(dsv_view *v)
 	if (names)
 		json_object_set_new(root, "dimension_names", names);
 	json_object_set_new(root, "rows", rows_json(v));
-	json_object_set_new(root, "window", v->has_window
-			    ? json_pack("{s:I,s:I,s:i}", "size", (json_int_t)v->win, "stride",
-					(json_int_t)v->stride, "axis", v->win_axis)
-			    : json_null());
+	json_object_set_new(root, "window",
+			    v->has_window ? json_pack("{s:I,s:I,s:i}", "size", (json_int_t)v->win,
+						      "stride", (json_int_t)v->stride, "axis",
+						      v->win_axis)
+					  : json_null());
 	json_object_set_new(root, "layout", v->layout_chw ? json_string("CHW") : json_null());
 	json_object_set_new(root, "sources", srcs);
 	json_object_set_new(root, "transform", xf);
@@ -432,19 +454,24 @@ static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, i
 				v->name, info->path, info->dataset ? ":" : "",
 				info->dataset ? info->dataset : "",
 				(unsigned long long)(ref->elem_start / row),
-				(unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) +
-						      row - 1) / row - 1),
+				(unsigned long long)((ref->elem_start +
+						      (ref->nelems ? ref->nelems : 1) + row - 1) /
+							     row -
+						     1),
 				what, dsv_strerror(err));
 		return;
 	}
-	dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
-		      "%llu bytes): %s%s",
-		      v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
-		      (unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),
-		      (unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) + row - 1) /
-					   row - 1), /* the last row, as verify and pack name them */
-		      (unsigned long long)ref->offset, (unsigned long long)ref->stored_size,
-		      dsv_strerror(err), then);
+	dsv_log_limited(
+		key, DSV_LOG_ERROR,
+		"view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
+		"%llu bytes): %s%s",
+		v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
+		(unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),
+		(unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) + row - 1) /
+					     row -
+				     1), /* the last row, as verify and pack name them */
+		(unsigned long long)ref->offset, (unsigned long long)ref->stored_size,
+		dsv_strerror(err), then);
 }
 
 void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,

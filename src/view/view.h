@@ -41,15 +41,15 @@ struct dsv_view {
 	 * is element e of the concatenated sources, read in long runs. */
 	int mapped;
 	int has_window;
-	uint64_t win, stride; /* window length and stride along win_axis */
-	int win_axis;         /* in source dims, >= 0 */
-	uint64_t *nwin;       /* per source: windows per source row (k > 0) or in all (k = 0) */
-	uint64_t *lrow_base;  /* nsources + 1 */
-	int rows_kind;        /* DSV_ROWS_ALL, _SLICE or _INDEX */
-	uint64_t rows_first;  /* resolved slice: logical row of view row 0 */
-	int64_t rows_delta;   /* resolved slice: step between view rows */
-	uint64_t *rows_index; /* _INDEX: logical row of each view row */
-	int layout_chw;       /* the row's last axis (C of HW C) moves to the front */
+	uint64_t win, stride;   /* window length and stride along win_axis */
+	int win_axis;           /* in source dims, >= 0 */
+	uint64_t *nwin;         /* per source: windows per source row (k > 0) or in all (k = 0) */
+	uint64_t *lrow_base;    /* nsources + 1 */
+	int rows_kind;          /* DSV_ROWS_ALL, _SLICE or _INDEX */
+	uint64_t rows_first;    /* resolved slice: logical row of view row 0 */
+	int64_t rows_delta;     /* resolved slice: step between view rows */
+	uint64_t *rows_index;   /* _INDEX: logical row of each view row */
+	int layout_chw;         /* the row's last axis (C of HW C) moves to the front */
 	uint64_t lay_c, lay_hw; /* C and the product of the other row dims */
 	uint64_t nsegs, seg_rows, seg_raw; /* readahead units: see dsv_view_seg_range */
 	/* Windows along an axis k > 0 are many short runs (an EEG window is
@@ -60,10 +60,10 @@ struct dsv_view {
 	uint64_t tile_wins;
 	uint32_t tile_key;
 
-	dsv_xform **xf;       /* per source: its plan (sources of one dtype share one) */
+	dsv_xform **xf; /* per source: its plan (sources of one dtype share one) */
 
-	char *json;           /* content of V.json */
-	char *npy_header;     /* NPY 1.0 header, npy_header_len % 64 == 0 */
+	char *json;       /* content of V.json */
+	char *npy_header; /* NPY 1.0 header, npy_header_len % 64 == 0 */
 	size_t npy_header_len;
 	struct timespec mtime; /* newest source mtime */
 

@@ -17,21 +17,21 @@ struct dsv_view_decl {
 
 	/* rows as written (view/view.h has what they resolve to) */
 	int64_t rows_start, rows_stop, rows_step; /* as written (slice) */
-	char *rows_file;      /* _INDEX: the index file, as resolved */
+	char *rows_file;                          /* _INDEX: the index file, as resolved */
 
 	/* transform as declared, for .json and info */
 	double scale, offset;
 	int nchan, channel_axis, has_clip, has_channel_axis;
-	double *mean, *std;   /* nchan values, or the arrays' values (norm.c) */
+	double *mean, *std;         /* nchan values, or the arrays' values (norm.c) */
 	char *mean_file, *std_file; /* mean = @file / std = @file, as resolved */
-	int norm_ndim;        /* shape of the mean/std arrays (files), else 0 */
+	int norm_ndim;              /* shape of the mean/std arrays (files), else 0 */
 	uint64_t norm_shape[DSV_MAX_DIMS];
 	int per_source;
-	int by_channel;       /* mean/std index the channel axis (else scalar or per element) */
+	int by_channel; /* mean/std index the channel axis (else scalar or per element) */
 	double clip_lo, clip_hi;
 	unsigned char *xf_own; /* per source: xf[i] is freed with the view */
 
-	char *hdf5_path;      /* zero-config HDF5: the dataset's own path, or NULL */
+	char *hdf5_path; /* zero-config HDF5: the dataset's own path, or NULL */
 };
 
 #define DSV_VIEW_NAME_MAX 200

@@ -42,7 +42,8 @@ void dsv_xform_params_init(dsv_xform_params *p)
 
 typedef void (*run_fn)(const dsv_xform *x, void *dst, const void *src, uint64_t n, uint64_t e0);
 
-static inline __attribute__((always_inline)) double load_elem(dsv_dtype t, const void *s, uint64_t i)
+static inline __attribute__((always_inline)) double load_elem(dsv_dtype t, const void *s,
+							      uint64_t i)
 {
 	switch (t) {
 	case DSV_U8: return ((const uint8_t *)s)[i];
@@ -86,8 +87,8 @@ static inline __attribute__((always_inline)) float load_f32(dsv_dtype t, const v
 /* One run of n elements sharing channel c: src type S, output type D. The
  * switch on constants folds away where this is inlined. */
 static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x, dsv_dtype S,
-							     dsv_dtype D, void *dst, const void *src,
-							     uint64_t n, int c)
+							     dsv_dtype D, void *dst,
+							     const void *src, uint64_t n, int c)
 {
 	const double sc = x->scale, of = x->offset, m = x->mean[c], sd = x->std[c];
 	const double lo = x->lo, hi = x->hi;
@@ -122,22 +123,31 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
 			VEC_FOR(i, n, o[i] = (float)(load_elem(S, src, i) * sc + of));
 		} else if (D == DSV_BF16) {
 			u16_u *o = dst;
-			VEC_FOR(i, n, o[i] = dsv_elem_f32_to_bf16((float)(load_elem(S, src, i) * sc + of)));
+			VEC_FOR(i, n,
+				o[i] = dsv_elem_f32_to_bf16(
+					(float)(load_elem(S, src, i) * sc + of)));
 		} else {
 			u16_u *o = dst;
-			VEC_FOR(i, n, o[i] = dsv_elem_f32_to_f16((float)(load_elem(S, src, i) * sc + of)));
+			VEC_FOR(i, n,
+				o[i] = dsv_elem_f32_to_f16(
+					(float)(load_elem(S, src, i) * sc + of)));
 		}
 		return;
 	}
 	if (D == DSV_F32) {
 		f32_u *o = dst;
-		VEC_FOR(i, n, o[i] = dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
+		VEC_FOR(i, n,
+			o[i] = dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi));
 	} else if (D == DSV_BF16) {
 		u16_u *o = dst;
-		VEC_FOR(i, n, o[i] = dsv_elem_f32_to_bf16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi)));
+		VEC_FOR(i, n,
+			o[i] = dsv_elem_f32_to_bf16(
+				dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi)));
 	} else {
 		u16_u *o = dst;
-		VEC_FOR(i, n, o[i] = dsv_elem_f32_to_f16(dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi)));
+		VEC_FOR(i, n,
+			o[i] = dsv_elem_f32_to_f16(
+				dsv_elem_apply(load_elem(S, src, i), sc, of, m, sd, clip, lo, hi)));
 	}
 }
 
@@ -145,10 +155,10 @@ static inline __attribute__((always_inline)) void run_direct(const dsv_xform *x,
  * std[i] (indexed directly, so the loop vectorises). The formula is
  * dsv_elem_apply's, division included, with clip a constant. */
 static inline __attribute__((always_inline)) void elem_stretch(const dsv_xform *x, dsv_dtype S,
-								dsv_dtype D, void *dst,
-								const void *src, uint64_t n,
-								const double *restrict mean,
-								const double *restrict sd)
+							       dsv_dtype D, void *dst,
+							       const void *src, uint64_t n,
+							       const double *restrict mean,
+							       const double *restrict sd)
 {
 	const double sc = x->scale, of = x->offset, lo = x->lo, hi = x->hi;
 #define ELEM(CLIP) dsv_elem_apply(load_elem(S, src, i), sc, of, mean[i], sd[i], CLIP, lo, hi)
@@ -181,9 +191,9 @@ typedef void (*stretch_fn)(const dsv_xform *x, void *dst, const void *src, uint6
 			   const double *restrict mean, const double *restrict sd);
 
 static inline __attribute__((always_inline)) void run_elems(const dsv_xform *x, size_t es,
-							     size_t os, stretch_fn stretch,
-							     void *dst, const void *src, uint64_t n,
-							     uint64_t e0)
+							    size_t os, stretch_fn stretch,
+							    void *dst, const void *src, uint64_t n,
+							    uint64_t e0)
 {
 	const char *s = src;
 	char *d = dst;
@@ -222,37 +232,37 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 /* Walks [e0, e0 + n) in runs of one channel and runs BODY, a statement that
  * uses d_ and s_ (the run's output and input), len_ and c_ (its length and
  * channel). */
-#define FOR_CHANNEL_RUNS(x, dst, src, n, e0, esize_in, esize_out, BODY)                        \
-	do {                                                                                   \
-		const char *s_ = (const char *)(src);                                          \
-		char *d_ = (char *)(dst);                                                      \
-		uint64_t left_ = (n), len_ = (n);                                              \
-		int c_ = 0;                                                                    \
-		if ((x)->nchan == 1) {                                                         \
-			BODY;                                                                  \
-			break;                                                                 \
-		}                                                                              \
-		uint64_t q_ = (e0) / (x)->chan_inner;                                          \
-		uint64_t into_ = (e0) - q_ * (x)->chan_inner;                                  \
-		c_ = (int)(q_ % (uint64_t)(x)->nchan);                                         \
-		while (left_) {                                                                \
-			len_ = (x)->chan_inner - into_;                                        \
-			if (len_ > left_)                                                      \
-				len_ = left_;                                                  \
-			BODY;                                                                  \
-			s_ += len_ * (esize_in);                                               \
-			d_ += len_ * (esize_out);                                              \
-			left_ -= len_;                                                         \
-			into_ = 0;                                                             \
-			if (++c_ == (x)->nchan)                                                \
-				c_ = 0;                                                        \
-		}                                                                              \
+#define FOR_CHANNEL_RUNS(x, dst, src, n, e0, esize_in, esize_out, BODY) \
+	do {                                                            \
+		const char *s_ = (const char *)(src);                   \
+		char *d_ = (char *)(dst);                               \
+		uint64_t left_ = (n), len_ = (n);                       \
+		int c_ = 0;                                             \
+		if ((x)->nchan == 1) {                                  \
+			BODY;                                           \
+			break;                                          \
+		}                                                       \
+		uint64_t q_ = (e0) / (x)->chan_inner;                   \
+		uint64_t into_ = (e0)-q_ * (x)->chan_inner;             \
+		c_ = (int)(q_ % (uint64_t)(x)->nchan);                  \
+		while (left_) {                                         \
+			len_ = (x)->chan_inner - into_;                 \
+			if (len_ > left_)                               \
+				len_ = left_;                           \
+			BODY;                                           \
+			s_ += len_ * (esize_in);                        \
+			d_ += len_ * (esize_out);                       \
+			left_ -= len_;                                  \
+			into_ = 0;                                      \
+			if (++c_ == (x)->nchan)                         \
+				c_ = 0;                                 \
+		}                                                       \
 	} while (0)
 
 /* HWC-style layouts (chan_inner == 1) have runs of one element; walk them
  * with a channel counter instead of calling a loop per element. */
 #define DEFINE_KERNELS(SUF, ATTR)                                                              \
-	ATTR static void lut_##SUF(const dsv_xform *x, void *dst, const void *src, uint64_t n,    \
+	ATTR static void lut_##SUF(const dsv_xform *x, void *dst, const void *src, uint64_t n, \
 				   uint64_t e0)                                                \
 	{                                                                                      \
 		size_t os = dsv_dtype_size(x->dst);                                            \
@@ -308,7 +318,7 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 			return;                                                                \
 		}                                                                              \
 		FOR_CHANNEL_RUNS(x, dst, src, n, e0, 1, os,                                    \
-				 run_lut(x, x->src, os, d_, s_, len_, c_));                     \
+				 run_lut(x, x->src, os, d_, s_, len_, c_));                    \
 	}                                                                                      \
 	DEFINE_DIRECT(SUF, ATTR, DSV_U8, u8)                                                   \
 	DEFINE_DIRECT(SUF, ATTR, DSV_I8, i8)                                                   \
@@ -335,23 +345,23 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 		[DSV_F64] = { d_f64_f32_##SUF, d_f64_bf16_##SUF, d_f64_f16_##SUF },            \
 	};
 
-#define DEFINE_DIRECT(SUF, ATTR, S, sname)                                                     \
-	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F32, f32)                                      \
-	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16)                                    \
+#define DEFINE_DIRECT(SUF, ATTR, S, sname)                  \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F32, f32)   \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16) \
 	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F16, f16)
 
 /* The stretch loops (e_ per element, r_ per channel run) are functions of
  * their own: inlined into the walk that calls them, GCC 12 no longer
  * vectorises them. */
 #define DEFINE_DIRECT1(SUF, ATTR, S, sname, D, dname)                                          \
-	ATTR DSV_VECTORISE __attribute__((noinline)) static void e_##sname##_##dname##_##SUF(                \
-		const dsv_xform *x, void *dst, const void *src, uint64_t n,                     \
-		const double *restrict mean, const double *restrict sd)                         \
+	ATTR DSV_VECTORISE __attribute__((noinline)) static void e_##sname##_##dname##_##SUF(  \
+		const dsv_xform *x, void *dst, const void *src, uint64_t n,                    \
+		const double *restrict mean, const double *restrict sd)                        \
 	{                                                                                      \
 		elem_stretch(x, S, D, dst, src, n, mean, sd);                                  \
 	}                                                                                      \
 	ATTR DSV_VECTORISE __attribute__((noinline)) static void r_##sname##_##dname##_##SUF(  \
-		const dsv_xform *x, void *dst, const void *src, uint64_t n, int c)              \
+		const dsv_xform *x, void *dst, const void *src, uint64_t n, int c)             \
 	{                                                                                      \
 		run_direct(x, S, D, dst, src, n, c);                                           \
 	}                                                                                      \
@@ -474,10 +484,12 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 	dsv_xform *x;
 	*out = NULL;
 	if ((unsigned)src >= DSV_DTYPE__COUNT || src == DSV_BF16)
-		return dsv_errf(eb, DSV_ERR_INVALID, "unsupported source dtype %s", dsv_dtype_name(src));
+		return dsv_errf(eb, DSV_ERR_INVALID, "unsupported source dtype %s",
+				dsv_dtype_name(src));
 	if (!dsv_dtype_is_output(dst))
-		return dsv_errf(eb, DSV_ERR_INVALID,
-				"output dtype must be float32, bfloat16, float16 or an integer type");
+		return dsv_errf(
+			eb, DSV_ERR_INVALID,
+			"output dtype must be float32, bfloat16, float16 or an integer type");
 	if (dsv_dtype_is_int(dst)) {
 		xform_int ip;
 		int err = dsv_xform_int_plan(&ip, src, dst, p, eb);
@@ -494,14 +506,18 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 		return 0;
 	}
 	if (!finite(p->scale) || !finite(p->offset))
-		return dsv_errf_key(eb, DSV_ERR_INVALID, "scale", "scale and offset must be finite");
+		return dsv_errf_key(eb, DSV_ERR_INVALID, "scale",
+				    "scale and offset must be finite");
 	if (p->nchan < 0 || (p->nchan > 0 && (!p->mean || !p->std || p->chan_inner < 1)))
-		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean/std need values and a channel axis");
+		return dsv_errf_key(eb, DSV_ERR_INVALID, "mean",
+				    "mean/std need values and a channel axis");
 	for (int c = 0; c < p->nchan; c++) {
 		if (!finite(p->mean[c]))
-			return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean[%d] is not finite", c);
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "mean", "mean[%d] is not finite",
+					    c);
 		if (!finite(p->std[c]) || p->std[c] == 0)
-			return dsv_errf_key(eb, DSV_ERR_INVALID, "std", "std[%d] is %g", c, p->std[c]);
+			return dsv_errf_key(eb, DSV_ERR_INVALID, "std", "std[%d] is %g", c,
+					    p->std[c]);
 	}
 	if (p->has_clip && !(p->clip_lo <= p->clip_hi))
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "clip", "clip needs LOW <= HIGH");
@@ -541,8 +557,8 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 		for (int c = 0; c < x->nchan; c++) {
 			for (int v = 0; v < 256; v++) {
 				double xv = src == DSV_I8 ? (double)(v - 128) : (double)v;
-				float f = dsv_elem_apply(xv, x->scale, x->offset, x->mean[c], x->std[c],
-							 x->has_clip, x->lo, x->hi);
+				float f = dsv_elem_apply(xv, x->scale, x->offset, x->mean[c],
+							 x->std[c], x->has_clip, x->lo, x->hi);
 				size_t k = (size_t)c * 256 + (size_t)v;
 				if (dst == DSV_F32)
 					((float *)x->lut)[k] = f;

@@ -59,7 +59,10 @@ static inline DSV_HD uint16_t dsv_elem_f32_to_f16(float f)
 	 * even by the float addition itself (0x400 is 2^-14, the least normal) */
 	uint32_t sub = dsv_f32_bits(dsv_bits_f32(ax) + 0.5f) - 0x3f000000u;
 	int32_t sa = (int32_t)ax; /* < 2^31: signed compares, which AVX2 has */
-	uint32_t r = sa > 0x7f800000 ? nan : sa >= 0x47800000 ? 0x7c00u : sa >= 0x38800000 ? normal : sub;
+	uint32_t r = sa > 0x7f800000    ? nan
+		     : sa >= 0x47800000 ? 0x7c00u
+		     : sa >= 0x38800000 ? normal
+					: sub;
 	return (uint16_t)(sign | r);
 }
 
@@ -86,7 +89,8 @@ static inline DSV_HD uint16_t dsv_elem_f64_to_f16(double d)
 		return (uint16_t)(sign | 0x7c00u);
 	if (ax >= 0x3f10000000000000ull) /* >= 2^-14, normal half: rebias by 1008, round */
 		return (uint16_t)(sign | (uint32_t)((ax - 0x3f00000000000000ull + 0x1ffffffffffull +
-						     ((ax >> 42) & 1u)) >> 42));
+						     ((ax >> 42) & 1u)) >>
+						    42));
 	if (ax <= 0x3e60000000000000ull) /* <= 2^-25: rounds to zero (2^-25 ties to even 0) */
 		return (uint16_t)sign;
 	/* subnormal half: value / 2^-24, rounded to nearest even */

@@ -35,15 +35,15 @@ typedef double __attribute__((aligned(1))) f64_u;
  * count is a known multiple of the vector length, so the first loop runs a
  * multiple of 64 iterations and the second the rest. The same iterations in
  * the same order: the bytes do not change. */
-#define VEC_FOR(i, n, BODY)                                                                    \
-	do {                                                                                   \
-		uint64_t n_ = (n), nb_ = n_ & ~(uint64_t)63, i = 0;                            \
-		for (; i < nb_; i++) {                                                         \
-			BODY;                                                                  \
-		}                                                                              \
-		for (; i < n_; i++) {                                                          \
-			BODY;                                                                  \
-		}                                                                              \
+#define VEC_FOR(i, n, BODY)                                         \
+	do {                                                        \
+		uint64_t n_ = (n), nb_ = n_ & ~(uint64_t)63, i = 0; \
+		for (; i < nb_; i++) {                              \
+			BODY;                                       \
+		}                                                   \
+		for (; i < n_; i++) {                               \
+			BODY;                                       \
+		}                                                   \
 	} while (0)
 
 /* An integer-output plan: every output is the source value converted
@@ -85,7 +85,7 @@ struct dsv_xform {
 	uint64_t period;
 	int has_clip;
 	double lo, hi;
-	void *lut; /* nchan * 256 entries of the output type, or NULL */
+	void *lut;  /* nchan * 256 entries of the output type, or NULL */
 	int is_int; /* an integer output: ip is the plan, nothing else is used */
 	xform_int ip;
 };

@@ -105,23 +105,28 @@ int dsv_xform_int_plan(xform_int *ip, dsv_dtype src, dsv_dtype dst, const dsv_xf
 	ip->lo = ip->hi = ip->fill = 0;
 	if (!dsv_dtype_is_int(src))
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "dtype",
-				    "an integer output (%s) needs an integer source, not %s", dn, sn);
+				    "an integer output (%s) needs an integer source, not %s", dn,
+				    sn);
 	if (p->scale != 1.0 || p->offset != 0.0 || p->nchan != 0)
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "dtype",
-				    "an integer output (%s) takes no scale, offset, mean or std", dn);
+				    "an integer output (%s) takes no scale, offset, mean or std",
+				    dn);
 	int_range(src, &smin, &smax);
 	int_range(dst, &dmin, &dmax);
 	if (!p->has_clip) {
 		if (ival_lt(smin, dmin) || ival_lt(dmax, smax))
 			return dsv_errf_key(eb, DSV_ERR_INVALID, "dtype",
-					    "%s values may not fit %s (give clip = LOW HIGH)", sn, dn);
+					    "%s values may not fit %s (give clip = LOW HIGH)", sn,
+					    dn);
 		return 0;
 	}
 	if (to_ival(p->clip_lo, dst, &lo) || to_ival(p->clip_hi, dst, &hi))
-		return dsv_errf_key(eb, DSV_ERR_INVALID, "clip",
-				    "clip = %.17g %.17g: bounds must be whole numbers from %s to %s "
-				    "(the %s range)", p->clip_lo, p->clip_hi, ival_str(dmin, a, sizeof(a)),
-				    ival_str(dmax, b, sizeof(b)), dn);
+		return dsv_errf_key(
+			eb, DSV_ERR_INVALID, "clip",
+			"clip = %.17g %.17g: bounds must be whole numbers from %s to %s "
+			"(the %s range)",
+			p->clip_lo, p->clip_hi, ival_str(dmin, a, sizeof(a)),
+			ival_str(dmax, b, sizeof(b)), dn);
 	if (ival_lt(hi, lo))
 		return dsv_errf_key(eb, DSV_ERR_INVALID, "clip", "clip needs LOW <= HIGH");
 	if (ival_lt(hi, smin) || ival_lt(smax, lo)) {
@@ -147,52 +152,55 @@ typedef int8_t i8_u;
 
 /* (ST) of a two's complement bit pattern: modulo 2^N, as GCC and Clang
  * define the conversion to a narrower signed type. */
-#define DEFINE_INT1(SUF, ATTR, sn, ST, dn, DT)                                                 \
-	ATTR DSV_VECTORISE static void i_##sn##_##dn##_##SUF(const xform_int *ip, void *dst, const void *src,  \
-					       uint64_t n)                                      \
-	{                                                                                      \
-		const sn##_u *s = src;                                                         \
-		dn##_u *o = dst;                                                               \
-		if (ip->mode == XI_CAST) {                                                     \
-			VEC_FOR(i, n, o[i] = (DT)s[i]);                                        \
-		} else if (ip->mode == XI_CLAMP) {                                             \
-			const ST lo = (ST)ip->lo, hi = (ST)ip->hi;                             \
-			VEC_FOR(i, n, ST v = s[i]; v = v < lo ? lo : v;                        \
-				o[i] = (DT)(v > hi ? hi : v));                                 \
-		} else {                                                                       \
-			const DT f = (DT)ip->fill;                                             \
-			VEC_FOR(i, n, o[i] = f);                                               \
-		}                                                                              \
+#define DEFINE_INT1(SUF, ATTR, sn, ST, dn, DT)                                               \
+	ATTR DSV_VECTORISE static void i_##sn##_##dn##_##SUF(const xform_int *ip, void *dst, \
+							     const void *src, uint64_t n)    \
+	{                                                                                    \
+		const sn##_u *s = src;                                                       \
+		dn##_u *o = dst;                                                             \
+		if (ip->mode == XI_CAST) {                                                   \
+			VEC_FOR(i, n, o[i] = (DT)s[i]);                                      \
+		} else if (ip->mode == XI_CLAMP) {                                           \
+			const ST lo = (ST)ip->lo, hi = (ST)ip->hi;                           \
+			VEC_FOR(i, n, ST v = s[i]; v = v < lo ? lo : v;                      \
+				o[i] = (DT)(v > hi ? hi : v));                               \
+		} else {                                                                     \
+			const DT f = (DT)ip->fill;                                           \
+			VEC_FOR(i, n, o[i] = f);                                             \
+		}                                                                            \
 	}
 
-#define DEFINE_INT_SRC(SUF, ATTR, sn, ST)                                                      \
-	DEFINE_INT1(SUF, ATTR, sn, ST, u8, uint8_t)                                            \
-	DEFINE_INT1(SUF, ATTR, sn, ST, i8, int8_t)                                             \
-	DEFINE_INT1(SUF, ATTR, sn, ST, u16, uint16_t)                                          \
-	DEFINE_INT1(SUF, ATTR, sn, ST, i16, int16_t)                                           \
-	DEFINE_INT1(SUF, ATTR, sn, ST, u32, uint32_t)                                          \
-	DEFINE_INT1(SUF, ATTR, sn, ST, i32, int32_t)                                           \
-	DEFINE_INT1(SUF, ATTR, sn, ST, u64, uint64_t)                                          \
+#define DEFINE_INT_SRC(SUF, ATTR, sn, ST)             \
+	DEFINE_INT1(SUF, ATTR, sn, ST, u8, uint8_t)   \
+	DEFINE_INT1(SUF, ATTR, sn, ST, i8, int8_t)    \
+	DEFINE_INT1(SUF, ATTR, sn, ST, u16, uint16_t) \
+	DEFINE_INT1(SUF, ATTR, sn, ST, i16, int16_t)  \
+	DEFINE_INT1(SUF, ATTR, sn, ST, u32, uint32_t) \
+	DEFINE_INT1(SUF, ATTR, sn, ST, i32, int32_t)  \
+	DEFINE_INT1(SUF, ATTR, sn, ST, u64, uint64_t) \
 	DEFINE_INT1(SUF, ATTR, sn, ST, i64, int64_t)
 
-#define INT_ROW(SUF, sn)                                                                       \
-	{ i_##sn##_u8_##SUF,  i_##sn##_i8_##SUF,  i_##sn##_u16_##SUF, i_##sn##_i16_##SUF,       \
-	  i_##sn##_u32_##SUF, i_##sn##_i32_##SUF, i_##sn##_u64_##SUF, i_##sn##_i64_##SUF }
+#define INT_ROW(SUF, sn)                                                                      \
+	{                                                                                     \
+		i_##sn##_u8_##SUF, i_##sn##_i8_##SUF, i_##sn##_u16_##SUF, i_##sn##_i16_##SUF, \
+			i_##sn##_u32_##SUF, i_##sn##_i32_##SUF, i_##sn##_u64_##SUF,           \
+			i_##sn##_i64_##SUF                                                    \
+	}
 
-#define DEFINE_INT_KERNELS(SUF, ATTR)                                                          \
-	DEFINE_INT_SRC(SUF, ATTR, u8, uint8_t)                                                 \
-	DEFINE_INT_SRC(SUF, ATTR, i8, int8_t)                                                  \
-	DEFINE_INT_SRC(SUF, ATTR, u16, uint16_t)                                               \
-	DEFINE_INT_SRC(SUF, ATTR, i16, int16_t)                                                \
-	DEFINE_INT_SRC(SUF, ATTR, u32, uint32_t)                                               \
-	DEFINE_INT_SRC(SUF, ATTR, i32, int32_t)                                                \
-	DEFINE_INT_SRC(SUF, ATTR, u64, uint64_t)                                               \
-	DEFINE_INT_SRC(SUF, ATTR, i64, int64_t)                                                \
-	const xform_int_fn dsv_xform_int_##SUF[XI_NTYPES][XI_NTYPES] = {                       \
-		[DSV_U8] = INT_ROW(SUF, u8),   [DSV_I8] = INT_ROW(SUF, i8),                    \
-		[DSV_U16] = INT_ROW(SUF, u16), [DSV_I16] = INT_ROW(SUF, i16),                  \
-		[DSV_U32] = INT_ROW(SUF, u32), [DSV_I32] = INT_ROW(SUF, i32),                  \
-		[DSV_U64] = INT_ROW(SUF, u64), [DSV_I64] = INT_ROW(SUF, i64),                  \
+#define DEFINE_INT_KERNELS(SUF, ATTR)                                         \
+	DEFINE_INT_SRC(SUF, ATTR, u8, uint8_t)                                \
+	DEFINE_INT_SRC(SUF, ATTR, i8, int8_t)                                 \
+	DEFINE_INT_SRC(SUF, ATTR, u16, uint16_t)                              \
+	DEFINE_INT_SRC(SUF, ATTR, i16, int16_t)                               \
+	DEFINE_INT_SRC(SUF, ATTR, u32, uint32_t)                              \
+	DEFINE_INT_SRC(SUF, ATTR, i32, int32_t)                               \
+	DEFINE_INT_SRC(SUF, ATTR, u64, uint64_t)                              \
+	DEFINE_INT_SRC(SUF, ATTR, i64, int64_t)                               \
+	const xform_int_fn dsv_xform_int_##SUF[XI_NTYPES][XI_NTYPES] = {      \
+		[DSV_U8] = INT_ROW(SUF, u8),   [DSV_I8] = INT_ROW(SUF, i8),   \
+		[DSV_U16] = INT_ROW(SUF, u16), [DSV_I16] = INT_ROW(SUF, i16), \
+		[DSV_U32] = INT_ROW(SUF, u32), [DSV_I32] = INT_ROW(SUF, i32), \
+		[DSV_U64] = INT_ROW(SUF, u64), [DSV_I64] = INT_ROW(SUF, i64), \
 	};
 
 DEFINE_INT_KERNELS(scalar, )

@@ -224,8 +224,7 @@ static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 /* Adds to *bytes the sizes of the chunk files in directory dfd (which it
  * closes), whose path relative to the array is rel[0..len) ("" or ending
  * in '/'), descending at most down more levels. */
-static void walk(const dsv_zarr_meta *m, int dfd, char *rel, size_t len, int down,
-		 uint64_t *bytes)
+static void walk(const dsv_zarr_meta *m, int dfd, char *rel, size_t len, int down, uint64_t *bytes)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *e;
@@ -239,7 +238,8 @@ static void walk(const dsv_zarr_meta *m, int dfd, char *rel, size_t len, int dow
 		if (e->d_name[0] == '.' || len + n + 2 > KEY_MAX)
 			continue; /* ".", "..", .zarray, .zattrs: no chunk key starts so */
 		memcpy(rel + len, e->d_name, n + 1);
-		if (down && (e->d_type == DT_DIR || e->d_type == DT_LNK || e->d_type == DT_UNKNOWN)) {
+		if (down &&
+		    (e->d_type == DT_DIR || e->d_type == DT_LNK || e->d_type == DT_UNKNOWN)) {
 			int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (sub >= 0) {
 				rel[len + n] = '/';
@@ -301,8 +301,11 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 		int e = errno;
 		free(z);
 		dsv_source_close(s);
-		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : e == ENOMEM ? DSV_ERR_NOMEM
-				   : DSV_ERR_IO, dir, NULL, "%s", strerror(e));
+		return dsv_errf_at(eb,
+				   e == ENOENT   ? DSV_ERR_NOTFOUND
+				   : e == ENOMEM ? DSV_ERR_NOMEM
+						 : DSV_ERR_IO,
+				   dir, NULL, "%s", strerror(e));
 	}
 	s->zarr = z;
 	s->zarr_close = zarr_close;
@@ -314,9 +317,10 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	if (err) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, err, dir, NULL, "%s",
-				   err == DSV_ERR_NOTFOUND ? "not a Zarr array (no .zarray or zarr.json)"
+				   err == DSV_ERR_NOTFOUND
+					   ? "not a Zarr array (no .zarray or zarr.json)"
 				   : err == DSV_ERR_OVERFLOW ? "array metadata larger than 1 MiB"
-				   : "cannot read the array metadata");
+							     : "cannot read the array metadata");
 	}
 	s->info.mtime = st.st_mtim;
 	if ((err = dsv_zarr_parse(text, len, version, &z->m, eb)) ||

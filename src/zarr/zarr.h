@@ -42,15 +42,14 @@ typedef struct dsv_zarr_meta {
 	char sep;       /* '.' or '/' between a key's indices */
 	int key_prefix; /* v3 default encoding: keys begin "c" + sep */
 	dsv_zarr_codec codec;
-	int has_fill;   /* 0: fill_value null, missing chunks read as zeros */
+	int has_fill;          /* 0: fill_value null, missing chunks read as zeros */
 	unsigned char fill[8]; /* one element, little-endian */
 	char compressor[32];   /* its name, for info ("blosc", "none") */
 } dsv_zarr_meta;
 
 /* Parses metadata text (version 2: a .zarray; 3: a zarr.json) into m.
  * @return 0, or DSV_ERR_INVALID / DSV_ERR_NOMEM with the reason in eb. */
-int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m,
-		   dsv_errbuf *eb);
+int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m, dsv_errbuf *eb);
 
 /* The attributes of a v3 zarr.json, or the whole text of a v2 .zattrs, as
  * compact JSON text into *out, NULL when there are none; and the names of
@@ -61,8 +60,8 @@ int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m,
  * stays in the attributes). Both malloc'd; the caller frees them.
  * @return 0, or DSV_ERR_FORMAT (not JSON, attributes not an object, bad
  * dimension_names) / DSV_ERR_NOMEM with the reason in eb and nothing kept. */
-int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out,
-		   char **dims, dsv_errbuf *eb);
+int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out, char **dims,
+		   dsv_errbuf *eb);
 
 /* The path, relative to the array's directory, of the chunk at grid index
  * idx[0..ndim) into out. @return 0, or DSV_ERR_INVALID when it does not fit

@@ -45,8 +45,8 @@ static int dims(json_t *a, const char *name, int min, uint64_t *out, int *ndim, 
 	for (int k = 0; k < *ndim; k++) {
 		json_t *v = json_array_get(a, (size_t)k);
 		if (!json_is_integer(v) || json_integer_value(v) < min)
-			return dsv_errf(eb, DSV_ERR_FORMAT, "%s[%d] is not an integer >= %d", name, k,
-					min);
+			return dsv_errf(eb, DSV_ERR_FORMAT, "%s[%d] is not an integer >= %d", name,
+					k, min);
 		out[k] = (uint64_t)json_integer_value(v);
 	}
 	return 0;
@@ -59,18 +59,18 @@ static int parse_dtype(const char *s, int version, dsv_zarr_meta *m, dsv_errbuf 
 		const char *v2, *v3;
 		dsv_dtype t;
 	} types[] = {
-		{ "u1", "uint8", DSV_U8 },     { "i1", "int8", DSV_I8 },
-		{ "u2", "uint16", DSV_U16 },   { "i2", "int16", DSV_I16 },
-		{ "u4", "uint32", DSV_U32 },   { "i4", "int32", DSV_I32 },
-		{ "u8", "uint64", DSV_U64 },   { "i8", "int64", DSV_I64 },
-		{ "f2", "float16", DSV_F16 },  { "f4", "float32", DSV_F32 },
+		{ "u1", "uint8", DSV_U8 },    { "i1", "int8", DSV_I8 },
+		{ "u2", "uint16", DSV_U16 },  { "i2", "int16", DSV_I16 },
+		{ "u4", "uint32", DSV_U32 },  { "i4", "int32", DSV_I32 },
+		{ "u8", "uint64", DSV_U64 },  { "i8", "int64", DSV_I64 },
+		{ "f2", "float16", DSV_F16 }, { "f4", "float32", DSV_F32 },
 		{ "f8", "float64", DSV_F64 },
 	};
 	const char *name = s;
 	if (version == 2) {
 		if (s[0] != '<' && s[0] != '>' && s[0] != '|')
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "dtype '%s' is not a numeric dtype",
-					s);
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+					"dtype '%s' is not a numeric dtype", s);
 		m->big_endian = s[0] == '>';
 		name = s + 1;
 	}
@@ -97,7 +97,8 @@ static int parse_fill(json_t *v, dsv_zarr_meta *m, dsv_errbuf *eb)
 	if (json_is_string(v)) {
 		const char *s = json_string_value(v);
 		if (!dsv_dtype_is_float(m->dtype))
-			return dsv_errf(eb, DSV_ERR_FORMAT, "fill_value '%.40s' for an integer dtype", s);
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"fill_value '%.40s' for an integer dtype", s);
 		if (!strcmp(s, "NaN"))
 			d = NAN;
 		else if (!strcmp(s, "Infinity"))
@@ -105,27 +106,31 @@ static int parse_fill(json_t *v, dsv_zarr_meta *m, dsv_errbuf *eb)
 		else if (!strcmp(s, "-Infinity"))
 			d = -INFINITY;
 		else if (m->version == 3 && s[0] == '0' && s[1] == 'x' &&
-			 strlen(s) == 2 + 2 * esize && strspn(s + 2, "0123456789abcdefABCDEF") ==
-			 2 * esize) {
+			 strlen(s) == 2 + 2 * esize &&
+			 strspn(s + 2, "0123456789abcdefABCDEF") == 2 * esize) {
 			uint64_t bits = strtoull(s + 2, NULL, 16);
 			memcpy(m->fill, &bits, esize); /* little-endian host */
 			return 0;
 		} else
-			return dsv_errf(eb, DSV_ERR_FORMAT, "fill_value '%.40s' is not a number", s);
-	} else if (dsv_dtype_is_int(m->dtype) && (json_is_integer(v) || json_is_boolean(v) ||
-		   (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
-		    fabs(json_real_value(v)) < 0x1p63))) {
-		json_int_t i = json_is_integer(v) ? json_integer_value(v)
+			return dsv_errf(eb, DSV_ERR_FORMAT, "fill_value '%.40s' is not a number",
+					s);
+	} else if (dsv_dtype_is_int(m->dtype) &&
+		   (json_is_integer(v) || json_is_boolean(v) ||
+		    (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+		     fabs(json_real_value(v)) < 0x1p63))) {
+		json_int_t i = json_is_integer(v)   ? json_integer_value(v)
 			       : json_is_boolean(v) ? json_is_true(v)
-			       : (json_int_t)json_real_value(v);
+						    : (json_int_t)json_real_value(v);
 		int sgn = m->dtype == DSV_I8 || m->dtype == DSV_I16 || m->dtype == DSV_I32 ||
 			  m->dtype == DSV_I64;
 		unsigned bits = (unsigned)esize * 8;
-		int ok = sgn ? (bits == 64 || (i >= -(1ll << (bits - 1)) && i < (1ll << (bits - 1))))
+		int ok = sgn ? (bits == 64 ||
+				(i >= -(1ll << (bits - 1)) && i < (1ll << (bits - 1))))
 			     : (i >= 0 && (bits == 64 || i < (1ll << bits)));
 		if (!ok)
-			return dsv_errf(eb, DSV_ERR_FORMAT, "fill_value %lld is out of range for %s",
-					(long long)i, dsv_dtype_name(m->dtype));
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"fill_value %lld is out of range for %s", (long long)i,
+					dsv_dtype_name(m->dtype));
 		memcpy(m->fill, &i, esize);
 		return 0;
 	} else if (json_is_number(v) && dsv_dtype_is_float(m->dtype)) {
@@ -150,17 +155,23 @@ static int set_codec(dsv_zarr_meta *m, const char *id, dsv_errbuf *eb)
 	static const struct {
 		const char *id;
 		dsv_zarr_codec c;
-	} codecs[] = { { "blosc", DSV_ZC_BLOSC }, { "zstd", DSV_ZC_ZSTD }, { "lz4", DSV_ZC_LZ4 },
-		       { "zlib", DSV_ZC_ZLIB },   { "gzip", DSV_ZC_GZIP } };
+	} codecs[] = { { "blosc", DSV_ZC_BLOSC },
+		       { "zstd", DSV_ZC_ZSTD },
+		       { "lz4", DSV_ZC_LZ4 },
+		       { "zlib", DSV_ZC_ZLIB },
+		       { "gzip", DSV_ZC_GZIP } };
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
 		if (!strcmp(id, codecs[i].id) &&
-		    (m->version == 2 || (codecs[i].c != DSV_ZC_LZ4 && codecs[i].c != DSV_ZC_ZLIB))) {
+		    (m->version == 2 ||
+		     (codecs[i].c != DSV_ZC_LZ4 && codecs[i].c != DSV_ZC_ZLIB))) {
 			m->codec = codecs[i].c;
 			snprintf(m->compressor, sizeof(m->compressor), "%s", id);
 			return 0;
 		}
-	return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "compressor '%.40s' is not supported (blosc, "
-			"zstd, %sgzip or none)", id, m->version == 2 ? "lz4, zlib, " : "");
+	return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+			"compressor '%.40s' is not supported (blosc, "
+			"zstd, %sgzip or none)",
+			id, m->version == 2 ? "lz4, zlib, " : "");
 }
 
 static int parse_v2(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
@@ -177,15 +188,16 @@ static int parse_v2(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
 	if ((err = parse_dtype(json_string_value(v), 2, m, eb)))
 		return err;
 	v = json_object_get(o, "order");
-	if (!json_is_string(v) || (strcmp(json_string_value(v), "C") &&
-				   strcmp(json_string_value(v), "F")))
+	if (!json_is_string(v) ||
+	    (strcmp(json_string_value(v), "C") && strcmp(json_string_value(v), "F")))
 		return bad(eb, "order is not \"C\" or \"F\"");
 	m->fortran = json_string_value(v)[0] == 'F';
 	v = json_object_get(o, "filters");
 	if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0)) {
 		json_t *f = json_is_array(v) ? json_array_get(v, 0) : NULL;
 		const char *id = json_string_value(json_object_get(f, "id"));
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "filter '%.40s' is not supported (a "
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+				"filter '%.40s' is not supported (a "
 				"filter changes the stored bytes; only a compressor is)",
 				id ? id : "?");
 	}
@@ -236,7 +248,8 @@ static int parse_codecs(json_t *a, dsv_zarr_meta *m, dsv_errbuf *eb)
 				rev &= x == m->ndim - 1 - k;
 			}
 			if (!id && !rev)
-				return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "transpose other than C or F "
+				return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+						"transpose other than C or F "
 						"order is not supported");
 			m->fortran = !id;
 		} else if (!strcmp(name, "bytes") && !seen_bytes) {
@@ -253,8 +266,10 @@ static int parse_codecs(json_t *a, dsv_zarr_meta *m, dsv_errbuf *eb)
 			if (err)
 				return err;
 		} else {
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "codec '%.40s' at position %zu is not "
-					"supported", name, i);
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+					"codec '%.40s' at position %zu is not "
+					"supported",
+					name, i);
 		}
 	}
 	return seen_bytes ? 0 : bad(eb, "codecs has no \"bytes\" codec");
@@ -277,8 +292,10 @@ static int parse_v3(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
 	g = json_object_get(o, "chunk_grid");
 	s = json_string_value(json_object_get(g, "name"));
 	if (!s || strcmp(s, "regular"))
-		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "chunk_grid '%.40s' is not supported "
-				"(regular only)", s ? s : "?");
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+				"chunk_grid '%.40s' is not supported "
+				"(regular only)",
+				s ? s : "?");
 	if ((err = dims(json_object_get(json_object_get(g, "configuration"), "chunk_shape"),
 			"chunk_shape", 1, m->chunks, &m->ndim, eb)))
 		return err;
@@ -321,8 +338,7 @@ static int derive(dsv_zarr_meta *m, dsv_errbuf *eb)
 	return 0;
 }
 
-int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m,
-		   dsv_errbuf *eb)
+int dsv_zarr_parse(const char *text, size_t len, int version, dsv_zarr_meta *m, dsv_errbuf *eb)
 {
 	json_error_t je;
 	json_t *o;
@@ -374,8 +390,8 @@ static int dim_names(json_t *names, int version, int ndim, char **dims, dsv_errb
 	return 0;
 }
 
-int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out,
-		   char **dims, dsv_errbuf *eb)
+int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **out, char **dims,
+		   dsv_errbuf *eb)
 {
 	json_error_t je;
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *a;
@@ -390,9 +406,9 @@ int dsv_zarr_attrs(const char *text, size_t len, int version, int ndim, char **o
 		 !(*out = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	else
-		err = dim_names(json_object_get(o, version == 3 ? "dimension_names"
-								: "_ARRAY_DIMENSIONS"),
-				version, ndim, dims, eb);
+		err = dim_names(
+			json_object_get(o, version == 3 ? "dimension_names" : "_ARRAY_DIMENSIONS"),
+			version, ndim, dims, eb);
 	json_decref(o);
 	if (err) {
 		free(*out);

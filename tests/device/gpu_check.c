@@ -71,8 +71,9 @@ static void fill(uint8_t *p, size_t n)
 	for (size_t i = 0; i < n;) {
 		size_t len = 1 + rnd() % 200, kind = rnd() % 3;
 		for (size_t k = 0; k < len && i < n; k++, i++)
-			p[i] = kind == 0 ? (uint8_t)len : kind == 1 && i >= 977 ? p[i - 977]
-									   : (uint8_t)rnd();
+			p[i] = kind == 0               ? (uint8_t)len
+			       : kind == 1 && i >= 977 ? p[i - 977]
+						       : (uint8_t)rnd();
 	}
 }
 
@@ -122,8 +123,8 @@ static int run_batch(dsv_gpu *g, const dsv_xform_desc *d, cfg *c, size_t es)
 {
 	for (size_t i = 0; i < c->nchunks; i++) {
 		memset(c->got[i], 0xA5, c->raw / es * c->os);
-		c->items[i] = (dsv_gpu_item){ c->enc[i], c->n[i], c->raw, i * (c->raw / es), c->got[i],
-					      -1, -1 };
+		c->items[i] = (dsv_gpu_item){ c->enc[i], c->n[i], c->raw, i * (c->raw / es),
+					      c->got[i], -1,      -1 };
 	}
 	return g ? dsv_gpu_decode_xform(g, d, c->items, c->nchunks, NULL)
 		 : dsv_gpu_emu_decode_xform(d, c->items, c->nchunks, NULL);
@@ -184,22 +185,29 @@ static void compare_size(dsv_gpu *g, size_t raw, uint8_t *scratch)
 				if (dsv_xform_create(&x, (dsv_dtype)s, (dsv_dtype)t, &p, &eb))
 					continue;
 				dsv_xform_describe(x, &d);
-				size_t es = dsv_dtype_size((dsv_dtype)s), os = dsv_dtype_size((dsv_dtype)t);
+				size_t es = dsv_dtype_size((dsv_dtype)s),
+				       os = dsv_dtype_size((dsv_dtype)t);
 				cfg c;
 				int refused, ok = cfg_make(&c, raw, es, os) == 0 &&
-						  same(g, x, &d, &c, es, scratch, &refused) && !refused;
+						  same(g, x, &d, &c, es, scratch, &refused) &&
+						  !refused;
 				pairs++;
 				if (!ok && !bad++)
-					snprintf(first_bad, sizeof(first_bad), " (first: %s to %s%s)",
-						 dsv_dtype_name((dsv_dtype)s), dsv_dtype_name((dsv_dtype)t),
+					snprintf(first_bad, sizeof(first_bad),
+						 " (first: %s to %s%s)",
+						 dsv_dtype_name((dsv_dtype)s),
+						 dsv_dtype_name((dsv_dtype)t),
 						 scaled ? ", scaled" : "");
 				cfg_free(&c);
 				dsv_xform_destroy(x);
 			}
 		}
 	}
-	row(bad == 0 && pairs > 0, "compare %-8s %4zu KiB chunks: %zu plans (dtype pair, cast or scaled) x %d chunks a batch, "
-	    "%zu differ%s", dev_name(g), raw >> 10, pairs, PER_BATCH, bad, first_bad);
+	row(bad == 0 && pairs > 0,
+	    "compare %-8s %4zu KiB chunks: %zu plans (dtype pair, cast or scaled) x %d chunks a "
+	    "batch, "
+	    "%zu differ%s",
+	    dev_name(g), raw >> 10, pairs, PER_BATCH, bad, first_bad);
 }
 
 /* Damaged blocks and truncated frames at chunk size raw, uint8 to float32. */
@@ -233,9 +241,10 @@ static void compare_damaged(dsv_gpu *g, size_t raw, uint8_t *scratch)
 		c.enc[1][at] = keep;
 		c.n[1] = n1;
 	}
-	row(bad == 0 && refused_n > 0, "damaged %-8s %4zu KiB chunks: %zu tries, %zu refused by "
-	    "the CPU, %zu answered otherwise by the %s", dev_name(g), raw >> 10, tries, refused_n,
-	    bad, dev_name(g));
+	row(bad == 0 && refused_n > 0,
+	    "damaged %-8s %4zu KiB chunks: %zu tries, %zu refused by "
+	    "the CPU, %zu answered otherwise by the %s",
+	    dev_name(g), raw >> 10, tries, refused_n, bad, dev_name(g));
 	cfg_free(&c);
 	dsv_xform_destroy(x);
 }
@@ -262,18 +271,21 @@ static void compare_many(dsv_gpu *g)
 		for (size_t i = 0; i < N && ok; i++) {
 			int64_t n = dsv_lz4_encode(enc + i * CAP, CAP, src + i * RAW, RAW, RAW, 0);
 			ok = n > 0;
-			items[i] = (dsv_gpu_item){ enc + i * CAP, (size_t)n, RAW, i * RAW, got + i * RAW,
-						   -1, -1 };
+			items[i] = (dsv_gpu_item){ enc + i * CAP, (size_t)n, RAW, i * RAW,
+						   got + i * RAW, -1,        -1 };
 		}
 		dsv_xform_run(x, want, src, (uint64_t)N * RAW, 0);
 		memset(got, 0xA5, (size_t)N * RAW * 4);
-		ok = ok && (g ? dsv_gpu_decode_xform(g, &d, items, N, NULL)
-			      : dsv_gpu_emu_decode_xform(&d, items, N, NULL)) == 0 &&
+		ok = ok &&
+		     (g ? dsv_gpu_decode_xform(g, &d, items, N, NULL)
+			: dsv_gpu_emu_decode_xform(&d, items, N, NULL)) == 0 &&
 		     !memcmp(got, want, (size_t)N * RAW * 4);
 		dsv_xform_destroy(x);
 	}
-	row(ok, "many    %-8s %d chunks of %d bytes in one batch (more than a grid's 65,535 rows): "
-	    "%s", dev_name(g), N, RAW, ok ? "same bytes" : "failed or differ");
+	row(ok,
+	    "many    %-8s %d chunks of %d bytes in one batch (more than a grid's 65,535 rows): "
+	    "%s",
+	    dev_name(g), N, RAW, ok ? "same bytes" : "failed or differ");
 	free(src);
 	free(enc);
 	free(got);
@@ -289,8 +301,8 @@ static int cmd_compare(int sizes_n)
 	uint8_t *scratch = malloc(4u << 20);
 	/* each buffer holds a batch of 4 MiB chunks made float64 */
 	if (dsv_gpu_open(-1, (uint64_t)PER_BATCH * (4u << 20) * 8, &g, &why))
-		printf("%-9s compare device: %s (the rows below are the emulation's)\n", "no device",
-		       why.msg);
+		printf("%-9s compare device: %s (the rows below are the emulation's)\n",
+		       "no device", why.msg);
 	if (sizes_n == 0)
 		sizes_n = g ? 3 : 1;
 	for (int i = 0; i < sizes_n && scratch; i++) {
@@ -315,7 +327,6 @@ static int cmd_probe(void)
 	dsv_gpu_close(g);
 	return 0;
 }
-
 
 /* The backend without a mount: chunks decoded, ranges made. */
 
@@ -441,24 +452,28 @@ static int cmd_backend(const char *manifest, const char *gpu, uint64_t tier)
 		const dsv_view *v = m->views[i];
 		for (int pass = 1; pass <= 2; pass++) {
 			uint64_t bad = decode_all(b, v);
-			row(bad == 0, "backend %s --gpu %s: view %s, pass %d: %llu chunks decoded from "
-			    "%d threads, %llu differ", as, gpu, v->name, pass,
-			    (unsigned long long)v->nchunks, THREADS, (unsigned long long)bad);
+			row(bad == 0,
+			    "backend %s --gpu %s: view %s, pass %d: %llu chunks decoded from "
+			    "%d threads, %llu differ",
+			    as, gpu, v->name, pass, (unsigned long long)v->nchunks, THREADS,
+			    (unsigned long long)bad);
 		}
 		if (dsv_backend_makes(b, v)) {
 			uint64_t made, bad = make_all(b, v, &made);
-			row(bad == 0 && made > 0, "backend %s --gpu %s: view %s: %llu readahead ranges "
-			    "made on the device path, %llu differ", as, gpu, v->name,
-			    (unsigned long long)made, (unsigned long long)bad);
+			row(bad == 0 && made > 0,
+			    "backend %s --gpu %s: view %s: %llu readahead ranges "
+			    "made on the device path, %llu differ",
+			    as, gpu, v->name, (unsigned long long)made, (unsigned long long)bad);
 		}
 	}
 	dsv_backend_get_stats(b, &st);
-	row(!st.gpu_failed, "backend %s --gpu %s: device '%s', %llu chunks on it, %llu left to the "
+	row(!st.gpu_failed,
+	    "backend %s --gpu %s: device '%s', %llu chunks on it, %llu left to the "
 	    "CPU (busy slots), %llu fallbacks, failed %d, %llu bytes made, tier: %llu hits, %llu "
-	    "chunks held", as, gpu, st.device, (unsigned long long)st.gpu_chunks,
-	    (unsigned long long)st.gpu_busy, (unsigned long long)st.gpu_fallbacks, st.gpu_failed,
-	    (unsigned long long)st.made_bytes, (unsigned long long)st.tier_hits,
-	    (unsigned long long)st.tier_chunks);
+	    "chunks held",
+	    as, gpu, st.device, (unsigned long long)st.gpu_chunks, (unsigned long long)st.gpu_busy,
+	    (unsigned long long)st.gpu_fallbacks, st.gpu_failed, (unsigned long long)st.made_bytes,
+	    (unsigned long long)st.tier_hits, (unsigned long long)st.tier_chunks);
 	dsv_backend_destroy(b);
 	dsv_manifest_free(m);
 	return failures ? 1 : 0;
@@ -472,6 +487,7 @@ int main(int argc, char **argv)
 		return cmd_compare(argc < 3 ? 0 : !strcmp(argv[2], "--full") ? 3 : 1);
 	if (argc >= 4 && !strcmp(argv[1], "backend"))
 		return cmd_backend(argv[2], argv[3], argc >= 5 ? strtoull(argv[4], NULL, 0) : 0);
-	fprintf(stderr, "usage: gpu_check probe | compare [--full | --quick] | backend MANIFEST GPU [TIER]\n");
+	fprintf(stderr, "usage: gpu_check probe | compare [--full | --quick] | backend MANIFEST "
+			"GPU [TIER]\n");
 	return 2;
 }

@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *enc = malloc(n + BLOSC_MAX_OVERHEAD), *back = malloc(n + 1);
 	if (!enc || !back)
 		abort();
-	int m = blosc_compress_ctx(clevel, shuffle, typesize, n, data + 3, enc, n + BLOSC_MAX_OVERHEAD,
-				   cname, 0, 1);
+	int m = blosc_compress_ctx(clevel, shuffle, typesize, n, data + 3, enc,
+				   n + BLOSC_MAX_OVERHEAD, cname, 0, 1);
 	if (m < BLOSC_MIN_HEADER_LENGTH)
 		abort(); /* nbytes + 16 always suffices */
 	if (dsv_blosc_decode(back, n, enc, (size_t)m) != (int64_t)n || memcmp(back, data + 3, n))

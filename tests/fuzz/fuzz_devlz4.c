@@ -79,7 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!enc)
 		abort();
 	int c = size % 2 ? LZ4_compress_default((const char *)data, (char *)enc, (int)size, bound)
-			 : LZ4_compress_HC((const char *)data, (char *)enc, (int)size, bound, 1 + data[0] % 12);
+			 : LZ4_compress_HC((const char *)data, (char *)enc, (int)size, bound,
+					   1 + data[0] % 12);
 	if (c <= 0 || both(enc, (size_t)c, size) != (int)size)
 		abort();
 	free(enc);

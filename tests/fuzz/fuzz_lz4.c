@@ -29,8 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *enc = malloc((bound_b > bound ? bound_b : bound) + 4), *back = malloc(size + 1);
 	if (!enc || !back)
 		abort();
-	int64_t n = block && size > 1 ? dsv_lz4_encode(enc, bound_b, data, size, block, data[1] % 13)
-				       : dsv_lz4_encode_fast(enc, bound, data, size, 0, 1);
+	int64_t n = block && size > 1
+			    ? dsv_lz4_encode(enc, bound_b, data, size, block, data[1] % 13)
+			    : dsv_lz4_encode_fast(enc, bound, data, size, 0, 1);
 	if (n < 0)
 		abort(); /* encoding into a bound-sized buffer cannot fail */
 	dsv_fletcher32_append(enc, (size_t)n);

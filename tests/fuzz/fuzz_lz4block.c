@@ -85,8 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (whole >= 0 && memcmp(a, b, (size_t)raw))
 			abort();
 		uint64_t lo = size % raw, hi = lo + 1 + (size * 7) % (raw - lo);
-		if (whole >= 0 && (!by_table(data, size, lo, hi, a) ||
-				   memcmp(a, b + lo, (size_t)(hi - lo))))
+		if (whole >= 0 &&
+		    (!by_table(data, size, lo, hi, a) || memcmp(a, b + lo, (size_t)(hi - lo))))
 			abort();
 		free(a);
 		free(b);

@@ -33,7 +33,8 @@ static void read_views(const dsv_manifest *m)
 		for (size_t piece = 7; piece <= sizeof(buf); piece += sizeof(buf) - 7)
 			for (uint64_t off = 0; off < vi.nbytes && off < (1u << 20); off += piece)
 				(void)dsv_read(c, NULL, m->views[i], off,
-					       vi.nbytes - off < piece ? vi.nbytes - off : piece, buf, 0, &info);
+					       vi.nbytes - off < piece ? vi.nbytes - off : piece,
+					       buf, 0, &info);
 	}
 	dsv_cache_destroy(c);
 }
@@ -54,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* a 1-D index file: the header by hand (fuzz_write_npy writes 2-D) */
 		static const int64_t idx[5] = { 3, 0, -1, 2, 2 };
 		char npy[128 + sizeof(idx)];
-		int n = snprintf(npy + 10, 118, "{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }");
+		int n = snprintf(npy + 10, 118,
+				 "{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }");
 		memcpy(npy, "\x93NUMPY\x01\x00\x76\x00", 10);
 		memset(npy + 10 + n, ' ', (size_t)(127 - 10 - n));
 		npy[127] = '\n';

@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t nbytes = (size_t)(rows * cols * es);
 	const uint8_t *x = data + 5;
 	char in[256], out[256];
-	snprintf(in, sizeof(in), "%s", fuzz_write_npy("in.npy", types[k].descr, rows, cols, x, nbytes));
+	snprintf(in, sizeof(in), "%s",
+		 fuzz_write_npy("in.npy", types[k].descr, rows, cols, x, nbytes));
 	snprintf(out, sizeof(out), "%s/store.h5", fuzz_dir());
 
 	dsv_pack_opts o;
@@ -39,9 +40,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.codec = (dsv_pack_codec)(data[4] % DSV_PACK_NCODECS);
 	/* keep LZ4HC and zstd fast */
 	o.level = o.codec == DSV_PACK_LZ4HC || o.codec == DSV_PACK_ZSTD ||
-			  o.codec == DSV_PACK_BSHUF_ZSTD
-		  ? 1
-		  : -1;
+				  o.codec == DSV_PACK_BSHUF_ZSTD
+			  ? 1
+			  : -1;
 	o.threads = 1 + data[4] / 128;
 	o.force = 1;
 	if (dsv_pack(&o, &res, &eb) != 0) {

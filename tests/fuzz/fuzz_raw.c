@@ -14,8 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ndim = 1 + data[1] % 4;
 	for (int k = 0; k < 4; k++)
 		shape[k] = data[2 + k] ? (int64_t)data[2 + k] * (k ? 1 : 1000003) : (k ? 0 : -1);
-	if (dsv_source_open_raw(fuzz_write("x.bin", data + 6, size - 6), t, ndim, shape, &s,
-				&eb) == 0) {
+	if (dsv_source_open_raw(fuzz_write("x.bin", data + 6, size - 6), t, ndim, shape, &s, &eb) ==
+	    0) {
 		fuzz_read_chunks(s);
 		dsv_source_close(s);
 	}

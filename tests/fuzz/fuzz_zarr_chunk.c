@@ -12,8 +12,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *comp[] = { "null", "{\"id\": \"blosc\"}", "{\"id\": \"zstd\"}",
-				      "{\"id\": \"lz4\"}", "{\"id\": \"zlib\"}", "{\"id\": \"gzip\"}" };
+	static const char *comp[] = { "null",
+				      "{\"id\": \"blosc\"}",
+				      "{\"id\": \"zstd\"}",
+				      "{\"id\": \"lz4\"}",
+				      "{\"id\": \"zlib\"}",
+				      "{\"id\": \"gzip\"}" };
 	static const char *dt[] = { "|u1", "<i2", ">i2", "<f4", ">f8", "<u8" };
 	static const char *keys[] = { "0.0", "0.1", "1.0", "1.1" };
 	char dir[4200], meta[512], path[4300];

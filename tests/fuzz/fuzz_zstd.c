@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t n = dsv_zstd_encode(enc, bound, data, size, size ? 1 + data[0] % 9 : 1);
 	if (n < 0)
 		abort(); /* encoding into a bound-sized buffer cannot fail */
-	if (dsv_zstd_decode(back, size, enc, (size_t)n) != (int64_t)size || memcmp(back, data, size))
+	if (dsv_zstd_decode(back, size, enc, (size_t)n) != (int64_t)size ||
+	    memcmp(back, data, size))
 		abort();
 	free(enc);
 	free(back);

@@ -50,7 +50,7 @@ static inline hid_t new_file(const char *name, int latest)
 
 /* Creates a dataset; dcpl may be H5P_DEFAULT; maxdims may be NULL. */
 static inline hid_t mkds(hid_t loc, const char *name, hid_t ftype, int ndim, const hsize_t *dims,
-		  const hsize_t *maxdims, hid_t dcpl)
+			 const hsize_t *maxdims, hid_t dcpl)
 {
 	hid_t sp = H5Screate_simple(ndim, dims, maxdims);
 	assert_true(sp >= 0);
@@ -101,7 +101,7 @@ static inline int open_err(const char *file, const char *dset, const char *want_
 }
 
 static inline void check_info(const dsv_source *s, dsv_source_kind kind, dsv_dtype dt, int ndim,
-		       const uint64_t *shape, uint64_t nchunks)
+			      const uint64_t *shape, uint64_t nchunks)
 {
 	const dsv_source_info *in = dsv_source_get_info(s);
 	assert_int_equal(in->kind, kind);
@@ -130,7 +130,8 @@ static inline void read_all(const dsv_source *s, void *out, int *errs)
 	for (uint64_t i = 0; i < in->nchunks; i++) {
 		dsv_chunk_ref r;
 		assert_int_equal(dsv_source_chunk(s, i, &r), 0);
-		if (!r.fallback && (r.codec != DSV_CODEC_NONE || r.fletcher32) && r.stored_size > sc)
+		if (!r.fallback && (r.codec != DSV_CODEC_NONE || r.fletcher32) &&
+		    r.stored_size > sc)
 			sc = (size_t)r.stored_size;
 	}
 	uint8_t *scratch = malloc(sc + 1);
@@ -162,7 +163,8 @@ static inline void read_check(const dsv_source *s, const void *want, size_t nbyt
 {
 	uint8_t *got = malloc(nbytes + 1);
 	assert_non_null(got);
-	assert_int_equal(dsv_source_get_info(s)->nelems * dsv_dtype_size(dsv_source_get_info(s)->dtype),
+	assert_int_equal(dsv_source_get_info(s)->nelems *
+				 dsv_dtype_size(dsv_source_get_info(s)->dtype),
 			 nbytes);
 	memset(got, 0xa5, nbytes);
 	read_all(s, got, NULL);

@@ -38,7 +38,8 @@ static int setup(void **state)
 		return -1;
 	for (int r = 0; r < ROWS; r++)
 		for (int c = 0; c < COLS; c++)
-			data[r][c] = (uint16_t)(r * 3 + c + (((unsigned)(r * 2654435761u) >> 28) & 3));
+			data[r][c] = (uint16_t)(r * 3 + c +
+						(((unsigned)(r * 2654435761u) >> 28) & 3));
 	FILE *f = fopen(tpath("in.bin"), "wb");
 	if (!f || fwrite(data, sizeof(data), 1, f) != 1)
 		return -1;
@@ -86,7 +87,8 @@ static void read_back_chunks(dsv_source *s, dsv_codec codec, uint64_t raw_size)
 		if (raw_size)
 			assert_int_equal(ref.raw_size, raw_size);
 		assert_int_equal(dsv_source_read_chunk(s, &ref, (uint16_t *)back + ref.elem_start,
-						       ref.nelems * 2, scratch, cap, NULL), 0);
+						       ref.nelems * 2, scratch, cap, NULL),
+				 0);
 	}
 	assert_memory_equal(back, data, sizeof(data));
 	free(scratch);

@@ -283,7 +283,8 @@ static void test_peek_joins_a_fill_under_way(void **state)
 		} else {
 			assert_non_null(e);
 			assert_int_equal(a.rc, 0);
-			assert_int_equal(((const unsigned char *)dsv_cache_data(e))[0], (3 * 16 + 42) & 0xff);
+			assert_int_equal(((const unsigned char *)dsv_cache_data(e))[0],
+					 (3 * 16 + 42) & 0xff);
 			dsv_cache_put(c, e);
 		}
 	}

@@ -143,7 +143,8 @@ static void test_target_parse(void **state)
 	expect_kind(sig512, 0, DSV_TARGET_H5, sig512, NULL);
 	expect_kind(ini, 0, DSV_TARGET_MANIFEST, ini, NULL);
 	expect_kind(plain, 1, DSV_TARGET_RAW, plain, NULL);
-	expect_kind(npy, 1, DSV_TARGET_RAW, npy, NULL); /* --dtype/--shape: raw, whatever the name */
+	expect_kind(npy, 1, DSV_TARGET_RAW, npy,
+		    NULL); /* --dtype/--shape: raw, whatever the name */
 
 	/* file.h5:/dset: split at the last ":/"; kind h5 whatever the name */
 	snprintf(want, sizeof(want), "%s:/grp/x", h5);
@@ -151,8 +152,10 @@ static void test_target_parse(void **state)
 	snprintf(want, sizeof(want), "%s:/x", plain);
 	expect_kind(want, 0, DSV_TARGET_H5, plain, "/x");
 
-	snprintf(want, sizeof(want), "%s: not a .npy, HDF5 file or manifest (.ini); a raw file "
-		 "needs --dtype and --shape", plain);
+	snprintf(want, sizeof(want),
+		 "%s: not a .npy, HDF5 file or manifest (.ini); a raw file "
+		 "needs --dtype and --shape",
+		 plain);
 	expect_error(plain, 0, DSV_ERR_INVALID, want);
 	snprintf(want, sizeof(want), "%s: No such file or directory", in_dir("missing.npy"));
 	expect_error(in_dir("missing.npy"), 0, DSV_ERR_NOTFOUND, want);
@@ -196,7 +199,7 @@ static void test_escaped(void **state)
 	assert_string_equal(dsv_cli_escaped("\xc2\x85", 0), "\xc2\x85");
 	/* not UTF-8: always escaped */
 	assert_string_equal(dsv_cli_escaped("\xff", 0), "\\xff");
-	assert_string_equal(dsv_cli_escaped("\xc0\xaf", 0), "\\xc0\\xaf");         /* overlong */
+	assert_string_equal(dsv_cli_escaped("\xc0\xaf", 0), "\\xc0\\xaf");          /* overlong */
 	assert_string_equal(dsv_cli_escaped("\xed\xa0\x80", 0), "\\xed\\xa0\\x80"); /* surrogate */
 	assert_string_equal(dsv_cli_escaped("\xf4\x90\x80\x80", 0), "\\xf4\\x90\\x80\\x80");
 	assert_string_equal(dsv_cli_escaped("\xe2\x82", 0), "\\xe2\\x82"); /* cut short */
@@ -214,8 +217,10 @@ static void test_reason(void **state)
 	(void)state;
 	dsv_errf_at(&eb, DSV_ERR_UNSUPPORTED, "f.h5", "/ext", "external storage refused");
 	assert_string_equal(dsv_cli_reason(&eb, "f.h5", "/ext"), "external storage refused");
-	assert_string_equal(dsv_cli_reason(&eb, "f.h5", "/other"), "f.h5:/ext: external storage refused");
-	assert_string_equal(dsv_cli_reason(&eb, "g.h5", "/ext"), "f.h5:/ext: external storage refused");
+	assert_string_equal(dsv_cli_reason(&eb, "f.h5", "/other"),
+			    "f.h5:/ext: external storage refused");
+	assert_string_equal(dsv_cli_reason(&eb, "g.h5", "/ext"),
+			    "f.h5:/ext: external storage refused");
 	dsv_errf_at(&eb, DSV_ERR_FORMAT, "f.h5", NULL, "truncated");
 	assert_string_equal(dsv_cli_reason(&eb, "f.h5", "/ext"), "truncated");
 	assert_string_equal(dsv_cli_reason(&eb, "f.h5", NULL), "truncated");
@@ -230,7 +235,8 @@ static void test_stats_pid(void **state)
 	p = put_s("s1.json", "{\n  \"pid\": 1234,\n  \"backend\": \"cpu\"\n}\n");
 	assert_int_equal(dsv_cli_stats_pid(p), 1234);
 	/* the top-level member, not the first "pid" in the text */
-	static const char nested[] = "{\"views\": {\"pid\": 5, \"note\": \"\\\"pid\\\": 6\"}, \"pid\": 77}";
+	static const char nested[] =
+		"{\"views\": {\"pid\": 5, \"note\": \"\\\"pid\\\": 6\"}, \"pid\": 77}";
 	p = put("s2.json", nested, sizeof(nested) - 1);
 	assert_int_equal(dsv_cli_stats_pid(p), 77);
 	p = put_s("s3.json", "{\"pid\": \"12\"}");
@@ -297,8 +303,9 @@ static void test_info_options(void **state)
 	assert_int_equal(run(dsv_cmd_info, "info", npy, npy, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", "--dtype", "uint8", npy, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", "--shape", "4", npy, NULL), EXIT_USER);
-	assert_int_equal(run(dsv_cmd_info, "info", "--dtype", "bfloat16", "--shape", "4", npy, NULL),
-			 EXIT_USER);
+	assert_int_equal(
+		run(dsv_cmd_info, "info", "--dtype", "bfloat16", "--shape", "4", npy, NULL),
+		EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", "--dtype", "uint8", "--shape", "4,0", npy, NULL),
 			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", in_dir("missing.npy"), NULL), EXIT_USER);
@@ -310,7 +317,8 @@ static void test_verify_options(void **state)
 	(void)state;
 	assert_int_equal(run(dsv_cmd_verify, "verify", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", "--threads", "0", "x.h5", NULL), EXIT_USER);
-	assert_int_equal(run(dsv_cmd_verify, "verify", "--threads", "two", "x.h5", NULL), EXIT_USER);
+	assert_int_equal(run(dsv_cmd_verify, "verify", "--threads", "two", "x.h5", NULL),
+			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", "--bogus", "x.h5", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", "a.h5", "b.h5", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", in_dir("missing.h5"), NULL), EXIT_USER);
@@ -323,9 +331,11 @@ static void test_pack_options(void **state)
 	(void)state;
 	assert_int_equal(run(dsv_cmd_pack, "pack", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_pack, "pack", "in.npy", NULL), EXIT_USER);
-	assert_int_equal(run(dsv_cmd_pack, "pack", "--codec", "zstd", "in.npy", out, NULL), EXIT_USER);
+	assert_int_equal(run(dsv_cmd_pack, "pack", "--codec", "zstd", "in.npy", out, NULL),
+			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--level", "0", "in.npy", out, NULL), EXIT_USER);
-	assert_int_equal(run(dsv_cmd_pack, "pack", "--level", "2x", "in.npy", out, NULL), EXIT_USER);
+	assert_int_equal(run(dsv_cmd_pack, "pack", "--level", "2x", "in.npy", out, NULL),
+			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--chunk-size", "0", "in.npy", out, NULL),
 			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--chunk-size", "lots", "in.npy", out, NULL),
@@ -334,9 +344,11 @@ static void test_pack_options(void **state)
 			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--dtype", "uint8", "in.bin", out, NULL),
 			 EXIT_USER);
-	assert_int_equal(run(dsv_cmd_pack, "pack", "--dtype", "nope", "--shape", "4", "in.bin", out,
-			     NULL), EXIT_USER);
-	assert_int_equal(run(dsv_cmd_pack, "pack", "in.bin", out, NULL), EXIT_USER); /* raw, no dtype */
+	assert_int_equal(
+		run(dsv_cmd_pack, "pack", "--dtype", "nope", "--shape", "4", "in.bin", out, NULL),
+		EXIT_USER);
+	assert_int_equal(run(dsv_cmd_pack, "pack", "in.bin", out, NULL),
+			 EXIT_USER); /* raw, no dtype */
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--help", NULL), EXIT_OK);
 	assert_int_equal(access(out, F_OK), -1); /* nothing written */
 }
@@ -386,15 +398,15 @@ static void test_progress_fits(void **state)
 	char line[256];
 	(void)state;
 	for (int cols = 10; cols <= 200; cols++) {
-		size_t n = dsv_progress_line(&p, 1234, 8120000000ull, 3370000000ull, 10.0, cols, line,
-					     sizeof(line));
+		size_t n = dsv_progress_line(&p, 1234, 8120000000ull, 3370000000ull, 10.0, cols,
+					     line, sizeof(line));
 		assert_int_equal(n, strlen(line));
 		assert_true(n <= (size_t)cols - 1); /* never the last column: no wrap */
 		if (cols >= 40)
 			assert_non_null(strstr(line, "52%")); /* the percentage stays */
-		if (cols >= 100) /* room for everything */
-			assert_true(strstr(line, "[") && strstr(line, "rows") && strstr(line, "ETA") &&
-				    strstr(line, "2.41x"));
+		if (cols >= 100)                              /* room for everything */
+			assert_true(strstr(line, "[") && strstr(line, "rows") &&
+				    strstr(line, "ETA") && strstr(line, "2.41x"));
 	}
 	dsv_progress_line(&p, 1234, 0, 0, 10.0, 0, line, sizeof(line)); /* width unknown */
 	assert_non_null(strstr(line, "[##########.........."));
@@ -403,13 +415,13 @@ static void test_progress_fits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_shape),   cmocka_unit_test(test_target_parse),
-		cmocka_unit_test(test_int_arg),       cmocka_unit_test(test_escaped),
-		cmocka_unit_test(test_reason),        cmocka_unit_test(test_stats_pid),
-		cmocka_unit_test(test_same_file),     cmocka_unit_test(test_info_options),
+		cmocka_unit_test(test_parse_shape),    cmocka_unit_test(test_target_parse),
+		cmocka_unit_test(test_int_arg),        cmocka_unit_test(test_escaped),
+		cmocka_unit_test(test_reason),         cmocka_unit_test(test_stats_pid),
+		cmocka_unit_test(test_same_file),      cmocka_unit_test(test_info_options),
 		cmocka_unit_test(test_verify_options), cmocka_unit_test(test_pack_options),
 		cmocka_unit_test(test_umount_options), cmocka_unit_test(test_mount_options),
-		cmocka_unit_test(test_size_arg),      cmocka_unit_test(test_progress_fits),
+		cmocka_unit_test(test_size_arg),       cmocka_unit_test(test_progress_fits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

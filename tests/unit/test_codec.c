@@ -32,9 +32,6 @@ static void fill(uint8_t *p, size_t n, int noise)
 		p[i] = noise ? (uint8_t)rnd() : (uint8_t)words[(i * 7 / 5) % (sizeof(words) - 1)];
 }
 
-
-
-
 /* Encodes src, checks the frame's structure, decodes into an exact-size
  * buffer, and returns the encoded size. */
 static size_t round_trip(const uint8_t *src, size_t n, size_t block, int level)
@@ -160,7 +157,7 @@ static void test_lz4_truncated(void **state)
 	size_t n;
 	(void)state;
 	n = good_frame(enc, sizeof(enc), src, sizeof(src));
-	assert_true(dsv_load_be32(enc + 12) < 256);   /* block 0 compressed */
+	assert_true(dsv_load_be32(enc + 12) < 256); /* block 0 compressed */
 	assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), enc, n), (int64_t)sizeof(src));
 	for (size_t cut = 0; cut < n; cut++)
 		assert_int_equal(dsv_lz4_decode(dec, sizeof(dec), enc, cut), DSV_ERR_CORRUPT);
@@ -174,10 +171,10 @@ static void test_lz4_lying_sizes(void **state)
 	n = good_frame(enc, sizeof(enc), src, sizeof(src));
 	size_t b1 = 12 + 4 + dsv_load_be32(enc + 12); /* offset of block 1's size */
 
-#define BREAK(stmt)                                                              \
-	do {                                                                     \
-		memcpy(bad, enc, n);                                             \
-		stmt;                                                            \
+#define BREAK(stmt)                                                                          \
+	do {                                                                                 \
+		memcpy(bad, enc, n);                                                         \
+		stmt;                                                                        \
 		assert_int_equal(dsv_lz4_decode(dec, sizeof(src), bad, n), DSV_ERR_CORRUPT); \
 	} while (0)
 

@@ -301,7 +301,8 @@ static void test_lzf_round_trip(void **state)
 			assert_memory_equal(out, in, n);
 			/* too small an output buffer for the encoder */
 			if (m > 1)
-				assert_int_equal(dsv_lzf_encode(enc, (size_t)m - 1, in, n), DSV_ERR_OVERFLOW);
+				assert_int_equal(dsv_lzf_encode(enc, (size_t)m - 1, in, n),
+						 DSV_ERR_OVERFLOW);
 			free(in);
 			free(enc);
 			free(out);

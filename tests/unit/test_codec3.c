@@ -30,8 +30,6 @@ static void fill(uint8_t *p, size_t n, unsigned seed, int compressible)
 	}
 }
 
-
-
 /* The format, one bit at a time: a block of m elements (m % 8 == 0) is
  * 8 * es rows of m bits; bit b of element e (bit b % 8 of its byte b / 8)
  * is bit e % 8 of byte e / 8 of row b. */
@@ -65,7 +63,7 @@ static void test_default_block(void **state)
 	assert_int_equal(dsv_bshuf_default_block(2), 4096);
 	assert_int_equal(dsv_bshuf_default_block(4), 2048);
 	assert_int_equal(dsv_bshuf_default_block(8), 1024);
-	assert_int_equal(dsv_bshuf_default_block(3), 2728); /* 2730 down to 8 */
+	assert_int_equal(dsv_bshuf_default_block(3), 2728);  /* 2730 down to 8 */
 	assert_int_equal(dsv_bshuf_default_block(100), 128); /* at least 128 */
 }
 
@@ -108,12 +106,12 @@ static void test_against_reference(void **state)
 				assert_true(in && ref && enc && out);
 				fill(in, size, (unsigned)(i * 100 + j), 0);
 				ref_shuffle(ref, in, n, es, blk);
-				assert_int_equal(dsv_bshuf_encode(enc, size, in, size, es, blocks[k],
-								  DSV_BSHUF_NONE, 0),
+				assert_int_equal(dsv_bshuf_encode(enc, size, in, size, es,
+								  blocks[k], DSV_BSHUF_NONE, 0),
 						 size);
 				assert_memory_equal(enc, ref, size);
-				assert_int_equal(dsv_bshuf_decode(out, size, ref, size, es, blocks[k],
-								  DSV_BSHUF_NONE),
+				assert_int_equal(dsv_bshuf_decode(out, size, ref, size, es,
+								  blocks[k], DSV_BSHUF_NONE),
 						 size);
 				assert_memory_equal(out, in, size);
 				free(in);
@@ -133,8 +131,8 @@ static void test_lz4_frame_layout(void **state)
 		*ref = malloc(blk * es), *blkbuf = malloc(blk * es);
 	assert_true(in && enc && ref && blkbuf);
 	fill(in, size, 7, 1);
-	int64_t len = dsv_bshuf_encode(enc, dsv_bshuf_bound(size, es, blk, DSV_BSHUF_LZ4), in,
-				       size, es, blk, DSV_BSHUF_LZ4, 0);
+	int64_t len = dsv_bshuf_encode(enc, dsv_bshuf_bound(size, es, blk, DSV_BSHUF_LZ4), in, size,
+				       es, blk, DSV_BSHUF_LZ4, 0);
 	assert_true(len > 12);
 	assert_int_equal(dsv_load_be32(enc), 0);
 	assert_int_equal(dsv_load_be32(enc + 4), size);
@@ -168,16 +166,21 @@ static void test_round_trips(void **state)
 				for (size_t k = 0; k < sizeof(blocks) / sizeof(blocks[0]); k++)
 					for (int z = 0; z < 2; z++) {
 						size_t es = esizes[i], size = counts[j] * es;
-						size_t bound = dsv_bshuf_bound(size, es, blocks[k], comps[c]);
-						uint8_t *in = malloc(size + 1), *enc = malloc(bound + 1),
+						size_t bound = dsv_bshuf_bound(size, es, blocks[k],
+									       comps[c]);
+						uint8_t *in = malloc(size + 1),
+							*enc = malloc(bound + 1),
 							*out = malloc(size + 1);
 						assert_true(in && enc && out);
 						fill(in, size, (unsigned)(c + i + j + k), z);
-						int64_t len = dsv_bshuf_encode(enc, bound, in, size, es,
-									       blocks[k], comps[c], 3);
+						int64_t len = dsv_bshuf_encode(enc, bound, in, size,
+									       es, blocks[k],
+									       comps[c], 3);
 						assert_true(len >= 0);
-						assert_int_equal(dsv_bshuf_decode(out, size, enc, (size_t)len,
-										  es, blocks[k], comps[c]),
+						assert_int_equal(dsv_bshuf_decode(out, size, enc,
+										  (size_t)len, es,
+										  blocks[k],
+										  comps[c]),
 								 size);
 						assert_memory_equal(out, in, size);
 						free(in);
@@ -279,23 +282,20 @@ static void test_malformed(void **state)
 			 DSV_ERR_CORRUPT);
 	memcpy(m, f, len);
 	m[7] ^= 4;
-	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4), DSV_ERR_CORRUPT);
 	memcpy(m, f, len);
 	m[0] = 1; /* high byte of the u64 */
-	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4), DSV_ERR_CORRUPT);
 	/* a size not a multiple of the element size */
 	assert_int_equal(dsv_bshuf_decode(out, size - 1, f, len, 4, 0, DSV_BSHUF_LZ4),
 			 DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_bshuf_decode(out, size, f, len, 0, 0, DSV_BSHUF_LZ4),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, size, f, len, 0, 0, DSV_BSHUF_LZ4), DSV_ERR_CORRUPT);
 	/* block sizes: 0, not a multiple of the element size (257: the
 	 * plugin would truncate it to 64 elements; we call it corrupt), not of 8
 	 * elements, larger than the chunk (consistent: then one block is
 	 * the whole chunk, and the blocks here do not add up) */
-	static const uint32_t bad_blocks[] = { 0, 255, 254, 4 * 64 + 1, 4 * 60, 4 * 4, 4 * 72, 4 * 2048,
-					       0xfffffff8u };
+	static const uint32_t bad_blocks[] = { 0,     255,    254,      4 * 64 + 1, 4 * 60,
+					       4 * 4, 4 * 72, 4 * 2048, 0xfffffff8u };
 	for (size_t i = 0; i < sizeof(bad_blocks) / sizeof(bad_blocks[0]); i++) {
 		memcpy(m, f, len);
 		dsv_store_be32(m + 8, bad_blocks[i]);
@@ -305,16 +305,13 @@ static void test_malformed(void **state)
 	/* a block's compressed size past the input, and one short of it */
 	memcpy(m, f, len);
 	dsv_store_be32(m + 12, 0xffffffffu);
-	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4), DSV_ERR_CORRUPT);
 	memcpy(m, f, len);
 	dsv_store_be32(m + 12, (uint32_t)len);
-	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4), DSV_ERR_CORRUPT);
 	memcpy(m, f, len);
 	dsv_store_be32(m + 12, dsv_load_be32(f + 12) - 1);
-	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, size, m, len, 4, 0, DSV_BSHUF_LZ4), DSV_ERR_CORRUPT);
 	/* a block that decodes to the wrong size: a valid LZ4 block of 255
 	 * bytes where 256 are due */
 	{
@@ -327,27 +324,24 @@ static void test_malformed(void **state)
 		blk[6] = 1; /* raw size 256, as u64 BE */
 		dsv_store_be32(blk + 8, 256);
 		dsv_store_be32(blk + 12, (uint32_t)c);
-		assert_int_equal(dsv_bshuf_decode(out, 256, blk, 16 + (size_t)c, 1, 0,
-						  DSV_BSHUF_LZ4),
-				 DSV_ERR_CORRUPT);
+		assert_int_equal(
+			dsv_bshuf_decode(out, 256, blk, 16 + (size_t)c, 1, 0, DSV_BSHUF_LZ4),
+			DSV_ERR_CORRUPT);
 		/* the same bytes where 255 + 1 left over are due: wrong too */
 		blk[7] = 0xff;
 		blk[6] = 0;
-		assert_int_equal(dsv_bshuf_decode(out, 255, blk, 16 + (size_t)c, 1, 0,
-						  DSV_BSHUF_LZ4),
-				 DSV_ERR_CORRUPT);
+		assert_int_equal(
+			dsv_bshuf_decode(out, 255, blk, 16 + (size_t)c, 1, 0, DSV_BSHUF_LZ4),
+			DSV_ERR_CORRUPT);
 	}
 	/* an unknown compression */
 	assert_int_equal(dsv_bshuf_decode(out, size, f, len, 4, 0, 1), DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_bshuf_decode(out, size, f, len, 4, 0, 4), DSV_ERR_CORRUPT);
 	/* uncompressed: the size must be the data's; a block size not a
 	 * multiple of 8 */
-	assert_int_equal(dsv_bshuf_decode(out, 64, in, 65, 4, 0, DSV_BSHUF_NONE),
-			 DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_bshuf_decode(out, 64, in, 63, 4, 0, DSV_BSHUF_NONE),
-			 DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_bshuf_decode(out, 64, in, 64, 4, 12, DSV_BSHUF_NONE),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, 64, in, 65, 4, 0, DSV_BSHUF_NONE), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, 64, in, 63, 4, 0, DSV_BSHUF_NONE), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_bshuf_decode(out, 64, in, 64, 4, 12, DSV_BSHUF_NONE), DSV_ERR_CORRUPT);
 	/* flipping any bit of a frame never goes out of bounds (ASan) and
 	 * never succeeds with another size */
 	for (size_t i = 0; i < len; i++) {
@@ -404,14 +398,10 @@ static void test_encode_invalid(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_default_block),
-		cmocka_unit_test(test_hand_made),
-		cmocka_unit_test(test_against_reference),
-		cmocka_unit_test(test_lz4_frame_layout),
-		cmocka_unit_test(test_round_trips),
-		cmocka_unit_test(test_plugin_chunks),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_zstd_malformed),
+		cmocka_unit_test(test_default_block),     cmocka_unit_test(test_hand_made),
+		cmocka_unit_test(test_against_reference), cmocka_unit_test(test_lz4_frame_layout),
+		cmocka_unit_test(test_round_trips),       cmocka_unit_test(test_plugin_chunks),
+		cmocka_unit_test(test_malformed),         cmocka_unit_test(test_zstd_malformed),
 		cmocka_unit_test(test_encode_invalid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

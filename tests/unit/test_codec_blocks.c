@@ -36,8 +36,6 @@ static void fill(uint8_t *p, size_t n)
 		p[i] = (i / 3000) % 3 == 2 ? (uint8_t)rnd() : (uint8_t)(i / 64);
 }
 
-
-
 /* Bytes [lo, hi) of frame enc into out through its own block table, from
  * only the blocks that hold them. @return 0 or the first error. */
 static int decode_range(const uint8_t *enc, size_t n, uint64_t lo, uint64_t hi, uint8_t *out)

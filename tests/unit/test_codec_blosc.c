@@ -86,18 +86,23 @@ static void test_blosc_round_trip(void **state)
 						uint64_t raw;
 						if (!n)
 							continue;
-						enc = make(cnames[ci], sh, types[ti], n, comp, seed++, &m, &in);
+						enc = make(cnames[ci], sh, types[ti], n, comp,
+							   seed++, &m, &in);
 						out = malloc(n + 1);
 						assert_non_null(out);
-						assert_int_equal(dsv_blosc_raw_size(enc, m, &raw), 0);
+						assert_int_equal(dsv_blosc_raw_size(enc, m, &raw),
+								 0);
 						assert_int_equal(raw, n);
-						assert_int_equal(dsv_blosc_decode(out, n, enc, m), (int64_t)n);
+						assert_int_equal(dsv_blosc_decode(out, n, enc, m),
+								 (int64_t)n);
 						assert_memory_equal(out, in, n);
 						/* the chunk must be exactly the size asked for */
-						assert_int_equal(dsv_blosc_decode(out, n - 1, enc, m),
-								 DSV_ERR_CORRUPT);
-						assert_int_equal(dsv_blosc_decode(out, n + 1, enc, m),
-								 DSV_ERR_CORRUPT);
+						assert_int_equal(
+							dsv_blosc_decode(out, n - 1, enc, m),
+							DSV_ERR_CORRUPT);
+						assert_int_equal(
+							dsv_blosc_decode(out, n + 1, enc, m),
+							DSV_ERR_CORRUPT);
 						free(out);
 						free(in);
 						free(enc);
@@ -171,8 +176,9 @@ static void test_blosc_bad_header(void **state)
 	uint8_t *min, *menc = make("blosclz", BLOSC_NOSHUFFLE, 1, 1000, 0, 4, &nm, &min);
 	uint64_t raw;
 
-	assert_true((enc[8] | enc[9] << 8 | enc[10] << 16 | (uint32_t)enc[11] << 24) < n); /* blocks */
-	assert_true(menc[2] & BLOSC_MEMCPYED);		   /* random: stored */
+	assert_true((enc[8] | enc[9] << 8 | enc[10] << 16 | (uint32_t)enc[11] << 24) <
+		    n);                        /* blocks */
+	assert_true(menc[2] & BLOSC_MEMCPYED); /* random: stored */
 	/* nbytes != the chunk size, up or down (the buffer still fits dst) */
 	put32(v, (uint32_t)n - 2);
 	expect_bad(enc, m, n, 4, v, 4);

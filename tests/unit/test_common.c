@@ -22,14 +22,22 @@ static void test_parse_size(void **state)
 		const char *s;
 		uint64_t v;
 	} ok[] = {
-		{ "0", 0 },		 { "1048576", 1048576 },    { "64k", 64u << 10 },
-		{ "64K", 64u << 10 },	 { "512M", 512u << 20 },    { "1G", 1ull << 30 },
-		{ "2T", 2ull << 40 },	 { "4KiB", 4u << 10 },	    { "4kib", 4u << 10 },
-		{ "3MB", 3u << 20 },	 { "16777215T", 16777215ull << 40 },
+		{ "0", 0 },
+		{ "1048576", 1048576 },
+		{ "64k", 64u << 10 },
+		{ "64K", 64u << 10 },
+		{ "512M", 512u << 20 },
+		{ "1G", 1ull << 30 },
+		{ "2T", 2ull << 40 },
+		{ "4KiB", 4u << 10 },
+		{ "4kib", 4u << 10 },
+		{ "3MB", 3u << 20 },
+		{ "16777215T", 16777215ull << 40 },
 		{ "18446744073709551615", UINT64_MAX },
 	};
-	static const char *const bad[] = { "", "-1", "+1", " 1", "1 ", "1X", "1KX", "1KiBs", "K",
-					   "1.5G", "0x10", "18446744073709551616" };
+	static const char *const bad[] = { "",   "-1",   "+1",   " 1",
+					   "1 ", "1X",   "1KX",  "1KiBs",
+					   "K",  "1.5G", "0x10", "18446744073709551616" };
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		uint64_t v = 7;
@@ -124,8 +132,9 @@ static void test_spec_split(void **state)
 
 static void test_natural_order(void **state)
 {
-	static const char *const sorted[] = { "", "a", "a0", "a1", "a01", "a2", "a10", "a10b", "a10c",
-					      "a11", "b", "s2.h5", "s10.h5", "s100.h5" };
+	static const char *const sorted[] = { "",   "a",     "a0",     "a1",     "a01",
+					      "a2", "a10",   "a10b",   "a10c",   "a11",
+					      "b",  "s2.h5", "s10.h5", "s100.h5" };
 	(void)state;
 	for (size_t i = 0; i < sizeof(sorted) / sizeof(sorted[0]); i++)
 		for (size_t j = 0; j < sizeof(sorted) / sizeof(sorted[0]); j++) {
@@ -133,7 +142,9 @@ static void test_natural_order(void **state)
 			if ((i < j && c >= 0) || (i > j && c <= 0) || (i == j && c))
 				fail_msg("'%s' vs '%s': %d", sorted[i], sorted[j], c);
 		}
-	static const char *const given[] = { "s100.h5", "a10", "s2.h5", "a", "a01", "s10.h5", "a2" };
+	static const char *const given[] = {
+		"s100.h5", "a10", "s2.h5", "a", "a01", "s10.h5", "a2"
+	};
 	static const char *const want[] = { "a", "a01", "a2", "a10", "s2.h5", "s10.h5", "s100.h5" };
 	char *mixed[7];
 	for (size_t i = 0; i < 7; i++)
@@ -165,8 +176,8 @@ static void test_parse_gpu(void **state)
 	assert_int_equal(dsv_parse_gpu("7", &d), 0);
 	assert_int_equal(d, 7);
 	d = 99;
-	static const char *const bad[] = { "", "-1", "+1", "1a", " 1", "AUTO", "on", "0x1",
-					   "99999999999" };
+	static const char *const bad[] = { "",     "-1", "+1",  "1a",         " 1",
+					   "AUTO", "on", "0x1", "99999999999" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(dsv_parse_gpu(bad[i], &d), DSV_ERR_INVALID);
 	assert_int_equal(dsv_parse_gpu(NULL, &d), DSV_ERR_INVALID);
@@ -263,8 +274,10 @@ static void test_name_unescape_refuses(void **state)
 {
 	/* what dsv_name_escape never writes: decoding it would make a second
 	 * name for one HDF5 name */
-	static const char *bad[] = { "_x41", "a_x2E", "_x5F", "_x5Fy", "_x2e", "_xg0", "_x", "_x4",
-				     "a_x", ".a", "a b", "_x00", "caf\xc3\xa9", "a/b" };
+	static const char *bad[] = {
+		"_x41", "a_x2E", "_x5F", "_x5Fy", "_x2e", "_xg0",        "_x",
+		"_x4",  "a_x",   ".a",   "a b",   "_x00", "caf\xc3\xa9", "a/b"
+	};
 	char back[64];
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -416,12 +429,16 @@ static void test_log_limited_and_level(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_dtype_parse),
-		cmocka_unit_test(test_has_ext),       cmocka_unit_test(test_spec_split),
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_dtype_parse),
+		cmocka_unit_test(test_has_ext),
+		cmocka_unit_test(test_spec_split),
 		cmocka_unit_test(test_natural_order),
-		cmocka_unit_test(test_parse_gpu),     cmocka_unit_test(test_errbuf_fields),
+		cmocka_unit_test(test_parse_gpu),
+		cmocka_unit_test(test_errbuf_fields),
 		cmocka_unit_test(test_strerror_table),
-		cmocka_unit_test(test_log_escapes_names), cmocka_unit_test(test_name_ok),
+		cmocka_unit_test(test_log_escapes_names),
+		cmocka_unit_test(test_name_ok),
 		cmocka_unit_test(test_name_escape_examples),
 		cmocka_unit_test(test_name_escape_round_trip),
 		cmocka_unit_test(test_name_unescape_refuses),

@@ -63,7 +63,8 @@ static int check_block(const uint8_t *in, size_t n, size_t cap)
 	int want = LZ4_decompress_safe((const char *)in, (char *)a, (int)n, (int)cap);
 	int64_t got = dsv_dev_lz4_block(in, (int64_t)n, b, (int64_t)cap, 0, 1);
 	if ((want < 0) != (got < 0) || (want >= 0 && got != want)) {
-		fprintf(stderr, "n %zu cap %zu: liblz4 %d, dev %lld\n", n, cap, want, (long long)got);
+		fprintf(stderr, "n %zu cap %zu: liblz4 %d, dev %lld\n", n, cap, want,
+			(long long)got);
 		fail();
 	}
 	if (want > 0)
@@ -77,8 +78,8 @@ static int check_block(const uint8_t *in, size_t n, size_t cap)
 static void test_devlz4_good_blocks(void **state)
 {
 	(void)state;
-	size_t sizes[] = { 1, 2, 5, 12, 13, 31, 32, 63, 64, 65, 100, 255, 256, 1000, 4096, 65536,
-			   300000, 1u << 20 };
+	size_t sizes[] = { 1,  2,   5,   12,  13,   31,   32,    63,     64,
+			   65, 100, 255, 256, 1000, 4096, 65536, 300000, 1u << 20 };
 	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 		for (int kind = 0; kind < 6; kind++) {
 			for (int mode = 0; mode < 3; mode++) {
@@ -88,9 +89,12 @@ static void test_devlz4_good_blocks(void **state)
 				assert_non_null(src);
 				assert_non_null(enc);
 				fill(src, n, kind);
-				int c = mode == 0   ? LZ4_compress_default((char *)src, (char *)enc, (int)n, bound)
-					: mode == 1 ? LZ4_compress_fast((char *)src, (char *)enc, (int)n, bound, 9)
-						    : LZ4_compress_HC((char *)src, (char *)enc, (int)n, bound, 9);
+				int c = mode == 0   ? LZ4_compress_default((char *)src, (char *)enc,
+									   (int)n, bound)
+					: mode == 1 ? LZ4_compress_fast((char *)src, (char *)enc,
+									(int)n, bound, 9)
+						    : LZ4_compress_HC((char *)src, (char *)enc,
+								      (int)n, bound, 9);
 				assert_true(c > 0);
 				assert_int_equal(check_block(enc, (size_t)c, n), (int)n);
 				/* more room than the block fills: the same count */
@@ -125,7 +129,8 @@ static void test_devlz4_mutations(void **state)
 		for (int cut = 0; cut < c; cut++)
 			(void)check_block(enc, (size_t)cut, n);
 		for (int at = 0; at < c; at++) {
-			static const uint8_t vals[] = { 0x00, 0x01, 0x0f, 0x10, 0xf0, 0xff, 0xee, 0x80 };
+			static const uint8_t vals[] = { 0x00, 0x01, 0x0f, 0x10,
+							0xf0, 0xff, 0xee, 0x80 };
 			for (size_t v = 0; v < sizeof(vals); v++) {
 				memcpy(bad, enc, (size_t)c);
 				bad[at] = vals[v];
@@ -154,8 +159,8 @@ static void test_devlz4_edges(void **state)
 		(void)check_block(b, 6, cap);
 		/* a match with offset 0, 1, 7, 8, and one past the output */
 		for (int off = 0; off < 12; off++) {
-			uint8_t m[] = { 0x8f, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', (uint8_t)off, 0, 20,
-					0x50, 'v', 'w', 'x', 'y', 'z' };
+			uint8_t m[] = { 0x8f,         'a', 'b', 'c',  'd', 'e', 'f', 'g', 'h',
+					(uint8_t)off, 0,   20,  0x50, 'v', 'w', 'x', 'y', 'z' };
 			(void)check_block(m, sizeof(m), cap);
 			(void)check_block(m, sizeof(m) - 5, cap);
 		}
@@ -297,7 +302,8 @@ static void test_devlz4_corpus(void **state)
 				(void)check_block(buf, n, caps[c]);
 			if (n > 12)
 				for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
-					(void)check_block(buf + 16, n - 16 > n ? 0 : n - 16, caps[c]);
+					(void)check_block(buf + 16, n - 16 > n ? 0 : n - 16,
+							  caps[c]);
 			files++;
 		}
 		closedir(dir);

@@ -36,28 +36,57 @@ static uint64_t rnd(void)
 static void make_input(dsv_dtype t, uint8_t *buf)
 {
 	size_t es = dsv_dtype_size(t);
-	static const uint64_t f32s[] = { 0, 0x80000000u, 0x3f800000u, 0xbf800000u, 0x7f800000u,
-					 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xff812345u,
-					 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0x3f808000u, 0x3f818000u,
-					 0x477fe000u, 0x477ff000u, 0x38800000u, 0x33800000u, 0x33000000u,
+	static const uint64_t f32s[] = { 0,           0x80000000u, 0x3f800000u, 0xbf800000u,
+					 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+					 0x7f800001u, 0xff812345u, 0x00000001u, 0x807fffffu,
+					 0x7f7fffffu, 0x3f808000u, 0x3f818000u, 0x477fe000u,
+					 0x477ff000u, 0x38800000u, 0x33800000u, 0x33000000u,
 					 0x4b800001u, 0xcb7fffffu };
-	static const uint64_t f64s[] = { 0, 0x8000000000000000ull, 0x3ff0000000000000ull,
-					 0x7ff0000000000000ull, 0xfff0000000000000ull,
-					 0x7ff8000000000000ull, 0x7ff0000000000001ull,
-					 0xfff4000012345678ull, 0x0000000000000001ull,
-					 0x3ff0000010000000ull, 0x3ff0080000000001ull,
-					 0x47efffffe0000000ull, 0x40effe0000000000ull,
-					 0x3e60000000000000ull, 0x3e70000000000001ull,
-					 0x7fefffffffffffffull, 0x36a0000000000000ull };
-	static const uint64_t f16s[] = { 0, 0x8000, 0x3c00, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfd23,
-					 0x0001, 0x83ff, 0x7bff, 0x0400 };
-	static const uint64_t ints[] = { 0, 1, 2, 127, 128, 255, 256, 32767, 32768, 65535, 16777217,
-					 0x7fffffffu, 0x80000000u, 0xffffffffu, 0x20000000000001ull,
-					 0x7fffffffffffffffull, 0x8000000000000000ull,
-					 0xffffffffffffffffull, 0xfffffffffffffffeull, 0xffffff80ull,
+	static const uint64_t f64s[] = { 0,
+					 0x8000000000000000ull,
+					 0x3ff0000000000000ull,
+					 0x7ff0000000000000ull,
+					 0xfff0000000000000ull,
+					 0x7ff8000000000000ull,
+					 0x7ff0000000000001ull,
+					 0xfff4000012345678ull,
+					 0x0000000000000001ull,
+					 0x3ff0000010000000ull,
+					 0x3ff0080000000001ull,
+					 0x47efffffe0000000ull,
+					 0x40effe0000000000ull,
+					 0x3e60000000000000ull,
+					 0x3e70000000000001ull,
+					 0x7fefffffffffffffull,
+					 0x36a0000000000000ull };
+	static const uint64_t f16s[] = { 0,      0x8000, 0x3c00, 0x7c00, 0xfc00, 0x7e00,
+					 0x7c01, 0xfd23, 0x0001, 0x83ff, 0x7bff, 0x0400 };
+	static const uint64_t ints[] = { 0,
+					 1,
+					 2,
+					 127,
+					 128,
+					 255,
+					 256,
+					 32767,
+					 32768,
+					 65535,
+					 16777217,
+					 0x7fffffffu,
+					 0x80000000u,
+					 0xffffffffu,
+					 0x20000000000001ull,
+					 0x7fffffffffffffffull,
+					 0x8000000000000000ull,
+					 0xffffffffffffffffull,
+					 0xfffffffffffffffeull,
+					 0xffffff80ull,
 					 0xffffffffff000001ull };
-	const uint64_t *edge = t == DSV_F32 ? f32s : t == DSV_F64 ? f64s : t == DSV_F16 ? f16s : ints;
-	size_t nedge = t == DSV_F32 ? sizeof(f32s) / 8
+	const uint64_t *edge = t == DSV_F32   ? f32s
+			       : t == DSV_F64 ? f64s
+			       : t == DSV_F16 ? f16s
+					      : ints;
+	size_t nedge = t == DSV_F32   ? sizeof(f32s) / 8
 		       : t == DSV_F64 ? sizeof(f64s) / 8
 		       : t == DSV_F16 ? sizeof(f16s) / 8
 				      : sizeof(ints) / 8;
@@ -93,9 +122,11 @@ static int compare(dsv_dtype src, dsv_dtype dst, const dsv_xform_params *p, cons
 			memcpy(&a, want + i * os, os);
 			memcpy(&b, got + i * os, os);
 			memcpy(&v, in + i * dsv_dtype_size(src), dsv_dtype_size(src));
-			fprintf(stderr, "%s %s -> %s, element %zu (bits %#llx): cpu %#llx, dev %#llx\n",
-				what, dsv_dtype_name(src), dsv_dtype_name(dst), i, (unsigned long long)v,
-				(unsigned long long)a, (unsigned long long)b);
+			fprintf(stderr,
+				"%s %s -> %s, element %zu (bits %#llx): cpu %#llx, dev %#llx\n",
+				what, dsv_dtype_name(src), dsv_dtype_name(dst), i,
+				(unsigned long long)v, (unsigned long long)a,
+				(unsigned long long)b);
 			fail();
 		}
 	}
@@ -126,14 +157,27 @@ static void test_devxform_floats(void **state)
 					p.scale = 2.5, p.offset = -3;
 					p.nchan = 3, p.mean = m3, p.std = s3, p.chan_inner = 5;
 					break;
-				case 3: p.nchan = 3, p.mean = m3, p.std = s3, p.chan_inner = 1; break;
-				case 4: p.nchan = 8, p.mean = m8, p.std = s8, p.chan_inner = 1; break;
-				case 5: p.scale = 0.01, p.has_clip = 1, p.clip_lo = -1, p.clip_hi = 1; break;
+				case 3:
+					p.nchan = 3, p.mean = m3, p.std = s3, p.chan_inner = 1;
+					break;
+				case 4:
+					p.nchan = 8, p.mean = m8, p.std = s8, p.chan_inner = 1;
+					break;
+				case 5:
+					p.scale = 0.01, p.has_clip = 1, p.clip_lo = -1,
+					p.clip_hi = 1;
+					break;
 				case 6: p.scale = 0, p.offset = 1; break;
-				case 7: p.nchan = 2, p.mean = mid, p.std = sid, p.chan_inner = 3; break;
+				case 7:
+					p.nchan = 2, p.mean = mid, p.std = sid, p.chan_inner = 3;
+					break;
 				case 8: p.scale = 1e300; break;
-				case 9: p.nchan = 1, p.mean = m1, p.std = s1, p.chan_inner = 4; break;
-				default: p.nchan = 2, p.mean = mid, p.std = sid, p.chan_inner = 1; break;
+				case 9:
+					p.nchan = 1, p.mean = m1, p.std = s1, p.chan_inner = 4;
+					break;
+				default:
+					p.nchan = 2, p.mean = mid, p.std = sid, p.chan_inner = 1;
+					break;
 				}
 				char what[32];
 				snprintf(what, sizeof(what), "params %d:", k);
@@ -147,8 +191,8 @@ static void test_devxform_floats(void **state)
 static void test_devxform_ints(void **state)
 {
 	(void)state;
-	static const double clips[][2] = { { 0, 100 }, { -5, 5 }, { -200, -100 }, { 1000, 2000 },
-					   { 0, 0 }, { -1e18, 1e18 } };
+	static const double clips[][2] = { { 0, 100 },     { -5, 5 }, { -200, -100 },
+					   { 1000, 2000 }, { 0, 0 },  { -1e18, 1e18 } };
 	int compared = 0;
 	for (int src = DSV_U8; src <= DSV_I64; src++) {
 		for (int dst = DSV_U8; dst <= DSV_I64; dst++) {

@@ -30,13 +30,21 @@ static void write_npy(const char *name, const char *descr, int ndim, const uint6
 		snprintf(sh + strlen(sh), sizeof(sh) - strlen(sh), "%llu,%s",
 			 (unsigned long long)shape[k], ndim == 1 ? "" : " ");
 	}
-	int len = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-			   descr, sh);
+	int len = snprintf(dict, sizeof(dict),
+			   "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, sh);
 	size_t hdr = (10 + (size_t)len + 1 + 63) / 64 * 64;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	FILE *f = fopen(path, "wb");
 	assert_non_null(f);
-	unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((hdr - 10) & 0xff),
+	unsigned char pre[10] = { 0x93,
+				  'N',
+				  'U',
+				  'M',
+				  'P',
+				  'Y',
+				  1,
+				  0,
+				  (unsigned char)((hdr - 10) & 0xff),
 				  (unsigned char)((hdr - 10) >> 8) };
 	fwrite(pre, 1, 10, f);
 	fwrite(dict, 1, (size_t)len, f);
@@ -101,16 +109,25 @@ static const struct {
 	uint64_t count, first;
 	int64_t step;
 } slices[] = {
-	{ 10, NONE, NONE, 1, 10, 0, 1 },  { 10, 2, 8, 1, 6, 2, 1 },
-	{ 10, -3, NONE, 1, 3, 7, 1 },     { 10, NONE, NONE, -1, 10, 9, -1 },
-	{ 10, 8, 1, -2, 4, 8, -2 },       { 10, -1, -11, -1, 10, 9, -1 },
-	{ 10, NONE, NONE, 3, 4, 0, 3 },   { 10, 20, 30, 1, 0, 0, 1 },
-	{ 10, -20, 3, 1, 3, 0, 1 },       { 10, 5, 5, 1, 0, 0, 1 },
-	{ 10, 3, -3, -1, 0, 0, -1 },      { 10, NONE, -20, -2, 5, 9, -2 },
-	{ 0, NONE, NONE, 1, 0, 0, 1 },    { 0, NONE, NONE, -1, 0, 0, -1 },
-	{ 7, 100, NONE, -3, 3, 6, -3 },   { 10, -100, 100, 4, 3, 0, 4 },
+	{ 10, NONE, NONE, 1, 10, 0, 1 },
+	{ 10, 2, 8, 1, 6, 2, 1 },
+	{ 10, -3, NONE, 1, 3, 7, 1 },
+	{ 10, NONE, NONE, -1, 10, 9, -1 },
+	{ 10, 8, 1, -2, 4, 8, -2 },
+	{ 10, -1, -11, -1, 10, 9, -1 },
+	{ 10, NONE, NONE, 3, 4, 0, 3 },
+	{ 10, 20, 30, 1, 0, 0, 1 },
+	{ 10, -20, 3, 1, 3, 0, 1 },
+	{ 10, 5, 5, 1, 0, 0, 1 },
+	{ 10, 3, -3, -1, 0, 0, -1 },
+	{ 10, NONE, -20, -2, 5, 9, -2 },
+	{ 0, NONE, NONE, 1, 0, 0, 1 },
+	{ 0, NONE, NONE, -1, 0, 0, -1 },
+	{ 7, 100, NONE, -3, 3, 6, -3 },
+	{ 10, -100, 100, 4, 3, 0, 4 },
 	/* steps that overflow a naive (stop - start + step - 1) / step */
-	{ 10, 0, 10, INT64_MAX, 1, 0, INT64_MAX }, { 10, NONE, NONE, -INT64_MAX, 1, 9, -INT64_MAX },
+	{ 10, 0, 10, INT64_MAX, 1, 0, INT64_MAX },
+	{ 10, NONE, NONE, -INT64_MAX, 1, 9, -INT64_MAX },
 	{ 10, -9223372036854775807, 9223372036854775807, 3, 4, 0, 3 },
 };
 
@@ -124,20 +141,22 @@ static void test_rows_slices_as_python(void **state)
 			snprintf(a, sizeof(a), "%lld", (long long)slices[i].a);
 		if (slices[i].b != NONE)
 			snprintf(b, sizeof(b), "%lld", (long long)slices[i].b);
-		snprintf(text, sizeof(text), "[v]\nsource = r%d.npy\nrows = %s:%s:%lld\n", slices[i].n, a, b,
-			 (long long)slices[i].s);
+		snprintf(text, sizeof(text), "[v]\nsource = r%d.npy\nrows = %s:%s:%lld\n",
+			 slices[i].n, a, b, (long long)slices[i].s);
 		dsv_manifest *m = load(text, &eb);
 		if (!m)
 			fail_msg("case %zu: %s", i, eb.msg);
 		const dsv_view *v = m->views[0];
 		if (v->shape[0] != slices[i].count)
-			fail_msg("case %zu: %llu rows, want %llu", i, (unsigned long long)v->shape[0],
+			fail_msg("case %zu: %llu rows, want %llu", i,
+				 (unsigned long long)v->shape[0],
 				 (unsigned long long)slices[i].count);
 		assert_int_equal(v->nbytes, slices[i].count * 2 * 4);
 		if (slices[i].count > 0)
 			assert_int_equal(dsv_view_lrow(v, 0), slices[i].first);
 		if (slices[i].count > 1)
-			assert_int_equal((int64_t)(dsv_view_lrow(v, 1) - dsv_view_lrow(v, 0)), slices[i].step);
+			assert_int_equal((int64_t)(dsv_view_lrow(v, 1) - dsv_view_lrow(v, 0)),
+					 slices[i].step);
 		dsv_manifest_free(m);
 	}
 }
@@ -148,7 +167,8 @@ static void test_windows_per_source(void **state)
 	(void)state;
 	/* T = 50, 35, 10 with W 20, S 10: 4 windows a row, 2, none */
 	dsv_manifest *m = load("[w]\nsource = eeg_a.npy\nsource = eeg_c.npy\nsource = eeg_b.npy\n"
-			       "window = 20\nstride = 10\n", &eb);
+			       "window = 20\nstride = 10\n",
+			       &eb);
 	if (!m)
 		fail_msg("%s", eb.msg);
 	const dsv_view *v = m->views[0];
@@ -196,7 +216,8 @@ static void test_chw_and_index(void **state)
 	dsv_errbuf eb;
 	(void)state;
 	dsv_manifest *m = load("[c]\nsource = img.npy\nlayout = CHW\nmean = 1 2 3\nstd = 1 1 1\n"
-			       "[i]\nsource = r10.npy\nsource = r7.npy\nrows = @idx.npy\n", &eb);
+			       "[i]\nsource = r10.npy\nsource = r7.npy\nrows = @idx.npy\n",
+			       &eb);
 	if (!m)
 		fail_msg("%s", eb.msg);
 	const dsv_view *v = m->views[0];
@@ -221,8 +242,10 @@ static void test_shared_sources(void **state)
 {
 	dsv_errbuf eb;
 	(void)state;
-	dsv_manifest *m = load("[a]\nsource = r10.npy\nrows = 0:5\n[b]\nsource = r10.npy\nrows = 5:\n"
-			       "[c]\nsource = r7.npy\nsource = r10.npy\n", &eb);
+	dsv_manifest *m = load(
+		"[a]\nsource = r10.npy\nrows = 0:5\n[b]\nsource = r10.npy\nrows = 5:\n"
+		"[c]\nsource = r7.npy\nsource = r10.npy\n",
+		&eb);
 	if (!m)
 		fail_msg("%s", eb.msg);
 	assert_ptr_equal(m->views[0]->sources[0], m->views[1]->sources[0]);
@@ -247,8 +270,10 @@ static void test_errors_name_their_line(void **state)
 		{ "[v]\nsource = eeg_a.npy\nwindow = 0\n", 3, "window '0'" },
 		{ "[v]\nsource = eeg_a.npy\nstride = 2\n", 3, "stride needs window" },
 		{ "[v]\nsource = eeg_a.npy\nwindow_axis = 1\n", 3, "window_axis needs window" },
-		{ "[v]\nsource = eeg_c.npy\nwindow = 20\n", 3, "longer than axis 2 of every source" },
-		{ "[v]\nsource = eeg_a.npy\nwindow = 2\nwindow_axis = 3\n", 4, "window_axis 3 is out of range" },
+		{ "[v]\nsource = eeg_c.npy\nwindow = 20\n", 3,
+		  "longer than axis 2 of every source" },
+		{ "[v]\nsource = eeg_a.npy\nwindow = 2\nwindow_axis = 3\n", 4,
+		  "window_axis 3 is out of range" },
 		{ "[v]\nsource = r10.npy\nlayout = NCHW\n", 3, "layout 'NCHW'" },
 		{ "[v]\nsource = tok.npy\nlayout = CHW\n", 3, "at least 2 dimensions" },
 		{ "[v]\nsource = r10.npy\nper_source = maybe\n", 3, "per_source 'maybe'" },
@@ -270,7 +295,8 @@ static void test_errors_name_their_line(void **state)
 			fail_msg("case %zu loaded", i);
 		snprintf(want, sizeof(want), "%s/m.ini:%d: ", dir, cases[i].line);
 		if (strncmp(eb.msg, want, strlen(want)) || !strstr(eb.msg, cases[i].needle))
-			fail_msg("case %zu: got '%s', want '%s...%s'", i, eb.msg, want, cases[i].needle);
+			fail_msg("case %zu: got '%s', want '%s...%s'", i, eb.msg, want,
+				 cases[i].needle);
 	}
 }
 

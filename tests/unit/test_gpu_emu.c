@@ -46,12 +46,13 @@ static batch *make_batch(void)
 	for (int c = 0; c < NCH; c++) {
 		for (int i = 0; i < ELEMS * 2; i++)
 			b->raw[c][i] = (uint8_t)(i % 7 == 0 ? i * 131 + c : i / 50 + c);
-		int64_t n = dsv_lz4_encode(b->enc[c], sizeof(b->enc[c]), b->raw[c], ELEMS * 2, BLOCK, 0);
+		int64_t n = dsv_lz4_encode(b->enc[c], sizeof(b->enc[c]), b->raw[c], ELEMS * 2,
+					   BLOCK, 0);
 		assert_true(n > 0);
 		b->n[c] = (size_t)n;
 		dsv_xform_run(b->x, b->want[c], b->raw[c], ELEMS, (uint64_t)c * ELEMS);
 		b->items[c] = (dsv_gpu_item){ b->enc[c], b->n[c], ELEMS * 2, (uint64_t)c * ELEMS,
-					      b->out[c], -1, -1 };
+					      b->out[c], -1,      -1 };
 	}
 	memset(b->out, 0xAB, sizeof(b->out));
 	return b;

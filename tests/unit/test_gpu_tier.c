@@ -125,7 +125,8 @@ static void test_many(void **state)
 	uint64_t at, end = 0;
 	for (uint64_t c = 0; c < N; c++) {
 		/* every third dropped: its room is the next one's */
-		assert_int_equal(dsv_gpu_tier_reserve(t, c % 2 ? &src_a : &src_b, c, 300, &ats[c]), 0);
+		assert_int_equal(dsv_gpu_tier_reserve(t, c % 2 ? &src_a : &src_b, c, 300, &ats[c]),
+				 0);
 		assert_int_equal(ats[c], end);
 		dsv_gpu_tier_commit(t, c % 2 ? &src_a : &src_b, c, c % 3 != 0);
 		end = c % 3 ? ats[c] + 512 : ats[c];

@@ -63,7 +63,8 @@ static void test_chunked_plain(void **state)
 		H5Dclose(d);
 		hsize_t zero[] = { 0, 5 }, zc[] = { 4, 5 };
 		hid_t p0 = chunk_dcpl(2, zc);
-		H5Dclose(mkds(f, "empty", H5T_STD_U8LE, 2, zero, (hsize_t[]){ H5S_UNLIMITED, 5 }, p0));
+		H5Dclose(mkds(f, "empty", H5T_STD_U8LE, 2, zero, (hsize_t[]){ H5S_UNLIMITED, 5 },
+			      p0));
 		H5Pclose(p0);
 		H5Pclose(p);
 		H5Fclose(f);
@@ -280,7 +281,8 @@ static void test_h5py_reads_our_chunks(void **state)
 	byte ^= 1;
 	assert_int_equal(pwrite(fd, &byte, 1, (off_t)r.offset + 20), 1);
 	close(fd);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s /lz4 /expect >/dev/null 2>&1", script, p);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s /lz4 /expect >/dev/null 2>&1", script,
+		 p);
 	rc = system(cmd);
 	assert_int_equal(WEXITSTATUS(rc), 1);
 }
@@ -377,7 +379,8 @@ static void test_many_chunks_open_fast(void **state)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		dsv_source *s = open_ok("many.h5", "/a");
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		double secs = (double)(t1.tv_sec - t0.tv_sec) +
+			      (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		print_message("%d chunks resolved in %.3f s (%s format)\n", N, secs,
 			      latest ? "latest" : "earliest");
 		assert_true(secs < 5.0);
@@ -452,7 +455,8 @@ static void test_scratch_size_fletcher_only(void **state)
 	dsv_source_close(s);
 	if (sc < 74) {
 		print_message("dsv_source_scratch_size() = %zu < 74 for a Fletcher32-only "
-			      "source (source.c)\n", sc);
+			      "source (source.c)\n",
+			      sc);
 		skip();
 	}
 }

@@ -45,8 +45,10 @@ static void test_library_pipeline(void **state)
 	static uint8_t a[50][7][9];
 	hsize_t dims[] = { 50, 7, 9 }, cd[] = { 16, 7, 9 };
 	unsigned cdv[1] = { 128 };
-	const H5Z_class2_t cls = { H5Z_CLASS_T_VERS, DSV_H5Z_FILTER_LZ4, 1, 1, "dsview test lz4",
-				   NULL, NULL, test_lz4_filter };
+	const H5Z_class2_t cls = {
+		H5Z_CLASS_T_VERS, DSV_H5Z_FILTER_LZ4, 1, 1, "dsview test lz4", NULL, NULL,
+		test_lz4_filter
+	};
 	(void)state;
 	/* dsview's own 32004 filter is registered at its first HDF5 call;
 	 * make that happen now, so that the unregister below removes it and
@@ -241,7 +243,8 @@ static void test_split_rows_grid(void **state)
 		s = open_ok("grid.h5", holes[h]);
 		band_kb(NULL);
 		check_info(s, DSV_SRC_H5_CHUNKED, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, 5);
-		assert_string_equal(dsv_source_get_info(s)->why, "chunks split rows: bands of 2 rows; "
+		assert_string_equal(dsv_source_get_info(s)->why,
+				    "chunks split rows: bands of 2 rows; "
 				    "9 of 10 chunks never written (fill value)");
 		assert_int_equal(dsv_source_get_info(s)->stored_bytes, 2 * 5 * 4 * 4);
 		read_check(s, want, sizeof(want));
@@ -249,8 +252,9 @@ static void test_split_rows_grid(void **state)
 	}
 	s = open_ok("grid.h5", "/holes_never");
 	check_info(s, DSV_SRC_H5_FALLBACK, DSV_F32, 3, (uint64_t[]){ 9, 10, 4 }, UINT64_MAX);
-	assert_string_equal(dsv_source_get_info(s)->why,
-			    "chunks split rows; some never written, and HDF5 fills them with no value");
+	assert_string_equal(
+		dsv_source_get_info(s)->why,
+		"chunks split rows; some never written, and HDF5 fills them with no value");
 	dsv_source_close(s);
 }
 

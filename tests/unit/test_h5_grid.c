@@ -89,15 +89,13 @@ static void test_damaged_chunk_in_a_run(void **state)
 	static dsv_errbuf eb;
 	dsv_chunk_ref r;
 	assert_int_equal(dsv_source_chunk(s, 1, &r), 0);
-	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &eb),
-			 DSV_ERR_CHECKSUM);
+	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &eb), DSV_ERR_CHECKSUM);
 	assert_int_equal(eb.code, DSV_ERR_CHECKSUM);
 	assert_string_equal(eb.where, "chunk (20, 1, 0)");
 	assert_non_null(strstr(eb.msg, "chunk (20, 1, 0), "));
 	assert_non_null(strstr(eb.msg, " bytes at offset "));
 	/* the hot path's way: no errbuf, the code alone */
-	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), NULL),
-			 DSV_ERR_CHECKSUM);
+	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), NULL), DSV_ERR_CHECKSUM);
 	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
 	assert_int_equal(dsv_source_decode_chunk(s, &r, got, sizeof(got), &eb), 0);
 	assert_memory_equal(got[0], a[0], 14 * sizeof(a[0]));
@@ -120,7 +118,8 @@ static void test_runs_out_of_order_and_long(void **state)
 	hid_t p = chunk_dcpl(3, cd);
 	hid_t d = mkds(f, "back", H5T_STD_U16LE, 3, dims, NULL, p);
 	for (int c = 3 * 2 * 2 - 1; c >= 0; c--) {
-		hsize_t off[] = { (hsize_t)(c / 4) * 2, (hsize_t)(c / 2 % 2) * 4, (hsize_t)(c % 2) * 4 };
+		hsize_t off[] = { (hsize_t)(c / 4) * 2, (hsize_t)(c / 2 % 2) * 4,
+				  (hsize_t)(c % 2) * 4 };
 		uint16_t chunk[2][4][4];
 		for (int i = 0; i < 2; i++)
 			for (int j = 0; j < 4; j++)

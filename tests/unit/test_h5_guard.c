@@ -72,8 +72,8 @@ static void test_library_chunks_of_the_wrong_size(void **state)
 	H5Tclose(t12);
 	H5Fclose(f);
 
-	static const char *bad[] = { "/plain", "/plain_long", "/shuffle", "/shuf_fl32", "/gzip_masked",
-				     "/scaleoffset", "/nbit" };
+	static const char *bad[] = { "/plain",       "/plain_long",  "/shuffle", "/shuf_fl32",
+				     "/gzip_masked", "/scaleoffset", "/nbit" };
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		dsv_source *s = open_ok("wrongsize.h5", bad[k]);
 		assert_int_equal(dsv_source_fallback_band(s), 3 * 8);
@@ -135,8 +135,9 @@ static void test_nbit_parameters_must_fit_the_chunk(void **state)
 	fseek(fp, (long)(at + 8), SEEK_SET);
 	assert_int_equal(fwrite(&six, 4, 1, fp), 1);
 	fclose(fp);
-	assert_int_equal(open_err("nbitparm.h5", "/n", "filter nbit parameters do not match the chunk"),
-			 DSV_ERR_FORMAT);
+	assert_int_equal(
+		open_err("nbitparm.h5", "/n", "filter nbit parameters do not match the chunk"),
+		DSV_ERR_FORMAT);
 }
 
 /* zlib's inflate is interposed for the library (src/h5/decode.c); any

@@ -42,7 +42,8 @@ static void test_links(void **state)
 	H5Lcreate_soft("/loop1", f, "loop2", H5P_DEFAULT, H5P_DEFAULT);
 	H5Fclose(f);
 
-	assert_int_equal(open_err("links.h5", "/ext", "external link refused"), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(open_err("links.h5", "/ext", "external link refused"),
+			 DSV_ERR_UNSUPPORTED);
 	assert_int_equal(open_err("links.h5", "/extg/d", "external link refused"),
 			 DSV_ERR_UNSUPPORTED);
 	assert_int_equal(open_err("links.h5", "/soft_ext", "external link refused"),
@@ -66,8 +67,8 @@ static void test_links(void **state)
 	char p[256], **names;
 	size_t n, skipped[2];
 	dsv_errbuf eb;
-	assert_int_equal(dsv_h5_list_datasets(tpath(p, sizeof(p), "links.h5"), &names, &n, skipped,
-					      &eb), 0);
+	assert_int_equal(
+		dsv_h5_list_datasets(tpath(p, sizeof(p), "links.h5"), &names, &n, skipped, &eb), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(skipped[0], 6); /* rel, soft_ext, soft_extg, soft_ok, loop1, loop2 */
 	assert_int_equal(skipped[1], 2); /* ext, extg */
@@ -167,9 +168,11 @@ static void check_int_kind(const char *name, dsv_dtype dt, int fallback, const v
 	dsv_source *s = open_ok("ints.h5", name);
 	const dsv_source_info *in = dsv_source_get_info(s);
 	if (in->dtype != dt)
-		fail_msg("%s: dtype %s, want %s", name, dsv_dtype_name(in->dtype), dsv_dtype_name(dt));
+		fail_msg("%s: dtype %s, want %s", name, dsv_dtype_name(in->dtype),
+			 dsv_dtype_name(dt));
 	if ((in->kind == DSV_SRC_H5_FALLBACK) != fallback)
-		fail_msg("%s: kind %s (%s)", name, dsv_source_kind_name(in->kind), in->why ? in->why : "");
+		fail_msg("%s: kind %s (%s)", name, dsv_source_kind_name(in->kind),
+			 in->why ? in->why : "");
 	read_check(s, want, nbytes);
 	dsv_source_close(s);
 }
@@ -244,8 +247,9 @@ static void test_bad_files(void **state)
 	fclose(f);
 	assert_int_equal(open_err("text.h5", "/x", "not an HDF5 file"), DSV_ERR_FORMAT);
 	assert_int_equal(dsv_h5_list_datasets(p, &names, &n, NULL, &eb), DSV_ERR_FORMAT);
-	assert_int_equal(dsv_h5_list_datasets(tpath(p, sizeof(p), "missing.h5"), &names, &n, NULL, &eb),
-			 DSV_ERR_NOTFOUND);
+	assert_int_equal(
+		dsv_h5_list_datasets(tpath(p, sizeof(p), "missing.h5"), &names, &n, NULL, &eb),
+		DSV_ERR_NOTFOUND);
 	assert_int_equal(dsv_source_open_h5(p, "", &s, &eb), DSV_ERR_INVALID);
 	assert_null(s);
 }

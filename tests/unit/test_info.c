@@ -285,7 +285,8 @@ static void test_store_attr(void **state)
 		uint8_t raw[40 * 32] = { 0 }, enc[4096];
 		size_t n = c < 2 ? sizeof(raw) : 20 * 32;
 		memcpy(raw, rows[c * 40], n);
-		int64_t e = dsv_lz4_encode(enc, sizeof(enc) - 4, raw, sizeof(raw), DSV_LZ4_DEFAULT_BLOCK, 0);
+		int64_t e = dsv_lz4_encode(enc, sizeof(enc) - 4, raw, sizeof(raw),
+					   DSV_LZ4_DEFAULT_BLOCK, 0);
 		assert_true(e > 0);
 		dsv_fletcher32_append(enc, (size_t)e);
 		hsize_t off[] = { (hsize_t)c * 40, 0 };
@@ -446,7 +447,8 @@ static void test_links_refused(void **state)
 			 DSV_ERR_UNSUPPORTED);
 	assert_true(describe_err("links.h5", "/loop1", NULL) < 0);
 	assert_int_equal(describe_err("links.h5", "/nope", "no such dataset"), DSV_ERR_NOTFOUND);
-	assert_int_equal(describe_err("links.h5", "/grp/nope", "no such dataset"), DSV_ERR_NOTFOUND);
+	assert_int_equal(describe_err("links.h5", "/grp/nope", "no such dataset"),
+			 DSV_ERR_NOTFOUND);
 	assert_int_equal(describe_err("links.h5", "/grp", "not a dataset"), DSV_ERR_INVALID);
 	assert_int_equal(describe_err("links.h5", "", "no dataset"), DSV_ERR_INVALID);
 

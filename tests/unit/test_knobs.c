@@ -137,8 +137,7 @@ static void test_valid(void **state)
 
 /* A bad value: the default, and one warning line that names the
  * variable and the value. */
-static void check_bad(const char *name, const char *bad, dsv_knob k, int64_t def,
-		      const char *says)
+static void check_bad(const char *name, const char *bad, dsv_knob k, int64_t def, const char *says)
 {
 	char buf[4096], want[256];
 	unset_all();

@@ -75,8 +75,9 @@ static void test_npy_ok(void **state)
 	for (int i = 0; i < 12; i++)
 		data[i] = (int16_t)(i * 100 - 600);
 	for (int v = 1; v <= 3; v++) {
-		const char *p = write_npy("a.npy", v, "{'descr': '<i2', 'fortran_order': False, 'shape': (3, 4), }",
-					  data, sizeof(data));
+		const char *p = write_npy(
+			"a.npy", v, "{'descr': '<i2', 'fortran_order': False, 'shape': (3, 4), }",
+			data, sizeof(data));
 		assert_int_equal(dsv_source_open(p, &s, &eb), 0);
 		const dsv_source_info *in = dsv_source_get_info(s);
 		assert_int_equal(in->dtype, DSV_I16);
@@ -109,8 +110,8 @@ static void test_npy_int64(void **state)
 		dsv_errbuf eb;
 		dsv_chunk_ref r;
 		uint64_t out[3];
-		snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (3,), }",
-			 descr[k]);
+		snprintf(dict, sizeof(dict),
+			 "{'descr': '%s', 'fortran_order': False, 'shape': (3,), }", descr[k]);
 		const char *p = write_npy("i8.npy", 1, dict, k ? (const void *)u64 : i64, 24);
 		assert_int_equal(dsv_source_open_npy(p, &s, &eb), 0);
 		assert_int_equal(dsv_source_get_info(s)->dtype, k ? DSV_U64 : DSV_I64);
@@ -127,8 +128,8 @@ static void test_npy_key_order_and_1d(void **state)
 	dsv_source *s;
 	dsv_errbuf eb;
 	(void)state;
-	const char *p = write_npy("b.npy", 1, "{'shape': (5,), 'fortran_order': False, 'descr': '|u1'}",
-				  data, 5);
+	const char *p = write_npy(
+		"b.npy", 1, "{'shape': (5,), 'fortran_order': False, 'descr': '|u1'}", data, 5);
 	assert_int_equal(dsv_source_open_npy(p, &s, &eb), 0);
 	assert_int_equal(dsv_source_get_info(s)->dtype, DSV_U8);
 	assert_int_equal(dsv_source_get_info(s)->ndim, 1);
@@ -164,7 +165,8 @@ static void test_npy_hostile(void **state)
 		    DSV_ERR_UNSUPPORTED, "Fortran");
 	expect_fail("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", data, 16,
 		    DSV_ERR_UNSUPPORTED, "big-endian");
-	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000000000000000000000,), }",
+	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': "
+		    "(1000000000000000000000000000000,), }",
 		    data, 16, DSV_ERR_OVERFLOW, "too large");
 	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }",
 		    data, 16, DSV_ERR_OVERFLOW, "overflow");
@@ -182,12 +184,15 @@ static void test_npy_hostile(void **state)
 		    DSV_ERR_UNSUPPORTED, "0-d");
 	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }", data, 16,
 		    DSV_ERR_FORMAT, "malformed");
-	expect_fail("{'descr': '<f4', 'fortran_order': False, }", data, 16, DSV_ERR_FORMAT, "malformed");
+	expect_fail("{'descr': '<f4', 'fortran_order': False, }", data, 16, DSV_ERR_FORMAT,
+		    "malformed");
 	expect_fail("garbage", data, 16, DSV_ERR_FORMAT, "malformed");
 	expect_fail("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", data, 8,
 		    DSV_ERR_FORMAT, "malformed");
-	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
-		    "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1), }", data, 4, DSV_ERR_OVERFLOW, "dimensions");
+	expect_fail("{'descr': '<f4', 'fortran_order': False, 'shape': "
+		    "(1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+		    "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1), }",
+		    data, 4, DSV_ERR_OVERFLOW, "dimensions");
 }
 
 static void test_npy_bad_magic_and_lengths(void **state)
@@ -196,13 +201,17 @@ static void test_npy_bad_magic_and_lengths(void **state)
 	dsv_source *s;
 	dsv_errbuf eb;
 	(void)state;
-	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb), DSV_ERR_FORMAT);
+	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb),
+			 DSV_ERR_FORMAT);
 	memcpy(buf, "\x93NUMPY\x01\x00\xff\xff", 10); /* header longer than the file */
-	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb), DSV_ERR_FORMAT);
+	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb),
+			 DSV_ERR_FORMAT);
 	memcpy(buf, "\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12); /* 2 GiB header */
-	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb), DSV_ERR_FORMAT);
+	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb),
+			 DSV_ERR_FORMAT);
 	memcpy(buf, "\x93NUMPY\x09\x00", 8);
-	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb), DSV_ERR_UNSUPPORTED);
+	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 32), &s, &eb),
+			 DSV_ERR_UNSUPPORTED);
 	assert_int_equal(dsv_source_open_npy(write_file("m.npy", buf, 5), &s, &eb), DSV_ERR_FORMAT);
 	assert_int_equal(dsv_source_open_npy("/nonexistent/x.npy", &s, &eb), DSV_ERR_NOTFOUND);
 }
@@ -233,7 +242,8 @@ static void test_flat_chunks_and_truncation(void **state)
 	assert_memory_equal(out, data + r.elem_start, r.nelems);
 	/* truncate under the open source: the last chunk is gone, never zeros */
 	assert_int_equal(truncate(p, (off_t)(n - 10)), 0);
-	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0, NULL), DSV_ERR_TRUNCATED);
+	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0, NULL),
+			 DSV_ERR_TRUNCATED);
 	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
 	assert_int_equal(dsv_source_read_chunk(s, &r, out, in->chunk_elems, NULL, 0, NULL), 0);
 	dsv_source_close(s);

@@ -99,9 +99,11 @@ static void test_names_and_levels(void **state)
 			assert_int_equal(dsv_pack_level_check(c, i->default_level, &eb), 0);
 			assert_int_equal(dsv_pack_level_check(c, i->min_level, &eb), 0);
 			assert_int_equal(dsv_pack_level_check(c, i->max_level, &eb), 0);
-			assert_int_equal(dsv_pack_level_check(c, i->max_level + 1, &eb), DSV_ERR_INVALID);
+			assert_int_equal(dsv_pack_level_check(c, i->max_level + 1, &eb),
+					 DSV_ERR_INVALID);
 			assert_non_null(strstr(eb.msg, i->name));
-			assert_int_equal(dsv_pack_level_check(c, i->min_level - 1, &eb), DSV_ERR_INVALID);
+			assert_int_equal(dsv_pack_level_check(c, i->min_level - 1, &eb),
+					 DSV_ERR_INVALID);
 		} else {
 			assert_int_equal(dsv_pack_level_check(c, 1, &eb), DSV_ERR_INVALID);
 			assert_non_null(strstr(eb.msg, "takes no --level"));
@@ -134,7 +136,8 @@ static void test_encode_decode_every_codec(void **state)
 		const dsv_pack_codec_info *i = dsv_pack_codec_get(c);
 		size_t cap = dsv_pack_codec_bound(c, raw, block, 2);
 		char *enc = malloc(cap);
-		int64_t n = dsv_pack_codec_encode(c, i->default_level, enc, cap, data, raw, block, 2);
+		int64_t n = dsv_pack_codec_encode(c, i->default_level, enc, cap, data, raw, block,
+						  2);
 		assert_true(n > 0);
 		if (c != DSV_PACK_NONE)
 			assert_true((size_t)n < raw / 2);
@@ -145,7 +148,8 @@ static void test_encode_decode_every_codec(void **state)
 		assert_true(dsv_pack_codec_decode(c, back, raw, enc, (size_t)n - 1, 2) < 0);
 		assert_true(dsv_pack_codec_decode(c, back, raw - 2, enc, (size_t)n, 2) < 0);
 		/* no room */
-		assert_true(dsv_pack_codec_encode(c, i->default_level, enc, 8, data, raw, block, 2) < 0);
+		assert_true(dsv_pack_codec_encode(c, i->default_level, enc, 8, data, raw, block,
+						  2) < 0);
 		free(enc);
 	}
 	assert_true(dsv_pack_codec_encode(DSV_PACK_AUTO, 0, back, raw, data, raw, 0, 2) < 0);
@@ -201,7 +205,8 @@ static void test_store_of_every_codec(void **state)
 		assert_int_equal(res.codec, c);
 		assert_int_equal(res.level, dsv_pack_codec_get(c)->default_level);
 		assert_int_equal(res.chunk_rows, 14);
-		assert_int_equal(res.block_bytes, dsv_pack_codec_get(c)->lz4_blocks ? 14 * COLS * 2 : 0);
+		assert_int_equal(res.block_bytes,
+				 dsv_pack_codec_get(c)->lz4_blocks ? 14 * COLS * 2 : 0);
 		assert_string_equal(res.auto_why, "");
 		check_filters(tpath("s.h5"), c, res.level, 14 * COLS * 2, res.block_bytes);
 		check_store(tpath("s.h5"), read_codec(c));
@@ -220,7 +225,8 @@ static void test_auto(void **state)
 	assert_int_equal(dsv_pack(&o, &res, &eb), 0);
 	assert_true(res.codec < DSV_PACK_NCODECS);
 	/* 74 KB: too little to time, lz4 unmeasured */
-	assert_string_equal(res.auto_why, "auto: lz4 (74000 bytes: too few to measure the codecs on)");
+	assert_string_equal(res.auto_why,
+			    "auto: lz4 (74000 bytes: too few to measure the codecs on)");
 	assert_int_equal(res.codec, DSV_PACK_LZ4);
 	assert_null(strchr(res.auto_why, '\n'));
 	/* without --chunk-size: the chosen codec's default chunk */
@@ -255,7 +261,8 @@ static void test_auto_measures(void **state)
 
 	for (int r = 0; r < R; r++)
 		for (int c = 0; c < C; c++)
-			big[r][c] = (uint16_t)(r + c * 7 + (((unsigned)(r * C + c) * 2654435761u) >> 29));
+			big[r][c] = (uint16_t)(r + c * 7 +
+					       (((unsigned)(r * C + c) * 2654435761u) >> 29));
 	FILE *f = fopen(tpath("big.bin"), "wb");
 	assert_non_null(f);
 	assert_int_equal(fwrite(big, sizeof(big), 1, f), 1);

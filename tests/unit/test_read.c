@@ -34,7 +34,7 @@ typedef struct fixture {
 	dsv_manifest *m;
 	dsv_backend *b;
 	dsv_cache *c;
-	uint8_t *x; /* every source row, concatenated as the views see them */
+	uint8_t *x;              /* every source row, concatenated as the views see them */
 	int fills, stream_fills; /* chunks the cache filled; of them, for DSV_READ_STREAM */
 } fixture;
 
@@ -129,16 +129,17 @@ static int setup(void **state)
 	}
 
 	FILE *f = fopen(tpath("m.ini"), "w");
-	fprintf(f, "[f32]\nsource = a.npy\nsource = b.npy\nscale = %.17g\n"
-		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
-		   "[f16]\nsource = a.npy\nsource = b.npy\ndtype = float16\nscale = %.17g\n"
-		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
-		   "[lz4]\nsource = ab.h5:/x\ndtype = bfloat16\nscale = %.17g\n"
-		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
-		   "[chw]\nsource = chw.npy\nscale = %.17g\nchannel_axis = 1\n"
-		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
-		   "[blk]\nsource = abt.h5:/x\nscale = %.17g\n"
-		   "mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n",
+	fprintf(f,
+		"[f32]\nsource = a.npy\nsource = b.npy\nscale = %.17g\n"
+		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		"[f16]\nsource = a.npy\nsource = b.npy\ndtype = float16\nscale = %.17g\n"
+		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		"[lz4]\nsource = ab.h5:/x\ndtype = bfloat16\nscale = %.17g\n"
+		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		"[chw]\nsource = chw.npy\nscale = %.17g\nchannel_axis = 1\n"
+		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		"[blk]\nsource = abt.h5:/x\nscale = %.17g\n"
+		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n",
 		1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0);
 	fclose(f);
 	if (dsv_manifest_load(tpath("m.ini"), &fx->m, &eb) != 0) {
@@ -214,7 +215,11 @@ static void test_every_range_matches(void **state)
 		const dsv_view *v = fx->m->views[vi];
 		uint8_t *ref = reference(fx, vi);
 		uint64_t chunk = dsv_source_get_info(v->sources[0])->chunk_elems * v->out_esize;
-		uint64_t marks[] = { 0, chunk, 2 * chunk, 5 * chunk, (uint64_t)ROWS_A * ROW * v->out_esize,
+		uint64_t marks[] = { 0,
+				     chunk,
+				     2 * chunk,
+				     5 * chunk,
+				     (uint64_t)ROWS_A * ROW * v->out_esize,
 				     v->nbytes };
 		for (size_t k = 0; k < sizeof(marks) / sizeof(*marks); k++)
 			for (int d = -9; d <= 9; d++) {
@@ -292,8 +297,9 @@ static void test_stream_reads_whole_chunks(void **state)
 	assert_int_equal(info.lz4_bytes, 39 * row_bytes); /* the one block that holds it */
 	assert_int_equal(fx->fills, 0);
 
-	assert_int_equal(dsv_read(fx->c, NULL, v, 200 * row_bytes, row_bytes, buf, DSV_READ_STREAM,
-				  &info), 0);
+	assert_int_equal(
+		dsv_read(fx->c, NULL, v, 200 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info),
+		0);
 	assert_memory_equal(buf, ref + 200 * row_bytes, row_bytes);
 	assert_int_equal(info.lz4_bytes, 0);
 	assert_int_equal(fx->fills, 1);
@@ -325,8 +331,10 @@ static void test_range_past_end(void **state)
 	const dsv_view *v = fx->m->views[0];
 	dsv_read_info info;
 	uint8_t buf[8];
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - 4, 8, buf, 0, &info), DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, NULL, v, UINT64_MAX - 2, 8, buf, 0, &info), DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - 4, 8, buf, 0, &info),
+			 DSV_ERR_INVALID);
+	assert_int_equal(dsv_read(fx->c, NULL, v, UINT64_MAX - 2, 8, buf, 0, &info),
+			 DSV_ERR_INVALID);
 	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes, 0, buf, 0, &info), 0);
 }
 
@@ -343,8 +351,9 @@ static void test_truncated_source(void **state)
 	size = ftell(f);
 	fclose(f);
 	assert_int_equal(truncate(tpath("b.npy"), size - 10 * ROW), 0);
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - sizeof(buf), sizeof(buf), buf, 0, &info),
-			 DSV_ERR_TRUNCATED);
+	assert_int_equal(
+		dsv_read(fx->c, NULL, v, v->nbytes - sizeof(buf), sizeof(buf), buf, 0, &info),
+		DSV_ERR_TRUNCATED);
 	/* the rows still there read as before */
 	check_range(fx, 0, ref, (uint64_t)ROWS_A * ROW * 4 - 100, 4096);
 	free(ref);

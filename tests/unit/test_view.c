@@ -87,8 +87,9 @@ static void test_segment_boundaries(void **state)
 	dsv_manifest *m;
 	dsv_errbuf eb;
 	(void)state;
-	const char *p = write_manifest("[v]\nsource = a.bin\nsource = empty.bin\nsource = b.bin\n"
-				       "source_dtype = uint8\nsource_shape = -1 1000\ndtype = bfloat16\n");
+	const char *p = write_manifest(
+		"[v]\nsource = a.bin\nsource = empty.bin\nsource = b.bin\n"
+		"source_dtype = uint8\nsource_shape = -1 1000\ndtype = bfloat16\n");
 	if (dsv_manifest_load(p, &m, &eb))
 		fail_msg("%s", eb.msg);
 	const dsv_view *v = m->views[0];
@@ -103,7 +104,10 @@ static void test_segment_boundaries(void **state)
 	for (size_t i = 0; i < v->nsources; i++) {
 		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
 		for (uint64_t k = 0; k <= si->nchunks && np < 240; k++) {
-			uint64_t b = (v->elem_base[i] + (k * si->chunk_elems < si->nelems ? k * si->chunk_elems : si->nelems)) * 2;
+			uint64_t b = (v->elem_base[i] + (k * si->chunk_elems < si->nelems
+								 ? k * si->chunk_elems
+								 : si->nelems)) *
+				     2;
 			for (int d = -2; d <= 2; d++)
 				if ((int64_t)b + d >= 0)
 					probes[np++] = (uint64_t)((int64_t)b + d);
@@ -141,10 +145,11 @@ static void test_npy_header_and_json(void **state)
 	dsv_manifest *m;
 	dsv_errbuf eb;
 	(void)state;
-	const char *p = write_manifest("; comment\n[dsview]\ncache_size = 64M\nthreads = 4\n\n"
-				       "[img.v1]\nsource = c.bin\nsource_dtype = u1\nsource_shape = -1 7\n"
-				       "dtype = bfloat16\nscale = 0.5\noffset = 1 ; inline comment\n"
-				       "mean = 1 2 3 4 5 6 7\nstd = 1,1,1,1,1,1,2\nclip = -5 5\n");
+	const char *p = write_manifest(
+		"; comment\n[dsview]\ncache_size = 64M\nthreads = 4\n\n"
+		"[img.v1]\nsource = c.bin\nsource_dtype = u1\nsource_shape = -1 7\n"
+		"dtype = bfloat16\nscale = 0.5\noffset = 1 ; inline comment\n"
+		"mean = 1 2 3 4 5 6 7\nstd = 1,1,1,1,1,1,2\nclip = -5 5\n");
 	if (dsv_manifest_load(p, &m, &eb))
 		fail_msg("%s", eb.msg);
 	assert_int_equal(m->cache_size, 64 << 20);
@@ -171,43 +176,60 @@ typedef struct bad_case {
 static void test_manifest_errors(void **state)
 {
 	static const bad_case cases[] = {
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\ncolour = red\n", 5,
-		  "unknown key 'colour'" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\ncolour = "
+		  "red\n",
+		  5, "unknown key 'colour'" },
 		{ "[v/x]\nsource = a.bin\n", 1, "invalid view name" },
 		{ "[..]\nsource = a.bin\n", 1, "invalid view name" },
 		{ "[v]\nsource = missing.npy\n", 2, "missing.npy" },
-		{ "[v]\nsource = a.bin\nsource = c.bin\nsource_dtype = uint8\nsource_shape = -1 1000\n", 3,
-		  "whole number of rows" },
-		{ "[v]\nsource = a.bin\nsource = c.bin\nsource_dtype = uint8\nsource_shape = -1 7\n", 2,
-		  "whole number of rows" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nmean = 1 2\nstd = 1 1\n"
-		  "channel_axis = -1\n", 5, "mean/std have 2 values" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 10 100\nmean = 1 2\nstd = 1 0\n"
-		  "channel_axis = 1\n", 6, "std contains 0" },
+		{ "[v]\nsource = a.bin\nsource = c.bin\nsource_dtype = uint8\nsource_shape = -1 "
+		  "1000\n",
+		  3, "whole number of rows" },
+		{ "[v]\nsource = a.bin\nsource = c.bin\nsource_dtype = uint8\nsource_shape = -1 "
+		  "7\n",
+		  2, "whole number of rows" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nmean = 1 "
+		  "2\nstd = 1 1\n"
+		  "channel_axis = -1\n",
+		  5, "mean/std have 2 values" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 10 100\nmean = 1 "
+		  "2\nstd = 1 0\n"
+		  "channel_axis = 1\n",
+		  6, "std contains 0" },
 		{ "[v]\nsource = odd.bin\nsource_dtype = uint8\nsource_shape = -1 1000\n", 2,
 		  "whole number of rows" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\n", 3, "source_dtype and source_shape" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\n", 3,
+		  "source_dtype and source_shape" },
 		{ "[v]\nsource = a.bin\n", 2, "needs source_dtype" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\ndtype = int3\n", 5,
-		  "dtype 'int3'" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nscale = abc\n", 5,
-		  "scale 'abc'" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nclip = 5 -5\n", 5, "clip" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\n[v]\nscale = 2\n", 5,
-		  "defined twice" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\ndtype = "
+		  "int3\n",
+		  5, "dtype 'int3'" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nscale = "
+		  "abc\n",
+		  5, "scale 'abc'" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nclip = 5 "
+		  "-5\n",
+		  5, "clip" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\n[v]\nscale = "
+		  "2\n",
+		  5, "defined twice" },
 		{ "source = a.bin\n", 1, "outside any [view]" },
 		{ "[dsview]\ncache_size = lots\n", 2, "cache_size" },
 		/* checked where it is written, not later as if it came from --gpu */
-		{ "[dsview]\ngpu = 1x\n[v]\nsource = a.bin\n", 2, "gpu '1x' must be auto, off or a device" },
+		{ "[dsview]\ngpu = 1x\n[v]\nsource = a.bin\n", 2,
+		  "gpu '1x' must be auto, off or a device" },
 		{ "[dsview]\ngpu = -1\n[v]\nsource = a.bin\n", 2, "gpu '-1'" },
 		{ "[dsview]\nthreads = 4\n", 2, "no [view] section" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nthis is not ini\n", 5,
-		  "syntax error" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nthis is not "
+		  "ini\n",
+		  5, "syntax error" },
 		{ "[v]\nsource = a.bin\nsource_dtype = float32\nsource_shape = -1 250\n"
-		  "[w]\nsource = b.bin\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 500\n"
-		  "mean = 1 2\nstd = 1 1\nchannel_axis = 5\n", 12, "channel_axis 5" },
-		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nmean = 1\n", 5,
-		  "mean and std must be given together" },
+		  "[w]\nsource = b.bin\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 "
+		  "500\n"
+		  "mean = 1 2\nstd = 1 1\nchannel_axis = 5\n",
+		  12, "channel_axis 5" },
+		{ "[v]\nsource = a.bin\nsource_dtype = uint8\nsource_shape = -1 1000\nmean = 1\n",
+		  5, "mean and std must be given together" },
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -221,7 +243,8 @@ static void test_manifest_errors(void **state)
 		assert_null(m);
 		snprintf(want, sizeof(want), "%s:%d: ", p, cases[i].line);
 		if (strncmp(eb.msg, want, strlen(want)) || !strstr(eb.msg, cases[i].needle))
-			fail_msg("case %zu: got '%s', want '%s...%s'", i, eb.msg, want, cases[i].needle);
+			fail_msg("case %zu: got '%s', want '%s...%s'", i, eb.msg, want,
+				 cases[i].needle);
 	}
 }
 
@@ -235,7 +258,8 @@ static void test_dsview_section_gpu(void **state)
 		dsv_errbuf eb = { 0 };
 		snprintf(text, sizeof(text),
 			 "[dsview]\ngpu = %s\n[v]\nsource = a.bin\nsource_dtype = uint8\n"
-			 "source_shape = -1 1000\n", ok[i]);
+			 "source_shape = -1 1000\n",
+			 ok[i]);
 		if (dsv_manifest_load(write_manifest(text), &m, &eb))
 			fail_msg("gpu = %s: %s", ok[i], eb.msg);
 		assert_true(m->has_gpu);
@@ -252,9 +276,12 @@ static void test_sources_must_match(void **state)
 	(void)state;
 	/* trailing shape differs: a as 1000-wide, b declared by a second view
 	 * is impossible in one view (one source_shape), so use .npy files */
-	static const unsigned char npy_a[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }";
-	static const unsigned char npy_b[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', 'fortran_order': False, 'shape': (2, 4), }";
-	static const unsigned char npy_c[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }";
+	static const unsigned char npy_a[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', "
+					     "'fortran_order': False, 'shape': (2, 3), }";
+	static const unsigned char npy_b[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', "
+					     "'fortran_order': False, 'shape': (2, 4), }";
+	static const unsigned char npy_c[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<i2', "
+					     "'fortran_order': False, 'shape': (2, 3), }";
 	unsigned char buf[128 + 16];
 	const unsigned char *srcs[3] = { npy_a, npy_b, npy_c };
 	const char *names[3] = { "a.npy", "b.npy", "c.npy" };

@@ -20,27 +20,27 @@ static void test_bf16_vectors(void **state)
 		uint32_t in;
 		uint16_t out;
 	} v[] = {
-		{ 0x3f800000, 0x3f80 }, /* 1.0 */
-		{ 0x3f808000, 0x3f80 }, /* tie, even stays */
-		{ 0x3f818000, 0x3f82 }, /* tie, odd rounds up */
-		{ 0x3f808001, 0x3f81 }, /* just above tie */
-		{ 0x3f807fff, 0x3f80 }, /* just below tie */
-		{ 0x3fff8000, 0x4000 }, /* rounds across the exponent */
-		{ 0x7f7fffff, 0x7f80 }, /* max float -> inf */
+		{ 0x3f800000, 0x3f80 },                         /* 1.0 */
+		{ 0x3f808000, 0x3f80 },                         /* tie, even stays */
+		{ 0x3f818000, 0x3f82 },                         /* tie, odd rounds up */
+		{ 0x3f808001, 0x3f81 },                         /* just above tie */
+		{ 0x3f807fff, 0x3f80 },                         /* just below tie */
+		{ 0x3fff8000, 0x4000 },                         /* rounds across the exponent */
+		{ 0x7f7fffff, 0x7f80 },                         /* max float -> inf */
 		{ 0x7f800000, 0x7f80 }, { 0xff800000, 0xff80 }, /* +-inf */
 		{ 0x00000000, 0x0000 }, { 0x80000000, 0x8000 }, /* +-0 */
-		{ 0x00000001, 0x0000 }, /* smallest subnormal -> 0 */
-		{ 0x00018000, 0x0002 }, /* subnormal tie to even */
-		{ 0x7fc00000, 0x7fc0 }, /* quiet NaN */
-		{ 0x7f800001, 0x7fc0 }, /* signalling NaN -> quiet */
-		{ 0xff800001, 0xffc0 }, /* negative sNaN keeps sign */
+		{ 0x00000001, 0x0000 },                         /* smallest subnormal -> 0 */
+		{ 0x00018000, 0x0002 },                         /* subnormal tie to even */
+		{ 0x7fc00000, 0x7fc0 },                         /* quiet NaN */
+		{ 0x7f800001, 0x7fc0 },                         /* signalling NaN -> quiet */
+		{ 0xff800001, 0xffc0 },                         /* negative sNaN keeps sign */
 		{ 0x7fbfffff, 0x7fff }, /* NaN whose rounding would carry: stays NaN */
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		if (dsv_f32_to_bf16(f32(v[i].in)) != v[i].out)
-			fail_msg("bf16(0x%08x) = 0x%04x, want 0x%04x", v[i].in, dsv_f32_to_bf16(f32(v[i].in)),
-				 v[i].out);
+			fail_msg("bf16(0x%08x) = 0x%04x, want 0x%04x", v[i].in,
+				 dsv_f32_to_bf16(f32(v[i].in)), v[i].out);
 	assert_int_equal(bits(dsv_bf16_to_f32(0x3f82)), 0x3f820000);
 }
 
@@ -70,8 +70,8 @@ static void test_f16_vectors(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		if (dsv_f32_to_f16(v[i].in) != v[i].out)
-			fail_msg("f16(%.10g) = 0x%04x, want 0x%04x", (double)v[i].in, dsv_f32_to_f16(v[i].in),
-				 v[i].out);
+			fail_msg("f16(%.10g) = 0x%04x, want 0x%04x", (double)v[i].in,
+				 dsv_f32_to_f16(v[i].in), v[i].out);
 	assert_int_equal(dsv_f32_to_f16(f32(0x7f800000)), 0x7c00);
 	assert_int_equal(dsv_f32_to_f16(f32(0xff800000)), 0xfc00);
 	assert_int_equal(dsv_f32_to_f16(f32(0x7fc00000)), 0x7e00);
@@ -127,7 +127,8 @@ static void test_f16_random_against_reference(void **state)
 		u = (u & 0x807fffff) | ((100u + (u >> 23) % 46u) << 23);
 		float f = f32(u);
 		if (dsv_f32_to_f16(f) != f16_ref(f))
-			fail_msg("f16(0x%08x) = 0x%04x, reference 0x%04x", u, dsv_f32_to_f16(f), f16_ref(f));
+			fail_msg("f16(0x%08x) = 0x%04x, reference 0x%04x", u, dsv_f32_to_f16(f),
+				 f16_ref(f));
 	}
 }
 
@@ -158,8 +159,9 @@ static void fill_random(dsv_dtype t, void *p, size_t n, unsigned *seed)
 	for (size_t i = 0; i < n * dsv_dtype_size(t); i++)
 		b[i] = (unsigned char)rand_r(seed);
 	for (size_t i = 0; t == DSV_F32 && i < n; i++) { /* sane magnitudes, some NaN and inf */
-		float v = i % 97 == 5 ? NAN : i % 89 == 3 ? -INFINITY
-			: (float)((rand_r(seed) % 200001) - 100000) / 37.0f;
+		float v = i % 97 == 5   ? NAN
+			  : i % 89 == 3 ? -INFINITY
+					: (float)((rand_r(seed) % 200001) - 100000) / 37.0f;
 		memcpy(b + i * 4, &v, 4);
 	}
 	for (size_t i = 0; t == DSV_F64 && i < n; i++) {
@@ -223,7 +225,9 @@ static void check_plan(dsv_dtype S, dsv_dtype D, const dsv_xform_params *p, uint
 		float f = (float)y;
 		if (plain)
 			f = plain_f32(S, src + 1, i);
-		uint32_t want = D == DSV_F32 ? bits(f) : D == DSV_BF16 ? dsv_f32_to_bf16(f) : dsv_f32_to_f16(f);
+		uint32_t want = D == DSV_F32    ? bits(f)
+				: D == DSV_BF16 ? dsv_f32_to_bf16(f)
+						: dsv_f32_to_f16(f);
 		if (plain && D == DSV_F16 && S == DSV_F64)
 			want = ref_f64_to_f16(load(S, src + 1, i));
 		uint32_t got = 0;
@@ -255,7 +259,8 @@ static void test_all_dtypes_against_reference(void **state)
 			p.offset = 0.25;
 			check_plan(srcs[a], outs[b], &p, 1001, 0); /* affine, no mean/std */
 			p.scale = -3e38;
-			check_plan(srcs[a], outs[b], &p, 1002, 0); /* overflows to -inf, NaN stays */
+			check_plan(srcs[a], outs[b], &p, 1002,
+				   0); /* overflows to -inf, NaN stays */
 			p.scale = 1.0 / 255;
 			p.nchan = 3;
 			p.mean = mean;
@@ -325,9 +330,11 @@ static void test_kernels_identical(void **state)
 				p.has_clip = layout == 2;
 				p.clip_lo = -100;
 				p.clip_hi = 1e6;
-				unsigned char *src = malloc(n * 8 + 3), *ref = malloc(n * 4 + 3), *got = malloc(n * 4 + 3);
+				unsigned char *src = malloc(n * 8 + 3), *ref = malloc(n * 4 + 3),
+					      *got = malloc(n * 4 + 3);
 				fill_random(srcs[a], src + 3, n, &seed);
-				assert_int_equal(dsv_xform_create(&x, srcs[a], outs[b], &p, NULL), 0);
+				assert_int_equal(dsv_xform_create(&x, srcs[a], outs[b], &p, NULL),
+						 0);
 				assert_int_equal(dsv_xform_force_kernel("scalar"), 0);
 				dsv_xform_run(x, ref + 1, src + 3, n, 5);
 				for (size_t k = 0; k < 2; k++) {
@@ -336,8 +343,10 @@ static void test_kernels_identical(void **state)
 					memset(got, 0xa5, n * 4 + 3);
 					dsv_xform_run(x, got + 2, src + 3, n, 5);
 					if (memcmp(got + 2, ref + 1, n * dsv_dtype_size(outs[b])))
-						fail_msg("%s differs from scalar for %s->%s layout %d", names[k],
-							 dsv_dtype_name(srcs[a]), dsv_dtype_name(outs[b]), layout);
+						fail_msg("%s differs from scalar for %s->%s layout "
+							 "%d",
+							 names[k], dsv_dtype_name(srcs[a]),
+							 dsv_dtype_name(outs[b]), layout);
 				}
 				dsv_xform_destroy(x);
 				free(src);

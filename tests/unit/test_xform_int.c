@@ -17,7 +17,8 @@
 #include "xform_test.h"
 #include "xform/kernel_test.h"
 
-static const dsv_dtype ints[] = { DSV_U8, DSV_I8, DSV_U16, DSV_I16, DSV_U32, DSV_I32, DSV_U64, DSV_I64 };
+static const dsv_dtype ints[] = { DSV_U8,  DSV_I8,  DSV_U16, DSV_I16,
+				  DSV_U32, DSV_I32, DSV_U64, DSV_I64 };
 static const char *const kernels[] = { "scalar", "avx2", "avx512" };
 
 typedef __int128 i128; /* the reference: every value of every type, exactly */
@@ -108,9 +109,10 @@ static void run_pair(dsv_dtype s, dsv_dtype d, const dsv_xform_params *p, int ex
 			}
 			i128 got = get(d, out + 3 + i * dsv_dtype_size(d));
 			if (got != want)
-				fail_msg("%s %s->%s clip %d: elem %zu = %lld got %lld want %lld", kernels[k],
-					 dsv_dtype_name(s), dsv_dtype_name(d), p->has_clip, i,
-					 (long long)v[i], (long long)got, (long long)want);
+				fail_msg("%s %s->%s clip %d: elem %zu = %lld got %lld want %lld",
+					 kernels[k], dsv_dtype_name(s), dsv_dtype_name(d),
+					 p->has_clip, i, (long long)v[i], (long long)got,
+					 (long long)want);
 		}
 		assert_int_equal(out[2], 0xa5); /* nothing before or after */
 		assert_int_equal(out[3 + n * dsv_dtype_size(d)], 0xa5);
@@ -202,21 +204,29 @@ static void test_int_errors(void **state)
 	dsv_xform_params p;
 	(void)state;
 	dsv_xform_params_init(&p);
-	expect_err(DSV_F32, DSV_I16, &p, "dtype", "an integer output (int16) needs an integer source, not float32");
-	expect_err(DSV_F16, DSV_U8, &p, "dtype", "an integer output (uint8) needs an integer source, not float16");
-	expect_err(DSV_U32, DSV_I16, &p, "dtype", "uint32 values may not fit int16 (give clip = LOW HIGH)");
-	expect_err(DSV_I8, DSV_U64, &p, "dtype", "int8 values may not fit uint64 (give clip = LOW HIGH)");
-	expect_err(DSV_U64, DSV_I64, &p, "dtype", "uint64 values may not fit int64 (give clip = LOW HIGH)");
+	expect_err(DSV_F32, DSV_I16, &p, "dtype",
+		   "an integer output (int16) needs an integer source, not float32");
+	expect_err(DSV_F16, DSV_U8, &p, "dtype",
+		   "an integer output (uint8) needs an integer source, not float16");
+	expect_err(DSV_U32, DSV_I16, &p, "dtype",
+		   "uint32 values may not fit int16 (give clip = LOW HIGH)");
+	expect_err(DSV_I8, DSV_U64, &p, "dtype",
+		   "int8 values may not fit uint64 (give clip = LOW HIGH)");
+	expect_err(DSV_U64, DSV_I64, &p, "dtype",
+		   "uint64 values may not fit int64 (give clip = LOW HIGH)");
 	p.scale = 2;
-	expect_err(DSV_I16, DSV_I64, &p, "dtype", "an integer output (int64) takes no scale, offset, mean or std");
+	expect_err(DSV_I16, DSV_I64, &p, "dtype",
+		   "an integer output (int64) takes no scale, offset, mean or std");
 	dsv_xform_params_init(&p);
 	p.offset = 1;
-	expect_err(DSV_I16, DSV_I64, &p, "dtype", "an integer output (int64) takes no scale, offset, mean or std");
+	expect_err(DSV_I16, DSV_I64, &p, "dtype",
+		   "an integer output (int64) takes no scale, offset, mean or std");
 	dsv_xform_params_init(&p);
 	p.nchan = 1;
 	p.mean = &mean;
 	p.std = &sd;
-	expect_err(DSV_I16, DSV_I64, &p, "dtype", "an integer output (int64) takes no scale, offset, mean or std");
+	expect_err(DSV_I16, DSV_I64, &p, "dtype",
+		   "an integer output (int64) takes no scale, offset, mean or std");
 	dsv_xform_params_init(&p);
 	p.has_clip = 1;
 	p.clip_lo = 0.5;
@@ -224,12 +234,14 @@ static void test_int_errors(void **state)
 	expect_err(DSV_I16, DSV_I8, &p, "clip",
 		   "clip = 0.5 10: bounds must be whole numbers from -128 to 127 (the int8 range)");
 	p.clip_lo = -129;
-	expect_err(DSV_I16, DSV_I8, &p, "clip",
-		   "clip = -129 10: bounds must be whole numbers from -128 to 127 (the int8 range)");
+	expect_err(
+		DSV_I16, DSV_I8, &p, "clip",
+		"clip = -129 10: bounds must be whole numbers from -128 to 127 (the int8 range)");
 	p.clip_lo = 0;
 	p.clip_hi = 65536;
-	expect_err(DSV_I32, DSV_U16, &p, "clip",
-		   "clip = 0 65536: bounds must be whole numbers from 0 to 65535 (the uint16 range)");
+	expect_err(
+		DSV_I32, DSV_U16, &p, "clip",
+		"clip = 0 65536: bounds must be whole numbers from 0 to 65535 (the uint16 range)");
 	/* 2^63 is how INT64_MAX arrives (test_int_clip_limits); 2^64 is past it */
 	p.clip_hi = ldexp(1.0, 64);
 	expect_err(DSV_U64, DSV_I64, &p, "clip",
@@ -238,22 +250,27 @@ static void test_int_errors(void **state)
 	p.clip_lo = -1;
 	p.clip_hi = 5;
 	expect_err(DSV_I8, DSV_U32, &p, "clip",
-		   "clip = -1 5: bounds must be whole numbers from 0 to 4294967295 (the uint32 range)");
+		   "clip = -1 5: bounds must be whole numbers from 0 to 4294967295 (the uint32 "
+		   "range)");
 	p.clip_lo = 6;
 	expect_err(DSV_I8, DSV_U32, &p, "clip", "clip needs LOW <= HIGH");
 	p.clip_lo = NAN;
 	p.clip_hi = 1;
 	expect_err(DSV_I8, DSV_U32, &p, "clip",
-		   "clip = nan 1: bounds must be whole numbers from 0 to 4294967295 (the uint32 range)");
+		   "clip = nan 1: bounds must be whole numbers from 0 to 4294967295 (the uint32 "
+		   "range)");
 	dsv_xform_params_init(&p);
-	expect_err(DSV_U8, DSV_F64, &p, "", "output dtype must be float32, bfloat16, float16 or an integer type");
+	expect_err(DSV_U8, DSV_F64, &p, "",
+		   "output dtype must be float32, bfloat16, float16 or an integer type");
 }
 
 /* The plan's output for elements [e0, e0 + n) against the formula in
  * float64 rounded once, per-element mean/std (chan_inner 1). */
-static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uint64_t n, uint64_t e0)
+static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uint64_t n,
+			      uint64_t e0)
 {
-	double *mean = malloc(sizeof(double) * (size_t)nchan), *sd = malloc(sizeof(double) * (size_t)nchan);
+	double *mean = malloc(sizeof(double) * (size_t)nchan),
+	       *sd = malloc(sizeof(double) * (size_t)nchan);
 	size_t es = dsv_dtype_size(S), os = dsv_dtype_size(D);
 	unsigned char *src = malloc(n * es + 1), *ref = malloc(n * os), *got = malloc(n * os + 2);
 	double *xv = malloc(sizeof(double) * n);
@@ -286,7 +303,9 @@ static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uin
 		if (clip)
 			y = y < p.clip_lo ? p.clip_lo : y > p.clip_hi ? p.clip_hi : y;
 		float f = (float)y;
-		uint32_t w = D == DSV_F32 ? bits(f) : D == DSV_BF16 ? dsv_f32_to_bf16(f) : dsv_f32_to_f16(f);
+		uint32_t w = D == DSV_F32    ? bits(f)
+			     : D == DSV_BF16 ? dsv_f32_to_bf16(f)
+					     : dsv_f32_to_f16(f);
 		memcpy(ref + i * os, &w, os);
 	}
 	assert_int_equal(dsv_xform_create(&x, S, D, &p, NULL), 0);
@@ -303,9 +322,9 @@ static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uin
 		}
 		for (uint64_t i = 0; i < n; i++)
 			if (memcmp(got + 2 + i * os, ref + i * os, os))
-				fail_msg("%s %s->%s nchan %d clip %d: elem %llu differs", kernels[k],
-					 dsv_dtype_name(S), dsv_dtype_name(D), nchan, clip,
-					 (unsigned long long)i);
+				fail_msg("%s %s->%s nchan %d clip %d: elem %llu differs",
+					 kernels[k], dsv_dtype_name(S), dsv_dtype_name(D), nchan,
+					 clip, (unsigned long long)i);
 	}
 	assert_int_equal(dsv_xform_force_kernel("scalar"), 0);
 	dsv_xform_destroy(x);
@@ -319,7 +338,7 @@ static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uin
 
 static void test_elementwise(void **state)
 {
-	static const dsv_dtype srcs[] = { DSV_I16, DSV_U8, DSV_I8, DSV_U16, DSV_I32,
+	static const dsv_dtype srcs[] = { DSV_I16, DSV_U8,  DSV_I8,  DSV_U16, DSV_I32,
 					  DSV_U64, DSV_I64, DSV_F16, DSV_F32, DSV_F64 };
 	static const dsv_dtype outs[] = { DSV_F32, DSV_BF16, DSV_F16 };
 	(void)state;
@@ -329,7 +348,7 @@ static void test_elementwise(void **state)
 				check_elementwise(srcs[a], outs[b], 100000, clip, 250007, 99990);
 				check_elementwise(srcs[a], outs[b], 5, clip, 9001, 3);
 			}
-	check_elementwise(DSV_U8, DSV_F32, 3, 0, 4099, 1); /* the 8-bit table (RGB) */
+	check_elementwise(DSV_U8, DSV_F32, 3, 0, 4099, 1);       /* the 8-bit table (RGB) */
 	check_elementwise(DSV_I8, DSV_BF16, 20000, 1, 50001, 7); /* past the table cap */
 }
 
@@ -397,12 +416,9 @@ static void test_dtype_helpers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_int_pairs),
-		cmocka_unit_test(test_int_fill),
-		cmocka_unit_test(test_int_errors),
-		cmocka_unit_test(test_elementwise),
-		cmocka_unit_test(test_elems_to_f64),
-		cmocka_unit_test(test_dtype_helpers),
+		cmocka_unit_test(test_int_pairs),    cmocka_unit_test(test_int_fill),
+		cmocka_unit_test(test_int_errors),   cmocka_unit_test(test_elementwise),
+		cmocka_unit_test(test_elems_to_f64), cmocka_unit_test(test_dtype_helpers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

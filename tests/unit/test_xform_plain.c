@@ -42,8 +42,9 @@ static void check_plain_elem(dsv_dtype S, uint64_t in, const uint32_t want[3])
 				memcpy(&got, dst + 1 + i * os, os);
 				if (got != want[b])
 					fail_msg("%s %s(0x%llx) -> %s [%zu]: got 0x%x want 0x%x",
-						 kernels[k], dsv_dtype_name(S), (unsigned long long)in,
-						 dsv_dtype_name(outs[b]), i, got, want[b]);
+						 kernels[k], dsv_dtype_name(S),
+						 (unsigned long long)in, dsv_dtype_name(outs[b]), i,
+						 got, want[b]);
 			}
 			dsv_xform_destroy(x);
 		}
@@ -199,7 +200,8 @@ static void test_f64_to_f16_random(void **state)
 		uint64_t e = 0x3e0 + (uint64_t)(rand_r(&seed) % 0x60); /* 2^-31 .. 2^64 */
 		u = (u & 0x800fffffffffffffull) | (e << 52);
 		if (i % 5 == 0) /* halfway cases and their neighbours */
-			u = (u & ~0x3ffffffffffull) + 0x20000000000ull + (uint64_t)(rand_r(&seed) % 3) - 1;
+			u = (u & ~0x3ffffffffffull) + 0x20000000000ull +
+			    (uint64_t)(rand_r(&seed) % 3) - 1;
 		memcpy(&in[i], &u, 8);
 	}
 	dsv_xform_params_init(&p);

@@ -26,9 +26,10 @@ static void test_v2_as_written(void **state)
 	(void)state;
 	dsv_zarr_meta m;
 	dsv_errbuf eb;
-	const char *t = "{\"chunks\": [4, 3], \"compressor\": {\"acceleration\": 1, \"id\": \"lz4\"},"
-			"\"dtype\": \">i2\", \"fill_value\": null, \"filters\": null, \"order\": \"C\","
-			"\"shape\": [10, 7], \"zarr_format\": 2}";
+	const char *t =
+		"{\"chunks\": [4, 3], \"compressor\": {\"acceleration\": 1, \"id\": \"lz4\"},"
+		"\"dtype\": \">i2\", \"fill_value\": null, \"filters\": null, \"order\": \"C\","
+		"\"shape\": [10, 7], \"zarr_format\": 2}";
 	assert_int_equal(parse(t, 2, &m, &eb), 0);
 	assert_int_equal(m.ndim, 2);
 	assert_int_equal(m.shape[0], 10);
@@ -54,9 +55,20 @@ static void test_v2_as_written(void **state)
 	assert_int_equal(dsv_zarr_chunk_key(&m, idx, key, 3), DSV_ERR_INVALID); /* no room */
 	/* the names a count of the chunk files takes (grid 3 x 3) */
 	static const char *const keys[] = { "0.0", "2.2", "1.0" };
-	static const char *const not_keys[] = { "3.0", "0.3", "01.0", "0.0.0", "0", "0/0", "0.",
-						".zarray", "+1.0", " 1.0", "1.0 ", "c.0.0",
-						"99999999999999999999999.0", "" };
+	static const char *const not_keys[] = { "3.0",
+						"0.3",
+						"01.0",
+						"0.0.0",
+						"0",
+						"0/0",
+						"0.",
+						".zarray",
+						"+1.0",
+						" 1.0",
+						"1.0 ",
+						"c.0.0",
+						"99999999999999999999999.0",
+						"" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		assert_true(dsv_zarr_is_chunk_key(&m, keys[i]));
 	for (size_t i = 0; i < sizeof(not_keys) / sizeof(not_keys[0]); i++)
@@ -68,10 +80,11 @@ static void test_v2_fill_order_separator(void **state)
 	(void)state;
 	dsv_zarr_meta m;
 	dsv_errbuf eb;
-	const char *t = "{\"chunks\": [4, 3], \"compressor\": {\"blocksize\": 0, \"clevel\": 5,"
-			"\"cname\": \"zstd\", \"id\": \"blosc\", \"shuffle\": 2},"
-			"\"dimension_separator\": \"/\", \"dtype\": \"<f4\", \"fill_value\": \"NaN\","
-			"\"filters\": [], \"order\": \"F\", \"shape\": [10, 7], \"zarr_format\": 2}";
+	const char *t =
+		"{\"chunks\": [4, 3], \"compressor\": {\"blocksize\": 0, \"clevel\": 5,"
+		"\"cname\": \"zstd\", \"id\": \"blosc\", \"shuffle\": 2},"
+		"\"dimension_separator\": \"/\", \"dtype\": \"<f4\", \"fill_value\": \"NaN\","
+		"\"filters\": [], \"order\": \"F\", \"shape\": [10, 7], \"zarr_format\": 2}";
 	assert_int_equal(parse(t, 2, &m, &eb), 0);
 	assert_true(m.fortran);
 	assert_int_equal(m.codec, DSV_ZC_BLOSC);
@@ -100,16 +113,18 @@ static void test_v2_fill_order_separator(void **state)
 		{ "<f2", "1.0", DSV_F16, 0x3c00 },
 		{ "<f2", "65520.0", DSV_F16, 0x7c00 }, /* rounds to infinity, as numpy */
 		{ "<f4", "0.5", DSV_F32, 0x3f000000 },
-		{ "<i4", "3.0", DSV_I32, 3 },          /* an integral real */
+		{ "<i4", "3.0", DSV_I32, 3 }, /* an integral real */
 		{ "|i1", "true", DSV_I8, 1 },
 	};
 	for (size_t i = 0; i < sizeof(fills) / sizeof(fills[0]); i++) {
 		char text[512];
-		snprintf(text, sizeof(text), "{\"chunks\": [2], \"compressor\": null, \"dtype\": \"%s\","
+		snprintf(text, sizeof(text),
+			 "{\"chunks\": [2], \"compressor\": null, \"dtype\": \"%s\","
 			 "\"fill_value\": %s, \"filters\": null, \"order\": \"C\", \"shape\": [5],"
-			 "\"zarr_format\": 2}", fills[i].dtype,
-			 fills[i].fill[0] == '-' && fills[i].fill[1] == 'I' ? "\"-Infinity\"" :
-			 fills[i].fill);
+			 "\"zarr_format\": 2}",
+			 fills[i].dtype,
+			 fills[i].fill[0] == '-' && fills[i].fill[1] == 'I' ? "\"-Infinity\""
+									    : fills[i].fill);
 		assert_int_equal(parse(text, 2, &m, &eb), 0);
 		assert_int_equal(m.dtype, fills[i].t);
 		assert_int_equal(m.codec, DSV_ZC_NONE);
@@ -128,8 +143,10 @@ static void test_v3_spec_example(void **state)
 	const char *t =
 		"{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [10000, 1000],"
 		"\"dimension_names\": [\"rows\", \"columns\"], \"data_type\": \"float64\","
-		"\"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": [1000, 100]}},"
-		"\"chunk_key_encoding\": {\"name\": \"default\", \"configuration\": {\"separator\": \"/\"}},"
+		"\"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": "
+		"[1000, 100]}},"
+		"\"chunk_key_encoding\": {\"name\": \"default\", \"configuration\": "
+		"{\"separator\": \"/\"}},"
 		"\"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}},"
 		"{\"name\": \"gzip\", \"configuration\": {\"level\": 1}}],"
 		"\"fill_value\": \"NaN\", \"attributes\": {\"foo\": 42, \"bar\": \"apples\"}}";
@@ -157,10 +174,13 @@ static void test_v3_spec_example(void **state)
 	const char *u =
 		"{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [5, 6, 7],"
 		"\"data_type\": \"uint16\", \"chunk_grid\": {\"name\": \"regular\","
-		"\"configuration\": {\"chunk_shape\": [2, 6, 7]}}, \"chunk_key_encoding\": {\"name\": \"v2\","
+		"\"configuration\": {\"chunk_shape\": [2, 6, 7]}}, \"chunk_key_encoding\": "
+		"{\"name\": \"v2\","
 		"\"configuration\": {\"separator\": \".\"}}, \"codecs\": [{\"name\": \"transpose\","
-		"\"configuration\": {\"order\": [2, 1, 0]}}, {\"name\": \"bytes\", \"configuration\":"
-		"{\"endian\": \"little\"}}, {\"name\": \"zstd\", \"configuration\": {\"level\": 3}}],"
+		"\"configuration\": {\"order\": [2, 1, 0]}}, {\"name\": \"bytes\", "
+		"\"configuration\":"
+		"{\"endian\": \"little\"}}, {\"name\": \"zstd\", \"configuration\": {\"level\": "
+		"3}}],"
 		"\"fill_value\": 9}";
 	assert_int_equal(parse(u, 3, &m, &eb), 0);
 	assert_true(m.fortran);
@@ -175,10 +195,11 @@ static void test_v3_spec_example(void **state)
 	assert_null(dims);
 
 	/* 0-d arrays: one chunk, "c" and "0" */
-	const char *z = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [],"
-			"\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\","
-			"\"configuration\": {\"chunk_shape\": []}}, \"chunk_key_encoding\":"
-			"{\"name\": \"default\"}, \"codecs\": [{\"name\": \"bytes\"}], \"fill_value\": 0}";
+	const char *z =
+		"{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [],"
+		"\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\","
+		"\"configuration\": {\"chunk_shape\": []}}, \"chunk_key_encoding\":"
+		"{\"name\": \"default\"}, \"codecs\": [{\"name\": \"bytes\"}], \"fill_value\": 0}";
 	assert_int_equal(parse(z, 3, &m, &eb), 0);
 	assert_int_equal(m.nchunks, 1);
 	assert_int_equal(dsv_zarr_chunk_key(&m, NULL, key, sizeof(key)), 0);
@@ -198,18 +219,21 @@ static void test_dimension_names(void **state)
 		int version, ndim;
 		const char *text, *dims, *reason; /* reason: refused */
 	} cases[] = {
-		{ 3, 3, "{\"dimension_names\": [\"t\", null, \"\\u00e9\"]}", "[\"t\",null,\"\xc3\xa9\"]" },
+		{ 3, 3, "{\"dimension_names\": [\"t\", null, \"\\u00e9\"]}",
+		  "[\"t\",null,\"\xc3\xa9\"]" },
 		{ 3, 2, "{\"dimension_names\": null}", NULL },
 		{ 3, 0, "{\"dimension_names\": []}", "[]" },
 		{ 3, 2, "{}", NULL },
 		{ 3, 2, "{\"dimension_names\": [\"t\"]}", NULL, "has 1 names for 2 dimensions" },
 		{ 3, 1, "{\"dimension_names\": [\"t\", \"c\"]}", NULL, "has 2 names for 1" },
-		{ 3, 2, "{\"dimension_names\": [\"t\", 3]}", NULL, "dimension_names[1] is not a string" },
+		{ 3, 2, "{\"dimension_names\": [\"t\", 3]}", NULL,
+		  "dimension_names[1] is not a string" },
 		{ 3, 1, "{\"dimension_names\": [[\"t\"]]}", NULL, "dimension_names[0]" },
 		{ 3, 1, "{\"dimension_names\": \"t\"}", NULL, "dimension_names is not an array" },
 		{ 3, 1, "{\"dimension_names\": [\"t\"], \"attributes\": 5}", NULL,
 		  "attributes are not a JSON object" },
-		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\", \"channel\"]}", "[\"time\",\"channel\"]" },
+		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\", \"channel\"]}",
+		  "[\"time\",\"channel\"]" },
 		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\"]}", NULL },
 		{ 2, 2, "{\"_ARRAY_DIMENSIONS\": [\"time\", null]}", NULL },
 		{ 2, 1, "{\"_ARRAY_DIMENSIONS\": [7]}", NULL },
@@ -222,15 +246,17 @@ static void test_dimension_names(void **state)
 		int rc = dsv_zarr_attrs(cases[i].text, strlen(cases[i].text), cases[i].version,
 					cases[i].ndim, &attrs, &dims, &eb);
 		if (cases[i].reason) {
-			if (rc != DSV_ERR_FORMAT || !strstr(eb.msg, cases[i].reason) || attrs || dims)
+			if (rc != DSV_ERR_FORMAT || !strstr(eb.msg, cases[i].reason) || attrs ||
+			    dims)
 				fail_msg("case %zu: rc %d, message '%s'", i, rc, eb.msg);
 			continue;
 		}
 		if (rc || (cases[i].dims ? !dims || strcmp(dims, cases[i].dims) : dims != NULL))
 			fail_msg("case %zu: rc %d, dims %s", i, rc, dims ? dims : "NULL");
 		/* v2: the attribute stays among the attributes, taken or not */
-		if (cases[i].version == 2 && (!attrs || !strstr(attrs, cases[i].text[2] == '_'
-								  ? "_ARRAY_DIMENSIONS" : "units")))
+		if (cases[i].version == 2 &&
+		    (!attrs ||
+		     !strstr(attrs, cases[i].text[2] == '_' ? "_ARRAY_DIMENSIONS" : "units")))
 			fail_msg("case %zu: attrs %s", i, attrs ? attrs : "NULL");
 		free(attrs);
 		free(dims);
@@ -257,62 +283,86 @@ static void test_hostile(void **state)
 		  DSV_ERR_FORMAT },
 		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<U10\"}",
 		  "not served", DSV_ERR_UNSUPPORTED },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": [[\"a\", \"<i4\"]]}",
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": [[\"a\", "
+		  "\"<i4\"]]}",
 		  "structured", DSV_ERR_UNSUPPORTED },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"|f4\","
-		  "\"order\": \"C\"}", "not served", DSV_ERR_UNSUPPORTED },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<f4\","
-		  "\"order\": \"K\"}", "order", DSV_ERR_FORMAT },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\","
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"|f4\","
+		  "\"order\": \"C\"}",
+		  "not served", DSV_ERR_UNSUPPORTED },
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<f4\","
+		  "\"order\": \"K\"}",
+		  "order", DSV_ERR_FORMAT },
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\","
 		  "\"order\": \"C\", \"filters\": [{\"id\": \"delta\", \"dtype\": \"<i4\"}]}",
 		  "filter 'delta'", DSV_ERR_UNSUPPORTED },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\","
-		  "\"order\": \"C\", \"compressor\": {\"id\": \"bz2\"}}", "compressor 'bz2'",
-		  DSV_ERR_UNSUPPORTED },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"|u1\","
-		  "\"order\": \"C\", \"compressor\": null, \"fill_value\": 256}", "out of range",
-		  DSV_ERR_FORMAT },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\","
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\","
+		  "\"order\": \"C\", \"compressor\": {\"id\": \"bz2\"}}",
+		  "compressor 'bz2'", DSV_ERR_UNSUPPORTED },
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"|u1\","
+		  "\"order\": \"C\", \"compressor\": null, \"fill_value\": 256}",
+		  "out of range", DSV_ERR_FORMAT },
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\","
 		  "\"order\": \"C\", \"compressor\": null, \"fill_value\": \"AAAAAAAAAAAAAAAAAAAAA"
 		  "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}",
 		  "integer dtype", DSV_ERR_FORMAT },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<f4\","
-		  "\"order\": \"C\", \"compressor\": null}", "fill_value is missing", DSV_ERR_FORMAT },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [4000000000, 4000000000, 4000000000],"
-		  "\"chunks\": [1, 1, 1], \"dtype\": \"<f4\", \"order\": \"C\", \"compressor\": null,"
-		  "\"fill_value\": 0}", "the array is too large", DSV_ERR_OVERFLOW },
-		{ 2, "{\"zarr_format\": 2, \"shape\": [100000], \"chunks\": [1000000000],"
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<f4\","
+		  "\"order\": \"C\", \"compressor\": null}",
+		  "fill_value is missing", DSV_ERR_FORMAT },
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [4000000000, 4000000000, 4000000000],"
+		  "\"chunks\": [1, 1, 1], \"dtype\": \"<f4\", \"order\": \"C\", \"compressor\": "
+		  "null,"
+		  "\"fill_value\": 0}",
+		  "the array is too large", DSV_ERR_OVERFLOW },
+		{ 2,
+		  "{\"zarr_format\": 2, \"shape\": [100000], \"chunks\": [1000000000],"
 		  "\"dtype\": \"<f8\", \"order\": \"C\", \"compressor\": null, \"fill_value\": 0}",
 		  "a chunk is too large", DSV_ERR_OVERFLOW },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"group\"}", "node_type", DSV_ERR_FORMAT },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
-		  "\"uint8\", \"chunk_grid\": {\"name\": \"rectilinear\"}}", "chunk_grid 'rectilinear'",
-		  DSV_ERR_UNSUPPORTED },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
+		{ 3, "{\"zarr_format\": 3, \"node_type\": \"group\"}", "node_type",
+		  DSV_ERR_FORMAT },
+		{ 3,
+		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
+		  "\"uint8\", \"chunk_grid\": {\"name\": \"rectilinear\"}}",
+		  "chunk_grid 'rectilinear'", DSV_ERR_UNSUPPORTED },
+		{ 3,
+		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
-		  "\"codecs\": [{\"name\": \"sharding_indexed\"}], \"fill_value\": 0}", "sharding",
-		  DSV_ERR_UNSUPPORTED },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4, 4], \"data_type\":"
+		  "\"codecs\": [{\"name\": \"sharding_indexed\"}], \"fill_value\": 0}",
+		  "sharding", DSV_ERR_UNSUPPORTED },
+		{ 3,
+		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4, 4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2, 2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
 		  "\"codecs\": [{\"name\": \"transpose\", \"configuration\": {\"order\": [0, 0]}},"
-		  "{\"name\": \"bytes\"}], \"fill_value\": 0}", "transpose", DSV_ERR_UNSUPPORTED },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
+		  "{\"name\": \"bytes\"}], \"fill_value\": 0}",
+		  "transpose", DSV_ERR_UNSUPPORTED },
+		{ 3,
+		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
 		  "\"int32\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
-		  "\"codecs\": [{\"name\": \"bytes\"}], \"fill_value\": 0}", "no endian",
-		  DSV_ERR_FORMAT },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
+		  "\"codecs\": [{\"name\": \"bytes\"}], \"fill_value\": 0}",
+		  "no endian", DSV_ERR_FORMAT },
+		{ 3,
+		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
 		  "\"codecs\": [{\"name\": \"bytes\"}, {\"name\": \"crc32c\"}], \"fill_value\": 0}",
 		  "compressor 'crc32c'", DSV_ERR_UNSUPPORTED },
-		{ 3, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
+		{ 3,
+		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
-		  "\"codecs\": [{\"name\": \"bytes\"}], \"fill_value\": null}", "v3 requires",
-		  DSV_ERR_FORMAT },
+		  "\"codecs\": [{\"name\": \"bytes\"}], \"fill_value\": null}",
+		  "v3 requires", DSV_ERR_FORMAT },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		dsv_zarr_meta m;
