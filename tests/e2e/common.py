@@ -174,6 +174,22 @@ class Mount:
             time.sleep(0.05)
         return st
 
+    def stats_settled(self, counters=("prefetched", "gpu_readahead_bytes"), quiet=1.0,
+                      timeout=60):
+        """The stats once the background work has stopped: counters
+        unchanged for quiet seconds (or timeout seconds have passed). The
+        readahead runs on after the read that started it, and counts its
+        work when each batch ends."""
+        deadline = time.monotonic() + timeout
+        last = self.stats()
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            st = self.stats()
+            if all(st[c] == last[c] for c in counters):
+                return st
+            last = st
+        return last
+
     def log_lines(self):
         try:
             with open(self.log) as f:

@@ -158,7 +158,7 @@ class DevicePath(E2E):
                         self.assertBits(np.frombuffer(got, out_np(dtype)).reshape(ref.shape), ref,
                                         f"{name}.dat read()", dtype)
                     check_whole(self, m, name, ref, dtype)
-                    st = m.stats()
+                    st = m.stats_settled()
                     self.assertTrue(st["gpu_emulated"])
                     self.assertGreater(st["gpu_readahead_bytes"], made,
                                        f"{name}: the readahead made pages on the device path")
@@ -166,7 +166,7 @@ class DevicePath(E2E):
             # rows picked, or a zstd store: not what the device path makes
             check_whole(self, m, "odd", reference(x[::3], SCALE), "float32")
             self.assertEqual(read_all(m.path("z.dat")), reference(x, SCALE).tobytes())
-            st = m.stats()
+            st = m.stats_settled()
             self.assertEqual(st["gpu_readahead_bytes"], made)
             self.assertEqual(st["gpu_readahead_fallbacks"], 0)
             forked_batches(self, m, "v", reference(x, SCALE), workers=2, batches=4)
