@@ -42,7 +42,7 @@ static const char pack_usage[] =
 	"                      bitshuffle (32008): bitshuffle-lz4, bitshuffle-zstd; none\n"
 	"                      (uncompressed, checksummed); or auto: measures them on a\n"
 	"                      sample and takes the best ratio that decodes >= 2 GB/s of\n"
-	"                      float32 per core here (and encodes >= 25 MB/s); says why\n"
+	"                      float32 per core here (and encodes >= 40 MB/s); says why\n"
 	"  --level N           lz4: acceleration, 1 (default) = best ratio .. higher = faster;\n"
 	"                      lz4hc: 1..12 (default 9); zstd: 1..22 (default 6); blosc-*:\n"
 	"                      1..9 (default 5); bitshuffle-zstd: 1..22 (default 3)\n"
