@@ -76,6 +76,17 @@ def raise_readahead(mp, kb=1024):
                     pass
 
 
+def evict(path):
+    """Drops one file's pages from the page cache (written back first), so
+    the next read of it comes from the disk; the rest of the cache stays."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def drop_caches():
     """Empties the page cache, waits SETTLE seconds, then touches and frees
     PREFAULT_GB of memory. On a VM whose balloon reports free pages to the

@@ -35,15 +35,15 @@ def prefetched(mnt):
 
 
 def two_epochs(dsview, work, store, mnt):
-    S.evict(store)
+    L.evict(store)
     subprocess.run([dsview, "mount", "--gpu", "off", "--log", os.path.join(work, "log"),
                     os.path.join(work, "v.ini"), mnt], check=True)
     try:
         f = os.path.join(mnt, "v.dat")
         e1 = S.read_all(f)
         p1 = prefetched(mnt)
-        S.evict(store)
-        S.evict(f)
+        L.evict(store)
+        L.evict(f)
         e2 = S.read_all(f)
         return e1, e2, p1, prefetched(mnt) - p1
     finally:

@@ -46,15 +46,15 @@ def one_pass(work, store, gpu, tier=None):
     tier, of the second pass."""
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt, exist_ok=True)
-    S.evict(store)
+    L.evict(store)
     subprocess.run([DSVIEW, "mount", "--gpu", gpu, "--log", os.path.join(work, "log")]
                    + (["--gpu-cache", tier] if tier else []) + [os.path.join(work, "v.ini"), mnt],
                    check=True)
     try:
         if tier:
             S.read_all(os.path.join(mnt, "v.dat"))
-            S.evict(store)
-            S.evict(os.path.join(mnt, "v.dat"))
+            L.evict(store)
+            L.evict(os.path.join(mnt, "v.dat"))
         pid = stats(mnt)["pid"]
         c0 = L.proc_cpu(pid)
         gbs = S.read_all(os.path.join(mnt, "v.dat"))

@@ -107,7 +107,7 @@ def run_child(peer, workers, path):
 
 def one_run(work, files, peer, workers):
     for f in files.values():
-        evict(f)
+        L.evict(f)
     if peer not in ("dsview", "dsv_proc", "rows"):
         return run_child(peer, workers, files["u8" if peer == "python" else "f32"])
     mnt = os.path.join(work, "mnt")
@@ -122,15 +122,6 @@ def one_run(work, files, peer, workers):
         return res
     finally:
         subprocess.run([DSVIEW, "umount", mnt], check=True)
-
-
-def evict(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def make_size(work, label, side):

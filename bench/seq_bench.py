@@ -40,15 +40,6 @@ DATA = os.environ.get("SEQ_DATA", "photos")
 SPARSE_MB = int(os.environ.get("SEQ_MB", "64"))
 
 
-def evict(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def read_all(path):
     """GB/s of one reader reading path start to end in 16 MiB read()s."""
     t = time.perf_counter()
@@ -63,7 +54,7 @@ def read_all(path):
 
 
 def one_pass(work, name, src_file):
-    evict(src_file)
+    L.evict(src_file)
     if name == "f32":
         return read_all(src_file)
     mnt = os.path.join(work, "mnt")
