@@ -106,6 +106,9 @@ int dsv_errf_key(dsv_errbuf *eb, int err, const char *key, const char *fmt, ...)
  * file and line are set, msg becomes "manifest:line: <the callee's msg>";
  * code, where, key and reason are kept. */
 void dsv_errbuf_at_line(dsv_errbuf *eb, const char *manifest, int line);
+/* Empties eb (code 0, every part ""), for a buffer reused across calls
+ * whose code says whether the last one set it. eb may be NULL. */
+void dsv_errbuf_clear(dsv_errbuf *eb);
 
 /* Parses "1G", "512M", "64k", "0", "1048576" (binary units). @return 0 ok. */
 int dsv_parse_size(const char *s, uint64_t *out);

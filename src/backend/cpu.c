@@ -44,7 +44,7 @@ static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, 
 	if (b.logged)
 		return;
 	if (ref->grid && err != DSV_ERR_NOMEM && (eb = malloc(sizeof(*eb)))) {
-		dsv_errf(eb, 0, "%s", "");
+		dsv_errbuf_clear(eb);
 		(void)dsv_source_decode_chunk(s, ref, buf, size, eb);
 	}
 	dsv_view_log_chunk_error(v, si, ref, err, eb);

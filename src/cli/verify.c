@@ -293,7 +293,7 @@ static void *worker(void *arg)
 		size_t si = find_source(j, g);
 		const vsrc *v = &j->srcs[si];
 		dsv_chunk_ref ref = { .index = g - v->first };
-		dsv_errf(eb, 0, "%s", "");
+		dsv_errbuf_clear(eb);
 		int err = dsv_source_chunk(v->s, g - v->first, &ref);
 		if (!err)
 			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap, eb);

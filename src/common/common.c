@@ -119,6 +119,14 @@ static void errbuf_reset(dsv_errbuf *eb, int err)
 	eb->line = 0;
 }
 
+void dsv_errbuf_clear(dsv_errbuf *eb)
+{
+	if (eb) {
+		errbuf_reset(eb, 0);
+		eb->reason[0] = eb->msg[0] = '\0';
+	}
+}
+
 int dsv_errf(dsv_errbuf *eb, int err, const char *fmt, ...)
 {
 	if (eb) {

@@ -114,8 +114,7 @@ int dsv_source_read_fallback_bands(const dsv_source *s, const dsv_chunk_ref *ref
 		dsv_chunk_ref part = *ref;
 		part.elem_start = e;
 		part.nelems = (stop < end ? stop : end) - e;
-		if (eb)
-			dsv_errf(eb, 0, "%s", "");
+		dsv_errbuf_clear(eb);
 		int err = part.grid ? dsv_grid_read_part(s, &part, d, eb)
 				    : dsv_source_read_fallback(s, &part, d,
 							       (size_t)(part.nelems * esize));

@@ -356,6 +356,19 @@ static void test_errbuf_fields(void **state)
 	assert_int_equal(dsv_errf(NULL, DSV_ERR_IO, "x"), DSV_ERR_IO);
 	assert_int_equal(dsv_errf_at(NULL, DSV_ERR_IO, "f", NULL, "x"), DSV_ERR_IO);
 	dsv_errbuf_at_line(NULL, "m.ini", 1);
+
+	/* cleared: nothing set, every part empty, for a buffer used again */
+	dsv_errf_key(&eb, DSV_ERR_INVALID, "std", "std[%d] is %g", 1, 0.0);
+	dsv_errbuf_at_line(&eb, "m.ini", 3);
+	dsv_errbuf_clear(&eb);
+	assert_int_equal(eb.code, 0);
+	assert_int_equal(eb.line, 0);
+	assert_string_equal(eb.file, "");
+	assert_string_equal(eb.where, "");
+	assert_string_equal(eb.key, "");
+	assert_string_equal(eb.reason, "");
+	assert_string_equal(eb.msg, "");
+	dsv_errbuf_clear(NULL);
 }
 
 /* A name from a file cannot forge a log line or reach a terminal raw. */
