@@ -170,8 +170,8 @@ unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # E2E: which e2e tests (files or unittest names; default all of them)
-e2e: $(BIN)
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) tests/e2e/run.py $(E2E)
+e2e: $(BIN) venv
+	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) tests/e2e/run.py $(E2E)
 
 # Every source, test and fuzz replay driver built with -Werror (in its own
 # build directory, so the everyday build keeps its objects).
@@ -239,7 +239,7 @@ install: $(BIN) $(LIB)
 	install -d $(DESTDIR)$(PYTHONDIR)/dsview
 	install -m 0644 python/dsview/*.py $(DESTDIR)$(PYTHONDIR)/dsview/
 
-include mk/deps.mk mk/bench.mk mk/fuzz.mk mk/device.mk
+include mk/deps.mk mk/venv.mk mk/bench.mk mk/fuzz.mk mk/device.mk
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-werror build-cpu build-device

@@ -481,3 +481,22 @@ def refused_at(tc, ini_text, line, want=(), name="bad.ini"):
     lines = line if isinstance(line, (set, tuple, list)) else (line,)
     tc.assertTrue(any(f"{ini}:{n}: " in msg for n in lines), f"want {ini}:{line}: in {msg!r}")
     return msg
+
+
+VENV_PY = os.environ.get("DSVIEW_VENV_PY") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "venv", "bin", "python")
+
+
+def venv_python(code, *args, timeout=120):
+    """Runs `code` under the project-local venv's Python (make venv; the
+    writers Debian lacks, tests/venv/requirements.txt) with args in
+    sys.argv[1:]; returns its stdout. The fixture writers run there; the
+    test itself stays on Debian's Python. A failure raises with the
+    writer's stderr."""
+    if not os.access(VENV_PY, os.X_OK):
+        raise RuntimeError(f"{VENV_PY}: no project venv (make venv)")
+    p = subprocess.run([VENV_PY, "-c", code, *map(str, args)], capture_output=True,
+                       text=True, timeout=timeout)
+    if p.returncode:
+        raise RuntimeError(f"venv writer failed ({p.returncode}):\n{p.stderr}")
+    return p.stdout
