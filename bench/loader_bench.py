@@ -8,8 +8,9 @@
            dataset, normalised to float32 in numpy per row in the workers
   f32      the materialised float32 .npy in the same map-style dataset
   dsview   the package's default loader, dsview.torch.loader over the view:
-           whole sorted batches, hinted 4 batches ahead, read by the
-           workers as threads of the main process
+           whole sorted batches, hinted 4 batches ahead, read with pread
+           into the batch tensors by the workers as threads of the main
+           process
   dsv_proc the same with workers="processes": DataLoader worker processes
   rows     the view in a plain DataLoader(ViewDataset): one row per
            __getitem__, no hints

@@ -5,7 +5,7 @@ mount itself from a script, and sampler hints for shuffled readers.
     with dsview.Mount("neuro.ini") as m:          # unmounted on leaving, whatever happens
         x = dsview.open(m.path("stim.npy"))       # read-only numpy.memmap, shape and dtype of stim.json
         for batch in dsview.batches(m.path("stim.npy"), batch_size=256, seed=0):
-            ...                                   # shuffled, hinted, one fancy index per batch
+            ...                                   # shuffled, hinted, one pread per run of rows
 
 dsview.torch (imported on its own: it imports torch) has ViewDataset and
 loader(). Errors name the path: ValueError for a path not on a dsview mount,

@@ -1,6 +1,7 @@
 """Reading without torch: a random-access source (JAX/grain style, no jax
 import) and a plain iterator of shuffled, hinted batches."""
 import os
+import threading
 
 import numpy as np
 
@@ -18,12 +19,14 @@ def named_paths(path_or_paths):
 
 
 class Views:
-    """Memmaps of one or more views, opened lazily in the process that reads
-    (a memmap is not carried across fork, spawn or pickling)."""
+    """One or more views, opened lazily in the process that reads (a memmap
+    or a descriptor is not carried across fork, spawn or pickling)."""
 
     def __init__(self, path_or_paths):
         self.paths = named_paths(path_or_paths)
         self.arrays = None
+        self.fds = None
+        self.lock = threading.Lock()  # the reading threads open them once
         self.rows = self._check()
 
     def _check(self):
@@ -36,9 +39,10 @@ class Views:
         return next(iter(rows.values()))
 
     def open(self):
-        if self.arrays is None:
-            self.arrays = {k: _views.open_view(p) for k, p in self.paths.items()}
-        return self.arrays
+        with self.lock:
+            if self.arrays is None:
+                self.arrays = {k: _views.open_view(p) for k, p in self.paths.items()}
+            return self.arrays
 
     def check_index(self, i):
         if not -self.rows <= i < self.rows:
@@ -59,31 +63,99 @@ class Views:
                              f"the view has {self.rows} rows")
         return idx
 
-    def read(self, key, out=None):
-        """Row key (an int) or rows key (a sequence: one fancy index, as fast
-        as it is when the rows are sorted) of every view, into out where
-        given ({name: array})."""
+    def _fds(self):
+        """A descriptor of each view's file, opened in the reading process
+        (None for an empty view, which has no file mapped)."""
         arrays = self.open()
-        if isinstance(key, (int, np.integer)):
-            i = self.check_index(int(key))
-            got = {k: np.array(a[i]) for k, a in arrays.items()}
-        else:
-            idx = self.batch_index(key)
-            got = {}
-            for k, a in arrays.items():
-                dst = None if out is None else out[k]
-                got[k] = np.take(a, idx, axis=0, out=dst) if dst is not None else a[idx]
+        with self.lock:
+            if self.fds is None:
+                fds = {}
+                try:
+                    for k, a in arrays.items():
+                        fds[k] = os.open(a.filename, os.O_RDONLY | os.O_CLOEXEC) \
+                            if isinstance(a, np.memmap) and a.filename else None
+                except OSError as e:
+                    for fd in fds.values():
+                        if fd is not None:
+                            os.close(fd)
+                    raise _views._mount_error(self.paths[k], e) from e
+                self.fds = fds
+            return self.fds
+
+    def read(self, key, out=None):
+        """Row key (an int) or rows key (a sequence) of every view, into out
+        where given ({name: array}). The rows are read with pread, one call
+        per run of consecutive rows, straight into the destination: no page
+        of the view is mapped, so a reader copies each byte once and its RSS
+        holds only what it keeps."""
+        arrays, fds = self.open(), self._fds()
+        one = isinstance(key, (int, np.integer))
+        idx = np.array([self.check_index(int(key))]) if one else self.batch_index(key) % self.rows
+        got = {}
+        for k, a in arrays.items():
+            dst = None if out is None else out[k]
+            if dst is None:
+                dst = np.empty((len(idx),) + a.shape[1:], a.dtype)
+            if fds[k] is None:  # an empty view: nothing to read
+                got[k] = np.take(a, idx, axis=0, out=dst)
+            else:
+                got[k] = _pread_rows(fds[k], a, idx, dst, self.paths[k])
+            if one:
+                got[k] = got[k][0]
         return got if None not in got else got[None]
 
+    def close(self):
+        """Closes the descriptors this process opened (the next read opens
+        them again)."""
+        with self.lock:
+            fds, self.fds = self.fds or {}, None
+        for fd in fds.values():
+            if fd is not None:
+                os.close(fd)
+
+    def __del__(self):
+        try:
+            self.close()
+        except OSError:
+            pass
+
     def __getstate__(self):
-        return {"paths": self.paths, "arrays": None, "rows": self.rows,
-                "row_bytes": self.row_bytes}
+        return {"paths": self.paths, "rows": self.rows, "row_bytes": self.row_bytes}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, arrays=None, fds=None, lock=threading.Lock())
+
+
+def _pread_rows(fd, a, idx, dst, path):
+    """Rows idx of view a (its memmap: file offset and row size) into dst
+    with one pread per run of consecutive rows."""
+    if not dst.flags.c_contiguous or dst.nbytes != len(idx) * a.strides[0]:
+        raise ValueError(f"{path}: out must be a C-contiguous array of "
+                         f"{len(idx)} rows of {a.strides[0]} bytes")
+    row = a.strides[0]
+    buf = memoryview(dst.reshape(-1).view(np.uint8))
+    i, n = 0, len(idx)
+    while i < n:
+        j = i + 1
+        while j < n and idx[j] == idx[j - 1] + 1:
+            j += 1
+        want, off, at = (j - i) * row, a.offset + int(idx[i]) * row, i * row
+        while want:
+            try:
+                got = os.preadv(fd, [buf[at:at + want]], off)
+            except OSError as e:
+                raise _views._mount_error(path, e) from e
+            if got <= 0:
+                raise OSError(f"{path}: the view ends at byte {off}, inside row {idx[i]}")
+            want, off, at = want - got, off + got, at + got
+        i = j
+    return dst
 
 
 class ArraySource:
     """A random-access source over one view or several (a dict of paths):
     len(src) rows, src[i] a numpy row (or a dict of rows). Works as a grain
-    RandomAccessDataSource; pickles without its memmaps."""
+    RandomAccessDataSource; pickles without its open files."""
 
     def __init__(self, path_or_paths):
         self.views = Views(path_or_paths)
@@ -110,7 +182,7 @@ def batches(path_or_paths, batch_size=256, shuffle=True, seed=None, drop_last=Fa
             lookahead=4, epochs=1):
     """Yields batches of rows (numpy arrays, or dicts of them for several
     views): shuffled each epoch, each batch's rows ascending, read with one
-    fancy index, and hinted `lookahead` batches ahead. seed: numpy's."""
+    pread per run of rows, and hinted `lookahead` batches ahead. seed: numpy's."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     views = Views(path_or_paths)
@@ -129,3 +201,4 @@ def batches(path_or_paths, batch_size=256, shuffle=True, seed=None, drop_last=Fa
                 yield views.read(b)
     finally:
         hinter.close()
+        views.close()

@@ -6,8 +6,9 @@ ahead of the reads, and loader(), the DataLoader that puts them together:
     for x in loader:        # float32 (or bfloat16, ...) tensors, normalised by the mount
         ...
 
-loader() hands whole batches to the dataset: one sorted fancy index into the
-memmap per batch (rows ascending within a batch, batches shuffled), read by
+loader() hands whole batches to the dataset: each batch's rows ascending
+(batches shuffled), read with one pread per run of consecutive rows
+straight into the batch's tensor, by
 threads of the calling process (num_workers of them) or, with
 workers="processes", by DataLoader worker processes, each straight into the
 shared memory the batch travels in. Under
@@ -57,7 +58,7 @@ class ViewDataset(tud.Dataset):
     """A map-style dataset over one view (a path: V.npy, V.dat or V under a
     mount) or several read together ({"stim": path, "robs": path}: items are
     dicts). ds[i] is row i as a tensor; ds[[i, j, ...]] is those rows as one
-    batch tensor, read with one fancy index. The memmaps are opened in each
+    batch tensor, read with pread into it. The views are opened in each
     process at first use, so fork, spawn and forkserver workers all work."""
 
     def __init__(self, path_or_paths):
@@ -214,10 +215,13 @@ class ThreadLoader:
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
         ahead = deque()
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="dsview-read") as pool:
-            for b in self.sampler:
-                ahead.append(pool.submit(self._read, b))
-                if len(ahead) >= self.depth:
+        try:
+            with ThreadPoolExecutor(self.threads, thread_name_prefix="dsview-read") as pool:
+                for b in self.sampler:
+                    ahead.append(pool.submit(self._read, b))
+                    if len(ahead) >= self.depth:
+                        yield ahead.popleft().result()
+                while ahead:
                     yield ahead.popleft().result()
-            while ahead:
-                yield ahead.popleft().result()
+        finally:
+            self.dataset.views.close()  # the mount stays free to unmount between epochs
