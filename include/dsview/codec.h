@@ -34,7 +34,8 @@
 /* Reads the raw size from a 32004 header. @return 0 or DSV_ERR_CORRUPT. */
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 
-/* Decodes a 32004 frame into dst. Never reads or writes out of bounds.
+/* Decodes a 32004 frame into dst; bytes after its last block are not
+ * read (the plugin's rule). Never reads or writes out of bounds.
  * @return the decoded size, which must equal the header's raw size and be
  * <= dst_cap, or DSV_ERR_CORRUPT. */
 int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src, size_t src_size);
@@ -74,9 +75,10 @@ int dsv_lz4_frame_head(const void *src, size_t src_size, dsv_lz4_frame *f);
 int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
 
 /* Scans the block headers of a frame f describes: at[i] = offset in src
- * of block i's 4-byte size, at[f->nblocks] = src_size (at holds
- * f->nblocks + 1). @return 0, or DSV_ERR_CORRUPT (a stored size of 0, a
- * block past the end, bytes after the last block). */
+ * of block i's 4-byte size, at[f->nblocks] = the end of the last block
+ * (at holds f->nblocks + 1; bytes after it are not the frame's).
+ * @return 0, or DSV_ERR_CORRUPT (a stored size of 0, a block past the
+ * end). */
 int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint64_t *at);
 
 /* The store's block table, read and written through codec/lz4_table.h,

@@ -369,7 +369,8 @@ def quirk_seeds():
     16 bytes z5 (before 2.0.10) wrote after it, one whose cbytes passes its
     input; zstd frames without a content size (python-zstandard's
     write_content_size=False, as streaming writers make them), two of them,
-    and a sized frame with a skippable frame after it. Adds only these:
+    a sized frame with a skippable frame after it; an LZ4 32004 frame with
+    bytes after its last block. Adds only these:
     /usr/bin/python3 -c 'import make_corpus; make_corpus.quirk_seeds()'."""
     import ctypes
     import zstandard
@@ -388,6 +389,8 @@ def quirk_seeds():
     put("zstd", "unsized_two_frames", unsized + unsized)
     sized = zstandard.ZstdCompressor(level=3).compress(src[:1000])
     put("zstd", "sized_then_skippable", sized + struct.pack("<II", 0x184D2A50, 3) + b"abc")
+    with open(os.path.join(OUT, "lz4", "frame_a"), "rb") as f:
+        put("lz4", "frame_a_bytes_after", f.read() + bytes([0xA5] * 7))
 
 
 if __name__ == "__main__":
