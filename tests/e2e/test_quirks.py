@@ -229,9 +229,9 @@ class Quirks(E2E):
                           "except OSError as e:\n    print('refused', e)\n", p)
         self.assertIn("refused", out)
         self.assertIn(str(x[4:].tolist()), out)
-        # dsview refuses it too: a read of its rows fails (the fallback
-        # reads bands of the file's chunks in one piece, so one bad chunk
-        # fails the read it falls in), and verify names the chunk
+        # dsview refuses it too: a read of its rows fails (the whole view
+        # is smaller than a page, so every read needs that chunk), and
+        # verify names the chunk
         with self.mount(self.int_view("so", p + ":/s"), "--cache-size", "0",
                         expect_errors=[r"so\.h5.*(corrupt|I/O)"]) as m:
             with self.assertRaises(OSError) as cm:
