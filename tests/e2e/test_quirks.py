@@ -12,10 +12,15 @@ clear error and the rest of the file still reads.
   H5Dwrite_chunk), decoded into the chunk's size.
 - HDF5 chunk indexes holding chunks outside the dataset's extent (written
   there with H5Dwrite_chunk), which the library counts and never reads.
+- an HDF5 file whose superblock extension names a metadata cache image
+  past its end (h5py's file, its file-space-info message turned into such
+  a message, checksum redone): the library fails its first metadata read
+  and then reads the file without the image, as h5py does.
 - an HDF5 scale-offset chunk whose minbits passes its type: the HDF5
   library (2.0, in the venv's h5py) refuses it, and so does dsview."""
 import errno
 import os
+import struct
 
 import numpy as np
 import numcodecs
@@ -38,6 +43,65 @@ ZARR3_READ = """
 import sys, numpy as np, zarr
 np.save(sys.argv[2], zarr.open_array(sys.argv[1], mode="r")[...])
 """
+
+
+def lookup3(data):
+    """Bob Jenkins' hashlittle with seed 0: HDF5's metadata checksum."""
+    m = 0xffffffff
+
+    def rot(x, k):
+        return ((x << k) | (x >> (32 - k))) & m
+
+    def word(b, i):
+        return int.from_bytes(b[i:i + 4], "little")
+    n, i = len(data), 0
+    a = b = c = (0xdeadbeef + n) & m
+    while n > 12:
+        a, b, c = (a + word(data, i)) & m, (b + word(data, i + 4)) & m, (c + word(data, i + 8)) & m
+        a = (a - c) & m; a ^= rot(c, 4); c = (c + b) & m  # noqa: E702
+        b = (b - a) & m; b ^= rot(a, 6); a = (a + c) & m  # noqa: E702
+        c = (c - b) & m; c ^= rot(b, 8); b = (b + a) & m  # noqa: E702
+        a = (a - c) & m; a ^= rot(c, 16); c = (c + b) & m  # noqa: E702
+        b = (b - a) & m; b ^= rot(a, 19); a = (a + c) & m  # noqa: E702
+        c = (c - b) & m; c ^= rot(b, 4); b = (b + a) & m  # noqa: E702
+        n, i = n - 12, i + 12
+    if n == 0:
+        return c
+    t = data[i:] + bytes(12 - n)
+    a, b, c = (a + word(t, 0)) & m, (b + word(t, 4)) & m, (c + word(t, 8)) & m
+    for x, y, k in (("c", "b", 14), ("a", "c", 11), ("b", "a", 25), ("c", "b", 16),
+                    ("a", "c", 4), ("b", "a", 14), ("c", "b", 24)):
+        v = {"a": a, "b": b, "c": c}
+        v[x] = ((v[x] ^ v[y]) - rot(v[y], k)) & m
+        a, b, c = v["a"], v["b"], v["c"]
+    return c
+
+
+def cache_image_past_the_end(path):
+    """Turns the file-space-info message of path's superblock extension (a
+    version 2 object header) into a metadata cache image message naming
+    1 MiB at 64 KiB, past the file's end, and redoes the header's checksum."""
+    d = bytearray(open(path, "rb").read())
+    ext = struct.unpack_from("<Q", d, 20)[0]  # superblock v2/v3: extension address
+    assert d[ext:ext + 4] == b"OHDR", "no superblock extension"
+    flags = d[ext + 5]
+    p = ext + 6 + (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+    width = 1 << (flags & 3)
+    end = p + width + int.from_bytes(d[p:p + width], "little")
+    assert struct.unpack_from("<I", d, end)[0] == lookup3(bytes(d[ext:end]))
+    p += width
+    while p < end - 4:
+        kind, size = d[p], struct.unpack_from("<H", d, p + 1)[0]
+        head = 4 + (2 if flags & 0x04 else 0)
+        if kind == 0x17:  # file space info -> metadata cache image
+            d[p] = 0x18
+            struct.pack_into("<BQQ", d, p + head, 0, 0x10000, 0x100000)
+            break
+        p += head + size
+    else:
+        raise AssertionError("no file space info message")
+    struct.pack_into("<I", d, end, lookup3(bytes(d[ext:end])))
+    open(path, "wb").write(d)
 
 
 def chunk_files(path):
@@ -212,6 +276,30 @@ class Quirks(E2E):
                 with self.mount(self.int_view(name, f"{p}:/{name}")) as m:
                     check_whole(self, m, name, ref, "int32")
                     self.assertEqual(m.stats()["errors"], 0)
+
+    def test_hdf5_unreadable_cache_image(self):
+        # HDF5's cve_2020_10812.h5 is such a file: its datasets were "not
+        # found", since the first lookup after open is the one that fails
+        import h5py
+        p = self.p("mdci.h5")
+        x = np.arange(100, dtype="<i4")
+        with h5py.File(p, "w", libver="latest", fs_strategy="fsm", fs_persist=True) as f:
+            f.create_dataset("dset", data=x)
+            f.create_group("g").create_dataset("d2", data=x[:10] * 3)
+        cache_image_past_the_end(p)
+        with h5py.File(p, "r") as f:
+            with self.assertRaisesRegex(RuntimeError, "addr overflow"):  # the first read
+                f.id.links.get_info(b"dset")
+            refs = {"dset": f["dset"][...], "d2": f["g/d2"][...]}
+        np.testing.assert_array_equal(refs["dset"], x)
+        r = run("info", p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 datasets (2 fast path, 0 library fallback, 0 refused)", r.stdout)
+        ini = self.write_ini(f"[dset]\nsource = {p}:/dset\ndtype = int32\n"
+                             f"[d2]\nsource = {p}:/g/d2\ndtype = int32\n", "mdci.ini")
+        with self.mount(ini) as m:
+            for name, ref in refs.items():
+                check_whole(self, m, name, ref.astype(np.int32), "int32")
 
     def test_hdf5_scaleoffset_minbits_past_its_type(self):
         import h5py
