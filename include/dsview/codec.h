@@ -34,7 +34,8 @@
 /* Reads the raw size from a 32004 header. @return 0 or DSV_ERR_CORRUPT. */
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 
-/* Decodes a 32004 frame into dst. Never reads or writes out of bounds.
+/* Decodes a 32004 frame into dst; bytes after its last block are not
+ * read (the plugin's rule). Never reads or writes out of bounds.
  * @return the decoded size, which must equal the header's raw size and be
  * <= dst_cap, or DSV_ERR_CORRUPT. */
 int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src, size_t src_size);
@@ -74,9 +75,10 @@ int dsv_lz4_frame_head(const void *src, size_t src_size, dsv_lz4_frame *f);
 int dsv_lz4_frame_info(const void *src, size_t src_size, dsv_lz4_frame *f);
 
 /* Scans the block headers of a frame f describes: at[i] = offset in src
- * of block i's 4-byte size, at[f->nblocks] = src_size (at holds
- * f->nblocks + 1). @return 0, or DSV_ERR_CORRUPT (a stored size of 0, a
- * block past the end, bytes after the last block). */
+ * of block i's 4-byte size, at[f->nblocks] = the end of the last block
+ * (at holds f->nblocks + 1; bytes after it are not the frame's).
+ * @return 0, or DSV_ERR_CORRUPT (a stored size of 0, a block past the
+ * end). */
 int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint64_t *at);
 
 /* The store's block table, read and written through codec/lz4_table.h,
@@ -100,19 +102,26 @@ int64_t dsv_lz4_encode_fast(void *dst, size_t dst_cap, const void *src, size_t s
 			    size_t block_size, int acceleration);
 
 /*
- * Zstandard 32015: a chunk is one zstd frame that declares its content size
- * (what ZSTD_compress writes, as the HDF5 plugin does).
+ * Zstandard 32015 (and Zarr's zstd): a chunk is zstd frames, with or
+ * without a declared content size (ZSTD_compress declares it, streaming
+ * compressors may not), decoded as libzstd's one-shot decoder does into a
+ * buffer of the chunk's known size.
  */
 
-/* Reads the frame's declared content size. @return 0, or DSV_ERR_CORRUPT
- * for a frame without one (streamed) or bytes that are not a frame. */
+/* dsv_zstd_raw_size's size of a frame that does not declare one. */
+#define DSV_ZSTD_SIZE_UNKNOWN UINT64_MAX
+
+/* Reads the first frame's declared content size, DSV_ZSTD_SIZE_UNKNOWN
+ * when it declares none. @return 0, or DSV_ERR_CORRUPT for bytes that
+ * are not a frame. */
 int dsv_zstd_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 
-/* Decodes the single frame src[0..src_size) into dst. Never reads or
- * writes out of bounds. @return the decoded size, which equals the
- * frame's declared content size and is <= dst_cap, or DSV_ERR_CORRUPT
- * (no declared size, larger than dst_cap, trailing bytes or a second
- * frame, damaged data, or data that decodes to another size). */
+/* Decodes the frames src[0..src_size) into dst. Never reads or writes out
+ * of bounds. @return the decoded size (<= dst_cap: the caller checks it
+ * is the whole chunk), DSV_ERR_OVERFLOW (the frames make more than
+ * dst_cap) or DSV_ERR_CORRUPT (not a frame, a declared size past
+ * dst_cap, trailing bytes, damaged data, a frame that makes other than
+ * it declares). */
 int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src, size_t src_size);
 
 /* Worst-case encoded size (ZSTD_compressBound). */
@@ -141,12 +150,13 @@ int64_t dsv_lzf_decode(void *dst, size_t dst_size, const void *src, size_t src_s
  * bit-shuffled), as blosc_compress writes it for hdf5-blosc / hdf5plugin.
  */
 
-/* Reads nbytes from the header. @return 0, or DSV_ERR_CORRUPT for fewer
- * than 16 bytes, a format version other than 2, a cbytes other than
- * src_size, or an nbytes past BLOSC_MAX_BUFFERSIZE. */
+/* Reads nbytes from the header. The buffer is the header's first cbytes
+ * bytes of src; bytes after it are not read (libblosc's rule). @return 0,
+ * or DSV_ERR_CORRUPT for fewer than 16 bytes, a format version other than
+ * 2, a cbytes past src_size, or an nbytes past BLOSC_MAX_BUFFERSIZE. */
 int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size);
 
-/* Decodes the buffer src[0..src_size) into exactly dst_size bytes at dst
+/* Decodes the buffer at src (its cbytes of src_size) into exactly dst_size bytes at dst
  * (libblosc's blosc_decompress_ctx, one thread, after checking the header
  * and block table against src_size and dst_size). Never reads or writes
  * out of bounds. @return dst_size, or DSV_ERR_CORRUPT (as

@@ -17,11 +17,19 @@
  * every write by destsize, and checks each stream decodes to its block's
  * size, but it never sees the real input length and returns nbytes-sized
  * results only when the header is honest. So before calling it we check,
- * ourselves: the input holds a header, cbytes equals the input size (what
- * blosc_cbuffer_validate checks), nbytes equals the chunk size the caller
- * expects, the format version, typesize and blocksize are sane, and the
- * block-start table lies inside the input with every start pointing into
- * it. After it, the result must be exactly the expected size.
+ * ourselves: the input holds a header, cbytes is at most the input size,
+ * nbytes equals the chunk size the caller expects, the format version,
+ * typesize and blocksize are sane, and the block-start table lies inside
+ * the first cbytes bytes with every start pointing into them. After it,
+ * the result must be exactly the expected size.
+ *
+ * Bytes after the buffer: the buffer is the header's cbytes bytes, and
+ * what follows them in a chunk is not Blosc's. z5 (before 2.0.10) wrote
+ * 16 bytes past every Blosc buffer in its Zarr chunks; zarr-python
+ * (numcodecs) and the HDF5 filter decode them, since both hand libblosc
+ * the chunk and libblosc reads only cbytes. So do we: everything here
+ * looks at src[0, cbytes) and never past it; a cbytes past the input is
+ * a truncated chunk and refused.
  */
 #include <blosc.h>
 #include <limits.h>
@@ -31,22 +39,32 @@
 #include "dsview/codec.h"
 #include "dsview/dsview.h"
 
+/* The buffer's own length, the header's cbytes, when the header is one
+ * and src holds all of it. @return 0 or DSV_ERR_CORRUPT. */
+static int buffer_size(const void *src, size_t src_size, size_t *cbytes)
+{
+	if (src_size < BLOSC_MIN_HEADER_LENGTH)
+		return DSV_ERR_CORRUPT;
+	*cbytes = dsv_load_le32((const uint8_t *)src + 12);
+	return *cbytes <= src_size && *cbytes <= INT_MAX ? 0 : DSV_ERR_CORRUPT;
+}
+
 int dsv_blosc_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
-	size_t nbytes;
+	size_t nbytes, cbytes;
 
-	/* validate: at least a header, cbytes == src_size, nbytes <=
-	 * BLOSC_MAX_BUFFERSIZE; a version it does not know reads as zeros. */
-	if (src_size < BLOSC_MIN_HEADER_LENGTH || src_size > INT_MAX ||
+	/* validate: at least a header, nbytes <= BLOSC_MAX_BUFFERSIZE; a
+	 * version it does not know reads as zeros. */
+	if (buffer_size(src, src_size, &cbytes) ||
 	    ((const uint8_t *)src)[0] != BLOSC_VERSION_FORMAT ||
-	    blosc_cbuffer_validate(src, src_size, &nbytes) != 0)
+	    blosc_cbuffer_validate(src, cbytes, &nbytes) != 0)
 		return DSV_ERR_CORRUPT;
 	*raw_size = nbytes;
 	return 0;
 }
 
-/* The header and block table of src (cbytes already == src_size) describe
- * a buffer of nbytes whose reads stay inside src. */
+/* The header and block table of the buffer src[0, src_size) (src_size:
+ * its cbytes) describe nbytes whose reads stay inside it. */
 static int header_ok(const uint8_t *s, size_t src_size, uint64_t nbytes)
 {
 	uint8_t flags = s[2], typesize = s[3];
@@ -76,10 +94,11 @@ static int header_ok(const uint8_t *s, size_t src_size, uint64_t nbytes)
 int64_t dsv_blosc_decode(void *dst, size_t dst_size, const void *src, size_t src_size)
 {
 	uint64_t nbytes;
+	size_t cbytes;
 	int got;
 
 	if (dsv_blosc_raw_size(src, src_size, &nbytes) || nbytes != dst_size ||
-	    !header_ok(src, src_size, nbytes))
+	    buffer_size(src, src_size, &cbytes) || !header_ok(src, cbytes, nbytes))
 		return DSV_ERR_CORRUPT;
 	if (nbytes == 0)
 		return 0;

@@ -13,6 +13,8 @@
  * The frame is untrusted input: every size in it is checked against the
  * bytes actually present and against dst_cap before use, nothing is
  * allocated from a header value, and decoding only uses LZ4_decompress_safe.
+ * The frame ends with its last block: bytes after it in the chunk are
+ * never read, as the plugin's decoder never reads them.
  */
 #include <limits.h>
 #include <string.h>
@@ -111,8 +113,8 @@ int64_t dsv_lz4_decode(void *dst, size_t dst_cap, const void *src, size_t src_si
 			return DSV_ERR_CORRUPT;
 		pos += stored;
 	}
-	if (pos != src_size)
-		return DSV_ERR_CORRUPT; /* trailing bytes: not what we expected */
+	/* Bytes after the last block are not the frame's: the plugin's
+	 * decoder stops at the last block and never reads them; neither do we. */
 	return (int64_t)f.raw;
 }
 
@@ -133,8 +135,8 @@ int dsv_lz4_index(const void *src, size_t src_size, const dsv_lz4_frame *f, uint
 			return DSV_ERR_CORRUPT;
 		pos += stored;
 	}
-	at[f->nblocks] = pos;
-	return pos == src_size ? 0 : DSV_ERR_CORRUPT;
+	at[f->nblocks] = pos; /* bytes after it are not the frame's (see dsv_lz4_decode) */
+	return 0;
 }
 
 static size_t eff_block(size_t src_size, size_t block_size)

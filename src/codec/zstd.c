@@ -1,13 +1,22 @@
 /*
- * The HDF5 Zstandard filter (id 32015) as HDF5Plugin-Zstandard and
- * hdf5plugin write it: a chunk is exactly one zstd frame made by
- * ZSTD_compress, so the frame header carries the chunk's raw size. The
- * plugin's own decoder trusts that size for its malloc; we do not: the frame
- * must declare its content size, the declared size must fit the caller's
- * buffer, the frame must span the whole input (no trailing bytes, no second
- * frame), and libzstd must produce exactly the declared size. libzstd's
- * one-shot decoder writes only into dst and allocates no window buffer, so
- * a hostile window size costs nothing.
+ * The HDF5 Zstandard filter (id 32015) and Zarr's "zstd" compressor
+ * (numcodecs): a chunk is zstd frames, as ZSTD_compress writes one (with
+ * its content size in the header) or as a streaming compressor writes one
+ * (without it: zstd -c from a pipe, python-zstandard with
+ * write_content_size=False, ZSTD_compressStream).
+ *
+ * We decode what the references decode: a frame that declares its size
+ * into a buffer of that size (ZSTD_decompress, as the HDF5 plugin and
+ * numcodecs call it); one that declares none as numcodecs' streaming path
+ * does, every frame of the input in turn; skippable frames skipped,
+ * nothing after the last frame. The output goes straight into the
+ * caller's buffer of the chunk's known size, so a frame without a content
+ * size needs no guess and no window buffer: output that would pass the
+ * end is an error, never a write past it, and the caller checks it made
+ * the whole chunk. A declared content size must fit the buffer (checked
+ * before anything is decoded) and libzstd checks each frame makes what it
+ * declares. libzstd's one-shot decoder allocates no window, so a hostile
+ * window size costs nothing.
  */
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -19,8 +28,12 @@ int dsv_zstd_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 {
 	unsigned long long n = ZSTD_getFrameContentSize(src, src_size);
 
-	/* UNKNOWN: a streamed frame without a size; ERROR: not a frame. */
-	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR || n > INT64_MAX)
+	if (n == ZSTD_CONTENTSIZE_UNKNOWN) {
+		*raw_size = DSV_ZSTD_SIZE_UNKNOWN;
+		return 0;
+	}
+	/* ERROR: not a frame (or a header cut short) */
+	if (n == ZSTD_CONTENTSIZE_ERROR || n >= DSV_ZSTD_SIZE_UNKNOWN || n > INT64_MAX)
 		return DSV_ERR_CORRUPT;
 	*raw_size = n;
 	return 0;
@@ -29,19 +42,20 @@ int dsv_zstd_raw_size(const void *src, size_t src_size, uint64_t *raw_size)
 int64_t dsv_zstd_decode(void *dst, size_t dst_cap, const void *src, size_t src_size)
 {
 	uint64_t raw;
-	size_t frame, got;
+	size_t got;
 
-	if (dsv_zstd_raw_size(src, src_size, &raw) || raw > dst_cap)
+	if (dsv_zstd_raw_size(src, src_size, &raw) ||
+	    (raw != DSV_ZSTD_SIZE_UNKNOWN && raw > dst_cap) || dst_cap > INT64_MAX)
 		return DSV_ERR_CORRUPT;
-	frame = ZSTD_findFrameCompressedSize(src, src_size);
-	if (ZSTD_isError(frame) || frame != src_size)
-		return DSV_ERR_CORRUPT;
-	/* dst_cap is clamped to the declared size: a frame whose blocks hold
-	 * more than its header says fails here instead of writing past it. */
-	got = ZSTD_decompress(dst, (size_t)raw, src, src_size);
-	if (ZSTD_isError(got) || got != raw)
-		return DSV_ERR_CORRUPT;
-	return (int64_t)raw;
+	/* A declared size is where the references stop (the HDF5 plugin
+	 * and numcodecs size their buffer by it): a second frame after it
+	 * overflows there too. */
+	got = ZSTD_decompress(dst, raw != DSV_ZSTD_SIZE_UNKNOWN ? (size_t)raw : dst_cap, src,
+			      src_size);
+	if (ZSTD_isError(got))
+		return ZSTD_getErrorCode(got) == ZSTD_error_dstSize_tooSmall ? DSV_ERR_OVERFLOW
+									     : DSV_ERR_CORRUPT;
+	return (int64_t)got;
 }
 
 size_t dsv_zstd_bound(size_t src_size)

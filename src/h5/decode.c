@@ -122,7 +122,8 @@ static size_t lz4_filter(unsigned flags, size_t ncd, const unsigned cd[], size_t
 
 /* Our decoders of Zstandard (32015), LZF (32000) and Blosc (32001) for
  * the library's reads: decode only (dsview never writes chunks through
- * the library). The decoded size is the frame's content size (zstd), the
+ * the library). The decoded size is the frame's content size (zstd; the
+ * chunk size guard.c expects for a frame that declares none), the
  * header's nbytes (Blosc), or for LZF the chunk size h5py records in
  * cd[2]; either must be what the read expects when guard.c knows it.
  * Returns the new size, 0 on failure. */
@@ -139,9 +140,11 @@ static size_t decode_filter(int dec, unsigned flags, size_t ncd, const unsigned 
 		uint64_t declared;
 		if ((dec == DSV_H5_DEC_ZSTD ? dsv_zstd_raw_size(*buf, nbytes, &declared)
 					    : dsv_blosc_raw_size(*buf, nbytes, &declared)) ||
-		    (raw && declared != raw))
+		    (raw && declared != raw && declared != DSV_ZSTD_SIZE_UNKNOWN))
 			return 0;
-		raw = declared;
+		/* a zstd frame without a size: the chunk's, when known */
+		if (declared != DSV_ZSTD_SIZE_UNKNOWN)
+			raw = declared;
 	} else if (!raw) {
 		raw = ncd > 2 ? cd[2] : 0;
 	}

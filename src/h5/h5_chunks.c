@@ -139,12 +139,21 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 		allocated++;
 	}
 	/* Serving fill values where the file has data would be silent
-	 * corruption: the library's own count must agree with ours. */
+	 * corruption: the library's own count must agree with ours. It
+	 * counts every chunk its index holds, also those outside the
+	 * dataset's extent (written there directly, or by writers whose
+	 * index the library now places outside it), which no read reaches:
+	 * more than we found is the library's to read, as h5py reads it;
+	 * fewer is an index that contradicts itself. */
 	hsize_t counted = 0;
-	if (H5Dget_num_chunks(dset, space, &counted) < 0 || counted != allocated)
+	if (H5Dget_num_chunks(dset, space, &counted) < 0 || counted < allocated)
 		err = dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, s->dataset,
 				  "chunk index inconsistent (%llu chunks found, %llu counted)",
 				  (unsigned long long)allocated, (unsigned long long)counted);
+	else if (counted > allocated) {
+		bad->beyond = counted - allocated;
+		err = DSV_ERR_UNSUPPORTED;
+	}
 out:
 	free(probe);
 	return err;
@@ -154,7 +163,7 @@ out:
  * chunk. @return 0, or a dsv_err with the message set; *unwritten counts
  * chunks the file never stored (fill values, through the library). */
 static int resolve_chunks(dsv_h5_open *o, hsize_t chunk_rows, int codec, int fl32,
-			  uint64_t *unwritten)
+			  uint64_t *unwritten, uint64_t *beyond)
 {
 	dsv_source *s = o->s;
 	uint64_t esize = dsv_dtype_size(s->info.dtype), raw, nchunks, gcount[DSV_MAX_DIMS];
@@ -182,6 +191,7 @@ static int resolve_chunks(dsv_h5_open *o, hsize_t chunk_rows, int codec, int fl3
 	}
 	int err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, gcount, nchunks, raw, codec,
 				       fl32, 1, unwritten, &bad, o->eb);
+	*beyond = bad.beyond;
 	if (err == DSV_ERR_CORRUPT && bad.unlocated)
 		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
 				   "cannot locate chunk %llu", (unsigned long long)bad.index);
@@ -328,8 +338,19 @@ static void take_pipeline(dsv_source *s, const pipeline *pl)
 static int serve_rows(dsv_h5_open *o, const pipeline *pl, uint64_t *unwritten)
 {
 	dsv_source *s = o->s;
+	uint64_t beyond = 0;
 	int err = resolve_chunks(o, pl->cdims[0], s->codec != DSV_CODEC_NONE, s->fletcher32,
-				 unwritten);
+				 unwritten, &beyond);
+	if (err == DSV_ERR_UNSUPPORTED) {
+		/* the library reads it (serve_by_library), as h5py does */
+		snprintf(s->h5_why, sizeof(s->h5_why), "%llu indexed chunks outside the extent",
+			 (unsigned long long)beyond);
+		dsv_h5_drop_chunk_map(s);
+		s->codec = DSV_CODEC_NONE;
+		s->fletcher32 = 0;
+		*unwritten = 0;
+		return err;
+	}
 	if (!err && s->codec == DSV_CODEC_LZ4) {
 		dsv_source_note_lz4_block(s);
 		dsv_h5_open_block_table(s, o->file, o->lapl);
@@ -373,14 +394,12 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 	}
 	if (o->conv)
 		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv_why);
-	else if (!pl->whole_rows && pl->fast)
-		; /* dsv_h5_open_grid said why in h5_why */
+	else if (pl->fast)
+		; /* serve_rows or dsv_h5_open_grid said why in h5_why */
 	else if (!pl->whole_rows)
 		snprintf(s->h5_why, sizeof(s->h5_why),
 			 "chunks split rows; filters the library "
 			 "decodes");
-	else if (pl->fast)
-		snprintf(s->h5_why, sizeof(s->h5_why), "unfiltered partial edge chunks");
 	else
 		why_filters(o, pl->ids, pl->nf);
 	o->cc = dsv_h5_chunk_check_new(
@@ -408,9 +427,8 @@ int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint6
 	if (pl.fast && !o->conv && (pl.whole_rows || dsv_knob_int(DSV_KNOB_H5_GRID))) {
 		take_pipeline(o->s, &pl);
 		*fallback = 0;
-		if (pl.whole_rows)
-			return serve_rows(o, &pl, unwritten);
-		if ((err = serve_grid(o, &pl)) != DSV_ERR_UNSUPPORTED)
+		err = pl.whole_rows ? serve_rows(o, &pl, unwritten) : serve_grid(o, &pl);
+		if (err != DSV_ERR_UNSUPPORTED)
 			return err;
 	}
 	if ((err = serve_by_library(o, &pl)))

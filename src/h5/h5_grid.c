@@ -176,6 +176,17 @@ static int fill_value(dsv_source *s, hid_t dcpl, hid_t ftype)
 	return 0;
 }
 
+void dsv_h5_drop_chunk_map(dsv_source *s)
+{
+	free(s->chunk_off);
+	free(s->chunk_size);
+	free(s->chunk_mask);
+	s->chunk_off = NULL;
+	s->chunk_size = NULL;
+	s->chunk_mask = NULL;
+	s->info.stored_bytes = 0;
+}
+
 int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 {
 	dsv_source *s = o->s;
@@ -220,15 +231,12 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 			 (unsigned long long)bad.index, (unsigned long long)bad.size,
 			 (unsigned long long)raw);
 		err = DSV_ERR_UNSUPPORTED;
+	} else if (err == DSV_ERR_UNSUPPORTED) {
+		snprintf(why, why_cap, "chunks split rows; %llu indexed chunks outside the extent",
+			 (unsigned long long)bad.beyond);
 	}
 	if (err) {
-		free(s->chunk_off);
-		free(s->chunk_size);
-		free(s->chunk_mask);
-		s->chunk_off = NULL;
-		s->chunk_size = NULL;
-		s->chunk_mask = NULL;
-		s->info.stored_bytes = 0;
+		dsv_h5_drop_chunk_map(s);
 		return err;
 	}
 	s->grid = 1;

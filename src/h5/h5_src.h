@@ -54,10 +54,13 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *conv_why, size
 int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint64_t *unwritten);
 
 /* A chunk dsv_h5_locate_chunks could not take: its index, its stored size,
- * and whether it was the library that would not locate it. */
+ * and whether it was the library that would not locate it; or how many
+ * chunks the library's index holds beyond those the extent's lookups
+ * found. */
 typedef struct dsv_h5_bad_chunk {
 	uint64_t index, size;
 	int unlocated;
+	uint64_t beyond;
 } dsv_h5_bad_chunk;
 
 /* Locates the n chunks of dset, boxes of cdims on a grid of gcount chunks
@@ -70,12 +73,17 @@ typedef struct dsv_h5_bad_chunk {
  * unwritten_ok. @return 0; DSV_ERR_NOTFOUND at the first chunk never
  * written when not unwritten_ok; DSV_ERR_CORRUPT (eb not set; *bad says
  * which) for a chunk whose stored size no encoding of it has or that the
- * library will not locate; DSV_ERR_FORMAT when the library counts other
- * chunks than were found, or DSV_ERR_NOMEM, eb set. */
+ * library will not locate; DSV_ERR_UNSUPPORTED (eb not set; bad->beyond
+ * says how many) when the library's index holds more chunks than the
+ * extent's lookups found (chunks outside the extent: the library's to
+ * read); DSV_ERR_FORMAT when it holds fewer, or DSV_ERR_NOMEM, eb set. */
 int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims,
 			 const uint64_t *gcount, uint64_t n, uint64_t raw, int codec, int fl32,
 			 int unwritten_ok, uint64_t *unwritten, dsv_h5_bad_chunk *bad,
 			 dsv_errbuf *eb);
+
+/* Frees the chunk map dsv_h5_locate_chunks made and forgets its bytes. */
+void dsv_h5_drop_chunk_map(dsv_source *s);
 
 /* Opens a chunked dataset whose chunks split rows (chunks of cdims)
  * through the N-d grid (h5_grid.c), with s->codec and the filter bits

@@ -337,12 +337,15 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 	}
 	uint64_t raw = ref->raw_size;
 	/* The frames that carry a raw size must carry this one: checked
-	 * before anything is allocated from it. */
+	 * before anything is allocated from it (a zstd frame may declare
+	 * none: it decodes into the chunk's size, and must fill it). */
 	if ((ref->codec == DSV_CODEC_LZ4 &&
 	     (dsv_lz4_raw_size(stored, payload, &raw) || raw != ref->raw_size)) ||
 	    (ref->codec == DSV_CODEC_ZSTD &&
-	     (dsv_zstd_raw_size(stored, payload, &raw) || raw != ref->raw_size)))
+	     (dsv_zstd_raw_size(stored, payload, &raw) ||
+	      (raw != DSV_ZSTD_SIZE_UNKNOWN && raw != ref->raw_size))))
 		return DSV_ERR_CORRUPT;
+	raw = ref->raw_size;
 	if (raw == need)
 		return decode(s, ref->codec, dst, (size_t)raw, stored, payload);
 	/* Edge chunk: decodes to more than we keep. */

@@ -364,9 +364,39 @@ def devlz4_seeds():
     put("devlz4", "frame", frame)
 
 
+def quirk_seeds():
+    """Other writers' chunks the references read: a Blosc buffer with the
+    16 bytes z5 (before 2.0.10) wrote after it, one whose cbytes passes its
+    input; zstd frames without a content size (python-zstandard's
+    write_content_size=False, as streaming writers make them), two of them,
+    a sized frame with a skippable frame after it; an LZ4 32004 frame with
+    bytes after its last block. Adds only these:
+    /usr/bin/python3 -c 'import make_corpus; make_corpus.quirk_seeds()'."""
+    import ctypes
+    import zstandard
+    lib = ctypes.CDLL("libblosc.so.1")
+    src = (np.arange(2000, dtype=np.int32) // 7).tobytes()
+    dst = ctypes.create_string_buffer(len(src) + 16)
+    n = lib.blosc_compress_ctx(5, 1, ctypes.c_size_t(4), ctypes.c_size_t(len(src)), src, dst,
+                               ctypes.c_size_t(len(src) + 16), b"lz4", ctypes.c_size_t(0), 1)
+    buf = dst.raw[:n]
+    put("blosc", "z5_trailing16", buf + bytes(16))
+    bad = bytearray(buf + bytes(16))
+    bad[12:16] = struct.pack("<I", len(bad) + 1)
+    put("blosc", "cbytes_past_input", bytes(bad))
+    unsized = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(src)
+    put("zstd", "unsized", unsized)
+    put("zstd", "unsized_two_frames", unsized + unsized)
+    sized = zstandard.ZstdCompressor(level=3).compress(src[:1000])
+    put("zstd", "sized_then_skippable", sized + struct.pack("<II", 0x184D2A50, 3) + b"abc")
+    with open(os.path.join(OUT, "lz4", "frame_a"), "rb") as f:
+        put("lz4", "frame_a_bytes_after", f.read() + bytes([0xA5] * 7))
+
+
 if __name__ == "__main__":
     main()
     zarray_seeds()
     zlib_seeds()
     zarr_chunk_seeds()
     devlz4_seeds()
+    quirk_seeds()

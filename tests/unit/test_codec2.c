@@ -1,5 +1,5 @@
-/* Codecs: Zstandard 32015 (one frame with its content size; round trips
- * against libzstd's compressor, hostile frames) and LZF 32000 (liblzf's
+/* Codecs: Zstandard 32015 (frames with and without their content size;
+ * round trips against libzstd's compressor, hostile frames) and LZF 32000 (liblzf's
  * stream as h5py writes it; a stream h5py made, hand-made streams, every
  * malformation). */
 #include <setjmp.h>
@@ -107,26 +107,64 @@ static void test_zstd_trailing_bytes_and_two_frames(void **state)
 	/* a stray byte after the frame */
 	enc[m] = 0;
 	assert_int_equal(dsv_zstd_decode(out, sizeof(out), enc, m + 1), DSV_ERR_CORRUPT);
-	/* a second frame: ZSTD_decompress would decode both, 600 bytes */
+	/* a second frame after one that declares 300 bytes: past the size
+	 * the references decode into, however roomy our buffer */
 	memcpy(enc + m, enc, m);
-	assert_int_equal(dsv_zstd_decode(out, sizeof(out), enc, 2 * m), DSV_ERR_CORRUPT);
+	memset(out, 0xAA, sizeof(out));
+	assert_int_equal(dsv_zstd_decode(out, sizeof(out), enc, 2 * m), DSV_ERR_OVERFLOW);
+	for (size_t i = sizeof(in); i < sizeof(out); i++)
+		assert_int_equal(out[i], 0xAA);
+	/* a skippable frame after it is skipped, as libzstd does */
+	static const uint8_t skip[] = { 0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 7, 7 };
+	memcpy(enc + m, skip, sizeof(skip));
+	assert_int_equal(dsv_zstd_decode(out, sizeof(out), enc, m + sizeof(skip)),
+			 (int64_t)sizeof(in));
+	assert_memory_equal(out, in, sizeof(in));
+}
+
+/* A frame without a content size, as streaming compressors write it. */
+static size_t make_unsized_frame(uint8_t *enc, size_t cap, const uint8_t *in, size_t n)
+{
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	assert_non_null(cctx);
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0)));
+	size_t m = ZSTD_compress2(cctx, enc, cap, in, n);
+	ZSTD_freeCCtx(cctx);
+	assert_false(ZSTD_isError(m));
+	assert_int_equal(ZSTD_getFrameContentSize(enc, m), ZSTD_CONTENTSIZE_UNKNOWN);
+	return m;
 }
 
 static void test_zstd_no_content_size(void **state)
 {
 	(void)state;
-	uint8_t in[4000], enc[5000], out[4000];
+	uint8_t in[4000], enc[5000], out[4100];
 	fill(in, sizeof(in), 4, 1);
-	ZSTD_CCtx *cctx = ZSTD_createCCtx();
-	assert_non_null(cctx);
-	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0)));
-	size_t m = ZSTD_compress2(cctx, enc, sizeof(enc), in, sizeof(in));
-	ZSTD_freeCCtx(cctx);
-	assert_false(ZSTD_isError(m));
-	assert_int_equal(ZSTD_getFrameContentSize(enc, m), ZSTD_CONTENTSIZE_UNKNOWN);
-	uint64_t raw;
-	assert_int_equal(dsv_zstd_raw_size(enc, m, &raw), DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_zstd_decode(out, sizeof(out), enc, m), DSV_ERR_CORRUPT);
+	size_t m = make_unsized_frame(enc, sizeof(enc), in, sizeof(in));
+	uint64_t raw = 0;
+	assert_int_equal(dsv_zstd_raw_size(enc, m, &raw), 0);
+	assert_true(raw == DSV_ZSTD_SIZE_UNKNOWN);
+	/* into the chunk's known size: exactly it */
+	assert_int_equal(dsv_zstd_decode(out, sizeof(in), enc, m), (int64_t)sizeof(in));
+	assert_memory_equal(out, in, sizeof(in));
+	/* a chunk size it overflows: refused, nothing written past it */
+	memset(out, 0xAA, sizeof(out));
+	assert_int_equal(dsv_zstd_decode(out, sizeof(in) - 1, enc, m), DSV_ERR_OVERFLOW);
+	for (size_t i = sizeof(in) - 1; i < sizeof(out); i++)
+		assert_int_equal(out[i], 0xAA);
+	/* one it falls short of: the size it made, for the caller to refuse */
+	assert_int_equal(dsv_zstd_decode(out, sizeof(out), enc, m), (int64_t)sizeof(in));
+	/* two such frames decode in turn, as numcodecs' stream does */
+	memcpy(enc + m, enc, m);
+	uint8_t two[8000];
+	assert_int_equal(dsv_zstd_decode(two, sizeof(two), enc, 2 * m), (int64_t)sizeof(two));
+	assert_memory_equal(two, in, sizeof(in));
+	assert_memory_equal(two + sizeof(in), in, sizeof(in));
+	/* cut short or with a stray byte after it: refused */
+	for (size_t cut = 0; cut < m; cut += (cut < 32 ? 1 : 53))
+		assert_true(dsv_zstd_decode(out, sizeof(in), enc, cut) < 0);
+	enc[m] = 0;
+	assert_int_equal(dsv_zstd_decode(out, sizeof(in), enc, m + 1), DSV_ERR_CORRUPT);
 }
 
 /* A frame whose header declares one size and whose blocks hold another. */
@@ -150,7 +188,7 @@ static void test_zstd_wrong_content_size(void **state)
 	/* and declaring fewer than the blocks hold cannot write past them */
 	eb[5] = 150;
 	memset(out, 0xAA, sizeof(out));
-	assert_int_equal(dsv_zstd_decode(out, sizeof(out), eb, mb), DSV_ERR_CORRUPT);
+	assert_true(dsv_zstd_decode(out, sizeof(out), eb, mb) < 0);
 	for (size_t i = 150; i < sizeof(out); i++)
 		assert_int_equal(out[i], 0xAA);
 }
@@ -181,9 +219,14 @@ static void test_zstd_mutations(void **state)
 			memcpy(mut, enc, m);
 			mut[i] ^= (uint8_t)(1u << bit);
 			int64_t got = dsv_zstd_decode(out, sizeof(out), mut, m);
+			uint64_t raw;
 			/* no checksum in the frame: a flip may decode, but only
-			 * ever to exactly the expected size */
-			assert_true(got == DSV_ERR_CORRUPT || got == (int64_t)sizeof(in));
+			 * ever to the size the frame still declares, or (its
+			 * size flag flipped off) within the buffer */
+			if (got >= 0 && dsv_zstd_raw_size(mut, m, &raw) == 0 &&
+			    raw != DSV_ZSTD_SIZE_UNKNOWN)
+				assert_int_equal(got, raw);
+			assert_true(got < 0 || got <= (int64_t)sizeof(out));
 		}
 	}
 }
