@@ -17,9 +17,8 @@ void dsv_h5_store_scale(dsv_source *s)
 	json_t *store = text ? json_loads(text, 0, NULL) : NULL;
 	json_t *scale = json_object_get(store, "scale"), *offset = json_object_get(store, "offset");
 
-	if (json_is_number(scale) && json_is_number(offset) &&
-	    isfinite(json_number_value(scale)) && json_number_value(scale) != 0 &&
-	    isfinite(json_number_value(offset))) {
+	if (json_is_number(scale) && json_is_number(offset) && isfinite(json_number_value(scale)) &&
+	    json_number_value(scale) != 0 && isfinite(json_number_value(offset))) {
 		s->info.has_scale = 1;
 		s->info.scale = json_number_value(scale);
 		s->info.offset = json_number_value(offset);

@@ -48,9 +48,10 @@ static int gunzip_to(const char *gz, int fd, dsv_errbuf *eb)
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0) {
-				err = dsv_errf(eb, DSV_ERR_IO,
-					       "cannot write the unpacked image beside the output: %s",
-					       strerror(errno));
+				err = dsv_errf(
+					eb, DSV_ERR_IO,
+					"cannot write the unpacked image beside the output: %s",
+					strerror(errno));
 				goto out;
 			}
 			done += (int)w;
@@ -60,7 +61,8 @@ static int gunzip_to(const char *gz, int fd, dsv_errbuf *eb)
 		int zerr;
 		const char *why = gzerror(in, &zerr);
 		err = dsv_errf_at(eb, zerr == Z_ERRNO ? DSV_ERR_IO : DSV_ERR_CORRUPT, gz, NULL,
-				  "not a whole gzip stream (%s)", zerr == Z_ERRNO ? strerror(errno) : why);
+				  "not a whole gzip stream (%s)",
+				  zerr == Z_ERRNO ? strerror(errno) : why);
 	}
 out:
 	if (in)

@@ -31,9 +31,8 @@ static const struct {
 	int code;
 	dsv_dtype dtype;
 } nifti_types[] = {
-	{ 2, DSV_U8 },     { 4, DSV_I16 },    { 8, DSV_I32 },   { 16, DSV_F32 },
-	{ 64, DSV_F64 },   { 256, DSV_I8 },   { 512, DSV_U16 }, { 768, DSV_U32 },
-	{ 1024, DSV_I64 }, { 1280, DSV_U64 },
+	{ 2, DSV_U8 },   { 4, DSV_I16 },   { 8, DSV_I32 },   { 16, DSV_F32 },   { 64, DSV_F64 },
+	{ 256, DSV_I8 }, { 512, DSV_U16 }, { 768, DSV_U32 }, { 1024, DSV_I64 }, { 1280, DSV_U64 },
 };
 
 static const char *nifti_type_name(int code)
@@ -108,8 +107,7 @@ static int check_magic(const uint8_t *m, int version, dsv_errbuf *eb)
 	return dsv_errf(eb, DSV_ERR_FORMAT, "not a NIfTI-%d file (bad magic)", version);
 }
 
-static int parse_dims(const uint8_t *buf, const nifti_layout *l, dsv_nifti_hdr *h,
-		      dsv_errbuf *eb)
+static int parse_dims(const uint8_t *buf, const nifti_layout *l, dsv_nifti_hdr *h, dsv_errbuf *eb)
 {
 	int64_t n = load_int(buf + l->dim, l->dim_bytes, h->big_endian);
 	if (n < 1 || n > DSV_NIFTI_MAX_DIMS)
@@ -120,15 +118,14 @@ static int parse_dims(const uint8_t *buf, const nifti_layout *l, dsv_nifti_hdr *
 		int64_t d = load_int(buf + l->dim + (size_t)i * l->dim_bytes, l->dim_bytes,
 				     h->big_endian);
 		if (d < 1)
-			return dsv_errf(eb, DSV_ERR_FORMAT, "dim[%d] is %lld (must be positive)",
-					i, (long long)d);
+			return dsv_errf(eb, DSV_ERR_FORMAT, "dim[%d] is %lld (must be positive)", i,
+					(long long)d);
 		h->dim[i - 1] = (uint64_t)d;
 	}
 	return 0;
 }
 
-static int parse_type(const uint8_t *buf, const nifti_layout *l, dsv_nifti_hdr *h,
-		      dsv_errbuf *eb)
+static int parse_type(const uint8_t *buf, const nifti_layout *l, dsv_nifti_hdr *h, dsv_errbuf *eb)
 {
 	int64_t bitpix = load_int(buf + l->bitpix, 2, h->big_endian);
 	const char *name;
@@ -240,9 +237,10 @@ int dsv_source_open_nifti(const char *path, dsv_source **out, dsv_errbuf *eb)
 		goto fail;
 	}
 	if (h.big_endian && dsv_dtype_size(h.dtype) > 1) {
-		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
-				  "big-endian NIfTI data is not served; rewrite it in little-endian "
-				  "order (nibabel writes the machine's order)");
+		err = dsv_errf_at(
+			eb, DSV_ERR_UNSUPPORTED, path, NULL,
+			"big-endian NIfTI data is not served; rewrite it in little-endian "
+			"order (nibabel writes the machine's order)");
 		goto fail;
 	}
 	if ((err = nifti_shape(s, &h, eb)))
