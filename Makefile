@@ -54,7 +54,8 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 endif
 CPPFLAGS += $(PKG_CFLAGS)
-LDLIBS   := $(PKG_LIBS) $(LDLIBS)
+# hdf5_hl (dimension scales, src/h5/h5_dims.c) has no pkg-config file of its own
+LDLIBS   := $(PKG_LIBS) -lhdf5_hl $(LDLIBS)
 
 # CUDA: the GPU backend (src/gpu/*.cu) is built when nvcc is found (on PATH
 # or in /usr/local/cuda/bin), else src/gpu/gpu_stub.c; CUDA=0 forces the

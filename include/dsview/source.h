@@ -69,7 +69,8 @@ typedef struct dsv_source_info {
 				 object, or NULL */
 	/* the names of the ndim axes, a JSON array of strings and nulls (an
 	 * axis without a name), or NULL: a Zarr array's (v3 dimension_names,
-	 * or v2 xarray's _ARRAY_DIMENSIONS attribute) */
+	 * or v2 xarray's _ARRAY_DIMENSIONS attribute), an HDF5 dataset's (its
+	 * dimension labels and scales) */
 	const char *dim_names;
 	/* the source's own scaling, before the view's transform: a value is
 	 * stored * scale + offset (a NIfTI image's scl_slope and scl_inter);

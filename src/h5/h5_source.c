@@ -190,6 +190,7 @@ static int read_shape(dsv_h5_open *o, const char *path, const char *dname, dsv_e
 	if (dsv_source_set_shape(s, ndim, shape))
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, dname,
 				   "shape too large (more than 2^63 bytes)");
+	dsv_h5_dim_names(s, o->dset);
 	return 0;
 }
 

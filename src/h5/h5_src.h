@@ -93,4 +93,8 @@ void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl);
  * into s->info.has_scale, scale and offset; needs s->attrs_json. */
 void dsv_h5_store_scale(dsv_source *s);
 
+/* h5_dims.c: the dataset's axis names from its dimension scales and
+ * labels into s->info.dim_names (s->dims_json), or none; needs the shape. */
+void dsv_h5_dim_names(dsv_source *s, hid_t dset);
+
 #endif
