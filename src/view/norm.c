@@ -318,6 +318,12 @@ int dsv_view_plans(dsv_view *v, dsv_errbuf *eb)
 			v->xf[i] = v->xf[j];
 			continue;
 		}
+		if (si->has_scale && dsv_dtype_is_int(v->dtype))
+			return dsv_errf_key(
+				eb, DSV_ERR_INVALID, "dtype",
+				"an integer output (%s) takes no scaling, and %s scales "
+				"its values (x * %g + %g): serve it as a float type",
+				dsv_dtype_name(v->dtype), si->path, si->scale, si->offset);
 		source_scale(v, si, &p);
 		if (p.nchan) {
 			p.mean = v->decl->mean + (v->decl->per_source ? i * per : 0);

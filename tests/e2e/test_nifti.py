@@ -122,6 +122,10 @@ class NiftiTest(E2E):
         with self.mount(ini) as m:
             got = mm_npy(m.path("raw.npy"))
             self.assertTrue(same_bits(got, np.asarray(nib.load(self.p("s3.nii")).dataobj).T))
+        # ... and of a scaled one: refused, naming the image and its scaling
+        ini = self.write_ini(f"[raw]\nsource = {self.p('s1.nii')}\ndtype = int16\n", "j.ini")
+        self.refused(ini, want=["j.ini", "integer output (int16) takes no scaling",
+                                "s1.nii", "x * 0.5 + 10"])
 
     def test_directory_skips_gz(self):
         """A directory mount serves its .nii images and lists a .nii.gz in
