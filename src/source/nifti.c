@@ -151,15 +151,17 @@ static int parse_offset_scale(const uint8_t *buf, const nifti_layout *l, dsv_nif
 			      dsv_errbuf *eb)
 {
 	int fb = h->version == 1 ? 4 : 8;
+	/* NIfTI-1 keeps it as a float, NIfTI-2 as an int64 */
+	int64_t whole = h->version == 2 ? load_int(buf + l->vox_offset, 8, h->big_endian) : 0;
 	double off = h->version == 1 ? load_float(buf + l->vox_offset, 4, h->big_endian)
-				     : (double)load_int(buf + l->vox_offset, 8, h->big_endian);
+				     : (double)whole;
 
 	/* the data follows the header and the 4 bytes of the extension flag */
 	if (!(off >= (double)(l->hdr + 4)) || off != floor(off) || off > 0x1p62)
 		return dsv_errf(eb, DSV_ERR_FORMAT,
 				"vox_offset %g is not a whole number of bytes past the header",
 				off);
-	h->vox_offset = (uint64_t)off;
+	h->vox_offset = h->version == 2 ? (uint64_t)whole : (uint64_t)off;
 	h->slope = load_float(buf + l->slope, fb, h->big_endian);
 	h->inter = load_float(buf + l->inter, fb, h->big_endian);
 	/* 1 and 0 scale nothing: the values are the stored ones, as nibabel
