@@ -12,7 +12,6 @@ Phases, ROUNDS (3) interleaved rounds, medians, each cold (page cache
 dropped, daemon restarted): a sequential pass (GB/s of float32) and sorted
 shuffled batches of 256 volumes (NIFTI_BATCHES, default 8, or 15 s;
 rows/s). The ratio nifti / npy of medians of this run."""
-import gc
 import os
 import subprocess
 import sys
@@ -57,35 +56,10 @@ def make(work, n):
     del x
 
 
-class Peer:
-    def __init__(self, work, peer, n):
-        self.work, self.peer, self.n = work, peer, n
-        self.mnt = os.path.join(work, "mnt")
-
-    def __enter__(self):
-        os.makedirs(self.mnt, exist_ok=True)
-        subprocess.run([DSVIEW, "mount", "--log", os.path.join(self.work, "log"),
-                        os.path.join(self.work, self.peer + ".ini"), self.mnt], check=True)
-        self.a = np.memmap(os.path.join(self.mnt, "v.dat"), np.float32, "r",
-                           shape=(self.n, *VOL))
-        return self.a
-
-    def __exit__(self, *exc):
-        del self.a
-        gc.collect()
-        subprocess.run([DSVIEW, "umount", self.mnt], check=True)
-
-
 def measure(work, peer, n, fn):
-    """fn(array) on a cold start of peer; the array is dropped before the
-    unmount (a live memmap keeps the mount busy)."""
-    L.drop_caches()
-    p = Peer(work, peer, n)
-    try:
-        return fn(p.__enter__())
-    finally:
-        gc.collect()
-        p.__exit__(None, None, None)
+    """fn(array) on a cold start of peer (benchlib.cold_view)."""
+    return L.cold_view(DSVIEW, os.path.join(work, peer + ".ini"), os.path.join(work, "mnt"),
+                       os.path.join(work, "log"), (n, *VOL), fn)
 
 
 def check_same(work, n):

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "dsview/source.h"
+#include "fixture.h"
 #include "source/nifti.h"
 
 static char dir[] = "/tmp/dsv-test-nifti-XXXXXX";
@@ -156,17 +157,6 @@ static void test_parse_malformed(void **state)
 	expect_bad(108, 4, w, 352, DSV_ERR_FORMAT, "vox_offset");
 }
 
-static const char *write_file(const char *name, const void *data, size_t n)
-{
-	static char path[256];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, n, f), n);
-	fclose(f);
-	return path;
-}
-
 static void test_source(void **state)
 {
 	uint8_t b[1024 + 480];
@@ -178,7 +168,7 @@ static void test_source(void **state)
 		vox[i] = (int16_t)(i * 7 - 300);
 	size_t off = make_hdr(b, 2, 0, 0.25, 1);
 	memcpy(b + off, vox, sizeof(vox));
-	const char *path = write_file("x.nii", b, off + sizeof(vox));
+	const char *path = scratch_write(dir, "x.nii", b, off + sizeof(vox));
 	assert_int_equal(dsv_source_open(path, &s, &eb), 0);
 	const dsv_source_info *in = dsv_source_get_info(s);
 	assert_int_equal(in->kind, DSV_SRC_NIFTI);
@@ -199,16 +189,16 @@ static void test_source(void **state)
 	dsv_source_close(s);
 
 	/* one byte short of its data: truncated, named */
-	path = write_file("short.nii", b, off + sizeof(vox) - 1);
+	path = scratch_write(dir, "short.nii", b, off + sizeof(vox) - 1);
 	assert_int_equal(dsv_source_open(path, &s, &eb), DSV_ERR_TRUNCATED);
 	assert_string_equal(eb.file, path);
 	/* big-endian int16: refused with the reason */
 	make_hdr(b, 1, 1, 0, 0);
-	path = write_file("be.nii", b, 352 + sizeof(vox));
+	path = scratch_write(dir, "be.nii", b, 352 + sizeof(vox));
 	assert_int_equal(dsv_source_open(path, &s, &eb), DSV_ERR_UNSUPPORTED);
 	assert_non_null(strstr(eb.reason, "big-endian"));
 	/* gzipped: refused, with the command that converts it */
-	path = write_file("x.nii.gz", b, 10);
+	path = scratch_write(dir, "x.nii.gz", b, 10);
 	assert_int_equal(dsv_source_open(path, &s, &eb), DSV_ERR_UNSUPPORTED);
 	assert_non_null(strstr(eb.reason, "dsview pack"));
 }
@@ -216,15 +206,13 @@ static void test_source(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
+	return scratch_make(dir);
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return scratch_remove(dir);
 }
 
 int main(void)
