@@ -10,6 +10,7 @@
 #   make bench-read    the read table alone (READ_MB=128 ROUNDS=1: ~4 min)
 #   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
 #   make bench-grid    N-d chunk grids and Zarr alone (GRID_MB=32 ROUNDS=1: ~1 min)
+#   make bench-nifti   NIfTI images against .npy (NIFTI_MB=64 ROUNDS=1: ~1 min)
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 #   make bench-gpu  the GPU backend against the CPU (one line and exit 0 without a device)
@@ -53,7 +54,8 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 endif
 CPPFLAGS += $(PKG_CFLAGS)
-LDLIBS   := $(PKG_LIBS) $(LDLIBS)
+# hdf5_hl (dimension scales, src/h5/h5_dims.c) has no pkg-config file of its own
+LDLIBS   := $(PKG_LIBS) -lhdf5_hl $(LDLIBS)
 
 # CUDA: the GPU backend (src/gpu/*.cu) is built when nvcc is found (on PATH
 # or in /usr/local/cuda/bin), else src/gpu/gpu_stub.c; CUDA=0 forces the
@@ -101,7 +103,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-tree bench-loader install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-nifti bench-tree bench-loader install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c

@@ -1,6 +1,7 @@
 """Helpers shared by the benchmarks (bench.py, read_bench.py, views_bench.py,
 levers.py): page-cache handling, /proc readings, page-cache residency, the
-sequential and shuffled readers, the bench's image rows.
+sequential and shuffled readers, the bench's image rows, a view measured
+from a cold start (cold_view).
 
 Environment: BENCH_SETTLE (seconds after dropping the page cache, default 3),
 BENCH_PREFAULT_GB (memory touched and freed after dropping it, default 6),
@@ -217,3 +218,20 @@ def remove_work(work, *mounts):
         if os.path.ismount(mnt):
             subprocess.run(["fusermount3", "-u", mnt])
     shutil.rmtree(work, ignore_errors=True)
+
+
+def cold_view(dsview, ini, mnt, log, shape, fn, env=None, name="v"):
+    """fn(view) on a cold start: the page cache dropped, the manifest ini
+    mounted at mnt by a fresh daemon, its view `name` as a float32 memmap
+    of shape; the memmap is dropped before the unmount (a live one keeps
+    the mount busy)."""
+    drop_caches()
+    os.makedirs(mnt, exist_ok=True)
+    subprocess.run([dsview, "mount", "--log", log, ini, mnt], check=True, env=env)
+    a = np.memmap(os.path.join(mnt, name + ".dat"), np.float32, "r", shape=shape)
+    try:
+        return fn(a)
+    finally:
+        del a
+        gc.collect()
+        subprocess.run([dsview, "umount", mnt], check=True)

@@ -22,6 +22,7 @@ bench: deps
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/bench/codec_bench) \
 	  $(PYTHON) bench/pack_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
 
 # The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
 # 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
@@ -65,6 +66,14 @@ bench-levers: deps
 bench-grid: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
+
+# NIfTI images against .npy (bench/nifti_bench.py): one int16 4-D image
+# with scl_slope/scl_inter as a .nii and as a .npy with the same scale and
+# offset in its manifest; cold sequential GB/s and shuffled rows/s, the
+# ratio nifti / npy. NIFTI_MB (default 256) scales the image.
+bench-nifti: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
 
 # Where a shuffled pass's time goes (bench/shuffle_profile.py): per
 # configuration, requests and bytes made per row, the daemon's time per

@@ -25,7 +25,9 @@
  *    "fletcher32": true, "block_table": "/.dsview/NAME"}
  * (codec: dsv_pack_codec_info.name, the one chosen for auto; level: 0 for
  * codecs without; block_bytes: LZ4 stores only; block_table: those of
- * several blocks a chunk)
+ * several blocks a chunk; "scale" and "offset": an input with a scaling of
+ * its own, a NIfTI image's scl_slope and scl_inter, which the store's
+ * source applies as the image's did)
  * Its presence is what makes an HDF5 dataset a dsview store (info, verify).
  *
  * Thread safety: dsv_pack runs one pack at a time per process (it takes the

@@ -39,6 +39,7 @@ typedef enum dsv_source_kind {
 			      [+ Fletcher32]: fast path */
 	DSV_SRC_H5_FALLBACK, /* filters only the HDF5 library decodes: serialised */
 	DSV_SRC_ZARR,        /* a Zarr v2 or v3 array: a directory of chunk files */
+	DSV_SRC_NIFTI,       /* a NIfTI-1 or NIfTI-2 .nii image: flat, dim reversed */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {
@@ -68,8 +69,14 @@ typedef struct dsv_source_info {
 				 object, or NULL */
 	/* the names of the ndim axes, a JSON array of strings and nulls (an
 	 * axis without a name), or NULL: a Zarr array's (v3 dimension_names,
-	 * or v2 xarray's _ARRAY_DIMENSIONS attribute) */
+	 * or v2 xarray's _ARRAY_DIMENSIONS attribute), an HDF5 dataset's (its
+	 * dimension labels and scales) */
 	const char *dim_names;
+	/* the source's own scaling, before the view's transform: a value is
+	 * stored * scale + offset (a NIfTI image's scl_slope and scl_inter);
+	 * has_scale 0: none (scale 1, offset 0) */
+	int has_scale;
+	double scale, offset;
 } dsv_source_info;
 
 /* Where one chunk's bytes are and how to turn them into elements. */
@@ -102,6 +109,8 @@ static inline int dsv_chunk_is_plain(const dsv_chunk_ref *r)
 /* Opens "x.npy", "x.h5:/path/to/dset" or "x.h5" (a file with exactly one dataset). */
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb);
+/* A NIfTI-1 or NIfTI-2 single-file image (.nii). */
+int dsv_source_open_nifti(const char *path, dsv_source **out, dsv_errbuf *eb);
 /* shape[0] may be -1: rows inferred from the file size. */
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
 			dsv_source **out, dsv_errbuf *eb);

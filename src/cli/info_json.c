@@ -60,6 +60,8 @@ static json_t *jsource(const dsv_source *s)
 	json_object_set_new(o, "dimension_names",
 			    si->dim_names ? json_loads(si->dim_names, JSON_DECODE_ANY, NULL)
 					  : json_null());
+	json_object_set_new(o, "scale", si->has_scale ? json_real(si->scale) : json_null());
+	json_object_set_new(o, "offset", si->has_scale ? json_real(si->offset) : json_null());
 	json_object_set_new(o, "data_bytes", json_integer((json_int_t)(si->nelems * esize)));
 	json_object_set_new(o, "stored_bytes",
 			    json_integer((json_int_t)dsv_source_stored_bytes(s)));
@@ -294,7 +296,8 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 		      json_t *root, dsv_errbuf *eb)
 {
 	dsv_source *s;
-	int err = t->kind == DSV_TARGET_NPY ? dsv_source_open_npy(t->file, &s, eb)
+	int err = t->kind == DSV_TARGET_NPY     ? dsv_source_open_npy(t->file, &s, eb)
+		  : t->kind == DSV_TARGET_NIFTI ? dsv_source_open(t->file, &s, eb)
 		  : t->kind == DSV_TARGET_ZARR
 			  ? dsv_source_open_zarr(t->file, &s, eb)
 			  : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
@@ -317,6 +320,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	case DSV_TARGET_RAW: kind = "raw"; break;
 	case DSV_TARGET_H5: kind = "hdf5"; break;
 	case DSV_TARGET_ZARR: kind = "zarr"; break;
+	case DSV_TARGET_NIFTI: kind = "nifti"; break;
 	case DSV_TARGET_MANIFEST: kind = "manifest"; break;
 	}
 	json_object_set_new(root, "kind", json_string(kind));
@@ -324,6 +328,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 		json_object_set_new(root, "file_bytes", json_integer((json_int_t)t->file_bytes));
 	switch (t->kind) {
 	case DSV_TARGET_NPY:
+	case DSV_TARGET_NIFTI:
 	case DSV_TARGET_ZARR:
 	case DSV_TARGET_RAW: err = build_flat(t, dtype, ndim, shape, root, eb); break;
 	case DSV_TARGET_H5: err = build_h5(t, root, eb); break;

@@ -106,6 +106,10 @@ static void print_flat(const json_t *root)
 		printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), data),
 		       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(root, "file_bytes")));
 	}
+	const json_t *scale = json_object_get(src, "scale");
+	if (json_is_number(scale))
+		printf(LABEL " x * %.17g + %.17g (the file's own scaling)\n", "values",
+		       json_number_value(scale), json_number_value(json_object_get(src, "offset")));
 	print_chunks(src);
 }
 

@@ -26,8 +26,9 @@ static const char pack_usage[] =
 	"(whole rows per chunk), a codec's standard filter then Fletcher32, in the\n"
 	"input's dtype. h5py with hdf5plugin reads it; dsview mounts it.\n"
 	"\n"
-	"INPUT: x.npy, x.h5:/path/to/dataset, a Zarr array's directory (x.zarr,\n"
-	"x.zarr/group/array), or a raw file with --dtype and --shape.\n"
+	"INPUT: x.npy, x.nii or x.nii.gz (NIfTI; a .nii.gz is unpacked once into a\n"
+	"temporary beside OUTPUT), x.h5:/path/to/dataset, a Zarr array's directory\n"
+	"(x.zarr, x.zarr/group/array), or a raw file with --dtype and --shape.\n"
 	"\n"
 	"options:\n"
 	"  --dataset NAME      dataset name in the store (default: the input's base name)\n"
@@ -168,9 +169,10 @@ int dsv_cmd_pack(int argc, char **argv)
 			return EXIT_USER;
 		}
 	} else if (!strstr(o.input, ":/") && !dsv_source_is_h5_path(o.input) &&
-		   !dsv_has_ext(o.input, ".npy") && !dsv_source_zarr_version(o.input)) {
-		dsv_cli_error("%s: not a .npy, HDF5 or Zarr input; a raw file needs --dtype and "
-			      "--shape",
+		   !dsv_has_ext(o.input, ".npy") && !dsv_nifti_name(o.input) &&
+		   !dsv_source_zarr_version(o.input)) {
+		dsv_cli_error("%s: not a .npy, NIfTI, HDF5 or Zarr input; a raw file needs --dtype "
+			      "and --shape",
 			      o.input);
 		return EXIT_USER;
 	}

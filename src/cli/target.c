@@ -72,14 +72,16 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 		t->kind = DSV_TARGET_H5;
 	else if (dsv_has_ext(t->file, ".npy"))
 		t->kind = DSV_TARGET_NPY;
+	else if (dsv_nifti_name(t->file))
+		t->kind = DSV_TARGET_NIFTI;
 	else if (dsv_has_ext(t->file, ".ini"))
 		t->kind = DSV_TARGET_MANIFEST;
 	else if (has_h5_signature(t->file))
 		t->kind = DSV_TARGET_H5;
 	else {
 		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL,
-			    "not a .npy, HDF5 file or manifest (.ini); a raw file needs --dtype "
-			    "and --shape");
+			    "not a .npy, .nii, HDF5 file or manifest (.ini); a raw file needs "
+			    "--dtype and --shape");
 		dsv_target_free(t);
 		return DSV_ERR_INVALID;
 	}

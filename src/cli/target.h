@@ -1,5 +1,5 @@
 /*
- * What a PATH argument of info and verify names: a .npy, a raw file, an
+ * What a PATH argument of info and verify names: a .npy, a .nii, a raw file, an
  * HDF5 file (all its datasets, or one as "file.h5:/path/dset") or a
  * manifest. Decided from the name, and for HDF5 also from the file's
  * signature, so that "data.bin" holding HDF5 is not taken for raw bytes.
@@ -15,7 +15,8 @@ typedef enum dsv_target_kind {
 	DSV_TARGET_NPY,
 	DSV_TARGET_RAW,
 	DSV_TARGET_H5,
-	DSV_TARGET_ZARR, /* a Zarr array's directory */
+	DSV_TARGET_ZARR,  /* a Zarr array's directory */
+	DSV_TARGET_NIFTI, /* a .nii (a .nii.gz is refused when opened) */
 	DSV_TARGET_MANIFEST,
 } dsv_target_kind;
 

@@ -39,7 +39,7 @@ static const char verify_usage[] =
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
-	"(file.h5:/path/dset), a .npy, or a manifest (every source of every view,\n"
+	"(file.h5:/path/dset), a .npy, a .nii, or a manifest (every source of every view,\n"
 	"each once). Bad chunks are printed one per line, sorted, with the row\n"
 	"range and the reason (for data the HDF5 library decodes, the rows of the\n"
 	"file's own bad chunk); a dataset dsview refuses to serve is reported as\n"
@@ -453,10 +453,12 @@ int dsv_cmd_verify(int argc, char **argv)
 			err = collect_manifest(&j, m, &eb);
 		break;
 	case DSV_TARGET_NPY:
+	case DSV_TARGET_NIFTI:
 	case DSV_TARGET_ZARR: {
 		dsv_source *s;
-		if (!(err = t.kind == DSV_TARGET_NPY ? dsv_source_open_npy(t.file, &s, &eb)
-						     : dsv_source_open_zarr(t.file, &s, &eb)) &&
+		if (!(err = t.kind == DSV_TARGET_NPY     ? dsv_source_open_npy(t.file, &s, &eb)
+			    : t.kind == DSV_TARGET_NIFTI ? dsv_source_open(t.file, &s, &eb)
+							 : dsv_source_open_zarr(t.file, &s, &eb)) &&
 		    (err = add_source(&j, s, 1, t.file, NULL))) {
 			dsv_source_close(s);
 			err = dsv_errf(&eb, err, "out of memory");

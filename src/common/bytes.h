@@ -40,4 +40,14 @@ static inline void dsv_store_be64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)v;
 }
 
+/* An n-byte (1 to 8) unsigned integer in either byte order: headers whose
+ * order is known only once read (NIfTI's, by its sizeof_hdr). */
+static inline uint64_t dsv_load_uint(const uint8_t *p, int n, int big_endian)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[big_endian ? i : n - 1 - i];
+	return v;
+}
+
 #endif

@@ -22,6 +22,11 @@ int dsv_is_h5_name(const char *name)
 	       dsv_has_ext(name, ".hdf") || dsv_has_ext(name, ".he5") || dsv_has_ext(name, ".nc");
 }
 
+int dsv_nifti_name(const char *name)
+{
+	return dsv_has_ext(name, ".nii") ? 1 : dsv_has_ext(name, ".nii.gz") ? 2 : 0;
+}
+
 int dsv_spec_split(const char *spec, char **file, char **dataset)
 {
 	const char *colon = NULL, *p = spec, *next;

@@ -18,6 +18,10 @@ int dsv_has_ext(const char *name, const char *ext);
 /* True for the names of HDF5 files: .h5, .hdf5, .hdf, .he5, .nc (any case). */
 int dsv_is_h5_name(const char *name);
 
+/* 1 for a NIfTI image's name (.nii), 2 for a gzipped one (.nii.gz), else
+ * 0 (any case). */
+int dsv_nifti_name(const char *name);
+
 /* Splits a source spec into a new file string and a new dataset string:
  * "file.h5:/group/dset" at the last ":/" ("/group/dset"), or, as h5py
  * users write it, "file.h5:group/dset" at the last ':' whose left side is

@@ -186,9 +186,11 @@ static int read_shape(dsv_h5_open *o, const char *path, const char *dname, dsv_e
 	for (int k = 0; k < ndim; k++)
 		shape[k] = o->dims[k];
 	s->info.attrs = s->attrs_json = dsv_h5_attrs_json(o->dset);
+	dsv_h5_store_scale(s);
 	if (dsv_source_set_shape(s, ndim, shape))
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, dname,
 				   "shape too large (more than 2^63 bytes)");
+	dsv_h5_dim_names(s, o->dset);
 	return 0;
 }
 

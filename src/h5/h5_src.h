@@ -97,4 +97,12 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32);
  * missing or unfit table leaves the source without one. */
 void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl);
 
+/* h5_store.c: a dsview store's recorded scaling (pack of a NIfTI image)
+ * into s->info.has_scale, scale and offset; needs s->attrs_json. */
+void dsv_h5_store_scale(dsv_source *s);
+
+/* h5_dims.c: the dataset's axis names from its dimension scales and
+ * labels into s->info.dim_names (s->dims_json), or none; needs the shape. */
+void dsv_h5_dim_names(dsv_source *s, hid_t dset);
+
 #endif

@@ -1,11 +1,11 @@
 /*
- * A manifest's source line: one file ("x.npy", "x.h5:/dset", "x.h5:dset",
+ * A manifest's source line: one file ("x.npy", "x.nii", "x.h5:/dset", "x.h5:dset",
  * a Zarr array's directory, a raw file with source_dtype and source_shape),
  * or a glob(3) pattern in
  * its file part ("/data/s*.h5:/betas") that expands to every match, in
  * natural order, each opened as a source of the view; and
- * dsv_source_open, which opens one spec as the source it names (npy, HDF5,
- * Zarr), for manifests, zero-config mounts and `dsview pack` alike.
+ * dsv_source_open, which opens one spec as the source it names (npy, NIfTI,
+ * HDF5, Zarr), for manifests, zero-config mounts and `dsview pack` alike.
  */
 #include <errno.h>
 #include <glob.h>
@@ -40,6 +40,13 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 	free(file);
 	if (dsv_has_ext(spec, ".npy"))
 		return dsv_source_open_npy(spec, out, eb);
+	if (dsv_nifti_name(spec) == 1)
+		return dsv_source_open_nifti(spec, out, eb);
+	if (dsv_nifti_name(spec) == 2)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, spec, NULL,
+				   "a gzipped NIfTI image cannot be read in place; convert it once "
+				   "with `dsview pack %s OUT.h5` and serve OUT.h5",
+				   spec);
 	if (dsv_source_is_h5_path(spec)) {
 		char **names = NULL;
 		size_t n = 0;
@@ -55,8 +62,8 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 		return err;
 	}
 	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-			   "unknown source type (expected .npy, .h5[:/dataset], a Zarr array's "
-			   "directory, or a raw file with source_dtype and source_shape)");
+			   "unknown source type (expected .npy, .nii, .h5[:/dataset], a Zarr "
+			   "array's directory, or a raw file with source_dtype and source_shape)");
 }
 
 /* Opens one source (a resolved path, "file.h5:/dset" included) into the
@@ -71,7 +78,7 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 	if (dsv_spec_split(path, &file, &dataset))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	int is_structured = dataset || dsv_source_is_h5_path(file) || dsv_has_ext(file, ".npy") ||
-			    dsv_source_zarr_version(file);
+			    dsv_nifti_name(file) || dsv_source_zarr_version(file);
 	if (raw && !is_structured)
 		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
 	else if (!is_structured && stat(file, &st) < 0)

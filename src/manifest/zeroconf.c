@@ -1,6 +1,6 @@
 /*
- * Zero-configuration manifests: `dsview mount file.npy`, `file.h5` or
- * `data.zarr` (an array or a group), one view per array.
+ * Zero-configuration manifests: `dsview mount file.npy`, `file.nii`,
+ * `file.h5` or `data.zarr` (an array or a group), one view per array.
  *
  * An HDF5 file is whatever its users already have: beside the arrays it
  * may hold strings, tables (compound), scalars, names with spaces, and a
@@ -379,13 +379,20 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	return err;
 }
 
-/* The view of a .npy file, named for the file (file_view_name). */
-static int npy_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_errbuf *eb)
+/* The view of a .npy or .nii file, named for the file less its
+ * extension (file_view_name); a .nii.gz is refused with the way to
+ * convert it. */
+static int file_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_source *s;
 	char *name;
-	int err = file_view_name(path, 4, &name, eb);
-	if (!err && !(err = dsv_source_open_npy(path, &s, eb)))
+	int nii = dsv_nifti_name(path);
+	int err = file_view_name(path, nii == 2 ? 7 : 4, &name, eb);
+	if (!err && nii == 2)
+		err = dsv_source_open(path, &s, eb);
+	else if (!err)
+		err = nii ? dsv_source_open_nifti(path, &s, eb) : dsv_source_open_npy(path, &s, eb);
+	if (!err)
 		err = add_file_view(m, name, NULL, s, dtype, eb);
 	free(name);
 	return err;
@@ -467,7 +474,7 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 	return err;
 }
 
-/* `dsview mount DIR`: every .npy (a view named for the file, mapped as
+/* `dsview mount DIR`: every .npy and .nii (a view named for the file, mapped as
  * HDF5 names are) and HDF5 file (a directory named for the file, holding
  * its datasets) of dir, not its subdirectories, in natural order; what
  * cannot be served, a whole file or one dataset, is skipped as in a file
@@ -486,7 +493,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 				   "%s", strerror(errno));
 	while (!err && (de = readdir(d))) {
 		if (de->d_name[0] == '.' ||
-		    !(dsv_has_ext(de->d_name, ".npy") || dsv_is_h5_name(de->d_name)))
+		    !(dsv_has_ext(de->d_name, ".npy") || dsv_nifti_name(de->d_name) ||
+		      dsv_is_h5_name(de->d_name)))
 			continue;
 		if (n == cap) {
 			char **nn = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*nn));
@@ -503,7 +511,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 	}
 	closedir(d);
 	if (!err && n == 0)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL, "no .npy or HDF5 files in it");
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL,
+				  "no .npy, .nii or HDF5 files in it");
 	if (!err)
 		dsv_natural_sort(names, n);
 	for (size_t i = 0; !err && i < n; i++) {
@@ -522,7 +531,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		if (dsv_is_h5_name(names[i]))
 			e = h5_views(m, path, names[i], dtype, flags, &first, &sub);
 		else
-			e = npy_view(m, path, dtype, &sub);
+			e = file_view(m, path, dtype, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && add_skipped(m, names[i], sub.reason, "unreadable"))
@@ -557,12 +566,12 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 		err = from_dir(m, path, dtype, flags, eb);
 	} else if (dsv_source_is_h5_path(path)) {
 		err = from_h5(m, path, dtype, flags, eb);
-	} else if (dsv_has_ext(path, ".npy")) {
-		err = npy_view(m, path, dtype, eb);
+	} else if (dsv_has_ext(path, ".npy") || dsv_nifti_name(path)) {
+		err = file_view(m, path, dtype, eb);
 	} else {
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-				  "expected a manifest (.ini), a .npy or an HDF5 file (.h5), a "
-				  "Zarr array or group, or a directory of them");
+				  "expected a manifest (.ini), a .npy, a NIfTI image (.nii) or an "
+				  "HDF5 file (.h5), a Zarr array or group, or a directory of them");
 	}
 	if (err) {
 		dsv_manifest_free(m);

@@ -118,6 +118,10 @@ static char *store_json(const dsv_pack_opts *o, const char *name, const dsv_sour
 		return NULL;
 	if (block_bytes)
 		json_object_set_new(j, "block_bytes", json_integer((json_int_t)block_bytes));
+	if (in->has_scale) { /* the input's own scaling (NIfTI), served from the store too */
+		json_object_set_new(j, "scale", json_real(in->scale));
+		json_object_set_new(j, "offset", json_real(in->offset));
+	}
 	if (block_bytes && block_bytes < chunk_bytes) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/%s", DSV_STORE_BLOCKS, name);

@@ -62,6 +62,8 @@ static int default_name(const char *input, char *out, size_t cap)
 		end = memrchr(base, '.', (size_t)(input + n - base));
 		if (!end || end == base)
 			end = input + n;
+		else if (dsv_nifti_name(input) == 2 && end - base > 4)
+			end -= 4; /* x.nii.gz: x */
 	}
 	if ((size_t)(end - base) >= cap)
 		return -1;
@@ -115,6 +117,8 @@ static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 	if (o->raw_dtype != DSV_DTYPE_INVALID)
 		return dsv_source_open_raw(o->input, o->raw_dtype, o->raw_ndim, o->raw_shape, src,
 					   eb);
+	if (dsv_nifti_name(o->input) == 2)
+		return dsv_pack_open_gz_nifti(o->input, o->output, src, eb);
 	return dsv_source_open(o->input, src, eb);
 }
 

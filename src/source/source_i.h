@@ -83,7 +83,7 @@ struct dsv_source {
 	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
 	/* src/h5, src/zarr: the dataset's attributes as JSON text (info.attrs), or
-	 * NULL; zarr.c: its axis names (info.dim_names), or NULL */
+	 * NULL; zarr.c and h5_dims.c: its axis names (info.dim_names), or NULL */
 	char *attrs_json, *dims_json;
 
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are

@@ -258,6 +258,29 @@ static int channel_axis(dsv_view *v, uint64_t *inner, dsv_errbuf *eb)
 	return 0;
 }
 
+/* Sources whose elements one plan converts: the same dtype and the same
+ * scaling of their own. */
+static int same_plan(const dsv_source_info *a, const dsv_source_info *b)
+{
+	return a->dtype == b->dtype && a->has_scale == b->has_scale &&
+	       (!a->has_scale || (a->scale == b->scale && a->offset == b->offset));
+}
+
+/* The plan's scale and offset for source si: the view's, after the
+ * source's own (NIfTI's scl_slope, scl_inter), folded into one pair:
+ * (x * slope + inter) * scale + offset = x * (slope * scale) +
+ * (inter * scale + offset). With the view's 1 and 0 that is exactly the
+ * source's pair, evaluated as nibabel's get_fdata() does. */
+static void source_scale(const dsv_view *v, const dsv_source_info *si, dsv_xform_params *p)
+{
+	p->scale = v->decl->scale;
+	p->offset = v->decl->offset;
+	if (si->has_scale) {
+		p->scale = si->scale * v->decl->scale;
+		p->offset = si->offset * v->decl->scale + v->decl->offset;
+	}
+}
+
 int dsv_view_plans(dsv_view *v, dsv_errbuf *eb)
 {
 	dsv_xform_params p;
@@ -286,20 +309,27 @@ int dsv_view_plans(dsv_view *v, dsv_errbuf *eb)
 	if (!v->xf || !v->decl->xf_own)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < v->nsources; i++) {
-		dsv_dtype dt = dsv_source_get_info(v->sources[i])->dtype;
+		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
 		size_t j = 0;
 		while (!v->decl->per_source && j < i &&
-		       dsv_source_get_info(v->sources[j])->dtype != dt)
+		       !same_plan(si, dsv_source_get_info(v->sources[j])))
 			j++;
 		if (!v->decl->per_source && j < i) {
 			v->xf[i] = v->xf[j];
 			continue;
 		}
+		if (si->has_scale && dsv_dtype_is_int(v->dtype))
+			return dsv_errf_key(
+				eb, DSV_ERR_INVALID, "dtype",
+				"an integer output (%s) takes no scaling, and %s scales "
+				"its values (x * %g + %g): serve it as a float type",
+				dsv_dtype_name(v->dtype), si->path, si->scale, si->offset);
+		source_scale(v, si, &p);
 		if (p.nchan) {
 			p.mean = v->decl->mean + (v->decl->per_source ? i * per : 0);
 			p.std = v->decl->std + (v->decl->per_source ? i * per : 0);
 		}
-		if ((err = dsv_xform_create(&v->xf[i], dt, v->dtype, &p, eb)))
+		if ((err = dsv_xform_create(&v->xf[i], si->dtype, v->dtype, &p, eb)))
 			return err;
 		v->decl->xf_own[i] = 1;
 	}

@@ -312,6 +312,10 @@ static int build_json(dsv_view *v)
 		json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
 		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
+		if (si->has_scale) /* applied before the view's transform (norm.c) */
+			json_object_set_new(
+				o, "scaling",
+				json_pack("{s:f,s:f}", "scale", si->scale, "offset", si->offset));
 		/* its rows among the concatenated (windowed) rows, before `rows` */
 		json_object_set_new(o, "rows",
 				    json_pack("[I,I]", (json_int_t)v->lrow_base[i],

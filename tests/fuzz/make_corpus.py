@@ -393,8 +393,64 @@ def quirk_seeds():
         put("lz4", "frame_a_bytes_after", f.read() + bytes([0xA5] * 7))
 
 
+def nifti_seeds():
+    """NIfTI images (fuzz_nifti) written by nibabel: both versions, several
+    dtypes, 3-D and 4-D, scaled, big-endian; then the header's malformations
+    (magic, sizeof_hdr, dim, datatype against bitpix, vox_offset, scaling,
+    truncation). Alone with
+    /usr/bin/python3 -c 'import make_corpus; make_corpus.nifti_seeds()'."""
+    import nibabel as nib
+    shutil.rmtree(os.path.join(OUT, "nifti"), ignore_errors=True)
+    rng = np.random.default_rng(29)
+
+    def nii(a, version=1, slope=None, hdr=None):
+        cls = nib.Nifti1Image if version == 1 else nib.Nifti2Image
+        img = cls(a, np.eye(4), hdr, dtype=a.dtype)
+        if slope is not None:
+            img.header.set_slope_inter(slope, 1.5)
+        return img.to_bytes()
+
+    good = {
+        "n1_i16_4d": nii(rng.integers(-999, 999, (4, 3, 2, 5), dtype=np.int16), 1, 0.5),
+        "n2_f32_3d": nii(rng.standard_normal((5, 4, 3)).astype(np.float32), 2),
+        "n1_u8_1d": nii(rng.integers(0, 256, 17, dtype=np.uint8), 1),
+        "n2_f64_4d": nii(rng.standard_normal((2, 2, 2, 3)), 2, 2.0),
+        "n1_be_i16": nii(np.arange(24, dtype=np.int16).reshape(2, 3, 4), 1, None,
+                         nib.Nifti1Header(endianness=">")),
+    }
+    for name, b in good.items():
+        put("nifti", name, b)
+    n1 = good["n1_i16_4d"]
+
+    def patched(name, at, value):
+        b = bytearray(n1)
+        b[at:at + len(value)] = value
+        put("nifti", name, bytes(b))
+
+    patched("magic_pair", 344, b"ni1\0")
+    patched("magic_bad", 344, b"n+2\0")
+    patched("sizeof_349", 0, struct.pack("<i", 349))
+    patched("dim0_8", 40, struct.pack("<h", 8))
+    patched("dim_negative", 42, struct.pack("<h", -2))
+    patched("dim_huge", 40, struct.pack("<8h", 7, *([32767] * 7)))
+    patched("type_complex", 70, struct.pack("<h", 32))
+    patched("type_unknown", 70, struct.pack("<h", 3))
+    patched("bitpix_wrong", 72, struct.pack("<h", 8))
+    patched("voxoff_small", 108, struct.pack("<f", 100.0))
+    patched("voxoff_frac", 108, struct.pack("<f", 352.5))
+    patched("voxoff_past", 108, struct.pack("<f", 1e9))
+    patched("voxoff_nan", 108, struct.pack("<f", float("nan")))
+    patched("inter_inf", 112, struct.pack("<ff", 2.0, float("inf")))
+    put("nifti", "cut_data", n1[:-3])
+    put("nifti", "cut_header", n1[:300])
+    n2 = bytearray(good["n2_f32_3d"])
+    n2[168:176] = struct.pack("<q", -1)
+    put("nifti", "n2_voxoff_negative", bytes(n2))
+
+
 if __name__ == "__main__":
     main()
+    nifti_seeds()
     zarray_seeds()
     zlib_seeds()
     zarr_chunk_seeds()

@@ -1,8 +1,8 @@
 /*
  * The fixtures beside the unit tests (tests/unit/fixtures/): their paths,
  * reading one whole, and the data pattern the generator scripts write
- * (gen_h5plugin.py and gen_bshuf.py: pattern()). Needs cmocka included
- * first.
+ * (gen_h5plugin.py and gen_bshuf.py: pattern()); a test's scratch
+ * directory and files written into it. Needs cmocka included first.
  */
 #ifndef DSV_TESTS_FIXTURE_H
 #define DSV_TESTS_FIXTURE_H
@@ -37,6 +37,34 @@ static inline void *read_fixture(const char *name, size_t *len)
 	fclose(f);
 	*len = (size_t)n;
 	return buf;
+}
+
+/* A test's scratch directory, made from a mkdtemp(3) template (e.g.
+ * "/tmp/dsv-test-x-XXXXXX", edited in place) in a group setup and removed
+ * whole in its teardown. @return 0 or -1, as cmocka's group fixtures. */
+static inline int scratch_make(char *tmpl)
+{
+	return mkdtemp(tmpl) ? 0 : -1;
+}
+
+static inline int scratch_remove(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Writes n bytes to dir/name; returns the path (a static buffer). */
+static inline const char *scratch_write(const char *dir, const char *name, const void *data,
+					size_t n)
+{
+	static char path[600];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	fclose(f);
+	return path;
 }
 
 /* The generators' pattern(): runs of i % 7 and pseudo-random bytes. */

@@ -130,6 +130,7 @@ static void test_target_parse(void **state)
 	(void)state;
 
 	const char *npy = put("a.npy", "x", 1), *NPY = put("X.NPY", "x", 1);
+	const char *nii = put("b.nii", "x", 1), *niigz = put("c.Nii.GZ", "x", 1);
 	const char *h5 = put("d.h5", "x", 1), *ini = put("m.ini", "[v]\n", 4);
 	const char *sig0 = put("data.bin", sig, sizeof(sig));
 	memcpy(block + 512, sig, sizeof(sig));
@@ -138,6 +139,8 @@ static void test_target_parse(void **state)
 
 	expect_kind(npy, 0, DSV_TARGET_NPY, npy, NULL);
 	expect_kind(NPY, 0, DSV_TARGET_NPY, NPY, NULL); /* extensions match in any case */
+	expect_kind(nii, 0, DSV_TARGET_NIFTI, nii, NULL);
+	expect_kind(niigz, 0, DSV_TARGET_NIFTI, niigz, NULL); /* refused when opened */
 	expect_kind(h5, 0, DSV_TARGET_H5, h5, NULL);
 	expect_kind(sig0, 0, DSV_TARGET_H5, sig0, NULL);
 	expect_kind(sig512, 0, DSV_TARGET_H5, sig512, NULL);
@@ -153,7 +156,7 @@ static void test_target_parse(void **state)
 	expect_kind(want, 0, DSV_TARGET_H5, plain, "/x");
 
 	snprintf(want, sizeof(want),
-		 "%s: not a .npy, HDF5 file or manifest (.ini); a raw file "
+		 "%s: not a .npy, .nii, HDF5 file or manifest (.ini); a raw file "
 		 "needs --dtype and --shape",
 		 plain);
 	expect_error(plain, 0, DSV_ERR_INVALID, want);

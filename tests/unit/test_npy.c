@@ -11,18 +11,13 @@
 #include <unistd.h>
 
 #include "dsview/source.h"
+#include "fixture.h"
 
 static char dir[] = "/tmp/dsv-test-npy-XXXXXX";
 
 static const char *write_file(const char *name, const void *data, size_t n)
 {
-	static char path[256];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, n, f), n);
-	fclose(f);
-	return path;
+	return scratch_write(dir, name, data, n);
 }
 
 /* Builds a version-1 .npy with the given header dict and data bytes. */
@@ -55,15 +50,13 @@ static const char *write_npy(const char *name, int version, const char *dict, co
 static int setup(void **state)
 {
 	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
+	return scratch_make(dir);
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return scratch_remove(dir);
 }
 
 static void test_npy_ok(void **state)
