@@ -1,7 +1,7 @@
 /*
  * What the codec room offers the rest of the library beyond the installed
- * dsview/codec.h: bitshuffle's filter parameters, and numcodecs' LZ4
- * framing for Zarr chunks. Not installed.
+ * dsview/codec.h: bitshuffle's filter parameters, numcodecs' LZ4 framing
+ * for Zarr chunks, and CRC-32C. Not installed.
  *
  * Thread safety: all functions are reentrant; no global state.
  */
@@ -31,5 +31,9 @@ size_t dsv_bshuf_default_block(size_t elem_size);
  * encoder is in codec_test.h.
  */
 int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
+
+/* The CRC-32C (Castagnoli) of data[0, len) (crc32c.c), as Zarr v3's
+ * crc32c codec stores it (little-endian, after the bytes). */
+uint32_t dsv_crc32c(const void *data, size_t len);
 
 #endif

@@ -337,7 +337,7 @@ static void test_hostile(void **state)
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
 		  "\"codecs\": [{\"name\": \"sharding_indexed\"}], \"fill_value\": 0}",
-		  "sharding", DSV_ERR_UNSUPPORTED },
+		  "sharding chunk_shape is missing", DSV_ERR_FORMAT },
 		{ 3,
 		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4, 4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
