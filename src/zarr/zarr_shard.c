@@ -44,9 +44,10 @@ int dsv_zarr_shard_index(const dsv_zarr_meta *m, const unsigned char *raw, size_
 	if (m->index_crc && dsv_crc32c(raw, n - 4) != dsv_load_le32(raw + n - 4))
 		return dsv_errf(eb, DSV_ERR_CORRUPT, "shard index checksum (crc32c) differs");
 	for (uint64_t i = 0; i < count; i++) {
-		uint64_t off = m->index_big_endian ? dsv_load_be64(raw + 16 * i) : dsv_load_le64(raw + 16 * i);
+		uint64_t off = m->index_big_endian ? dsv_load_be64(raw + 16 * i)
+						   : dsv_load_le64(raw + 16 * i);
 		uint64_t len = m->index_big_endian ? dsv_load_be64(raw + 16 * i + 8)
-						  : dsv_load_le64(raw + 16 * i + 8);
+						   : dsv_load_le64(raw + 16 * i + 8);
 		if (off == UINT64_MAX && len == UINT64_MAX) {
 			out[2 * i] = out[2 * i + 1] = UINT64_MAX;
 			continue;
@@ -205,9 +206,9 @@ static int load(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd, uint64_
 	return 0;
 }
 
-int dsv_zarr_index_find(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd,
-			uint64_t file_size, uint64_t shard, uint64_t inner, uint64_t *off,
-			uint64_t *len, dsv_errbuf *eb)
+int dsv_zarr_index_find(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd, uint64_t file_size,
+			uint64_t shard, uint64_t inner, uint64_t *off, uint64_t *len,
+			dsv_errbuf *eb)
 {
 	int err;
 	if (inner >= m->shard_chunks)
