@@ -33,10 +33,10 @@ static const char *sharded_json(const char *sharding_cfg)
 	return text;
 }
 
-#define DEFAULT_CFG                                                                                \
-	"{\"chunk_shape\": [4, 6, 7], \"codecs\": [{\"name\": \"bytes\", \"configuration\": "     \
-	"{\"endian\": \"little\"}}, {\"name\": \"zstd\", \"configuration\": {\"level\": 0, "      \
-	"\"checksum\": false}}], \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": "    \
+#define DEFAULT_CFG                                                                            \
+	"{\"chunk_shape\": [4, 6, 7], \"codecs\": [{\"name\": \"bytes\", \"configuration\": "  \
+	"{\"endian\": \"little\"}}, {\"name\": \"zstd\", \"configuration\": {\"level\": 0, "   \
+	"\"checksum\": false}}], \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": " \
 	"{\"endian\": \"little\"}}, {\"name\": \"crc32c\"}], \"index_location\": \"end\"}"
 
 static int parse(const char *text, dsv_zarr_meta *m, dsv_errbuf *eb)
@@ -89,13 +89,14 @@ static void test_sharded_as_written(void **state)
 
 	/* the index first, big-endian, no checksum; inner crc32c around gzip */
 	assert_int_equal(
-		parse(sharded_json("{\"chunk_shape\": [8, 3, 7], \"codecs\": [{\"name\": "
-				   "\"transpose\", \"configuration\": {\"order\": [2, 1, 0]}}, "
-				   "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}},"
-				   "{\"name\": \"crc32c\"}, {\"name\": \"gzip\"}, {\"name\": "
-				   "\"crc32c\"}], \"index_codecs\": [{\"name\": \"bytes\", "
-				   "\"configuration\": {\"endian\": \"big\"}}], \"index_location\": "
-				   "\"start\"}"),
+		parse(sharded_json(
+			      "{\"chunk_shape\": [8, 3, 7], \"codecs\": [{\"name\": "
+			      "\"transpose\", \"configuration\": {\"order\": [2, 1, 0]}}, "
+			      "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}},"
+			      "{\"name\": \"crc32c\"}, {\"name\": \"gzip\"}, {\"name\": "
+			      "\"crc32c\"}], \"index_codecs\": [{\"name\": \"bytes\", "
+			      "\"configuration\": {\"endian\": \"big\"}}], \"index_location\": "
+			      "\"start\"}"),
 		      &m, &eb),
 		0);
 	assert_true(m.index_at_start);
@@ -157,17 +158,20 @@ static void test_sharding_refused(void **state)
 		"{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\": "
 		"\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\": "
 		"{\"chunk_shape\": [4]}}, \"chunk_key_encoding\": {\"name\": \"default\"}, "
-		"\"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": "
+		"\"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": "
+		"{\"chunk_shape\": "
 		"[2], \"codecs\": [{\"name\": \"bytes\"}], \"index_codecs\": [{\"name\": "
 		"\"bytes\", \"configuration\": {\"endian\": \"little\"}}]}}, {\"name\": "
 		"\"gzip\"}], \"fill_value\": 0}";
 	assert_int_equal(parse(outer, &m, &eb), DSV_ERR_UNSUPPORTED);
 	assert_non_null(strstr(eb.msg, "codec 'gzip' after sharding_indexed"));
 	const char *huge =
-		"{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4194304], \"data_type\": "
+		"{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4194304], "
+		"\"data_type\": "
 		"\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\": "
 		"{\"chunk_shape\": [4194304]}}, \"chunk_key_encoding\": {\"name\": \"default\"}, "
-		"\"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": "
+		"\"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": "
+		"{\"chunk_shape\": "
 		"[1], \"codecs\": [{\"name\": \"bytes\"}], \"index_codecs\": [{\"name\": "
 		"\"bytes\", \"configuration\": {\"endian\": \"little\"}}]}}], \"fill_value\": 0}";
 	assert_int_equal(parse(huge, &m, &eb), DSV_ERR_UNSUPPORTED);
@@ -282,10 +286,8 @@ static void test_decode_chains(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crc32c),
-		cmocka_unit_test(test_sharded_as_written),
-		cmocka_unit_test(test_sharding_refused),
-		cmocka_unit_test(test_shard_index),
+		cmocka_unit_test(test_crc32c),           cmocka_unit_test(test_sharded_as_written),
+		cmocka_unit_test(test_sharding_refused), cmocka_unit_test(test_shard_index),
 		cmocka_unit_test(test_decode_chains),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
