@@ -156,8 +156,9 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(
 
 # As in `make fuzz` (below): the HDF5 library's own huge mallocs on damaged
 # files get NULL, as they do in production, and its leaks on them are not ours.
-fuzz-replay: $(FUZZ_REPLAY)
+fuzz-replay: $(FUZZ_REPLAY) venv
 	@for t in $(FUZZ_NAMES); do printf 'fuzz %-9s ' $$t; \
+	  LD_LIBRARY_PATH=$(VENV_BLOSC2_LIB) \
 	  ASAN_OPTIONS=$(ASAN_OPTIONS):allocator_may_return_null=1 \
 	  LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
 	  $(BUILD)/tests/fuzz_$$t tests/fuzz/corpus/$$t || exit 1; done

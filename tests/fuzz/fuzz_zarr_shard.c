@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 "\"configuration\": {\"endian\": \"%s\"}}%s], \"index_codecs\": [{\"name\": "
 		 "\"bytes\", \"configuration\": {\"endian\": \"little\"}}%s], \"index_location\": "
 		 "\"%s\"}}]}",
-		 t[0], t[1], inner[(data[0] >> 2) & 3], data[0] & 2 ? ", {\"name\": \"crc32c\"}" : "",
-		 data[0] & 1 ? "start" : "end");
+		 t[0], t[1], inner[(data[0] >> 2) & 3],
+		 data[0] & 2 ? ", {\"name\": \"crc32c\"}" : "", data[0] & 1 ? "start" : "end");
 	snprintf(path, sizeof(path), "%s/zarr.json", dir);
 	FILE *f = fopen(path, "w");
 	if (!f)
