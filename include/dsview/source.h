@@ -23,13 +23,14 @@
 typedef struct dsv_source dsv_source;
 
 typedef enum dsv_codec {
-	DSV_CODEC_NONE = 0,   /* stored bytes are the raw little-endian elements */
-	DSV_CODEC_LZ4 = 1,    /* HDF5 filter 32004 framing */
-	DSV_CODEC_ZSTD = 2,   /* HDF5 filter 32015: one zstd frame */
-	DSV_CODEC_LZF = 3,    /* HDF5 filter 32000 (h5py): bare LZF stream */
-	DSV_CODEC_BLOSC = 4,  /* HDF5 filter 32001: one Blosc-1 buffer */
-	DSV_CODEC_BSHUF = 5,  /* HDF5 filter 32008: bitshuffle [+ LZ4 or zstd] */
-	DSV_CODEC_BLOSC2 = 6, /* HDF5 filter 32026: one Blosc2 frame (libblosc2) */
+	DSV_CODEC_NONE = 0,  /* stored bytes are the raw little-endian elements */
+	DSV_CODEC_LZ4 = 1,   /* HDF5 filter 32004 framing */
+	DSV_CODEC_ZSTD = 2,  /* HDF5 filter 32015: one zstd frame */
+	DSV_CODEC_LZF = 3,   /* HDF5 filter 32000 (h5py): bare LZF stream */
+	DSV_CODEC_BLOSC = 4, /* HDF5 filter 32001: one Blosc-1 buffer */
+	DSV_CODEC_BSHUF = 5, /* HDF5 filter 32008: bitshuffle [+ LZ4 or zstd] */
+	/* HDF5 filter 32026: one Blosc2 frame, decoded by libblosc2 */
+	DSV_CODEC_BLOSC2 = 6,
 } dsv_codec;
 
 typedef enum dsv_source_kind {
