@@ -3,6 +3,11 @@
  * optional `.zattrs`) or a v3 `zarr.json`, and one file per chunk, named by
  * the chunk key (zarr_meta.c). Read through the N-d grid (grid.c): the read
  * path's chunks are bands of whole rows, each made from its chunk files.
+ * A v3 sharded array's grid is its inner chunks: the key names the shard
+ * file holding one, whose index (zarr_shard.c, read once and cached) says
+ * which bytes of it to read; a shuffled reader reads only those, with the
+ * kernel's readahead off for the file, a sequential one asks for whole
+ * shards ahead (zarr_prefetch).
  *
  * Chunk files are opened per read and closed after it, not held open: a
  * band reads each of its files once and the cache keeps the band, so an
