@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "codec/codec.h"
@@ -232,6 +233,68 @@ static void test_shard_index(void **state)
 	assert_int_equal(dsv_zarr_shard_index(&m, raw, 64, 218, out, &eb), DSV_ERR_CORRUPT);
 }
 
+/* A shard file of m (index at the end, crc32c) at path whose inner chunk
+ * i is len[i] bytes at off[i] (UINT64_MAX: never written), padded with
+ * pad bytes before the index. @return its size. */
+static long write_shard(const char *path, const dsv_zarr_meta *m, const uint64_t *off,
+			const uint64_t *len, size_t pad)
+{
+	unsigned char idx[68];
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	for (size_t i = 0; i < pad; i++)
+		fputc((int)i, f);
+	for (int i = 0; i < 4; i++) {
+		put_le64(idx + 16 * i, off[i]);
+		put_le64(idx + 16 * i + 8, len[i]);
+	}
+	put_le32(idx + 64, dsv_crc32c(idx, 64));
+	assert_int_equal(dsv_zarr_index_bytes(m), sizeof(idx));
+	fwrite(idx, 1, sizeof(idx), f);
+	long size = ftell(f);
+	fclose(f);
+	return size;
+}
+
+static void test_index_cache(void **state)
+{
+	(void)state;
+	dsv_zarr_meta m;
+	dsv_errbuf eb;
+	char path[] = "/tmp/dsv-shard-XXXXXX";
+	uint64_t off, len;
+	const uint64_t o1[4] = { 0, 10, UINT64_MAX, 30 }, l1[4] = { 10, 20, UINT64_MAX, 5 };
+	const uint64_t o2[4] = { 5, 0, 0, 0 }, l2[4] = { 1, 2, 3, 4 };
+	assert_int_equal(parse(sharded_json(DEFAULT_CFG), &m, &eb), 0);
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	dsv_zarr_index_cache *c = dsv_zarr_index_cache_create(&m);
+	assert_non_null(c);
+	long size = write_shard(path, &m, o1, l1, 35);
+	assert_int_equal(dsv_zarr_index_find(c, &m, fd, (uint64_t)size, 3, 1, &off, &len, &eb), 0);
+	assert_int_equal(off, 10);
+	assert_int_equal(len, 20);
+	assert_int_equal(dsv_zarr_index_find(c, &m, fd, (uint64_t)size, 3, 2, &off, &len, &eb),
+			 DSV_ERR_NOTFOUND);
+	/* another shard's index in the same file: a shard is its own entry,
+	 * and the file at another size is read again */
+	long size2 = write_shard(path, &m, o2, l2, 7);
+	assert_int_equal(dsv_zarr_index_find(c, &m, fd, (uint64_t)size2, 4, 0, &off, &len, &eb), 0);
+	assert_int_equal(off, 5);
+	assert_int_equal(dsv_zarr_index_find(c, &m, fd, (uint64_t)size2, 3, 3, &off, &len, &eb), 0);
+	assert_int_equal(len, 4);
+	/* a corrupt index: the error, nothing kept */
+	assert_int_equal(dsv_zarr_index_find(c, &m, fd, 20, 5, 0, &off, &len, &eb),
+			 DSV_ERR_CORRUPT);
+	assert_non_null(strstr(eb.msg, "shorter than its index"));
+	assert_int_equal(dsv_zarr_index_find(c, &m, fd, (uint64_t)size2, 3, 4, &off, &len, &eb),
+			 DSV_ERR_INTERNAL); /* past the shard's 4 inner chunks */
+	dsv_zarr_index_cache_destroy(c);
+	dsv_zarr_index_cache_destroy(NULL);
+	close(fd);
+	unlink(path);
+}
+
 /* m with bytes codecs [c0, c1] (DSV_ZC_NONE: left out). */
 static void chain(dsv_zarr_meta *m, dsv_zarr_codec c0, dsv_zarr_codec c1)
 {
@@ -288,7 +351,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c),           cmocka_unit_test(test_sharded_as_written),
 		cmocka_unit_test(test_sharding_refused), cmocka_unit_test(test_shard_index),
-		cmocka_unit_test(test_decode_chains),
+		cmocka_unit_test(test_index_cache),      cmocka_unit_test(test_decode_chains),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
