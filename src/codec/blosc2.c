@@ -70,11 +70,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-	static const char *const names[] = { "libblosc2.so",	 "libblosc2.so.9",
-					     "libblosc2.so.8",	 "libblosc2.so.7",
-					     "libblosc2.so.6",	 "libblosc2.so.5",
-					     "libblosc2.so.4",	 "libblosc2.so.3",
-					     "libblosc2.so.2" };
+	static const char *const names[] = { "libblosc2.so",   "libblosc2.so.9", "libblosc2.so.8",
+					     "libblosc2.so.7", "libblosc2.so.6", "libblosc2.so.5",
+					     "libblosc2.so.4", "libblosc2.so.3", "libblosc2.so.2" };
 	void *lib = NULL;
 	for (size_t i = 0; !lib && i < sizeof(names) / sizeof(names[0]); i++)
 		lib = dlopen(names[i], DLOPEN_FLAGS);
