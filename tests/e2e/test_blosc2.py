@@ -15,7 +15,7 @@ import shutil
 
 import numpy as np
 
-from common import E2E, check_preads, check_whole, run, venv_python
+from common import E2E, check_preads, check_whole, forked_batches, run, venv_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRITER = os.path.join(HERE, "blosc2_writer.py")
@@ -70,6 +70,8 @@ class Blosc2(E2E):
                     if ref.ndim > 1:
                         check_preads(self, m, name, ref, rows=(1, 7, 16, 33), seed=len(name),
                                      n_random=30)
+            # decodes on several daemon threads at once, each its own frame
+            forked_batches(self, m, "grid_3d", self.ref("grid_3d"), workers=3, batches=10)
         r = run("verify", h5)
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)  # behind_shuffle: not checked
         self.assertIn("10 of 11 datasets", r.stdout)
