@@ -103,7 +103,7 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
-.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-nifti bench-tree bench-loader install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-nifti bench-shard bench-tree bench-loader install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -158,8 +158,9 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(
 
 # As in `make fuzz` (below): the HDF5 library's own huge mallocs on damaged
 # files get NULL, as they do in production, and its leaks on them are not ours.
-fuzz-replay: $(FUZZ_REPLAY)
+fuzz-replay: $(FUZZ_REPLAY) venv
 	@for t in $(FUZZ_NAMES); do printf 'fuzz %-9s ' $$t; \
+	  LD_LIBRARY_PATH=$(VENV_BLOSC2_LIB) \
 	  ASAN_OPTIONS=$(ASAN_OPTIONS):allocator_may_return_null=1 \
 	  LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
 	  $(BUILD)/tests/fuzz_$$t tests/fuzz/corpus/$$t || exit 1; done

@@ -12,7 +12,7 @@ $(BUILD)/bench/nullfs: bench/nullfs.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LDFLAGS) $(LDLIBS) -o $@
 
-bench: deps
+bench: deps venv
 	$(MAKE) all $(BUILD)/bench/codec_bench $(BUILD)/bench/xform_bench $(BUILD)/bench/nullfs
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  XFORM_BENCH=$(abspath $(BUILD)/bench/xform_bench) $(PYTHON) bench/bench.py
@@ -23,6 +23,7 @@ bench: deps
 	  $(PYTHON) bench/pack_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
+	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
 
 # The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
 # 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
@@ -100,3 +101,11 @@ bench-tree: deps
 bench-loader: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/loader_bench.py
+
+# Zarr v3 sharding (bench/shard_bench.py): shuffled rows and read
+# amplification of a sharded array against the same data unsharded in its
+# inner chunks, both written by zarr-python 3 (the project venv).
+# SHARD_MB (default 256) scales the data; SHARD_MB=64 ROUNDS=1 is a quick run.
+bench-shard: deps venv
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py

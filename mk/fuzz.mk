@@ -16,7 +16,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="clang-14 libclang-rt-14-dev"
 
-fuzz: deps fuzz-deps
+fuzz: deps fuzz-deps venv
 	$(MAKE) CC=$(FUZZ_CC) CUDA=0 BUILD=build-fuzz XCFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 	  build-fuzz/libdsview.a
 	@fail=0; for t in $(FUZZ_TARGETS); do \
@@ -25,6 +25,7 @@ fuzz: deps fuzz-deps
 	    -o build-fuzz/fuzz_$$t || exit 1; \
 	  mkdir -p build-fuzz/corpus/$$t; \
 	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  LD_LIBRARY_PATH=$(VENV_BLOSC2_LIB) \
 	  ASAN_OPTIONS=allocator_may_return_null=1:halt_on_error=1:detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp) \
 	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \

@@ -16,4 +16,9 @@ $(VENV)/.done: tests/venv/requirements.txt
 
 venv: $(VENV)/.done
 
+# The blosc2 wheel's libblosc2 (its directory), which dsview loads for
+# HDF5's Blosc2 filter: the fuzz runs put it on the loader's path (the e2e
+# tests find it themselves). Empty until `make venv` has run.
+VENV_BLOSC2_LIB = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/blosc2/lib))
+
 .PHONY: venv

@@ -30,6 +30,7 @@
 #define DSV_H5Z_FILTER_ZSTD 32015
 #define DSV_H5Z_FILTER_LZF 32000
 #define DSV_H5Z_FILTER_BLOSC 32001
+#define DSV_H5Z_FILTER_BLOSC2 32026
 
 /* Reads the raw size from a 32004 header. @return 0 or DSV_ERR_CORRUPT. */
 int dsv_lz4_raw_size(const void *src, size_t src_size, uint64_t *raw_size);

@@ -29,6 +29,8 @@ typedef enum dsv_codec {
 	DSV_CODEC_LZF = 3,   /* HDF5 filter 32000 (h5py): bare LZF stream */
 	DSV_CODEC_BLOSC = 4, /* HDF5 filter 32001: one Blosc-1 buffer */
 	DSV_CODEC_BSHUF = 5, /* HDF5 filter 32008: bitshuffle [+ LZ4 or zstd] */
+	/* HDF5 filter 32026: one Blosc2 frame, decoded by libblosc2 */
+	DSV_CODEC_BLOSC2 = 6,
 } dsv_codec;
 
 typedef enum dsv_source_kind {

@@ -332,6 +332,7 @@ static const char *bad_reason(const vbad *b)
 		case DSV_CODEC_LZF: return "LZF data corrupt or decodes to the wrong size";
 		case DSV_CODEC_BLOSC: return "Blosc data corrupt or decodes to the wrong size";
 		case DSV_CODEC_BSHUF: return "bitshuffle data corrupt or decodes to the wrong size";
+		case DSV_CODEC_BLOSC2: return "Blosc2 data corrupt or decodes to the wrong size";
 		case DSV_CODEC_NONE: break;
 		}
 		return b->ref.grid ? "corrupt, or decodes to the wrong size"

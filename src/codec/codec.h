@@ -1,7 +1,7 @@
 /*
  * What the codec room offers the rest of the library beyond the installed
- * dsview/codec.h: bitshuffle's filter parameters, and numcodecs' LZ4
- * framing for Zarr chunks. Not installed.
+ * dsview/codec.h: bitshuffle's filter parameters, numcodecs' LZ4 framing
+ * for Zarr chunks, Blosc2 through libblosc2, and CRC-32C. Not installed.
  *
  * Thread safety: all functions are reentrant; no global state.
  */
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "dsview/codec.h"
+#include "dsview/dsview.h"
 
 /* Reads the filter's cd_values (cd[2] element size, cd[3] block size,
  * cd[4] compression). @return 0 and the three, or DSV_ERR_UNSUPPORTED
@@ -31,5 +32,22 @@ size_t dsv_bshuf_default_block(size_t elem_size);
  * encoder is in codec_test.h.
  */
 int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
+
+/* Blosc2, HDF5 filter 32026 (blosc2.c), decoded by libblosc2 loaded at
+ * the first call. @return 0 when it is loaded, else DSV_ERR_UNSUPPORTED
+ * with why in eb (may be NULL): not found, or too old. */
+int dsv_blosc2_load(dsv_errbuf *eb);
+
+/* Decodes one chunk's Blosc2 frame src[0, src_size) into exactly dst_size
+ * bytes: a B2ND array whose shape is the chunk's, shape[0..ndim), or a
+ * plain super-chunk whose first chunk is dst_size bytes.
+ * @return dst_size, DSV_ERR_CORRUPT, or DSV_ERR_UNSUPPORTED (no
+ * libblosc2). */
+int64_t dsv_blosc2_decode(void *dst, size_t dst_size, const void *src, size_t src_size, int ndim,
+			  const uint64_t *shape);
+
+/* The CRC-32C (Castagnoli) of data[0, len) (crc32c.c), as Zarr v3's
+ * crc32c codec stores it (little-endian, after the bytes). */
+uint32_t dsv_crc32c(const void *data, size_t len);
 
 #endif

@@ -26,6 +26,11 @@ static inline uint32_t dsv_load_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static inline uint64_t dsv_load_le64(const uint8_t *p)
+{
+	return (uint64_t)dsv_load_le32(p) | (uint64_t)dsv_load_le32(p + 4) << 32;
+}
+
 static inline void dsv_store_be32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);

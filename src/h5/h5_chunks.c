@@ -212,6 +212,8 @@ static dsv_codec own_codec(H5Z_filter_t id)
 	case DSV_H5Z_FILTER_LZF: return DSV_CODEC_LZF;
 	case DSV_H5Z_FILTER_BLOSC: return DSV_CODEC_BLOSC;
 	case DSV_H5Z_FILTER_BSHUF: return DSV_CODEC_BSHUF;
+	case DSV_H5Z_FILTER_BLOSC2:
+		return dsv_blosc2_load(NULL) ? DSV_CODEC_NONE : DSV_CODEC_BLOSC2;
 	}
 	return DSV_CODEC_NONE;
 }
@@ -331,6 +333,8 @@ static void take_pipeline(dsv_source *s, const pipeline *pl)
 	}
 	s->codec = codec;
 	s->fletcher32 = fl32;
+	for (int k = 0; k < s->info.ndim; k++)
+		s->blosc2_shape[k] = pl->cdims[k];
 	s->info.kind = DSV_SRC_H5_CHUNKED;
 }
 
@@ -382,6 +386,16 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 	for (int i = 0; i < pl->nf; i++) {
 		unsigned cfg = 0;
 		H5Z_filter_t id = pl->ids[i];
+		dsv_errbuf why;
+		if (id == DSV_H5Z_FILTER_BLOSC2 && dsv_blosc2_load(&why))
+			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
+					   "filter 32026 (blosc2) needs libblosc2: %s", why.reason);
+		if (id == DSV_H5Z_FILTER_BLOSC2)
+			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
+					   "filter 32026 (blosc2) is decoded by dsview only as "
+					   "the one filter of a little-endian dataset (Fletcher32 "
+					   "after it allowed); this dataset needs the HDF5 "
+					   "library, which has no Blosc2");
 		if (H5Zfilter_avail(id) <= 0 || H5Zget_filter_info(id, &cfg) < 0 ||
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,

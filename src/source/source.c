@@ -12,6 +12,7 @@
 
 #include "common/arith.h"
 #include "common/bytes.h"
+#include "codec/codec.h"
 #include "dsview/codec.h"
 #include "source/source_i.h"
 
@@ -298,6 +299,9 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	case DSV_CODEC_BSHUF:
 		got = dsv_bshuf_decode(dst, raw, src, src_size, s->bshuf_elem, s->bshuf_block,
 				       (int)s->bshuf_comp);
+		break;
+	case DSV_CODEC_BLOSC2:
+		got = dsv_blosc2_decode(dst, raw, src, src_size, s->info.ndim, s->blosc2_shape);
 		break;
 	case DSV_CODEC_NONE: break;
 	}

@@ -67,6 +67,8 @@ struct dsv_source {
 	/* bitshuffle's cd_values: element size, block size (elements, 0:
 	 * default), compression (DSV_BSHUF_*); checked at open */
 	unsigned bshuf_elem, bshuf_block, bshuf_comp;
+	/* Blosc2: the chunk's shape, which a B2ND frame's must be */
+	uint64_t blosc2_shape[DSV_MAX_DIMS];
 	/* LZ4 stores with a block table (h5_table.c): its file offset and
 	 * blocks per chunk (0: none; chunks are decoded whole) */
 	uint64_t table_off, table_blocks;

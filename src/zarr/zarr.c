@@ -3,6 +3,11 @@
  * optional `.zattrs`) or a v3 `zarr.json`, and one file per chunk, named by
  * the chunk key (zarr_meta.c). Read through the N-d grid (grid.c): the read
  * path's chunks are bands of whole rows, each made from its chunk files.
+ * A v3 sharded array's grid is its inner chunks: the key names the shard
+ * file holding one, whose index (zarr_shard.c, read once and cached) says
+ * which bytes of it to read; a shuffled reader reads only those, with the
+ * kernel's readahead off for the file, a sequential one asks for whole
+ * shards ahead (zarr_prefetch).
  *
  * Chunk files are opened per read and closed after it, not held open: a
  * band reads each of its files once and the cache keeps the band, so an
@@ -36,7 +41,8 @@
 typedef struct zarr_state {
 	char *dir;
 	dsv_zarr_meta m;
-	pthread_mutex_t lock; /* over counted and stored */
+	dsv_zarr_index_cache *shards; /* sharded: the shard indexes read */
+	pthread_mutex_t lock;         /* over counted and stored */
 	int counted;
 	uint64_t stored; /* the chunk files' bytes, once counted */
 } zarr_state;
@@ -46,6 +52,7 @@ static void zarr_close(void *p)
 	zarr_state *z = p;
 	if (z) {
 		free(z->dir);
+		dsv_zarr_index_cache_destroy(z->shards);
 		pthread_mutex_destroy(&z->lock);
 	}
 	free(z);
@@ -119,76 +126,106 @@ static int note(dsv_grid_io *io, int err, const char *path)
 	return err;
 }
 
+/* The key of the file holding grid chunk idx into key, and where the chunk
+ * is in it: *shard (linear, in kgrid) and *inner (C order in the shard).
+ * Unsharded: the chunk's own file, both 0. */
+static void file_of(const dsv_zarr_meta *m, const uint64_t *idx, char *key, size_t cap,
+		    uint64_t *shard, uint64_t *inner)
+{
+	uint64_t at[DSV_MAX_DIMS];
+	*shard = *inner = 0;
+	for (int k = 0; k < m->ndim; k++) {
+		at[k] = m->sharded ? idx[k] / m->per_shard[k] : idx[k];
+		*shard = *shard * m->kgrid[k] + at[k];
+		if (m->sharded)
+			*inner = *inner * m->per_shard[k] + idx[k] % m->per_shard[k];
+	}
+	(void)dsv_zarr_chunk_key(m, at, key, cap); /* idx is inside the grid */
+}
+
+/* The stored bytes of grid chunk idx, read from its open file fd (at
+ * path) into *buf (a thread's buffer), *n of them: the whole file, or the
+ * inner chunk's bytes its shard's index points to. Names path as what
+ * failed, unless the chunk was never written (DSV_ERR_NOTFOUND). */
+static int stored(const zarr_state *z, dsv_grid_io *io, int fd, const char *path, uint64_t shard,
+		  uint64_t inner, size_t size, unsigned char **buf, size_t *n)
+{
+	const dsv_zarr_meta *m = &z->m;
+	struct stat st;
+	uint64_t off = 0, len;
+	dsv_errbuf eb;
+	int err;
+	/* No encoding here makes a chunk much bigger than its raw bytes. */
+	uint64_t cap = (uint64_t)size + size / 8 + 4096;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return note(io, DSV_ERR_IO, path);
+	len = (uint64_t)st.st_size;
+	if (m->sharded) {
+		/* a shuffled reader wants this inner chunk alone: no readahead
+		 * around it (a sequential one asked for the shard in prefetch) */
+		if (!io->stream)
+			(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+		err = dsv_zarr_index_find(z->shards, m, fd, len, shard, inner, &off, &len, &eb);
+		if (err == DSV_ERR_NOTFOUND)
+			return err;
+		if (err) {
+			dsv_grid_fault(io, err, path, NULL, "shard %s: %s", path, eb.reason);
+			return err;
+		}
+	}
+	if (len > cap)
+		return note(io, DSV_ERR_CORRUPT, path);
+	if (!(*buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)len ? (size_t)len : 1)))
+		return note(io, DSV_ERR_NOMEM, path);
+	*n = (size_t)len;
+	err = dsv_pread_fd(fd, *buf, (size_t)len, off);
+	return err ? note(io, err, path) : 0;
+}
+
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
 static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
 		      size_t size)
 {
 	const zarr_state *z = s->zarr;
-	char key[1024], path[4096 + 1024];
-	struct stat st;
-	int err = dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key));
-	if (err)
-		return DSV_ERR_INTERNAL;
+	char key[KEY_MAX], path[4096 + KEY_MAX];
+	uint64_t shard, inner;
+	unsigned char *buf = NULL;
+	size_t n = 0;
+	file_of(&z->m, idx, key, sizeof(key), &shard, &inner);
 	snprintf(path, sizeof(path), "%s/%s", z->dir, key);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT)
-		return DSV_ERR_NOTFOUND;
-	if (fd < 0) {
-		return note(io, DSV_ERR_IO, path);
-	}
-	/* No encoding here makes a chunk much bigger than its raw bytes. */
-	uint64_t cap = (uint64_t)size + size / 8 + 4096;
-	unsigned char *buf = NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		err = DSV_ERR_IO;
-	else if ((uint64_t)st.st_size > cap)
-		err = DSV_ERR_CORRUPT;
-	else if (!(buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)st.st_size)))
-		err = DSV_ERR_NOMEM;
-	if (!err)
-		err = dsv_pread_fd(fd, buf, (size_t)st.st_size, 0);
+	if (fd < 0)
+		return errno == ENOENT ? DSV_ERR_NOTFOUND : note(io, DSV_ERR_IO, path);
+	int err = stored(z, io, fd, path, shard, inner, size, &buf, &n);
 	close(fd);
 	if (err)
-		return note(io, err, path);
-	size_t n = (size_t)st.st_size;
-	int64_t made = DSV_ERR_CORRUPT;
-	switch (z->m.codec) {
-	case DSV_ZC_NONE:
-		if (n == size) {
-			memcpy(dst, buf, size);
-			made = (int64_t)size;
-		}
-		break;
-	case DSV_ZC_BLOSC: made = dsv_blosc_decode(dst, size, buf, n); break;
-	case DSV_ZC_ZSTD: made = dsv_zstd_decode(dst, size, buf, n); break;
-	case DSV_ZC_LZ4: made = dsv_lz4_sized_decode(dst, size, buf, n); break;
-	case DSV_ZC_ZLIB: made = dsv_zlib_decode(dst, size, buf, n, 0); break;
-	case DSV_ZC_GZIP: made = dsv_zlib_decode(dst, size, buf, n, 1); break;
-	}
-	if (made == (int64_t)size)
-		return 0;
-	return note(io, made == DSV_ERR_NOMEM ? DSV_ERR_NOMEM : DSV_ERR_CORRUPT, path);
+		return err;
+	err = dsv_zarr_decode(&z->m, dst, size, buf, n);
+	return err ? note(io, err == DSV_ERR_NOMEM ? err : DSV_ERR_CORRUPT, path) : 0;
 }
 
-/* Asks the kernel for the chunk files of band (at most 256 of them). */
+/* Asks the kernel for the chunk files of band (at most 256 of them; each
+ * shard file once, whole). */
 static void willneed_band(const dsv_source *s, uint64_t band)
 {
 	const zarr_state *z = s->zarr;
-	uint64_t idx[DSV_MAX_DIMS] = { 0 };
-	char key[1024], path[4096 + 1024];
+	uint64_t idx[DSV_MAX_DIMS] = { 0 }, shard, inner, last = UINT64_MAX;
+	char key[KEY_MAX], path[4096 + KEY_MAX];
 	int nd = z->m.ndim;
 	uint64_t first = band * s->g_band;
 	if (first >= z->m.grid[0])
 		return;
 	idx[0] = first;
 	for (int n = 0; n < 256; n++) {
-		if (dsv_zarr_chunk_key(&z->m, idx, key, sizeof(key)) == 0) {
+		file_of(&z->m, idx, key, sizeof(key), &shard, &inner);
+		if (shard != last) {
 			snprintf(path, sizeof(path), "%s/%s", z->dir, key);
 			int fd = open(path, O_RDONLY | O_CLOEXEC);
 			if (fd >= 0) {
 				(void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
 				close(fd);
 			}
+			last = shard;
 		}
 		int k = nd - 1;
 		for (; k >= 1; k--) {
@@ -207,13 +244,15 @@ static void willneed_band(const dsv_source *s, uint64_t band)
  * that reads on (the readahead: dsv_chunk_ref.stream) asks for the next
  * two bands' files too, while it decodes this one's (the readahead's two
  * threads each a band ahead). A sequential cold pass of one-chunk bands
- * read 0.8x a dsview store without this and 0.9x with it (docs/benchmarks/grid-zarr.md). */
+ * read 0.8x a dsview store without this and 0.9x with it (docs/benchmarks/grid-zarr.md).
+ * A shard file is asked for whole, and only by a reader that reads on: a
+ * shuffled one reads just the inner chunks it needs (zarr_chunk). */
 static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
 	const zarr_state *z = s->zarr;
-	if (z->m.ndim == 0)
+	if (z->m.ndim == 0 || (z->m.sharded && !io->stream))
 		return;
-	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2)
+	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2 || z->m.sharded)
 		willneed_band(s, io->band);
 	if (io->stream) {
 		willneed_band(s, io->band + 1);
@@ -349,7 +388,12 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	const dsv_zarr_meta *m = &z->m;
 	s->info.kind = DSV_SRC_ZARR;
 	s->info.dtype = m->dtype;
-	snprintf(s->h5_why, sizeof(s->h5_why), "zarr v%d, %s", m->version, m->compressor);
+	snprintf(s->h5_why, sizeof(s->h5_why), "zarr v%d, %s%s", m->version,
+		 m->sharded ? "sharded, " : "", m->compressor);
+	if (m->sharded && !(z->shards = dsv_zarr_index_cache_create(m))) {
+		dsv_source_close(s);
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
 	s->info.why = s->h5_why;
 	if (dsv_source_set_shape(s, m->ndim, m->shape)) {
 		dsv_source_close(s);

@@ -10,7 +10,11 @@
  * "regular", chunk_key_encoding "default" (keys "c/0/1") or "v2" ("0.1"),
  * fill_value, and codecs: an optional transpose that is the identity or a
  * full reversal (Fortran order), then "bytes" (its endian), then at most
- * one of blosc, zstd, gzip. Sharding and other codecs are refused.
+ * one of blosc, zstd, gzip and any crc32c before or after it; or, in
+ * place of all that, sharding_indexed alone, whose inner codecs are the
+ * same and whose index codecs are bytes and an optional crc32c. Other
+ * codecs, sharding inside a shard, and codecs around the sharding are
+ * refused.
  *
  * Fill values: numbers (integral and in range for integer types), and for
  * floats "NaN", "Infinity", "-Infinity" or, in v3, "0x..." raw bits.
@@ -150,6 +154,16 @@ static int parse_fill(json_t *v, dsv_zarr_meta *m, dsv_errbuf *eb)
 	return 0;
 }
 
+/* Appends a bytes-to-bytes step; a compressor is at most one of them. */
+static int add_step(dsv_zarr_meta *m, dsv_zarr_codec c, dsv_errbuf *eb)
+{
+	if (m->nsteps == DSV_ZARR_MAX_STEPS)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "more than %d bytes codecs",
+				DSV_ZARR_MAX_STEPS);
+	m->step[m->nsteps++] = c;
+	return 0;
+}
+
 static int set_codec(dsv_zarr_meta *m, const char *id, dsv_errbuf *eb)
 {
 	static const struct {
@@ -164,14 +178,19 @@ static int set_codec(dsv_zarr_meta *m, const char *id, dsv_errbuf *eb)
 		if (!strcmp(id, codecs[i].id) &&
 		    (m->version == 2 ||
 		     (codecs[i].c != DSV_ZC_LZ4 && codecs[i].c != DSV_ZC_ZLIB))) {
+			if (m->codec != DSV_ZC_NONE)
+				return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+						"a second compressor ('%s' after '%s') is not "
+						"supported",
+						id, m->compressor);
 			m->codec = codecs[i].c;
 			snprintf(m->compressor, sizeof(m->compressor), "%s", id);
-			return 0;
+			return add_step(m, m->codec, eb);
 		}
 	return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
 			"compressor '%.40s' is not supported (blosc, "
 			"zstd, %sgzip or none)",
-			id, m->version == 2 ? "lz4, zlib, " : "");
+			id, m->version == 2 ? "lz4, zlib, " : "crc32c, ");
 }
 
 static int parse_v2(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
@@ -222,57 +241,137 @@ static int parse_v2(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
 	return parse_fill(json_object_get(o, "fill_value"), m, eb);
 }
 
-/* v3 "codecs": [transpose?] bytes [compressor?]. */
-static int parse_codecs(json_t *a, dsv_zarr_meta *m, dsv_errbuf *eb)
+static int parse_codecs(json_t *a, dsv_zarr_meta *m, int outer, dsv_errbuf *eb);
+
+/* v3 transpose: the identity or a full reversal (Fortran order). */
+static int parse_transpose(json_t *cfg, dsv_zarr_meta *m, dsv_errbuf *eb)
 {
-	size_t i = 0, n = json_array_size(a);
-	int seen_bytes = 0;
+	json_t *ord = json_object_get(cfg, "order");
+	int id = 1, rev = 1;
+	if (!json_is_array(ord) || (int)json_array_size(ord) != m->ndim)
+		return bad(eb, "transpose has no order of the array's rank");
+	for (int k = 0; k < m->ndim; k++) {
+		json_t *x = json_array_get(ord, (size_t)k);
+		if (!json_is_integer(x))
+			return bad(eb, "transpose order is not integers");
+		id &= json_integer_value(x) == k;
+		rev &= json_integer_value(x) == m->ndim - 1 - k;
+	}
+	if (!id && !rev)
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+				"transpose other than C or F order is not supported");
+	m->fortran = !id;
+	return 0;
+}
+
+/* v3 bytes: its endian (required for multi-byte types) into *big. */
+static int parse_bytes(json_t *cfg, size_t esize, int *big, dsv_errbuf *eb)
+{
+	const char *e = json_string_value(json_object_get(cfg, "endian"));
+	if (e && strcmp(e, "little") && strcmp(e, "big"))
+		return bad(eb, "bytes endian is not \"little\" or \"big\"");
+	if (!e && esize > 1)
+		return bad(eb, "bytes has no endian for a multi-byte dtype");
+	*big = e && !strcmp(e, "big");
+	return 0;
+}
+
+/* A shard index's codecs: bytes (an endian), then crc32c or nothing, as
+ * zarr-python, TensorStore and the specification's default write it. */
+static int parse_index_codecs(json_t *a, dsv_zarr_meta *m, dsv_errbuf *eb)
+{
+	size_t n = json_array_size(a);
+	json_t *c0 = json_array_get(a, 0), *c1 = json_array_get(a, 1);
+	const char *n0 = json_string_value(json_object_get(c0, "name"));
+	const char *n1 = json_string_value(json_object_get(c1, "name"));
+	if (!json_is_array(a) || n < 1 || n > 2 || !n0 || strcmp(n0, "bytes") ||
+	    (n == 2 && (!n1 || strcmp(n1, "crc32c"))))
+		return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+				"sharding index_codecs other than bytes (and crc32c) are not "
+				"supported");
+	m->index_crc = n == 2;
+	return parse_bytes(json_object_get(c0, "configuration"), 8, &m->index_big_endian, eb);
+}
+
+/* v3 sharding_indexed: the outer chunk is a shard of inner chunks. */
+static int parse_sharding(json_t *cfg, dsv_zarr_meta *m, dsv_errbuf *eb)
+{
+	int nd = m->ndim, err;
+	const char *loc = json_string_value(json_object_get(cfg, "index_location"));
+	memcpy(m->shard, m->chunks, sizeof(m->shard));
+	if ((err = dims(json_object_get(cfg, "chunk_shape"), "sharding chunk_shape", 1, m->chunks,
+			&nd, eb)))
+		return err;
+	m->shard_chunks = 1;
+	for (int k = 0; k < m->ndim; k++) {
+		if (m->shard[k] % m->chunks[k])
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"shard shape[%d] %llu is not a multiple of the inner "
+					"chunk's %llu",
+					k, (unsigned long long)m->shard[k],
+					(unsigned long long)m->chunks[k]);
+		m->per_shard[k] = m->shard[k] / m->chunks[k];
+		if (dsv_mul_u64(m->shard_chunks, m->per_shard[k], &m->shard_chunks) ||
+		    m->shard_chunks > DSV_ZARR_MAX_SHARD_CHUNKS)
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+					"a shard of more than %u inner chunks",
+					DSV_ZARR_MAX_SHARD_CHUNKS);
+	}
+	if (loc && strcmp(loc, "start") && strcmp(loc, "end"))
+		return bad(eb, "sharding index_location is not \"start\" or \"end\"");
+	m->index_at_start = loc && !strcmp(loc, "start");
+	m->sharded = 1;
+	if ((err = parse_index_codecs(json_object_get(cfg, "index_codecs"), m, eb)))
+		return err;
+	return parse_codecs(json_object_get(cfg, "codecs"), m, 0, eb);
+}
+
+/* v3 "codecs": [transpose?] (bytes | sharding_indexed, outer only)
+ * [compressor, crc32c ...]. */
+static int parse_codecs(json_t *a, dsv_zarr_meta *m, int outer, dsv_errbuf *eb)
+{
+	size_t n = json_array_size(a);
+	int seen_bytes = 0, err = 0;
 	if (!json_is_array(a) || n == 0)
 		return bad(eb, "codecs is missing or empty");
 	snprintf(m->compressor, sizeof(m->compressor), "none");
-	for (; i < n; i++) {
+	for (size_t i = 0; i < n && !err; i++) {
 		json_t *c = json_array_get(a, i), *cfg = json_object_get(c, "configuration");
 		const char *name = json_string_value(json_object_get(c, "name"));
 		if (!name)
 			return bad(eb, "a codec has no \"name\"");
-		if (!strcmp(name, "sharding_indexed"))
-			return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "sharding is not supported");
-		if (!strcmp(name, "transpose") && !seen_bytes) {
-			json_t *ord = json_object_get(cfg, "order");
-			int id = 1, rev = 1;
-			if (!json_is_array(ord) || (int)json_array_size(ord) != m->ndim)
-				return bad(eb, "transpose has no order of the array's rank");
-			for (int k = 0; k < m->ndim; k++) {
-				json_int_t x = json_integer_value(json_array_get(ord, (size_t)k));
-				id &= x == k;
-				rev &= x == m->ndim - 1 - k;
-			}
-			if (!id && !rev)
+		if (m->sharded && outer)
+			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+					"codec '%.40s' after sharding_indexed is not supported",
+					name);
+		if (!strcmp(name, "sharding_indexed") && !seen_bytes) {
+			if (!outer)
 				return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-						"transpose other than C or F "
-						"order is not supported");
-			m->fortran = !id;
-		} else if (!strcmp(name, "bytes") && !seen_bytes) {
-			const char *e = json_string_value(json_object_get(cfg, "endian"));
-			if (e && strcmp(e, "little") && strcmp(e, "big"))
-				return bad(eb, "bytes endian is not \"little\" or \"big\"");
-			if (!e && dsv_dtype_size(m->dtype) > 1)
-				return bad(eb, "bytes has no endian for a multi-byte dtype");
-			m->big_endian = e && !strcmp(e, "big");
+						"sharding inside a shard is not supported");
+			if (m->fortran)
+				return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
+						"transpose before sharding_indexed is not "
+						"supported");
+			err = parse_sharding(cfg, m, eb);
 			seen_bytes = 1;
-		} else if (seen_bytes && m->codec == DSV_ZC_NONE && strcmp(name, "bytes") &&
-			   strcmp(name, "transpose")) {
-			int err = set_codec(m, name, eb);
-			if (err)
-				return err;
+		} else if (!strcmp(name, "transpose") && !seen_bytes) {
+			err = parse_transpose(cfg, m, eb);
+		} else if (!strcmp(name, "bytes") && !seen_bytes) {
+			err = parse_bytes(cfg, dsv_dtype_size(m->dtype), &m->big_endian, eb);
+			seen_bytes = 1;
+		} else if (seen_bytes && !strcmp(name, "crc32c")) {
+			err = add_step(m, DSV_ZC_CRC32C, eb);
+		} else if (seen_bytes && strcmp(name, "bytes") && strcmp(name, "transpose") &&
+			   strcmp(name, "sharding_indexed")) {
+			err = set_codec(m, name, eb);
 		} else {
 			return dsv_errf(eb, DSV_ERR_UNSUPPORTED,
-					"codec '%.40s' at position %zu is not "
-					"supported",
-					name, i);
+					"codec '%.40s' at position %zu is not supported", name, i);
 		}
 	}
-	return seen_bytes ? 0 : bad(eb, "codecs has no \"bytes\" codec");
+	if (!err && !seen_bytes)
+		return bad(eb, "codecs has no \"bytes\" codec");
+	return err;
 }
 
 static int parse_v3(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
@@ -313,7 +412,7 @@ static int parse_v3(json_t *o, dsv_zarr_meta *m, dsv_errbuf *eb)
 	}
 	if ((v = json_object_get(o, "storage_transformers")) && json_array_size(v))
 		return dsv_errf(eb, DSV_ERR_UNSUPPORTED, "storage_transformers are not supported");
-	if ((err = parse_codecs(json_object_get(o, "codecs"), m, eb)))
+	if ((err = parse_codecs(json_object_get(o, "codecs"), m, 1, eb)))
 		return err;
 	if (!(v = json_object_get(o, "fill_value")) || json_is_null(v))
 		return bad(eb, "fill_value is missing (v3 requires one)");
@@ -334,6 +433,9 @@ static int derive(dsv_zarr_meta *m, dsv_errbuf *eb)
 			return dsv_errf(eb, DSV_ERR_OVERFLOW, "%s is too large",
 					chunk > DSV_ZARR_MAX_CHUNK_BYTES ? "a chunk" : "the array");
 		m->chunk_elems *= m->chunks[k];
+		m->kgrid[k] = m->grid[k];
+		if (m->sharded)
+			m->kgrid[k] = m->shape[k] / m->shard[k] + (m->shape[k] % m->shard[k] != 0);
 	}
 	return 0;
 }
@@ -432,7 +534,7 @@ int dsv_zarr_chunk_key(const dsv_zarr_meta *m, const uint64_t *idx, char *out, s
 		return snprintf(out, cap, "0") >= (int)cap ? DSV_ERR_INVALID : 0;
 	}
 	for (int k = 0; k < m->ndim; k++) {
-		if (idx[k] >= m->grid[k])
+		if (idx[k] >= m->kgrid[k])
 			return DSV_ERR_INVALID;
 		n = snprintf(out + at, cap - at, "%s%llu", at ? (m->sep == '/' ? "/" : ".") : "",
 			     (unsigned long long)idx[k]);
@@ -457,7 +559,7 @@ int dsv_zarr_is_chunk_key(const dsv_zarr_meta *m, const char *rel)
 		if (*p < '0' || *p > '9')
 			return 0;
 		unsigned long long v = strtoull(p, &end, 10); /* too big: ULLONG_MAX */
-		if (v >= m->grid[k])
+		if (v >= m->kgrid[k])
 			return 0;
 		idx[k] = v;
 		p = end;

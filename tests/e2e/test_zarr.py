@@ -429,4 +429,4 @@ class ZarrV3(E2E):
         shutil.copytree(p, shard)
         with open(os.path.join(shard, "zarr.json"), "w") as f:
             json.dump(meta, f)
-        self.refused(shard, want=("zarr.json", "sharding is not supported"))
+        self.refused(shard, want=("zarr.json", "sharding chunk_shape is missing"))

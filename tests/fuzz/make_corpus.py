@@ -326,6 +326,90 @@ def zarr_chunk_seeds():
     put("zarr_chunk", "missing_some", bytes([0, 1, 0]) + bytes(3))
 
 
+ZARR_SHARD_WRITER = """
+import sys
+import numpy as np
+import zarr
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, ZstdCodec
+out, b0, b1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+dtype, endian = [("u1", "little"), ("<i2", "little"), ("<f4", "big")][b1 % 3]
+inner = [[], [ZstdCodec(level=0)], [GzipCodec(level=1), Crc32cCodec()],
+         [BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=2)]][(b0 >> 2) & 3]
+index = [BytesCodec()] + ([Crc32cCodec()] if b0 & 2 else [])
+z = zarr.create(shape=(6, 5), chunks=(4, 4), dtype=dtype, fill_value=3, zarr_format=3, store=out,
+                codecs=[ShardingCodec(chunk_shape=(2, 2), codecs=[BytesCodec(endian=endian)] + inner,
+                                      index_codecs=index,
+                                      index_location="start" if b0 & 1 else "end")])
+x = np.arange(30).reshape(6, 5).astype(dtype)
+x[0:2, 2:4] = 3  # an inner chunk of the fill value: never written
+z[...] = x
+"""
+
+
+def zarr_shard_seeds():
+    """Shard c/0/0 of a (6, 5) array in (4, 4) shards of (2, 2) inner chunks
+    (fuzz_zarr_shard.c), written by zarr-python 3 in the project venv
+    (make venv): bytes 0-1 pick the index's place and checksum, the inner
+    codecs and the dtype."""
+    import subprocess
+    venv = os.path.join(HERE, "..", "..", "build", "venv", "bin", "python")
+    for b0 in range(16):
+        for b1 in (0, 1, 2) if b0 in (2, 3) else (b0 % 3,):
+            with tempfile.TemporaryDirectory() as tmp:
+                arr = os.path.join(tmp, "s.zarr")
+                subprocess.run([venv, "-c", ZARR_SHARD_WRITER, arr, str(b0), str(b1)], check=True,
+                               capture_output=True)
+                with open(os.path.join(arr, "c", "0", "0"), "rb") as f:
+                    put("zarr_shard", f"s{b0}_{b1}", bytes([b0, b1]) + f.read())
+    put("zarr_shard", "missing", bytes([2, 0]))
+    put("zarr_shard", "index_only_ones", bytes([0, 0]) + b"\xff" * 64)
+
+
+BLOSC2_CHUNKS = """
+import sys
+import h5py
+import hdf5plugin
+import numpy as np
+out = sys.argv[1]
+B = hdf5plugin.Blosc2
+x2 = np.cumsum(np.arange(16 * 24, dtype="<f4").reshape(16, 24) % 7, axis=0)
+x3 = (np.arange(4 * 8 * 6) % 251).astype("u1").reshape(4, 8, 6)
+x1 = (np.arange(700) % 13).astype("u1")
+x9 = np.arange(576, dtype="<i2").reshape(1, 3, 2, 2, 2, 2, 2, 2, 3)
+with h5py.File(out, "w") as f:
+    k = 0
+    for pick, x in enumerate((x2, x3, x1, x9)):
+        for cname, filt in (("blosclz", B.SHUFFLE), ("lz4", B.BITSHUFFLE), ("zstd", B.DELTA),
+                            ("zlib", B.NOFILTER), ("lz4hc", B.SHUFFLE)):
+            d = f.create_dataset(f"d{k}", data=x, chunks=x.shape,
+                                 **B(cname=cname, clevel=5, filters=filt))
+            sys.stdout.buffer.write(bytes([pick]) + len(d.id.read_direct_chunk((0,) * x.ndim)[1]).to_bytes(4, "little") + d.id.read_direct_chunk((0,) * x.ndim)[1])
+            k += 1
+"""
+
+
+def blosc2_seeds():
+    """HDF5 Blosc2 chunks (fuzz_blosc2.c) as hdf5plugin writes them, from
+    h5py in the project venv (make venv): byte 0 picks the chunk's shape,
+    every codec and filter hdf5plugin offers."""
+    import subprocess
+    venv = os.path.join(HERE, "..", "..", "build", "venv", "bin", "python")
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = subprocess.run([venv, "-c", BLOSC2_CHUNKS, os.path.join(tmp, "b2.h5")], check=True,
+                             capture_output=True).stdout
+    at, k = 0, 0
+    while at < len(raw):
+        pick, n = raw[at], int.from_bytes(raw[at + 1:at + 5], "little")
+        frame = raw[at + 5:at + 5 + n]
+        put("blosc2", f"chunk{k}", bytes([pick]) + frame)
+        if k == 0:
+            put("blosc2", "truncated", bytes([pick]) + frame[:len(frame) // 2])
+            put("blosc2", "wrong_shape", bytes([2]) + frame)
+        at += 5 + n
+        k += 1
+    put("blosc2", "empty", bytes([0]))
+
+
 def devlz4_seeds():
     """The GPU's LZ4 block decoder (fuzz_devlz4): bare LZ4 blocks (fast and
     HC, of noise, runs and text, decoding to sizes on both sides of the
@@ -454,5 +538,7 @@ if __name__ == "__main__":
     zarray_seeds()
     zlib_seeds()
     zarr_chunk_seeds()
+    zarr_shard_seeds()
+    blosc2_seeds()
     devlz4_seeds()
     quirk_seeds()

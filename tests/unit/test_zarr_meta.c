@@ -337,7 +337,7 @@ static void test_hostile(void **state)
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
 		  "\"codecs\": [{\"name\": \"sharding_indexed\"}], \"fill_value\": 0}",
-		  "sharding", DSV_ERR_UNSUPPORTED },
+		  "sharding chunk_shape is missing", DSV_ERR_FORMAT },
 		{ 3,
 		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4, 4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
@@ -355,8 +355,9 @@ static void test_hostile(void **state)
 		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
 		  "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
-		  "\"codecs\": [{\"name\": \"bytes\"}, {\"name\": \"crc32c\"}], \"fill_value\": 0}",
-		  "compressor 'crc32c'", DSV_ERR_UNSUPPORTED },
+		  "\"codecs\": [{\"name\": \"bytes\"}, {\"name\": \"zstd\"}, {\"name\": \"gzip\"}],"
+		  "\"fill_value\": 0}",
+		  "a second compressor ('gzip' after 'zstd')", DSV_ERR_UNSUPPORTED },
 		{ 3,
 		  "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], \"data_type\":"
 		  "\"uint8\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
