@@ -264,14 +264,14 @@ static int parse_transpose(json_t *cfg, dsv_zarr_meta *m, dsv_errbuf *eb)
 	return 0;
 }
 
-/* v3 bytes: its endian (required for multi-byte types) into *big. */
-static int parse_bytes(json_t *cfg, size_t esize, int *big, dsv_errbuf *eb)
+/* v3 bytes: its endian into *big. The specification requires one for
+ * multi-byte types; zarr-python reads a missing one as the host's order,
+ * which is little on every host dsview runs on, and so does dsview. */
+static int parse_bytes(json_t *cfg, int *big, dsv_errbuf *eb)
 {
 	const char *e = json_string_value(json_object_get(cfg, "endian"));
 	if (e && strcmp(e, "little") && strcmp(e, "big"))
 		return bad(eb, "bytes endian is not \"little\" or \"big\"");
-	if (!e && esize > 1)
-		return bad(eb, "bytes has no endian for a multi-byte dtype");
 	*big = e && !strcmp(e, "big");
 	return 0;
 }
@@ -290,7 +290,7 @@ static int parse_index_codecs(json_t *a, dsv_zarr_meta *m, dsv_errbuf *eb)
 				"sharding index_codecs other than bytes (and crc32c) are not "
 				"supported");
 	m->index_crc = n == 2;
-	return parse_bytes(json_object_get(c0, "configuration"), 8, &m->index_big_endian, eb);
+	return parse_bytes(json_object_get(c0, "configuration"), &m->index_big_endian, eb);
 }
 
 /* v3 sharding_indexed: the outer chunk is a shard of inner chunks. */
@@ -357,7 +357,7 @@ static int parse_codecs(json_t *a, dsv_zarr_meta *m, int outer, dsv_errbuf *eb)
 		} else if (!strcmp(name, "transpose") && !seen_bytes) {
 			err = parse_transpose(cfg, m, eb);
 		} else if (!strcmp(name, "bytes") && !seen_bytes) {
-			err = parse_bytes(cfg, dsv_dtype_size(m->dtype), &m->big_endian, eb);
+			err = parse_bytes(cfg, &m->big_endian, eb);
 			seen_bytes = 1;
 		} else if (seen_bytes && !strcmp(name, "crc32c")) {
 			err = add_step(m, DSV_ZC_CRC32C, eb);
