@@ -22,9 +22,18 @@ int dsv_is_h5_name(const char *name)
 	       dsv_has_ext(name, ".hdf") || dsv_has_ext(name, ".he5") || dsv_has_ext(name, ".nc");
 }
 
+size_t dsv_url_scheme_len(const char *url)
+{
+	static const char *const schemes[] = { "s3://", "https://", "http://" };
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (!strncmp(url, schemes[i], strlen(schemes[i])))
+			return strlen(schemes[i]);
+	return 0;
+}
+
 int dsv_spec_split(const char *spec, char **file, char **dataset)
 {
-	const char *colon = NULL, *p = spec, *next;
+	const char *colon = NULL, *p = spec + dsv_url_scheme_len(spec), *next;
 	int slash = 1; /* the dataset part starts with '/' */
 
 	while ((next = strstr(p, ":/"))) {
