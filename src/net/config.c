@@ -100,8 +100,8 @@ int dsv_net_config_load(dsv_net_config *c)
 	}
 	free(c->key_id);
 	free(c->secret);
-	c->key_id = profile_value("AWS_SHARED_CREDENTIALS_FILE", "credentials",
-				  "aws_access_key_id", 0);
+	c->key_id = profile_value("AWS_SHARED_CREDENTIALS_FILE", "credentials", "aws_access_key_id",
+				  0);
 	c->secret = profile_value("AWS_SHARED_CREDENTIALS_FILE", "credentials",
 				  "aws_secret_access_key", 0);
 	c->token = profile_value("AWS_SHARED_CREDENTIALS_FILE", "credentials", "aws_session_token",

@@ -172,7 +172,8 @@ static void backoff(unsigned attempt)
 	static __thread unsigned seed;
 	if (!seed)
 		seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&seed;
-	uint64_t ms = (uint64_t)dsv_knob_int(DSV_KNOB_NET_BACKOFF_MS) << (attempt < 12 ? attempt : 12);
+	uint64_t ms = (uint64_t)dsv_knob_int(DSV_KNOB_NET_BACKOFF_MS)
+		      << (attempt < 12 ? attempt : 12);
 	if (ms > 5000)
 		ms = 5000;
 	ms = ms / 2 + (ms ? (uint64_t)rand_r(&seed) % (ms / 2 + 1) : 0);
@@ -212,9 +213,11 @@ static int perform(const dsv_net_obj *o, request *r, uint64_t off, long *status,
 }
 
 /* The reason of a failed request in words, for eb or the log. */
-static const char *reason(CURLcode cc, long status, char *buf, size_t cap)
+static const char *reason(const dsv_net_obj *o, CURLcode cc, long status, char *buf, size_t cap)
 {
-	if (cc != CURLE_OK)
+	if (cc != CURLE_OK && o->is_s3)
+		snprintf(buf, cap, "%s (endpoint %s)", curl_easy_strerror(cc), o->cfg.endpoint);
+	else if (cc != CURLE_OK)
 		snprintf(buf, cap, "%s", curl_easy_strerror(cc));
 	else if (status == 401 || status == 403)
 		snprintf(buf, cap, "access denied (HTTP %ld): check the credentials", status);
@@ -250,14 +253,14 @@ static int head(dsv_net_obj *o, dsv_errbuf *eb)
 	request r = { 0 };
 	long status;
 	CURLcode cc;
-	char why[160];
+	char why[400];
 	int err = perform(o, &r, 0, &status, &cc);
 
 	if (err)
 		return dsv_errf(eb, err, "out of memory");
 	if (cc != CURLE_OK || status != 200)
 		return dsv_errf_at(eb, status == 404 ? DSV_ERR_NOTFOUND : DSV_ERR_IO, o->name, NULL,
-				   "%s", reason(cc, status, why, sizeof(why)));
+				   "%s", reason(o, cc, status, why, sizeof(why)));
 	CURL *h = thread_handle();
 	curl_off_t len = -1, t = -1;
 	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
@@ -323,7 +326,7 @@ int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 	request r = { .buf = buf, .cap = n };
 	long status;
 	CURLcode cc;
-	char why[160];
+	char why[400];
 
 	if (n > o->size || off > o->size - n)
 		return DSV_ERR_TRUNCATED;
@@ -351,7 +354,7 @@ int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 				o->name, (unsigned long long)off, (unsigned long long)(off + n - 1),
 				cc == CURLE_OK && status / 100 == 2
 					? "a short or over-long body"
-					: reason(cc, status, why, sizeof(why)));
+					: reason(o, cc, status, why, sizeof(why)));
 	return DSV_ERR_IO;
 }
 
