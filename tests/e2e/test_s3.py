@@ -1,0 +1,217 @@
+"""Sources in S3-compatible object storage, against a real server
+(SeaweedFS, objstore.py): .npy and raw objects mounted by s3:// URL and by
+a plain http URL, every byte checked against numpy; info and verify
+of a URL; the counters in .stats.json and status; and the faults - wrong
+credentials, a missing key or bucket, the endpoint down (each refused at
+mount with one line), an object overwritten while mounted (EIO and a log
+line naming it, never bytes of two versions), the volume server killed
+mid-read and started again (EIO, the daemon alive, then the right bytes
+again) - with the secret key absent from every output."""
+import errno
+import io
+import os
+import subprocess
+import time
+
+import numpy as np
+
+from common import E2E, check_preads, check_whole, mounted, run
+from objstore import SECRET, ObjectStore
+from refs import reference
+
+BUCKET = "dsview-data"
+
+
+def npy_bytes(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+class S3(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.store = ObjectStore(cls.tmp)
+        try:
+            cls.store.start()
+            s3 = cls.store.client()
+            s3.create_bucket(Bucket=BUCKET)
+            rng = np.random.default_rng(30)
+            # several 1 MiB chunks of the read path; odd row sizes
+            cls.a = rng.integers(0, 256, (700, 1531), dtype=np.uint8)
+            cls.b = rng.standard_normal((257, 3, 129)).astype(np.float32)
+            cls.raw = rng.integers(-30000, 30000, (613, 257), dtype=np.int16)
+            for key, body in (("u8/a.npy", npy_bytes(cls.a)), ("f32/b.npy", npy_bytes(cls.b)),
+                              ("raw/c.i16", cls.raw.tobytes()),
+                              ("victim/v.npy", npy_bytes(cls.a)),
+                              ("volume/w.npy", npy_bytes(cls.b))):
+                s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+        except Exception:
+            cls.store.stop()
+            super().tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.store.stop()
+        super().tearDownClass()
+
+    def url(self, key):
+        return f"s3://{BUCKET}/{key}"
+
+    def mount_s3(self, source, *opts, env=None, **kw):
+        return self.mount(source, *opts, env=self.store.env(**(env or {})), **kw)
+
+    def refused_s3(self, source, want, **env):
+        """A mount that must fail: exit 1, one stderr line naming the URL
+        and every string in want, nothing mounted."""
+        mp = self.p("mnt-refused")
+        t0 = time.monotonic()
+        r = run("mount", "--log", self.p("refused.log"), source, mp, env=self.store.env(**env),
+                timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith(f"dsview: {source}: "), lines[0])
+        for w in want:
+            self.assertIn(w, lines[0])
+        self.assertNotIn(SECRET, r.stdout + r.stderr)
+        self.assertFalse(mounted(mp), "something was mounted")
+        self.assertLess(time.monotonic() - t0, 30, "the refusal took too long")
+        return lines[0]
+
+    def no_secret(self, m, *texts):
+        """The secret key is in none of: texts, the daemon's log, its
+        .stats.json, dsview status, the mount table."""
+        with open("/proc/self/mountinfo") as f:
+            texts += (f.read(),)
+        with open(m.path(".stats.json")) as f:
+            texts += (f.read(),)
+        st = run("status", m.mp)
+        texts += (st.stdout, st.stderr, "\n".join(m.log_lines()), m.stderr)
+        for t in texts:
+            self.assertNotIn(SECRET, t)
+
+    def test_npy_zero_config(self):
+        with self.mount_s3(self.url("u8/a.npy")) as m:
+            check_whole(self, m, "a", reference(self.a), "float32")
+            check_preads(self, m, "a", reference(self.a), rows=(1, 171, 342, 699), n_random=20)
+            st = m.stats()
+            self.assertEqual(st["net_heads"], 1)
+            self.assertGreater(st["net_gets"], 0)
+            self.assertGreaterEqual(st["net_bytes"], self.a.nbytes)
+            self.assertEqual(st["net_failures"], 0)
+            status = run("status", m.mp)
+            self.assertIn("object storage: 1 objects", status.stdout)
+            self.no_secret(m, status.stdout)
+
+    def test_manifest_npy_and_raw(self):
+        ini = self.write_ini(
+            f"[b]\nsource = {self.url('f32/b.npy')}\ndtype = bfloat16\nscale = 2\n"
+            f"[c]\nsource = {self.url('raw/c.i16')}\nsource_dtype = int16\n"
+            f"source_shape = -1, 257\nmean = 10\nstd = 1000\n")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "b", reference(self.b, scale=2, dtype="bfloat16"), "bfloat16")
+            c = reference(self.raw, mean=[10.0], std=[1000.0])
+            check_whole(self, m, "c", c, "float32")
+            check_preads(self, m, "c", c, rows=(0, 300, 612), n_random=10)
+
+    def test_http_url(self):
+        # the filer's own HTTP port serves the bucket's files without
+        # credentials, as a public https:// server would
+        url = f"http://127.0.0.1:{self.store.ports['filer']}/buckets/{BUCKET}/u8/a.npy"
+        with self.mount_s3(url, env={"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}) as m:
+            check_whole(self, m, "a", reference(self.a), "float32")
+            self.assertGreater(m.stats()["net_gets"], 0)
+
+    def test_info_and_verify(self):
+        env = self.store.env()
+        r = run("info", self.url("u8/a.npy"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(700, 1531) uint8", r.stdout)
+        r = run("verify", self.url("f32/b.npy"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("OK", r.stdout)
+        r = run("info", "--dtype", "int16", "--shape", "-1,257", self.url("raw/c.i16"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(613, 257) int16", r.stdout)
+        r = run("info", self.url("u8/none.npy"), env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("HTTP 404", r.stderr)
+        for out in (r.stdout, r.stderr):
+            self.assertNotIn(SECRET, out)
+
+    def test_refused_wrong_credentials(self):
+        line = self.refused_s3(self.url("u8/a.npy"), ("access denied", "HTTP 403"),
+                               AWS_SECRET_ACCESS_KEY="not-the-key")
+        self.assertNotIn("not-the-key", line)
+
+    def test_refused_missing_key_and_bucket(self):
+        self.refused_s3(self.url("u8/missing.npy"), ("HTTP 404",))
+        self.refused_s3("s3://no-such-bucket/a.npy", ("HTTP 404",))
+
+    def test_refused_endpoint_down(self):
+        with socket_closed() as port:
+            self.refused_s3(self.url("u8/a.npy"), (f"http://127.0.0.1:{port}",),
+                            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+
+    def test_object_overwritten_while_mounted(self):
+        key, ref = "victim/v.npy", reference(self.a)
+        with self.mount_s3(self.url(key), expect_errors=[r"victim/v\.npy: the object changed",
+                                                          r"victim/v\.npy chunk .*: I/O error"]) as m:
+            fd = os.open(m.path("v.dat"), os.O_RDONLY)
+            try:
+                first = os.pread(fd, 4096, 0)
+                self.assertEqual(first, ref.tobytes()[:4096])
+                # same shape, other bytes: a reader must never mix them
+                self.store.client().put_object(Bucket=BUCKET, Key=key,
+                                               Body=npy_bytes(255 - self.a))
+                off = ref.nbytes - 8192  # a chunk not read yet
+                with self.assertRaises(OSError) as e:
+                    os.pread(fd, 4096, off)
+                self.assertEqual(e.exception.errno, errno.EIO)
+            finally:
+                os.close(fd)
+            self.assertTrue(any("s3://dsview-data/victim/v.npy: the object changed" in l
+                                for l in m.log_lines()), m.log_lines())
+            self.assertGreater(m.stats()["net_failures"], 0)
+
+    def test_volume_server_killed_mid_read(self):
+        key, ref = "volume/w.npy", reference(self.b)
+        data = ref.tobytes()
+        with self.mount_s3(self.url(key), expect_errors=[r"volume/w\.npy: GET of bytes",
+                                                          r"volume/w\.npy chunk .*: I/O error"]) as m:
+            fd = os.open(m.path("w.dat"), os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, 65536, 0), data[:65536])
+                self.store.kill_volume()
+                try:
+                    off = len(data) - 65536  # not read, not cached
+                    with self.assertRaises(OSError) as e:
+                        os.pread(fd, 65536, off)
+                    self.assertEqual(e.exception.errno, errno.EIO)
+                    self.assertTrue(mounted(m.mp))
+                    self.assertGreater(m.stats()["net_retries"], 0)
+                finally:
+                    self.store.start_volume()
+                self.store.wait_readable(BUCKET, key)
+                self.assertEqual(os.pread(fd, 65536, off), data[off:off + 65536])
+            finally:
+                os.close(fd)
+            check_whole(self, m, "w", ref, "float32")
+
+
+class socket_closed:
+    """A loopback port nothing listens on, for as long as the block runs
+    (held bound, not listening: a connect is refused)."""
+
+    def __enter__(self):
+        import socket
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        return self.s.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.s.close()
+        return False
