@@ -42,6 +42,9 @@ void dsv_net_close(dsv_net_obj *o); /* accepts NULL */
  * the HEAD at open saw them. */
 uint64_t dsv_net_size(const dsv_net_obj *o);
 struct timespec dsv_net_mtime(const dsv_net_obj *o);
+/* True when a and b are one version of one object (URL and ETag; an
+ * object without an ETag is never the same as another open of it). */
+int dsv_net_same(const dsv_net_obj *a, const dsv_net_obj *b);
 /* The URL as messages name it: without its query. Lives as long as o. */
 const char *dsv_net_name(const dsv_net_obj *o);
 

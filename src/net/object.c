@@ -316,6 +316,11 @@ struct timespec dsv_net_mtime(const dsv_net_obj *o)
 	return o->mtime;
 }
 
+int dsv_net_same(const dsv_net_obj *a, const dsv_net_obj *b)
+{
+	return !strcmp(a->url, b->url) && a->etag[0] && !strcmp(a->etag, b->etag);
+}
+
 const char *dsv_net_name(const dsv_net_obj *o)
 {
 	return o->name;

@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 
+import h5py
 import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run
@@ -42,7 +43,23 @@ class S3(E2E):
             cls.a = rng.integers(0, 256, (700, 1531), dtype=np.uint8)
             cls.b = rng.standard_normal((257, 3, 129)).astype(np.float32)
             cls.raw = rng.integers(-30000, 30000, (613, 257), dtype=np.int16)
+            cls.g = rng.integers(0, 4096, (90, 64, 48), dtype=np.uint16)
+            h5 = os.path.join(cls.tmp, "run1.h5")
+            with h5py.File(h5, "w") as f:
+                f["contig"] = cls.b
+                f.create_dataset("deflate", data=cls.g, chunks=(7, 64, 48), compression="gzip")
+                f.create_dataset("grid", data=cls.g, chunks=(5, 16, 48), shuffle=True,
+                                 compression="gzip", fletcher32=True)
+                f.create_group("stim")["images"] = cls.a[:50]
+            np.save(os.path.join(cls.tmp, "a.npy"), cls.a)
+            store = os.path.join(cls.tmp, "a-lz4.h5")
+            r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "a.npy"), store)
+            if r.returncode:
+                raise RuntimeError(r.stderr)
+            with open(h5, "rb") as f1, open(store, "rb") as f2:
+                h5_bytes, store_bytes = f1.read(), f2.read()
             for key, body in (("u8/a.npy", npy_bytes(cls.a)), ("f32/b.npy", npy_bytes(cls.b)),
+                              ("h5/run1.h5", h5_bytes), ("h5/a-lz4.h5", store_bytes),
                               ("raw/c.i16", cls.raw.tobytes()),
                               ("victim/v.npy", npy_bytes(cls.a)),
                               ("volume/w.npy", npy_bytes(cls.b))):
@@ -116,6 +133,25 @@ class S3(E2E):
             c = reference(self.raw, mean=[10.0], std=[1000.0])
             check_whole(self, m, "c", c, "float32")
             check_preads(self, m, "c", c, rows=(0, 300, 612), n_random=10)
+
+    def test_hdf5_zero_config(self):
+        with self.mount_s3(self.url("h5/run1.h5")) as m:
+            check_whole(self, m, "contig", reference(self.b), "float32")
+            check_whole(self, m, "deflate", reference(self.g), "float32")
+            check_preads(self, m, "grid", reference(self.g), rows=(5, 45, 89), n_random=10)
+            check_whole(self, m, "stim/images", reference(self.a[:50]), "float32")
+
+    def test_hdf5_dataset_and_store_in_manifest(self):
+        ini = self.write_ini(
+            f"[g]\nsource = {self.url('h5/run1.h5')}:/grid\ndtype = bfloat16\n"
+            f"[store]\nsource = {self.url('h5/a-lz4.h5')}\nscale = 0.5\n", "h5.ini")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "g", reference(self.g, dtype="bfloat16"), "bfloat16")
+            ref = reference(self.a, scale=0.5)
+            check_whole(self, m, "store", ref, "float32")
+            check_preads(self, m, "store", ref, rows=(0, 171, 699), n_random=20)
+        r = run("verify", self.url("h5/a-lz4.h5"), env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_http_url(self):
         # the filer's own HTTP port serves the bucket's files without
