@@ -54,6 +54,21 @@ const char *dsv_net_name(const dsv_net_obj *o);
  * retries ran out. */
 int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off);
 
+/* The objects under a prefix, each fetched whole by its key (a Zarr
+ * array's chunks: one object each, their keys computed, none opened
+ * ahead). No ETag is known for them: each GET reads the object as it is
+ * then. Thread safety as an object's. */
+typedef struct dsv_net_dir dsv_net_dir;
+/* Reads the configuration for the prefix url (s3://bucket/prefix,
+ * https://host/path); no request. @return 0, DSV_ERR_INVALID (eb names
+ * url) or DSV_ERR_NOMEM. */
+int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb);
+void dsv_net_dir_close(dsv_net_dir *d); /* accepts NULL */
+/* GETs the object url/key whole into buf (at most cap bytes; *got its
+ * size), retried as a ranged GET is. @return 0; DSV_ERR_NOTFOUND (404:
+ * no such object); DSV_ERR_OVERFLOW (larger than cap); DSV_ERR_IO. */
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got);
+
 /* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
  * path-style) into *out (the caller frees it). For tests and `info`.
  * @return 0, DSV_ERR_INVALID or DSV_ERR_NOMEM. */

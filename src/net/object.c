@@ -67,6 +67,7 @@ static CURL *thread_handle(void)
 typedef struct request {
 	char *buf; /* the GET's destination, cap bytes */
 	size_t cap, got;
+	int whole; /* a GET of the whole object (no Range), up to cap bytes */
 	char etag[160];
 } request;
 
@@ -98,8 +99,9 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
 	return n;
 }
 
-/* Sets up h for one request of o: a HEAD (r->cap == 0) or the GET of
- * [off, off + r->cap). *hdrs is the header list to free after. */
+/* Sets up h for one request of o: a HEAD (r->cap == 0), the GET of
+ * [off, off + r->cap), or with r->whole the GET of all of it. *hdrs is
+ * the header list to free after. */
 static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct curl_slist **hdrs)
 {
 	long timeout = (long)dsv_knob_int(DSV_KNOB_NET_TIMEOUT_S);
@@ -133,7 +135,7 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	if (!r->cap) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 		curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
-	} else {
+	} else if (!r->whole) {
 		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
 			 (unsigned long long)(off + r->cap - 1));
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
@@ -360,6 +362,73 @@ int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 				cc == CURLE_OK && status / 100 == 2
 					? "a short or over-long body"
 					: reason(o, cc, status, why, sizeof(why)));
+	return DSV_ERR_IO;
+}
+
+struct dsv_net_dir {
+	dsv_net_obj base; /* url and name: the prefix; no ETag, no size */
+};
+
+int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb)
+{
+	dsv_net_dir *d = calloc(1, sizeof(*d));
+	int err;
+
+	*out = NULL;
+	if (!d)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	pthread_once(&once, init_once);
+	if (init_err)
+		err = dsv_errf(eb, init_err, "libcurl failed to start");
+	else
+		err = fill(&d->base, url, eb);
+	if (err) {
+		dsv_net_dir_close(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+void dsv_net_dir_close(dsv_net_dir *d)
+{
+	if (!d)
+		return;
+	dsv_net_config_free(&d->base.cfg);
+	free(d->base.url);
+	free(d->base.name);
+	free(d);
+}
+
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got)
+{
+	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
+	request r = { .buf = buf, .cap = cap, .whole = 1 };
+	long status;
+	CURLcode cc;
+	char *url = NULL, why[400];
+
+	*got = 0;
+	if (asprintf(&url, "%s/%s", d->base.url, key) < 0)
+		return DSV_ERR_NOMEM;
+	o.url = url;
+	int err = perform(&o, &r, 0, &status, &cc);
+	free(url);
+	if (err)
+		return err;
+	if (cc == CURLE_OK && status == 200) {
+		__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&stats.bytes, r.got, __ATOMIC_RELAXED);
+		*got = r.got;
+		return 0;
+	}
+	if (cc == CURLE_OK && status == 404)
+		return DSV_ERR_NOTFOUND;
+	if (cc == CURLE_WRITE_ERROR)
+		return DSV_ERR_OVERFLOW;
+	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
+	dsv_log_limited((uint64_t)(uintptr_t)d, DSV_LOG_ERROR, "%s/%s: GET failed: %s",
+			d->base.name, key, reason(&o, cc, status, why, sizeof(why)));
 	return DSV_ERR_IO;
 }
 

@@ -11,6 +11,11 @@
  * the fill value, as Zarr defines it (fill_value null: zeros). A chunk file
  * that is larger than any encoding of one chunk, fails to decode or
  * decodes to another size is corrupt: EIO for the rows that need it.
+ *
+ * An array in object storage (its URL, s3://bucket/x.zarr) is the same
+ * with objects for files: each chunk is one GET of its computed key, and
+ * a 404 is the fill value. Its chunk objects are not listed, so their
+ * stored bytes are not counted (0).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,8 +28,10 @@
 #include <unistd.h>
 
 #include "codec/codec.h"
+#include "common/str.h"
 #include "common/tlsbuf.h"
 #include "dsview/codec.h"
+#include "net/net.h"
 #include "source/source_i.h"
 #include "zarr/zarr.h"
 
@@ -34,7 +41,8 @@
 #define KEY_MAX 1024
 
 typedef struct zarr_state {
-	char *dir;
+	char *dir;        /* a directory, or a URL without a trailing '/' */
+	dsv_net_dir *net; /* for a URL: where the chunks are fetched from */
 	dsv_zarr_meta m;
 	pthread_mutex_t lock; /* over counted and stored */
 	int counted;
@@ -46,9 +54,30 @@ static void zarr_close(void *p)
 	zarr_state *z = p;
 	if (z) {
 		free(z->dir);
+		dsv_net_dir_close(z->net);
 		pthread_mutex_destroy(&z->lock);
 	}
 	free(z);
+}
+
+/* slurp of an object: url/name by one GET. */
+static int slurp_object(const char *url, const char *name, char **text, size_t *len)
+{
+	dsv_net_dir *d;
+	dsv_errbuf eb;
+	int err = dsv_net_dir_open(url, &d, &eb);
+	if (!err && !(*text = malloc(META_MAX + 1)))
+		err = DSV_ERR_NOMEM;
+	if (!err)
+		err = dsv_net_dir_get(d, name, *text, META_MAX, len);
+	dsv_net_dir_close(d);
+	if (err) {
+		free(*text);
+		*text = NULL;
+		return err;
+	}
+	(*text)[*len] = '\0';
+	return 0;
 }
 
 /* Reads dir/name whole (at most META_MAX bytes) into a malloc'd buffer.
@@ -57,6 +86,10 @@ static int slurp(const char *dir, const char *name, char **text, size_t *len, st
 {
 	char path[4096];
 	*text = NULL;
+	if (dsv_url_scheme_len(dir)) {
+		memset(st, 0, sizeof(*st)); /* no mtime known */
+		return slurp_object(dir, name, text, len);
+	}
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
 		return DSV_ERR_INVALID;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -91,8 +124,9 @@ static int zarr_node(const char *dir, const char *v2name, const char *kind)
 	size_t len;
 	struct stat st;
 	int v = 0;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
+	if (dsv_url_scheme_len(dir) ? dsv_has_ext(dir, ".npy") || dsv_is_h5_name(dir)
+				    : stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0; /* an object named as a file is no Zarr node: no GETs */
 	snprintf(quoted, sizeof(quoted), "\"%s\"", kind);
 	if (slurp(dir, v2name, &text, &len, &st) == 0)
 		v = 2;
@@ -119,6 +153,9 @@ static int note(dsv_grid_io *io, int err, const char *path)
 	return err;
 }
 
+static int decode_chunk(const zarr_state *z, dsv_grid_io *io, const char *path,
+			const unsigned char *buf, size_t n, void *dst, size_t size);
+
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
 static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
 		      size_t size)
@@ -130,15 +167,26 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	if (err)
 		return DSV_ERR_INTERNAL;
 	snprintf(path, sizeof(path), "%s/%s", z->dir, key);
+	/* No encoding here makes a chunk much bigger than its raw bytes. */
+	uint64_t cap = (uint64_t)size + size / 8 + 4096;
+	unsigned char *buf = NULL;
+	size_t n;
+	if (z->net) {
+		if (!(buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)cap)))
+			return note(io, DSV_ERR_NOMEM, path);
+		err = dsv_net_dir_get(z->net, key, buf, (size_t)cap, &n);
+		if (err == DSV_ERR_NOTFOUND)
+			return err;
+		if (err)
+			return note(io, err == DSV_ERR_OVERFLOW ? DSV_ERR_CORRUPT : err, path);
+		return decode_chunk(z, io, path, buf, n, dst, size);
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		return DSV_ERR_NOTFOUND;
 	if (fd < 0) {
 		return note(io, DSV_ERR_IO, path);
 	}
-	/* No encoding here makes a chunk much bigger than its raw bytes. */
-	uint64_t cap = (uint64_t)size + size / 8 + 4096;
-	unsigned char *buf = NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		err = DSV_ERR_IO;
 	else if ((uint64_t)st.st_size > cap)
@@ -150,7 +198,15 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	close(fd);
 	if (err)
 		return note(io, err, path);
-	size_t n = (size_t)st.st_size;
+	n = (size_t)st.st_size;
+	return decode_chunk(z, io, path, buf, n, dst, size);
+}
+
+/* A chunk's n stored bytes at buf (read from path) decoded into exactly
+ * size bytes at dst. */
+static int decode_chunk(const zarr_state *z, dsv_grid_io *io, const char *path,
+			const unsigned char *buf, size_t n, void *dst, size_t size)
+{
 	int64_t made = DSV_ERR_CORRUPT;
 	switch (z->m.codec) {
 	case DSV_ZC_NONE:
@@ -211,8 +267,8 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
 	const zarr_state *z = s->zarr;
-	if (z->m.ndim == 0)
-		return;
+	if (z->m.ndim == 0 || z->net)
+		return; /* objects: no page cache to ask */
 	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2)
 		willneed_band(s, io->band);
 	if (io->stream) {
@@ -266,6 +322,8 @@ static uint64_t zarr_stored_bytes(const dsv_source *s)
 	zarr_state *z = s->zarr;
 	char rel[KEY_MAX];
 	int parts = z->m.ndim + z->m.key_prefix, dfd;
+	if (z->net)
+		return 0; /* counting needs a listing of the bucket */
 	pthread_mutex_lock(&z->lock);
 	if (!z->counted) {
 		rel[0] = '\0';
@@ -278,6 +336,17 @@ static uint64_t zarr_stored_bytes(const dsv_source *s)
 	uint64_t n = z->stored;
 	pthread_mutex_unlock(&z->lock);
 	return n;
+}
+
+/* z->dir and z->net for an array at url (trailing '/' dropped). */
+static int open_object_dir(zarr_state *z, const char *url, dsv_errbuf *eb)
+{
+	size_t n = strlen(url);
+	while (n > dsv_url_scheme_len(url) && url[n - 1] == '/')
+		n--;
+	if (!(z->dir = strndup(url, n)))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return dsv_net_dir_open(z->dir, &z->net, eb);
 }
 
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
@@ -297,7 +366,14 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	pthread_mutex_init(&z->lock, NULL);
 	/* Chunk files are opened by path long after this, by a daemon whose
 	 * working directory is "/": keep the absolute path. */
-	if (!(z->dir = realpath(dir, NULL))) {
+	if (dsv_url_scheme_len(dir)) {
+		err = open_object_dir(z, dir, eb);
+		if (err) {
+			zarr_close(z);
+			dsv_source_close(s);
+			return err;
+		}
+	} else if (!(z->dir = realpath(dir, NULL))) {
 		int e = errno;
 		free(z);
 		dsv_source_close(s);

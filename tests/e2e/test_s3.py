@@ -1,6 +1,6 @@
 """Sources in S3-compatible object storage, against a real server
-(SeaweedFS, objstore.py): .npy and raw objects mounted by s3:// URL and by
-a plain http URL, every byte checked against numpy; info and verify
+(SeaweedFS, objstore.py): .npy, raw, HDF5 (contiguous, chunked, a dsview
+store) and Zarr v2/v3 mounted by s3:// URL, a .npy by a plain http URL, every byte checked against numpy; info and verify
 of a URL; the counters in .stats.json and status; and the faults - wrong
 credentials, a missing key or bucket, the endpoint down (each refused at
 mount with one line), an object overwritten while mounted (EIO and a log
@@ -16,11 +16,16 @@ import time
 import h5py
 import numpy as np
 
-from common import E2E, check_preads, check_whole, mounted, run
+from common import E2E, check_preads, check_whole, mounted, run, venv_python
 from objstore import SECRET, ObjectStore
 from refs import reference
 
 BUCKET = "dsview-data"
+
+
+def save(path, a):
+    np.save(path, a)
+    return path
 
 
 def npy_bytes(a):
@@ -58,6 +63,7 @@ class S3(E2E):
                 raise RuntimeError(r.stderr)
             with open(h5, "rb") as f1, open(store, "rb") as f2:
                 h5_bytes, store_bytes = f1.read(), f2.read()
+            cls.upload_zarr(s3, rng)
             for key, body in (("u8/a.npy", npy_bytes(cls.a)), ("f32/b.npy", npy_bytes(cls.b)),
                               ("h5/run1.h5", h5_bytes), ("h5/a-lz4.h5", store_bytes),
                               ("raw/c.i16", cls.raw.tobytes()),
@@ -68,6 +74,33 @@ class S3(E2E):
             cls.store.stop()
             super().tearDownClass()
             raise
+
+    @classmethod
+    def upload_zarr(cls, s3, rng):
+        """A Zarr v2 array (Debian's zarr 2, Blosc) and a v3 one (zarr 3 in
+        the venv, zstd, "c/i/j" keys), each with a chunk never written
+        (the fill value), uploaded file by file under zarr/."""
+        import zarr
+        cls.z2 = rng.integers(-1000, 1000, (75, 33), dtype=np.int32)
+        cls.z2[10:20] = 7  # chunk row 1 written as the fill value: zarr skips it
+        z = zarr.open(os.path.join(cls.tmp, "v2.zarr"), mode="w", shape=cls.z2.shape,
+                      chunks=(10, 16), dtype=np.int32, fill_value=7)
+        z[:] = cls.z2
+        cls.z3 = rng.standard_normal((61, 5, 7)).astype(np.float32)
+        cls.z3[0:8] = -1.5
+        venv_python("import sys, numpy as np, zarr\n"
+                    "x = np.load(sys.argv[2])\n"
+                    "z = zarr.create_array(sys.argv[1], shape=x.shape, chunks=(8, 5, 4),\n"
+                    "    dtype=x.dtype, fill_value=-1.5, compressors=zarr.codecs.ZstdCodec())\n"
+                    "z[:] = x\n", os.path.join(cls.tmp, "v3.zarr"),
+                    save(os.path.join(cls.tmp, "z3.npy"), cls.z3))
+        for name in ("v2.zarr", "v3.zarr"):
+            root = os.path.join(cls.tmp, name)
+            for d, _, files in os.walk(root):
+                for f in files:
+                    rel = os.path.relpath(os.path.join(d, f), root)
+                    with open(os.path.join(d, f), "rb") as fh:
+                        s3.put_object(Bucket=BUCKET, Key=f"zarr/{name}/{rel}", Body=fh.read())
 
     @classmethod
     def tearDownClass(cls):
@@ -152,6 +185,17 @@ class S3(E2E):
             check_preads(self, m, "store", ref, rows=(0, 171, 699), n_random=20)
         r = run("verify", self.url("h5/a-lz4.h5"), env=self.store.env())
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_zarr_v2_and_v3(self):
+        for key, ref in (("zarr/v2.zarr", self.z2), ("zarr/v3.zarr", self.z3)):
+            with self.subTest(key=key), self.mount_s3(self.url(key)) as m:
+                name = "v2" if "v2" in key else "v3"
+                check_whole(self, m, name, reference(ref), "float32")
+        ini = self.write_ini(f"[z]\nsource = {self.url('zarr/v3.zarr/')}\ndtype = bfloat16\n",
+                             "zarr.ini")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "z", reference(self.z3, dtype="bfloat16"), "bfloat16")
+            self.assertEqual(m.stats()["net_failures"], 0)  # the missing chunk: no failure
 
     def test_http_url(self):
         # the filer's own HTTP port serves the bucket's files without

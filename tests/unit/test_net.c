@@ -20,9 +20,10 @@ static char dir[] = "/tmp/dsv-test-net-XXXXXX";
 static char creds[4096], conf[4096];
 
 static const char *const vars[] = {
-	"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION",
-	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-	"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+	"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",  "AWS_REGION",
+	"AWS_DEFAULT_REGION",  "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+	"AWS_SESSION_TOKEN",   "AWS_PROFILE",       "AWS_SHARED_CREDENTIALS_FILE",
+	"AWS_CONFIG_FILE",
 };
 
 static void write_file(const char *path, const char *text)
@@ -134,13 +135,13 @@ static void s3_urls_path_style(void **state)
 	assert_true(is_s3);
 	assert_string_equal(out, "http://h:1/b/dir/a%20b%2Bc~.npy");
 	free(out);
-	assert_int_equal(dsv_net_url_make(&c, "https://x.org/a.npy?X-Amz-Signature=1", &out, &is_s3),
-			 0);
+	assert_int_equal(
+		dsv_net_url_make(&c, "https://x.org/a.npy?X-Amz-Signature=1", &out, &is_s3), 0);
 	assert_false(is_s3);
 	assert_string_equal(out, "https://x.org/a.npy?X-Amz-Signature=1");
 	free(out);
-	const char *bad[] = { "s3://", "s3://b", "s3://b/", "s3:///k", "s3://b?x/k", "ftp://h/k",
-			      "/data/a.npy" };
+	const char *bad[] = { "s3://",      "s3://b",    "s3://b/",    "s3:///k",
+			      "s3://b?x/k", "ftp://h/k", "/data/a.npy" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(dsv_net_url_make(&c, bad[i], &out, &is_s3), DSV_ERR_INVALID);
 		assert_null(out);
