@@ -14,6 +14,7 @@ import subprocess
 import time
 
 import h5py
+import hdf5plugin  # noqa: F401 (the LZ4 filter of the packed stores)
 import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
@@ -221,6 +222,18 @@ class S3(E2E):
         self.assertIn("HTTP 404", r.stderr)
         for out in (r.stdout, r.stderr):
             self.assertNotIn(SECRET, out)
+
+    def test_pack_input(self):
+        out = self.p("packed-from-s3.h5")
+        r = run("pack", "--dataset", "a", self.url("u8/a.npy"), out, env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(out, "r") as f:
+            self.assertTrue(np.array_equal(f["a"][:], self.a))
+        r = run("pack", "--dataset", "g", self.url("h5/run1.h5") + ":/grid", out + "2",
+                env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(out + "2", "r") as f:
+            self.assertTrue(np.array_equal(f["g"][:], self.g))
 
     def test_refused_wrong_credentials(self):
         line = self.refused_s3(self.url("u8/a.npy"), ("access denied", "HTTP 403"),
