@@ -38,6 +38,10 @@ static int has_h5_signature(const char *path)
 static int parse_url(dsv_target *t, int raw, dsv_errbuf *eb)
 {
 	dsv_net_obj *o;
+	if (!raw && !t->dataset && dsv_source_zarr_version(t->file)) {
+		t->kind = DSV_TARGET_ZARR; /* a prefix, not an object: no HEAD */
+		return 0;
+	}
 	int err = dsv_net_open(t->file, &o, eb);
 	if (err) {
 		dsv_target_free(t);
