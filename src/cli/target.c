@@ -33,6 +33,19 @@ static int has_h5_signature(const char *path)
 	return found;
 }
 
+/* The kind t's name says (raw: what the caller says), or -1 when the
+ * name alone does not tell. */
+static int kind_by_name(const dsv_target *t, int raw)
+{
+	if (raw)
+		return DSV_TARGET_RAW;
+	if (t->dataset || dsv_source_is_h5_path(t->file))
+		return DSV_TARGET_H5;
+	if (dsv_has_ext(t->file, ".npy"))
+		return DSV_TARGET_NPY;
+	return -1;
+}
+
 /* An object's URL (t->file): a HEAD says it is there and its size; the
  * name alone says its kind. */
 static int parse_url(dsv_target *t, int raw, dsv_errbuf *eb)
@@ -49,12 +62,9 @@ static int parse_url(dsv_target *t, int raw, dsv_errbuf *eb)
 	}
 	t->file_bytes = dsv_net_size(o);
 	dsv_net_close(o);
-	if (raw)
-		t->kind = DSV_TARGET_RAW;
-	else if (t->dataset || dsv_source_is_h5_path(t->file))
-		t->kind = DSV_TARGET_H5;
-	else if (dsv_has_ext(t->file, ".npy"))
-		t->kind = DSV_TARGET_NPY;
+	int kind = kind_by_name(t, raw);
+	if (kind >= 0)
+		t->kind = kind;
 	else {
 		dsv_target_free(t);
 		return dsv_errf_at(
@@ -105,12 +115,9 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 	t->file_bytes = (uint64_t)st.st_size;
 	/* The name decides first; the signature only for other names (a
 	 * .npy's data may well hold the HDF5 signature somewhere). */
-	if (raw)
-		t->kind = DSV_TARGET_RAW;
-	else if (t->dataset || dsv_source_is_h5_path(t->file))
-		t->kind = DSV_TARGET_H5;
-	else if (dsv_has_ext(t->file, ".npy"))
-		t->kind = DSV_TARGET_NPY;
+	int kind = kind_by_name(t, raw);
+	if (kind >= 0)
+		t->kind = kind;
 	else if (dsv_has_ext(t->file, ".ini"))
 		t->kind = DSV_TARGET_MANIFEST;
 	else if (has_h5_signature(t->file))

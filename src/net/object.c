@@ -249,6 +249,15 @@ static int fill(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 	return 0;
 }
 
+/* libcurl started (once a process) and o filled for url. */
+static int start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
+{
+	pthread_once(&once, init_once);
+	if (init_err)
+		return dsv_errf(eb, init_err, "libcurl failed to start");
+	return fill(o, url, eb);
+}
+
 /* The HEAD: size, ETag, Last-Modified. */
 static int head(dsv_net_obj *o, dsv_errbuf *eb)
 {
@@ -285,10 +294,7 @@ int dsv_net_open(const char *url, dsv_net_obj **out, dsv_errbuf *eb)
 	*out = NULL;
 	if (!o)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	pthread_once(&once, init_once);
-	if (init_err)
-		err = dsv_errf(eb, init_err, "libcurl failed to start");
-	else if (!(err = fill(o, url, eb)))
+	if (!(err = start(o, url, eb)))
 		err = head(o, eb);
 	if (err) {
 		dsv_net_close(o);
@@ -298,13 +304,18 @@ int dsv_net_open(const char *url, dsv_net_obj **out, dsv_errbuf *eb)
 	return 0;
 }
 
-void dsv_net_close(dsv_net_obj *o)
+/* Frees what fill made (not o itself). */
+static void unfill(dsv_net_obj *o)
 {
-	if (!o)
-		return;
 	dsv_net_config_free(&o->cfg);
 	free(o->url);
 	free(o->name);
+}
+
+void dsv_net_close(dsv_net_obj *o)
+{
+	if (o)
+		unfill(o);
 	free(o);
 }
 
@@ -377,12 +388,7 @@ int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb)
 	*out = NULL;
 	if (!d)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	pthread_once(&once, init_once);
-	if (init_err)
-		err = dsv_errf(eb, init_err, "libcurl failed to start");
-	else
-		err = fill(&d->base, url, eb);
-	if (err) {
+	if ((err = start(&d->base, url, eb))) {
 		dsv_net_dir_close(d);
 		return err;
 	}
@@ -392,11 +398,8 @@ int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb)
 
 void dsv_net_dir_close(dsv_net_dir *d)
 {
-	if (!d)
-		return;
-	dsv_net_config_free(&d->base.cfg);
-	free(d->base.url);
-	free(d->base.name);
+	if (d)
+		unfill(&d->base);
 	free(d);
 }
 
