@@ -85,7 +85,9 @@ class ObjectStore:
         p = self.ports
         self._spawn("volume", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-port={p['volume']}",
                     f"-port.grpc={p['volume'] + 10000}", "-dir=" + os.path.join(self.dir, "volume"),
-                    "-max=8", f"-mserver={self.master}")
+                    # each bucket grows several volumes of -volumeSizeLimitMB
+                    # (sparse files): room for many
+                    "-max=100", f"-mserver={self.master}")
         _wait_port(p["volume"], self.procs["volume"], "volume")
 
     def start(self):
