@@ -66,8 +66,11 @@ int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb);
 void dsv_net_dir_close(dsv_net_dir *d); /* accepts NULL */
 /* GETs the object url/key whole into buf (at most cap bytes; *got its
  * size), retried as a ranged GET is. @return 0; DSV_ERR_NOTFOUND (404:
- * no such object); DSV_ERR_OVERFLOW (larger than cap); DSV_ERR_IO. */
-int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got);
+ * no such object); DSV_ERR_OVERFLOW (larger than cap); DSV_ERR_IO, eb
+ * (may be NULL) naming the object and the reason. Logs nothing: the
+ * caller says what the object was for. */
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
+		    dsv_errbuf *eb);
 
 /* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
  * path-style) into *out (the caller frees it). For tests and `info`.

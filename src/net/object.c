@@ -403,7 +403,8 @@ void dsv_net_dir_close(dsv_net_dir *d)
 	free(d);
 }
 
-int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got)
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
+		    dsv_errbuf *eb)
 {
 	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
 	request r = { .buf = buf, .cap = cap, .whole = 1 };
@@ -430,8 +431,12 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
 	if (cc == CURLE_WRITE_ERROR)
 		return DSV_ERR_OVERFLOW;
 	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
-	dsv_log_limited((uint64_t)(uintptr_t)d, DSV_LOG_ERROR, "%s/%s: GET failed: %s",
-			d->base.name, key, reason(&o, cc, status, why, sizeof(why)));
+	if (eb) {
+		char name[4096 + 8];
+		snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
+		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
+			    reason(&o, cc, status, why, sizeof(why)));
+	}
 	return DSV_ERR_IO;
 }
 

@@ -60,16 +60,16 @@ static void zarr_close(void *p)
 	free(z);
 }
 
-/* slurp of an object: url/name by one GET. */
-static int slurp_object(const char *url, const char *name, char **text, size_t *len)
+/* slurp of an object: url/name by one GET; eb (may be NULL) says why
+ * one failed. */
+static int slurp_object(const char *url, const char *name, char **text, size_t *len, dsv_errbuf *eb)
 {
 	dsv_net_dir *d;
-	dsv_errbuf eb;
-	int err = dsv_net_dir_open(url, &d, &eb);
+	int err = dsv_net_dir_open(url, &d, eb);
 	if (!err && !(*text = malloc(META_MAX + 1)))
 		err = DSV_ERR_NOMEM;
 	if (!err)
-		err = dsv_net_dir_get(d, name, *text, META_MAX, len);
+		err = dsv_net_dir_get(d, name, *text, META_MAX, len, eb);
 	dsv_net_dir_close(d);
 	if (err) {
 		free(*text);
@@ -81,14 +81,16 @@ static int slurp_object(const char *url, const char *name, char **text, size_t *
 }
 
 /* Reads dir/name whole (at most META_MAX bytes) into a malloc'd buffer.
- * @return 0, DSV_ERR_NOTFOUND when it does not exist, or another error. */
-static int slurp(const char *dir, const char *name, char **text, size_t *len, struct stat *st)
+ * @return 0, DSV_ERR_NOTFOUND when it does not exist, or another error
+ * (for an object, why (may be NULL) says what the store answered). */
+static int slurp(const char *dir, const char *name, char **text, size_t *len, struct stat *st,
+		 dsv_errbuf *why)
 {
 	char path[4096];
 	*text = NULL;
 	if (dsv_url_scheme_len(dir)) {
 		memset(st, 0, sizeof(*st)); /* no mtime known */
-		return slurp_object(dir, name, text, len);
+		return slurp_object(dir, name, text, len, why);
 	}
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
 		return DSV_ERR_INVALID;
@@ -128,9 +130,12 @@ static int zarr_node(const char *dir, const char *v2name, const char *kind)
 				    : stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0; /* an object named as a file is no Zarr node: no GETs */
 	snprintf(quoted, sizeof(quoted), "\"%s\"", kind);
-	if (slurp(dir, v2name, &text, &len, &st) == 0)
+	int err = slurp(dir, v2name, &text, &len, &st, NULL);
+	if (err == 0)
 		v = 2;
-	else if (slurp(dir, "zarr.json", &text, &len, &st) == 0)
+	else if (err != DSV_ERR_NOTFOUND && dsv_url_scheme_len(dir))
+		return 2; /* the store refused or failed: the open says how */
+	else if (slurp(dir, "zarr.json", &text, &len, &st, NULL) == 0)
 		v = strstr(text, quoted) ? 3 : 0;
 	free(text);
 	return v;
@@ -174,9 +179,15 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	if (z->net) {
 		if (!(buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)cap)))
 			return note(io, DSV_ERR_NOMEM, path);
-		err = dsv_net_dir_get(z->net, key, buf, (size_t)cap, &n);
+		dsv_errbuf why = { 0 };
+		err = dsv_net_dir_get(z->net, key, buf, (size_t)cap, &n, &why);
 		if (err == DSV_ERR_NOTFOUND)
 			return err;
+		if (err == DSV_ERR_IO) {
+			dsv_grid_fault(io, err, path, NULL, "chunk object %s: %s", path,
+				       why.reason);
+			return err;
+		}
 		if (err)
 			return note(io, err == DSV_ERR_OVERFLOW ? DSV_ERR_CORRUPT : err, path);
 		return decode_chunk(z, io, path, buf, n, dst, size);
@@ -385,10 +396,11 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	}
 	s->zarr = z;
 	s->zarr_close = zarr_close;
-	err = slurp(z->dir, ".zarray", &text, &len, &st);
+	dsv_errbuf why = { 0 };
+	err = slurp(z->dir, ".zarray", &text, &len, &st, &why);
 	if (err == DSV_ERR_NOTFOUND) {
 		version = 3;
-		err = slurp(z->dir, "zarr.json", &text, &len, &st);
+		err = slurp(z->dir, "zarr.json", &text, &len, &st, &why);
 	}
 	if (err) {
 		dsv_source_close(s);
@@ -396,6 +408,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 				   err == DSV_ERR_NOTFOUND
 					   ? "not a Zarr array (no .zarray or zarr.json)"
 				   : err == DSV_ERR_OVERFLOW ? "array metadata larger than 1 MiB"
+				   : why.reason[0]           ? why.reason
 							     : "cannot read the array metadata");
 	}
 	s->info.mtime = st.st_mtim;
@@ -409,7 +422,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	}
 	free(text);
 	if (version == 2) { /* the attributes live beside, in .zattrs */
-		err = slurp(z->dir, ".zattrs", &text, &alen, &st);
+		err = slurp(z->dir, ".zattrs", &text, &alen, &st, NULL);
 		if (!err)
 			err = dsv_zarr_attrs(text, alen, 2, z->m.ndim, &attrs, &dims, eb);
 		free(text);

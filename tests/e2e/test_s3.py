@@ -245,6 +245,11 @@ class S3(E2E):
                                AWS_SECRET_ACCESS_KEY="not-the-key")
         self.assertNotIn("not-the-key", line)
 
+    def test_refused_zarr_wrong_credentials_and_missing(self):
+        self.refused_s3(self.url("zarr/v2.zarr"), ("access denied", "HTTP 403"),
+                        AWS_SECRET_ACCESS_KEY="not-the-key")
+        self.refused_s3(self.url("zarr/none.zarr"), ("expected",))
+
     def test_refused_missing_key_and_bucket(self):
         self.refused_s3(self.url("u8/missing.npy"), ("HTTP 404",))
         self.refused_s3("s3://no-such-bucket/a.npy", ("HTTP 404",))
