@@ -57,6 +57,7 @@ static void probe_child(const char *path, dsv_h5_probe_fn work)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		signal(sigs[i], SIG_DFL);
 	in_probe = 1;
+	dsv_net_after_fork(); /* an object's GETs on connections of its own */
 	work(path);
 	_exit(0); /* no atexit handlers, no stdio buffers flushed twice */
 }

@@ -77,6 +77,12 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
  * @return 0, DSV_ERR_INVALID or DSV_ERR_NOMEM. */
 int dsv_net_http_url(const char *url, char **out);
 
+/* Call in a child just forked from a process that used this room, before
+ * the child's first request: the connections of the forking thread are
+ * the parent's (a TLS session's state cannot be shared), so the child
+ * opens its own and leaves the parent's untouched. */
+void dsv_net_after_fork(void);
+
 /* What the process fetched, since it started. */
 typedef struct dsv_net_stats {
 	uint64_t heads;    /* objects opened */

@@ -39,6 +39,7 @@ static struct {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t handle_key;
 static int init_err;
+static int started; /* init_once ran and made handle_key */
 
 static void handle_free(void *h)
 {
@@ -50,6 +51,8 @@ static void init_once(void)
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
 	    pthread_key_create(&handle_key, handle_free))
 		init_err = DSV_ERR_INTERNAL;
+	else
+		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 }
 
 /* This thread's easy handle, made at its first request. */
@@ -61,6 +64,14 @@ static CURL *thread_handle(void)
 		h = NULL;
 	}
 	return h;
+}
+
+void dsv_net_after_fork(void)
+{
+	/* the parent's handle is neither used nor cleaned up here (that would
+	 * close the parent's TLS sessions politely, over its sockets) */
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) && pthread_getspecific(handle_key))
+		pthread_setspecific(handle_key, NULL);
 }
 
 /* One request's state, for the write and header callbacks. */
