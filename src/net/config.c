@@ -9,6 +9,8 @@
  *    AWS_SESSION_TOKEN), else the profile's in ~/.aws/credentials
  *    (AWS_SHARED_CREDENTIALS_FILE), else none: requests go unsigned, as
  *    public buckets take them.
+ * TLS is verified against AWS_CA_BUNDLE (or the profile's ca_bundle)
+ * when set, else the system's CA store.
  * The profile is AWS_PROFILE, else "default"; ~/.aws/config
  * (AWS_CONFIG_FILE) names it "[profile NAME]", the credentials file
  * "[NAME]". Addressing is path-style (ENDPOINT/BUCKET/KEY), which every
@@ -92,6 +94,9 @@ int dsv_net_config_load(dsv_net_config *c)
 	size_t n = strlen(c->endpoint);
 	while (n && c->endpoint[n - 1] == '/')
 		c->endpoint[--n] = '\0';
+	c->ca_bundle = env_dup("AWS_CA_BUNDLE", NULL);
+	if (!c->ca_bundle)
+		c->ca_bundle = profile_value("AWS_CONFIG_FILE", "config", "ca_bundle", 1);
 	c->key_id = env_dup("AWS_ACCESS_KEY_ID", NULL);
 	c->secret = env_dup("AWS_SECRET_ACCESS_KEY", NULL);
 	if (c->key_id && c->secret) {
@@ -127,6 +132,7 @@ void dsv_net_config_free(dsv_net_config *c)
 	free(c->key_id);
 	free(c->secret);
 	free(c->token);
+	free(c->ca_bundle);
 	memset(c, 0, sizeof(*c));
 }
 

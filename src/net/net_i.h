@@ -12,6 +12,7 @@ typedef struct dsv_net_config {
 	char *endpoint; /* no trailing '/' */
 	char *region;
 	char *key_id, *secret, *token; /* all NULL: unsigned requests */
+	char *ca_bundle;               /* CA certificates to verify with, or NULL: the system's */
 } dsv_net_config;
 
 /* Reads the environment and the AWS files. @return 0 or DSV_ERR_NOMEM. */

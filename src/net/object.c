@@ -127,6 +127,8 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	/* a transfer that stalls (under 1 byte/s) for timeout seconds fails */
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, timeout);
+	if (o->cfg.ca_bundle)
+		curl_easy_setopt(h, CURLOPT_CAINFO, o->cfg.ca_bundle);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);

@@ -64,9 +64,17 @@ class ObjectStore:
         for d in ("master", "volume", "filer"):
             os.makedirs(os.path.join(self.dir, d), exist_ok=True)
         self.procs = {}
-        p = {k: _free_port() for k in ("master", "volume", "filer", "s3")}
+        p = {k: _free_port() for k in ("master", "volume", "filer", "s3", "s3tls")}
         self.ports = p
         self.endpoint = f"http://127.0.0.1:{p['s3']}"
+        # the gateway serves https too, with a certificate of its own
+        # (self.ca: AWS_CA_BUNDLE for clients that should trust it)
+        self.tls_endpoint = f"https://127.0.0.1:{p['s3tls']}"
+        self.ca = os.path.join(self.dir, "cert.pem")
+        self.key = os.path.join(self.dir, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", self.key, "-out", self.ca], check=True, capture_output=True)
         self.config = os.path.join(self.dir, "s3.json")
         with open(self.config, "w") as f:
             json.dump({"identities": [{"name": "tester", "credentials": [
@@ -105,11 +113,13 @@ class ObjectStore:
                     "-defaultStoreDir=" + os.path.join(self.dir, "filer"), "-s3",
                     f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3'] + 10000}",
                     # no chunk cache in the gateway: a read goes to the volume server
-                    "-s3.cacheCapacityMB=0",
+                    "-s3.cacheCapacityMB=0", f"-s3.port.https={p['s3tls']}",
+                    "-s3.cert.file=" + self.ca, "-s3.key.file=" + self.key,
                     # no Iceberg or Lance servers (they take fixed ports)
                     "-s3.port.iceberg=0", "-s3.port.lance=0",
                     "-s3.config=" + self.config)
         _wait_port(p["s3"], self.procs["filer"], "filer -s3")
+        _wait_port(p["s3tls"], self.procs["filer"], "filer -s3 (https)")
         self._wait_ready()
 
     def _wait_ready(self, timeout=60):

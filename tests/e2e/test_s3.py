@@ -240,6 +240,19 @@ class S3(E2E):
         with h5py.File(out + "2", "r") as f:
             self.assertTrue(np.array_equal(f["g"][:], self.g))
 
+    def test_https_verified(self):
+        # TLS checked against AWS_CA_BUNDLE; an HDF5 file, whose probe
+        # runs in a forked child, reads without a single retry
+        env = {"AWS_ENDPOINT_URL": self.store.tls_endpoint, "AWS_CA_BUNDLE": self.store.ca}
+        with self.mount_s3(self.url("h5/run1.h5"), env=env) as m:
+            check_whole(self, m, "deflate", reference(self.g), "float32")
+            check_whole(self, m, "contig", reference(self.b), "float32")
+            st = m.stats()
+            self.assertEqual((st["net_retries"], st["net_failures"]), (0, 0))
+        # the same store without its certificate trusted: refused
+        self.refused_s3(self.url("u8/a.npy"), ("certificate",),
+                        AWS_ENDPOINT_URL=self.store.tls_endpoint)
+
     def test_refused_wrong_credentials(self):
         line = self.refused_s3(self.url("u8/a.npy"), ("access denied", "HTTP 403"),
                                AWS_SECRET_ACCESS_KEY="not-the-key")

@@ -89,7 +89,7 @@ static void profiles_from_the_files(void **state)
 			  "[lab]\naws_access_key_id = LAB\naws_secret_access_key = labsecret\n"
 			  "aws_session_token = labtoken\n[half]\naws_access_key_id = ONLY\n");
 	write_file(conf, "[default]\nregion = us-west-2\n[profile lab]\nregion = eu-north-1\n"
-			 "endpoint_url = http://store.lab:8333\n");
+			 "endpoint_url = http://store.lab:8333\nca_bundle = /etc/lab-ca.pem\n");
 	setenv("AWS_SHARED_CREDENTIALS_FILE", creds, 1);
 	setenv("AWS_CONFIG_FILE", conf, 1);
 
@@ -107,7 +107,13 @@ static void profiles_from_the_files(void **state)
 	assert_string_equal(c.token, "labtoken");
 	assert_string_equal(c.region, "eu-north-1");
 	assert_string_equal(c.endpoint, "http://store.lab:8333");
+	assert_string_equal(c.ca_bundle, "/etc/lab-ca.pem");
 	dsv_net_config_free(&c);
+	setenv("AWS_CA_BUNDLE", "/tmp/mine.pem", 1);
+	assert_int_equal(dsv_net_config_load(&c), 0);
+	assert_string_equal(c.ca_bundle, "/tmp/mine.pem");
+	dsv_net_config_free(&c);
+	unsetenv("AWS_CA_BUNDLE");
 
 	/* half a key pair signs nothing: unsigned, not half-signed */
 	setenv("AWS_PROFILE", "half", 1);
