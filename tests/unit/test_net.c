@@ -23,7 +23,7 @@ static const char *const vars[] = {
 	"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",  "AWS_REGION",
 	"AWS_DEFAULT_REGION",  "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 	"AWS_SESSION_TOKEN",   "AWS_PROFILE",       "AWS_SHARED_CREDENTIALS_FILE",
-	"AWS_CONFIG_FILE",
+	"AWS_CONFIG_FILE",     "AWS_CA_BUNDLE",
 };
 
 static void write_file(const char *path, const char *text)
