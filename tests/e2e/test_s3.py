@@ -39,6 +39,9 @@ class S3(E2E):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
+        # the machine's own AWS settings reach no daemon (Mount passes our
+        # environment on, with store.env() on top)
+        cls.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
         cls.store = ObjectStore(cls.tmp)
         try:
             cls.store.start()
@@ -73,6 +76,7 @@ class S3(E2E):
                 s3.put_object(Bucket=BUCKET, Key=key, Body=body)
         except Exception:
             cls.store.stop()
+            os.environ.update(cls.saved_aws)
             super().tearDownClass()
             raise
 
@@ -106,6 +110,7 @@ class S3(E2E):
     @classmethod
     def tearDownClass(cls):
         cls.store.stop()
+        os.environ.update(cls.saved_aws)
         super().tearDownClass()
 
     def url(self, key):
