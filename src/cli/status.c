@@ -100,6 +100,15 @@ static json_t *describe(const dsv_cli_mount *mnt)
 		"cache_bytes", dsv_cli_jint(st, "cache_bytes"), "cache_budget",
 		dsv_cli_jint(st, "cache_budget"), "read_errors", dsv_cli_jint(st, "read_errors"),
 		"log", dsv_cli_jstr(st, "log", "?"));
+	/* object storage's counters, for mounts that read any */
+	if (out && dsv_cli_jint(st, "net_heads"))
+		json_object_update_new(out,
+				       json_pack("{s:I, s:I, s:I, s:I, s:I}", "net_heads",
+						 dsv_cli_jint(st, "net_heads"), "net_gets",
+						 dsv_cli_jint(st, "net_gets"), "net_bytes",
+						 dsv_cli_jint(st, "net_bytes"), "net_retries",
+						 dsv_cli_jint(st, "net_retries"), "net_failures",
+						 dsv_cli_jint(st, "net_failures")));
 	json_decref(st);
 	return out;
 }
@@ -132,6 +141,14 @@ static void print_text(const json_t *e)
 	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "cache_budget")),
 	       (long long)dsv_cli_jint(e, "read_errors"),
 	       dsv_cli_jint(e, "read_errors") == 1 ? "" : "s");
+	if (json_object_get(e, "net_heads"))
+		printf("  object storage: %lld objects, %lld GETs, %s fetched, %lld retries, %lld "
+		       "failed reads\n",
+		       (long long)dsv_cli_jint(e, "net_heads"),
+		       (long long)dsv_cli_jint(e, "net_gets"),
+		       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "net_bytes")),
+		       (long long)dsv_cli_jint(e, "net_retries"),
+		       (long long)dsv_cli_jint(e, "net_failures"));
 	printf("  log %s\n", dsv_cli_shown(dsv_cli_jstr(e, "log", "?")));
 }
 

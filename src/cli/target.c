@@ -11,6 +11,7 @@
 #include "common/str.h"
 #include "cli/target.h"
 #include "dsview/source.h"
+#include "net/net.h"
 #include "source/source.h"
 
 /* HDF5 looks for its signature at 0, then at 512, 1024, ... (a user
@@ -32,11 +33,61 @@ static int has_h5_signature(const char *path)
 	return found;
 }
 
+/* The kind t's name says (raw: what the caller says), or -1 when the
+ * name alone does not tell. */
+static int kind_by_name(const dsv_target *t, int raw)
+{
+	if (raw)
+		return DSV_TARGET_RAW;
+	if (t->dataset || dsv_source_is_h5_path(t->file))
+		return DSV_TARGET_H5;
+	if (dsv_has_ext(t->file, ".npy"))
+		return DSV_TARGET_NPY;
+	if (dsv_nifti_name(t->file))
+		return DSV_TARGET_NIFTI;
+	return -1;
+}
+
+/* An object's URL (t->file): a HEAD says it is there and its size; the
+ * name alone says its kind. */
+static int parse_url(dsv_target *t, int raw, dsv_errbuf *eb)
+{
+	dsv_net_obj *o;
+	if (!raw && !t->dataset && dsv_source_zarr_version(t->file)) {
+		t->kind = DSV_TARGET_ZARR; /* a prefix, not an object: no HEAD */
+		return 0;
+	}
+	int err = dsv_net_open(t->file, &o, eb);
+	if (err) {
+		dsv_target_free(t);
+		return err;
+	}
+	t->file_bytes = dsv_net_size(o);
+	dsv_net_close(o);
+	int kind = kind_by_name(t, raw);
+	if (kind >= 0)
+		t->kind = kind;
+	else {
+		dsv_target_free(t);
+		return dsv_errf_at(
+			eb, DSV_ERR_INVALID, t->file, NULL,
+			"not a .npy, .nii or HDF5 object; a raw one needs --dtype and --shape");
+	}
+	return 0;
+}
+
 int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 {
 	struct stat st;
 
 	memset(t, 0, sizeof(*t));
+	if (dsv_url_scheme_len(spec)) {
+		if (raw ? !(t->file = strdup(spec)) : dsv_spec_split(spec, &t->file, &t->dataset)) {
+			dsv_target_free(t);
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		}
+		return parse_url(t, raw, eb);
+	}
 	/* "file.h5:/dset", split as dsv_source_open does, unless the whole
 	 * spec is itself a file. */
 	if ((raw || stat(spec, &st) == 0) ? !(t->file = strdup(spec))
@@ -66,14 +117,9 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 	t->file_bytes = (uint64_t)st.st_size;
 	/* The name decides first; the signature only for other names (a
 	 * .npy's data may well hold the HDF5 signature somewhere). */
-	if (raw)
-		t->kind = DSV_TARGET_RAW;
-	else if (t->dataset || dsv_source_is_h5_path(t->file))
-		t->kind = DSV_TARGET_H5;
-	else if (dsv_has_ext(t->file, ".npy"))
-		t->kind = DSV_TARGET_NPY;
-	else if (dsv_nifti_name(t->file))
-		t->kind = DSV_TARGET_NIFTI;
+	int kind = kind_by_name(t, raw);
+	if (kind >= 0)
+		t->kind = kind;
 	else if (dsv_has_ext(t->file, ".ini"))
 		t->kind = DSV_TARGET_MANIFEST;
 	else if (has_h5_signature(t->file))

@@ -50,6 +50,15 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 	[DSV_KNOB_HINT_THREADS] = { "DSVIEW_HINT_THREADS", 16, 1, 256, NULL,
 				    "threads that store the rows of sampler hints in the page "
 				    "cache" },
+	[DSV_KNOB_NET_RETRIES] = { "DSVIEW_NET_RETRIES", 5, 0, 20, NULL,
+				   "times a GET or HEAD of an object is tried again after a "
+				   "connection error, a timeout, 5xx, 408 or 429" },
+	[DSV_KNOB_NET_BACKOFF_MS] = { "DSVIEW_NET_BACKOFF_MS", 100, 0, 5000, NULL,
+				      "ms before the first retry of an object request; doubled "
+				      "each retry (at most 5 s), with jitter" },
+	[DSV_KNOB_NET_TIMEOUT_S] = { "DSVIEW_NET_TIMEOUT_S", 20, 1, 3600, NULL,
+				     "s to connect to an object store; a transfer that stalls "
+				     "this long fails (and is retried)" },
 };
 
 static int64_t value[DSV_KNOB__COUNT];

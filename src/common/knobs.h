@@ -30,6 +30,9 @@ typedef enum dsv_knob {
 	DSV_KNOB_CLONE_FD,       /* fs: libfuse's clone_fd */
 	DSV_KNOB_MAX_BACKGROUND, /* fs: FUSE max_background, 0 libfuse's */
 	DSV_KNOB_HINT_THREADS,   /* fs: threads that store sampler-hinted rows */
+	DSV_KNOB_NET_RETRIES,    /* net: tries after the first of a failed request */
+	DSV_KNOB_NET_BACKOFF_MS, /* net: the first wait before a retry */
+	DSV_KNOB_NET_TIMEOUT_S,  /* net: connect timeout; a transfer stalled this long fails */
 	DSV_KNOB__COUNT
 } dsv_knob;
 

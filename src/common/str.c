@@ -27,9 +27,18 @@ int dsv_nifti_name(const char *name)
 	return dsv_has_ext(name, ".nii") ? 1 : dsv_has_ext(name, ".nii.gz") ? 2 : 0;
 }
 
+size_t dsv_url_scheme_len(const char *url)
+{
+	static const char *const schemes[] = { "s3://", "https://", "http://" };
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (!strncmp(url, schemes[i], strlen(schemes[i])))
+			return strlen(schemes[i]);
+	return 0;
+}
+
 int dsv_spec_split(const char *spec, char **file, char **dataset)
 {
-	const char *colon = NULL, *p = spec, *next;
+	const char *colon = NULL, *p = spec + dsv_url_scheme_len(spec), *next;
 	int slash = 1; /* the dataset part starts with '/' */
 
 	while ((next = strstr(p, ":/"))) {

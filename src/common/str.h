@@ -26,9 +26,14 @@ int dsv_nifti_name(const char *name);
  * "file.h5:/group/dset" at the last ":/" ("/group/dset"), or, as h5py
  * users write it, "file.h5:group/dset" at the last ':' whose left side is
  * an HDF5 file name (dsv_is_h5_name), the dataset given its leading '/'.
- * Anything else gives the whole spec as file and *dataset NULL. The caller
+ * Anything else gives the whole spec as file and *dataset NULL. A URL's
+ * "scheme://" (dsv_url_scheme_len) is never the split. The caller
  * frees both. @return 0 or DSV_ERR_NOMEM (then both are NULL). */
 int dsv_spec_split(const char *spec, char **file, char **dataset);
+
+/* The length of url's scheme and "://" when it names an object
+ * dsview reads over the network (s3://, https://, http://), else 0. */
+size_t dsv_url_scheme_len(const char *url);
 
 /* True when name holds a glob(3) pattern character (*, ? or [). */
 int dsv_has_glob(const char *name);

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/str.h"
 #include "fs/fs_i.h"
+#include "net/net.h"
 
 void dsv_fs_lat_add(lat_hist *h, const struct timespec *t0, const struct timespec *t1)
 {
@@ -69,6 +70,8 @@ static char *render_stats(dsv_fs *fs)
 	dsv_backend_get_stats(fs->backend, &bs);
 	char dev[4 * 256 + 4], why[4 * 256 + 4];
 	dsv_hints_stats hs = { 0 };
+	dsv_net_stats ns;
+	dsv_net_get_stats(&ns);
 	if (fs->hints)
 		dsv_hints_get_stats(fs->hints, &hs);
 	/* tiles of windows have a cache of their own (fs->tiles) */
@@ -102,6 +105,8 @@ static char *render_stats(dsv_fs *fs)
 		    "%llu,\n"
 		    "  \"read_make_us\": %s,\n  \"read_make_us_sum\": %llu,\n"
 		    "  \"read_reply_us\": %s,\n  \"read_reply_us_sum\": %llu,\n"
+		    "  \"net_heads\": %llu,\n  \"net_gets\": %llu,\n  \"net_bytes\": %llu,\n"
+		    "  \"net_retries\": %llu,\n  \"net_failures\": %llu,\n"
 		    "  \"errors\": %llu\n}\n",
 		    (int)getpid(), dsv_backend_name(fs->backend),
 		    json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
@@ -126,7 +131,9 @@ static char *render_stats(dsv_fs *fs)
 		    (unsigned long long)fs->bytes_pushed, (unsigned long long)made,
 		    (unsigned long long)hs.queued, (unsigned long long)hs.stored,
 		    (unsigned long long)hs.dropped, make, (unsigned long long)fs->lat_make.sum_us,
-		    reply, (unsigned long long)fs->lat_reply.sum_us,
+		    reply, (unsigned long long)fs->lat_reply.sum_us, (unsigned long long)ns.heads,
+		    (unsigned long long)ns.gets, (unsigned long long)ns.bytes,
+		    (unsigned long long)ns.retries, (unsigned long long)ns.failures,
 		    (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;

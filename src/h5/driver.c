@@ -18,8 +18,14 @@
  * record, rather than perform, the one raw-data read H5Dread_chunk makes:
  * that read's absolute offset and size are the chunk's.
  *
+ * Objects in object storage (a URL as the file name): the driver reads
+ * them by ranged GETs (src/net). The library's metadata reads are many
+ * and small (object headers, B-tree nodes, heaps), so they go through a
+ * few blocks of RO_BLOCK bytes kept per open file; raw data is fetched as
+ * asked, one GET per read. Two opens are one file when their URLs are.
+ *
  * Everything here runs inside HDF5 calls made under the global lock
- * (lib.c), so ro_probe is safe as a plain static.
+ * (lib.c), so ro_probe and the blocks are safe without locks of their own.
  */
 /* HDF5 1.12 renamed some 1.10 structs; ask for the 1.10 names. */
 #ifndef H5_USE_110_API
@@ -41,15 +47,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/str.h"
 #include "h5/driver_test.h"
 #include "h5/h5.h"
+#include "net/net.h"
+
+/* An object's metadata blocks: RO_BLOCKS of RO_BLOCK bytes, the oldest
+ * fetched replaced first. */
+#define RO_BLOCK (64u << 10)
+#define RO_BLOCKS 8
 
 typedef struct ro_file {
 	H5FD_t pub; /* first: HDF5 fills it in and casts back */
-	int fd;
+	int fd;     /* -1 for an object */
 	haddr_t eoa, eof;
 	dev_t dev;
 	ino_t ino;
+	dsv_net_obj *net;
+	unsigned char *block[RO_BLOCKS];
+	uint64_t block_at[RO_BLOCKS]; /* its first byte's offset, or UINT64_MAX */
+	unsigned next_block;          /* the one to replace */
 } ro_file;
 
 static struct {
@@ -64,6 +81,24 @@ void (*dsv_h5_ro_open_hook)(const char *name);
 /* Largest address a 64-bit off_t reaches. */
 #define RO_MAXADDR ((haddr_t)INT64_MAX)
 
+/* An object: a HEAD now, GETs as the library reads. Its reason, when it
+ * fails, is the source's own open to tell (the same HEAD). */
+static H5FD_t *ro_open_object(const char *name)
+{
+	ro_file *f = calloc(1, sizeof(*f));
+	dsv_errbuf eb;
+
+	if (!f || dsv_net_open(name, &f->net, &eb)) {
+		free(f);
+		return NULL;
+	}
+	f->fd = -1;
+	f->eof = (haddr_t)dsv_net_size(f->net);
+	for (int i = 0; i < RO_BLOCKS; i++)
+		f->block_at[i] = UINT64_MAX;
+	return &f->pub;
+}
+
 static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxaddr)
 {
 	struct stat st;
@@ -76,6 +111,8 @@ static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t max
 		return NULL;
 	if (dsv_h5_ro_open_hook)
 		dsv_h5_ro_open_hook(name);
+	if (dsv_url_scheme_len(name))
+		return ro_open_object(name);
 	fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -95,7 +132,10 @@ static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t max
 static herr_t ro_close(H5FD_t *file)
 {
 	ro_file *f = (ro_file *)file;
-	int r = close(f->fd);
+	int r = f->fd >= 0 ? close(f->fd) : 0;
+	dsv_net_close(f->net);
+	for (int i = 0; i < RO_BLOCKS; i++)
+		free(f->block[i]);
 	free(f);
 	return r < 0 ? -1 : 0;
 }
@@ -104,6 +144,10 @@ static herr_t ro_close(H5FD_t *file)
 static int ro_cmp(const H5FD_t *a, const H5FD_t *b)
 {
 	const ro_file *x = (const ro_file *)a, *y = (const ro_file *)b;
+	if (x->net || y->net)
+		return !x->net   ? -1
+		       : !y->net ? 1
+				 : strcmp(dsv_net_name(x->net), dsv_net_name(y->net));
 	if (x->dev != y->dev)
 		return x->dev < y->dev ? -1 : 1;
 	if (x->ino != y->ino)
@@ -145,6 +189,52 @@ static herr_t ro_get_handle(H5FD_t *file, hid_t fapl, void **handle)
 	return 0;
 }
 
+/* The block of the object that holds byte at (fetched now if no block
+ * holds it); NULL on a failed GET. *len: its bytes (short at the end). */
+static const unsigned char *object_block(ro_file *f, uint64_t at, size_t *len)
+{
+	uint64_t start = at - at % RO_BLOCK;
+	*len = (size_t)(f->eof - start < RO_BLOCK ? f->eof - start : RO_BLOCK);
+	for (int i = 0; i < RO_BLOCKS; i++)
+		if (f->block_at[i] == start)
+			return f->block[i];
+	unsigned k = f->next_block;
+	if (!f->block[k] && !(f->block[k] = malloc(RO_BLOCK)))
+		return NULL;
+	f->block_at[k] = UINT64_MAX;
+	if (dsv_net_pread(f->net, f->block[k], *len, start))
+		return NULL;
+	f->block_at[k] = start;
+	f->next_block = (k + 1) % RO_BLOCKS;
+	return f->block[k];
+}
+
+/* ro_read of an object: past its end as a file's (zeros for metadata,
+ * an error for raw data); raw data by one GET, metadata by blocks. */
+static herr_t read_object(ro_file *f, H5FD_mem_t type, haddr_t addr, size_t size, unsigned char *p)
+{
+	size_t in = addr >= f->eof ? 0 : (size_t)(f->eof - addr < size ? f->eof - addr : size);
+	if (in < size) {
+		if (type == H5FD_MEM_DRAW)
+			return -1;
+		memset(p + in, 0, size - in);
+	}
+	if (type == H5FD_MEM_DRAW)
+		return dsv_net_pread(f->net, p, in, addr) ? -1 : 0;
+	while (in) {
+		size_t len;
+		const unsigned char *b = object_block(f, addr, &len);
+		if (!b)
+			return -1;
+		size_t from = (size_t)(addr % RO_BLOCK), n = len - from < in ? len - from : in;
+		memcpy(p, b + from, n);
+		p += n;
+		in -= n;
+		addr += n;
+	}
+	return 0;
+}
+
 static herr_t ro_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t size,
 		      void *buf)
 {
@@ -160,6 +250,8 @@ static herr_t ro_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, s
 		ro_probe.size = size;
 		return 0;
 	}
+	if (f->net)
+		return read_object(f, type, addr, size, buf);
 	while (size) {
 		ssize_t got = pread(f->fd, p, size, (off_t)addr);
 		if (got < 0) {
@@ -207,7 +299,7 @@ static const H5FD_class_t ro_class = {
 	.write = ro_write,
 	.fl_map = H5FD_FLMAP_DICHOTOMY,
 };
-int dsv_h5_same_file(hid_t file, int fd)
+int dsv_h5_same_file(hid_t file, int fd, const dsv_net_obj *net)
 {
 	struct stat st;
 	void *handle = NULL;
@@ -217,6 +309,8 @@ int dsv_h5_same_file(hid_t file, int fd)
 		return DSV_ERR_INTERNAL;
 	/* ro_get_handle gives &ro_file.fd */
 	f = (const ro_file *)((const char *)handle - offsetof(ro_file, fd));
+	if (net || f->net) /* one version of one object: the same ETag */
+		return net && f->net && dsv_net_same(net, f->net);
 	if (fstat(fd, &st) < 0)
 		return DSV_ERR_IO;
 	return f->dev == st.st_dev && f->ino == st.st_ino;

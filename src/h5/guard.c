@@ -30,6 +30,7 @@
 #include "dsview/codec.h"
 #include "dsview/h5info.h"
 #include "h5/h5.h"
+#include "source/source_i.h"
 
 /* One pipeline cap for the whole program: HDF5's own. */
 _Static_assert(DSV_H5_MAX_FILTERS == H5Z_MAX_NFILTERS, "DSV_H5_MAX_FILTERS is HDF5's limit");
@@ -132,25 +133,18 @@ static uint64_t bits_in(uint64_t elems, uint64_t bits)
 	return bits && elems > UINT64_MAX / bits ? UINT64_MAX : (elems * bits + 7) / 8;
 }
 
-/* Reads 4 bytes at off of fd. @return 0, or -1 (error or end of file). */
-static int read4(int fd, unsigned char *b, uint64_t off)
+/* Reads 4 bytes at off of s's file. @return 0, or -1 (error or end of
+ * file). */
+static int read4(const dsv_source *s, unsigned char *b, uint64_t off)
 {
-	size_t n = 0;
-	while (n < 4) {
-		ssize_t got = pread(fd, b + n, 4 - n, (off_t)(off + n));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return -1;
-		n += (size_t)got;
-	}
-	return 0;
+	return dsv_source_pread(s, b, 4, off) ? -1 : 0;
 }
 
 /* The stored size of the chunk at element offsets coord against what the
  * library will do with it (see dsv_h5_chunk_check). Under h5_lock.
  * @return 0, or DSV_ERR_CORRUPT */
-static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const hsize_t *coord)
+static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, const dsv_source *s,
+			      const hsize_t *coord)
 {
 	hsize_t size = 0;
 	haddr_t addr = HADDR_UNDEF;
@@ -209,7 +203,7 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 			 * only while no filter outside has changed them */
 			unsigned char b[4];
 			if (outermost && addr != HADDR_UNDEF && ncd >= 5) {
-				if (cur < 21 || read4(fd, b, addr) != 0)
+				if (cur < 21 || read4(s, b, addr) != 0)
 					return DSV_ERR_CORRUPT;
 				uint64_t minbits = dsv_load_le32(b);
 				uint64_t need = minbits == 8ull * cd[4]
@@ -230,7 +224,7 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, int fd, const h
 }
 
 /* All the chunks in the bands of rows the read covers. */
-static int check_bands(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t row_elems,
+static int check_bands(dsv_h5_chunk_check *c, hid_t dset, const dsv_source *s, uint64_t row_elems,
 		       uint64_t start, uint64_t n)
 {
 	uint64_t row = row_elems ? row_elems : 1;
@@ -250,7 +244,7 @@ static int check_bands(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t row_e
 				coord[0] = b * c->cdims[0];
 				for (int k = 1; k < c->ndim; k++)
 					coord[k] = idx[k] * c->cdims[k];
-				int err = check_stored_chunk(c, dset, fd, coord);
+				int err = check_stored_chunk(c, dset, s, coord);
 				if (err)
 					return err;
 				if (c->ok)
@@ -281,10 +275,10 @@ int dsv_h5_filter_params_ok(H5Z_filter_t id, const unsigned *cd, size_t ncd, uin
 	return ncd >= 5 && cd[2] == elems && cd[4] == type_size;
 }
 
-int dsv_h5_check_read_chunks(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t row_elems,
-			     uint64_t start, uint64_t n)
+int dsv_h5_check_read_chunks(dsv_h5_chunk_check *c, hid_t dset, const dsv_source *s,
+			     uint64_t row_elems, uint64_t start, uint64_t n)
 {
-	int err = check_bands(c, dset, fd, row_elems, start, n);
+	int err = check_bands(c, dset, s, row_elems, start, n);
 	if (!err)
 		dsv_h5_decode_arm(c->expect);
 	return err;

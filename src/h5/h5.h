@@ -72,8 +72,11 @@ hid_t dsv_h5_mem_type(hid_t ftype, dsv_dtype dt);
  * it, or -1. Called once, by dsv_h5_lock's set-up. */
 hid_t dsv_h5_ro_register(void);
 /* Whether file, opened through dsv_h5_ro_fapl, is the file open as fd
- * (same device and inode). @return 1 yes, 0 no, or a dsv_err. */
-int dsv_h5_same_file(hid_t file, int fd);
+ * (same device and inode), or, when net is not NULL, the same version of
+ * the object net (the same URL and ETag). @return 1 yes, 0 no, or a
+ * dsv_err. */
+struct dsv_net_obj;
+int dsv_h5_same_file(hid_t file, int fd, const struct dsv_net_obj *net);
 /* Where the stored bytes of the chunk at element offsets coord are:
  * H5Dread_chunk does one index lookup and one raw-data read, which the
  * armed driver records instead of doing. buf must hold size bytes
@@ -118,11 +121,12 @@ dsv_h5_chunk_check *dsv_h5_chunk_check_new(int ndim, const hsize_t *dims, const 
 void dsv_h5_chunk_check_free(dsv_h5_chunk_check *c); /* accepts NULL */
 /* Checks every chunk a read of n elements from flat element start (rows
  * of row_elems elements) may touch, and arms the decoders' size checks for
- * the read that follows (dsv_h5_decode_disarm after it). fd is a
- * descriptor of the same file, for the few bytes a check reads itself.
+ * the read that follows (dsv_h5_decode_disarm after it). s is the source
+ * of the same file, for the few bytes a check reads itself.
  * @return 0, DSV_ERR_CORRUPT or DSV_ERR_NOMEM. */
-int dsv_h5_check_read_chunks(dsv_h5_chunk_check *c, hid_t dset, int fd, uint64_t row_elems,
-			     uint64_t start, uint64_t n);
+struct dsv_source;
+int dsv_h5_check_read_chunks(dsv_h5_chunk_check *c, hid_t dset, const struct dsv_source *s,
+			     uint64_t row_elems, uint64_t start, uint64_t n);
 /* nbit and scaleoffset size their output from parameters stored in the
  * file; @return 1 if filter id's parameters describe a chunk of elems
  * elements of type_size bytes (and for any other filter), else 0. */

@@ -92,7 +92,7 @@ static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 		return DSV_ERR_NOMEM;
 	if (len > s->file_size || off > s->file_size - len)
 		return DSV_ERR_TRUNCATED;
-	if ((err = dsv_pread_fd(s->fd, buf, (size_t)len, off)))
+	if ((err = dsv_source_pread(s, buf, (size_t)len, off)))
 		return err;
 	*io = (dsv_grid_io){ .band = io->band,
 			     .eb = io->eb,
@@ -152,8 +152,9 @@ static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 		i = next_stored(s, run_end(s, i, end, &stop_off), end);
 	while (i < end) {
 		uint64_t off = s->chunk_off[i], next = run_end(s, i, end, &stop_off);
-		(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off),
-				    POSIX_FADV_WILLNEED);
+		if (s->fd >= 0) /* an object has no page cache to ask */
+			(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off),
+					    POSIX_FADV_WILLNEED);
 		i = next_stored(s, next, end);
 	}
 }

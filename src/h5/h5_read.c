@@ -137,7 +137,7 @@ static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *ds
 	if (select_range(fspace, s->info.ndim, s->info.shape, ref->elem_start, ref->nelems) < 0)
 		goto out_mspace;
 	if (h->cc) {
-		err = dsv_h5_check_read_chunks(h->cc, h->dset, s->fd, s->info.row_elems,
+		err = dsv_h5_check_read_chunks(h->cc, h->dset, s, s->info.row_elems,
 					       ref->elem_start, ref->nelems);
 		if (err)
 			goto out_mspace;

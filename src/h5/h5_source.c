@@ -46,6 +46,7 @@
 #include "common/arith.h"
 #include "h5/h5.h"
 #include "h5/h5_src.h"
+#include "net/net.h"
 #include "source/source_i.h"
 
 /* Sanity cap on what a file may ask of us before we allocate. */
@@ -100,7 +101,7 @@ static int open_file(dsv_h5_open *o, const char *path, int *locked, dsv_errbuf *
 		o->file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 		if (o->file < 0)
 			return dsv_h5_open_failed(path, eb);
-		err = dsv_h5_same_file(o->file, s->fd);
+		err = dsv_h5_same_file(o->file, s->fd, s->net);
 		if (err == 1)
 			return 0;
 		if (err < 0)
@@ -116,8 +117,11 @@ static int open_file(dsv_h5_open *o, const char *path, int *locked, dsv_errbuf *
 		o->file = o->lapl = -1;
 		dsv_h5_unlock();
 		*locked = 0;
-		close(s->fd);
+		if (s->fd >= 0)
+			close(s->fd);
 		s->fd = -1;
+		dsv_net_close(s->net);
+		s->net = NULL;
 	}
 }
 

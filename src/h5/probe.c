@@ -13,7 +13,9 @@
  * small ring under probe_lock; probe_lock is taken before the HDF5 lock,
  * never after. When the child cannot be probed (fork fails) or its end
  * cannot be learnt (waitpid fails: a process that ignores SIGCHLD), the
- * file is opened unprobed and nothing is remembered.
+ * file is opened unprobed and nothing is remembered. An object in object
+ * storage (a URL) has no device and inode: it is probed at every open and
+ * nothing is remembered.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,7 +28,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/str.h"
 #include "h5/h5.h"
+#include "net/net.h"
 
 /* Files probed in this process (a small ring: a manifest names few files). */
 #define H5_PROBED_MAX 64
@@ -53,11 +57,13 @@ static void probe_child(const char *path, dsv_h5_probe_fn work)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		signal(sigs[i], SIG_DFL);
 	in_probe = 1;
+	dsv_net_after_fork(); /* an object's GETs on connections of its own */
 	work(path);
 	_exit(0); /* no atexit handlers, no stdio buffers flushed twice */
 }
 
-/* dsv_h5_probe of path, whose stat is st. */
+/* dsv_h5_probe of path, whose stat is st (NULL: an object, whose result
+ * is not remembered). */
 static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn work, dsv_errbuf *eb)
 {
 	int status = 0, sig = 0;
@@ -66,7 +72,7 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 	if (in_probe)
 		return 0;
 	pthread_mutex_lock(&probe_lock);
-	for (unsigned i = 0; i < nprobed && i < H5_PROBED_MAX; i++) {
+	for (unsigned i = 0; st && i < nprobed && i < H5_PROBED_MAX; i++) {
 		h5_probed *p = &probed[i];
 		if (p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
 		    p->mtime.tv_sec == st->st_mtim.tv_sec &&
@@ -105,8 +111,9 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 		sig = WTERMSIG(status);
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		sig = SIGABRT; /* a sanitizer's report exits instead */
-	probed[nprobed++ % H5_PROBED_MAX] = (h5_probed){ st->st_dev, st->st_ino, st->st_size,
-							 st->st_mtim, sig };
+	if (st)
+		probed[nprobed++ % H5_PROBED_MAX] = (h5_probed){ st->st_dev, st->st_ino,
+								 st->st_size, st->st_mtim, sig };
 done:
 	pthread_mutex_unlock(&probe_lock);
 	if (sig)
@@ -119,6 +126,8 @@ done:
 int dsv_h5_probe(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb)
 {
 	struct stat st;
+	if (dsv_url_scheme_len(path))
+		return probe_stat(path, NULL, work, eb);
 	/* a missing file: the caller reports it itself */
 	return stat(path, &st) < 0 ? 0 : probe_stat(path, &st, work, eb);
 }
@@ -127,6 +136,12 @@ int dsv_h5_check_input(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb)
 {
 	struct stat st;
 
+	if (dsv_url_scheme_len(path)) {
+		dsv_net_obj *o;
+		int err = dsv_net_open(path, &o, eb); /* it is there: a HEAD */
+		dsv_net_close(o);
+		return err ? err : probe_stat(path, NULL, work, eb);
+	}
 	if (stat(path, &st) < 0) {
 		int e = errno;
 		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, path, NULL,

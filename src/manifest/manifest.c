@@ -140,7 +140,7 @@ static int handler(void *user, const char *section, const char *name, const char
 static char *resolve(const char *dir, const char *spec)
 {
 	char *out;
-	if (spec[0] == '/' || !dir)
+	if (spec[0] == '/' || dsv_url_scheme_len(spec) || !dir)
 		return strdup(spec);
 	if (asprintf(&out, "%s/%s", dir, spec) < 0)
 		return NULL;

@@ -81,7 +81,7 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 			    dsv_nifti_name(file) || dsv_source_zarr_version(file);
 	if (raw && !is_structured)
 		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
-	else if (!is_structured && stat(file, &st) < 0)
+	else if (!is_structured && !dsv_url_scheme_len(file) && stat(file, &st) < 0)
 		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
 				  "%s", strerror(errno));
 	else if (!is_structured)
@@ -142,7 +142,8 @@ int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, d
 
 	if (dsv_spec_split(path, &file, &dataset))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (dsv_has_glob(file) && stat(file, &st) < 0)
+	/* an object URL is never a pattern ('?' starts its query) */
+	if (!dsv_url_scheme_len(file) && dsv_has_glob(file) && stat(file, &st) < 0)
 		err = open_glob(v, file, dataset, raw, eb);
 	else
 		err = open_one(v, path, raw, eb);

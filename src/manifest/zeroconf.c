@@ -558,9 +558,10 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    (dsv_source_zarr_version(path) || dsv_has_ext(path, ".zarr") ||
-	     dsv_source_zarr_group(path))) {
+	if ((stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+	     (dsv_source_zarr_version(path) || dsv_has_ext(path, ".zarr") ||
+	      dsv_source_zarr_group(path))) ||
+	    (dsv_url_scheme_len(path) && dsv_source_zarr_version(path))) {
 		err = from_zarr(m, path, dtype, flags, eb);
 	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		err = from_dir(m, path, dtype, flags, eb);

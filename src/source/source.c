@@ -13,7 +13,9 @@
 #include "common/arith.h"
 #include "common/bytes.h"
 #include "codec/codec.h"
+#include "common/str.h"
 #include "dsview/codec.h"
+#include "net/net.h"
 #include "source/source_i.h"
 
 dsv_source *dsv_source_alloc(const char *path, const char *dataset)
@@ -35,9 +37,22 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 	return s;
 }
 
+/* An object by its URL: what its HEAD said stands for fstat. */
+static int open_object(dsv_source *s, dsv_errbuf *eb)
+{
+	int err = dsv_net_open(s->path, &s->net, eb);
+	if (err)
+		return err;
+	s->file_size = dsv_net_size(s->net);
+	s->info.mtime = dsv_net_mtime(s->net);
+	return 0;
+}
+
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb)
 {
 	struct stat st;
+	if (dsv_url_scheme_len(s->path))
+		return open_object(s, eb);
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0) {
 		int e = errno;
@@ -115,6 +130,7 @@ void dsv_source_close(dsv_source *s)
 		s->zarr_close(s->zarr);
 	if (s->fd >= 0)
 		close(s->fd);
+	dsv_net_close(s->net);
 	free(s->chunk_off);
 	free(s->chunk_size);
 	free(s->chunk_mask);
@@ -215,6 +231,8 @@ int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off)
 
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 {
+	if (s->net)
+		return dsv_net_pread(s->net, buf, n, off);
 	return dsv_pread_fd(s->fd, buf, n, off);
 }
 

@@ -48,6 +48,9 @@ struct dsv_source {
 	char *path;
 	char *dataset;
 	int fd;
+	/* an object in object storage or on an https:// server (src/net),
+	 * read by ranged GETs where a file is read with pread; fd is then -1 */
+	struct dsv_net_obj *net;
 	uint64_t file_size; /* at open; offsets were checked against it */
 
 	/* flat layout */
@@ -122,7 +125,8 @@ void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes);
 /* Fills nrows/row_elems/nelems from ndim/shape; DSV_ERR_OVERFLOW if the
  * byte size does not fit in 63 bits. */
 int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
-/* Opens s->path read-only, fills fd, file_size, mtime. */
+/* Opens s->path read-only, fills fd, file_size, mtime; a URL
+ * (dsv_url_scheme_len) is opened as an object instead (net, by a HEAD). */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 
 /* Reads exactly n bytes of fd at off; DSV_ERR_TRUNCATED if the file ends

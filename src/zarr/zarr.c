@@ -16,6 +16,11 @@
  * the fill value, as Zarr defines it (fill_value null: zeros). A chunk file
  * that is larger than any encoding of one chunk, fails to decode or
  * decodes to another size is corrupt: EIO for the rows that need it.
+ *
+ * An array in object storage (its URL, s3://bucket/x.zarr) is the same
+ * with objects for files: each chunk is one GET of its computed key, and
+ * a 404 is the fill value. Its chunk objects are not listed, so their
+ * stored bytes are not counted (0).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,8 +33,10 @@
 #include <unistd.h>
 
 #include "codec/codec.h"
+#include "common/str.h"
 #include "common/tlsbuf.h"
 #include "dsview/codec.h"
+#include "net/net.h"
 #include "source/source_i.h"
 #include "zarr/zarr.h"
 
@@ -39,7 +46,8 @@
 #define KEY_MAX 1024
 
 typedef struct zarr_state {
-	char *dir;
+	char *dir;        /* a directory, or a URL without a trailing '/' */
+	dsv_net_dir *net; /* for a URL: where the chunks are fetched from */
 	dsv_zarr_meta m;
 	dsv_zarr_index_cache *shards; /* sharded: the shard indexes read */
 	pthread_mutex_t lock;         /* over counted and stored */
@@ -53,17 +61,44 @@ static void zarr_close(void *p)
 	if (z) {
 		free(z->dir);
 		dsv_zarr_index_cache_destroy(z->shards);
+		dsv_net_dir_close(z->net);
 		pthread_mutex_destroy(&z->lock);
 	}
 	free(z);
 }
 
+/* slurp of an object: url/name by one GET; eb (may be NULL) says why
+ * one failed. */
+static int slurp_object(const char *url, const char *name, char **text, size_t *len, dsv_errbuf *eb)
+{
+	dsv_net_dir *d;
+	int err = dsv_net_dir_open(url, &d, eb);
+	if (!err && !(*text = malloc(META_MAX + 1)))
+		err = DSV_ERR_NOMEM;
+	if (!err)
+		err = dsv_net_dir_get(d, name, *text, META_MAX, len, eb);
+	dsv_net_dir_close(d);
+	if (err) {
+		free(*text);
+		*text = NULL;
+		return err;
+	}
+	(*text)[*len] = '\0';
+	return 0;
+}
+
 /* Reads dir/name whole (at most META_MAX bytes) into a malloc'd buffer.
- * @return 0, DSV_ERR_NOTFOUND when it does not exist, or another error. */
-static int slurp(const char *dir, const char *name, char **text, size_t *len, struct stat *st)
+ * @return 0, DSV_ERR_NOTFOUND when it does not exist, or another error
+ * (for an object, why (may be NULL) says what the store answered). */
+static int slurp(const char *dir, const char *name, char **text, size_t *len, struct stat *st,
+		 dsv_errbuf *why)
 {
 	char path[4096];
 	*text = NULL;
+	if (dsv_url_scheme_len(dir)) {
+		memset(st, 0, sizeof(*st)); /* no mtime known */
+		return slurp_object(dir, name, text, len, why);
+	}
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
 		return DSV_ERR_INVALID;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -98,12 +133,16 @@ static int zarr_node(const char *dir, const char *v2name, const char *kind)
 	size_t len;
 	struct stat st;
 	int v = 0;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
+	if (dsv_url_scheme_len(dir) ? dsv_has_ext(dir, ".npy") || dsv_is_h5_name(dir)
+				    : stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0; /* an object named as a file is no Zarr node: no GETs */
 	snprintf(quoted, sizeof(quoted), "\"%s\"", kind);
-	if (slurp(dir, v2name, &text, &len, &st) == 0)
+	int err = slurp(dir, v2name, &text, &len, &st, NULL);
+	if (err == 0)
 		v = 2;
-	else if (slurp(dir, "zarr.json", &text, &len, &st) == 0)
+	else if (err != DSV_ERR_NOTFOUND && dsv_url_scheme_len(dir))
+		return 2; /* the store refused or failed: the open says how */
+	else if (slurp(dir, "zarr.json", &text, &len, &st, NULL) == 0)
 		v = strstr(text, quoted) ? 3 : 0;
 	free(text);
 	return v;
@@ -182,6 +221,32 @@ static int stored(const zarr_state *z, dsv_grid_io *io, int fd, const char *path
 	return err ? note(io, err, path) : 0;
 }
 
+/* Grid chunk idx of an array in object storage into exactly size bytes:
+ * the chunk's object fetched whole by its key (open refuses sharded
+ * arrays there). */
+static int object_chunk(const zarr_state *z, dsv_grid_io *io, const char *key, const char *path,
+			void *dst, size_t size)
+{
+	/* No encoding here makes a chunk much bigger than its raw bytes. */
+	uint64_t cap = (uint64_t)size + size / 8 + 4096;
+	unsigned char *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)cap);
+	dsv_errbuf why = { 0 };
+	size_t n;
+	if (!buf)
+		return note(io, DSV_ERR_NOMEM, path);
+	int err = dsv_net_dir_get(z->net, key, buf, (size_t)cap, &n, &why);
+	if (err == DSV_ERR_NOTFOUND)
+		return err;
+	if (err == DSV_ERR_IO) {
+		dsv_grid_fault(io, err, path, NULL, "chunk object %s: %s", path, why.reason);
+		return err;
+	}
+	if (err)
+		return note(io, err == DSV_ERR_OVERFLOW ? DSV_ERR_CORRUPT : err, path);
+	err = dsv_zarr_decode(&z->m, dst, size, buf, n);
+	return err ? note(io, err == DSV_ERR_NOMEM ? err : DSV_ERR_CORRUPT, path) : 0;
+}
+
 /* Grid chunk idx of s into exactly size bytes (grid.c's grid_chunk). */
 static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
 		      size_t size)
@@ -193,6 +258,8 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	size_t n = 0;
 	file_of(&z->m, idx, key, sizeof(key), &shard, &inner);
 	snprintf(path, sizeof(path), "%s/%s", z->dir, key);
+	if (z->net)
+		return object_chunk(z, io, key, path, dst, size);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? DSV_ERR_NOTFOUND : note(io, DSV_ERR_IO, path);
@@ -250,8 +317,8 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
 	const zarr_state *z = s->zarr;
-	if (z->m.ndim == 0 || (z->m.sharded && !io->stream))
-		return;
+	if (z->m.ndim == 0 || z->net || (z->m.sharded && !io->stream))
+		return; /* objects: no page cache to ask */
 	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2 || z->m.sharded)
 		willneed_band(s, io->band);
 	if (io->stream) {
@@ -305,6 +372,8 @@ static uint64_t zarr_stored_bytes(const dsv_source *s)
 	zarr_state *z = s->zarr;
 	char rel[KEY_MAX];
 	int parts = z->m.ndim + z->m.key_prefix, dfd;
+	if (z->net)
+		return 0; /* counting needs a listing of the bucket */
 	pthread_mutex_lock(&z->lock);
 	if (!z->counted) {
 		rel[0] = '\0';
@@ -317,6 +386,17 @@ static uint64_t zarr_stored_bytes(const dsv_source *s)
 	uint64_t n = z->stored;
 	pthread_mutex_unlock(&z->lock);
 	return n;
+}
+
+/* z->dir and z->net for an array at url (trailing '/' dropped). */
+static int open_object_dir(zarr_state *z, const char *url, dsv_errbuf *eb)
+{
+	size_t n = strlen(url);
+	while (n > dsv_url_scheme_len(url) && url[n - 1] == '/')
+		n--;
+	if (!(z->dir = strndup(url, n)))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	return dsv_net_dir_open(z->dir, &z->net, eb);
 }
 
 int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
@@ -336,7 +416,14 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	pthread_mutex_init(&z->lock, NULL);
 	/* Chunk files are opened by path long after this, by a daemon whose
 	 * working directory is "/": keep the absolute path. */
-	if (!(z->dir = realpath(dir, NULL))) {
+	if (dsv_url_scheme_len(dir)) {
+		err = open_object_dir(z, dir, eb);
+		if (err) {
+			zarr_close(z);
+			dsv_source_close(s);
+			return err;
+		}
+	} else if (!(z->dir = realpath(dir, NULL))) {
 		int e = errno;
 		free(z);
 		dsv_source_close(s);
@@ -348,10 +435,11 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	}
 	s->zarr = z;
 	s->zarr_close = zarr_close;
-	err = slurp(z->dir, ".zarray", &text, &len, &st);
+	dsv_errbuf why = { 0 };
+	err = slurp(z->dir, ".zarray", &text, &len, &st, &why);
 	if (err == DSV_ERR_NOTFOUND) {
 		version = 3;
-		err = slurp(z->dir, "zarr.json", &text, &len, &st);
+		err = slurp(z->dir, "zarr.json", &text, &len, &st, &why);
 	}
 	if (err) {
 		dsv_source_close(s);
@@ -359,6 +447,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 				   err == DSV_ERR_NOTFOUND
 					   ? "not a Zarr array (no .zarray or zarr.json)"
 				   : err == DSV_ERR_OVERFLOW ? "array metadata larger than 1 MiB"
+				   : why.reason[0]           ? why.reason
 							     : "cannot read the array metadata");
 	}
 	s->info.mtime = st.st_mtim;
@@ -372,7 +461,7 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	}
 	free(text);
 	if (version == 2) { /* the attributes live beside, in .zattrs */
-		err = slurp(z->dir, ".zattrs", &text, &alen, &st);
+		err = slurp(z->dir, ".zattrs", &text, &alen, &st, NULL);
 		if (!err)
 			err = dsv_zarr_attrs(text, alen, 2, z->m.ndim, &attrs, &dims, eb);
 		free(text);
@@ -390,6 +479,12 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	s->info.dtype = m->dtype;
 	snprintf(s->h5_why, sizeof(s->h5_why), "zarr v%d, %s%s", m->version,
 		 m->sharded ? "sharded, " : "", m->compressor);
+	if (m->sharded && z->net) {
+		dsv_source_close(s);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
+				   "a sharded Zarr array in object storage is not read yet: "
+				   "copy it to a filesystem");
+	}
 	if (m->sharded && !(z->shards = dsv_zarr_index_cache_create(m))) {
 		dsv_source_close(s);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");

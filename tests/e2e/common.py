@@ -130,8 +130,9 @@ class Mount:
     expect_errors: regexes for log lines the test declares as expected."""
 
     def __init__(self, source, *opts, expect_errors=(), expect_exit=False, tmp=None, mp=None,
-                 log=True):
+                 log=True, env=None):
         self.source, self.opts, self.expect = source, opts, [re.compile(e) for e in expect_errors]
+        self.env = env  # variables set for the daemon on top of ours
         self.expect_exit = expect_exit  # the test itself stops the daemon
         self.tmp = tmp or tempfile.mkdtemp(prefix="dsv-e2e-")
         self.mp = mp or os.path.join(self.tmp, "mnt-%d" % time.monotonic_ns())
@@ -143,7 +144,9 @@ class Mount:
         self.pid = None
 
     def __enter__(self):
-        r = run("mount", "--log", self.log, *self.opts, self.source, self.mp, env=_san_env(self.san))
+        env = _san_env(self.san)
+        env.update(self.env or {})
+        r = run("mount", "--log", self.log, *self.opts, self.source, self.mp, env=env)
         self.stderr = r.stderr  # the mount command's: the summary of what it skipped
         if r.returncode != 0:
             if mounted(self.mp):

@@ -17,7 +17,7 @@ import sys
 # Lowest first. A room may include only rooms of a lower rank.
 RANK = {
     "common": 0,
-    "codec": 1, "xform": 1,
+    "codec": 1, "xform": 1, "net": 1,
     "source": 2,
     "h5": 3, "zarr": 3,
     "view": 4, "cache": 4,

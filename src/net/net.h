@@ -1,0 +1,96 @@
+/*
+ * The net room: objects in S3-compatible storage (s3://bucket/key) and
+ * files on https:// servers, read by ranged GETs through libcurl, so that
+ * a source can read an object as it preads a file.
+ *
+ * An object is opened once (a HEAD: its size and ETag); every GET after
+ * carries If-Match with that ETag, so an object replaced since is never
+ * read half old, half new: its reads fail (DSV_ERR_IO) and one log line
+ * names it. Failures a retry may cure (connection errors, timeouts, 5xx,
+ * 429 and 503 SlowDown) are retried a bounded number of times with
+ * exponential backoff and jitter, then fail that read alone.
+ *
+ * Endpoint, region and credentials come as AWS tools take them (net.c's
+ * opening comment; docs/s3.md). Secrets never appear in a message: an
+ * object is named by its URL without the query (a presigned URL's
+ * signature), and keys are handed to libcurl alone.
+ *
+ * Thread safety: dsv_net_open and dsv_net_close as a source's open and
+ * close; dsv_net_pread from any number of threads at once (each thread
+ * has its own curl handle; connections and DNS are shared through one
+ * curl share). The stats are atomic counters.
+ */
+#ifndef DSV_NET_NET_H
+#define DSV_NET_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "dsview/dsview.h"
+
+typedef struct dsv_net_obj dsv_net_obj;
+
+/* Opens the object at url (s3://bucket/key, https:// or http://): one
+ * HEAD, retried as a GET is. @return 0; DSV_ERR_NOTFOUND (404),
+ * DSV_ERR_IO (unreachable, refused: 401/403, any other status) or
+ * DSV_ERR_INVALID (a bad URL), eb naming the URL and the reason. */
+int dsv_net_open(const char *url, dsv_net_obj **out, dsv_errbuf *eb);
+void dsv_net_close(dsv_net_obj *o); /* accepts NULL */
+
+/* The object's size and Last-Modified (0 when the server sent none), as
+ * the HEAD at open saw them. */
+uint64_t dsv_net_size(const dsv_net_obj *o);
+struct timespec dsv_net_mtime(const dsv_net_obj *o);
+/* True when a and b are one version of one object (URL and ETag; an
+ * object without an ETag is never the same as another open of it). */
+int dsv_net_same(const dsv_net_obj *a, const dsv_net_obj *b);
+/* The URL as messages name it: without its query. Lives as long as o. */
+const char *dsv_net_name(const dsv_net_obj *o);
+
+/* Reads exactly n bytes at off by one ranged GET (retried as the opening
+ * comment says). @return 0; DSV_ERR_TRUNCATED when [off, off + n) passes
+ * the object's end; DSV_ERR_IO when the object changed since open or the
+ * retries ran out. */
+int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off);
+
+/* The objects under a prefix, each fetched whole by its key (a Zarr
+ * array's chunks: one object each, their keys computed, none opened
+ * ahead). No ETag is known for them: each GET reads the object as it is
+ * then. Thread safety as an object's. */
+typedef struct dsv_net_dir dsv_net_dir;
+/* Reads the configuration for the prefix url (s3://bucket/prefix,
+ * https://host/path); no request. @return 0, DSV_ERR_INVALID (eb names
+ * url) or DSV_ERR_NOMEM. */
+int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb);
+void dsv_net_dir_close(dsv_net_dir *d); /* accepts NULL */
+/* GETs the object url/key whole into buf (at most cap bytes; *got its
+ * size), retried as a ranged GET is. @return 0; DSV_ERR_NOTFOUND (404:
+ * no such object); DSV_ERR_OVERFLOW (larger than cap); DSV_ERR_IO, eb
+ * (may be NULL) naming the object and the reason. Logs nothing: the
+ * caller says what the object was for. */
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
+		    dsv_errbuf *eb);
+
+/* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
+ * path-style) into *out (the caller frees it). For tests and `info`.
+ * @return 0, DSV_ERR_INVALID or DSV_ERR_NOMEM. */
+int dsv_net_http_url(const char *url, char **out);
+
+/* Call in a child just forked from a process that used this room, before
+ * the child's first request: the connections of the forking thread are
+ * the parent's (a TLS session's state cannot be shared), so the child
+ * opens its own and leaves the parent's untouched. */
+void dsv_net_after_fork(void);
+
+/* What the process fetched, since it started. */
+typedef struct dsv_net_stats {
+	uint64_t heads;    /* objects opened */
+	uint64_t gets;     /* ranged GETs that succeeded */
+	uint64_t bytes;    /* bytes those GETs fetched */
+	uint64_t retries;  /* requests tried again */
+	uint64_t failures; /* reads that failed after their retries */
+} dsv_net_stats;
+void dsv_net_get_stats(dsv_net_stats *st);
+
+#endif

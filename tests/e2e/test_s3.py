@@ -1,0 +1,338 @@
+"""Sources in S3-compatible object storage, against a real server
+(SeaweedFS, objstore.py): .npy, raw, HDF5 (contiguous, chunked, a dsview
+store) and Zarr v2/v3 mounted by s3:// URL, a .npy by a plain http URL, every byte checked against numpy; info and verify
+of a URL; the counters in .stats.json and status; and the faults - wrong
+credentials, a missing key or bucket, the endpoint down (each refused at
+mount with one line), an object overwritten while mounted (EIO and a log
+line naming it, never bytes of two versions), the volume server killed
+mid-read and started again (EIO, the daemon alive, then the right bytes
+again) - with the secret key absent from every output."""
+import errno
+import io
+import os
+import subprocess
+import time
+
+import h5py
+import hdf5plugin  # noqa: F401 (the LZ4 filter of the packed stores)
+import numpy as np
+
+from common import E2E, check_preads, check_whole, mounted, run, venv_python
+from objstore import SECRET, ObjectStore
+from refs import reference
+
+BUCKET = "dsview-data"
+
+
+def save(path, a):
+    np.save(path, a)
+    return path
+
+
+def npy_bytes(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+class S3(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # the machine's own AWS settings reach no daemon (Mount passes our
+        # environment on, with store.env() on top)
+        cls.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
+        cls.store = ObjectStore(cls.tmp)
+        try:
+            cls.store.start()
+            s3 = cls.store.client()
+            s3.create_bucket(Bucket=BUCKET)
+            rng = np.random.default_rng(30)
+            # several 1 MiB chunks of the read path; odd row sizes
+            cls.a = rng.integers(0, 256, (700, 1531), dtype=np.uint8)
+            cls.b = rng.standard_normal((257, 3, 129)).astype(np.float32)
+            cls.raw = rng.integers(-30000, 30000, (613, 257), dtype=np.int16)
+            cls.g = rng.integers(0, 4096, (90, 64, 48), dtype=np.uint16)
+            h5 = os.path.join(cls.tmp, "run1.h5")
+            with h5py.File(h5, "w") as f:
+                f["contig"] = cls.b
+                f.create_dataset("deflate", data=cls.g, chunks=(7, 64, 48), compression="gzip")
+                f.create_dataset("grid", data=cls.g, chunks=(5, 16, 48), shuffle=True,
+                                 compression="gzip", fletcher32=True)
+                f.create_group("stim")["images"] = cls.a[:50]
+            np.save(os.path.join(cls.tmp, "a.npy"), cls.a)
+            store = os.path.join(cls.tmp, "a-lz4.h5")
+            r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "a.npy"), store)
+            if r.returncode:
+                raise RuntimeError(r.stderr)
+            with open(h5, "rb") as f1, open(store, "rb") as f2:
+                h5_bytes, store_bytes = f1.read(), f2.read()
+            cls.upload_zarr(s3, rng)
+            for key, body in (("u8/a.npy", npy_bytes(cls.a)), ("f32/b.npy", npy_bytes(cls.b)),
+                              ("h5/run1.h5", h5_bytes), ("h5/a-lz4.h5", store_bytes),
+                              ("raw/c.i16", cls.raw.tobytes()),
+                              ("victim/v.npy", npy_bytes(cls.a)),
+                              ("volume/w.npy", npy_bytes(cls.b))):
+                s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+        except Exception:
+            cls.store.stop()
+            os.environ.update(cls.saved_aws)
+            super().tearDownClass()
+            raise
+
+    @classmethod
+    def upload_zarr(cls, s3, rng):
+        """A Zarr v2 array (Debian's zarr 2, Blosc) and a v3 one (zarr 3 in
+        the venv, zstd, "c/i/j" keys), each with a chunk never written
+        (the fill value), uploaded file by file under zarr/."""
+        import zarr
+        cls.z2 = rng.integers(-1000, 1000, (75, 33), dtype=np.int32)
+        cls.z2[10:20] = 7  # chunk row 1 written as the fill value: zarr skips it
+        z = zarr.open(os.path.join(cls.tmp, "v2.zarr"), mode="w", shape=cls.z2.shape,
+                      chunks=(10, 16), dtype=np.int32, fill_value=7)
+        z[:] = cls.z2
+        cls.z3 = rng.standard_normal((61, 5, 7)).astype(np.float32)
+        cls.z3[0:8] = -1.5
+        venv_python("import sys, numpy as np, zarr\n"
+                    "x = np.load(sys.argv[2])\n"
+                    "z = zarr.create_array(sys.argv[1], shape=x.shape, chunks=(8, 5, 4),\n"
+                    "    dtype=x.dtype, fill_value=-1.5, compressors=zarr.codecs.ZstdCodec())\n"
+                    "z[:] = x\n", os.path.join(cls.tmp, "v3.zarr"),
+                    save(os.path.join(cls.tmp, "z3.npy"), cls.z3))
+        for name in ("v2.zarr", "v3.zarr"):
+            root = os.path.join(cls.tmp, name)
+            for d, _, files in os.walk(root):
+                for f in files:
+                    rel = os.path.relpath(os.path.join(d, f), root)
+                    with open(os.path.join(d, f), "rb") as fh:
+                        s3.put_object(Bucket=BUCKET, Key=f"zarr/{name}/{rel}", Body=fh.read())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.store.stop()
+        os.environ.update(cls.saved_aws)
+        super().tearDownClass()
+
+    def url(self, key):
+        return f"s3://{BUCKET}/{key}"
+
+    def mount_s3(self, source, *opts, env=None, **kw):
+        return self.mount(source, *opts, env=self.store.env(**(env or {})), **kw)
+
+    def refused_s3(self, source, want, **env):
+        """A mount that must fail: exit 1, one stderr line naming the URL
+        and every string in want, nothing mounted."""
+        mp = self.p("mnt-refused")
+        t0 = time.monotonic()
+        r = run("mount", "--log", self.p("refused.log"), source, mp, env=self.store.env(**env),
+                timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith(f"dsview: {source}: "), lines[0])
+        for w in want:
+            self.assertIn(w, lines[0])
+        self.assertNotIn(SECRET, r.stdout + r.stderr)
+        self.assertFalse(mounted(mp), "something was mounted")
+        self.assertLess(time.monotonic() - t0, 30, "the refusal took too long")
+        return lines[0]
+
+    def no_secret(self, m, *texts):
+        """The secret key is in none of: texts, the daemon's log, its
+        .stats.json, dsview status, the mount table."""
+        with open("/proc/self/mountinfo") as f:
+            texts += (f.read(),)
+        with open(m.path(".stats.json")) as f:
+            texts += (f.read(),)
+        st = run("status", m.mp)
+        texts += (st.stdout, st.stderr, "\n".join(m.log_lines()), m.stderr)
+        for t in texts:
+            self.assertNotIn(SECRET, t)
+
+    def test_npy_zero_config(self):
+        with self.mount_s3(self.url("u8/a.npy")) as m:
+            check_whole(self, m, "a", reference(self.a), "float32")
+            check_preads(self, m, "a", reference(self.a), rows=(1, 171, 342, 699), n_random=20)
+            st = m.stats()
+            self.assertEqual(st["net_heads"], 1)
+            self.assertGreater(st["net_gets"], 0)
+            self.assertGreaterEqual(st["net_bytes"], self.a.nbytes)
+            self.assertEqual(st["net_failures"], 0)
+            status = run("status", m.mp)
+            self.assertIn("object storage: 1 objects", status.stdout)
+            self.no_secret(m, status.stdout)
+
+    def test_manifest_npy_and_raw(self):
+        ini = self.write_ini(
+            f"[b]\nsource = {self.url('f32/b.npy')}\ndtype = bfloat16\nscale = 2\n"
+            f"[c]\nsource = {self.url('raw/c.i16')}\nsource_dtype = int16\n"
+            f"source_shape = -1, 257\nmean = 10\nstd = 1000\n")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "b", reference(self.b, scale=2, dtype="bfloat16"), "bfloat16")
+            c = reference(self.raw, mean=[10.0], std=[1000.0])
+            check_whole(self, m, "c", c, "float32")
+            check_preads(self, m, "c", c, rows=(0, 300, 612), n_random=10)
+
+    def test_hdf5_zero_config(self):
+        with self.mount_s3(self.url("h5/run1.h5")) as m:
+            check_whole(self, m, "contig", reference(self.b), "float32")
+            check_whole(self, m, "deflate", reference(self.g), "float32")
+            check_preads(self, m, "grid", reference(self.g), rows=(5, 45, 89), n_random=10)
+            check_whole(self, m, "stim/images", reference(self.a[:50]), "float32")
+
+    def test_hdf5_dataset_and_store_in_manifest(self):
+        ini = self.write_ini(
+            f"[g]\nsource = {self.url('h5/run1.h5')}:/grid\ndtype = bfloat16\n"
+            f"[store]\nsource = {self.url('h5/a-lz4.h5')}\nscale = 0.5\n", "h5.ini")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "g", reference(self.g, dtype="bfloat16"), "bfloat16")
+            ref = reference(self.a, scale=0.5)
+            check_whole(self, m, "store", ref, "float32")
+            check_preads(self, m, "store", ref, rows=(0, 171, 699), n_random=20)
+        r = run("verify", self.url("h5/a-lz4.h5"), env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_zarr_v2_and_v3(self):
+        for key, ref in (("zarr/v2.zarr", self.z2), ("zarr/v3.zarr", self.z3)):
+            with self.subTest(key=key), self.mount_s3(self.url(key)) as m:
+                name = "v2" if "v2" in key else "v3"
+                check_whole(self, m, name, reference(ref), "float32")
+        ini = self.write_ini(f"[z]\nsource = {self.url('zarr/v3.zarr/')}\ndtype = bfloat16\n",
+                             "zarr.ini")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "z", reference(self.z3, dtype="bfloat16"), "bfloat16")
+            self.assertEqual(m.stats()["net_failures"], 0)  # the missing chunk: no failure
+
+    def test_http_url(self):
+        # the filer's own HTTP port serves the bucket's files without
+        # credentials, as a public https:// server would
+        url = f"http://127.0.0.1:{self.store.ports['filer']}/buckets/{BUCKET}/u8/a.npy"
+        with self.mount_s3(url, env={"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}) as m:
+            check_whole(self, m, "a", reference(self.a), "float32")
+            self.assertGreater(m.stats()["net_gets"], 0)
+
+    def test_info_and_verify(self):
+        env = self.store.env()
+        r = run("info", self.url("u8/a.npy"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(700, 1531) uint8", r.stdout)
+        r = run("verify", self.url("f32/b.npy"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("OK", r.stdout)
+        r = run("info", "--dtype", "int16", "--shape", "-1,257", self.url("raw/c.i16"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(613, 257) int16", r.stdout)
+        r = run("info", self.url("zarr/v3.zarr"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(61, 5, 7) float32", r.stdout)
+        r = run("verify", self.url("zarr/v2.zarr"), env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run("info", self.url("u8/none.npy"), env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("HTTP 404", r.stderr)
+        for out in (r.stdout, r.stderr):
+            self.assertNotIn(SECRET, out)
+
+    def test_pack_input(self):
+        out = self.p("packed-from-s3.h5")
+        r = run("pack", "--dataset", "a", self.url("u8/a.npy"), out, env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(out, "r") as f:
+            self.assertTrue(np.array_equal(f["a"][:], self.a))
+        r = run("pack", "--dataset", "g", self.url("h5/run1.h5") + ":/grid", out + "2",
+                env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(out + "2", "r") as f:
+            self.assertTrue(np.array_equal(f["g"][:], self.g))
+
+    def test_https_verified(self):
+        # TLS checked against AWS_CA_BUNDLE; an HDF5 file, whose probe
+        # runs in a forked child, reads without a single retry
+        env = {"AWS_ENDPOINT_URL": self.store.tls_endpoint, "AWS_CA_BUNDLE": self.store.ca}
+        with self.mount_s3(self.url("h5/run1.h5"), env=env) as m:
+            check_whole(self, m, "deflate", reference(self.g), "float32")
+            check_whole(self, m, "contig", reference(self.b), "float32")
+            st = m.stats()
+            self.assertEqual((st["net_retries"], st["net_failures"]), (0, 0))
+        # the same store without its certificate trusted: refused
+        self.refused_s3(self.url("u8/a.npy"), ("certificate",),
+                        AWS_ENDPOINT_URL=self.store.tls_endpoint)
+
+    def test_refused_wrong_credentials(self):
+        line = self.refused_s3(self.url("u8/a.npy"), ("access denied", "HTTP 403"),
+                               AWS_SECRET_ACCESS_KEY="not-the-key")
+        self.assertNotIn("not-the-key", line)
+
+    def test_refused_zarr_wrong_credentials_and_missing(self):
+        self.refused_s3(self.url("zarr/v2.zarr"), ("access denied", "HTTP 403"),
+                        AWS_SECRET_ACCESS_KEY="not-the-key")
+        self.refused_s3(self.url("zarr/none.zarr"), ("expected",))
+
+    def test_refused_missing_key_and_bucket(self):
+        self.refused_s3(self.url("u8/missing.npy"), ("HTTP 404",))
+        self.refused_s3("s3://no-such-bucket/a.npy", ("HTTP 404",))
+
+    def test_refused_endpoint_down(self):
+        with socket_closed() as port:
+            self.refused_s3(self.url("u8/a.npy"), (f"http://127.0.0.1:{port}",),
+                            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+
+    def test_object_overwritten_while_mounted(self):
+        key, ref = "victim/v.npy", reference(self.a)
+        with self.mount_s3(self.url(key), expect_errors=[r"victim/v\.npy: the object changed",
+                                                          r"victim/v\.npy chunk .*: I/O error"]) as m:
+            fd = os.open(m.path("v.dat"), os.O_RDONLY)
+            try:
+                first = os.pread(fd, 4096, 0)
+                self.assertEqual(first, ref.tobytes()[:4096])
+                # same shape, other bytes: a reader must never mix them
+                self.store.client().put_object(Bucket=BUCKET, Key=key,
+                                               Body=npy_bytes(255 - self.a))
+                off = ref.nbytes - 8192  # a chunk not read yet
+                with self.assertRaises(OSError) as e:
+                    os.pread(fd, 4096, off)
+                self.assertEqual(e.exception.errno, errno.EIO)
+            finally:
+                os.close(fd)
+            self.assertTrue(any("s3://dsview-data/victim/v.npy: the object changed" in l
+                                for l in m.log_lines()), m.log_lines())
+            self.assertGreater(m.stats()["net_failures"], 0)
+
+    def test_volume_server_killed_mid_read(self):
+        key, ref = "volume/w.npy", reference(self.b)
+        data = ref.tobytes()
+        with self.mount_s3(self.url(key), expect_errors=[r"volume/w\.npy: GET of bytes",
+                                                          r"volume/w\.npy chunk .*: I/O error"]) as m:
+            fd = os.open(m.path("w.dat"), os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, 65536, 0), data[:65536])
+                self.store.kill_volume()
+                try:
+                    off = len(data) - 65536  # not read, not cached
+                    with self.assertRaises(OSError) as e:
+                        os.pread(fd, 65536, off)
+                    self.assertEqual(e.exception.errno, errno.EIO)
+                    self.assertTrue(mounted(m.mp))
+                    self.assertGreater(m.stats()["net_retries"], 0)
+                finally:
+                    self.store.start_volume()
+                self.store.wait_readable(BUCKET, key)
+                self.assertEqual(os.pread(fd, 65536, off), data[off:off + 65536])
+            finally:
+                os.close(fd)
+            check_whole(self, m, "w", ref, "float32")
+
+
+class socket_closed:
+    """A loopback port nothing listens on, for as long as the block runs
+    (held bound, not listening: a connect is refused)."""
+
+    def __enter__(self):
+        import socket
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        return self.s.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.s.close()
+        return False
