@@ -2,7 +2,7 @@
 limit is a little above the cache budget: 16 readers, no OOM kill (reads
 the self-verifying dataset of test_load.py). A training job in a memory
 cgroup: the daemon started inside it and a 4-worker DataLoader inside it
-reading a float32 view 4x the limit."""
+reading a float32 view 3x the limit."""
 import contextlib
 import json
 import os
@@ -252,10 +252,10 @@ try:
 except ImportError:
     torch = None
 
-JOB_LIMIT = 384 << 20  # the job's memory limit; the view is 4x larger
+JOB_LIMIT = 384 << 20  # the job's memory limit; the view is 3x larger
 JOB_SHAPE = (64, 64, 3)  # 12 KB rows of uint8, 48 KB of float32
 JOB_BATCH = 64  # rows a batch: 3 MiB of float32, 8 batches in flight in shared memory
-JOB_ROWS = (4 * JOB_LIMIT) // (4 * 64 * 64 * 3)
+JOB_ROWS = (3 * JOB_LIMIT) // (4 * 64 * 64 * 3)
 JOB_MEAN, JOB_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
@@ -294,7 +294,7 @@ class JobInCgroup(E2E):
     """A job in a memory cgroup (JOB_LIMIT, page cache counted, no swap):
     the daemon started inside it with the default cache (which then follows
     the limit, not the machine's memory) and a 4-worker DataLoader inside it
-    reading a float32 view of an LZ4 store 4x the limit, sequentially, then
+    reading a float32 view of an LZ4 store 3x the limit, sequentially, then
     shuffled. No OOM kill, no SIGBUS, no error, every batch right."""
 
     @classmethod
@@ -367,7 +367,7 @@ class JobInCgroup(E2E):
             self.assertLessEqual(budget, JOB_LIMIT // 10, "default cache from the cgroup's limit")
             dat, src = m.path("x.dat"), self.p("u8.npy")
             seq = self.in_cgroup(cg, lambda: job_reader(dat, src, SequentialSampler(range(JOB_ROWS))))
-            some = np.random.default_rng(3).permutation(JOB_ROWS)[:JOB_ROWS // 8].tolist()
+            some = np.random.default_rng(3).permutation(JOB_ROWS)[:JOB_ROWS // 16].tolist()
             shuf = self.in_cgroup(cg, lambda: job_reader(dat, src, SubsetRandomSampler(some)))
             oom, peak, st = cg.oom_kills(), cg.peak(), m.stats()
             print(f"\njob in a memory cgroup ({version}): limit {mib(JOB_LIMIT)}, peak {mib(peak)}, "
