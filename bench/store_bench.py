@@ -272,8 +272,7 @@ def run_peer(ds, peer, regime, disk, rnd):
     """One peer's cold passes in one regime: {phase: figure}; a failed
     pass counts in "fail" (and, capped by memory, OOM kills in "oom")."""
     r = {"fail": 0}
-    phases = [("seq", None), ("shuf1", 1), ("shufw", WORKERS)]
-    for key, workers in phases:
+    for key, workers in zip(PHASES, (None, 1, WORKERS)):
         L.drop_caches()
         g = regime_group(regime, disk)
 
@@ -302,34 +301,41 @@ def label(regime):
     return {"none": "uncapped", "mem": f"memory {MEM_MB} MiB"}.get(regime, f"disk {regime} MB/s")
 
 
-def report(ds, res, peers):
-    def ratio(p, q, key, reg):
-        a, b = res.get(reg, {}).get(p, {}).get(key), res.get(reg, {}).get(q, {}).get(key)
-        return f"{a / b:.2f}" if a is not None and b else "-"
+PHASES = ("seq", "shuf1", "shufw")
 
+
+def ratios(a, b):
+    """'seq/shuf1/shufw' of peer results a over b ('-' where one is missing)."""
+    if not a or not b:
+        return "-/-/-"
+    return "/".join(f"{a[k] / b[k]:.2f}" if b.get(k) else "-" for k in PHASES)
+
+
+def report(ds, res, peers):
+    """One table per regime: figures, ratios against dsv_npy and the
+    squashfuse images of that regime and, capped by memory, against the
+    same peer uncapped."""
     print(f"\nrows {ds.side}x{ds.side}x3 uint8 ({ds.row / 1e3:.1f} KB; float32 "
           f"{ds.row * 4 / 1e3:.1f} KB), {ds.n} rows, {ds.f32_bytes / 1e9:.2f} GB float32")
-    for reg in res:
+    for reg, rs in res.items():
+        bases = [("vs dsv_npy", rs.get("dsv_npy")), ("vs sq_lz4", rs.get("sq_lz4")),
+                 ("vs sq_zstd", rs.get("sq_zstd"))]
+        mem = reg == "mem"
         print(f"\n  {label(reg)}")
         print(f"  {'peer':9} {'on disk':>9} {'seq':>6} {'shuf 1':>7} {'shuf ' + str(WORKERS) + 'w':>7}  "
-              f"{'vs dsv_npy':>16} {'vs sq_lz4':>16} {'vs sq_zstd':>16}"
-              + (f" {'vs uncapped':>16} {'OOM':>4}" if reg == "mem" else ""))
+              + " ".join(f"{t:>16}" for t, _ in bases) + (f" {'vs uncapped':>16} {'OOM':>4}" if mem else ""))
         print(f"  {'':9} {'MiB':>9} {'GB/s':>6} {'rows/s':>7} {'rows/s':>7}  "
-              + " ".join(f"{'seq/1/' + str(WORKERS) + 'w':>16}" for _ in range(4 if reg == "mem" else 3)))
+              + " ".join(f"{'seq/1/' + str(WORKERS) + 'w':>16}" for _ in range(len(bases) + mem)))
         for p in peers:
-            r = res[reg].get(p)
+            r = rs.get(p)
             if r is None:
                 continue
-            cells = []
-            for base, breg in (("dsv_npy", reg), ("sq_lz4", reg), ("sq_zstd", reg)) + \
-                    ((("", "none"),) if reg == "mem" else ()):
-                q = base or p
-                cells.append("/".join(ratio(p, q, k, reg) if breg == reg else
-                                      (f"{r[k] / res['none'][p][k]:.2f}" if p in res.get("none", {}) else "-")
-                                      for k in ("seq", "shuf1", "shufw")))
+            cells = [ratios(r, b) for _, b in bases]
+            if mem:
+                cells.append(ratios(r, res.get("none", {}).get(p)))
             print(f"  {p:9} {ds.disk.get(p, 0) / 2**20:9.0f} {r['seq'] / 1e9:6.2f} {r['shuf1']:7,.0f} "
                   f"{r['shufw']:7,.0f}  " + " ".join(f"{c:>16}" for c in cells)
-                  + (f" {r.get('oom', 0):4.0f}" if reg == "mem" else ""))
+                  + (f" {r.get('oom', 0):4.0f}" if mem else ""))
 
 
 def main():
