@@ -24,6 +24,8 @@ bench: deps venv
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  $(PYTHON) bench/store_bench.py
 
 # The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
 # 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
@@ -46,6 +48,19 @@ bench-read: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  $(PYTHON) bench/read_bench.py
+
+# Compressed stores where storage or memory is the bottleneck
+# (bench/store_bench.py): LZ4 and zstd stores beside squashfuse_ll's lz4
+# and zstd images of the float32 file, null, the float32 file, the Python
+# way and the .npy view; cold sequential GB/s and shuffled rows/s (1 reader,
+# 4 forked workers) uncapped, with the disk's reads capped at 1 GB/s and
+# 250 MB/s (a blkio/io cgroup holding daemon and readers), and in a 1 GiB
+# memory cgroup. STORE_MB (512), STORE_REGIMES ("none,1000,250,mem"),
+# STORE_SIZES ("64,224"), ROUNDS (2); STORE_JSON=FILE writes the results.
+bench-store: deps
+	$(MAKE) all $(BUILD)/bench/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  $(PYTHON) bench/store_bench.py
 
 # The views against their baselines (bench/views_bench.py):
 # rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.

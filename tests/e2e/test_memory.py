@@ -1,12 +1,18 @@
-"""A full pass with the daemon in a memory cgroup whose limit is a little
-above the cache budget: 16 readers, no OOM kill. Reads the self-verifying
-dataset of test_load.py."""
+"""Memory cgroups. A full pass with the daemon in a memory cgroup whose
+limit is a little above the cache budget: 16 readers, no OOM kill (reads
+the self-verifying dataset of test_load.py). A training job in a memory
+cgroup: the daemon started inside it and a 4-worker DataLoader inside it
+reading a float32 view 3x the limit."""
+import contextlib
+import json
 import os
 import time
+import warnings
 
 import numpy as np
 
-from common import alive, has_sanitizer
+from common import E2E, alive, has_sanitizer, run
+from refs import reference, same_bits
 from test_load import (ROWS, Dataset, drop_page_cache, fork_children, kill_children,
                        mib, pass_reader, reap, reports, rss)
 
@@ -236,3 +242,139 @@ class MemoryCap(Dataset):
             if not san:
                 self.assertLessEqual(max(rs), rss0 + self.CACHE + (64 << 20),
                                      f"daemon RSS above idle {mib(rss0)} + budget + 64 MiB: {rs}")
+
+
+# ---- a training job in a memory cgroup: the daemon and its readers ----
+
+try:
+    import torch  # imported here, outside the cgroup, as a job's launcher would
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, SubsetRandomSampler
+except ImportError:
+    torch = None
+
+JOB_LIMIT = 384 << 20  # the job's memory limit; the view is 3x larger
+JOB_SHAPE = (64, 64, 3)  # 12 KB rows of uint8, 48 KB of float32
+JOB_BATCH = 64  # rows a batch: 3 MiB of float32, 8 batches in flight in shared memory
+JOB_ROWS = (3 * JOB_LIMIT) // (4 * 64 * 64 * 3)
+JOB_MEAN, JOB_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+class Rows:
+    """A map-style dataset of batches: the float32 view's rows by list of
+    indices (a BatchSampler's), as np.memmap fancy indexing reads them."""
+
+    def __init__(self, path):
+        self.path, self.a = path, None
+
+    def __getitem__(self, idx):
+        if self.a is None:  # opened in each worker, after the fork
+            self.a = np.memmap(self.path, np.float32, "r", shape=(JOB_ROWS,) + JOB_SHAPE)
+        idx = np.asarray(idx)
+        return torch.from_numpy(idx), torch.from_numpy(np.ascontiguousarray(self.a[idx]))
+
+
+def job_reader(dat, src, sampler):
+    """In a forked child inside the cgroup: one epoch of a 4-worker
+    DataLoader over the view, every batch against the float64 reference of
+    its uint8 rows rounded once. Returns (rows, mismatching batches)."""
+    warnings.filterwarnings("ignore", "This DataLoader will create")  # 4 workers on 2 cores
+    x = np.load(src, mmap_mode="r")
+    loader = DataLoader(Rows(dat), batch_size=None, sampler=BatchSampler(sampler, JOB_BATCH, False),
+                        num_workers=4, multiprocessing_context="fork")
+    rows = bad = 0
+    for idx, got in loader:
+        idx = idx.numpy()
+        want = reference(x[idx], scale=1 / 255, mean=JOB_MEAN, std=JOB_STD)
+        bad += int(not same_bits(got.numpy(), want))
+        rows += len(idx)
+    return [rows, bad]
+
+
+class JobInCgroup(E2E):
+    """A job in a memory cgroup (JOB_LIMIT, page cache counted, no swap):
+    the daemon started inside it with the default cache (which then follows
+    the limit, not the machine's memory) and a 4-worker DataLoader inside it
+    reading a float32 view of an LZ4 store 3x the limit, sequentially, then
+    shuffled. No OOM kill, no SIGBUS, no error, every batch right."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        src = os.path.join(cls.tmp, "u8.npy")
+        x = np.lib.format.open_memmap(src, "w+", np.uint8, (JOB_ROWS,) + JOB_SHAPE)
+        rng = np.random.default_rng(5)
+        for r in range(0, JOB_ROWS, 4096):
+            n = min(4096, JOB_ROWS - r)
+            smooth = (np.arange(r, r + n)[:, None, None, None] + np.arange(64)[:, None, None]) % 200
+            x[r:r + n] = smooth + rng.integers(0, 8, (n,) + JOB_SHAPE)
+        x.flush()
+        del x
+        r = run("pack", "--dataset", "x", src, os.path.join(cls.tmp, "u8.h5"), timeout=300)
+        assert r.returncode == 0, r.stderr
+        cls.ini = os.path.join(cls.tmp, "job.ini")
+        with open(cls.ini, "w") as f:
+            f.write(f"[x]\nsource = u8.h5:/x\nscale = {1 / 255!r}\nmean = {' '.join(map(str, JOB_MEAN))}\n"
+                    f"std = {' '.join(map(str, JOB_STD))}\n")
+
+    def in_cgroup(self, cg, fn):
+        """fn() in a forked child that joins cg: its result (a list), or a
+        string saying how the child failed (an exception, or a signal: the
+        OOM killer, SIGBUS)."""
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(rfd)
+                cg.add(os.getpid())
+                os.write(wfd, json.dumps(fn()).encode())
+                code = 0
+            except BaseException as e:
+                os.write(wfd, json.dumps(f"{type(e).__name__}: {e}").encode())
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        with os.fdopen(rfd) as f:
+            out = f.read()
+        status = os.waitpid(pid, 0)[1]
+        if os.WIFSIGNALED(status):
+            return f"child killed by signal {os.WTERMSIG(status)}: {out}"
+        return json.loads(out) if out else f"child exit status {os.WEXITSTATUS(status)}"
+
+    def test_job_under_memory_limit(self):
+        if torch is None:
+            self.skipTest("no torch for this python (Debian: python3-torch)")
+        version, root = memory_controller()
+        if version is None:
+            self.skipTest(root)
+        try:
+            cg = MemCgroup(version, root, JOB_LIMIT)
+        except OSError as e:
+            self.skipTest(f"cannot make a memory cgroup under {root} ({version}): {e}")
+        home = cg.home_of(os.getpid())
+        with contextlib.ExitStack() as stack:
+            stack.callback(cg.remove, home)
+            drop_page_cache([self.p("u8.h5"), self.p("u8.npy")])
+            cg.add(os.getpid())  # the daemon starts inside, as under SLURM
+            try:
+                m = stack.enter_context(self.mount(self.ini))
+            finally:
+                cg._write(os.path.join(home, "cgroup.procs"), str(os.getpid()))
+            self.assertIn(m.pid, cg.members())
+            if has_sanitizer(m.pid):
+                self.skipTest("the sanitizers' shadow memory does not fit the limit")
+            budget = m.stats()["cache_budget"]
+            self.assertLessEqual(budget, JOB_LIMIT // 10, "default cache from the cgroup's limit")
+            dat, src = m.path("x.dat"), self.p("u8.npy")
+            seq = self.in_cgroup(cg, lambda: job_reader(dat, src, SequentialSampler(range(JOB_ROWS))))
+            some = np.random.default_rng(3).permutation(JOB_ROWS)[:JOB_ROWS // 16].tolist()
+            shuf = self.in_cgroup(cg, lambda: job_reader(dat, src, SubsetRandomSampler(some)))
+            oom, peak, st = cg.oom_kills(), cg.peak(), m.stats()
+            print(f"\njob in a memory cgroup ({version}): limit {mib(JOB_LIMIT)}, peak {mib(peak)}, "
+                  f"oom_kill {oom}; cache budget {mib(budget)}; [rows, bad batches] sequential {seq}, "
+                  f"shuffled {shuf}; view {mib(JOB_ROWS * 4 * 64 * 64 * 3)}", flush=True)
+            self.assertEqual(seq, [JOB_ROWS, 0], "sequential epoch: [rows, mismatching batches]")
+            self.assertEqual(shuf, [len(some), 0], "shuffled epoch: [rows, mismatching batches]")
+            self.assertEqual(oom, 0, "memory.events/oom_control oom_kill")
+            self.assertTrue(alive(m.pid), "the daemon died in the cgroup")
+            self.assertEqual(st["errors"], 0, st)
