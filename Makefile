@@ -167,6 +167,7 @@ fuzz-replay: $(FUZZ_REPLAY) venv
 
 # Sanitizer reports fail the run instead of scrolling past.
 export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=1
+export LSAN_OPTIONS ?= suppressions=$(abspath tests/e2e/lsan.supp)
 export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
 
 unit: $(UNIT_BINS)
