@@ -59,6 +59,14 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 	[DSV_KNOB_NET_TIMEOUT_S] = { "DSVIEW_NET_TIMEOUT_S", 20, 1, 3600, NULL,
 				     "s to connect to an object store; a transfer that stalls "
 				     "this long fails (and is retried)" },
+	[DSV_KNOB_NET_AHEAD_KB] = { "DSVIEW_NET_AHEAD_KB", 32 << 10, 0, 1 << 20, NULL,
+				    "KiB of an object fetched ahead of a sequential stream of "
+				    "reads (net/ahead.c); 0 turns it off" },
+	[DSV_KNOB_NET_GET_KB] = { "DSVIEW_NET_GET_KB", 4 << 10, 64, 64 << 10, NULL,
+				  "KiB one readahead GET of an object fetches" },
+	[DSV_KNOB_NET_GETS] = { "DSVIEW_NET_GETS", 8, 1, 64, NULL,
+				"readahead GETs of objects in flight at once, the process "
+				"(its threads)" },
 };
 
 static int64_t value[DSV_KNOB__COUNT];

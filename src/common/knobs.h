@@ -33,6 +33,9 @@ typedef enum dsv_knob {
 	DSV_KNOB_NET_RETRIES,    /* net: tries after the first of a failed request */
 	DSV_KNOB_NET_BACKOFF_MS, /* net: the first wait before a retry */
 	DSV_KNOB_NET_TIMEOUT_S,  /* net: connect timeout; a transfer stalled this long fails */
+	DSV_KNOB_NET_AHEAD_KB,   /* net: bytes GET ahead of a sequential stream, 0 off */
+	DSV_KNOB_NET_GET_KB,     /* net: the size of a readahead GET */
+	DSV_KNOB_NET_GETS,       /* net: readahead GETs in flight, the process */
 	DSV_KNOB__COUNT
 } dsv_knob;
 

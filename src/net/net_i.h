@@ -25,4 +25,21 @@ void dsv_net_config_free(dsv_net_config *c);
  * or a key) or DSV_ERR_NOMEM. */
 int dsv_net_url_make(const dsv_net_config *c, const char *url, char **out, int *is_s3);
 
+/* One ranged GET of exactly [off, off + n) (object.c), what
+ * dsv_net_pread does without readahead; the same returns. */
+int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off);
+
+/* An object's readahead (ahead.c's opening comment). */
+typedef struct dsv_net_ahead dsv_net_ahead;
+/* The readahead of o, of size bytes; NULL when it has none (turned off,
+ * an object of one GET, in a forked child, no memory). */
+dsv_net_ahead *dsv_net_ahead_new(const dsv_net_obj *o, uint64_t size);
+/* Waits for its GETs in flight, then frees it; accepts NULL. */
+void dsv_net_ahead_free(dsv_net_ahead *a);
+/* dsv_net_pread of [off, off + n), in the object's bounds, n > 0: from
+ * the window, or one GET of its own. */
+int dsv_net_ahead_read(dsv_net_ahead *a, void *buf, size_t n, uint64_t off);
+/* In a forked child: objects opened there read without readahead. */
+void dsv_net_ahead_after_fork(void);
+
 #endif

@@ -30,6 +30,7 @@ struct dsv_net_obj {
 	char etag[160]; /* as the HEAD gave it, quotes included; "" none */
 	uint64_t size;
 	struct timespec mtime;
+	dsv_net_ahead *ahead; /* NULL: every read is one GET */
 };
 
 static struct {
@@ -72,6 +73,7 @@ void dsv_net_after_fork(void)
 	 * close the parent's TLS sessions politely, over its sockets) */
 	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) && pthread_getspecific(handle_key))
 		pthread_setspecific(handle_key, NULL);
+	dsv_net_ahead_after_fork();
 }
 
 /* One request's state, for the write and header callbacks. */
@@ -313,6 +315,7 @@ int dsv_net_open(const char *url, dsv_net_obj **out, dsv_errbuf *eb)
 		dsv_net_close(o);
 		return err;
 	}
+	o->ahead = dsv_net_ahead_new(o, o->size);
 	*out = o;
 	return 0;
 }
@@ -327,8 +330,10 @@ static void unfill(dsv_net_obj *o)
 
 void dsv_net_close(dsv_net_obj *o)
 {
-	if (o)
+	if (o) {
+		dsv_net_ahead_free(o->ahead);
 		unfill(o);
+	}
 	free(o);
 }
 
@@ -354,15 +359,19 @@ const char *dsv_net_name(const dsv_net_obj *o)
 
 int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 {
-	request r = { .buf = buf, .cap = n };
-	long status;
-	CURLcode cc;
-	char why[400];
-
 	if (n > o->size || off > o->size - n)
 		return DSV_ERR_TRUNCATED;
 	if (!n)
 		return 0;
+	return o->ahead ? dsv_net_ahead_read(o->ahead, buf, n, off) : dsv_net_get(o, buf, n, off);
+}
+
+int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
+{
+	request r = { .buf = buf, .cap = n };
+	long status;
+	CURLcode cc;
+	char why[400];
 	int err = perform(o, &r, off, &status, &cc);
 	if (err)
 		return err;

@@ -47,11 +47,12 @@ def _san_env(prefix=None):
     return env
 
 
-def run(*args, timeout=60, env=None):
-    """Runs dsview; returns the CompletedProcess (text). A run that does not
-    finish in `timeout` seconds is killed and reported as rc -9 with a note."""
+def run(*args, timeout=60, env=None, wrap=()):
+    """Runs dsview (under the command wrap, if given: nsenter ...); returns
+    the CompletedProcess (text). A run that does not finish in `timeout`
+    seconds is killed and reported as rc -9 with a note."""
     try:
-        return subprocess.run([DSVIEW, *map(str, args)], capture_output=True, text=True,
+        return subprocess.run([*wrap, DSVIEW, *map(str, args)], capture_output=True, text=True,
                               timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -130,7 +131,8 @@ class Mount:
     expect_errors: regexes for log lines the test declares as expected."""
 
     def __init__(self, source, *opts, expect_errors=(), expect_exit=False, tmp=None, mp=None,
-                 log=True, env=None):
+                 log=True, env=None, wrap=()):
+        self.wrap = wrap  # the mount runs under it: a network namespace's nsenter
         self.source, self.opts, self.expect = source, opts, [re.compile(e) for e in expect_errors]
         self.env = env  # variables set for the daemon on top of ours
         self.expect_exit = expect_exit  # the test itself stops the daemon
@@ -146,7 +148,8 @@ class Mount:
     def __enter__(self):
         env = _san_env(self.san)
         env.update(self.env or {})
-        r = run("mount", "--log", self.log, *self.opts, self.source, self.mp, env=env)
+        r = run("mount", "--log", self.log, *self.opts, self.source, self.mp, env=env,
+                wrap=self.wrap)
         self.stderr = r.stderr  # the mount command's: the summary of what it skipped
         if r.returncode != 0:
             if mounted(self.mp):

@@ -59,7 +59,10 @@ def _wait_port(port, proc, what, timeout=30):
 
 
 class ObjectStore:
-    def __init__(self, tmp):
+    def __init__(self, tmp, bind="127.0.0.1"):
+        """bind: where the S3 gateway listens ("0.0.0.0": also on the
+        addresses of other network namespaces' links, netns.py)."""
+        self.bind = bind
         self.dir = os.path.join(tmp, "weed")
         for d in ("master", "volume", "filer"):
             os.makedirs(os.path.join(self.dir, d), exist_ok=True)
@@ -108,7 +111,7 @@ class ObjectStore:
                     "-mdir=" + os.path.join(self.dir, "master"))
         _wait_port(p["master"], self.procs["master"], "master")
         self.start_volume()
-        self._spawn("filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-port={p['filer']}",
+        self._spawn("filer", "-ip=127.0.0.1", "-ip.bind=" + self.bind, f"-port={p['filer']}",
                     f"-port.grpc={p['filer'] + 10000}", f"-master={self.master}",
                     "-defaultStoreDir=" + os.path.join(self.dir, "filer"), "-s3",
                     f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3'] + 10000}",

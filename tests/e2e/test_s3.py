@@ -53,6 +53,8 @@ class S3(E2E):
             cls.b = rng.standard_normal((257, 3, 129)).astype(np.float32)
             cls.raw = rng.integers(-30000, 30000, (613, 257), dtype=np.int16)
             cls.g = rng.integers(0, 4096, (90, 64, 48), dtype=np.uint16)
+            # several readahead GETs of 512 KiB (ahead_env)
+            cls.big = rng.integers(0, 256, (600, 8191), dtype=np.uint8)
             h5 = os.path.join(cls.tmp, "run1.h5")
             with h5py.File(h5, "w") as f:
                 f["contig"] = cls.b
@@ -72,6 +74,7 @@ class S3(E2E):
                               ("h5/run1.h5", h5_bytes), ("h5/a-lz4.h5", store_bytes),
                               ("raw/c.i16", cls.raw.tobytes()),
                               ("victim/v.npy", npy_bytes(cls.a)),
+                              ("big/s.npy", npy_bytes(cls.big)), ("big/t.npy", npy_bytes(cls.big)),
                               ("volume/w.npy", npy_bytes(cls.b))):
                 s3.put_object(Bucket=BUCKET, Key=key, Body=body)
         except Exception:
@@ -148,6 +151,69 @@ class S3(E2E):
         texts += (st.stdout, st.stderr, "\n".join(m.log_lines()), m.stderr)
         for t in texts:
             self.assertNotIn(SECRET, t)
+
+    # readahead GETs of 512 KiB, 2 MiB ahead: several in flight over the
+    # fixtures' few MiB
+    ahead_env = {"DSVIEW_NET_GET_KB": "512", "DSVIEW_NET_AHEAD_KB": "2048"}
+
+    def test_readahead_coalesces_gets(self):
+        # one sequential pass: a few large GETs in flight, not one GET per
+        # chunk read (as with readahead off); every byte right, shuffled
+        # rows too
+        ref = reference(self.big)
+        gets = {}
+        for ahead in ("2048", "0"):
+            env = dict(self.ahead_env, DSVIEW_NET_AHEAD_KB=ahead)
+            with self.subTest(ahead=ahead), self.mount_s3(self.url("big/s.npy"), env=env) as m:
+                with open(m.path("s.dat"), "rb") as f:
+                    self.assertEqual(f.read(), ref.tobytes())
+                st = m.stats()
+                gets[ahead] = st["net_gets"]
+                self.assertEqual((st["net_failures"], st["net_retries"]), (0, 0))
+                check_whole(self, m, "s", ref, "float32")
+                check_preads(self, m, "s", ref, rows=(0, 299, 599), n_random=20)
+        # the chain's first 512 KiB by the reads' own GETs (32 KiB each),
+        # then one GET per 512 KiB block
+        size = len(npy_bytes(self.big))
+        self.assertLessEqual(gets["2048"], 16 + size // (512 << 10) + 4, gets)
+        self.assertLess(gets["2048"] * 4, gets["0"], gets)
+
+    def test_readahead_get_failed_then_recovers(self):
+        # the volume server gone while a pass reads ahead: a read that
+        # needs a block whose GET failed gets EIO, nothing wrong is served
+        # before it, the daemon lives, and the same bytes read right once
+        # the server is back
+        key, ref = "big/t.npy", reference(self.big)
+        data, step = ref.tobytes(), 256 << 10
+        with self.mount_s3(self.url(key), env=self.ahead_env,
+                           expect_errors=[r"big/t\.npy: GET of bytes",
+                                          r"big/t\.npy chunk .*: I/O error"]) as m:
+            fd = os.open(m.path("t.dat"), os.O_RDONLY)
+            try:
+                off = 0
+                while off < 12 * step:  # 768 KiB of the object: blocks ahead fetched
+                    self.assertEqual(os.pread(fd, step, off), data[off:off + step])
+                    off += step
+                time.sleep(0.5)
+                self.store.kill_volume()
+                killed_at = off
+                try:
+                    with self.assertRaises(OSError) as e:
+                        while off < len(data):
+                            got = os.pread(fd, step, off)
+                            self.assertEqual(got, data[off:off + len(got)])
+                            off += len(got)
+                    self.assertEqual(e.exception.errno, errno.EIO)
+                    self.assertGreater(off, killed_at, "nothing served from the window")
+                    self.assertTrue(mounted(m.mp))
+                finally:
+                    self.store.start_volume()
+                self.store.wait_readable(BUCKET, key)
+                self.assertEqual(os.pread(fd, step, off), data[off:off + step])
+            finally:
+                os.close(fd)
+            check_whole(self, m, "t", ref, "float32")
+            self.assertGreater(m.stats()["net_failures"], 0)
 
     def test_npy_zero_config(self):
         with self.mount_s3(self.url("u8/a.npy")) as m:

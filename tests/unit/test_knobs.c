@@ -95,6 +95,9 @@ static void test_defaults(void **state)
 	assert_int_equal(dsv_knob_int(DSV_KNOB_CLONE_FD), 0);
 	assert_int_equal(dsv_knob_int(DSV_KNOB_MAX_BACKGROUND), 0);
 	assert_int_equal(dsv_knob_int(DSV_KNOB_HINT_THREADS), 16);
+	assert_int_equal(dsv_knob_int(DSV_KNOB_NET_AHEAD_KB), 32768);
+	assert_int_equal(dsv_knob_int(DSV_KNOB_NET_GET_KB), 4096);
+	assert_int_equal(dsv_knob_int(DSV_KNOB_NET_GETS), 8);
 	log_take(buf, sizeof(buf));
 	assert_string_equal(buf, "");
 	unset_all();
