@@ -7,6 +7,7 @@ mount with one line), an object overwritten while mounted (EIO and a log
 line naming it, never bytes of two versions), the volume server killed
 mid-read and started again (EIO, the daemon alive, then the right bytes
 again) - with the secret key absent from every output."""
+import contextlib
 import errno
 import io
 import os
@@ -18,6 +19,7 @@ import hdf5plugin  # noqa: F401 (the LZ4 filter of the packed stores)
 import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
+from netns import NetnsUnavailable, Node
 from objstore import SECRET, ObjectStore
 from refs import reference
 
@@ -42,7 +44,8 @@ class S3(E2E):
         # the machine's own AWS settings reach no daemon (Mount passes our
         # environment on, with store.env() on top)
         cls.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
-        cls.store = ObjectStore(cls.tmp)
+        # on every address: the two-node test's namespaces reach it too
+        cls.store = ObjectStore(cls.tmp, bind="0.0.0.0")
         try:
             cls.store.start()
             s3 = cls.store.client()
@@ -214,6 +217,44 @@ class S3(E2E):
                 os.close(fd)
             check_whole(self, m, "t", ref, "float32")
             self.assertGreater(m.stats()["net_failures"], 0)
+
+    def test_two_nodes_disjoint_shards(self):
+        # two "machines": network namespaces with their own addresses,
+        # each mounting the same store object through its own link; rank
+        # r reads rows [r * 350, r * 350 + 350) on node r, every byte
+        # checked
+        nodes = [Node(0), Node(1)]
+        try:
+            for n in nodes:
+                n.start()
+        except NetnsUnavailable as e:
+            for n in nodes:
+                n.stop()
+            self.skipTest(f"no network namespace here: {e}")
+        ref = reference(self.a)
+        rows = ref.shape[0] // 2
+        try:
+            with contextlib.ExitStack() as stack:
+                mounts = [stack.enter_context(self.mount_s3(
+                    self.url("h5/a-lz4.h5"), wrap=node.wrap,
+                    env={"AWS_ENDPOINT_URL": node.url(self.store.ports["s3"])}))
+                    for node in nodes]
+                for rank, (node, m) in enumerate(zip(nodes, mounts)):
+                    # the daemon is in the node's network
+                    self.assertEqual(os.stat(f"/proc/{m.pid}/ns/net").st_ino,
+                                     os.stat(f"/run/netns/{node.ns}").st_ino)
+                    with open(m.path("a.dat"), "rb") as f:
+                        f.seek(rank * rows * ref[0].nbytes)
+                        got = f.read(rows * ref[0].nbytes)
+                    want = ref[rank * rows:(rank + 1) * rows]
+                    self.assertBits(np.frombuffer(got, np.float32).reshape(want.shape), want,
+                                    f"rank {rank} on {node.ns}", "float32")
+                    st = m.stats()
+                    self.assertGreater(st["net_gets"], 0)
+                    self.assertEqual(st["net_failures"], 0)
+        finally:
+            for n in nodes:
+                n.stop()
 
     def test_npy_zero_config(self):
         with self.mount_s3(self.url("u8/a.npy")) as m:
