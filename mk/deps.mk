@@ -16,7 +16,7 @@ DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev l
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
             python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format \
             python3-setuptools python3-venv python3-nibabel libcurl4-openssl-dev \
-            python3-boto3 squashfuse squashfs-tools
+            python3-boto3 squashfuse squashfs-tools iproute2 s3fs
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:

@@ -21,8 +21,8 @@
  * Memory: a slot's buffer is freed once its bytes have been read (a
  * sequential pass reads each once) or when the slot is taken for another
  * block, the least recently used first; an object has at most
- * AHEAD_KB / GET_KB + 1 slots, and the process at most SLOTS_MAX buffers,
- * past which a stream reads without readahead.
+ * AHEAD_KB / GET_KB + 1 slots, and the process the bytes of STREAMS_MAX
+ * objects' full windows, past which a stream reads without readahead.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -35,7 +35,7 @@
 #define NEAR (1u << 20)        /* how far from a chain's end a read continues it */
 #define ENDS 8                 /* read ends remembered per object */
 #define SLOTS_PER_OBJ 65       /* at most; the knobs give fewer */
-#define SLOTS_MAX 256          /* buffers held by the process, at most */
+#define STREAMS_MAX 8          /* full windows the process holds at most */
 #define QUEUE_MAX 1024         /* blocks queued in the pool, at most */
 
 enum { S_EMPTY, S_QUEUED, S_FETCHING, S_READY, S_FAILED };
@@ -78,7 +78,7 @@ static struct {
 	pthread_cond_t cv;
 	job q[QUEUE_MAX];
 	unsigned head, len;
-	unsigned buffers; /* slot buffers allocated, all objects */
+	uint64_t bytes, cap; /* slot buffers allocated, all objects; their bound */
 	int threads;
 	int off; /* in a forked child: no readahead */
 } pool = { .once = PTHREAD_ONCE_INIT,
@@ -128,6 +128,8 @@ static void pool_start(void)
 	int n = (int)dsv_knob_int(DSV_KNOB_NET_GETS);
 	pthread_attr_t at;
 
+	pool.cap = STREAMS_MAX * (((uint64_t)dsv_knob_int(DSV_KNOB_NET_AHEAD_KB) << 10) +
+				  ((uint64_t)dsv_knob_int(DSV_KNOB_NET_GET_KB) << 10));
 	if (pthread_attr_init(&at))
 		return;
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -172,7 +174,7 @@ static void slot_free(slot *sl)
 	if (sl->buf) {
 		free(sl->buf);
 		pthread_mutex_lock(&pool.mu);
-		pool.buffers--;
+		pool.bytes -= sl->len;
 		pthread_mutex_unlock(&pool.mu);
 	}
 	memset(sl, 0, sizeof(*sl));
@@ -245,9 +247,9 @@ static int queue(dsv_net_ahead *a, slot *sl, uint64_t b)
 
 	pthread_once(&pool.once, pool_start);
 	pthread_mutex_lock(&pool.mu);
-	if (pool.threads && pool.buffers < SLOTS_MAX && pool.len < QUEUE_MAX &&
+	if (pool.threads && pool.bytes + len <= pool.cap && pool.len < QUEUE_MAX &&
 	    (sl->buf = malloc(len))) {
-		pool.buffers++;
+		pool.bytes += len;
 		pool.q[(pool.head + pool.len++) % QUEUE_MAX] = (job){ a, (unsigned)(sl - a->s) };
 		pthread_cond_signal(&pool.cv);
 		ok = 1;
