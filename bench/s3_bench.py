@@ -183,6 +183,12 @@ def prepare(tmp, store):
     u8 = os.path.join(tmp, "u8.npy")
     L.make_images(u8, n, SIDE, SIDE)
     L.normalise_file(u8, os.path.join(tmp, "f32.npy"))
+    with open(os.path.join(tmp, "f32.npy"), "rb") as f:  # its header's length
+        fmt = np.lib.format
+        header = (fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0)
+                  else fmt.read_array_header_2_0)
+        header(f)
+        hdr = f.tell()
     subprocess.run([os.environ["DSVIEW"], "pack", "--dataset", "x", u8,
                     os.path.join(tmp, "store.h5")], check=True, stdout=subprocess.DEVNULL)
     import h5py
@@ -194,7 +200,7 @@ def prepare(tmp, store):
         s3.upload_file(os.path.join(tmp, name), BUCKET, name)
         os.unlink(os.path.join(tmp, name))
     os.unlink(u8)
-    return n
+    return n, hdr
 
 
 def dsview_mount(node, store, tmp, **env):
@@ -207,7 +213,7 @@ def dsview_mount(node, store, tmp, **env):
     return Mount(ini, tmp=tmp, env=e, wrap=node.wrap)
 
 
-def measure(node, store, tmp, n):
+def measure(node, store, tmp, n, hdr):
     res = {}
     ep = node.url(store.ports["s3"])
     res["boto3_get"] = {"seq": in_node(node, "--boto3", ep, "f32.npy")["bps"]}
@@ -218,7 +224,6 @@ def measure(node, store, tmp, n):
             res[peer]["shuf"] = shuf_file(m.path("x.dat"), n)
     with dsview_mount(node, store, tmp) as m:
         res["dsv_hint"] = {"shuf": shuf_file(m.path("x.dat"), n, hint=True)}
-    hdr = 128  # f32.npy's header: numpy writes 128 bytes for this shape
     with S3fsMount(node, store, tmp) as s:
         res["s3fs"] = {"seq": seq_file(os.path.join(s.mp, "f32.npy"), hdr)}
     with S3fsMount(node, store, tmp) as s:
@@ -265,8 +270,8 @@ def main():
             print(f"bench-s3: no network namespace here ({e}); nothing measured")
             return 0
         store.start()
-        n = prepare(tmp, store)
-        res = measure(node, store, tmp, n)
+        n, hdr = prepare(tmp, store)
+        res = measure(node, store, tmp, n, hdr)
         report(res, n, link)
         if os.environ.get("S3_JSON"):
             with open(os.environ["S3_JSON"], "w") as f:

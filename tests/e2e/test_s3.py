@@ -181,43 +181,6 @@ class S3(E2E):
         self.assertLessEqual(gets["2048"], 16 + size // (512 << 10) + 4, gets)
         self.assertLess(gets["2048"] * 4, gets["0"], gets)
 
-    def test_readahead_get_failed_then_recovers(self):
-        # the volume server gone while a pass reads ahead: a read that
-        # needs a block whose GET failed gets EIO, nothing wrong is served
-        # before it, the daemon lives, and the same bytes read right once
-        # the server is back
-        key, ref = "big/t.npy", reference(self.big)
-        data, step = ref.tobytes(), 256 << 10
-        with self.mount_s3(self.url(key), env=self.ahead_env,
-                           expect_errors=[r"big/t\.npy: GET of bytes",
-                                          r"big/t\.npy chunk .*: I/O error"]) as m:
-            fd = os.open(m.path("t.dat"), os.O_RDONLY)
-            try:
-                off = 0
-                while off < 12 * step:  # 768 KiB of the object: blocks ahead fetched
-                    self.assertEqual(os.pread(fd, step, off), data[off:off + step])
-                    off += step
-                time.sleep(0.5)
-                self.store.kill_volume()
-                killed_at = off
-                try:
-                    with self.assertRaises(OSError) as e:
-                        while off < len(data):
-                            got = os.pread(fd, step, off)
-                            self.assertEqual(got, data[off:off + len(got)])
-                            off += len(got)
-                    self.assertEqual(e.exception.errno, errno.EIO)
-                    self.assertGreater(off, killed_at, "nothing served from the window")
-                    self.assertTrue(mounted(m.mp))
-                finally:
-                    self.store.start_volume()
-                self.store.wait_readable(BUCKET, key)
-                self.assertEqual(os.pread(fd, step, off), data[off:off + step])
-            finally:
-                os.close(fd)
-            check_whole(self, m, "t", ref, "float32")
-            self.assertGreater(m.stats()["net_failures"], 0)
-
     def test_two_nodes_disjoint_shards(self):
         # two "machines": network namespaces with their own addresses,
         # each mounting the same store object through its own link; rank
@@ -406,28 +369,55 @@ class S3(E2E):
             self.assertGreater(m.stats()["net_failures"], 0)
 
     def test_volume_server_killed_mid_read(self):
-        key, ref = "volume/w.npy", reference(self.b)
-        data = ref.tobytes()
-        with self.mount_s3(self.url(key), expect_errors=[r"volume/w\.npy: GET of bytes",
-                                                          r"volume/w\.npy chunk .*: I/O error"]) as m:
-            fd = os.open(m.path("w.dat"), os.O_RDONLY)
+        # the volume server gone mid-read: a read's own GET (w) and a
+        # readahead block's (t, a pass reading ahead) fail their reads
+        # with EIO after the retries, nothing wrong served before; the
+        # daemon lives, and the same bytes read right once it is back
+        w, t = reference(self.b), reference(self.big)
+        wdata, tdata, step = w.tobytes(), t.tobytes(), 256 << 10
+        ini = self.write_ini(f"[w]\nsource = {self.url('volume/w.npy')}\n"
+                             f"[t]\nsource = {self.url('big/t.npy')}\n", "volume.ini")
+        # a GET the dead server leaves hanging fails after 2 s, not 5
+        env = dict(self.ahead_env, DSVIEW_NET_TIMEOUT_S="2")
+        with self.mount_s3(ini, env=env,
+                           expect_errors=[r"(volume/w|big/t)\.npy: GET of bytes",
+                                          r"(volume/w|big/t)\.npy chunk .*: I/O error"]) as m:
+            fw, ft = os.open(m.path("w.dat"), os.O_RDONLY), os.open(m.path("t.dat"), os.O_RDONLY)
             try:
-                self.assertEqual(os.pread(fd, 65536, 0), data[:65536])
+                self.assertEqual(os.pread(fw, 65536, 0), wdata[:65536])
+                toff = 0
+                while toff < 12 * step:  # 768 KiB of t's object: blocks ahead fetched
+                    self.assertEqual(os.pread(ft, step, toff), tdata[toff:toff + step])
+                    toff += step
+                time.sleep(0.3)
                 self.store.kill_volume()
+                killed_at = toff
                 try:
-                    off = len(data) - 65536  # not read, not cached
+                    woff = len(wdata) - 65536  # not read, not cached
                     with self.assertRaises(OSError) as e:
-                        os.pread(fd, 65536, off)
+                        os.pread(fw, 65536, woff)
                     self.assertEqual(e.exception.errno, errno.EIO)
+                    with self.assertRaises(OSError) as e:
+                        while toff < len(tdata):
+                            got = os.pread(ft, step, toff)
+                            self.assertEqual(got, tdata[toff:toff + len(got)])
+                            toff += len(got)
+                    self.assertEqual(e.exception.errno, errno.EIO)
+                    self.assertGreater(toff, killed_at, "nothing served from the window")
                     self.assertTrue(mounted(m.mp))
                     self.assertGreater(m.stats()["net_retries"], 0)
                 finally:
                     self.store.start_volume()
-                self.store.wait_readable(BUCKET, key)
-                self.assertEqual(os.pread(fd, 65536, off), data[off:off + 65536])
+                self.store.wait_readable(BUCKET, "volume/w.npy")
+                self.store.wait_readable(BUCKET, "big/t.npy")
+                self.assertEqual(os.pread(fw, 65536, woff), wdata[woff:woff + 65536])
+                self.assertEqual(os.pread(ft, step, toff), tdata[toff:toff + step])
             finally:
-                os.close(fd)
-            check_whole(self, m, "w", ref, "float32")
+                os.close(fw)
+                os.close(ft)
+            check_whole(self, m, "w", w, "float32")
+            check_whole(self, m, "t", t, "float32")
+            self.assertGreater(m.stats()["net_failures"], 0)
 
 
 class socket_closed:
