@@ -118,7 +118,8 @@ int dsv_h5_read_vds(dsv_h5_open *o, const char *path, const char *dname, dsv_h5_
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	v->n = n;
 	for (size_t i = 0; i < n; i++) {
-		hid_t vs = H5Pget_virtual_vspace(o->dcpl, i), ss = H5Pget_virtual_srcspace(o->dcpl, i);
+		hid_t vs = H5Pget_virtual_vspace(o->dcpl, i),
+		      ss = H5Pget_virtual_srcspace(o->dcpl, i);
 		int bad = read_sel(vs, &v->maps[i].vsel) || read_sel(ss, &v->maps[i].ssel);
 		if (vs >= 0)
 			H5Sclose(vs);
@@ -191,7 +192,7 @@ static int open_part(const char *path, const char *dname, const dsv_h5_vds *v, s
 	err = dsv_h5_open_any(file, v->dsets[i], out, &inner, &sub);
 	if (!err && inner.found)
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
-				  "virtual mapping %zu refused: its source %s:%s is itself a "
+				  "virtual mapping %zu: its source %s:%s is itself a "
 				  "virtual dataset",
 				  i, file, v->dsets[i]);
 	else if (err == DSV_ERR_NOTFOUND) {
@@ -205,13 +206,13 @@ static int open_part(const char *path, const char *dname, const dsv_h5_vds *v, s
 		return err;
 	}
 	const dsv_source_info *in = dsv_source_get_info(*out);
-	const char *bad = in->dtype != v->dtype ? "a source of another element type"
-						: dsv_vds_check_source(&v->maps[i], v->ndim, v->dims,
-								       rows, in->ndim, in->shape,
-								       why, sizeof(why));
+	const char *bad = in->dtype != v->dtype
+				  ? "a source of another element type"
+				  : dsv_vds_check_source(&v->maps[i], v->ndim, v->dims, rows,
+							 in->ndim, in->shape, why, sizeof(why));
 	if (bad) {
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
-				  "virtual mapping %zu refused: %s (%s:%s is %s, the virtual "
+				  "virtual mapping %zu: %s (%s:%s is %s, the virtual "
 				  "dataset %s)",
 				  i, bad, file, v->dsets[i], dsv_dtype_name(in->dtype),
 				  dsv_dtype_name(v->dtype));
@@ -243,7 +244,7 @@ static int expand(const char *path, const char *dname, const dsv_h5_vds *v, dsv_
 	err = dsv_vds_plan(v->ndim, v->dims, v->maps, v->n, pc, &np, &bad, why, sizeof(why));
 	if (err)
 		err = dsv_errf_at(eb, err, path, dname,
-				  "virtual mapping %zu refused: %s (dsview serves mappings of "
+				  "virtual mapping %zu: %s (dsview serves only mappings of "
 				  "whole rows, in blocks along axis 0, of whole source datasets)",
 				  bad, why);
 	if (!err && np == 0) /* no rows at all */
@@ -252,11 +253,11 @@ static int expand(const char *path, const char *dname, const dsv_h5_vds *v, dsv_
 	if (!err && !parts)
 		err = dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	for (size_t k = 0; !err && k < np; k++)
-		err = pc[k].map < 0 ? fill_source(path, dname, v, pc[k].rows,
-						  "fill value: rows no mapping covers",
-						  &parts[k], eb)
-				    : open_part(path, dname, v, (size_t)pc[k].map, pc[k].rows,
-						&parts[k], eb);
+		err = pc[k].map < 0
+			      ? fill_source(path, dname, v, pc[k].rows,
+					    "fill value: rows no mapping covers", &parts[k], eb)
+			      : open_part(path, dname, v, (size_t)pc[k].map, pc[k].rows, &parts[k],
+					  eb);
 	free(pc);
 	if (err) {
 		dsv_h5_close_parts(parts, np);
