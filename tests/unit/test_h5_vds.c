@@ -23,8 +23,12 @@ static const uint64_t DIMS[2] = { 100, 4 };
 static dsv_vds_map rows(uint64_t r0, uint64_t n)
 {
 	dsv_vds_map m = { 0 };
-	m.vsel = (dsv_vds_sel){ .kind = DSV_VDS_SEL_HYPER, .ndim = 2, .dims = { 100, 4 },
-				.start = { r0, 0 }, .stride = { 1, 1 }, .count = { 1, 1 },
+	m.vsel = (dsv_vds_sel){ .kind = DSV_VDS_SEL_HYPER,
+				.ndim = 2,
+				.dims = { 100, 4 },
+				.start = { r0, 0 },
+				.stride = { 1, 1 },
+				.count = { 1, 1 },
 				.block = { n, 4 } };
 	m.ssel = (dsv_vds_sel){ .kind = DSV_VDS_SEL_ALL };
 	return m;
@@ -48,8 +52,9 @@ static void test_rows_in_order_with_gaps(void **state)
 
 	assert_int_equal(plan(m, 3, out, &np, &bad, why), 0);
 	assert_int_equal(np, 5);
-	const dsv_vds_piece want[5] = { { 0, 20, 1 }, { 20, 10, 2 }, { 30, 20, -1 },
-					{ 50, 30, 0 }, { 80, 20, -1 } };
+	const dsv_vds_piece want[5] = {
+		{ 0, 20, 1 }, { 20, 10, 2 }, { 30, 20, -1 }, { 50, 30, 0 }, { 80, 20, -1 }
+	};
 	for (size_t i = 0; i < 5; i++) {
 		assert_int_equal(out[i].row0, want[i].row0);
 		assert_int_equal(out[i].rows, want[i].rows);
