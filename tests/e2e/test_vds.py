@@ -80,6 +80,11 @@ class VirtualDatasets(E2E):
         add("other_dtype", (10, *ROW), [(np.s_[0:10], vsource("parts/b.h5", "short", 10,
                                                                np.int16))],
             "another element type")
+        unl = h5py.VirtualLayout(shape=(40, *ROW), dtype=np.float32, maxshape=(None, *ROW))
+        src = h5py.VirtualSource("parts/a.h5", "x", shape=(40, *ROW), maxshape=(None, *ROW))
+        unl[0:h5py.h5s.UNLIMITED] = src[0:h5py.h5s.UNLIMITED]
+        f.create_virtual_dataset("unlimited", unl)
+        cls.refusals["unlimited"] = "an unlimited selection"
         add("nested", (150, *ROW), [(np.s_[0:150], vsource(".", "vds", 150))],
             "itself a virtual dataset")
 
