@@ -189,6 +189,12 @@ static int open_part(const char *path, const char *dname, const dsv_h5_vds *v, s
 
 	if (!file)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
+	if (dsv_url_scheme_len(v->files[i])) {
+		free(file);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				   "virtual mapping %zu: a source in object storage (%s)", i,
+				   v->files[i]);
+	}
 	err = dsv_h5_open_any(file, v->dsets[i], out, &inner, &sub);
 	if (!err && inner.found)
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,

@@ -24,6 +24,27 @@ int dsv_source_is_h5_path(const char *path)
 	return dsv_is_h5_name(path);
 }
 
+/* The one dataset of the HDF5 file at path, in *name (a new string; NULL
+ * on error). @return 0, or a dsv_err with eb set (not exactly one). */
+static int only_dataset(const char *path, char **name, dsv_errbuf *eb)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int err = dsv_h5_list_datasets(path, &names, &n, NULL, eb);
+
+	*name = NULL;
+	if (!err && n != 1)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				  "has %zu datasets; name one as %s:/dataset", n, path);
+	for (size_t i = 0; i < n; i++)
+		if (i || err)
+			free(names[i]);
+	if (!err)
+		*name = names[0];
+	free(names);
+	return err;
+}
+
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 {
 	char *file, *dataset;
@@ -49,17 +70,11 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 				   "with `dsview pack %s OUT.h5` and serve OUT.h5",
 				   spec);
 	if (dsv_source_is_h5_path(spec)) {
-		char **names = NULL;
-		size_t n = 0;
-		int err = dsv_h5_list_datasets(spec, &names, &n, NULL, eb);
-		if (!err && n != 1)
-			err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-					  "has %zu datasets; name one as %s:/dataset", n, spec);
+		char *name;
+		int err = only_dataset(spec, &name, eb);
 		if (!err)
-			err = dsv_source_open_h5(spec, names[0], out, eb);
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+			err = dsv_source_open_h5(spec, name, out, eb);
+		free(name);
 		return err;
 	}
 	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
@@ -120,7 +135,10 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 				  "raw source needs source_dtype and source_shape");
 	else if (dataset && !dsv_source_zarr_version(path))
 		err = open_h5(v, file, dataset, eb);
-	else
+	else if (dsv_source_is_h5_path(file) && !dsv_source_zarr_version(path)) {
+		if (!(err = only_dataset(file, &dataset, eb)))
+			err = open_h5(v, file, dataset, eb);
+	} else
 		err = dsv_source_open(path, &s, eb);
 	free(file);
 	free(dataset);

@@ -55,6 +55,10 @@ class VirtualDatasets(E2E):
             f.create_virtual_dataset("vds", lay, fillvalue=-1.5)
             f.create_virtual_dataset("missing", miss, fillvalue=7)
             cls.write_refused(f)
+        only = h5py.VirtualLayout(shape=(40, *ROW), dtype=np.float32)
+        only[0:40] = vsource("parts/a.h5", "x", 40)
+        with h5py.File(os.path.join(d, "data", "only.h5"), "w") as f:  # one dataset: a VDS
+            f.create_virtual_dataset("v", only)
         with h5py.File(cls.vds, "r") as f:
             cls.want = {n: f[n][()] for n in ("vds", "missing")}
 
@@ -85,6 +89,8 @@ class VirtualDatasets(E2E):
         unl[0:h5py.h5s.UNLIMITED] = src[0:h5py.h5s.UNLIMITED]
         f.create_virtual_dataset("unlimited", unl)
         cls.refusals["unlimited"] = "an unlimited selection"
+        add("object_storage", (10, *ROW), [(np.s_[0:10], vsource("s3://b/a.h5", "x", 10))],
+            "a source in object storage")
         add("nested", (150, *ROW), [(np.s_[0:150], vsource(".", "vds", 150))],
             "itself a virtual dataset")
 
@@ -120,7 +126,7 @@ class VirtualDatasets(E2E):
         ini = self.write_ini(
             f"[v]\nsource = {self.vds}:/vds\nscale = 0.5\noffset = 1\ndtype = bfloat16\n"
             f"[listed]\nsource = {d}/parts/a.h5:/x\nsource = {d}/parts/b.h5:/x\n"
-            f"source = {self.vds}:/c\n", "vds.ini")
+            f"source = {self.vds}:/c\n[only]\nsource = {d}/only.h5\n", "vds.ini")
         want = self.want["vds"]
         with self.mount(ini) as m:
             check_whole(self, m, "v", reference(want, 0.5, 1.0, dtype="bfloat16"), "bfloat16")
@@ -130,6 +136,7 @@ class VirtualDatasets(E2E):
             self.assertTrue(np.array_equal(got[0:40], ref[0:40]))
             self.assertTrue(np.array_equal(got[50:145], ref[40:]))
             check_whole(self, m, "listed", reference(listed, dtype="float32"), "float32")
+            check_whole(self, m, "only", self.a, "float32")  # the file's one dataset
 
     def test_refused_in_a_manifest_names_dataset_and_form(self):
         line = self.refused(self.write_ini(f"[s]\nsource = {self.vds}:/strided\n", "s.ini"),
