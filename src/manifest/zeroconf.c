@@ -29,23 +29,29 @@
 
 #include "common/str.h"
 #include "dsview/h5info.h"
+#include "h5/h5_vds.h"
 #include "source/source.h"
 #include "view/view_i.h"
 
-/* Adds a view named name of s (taken), to m only once it is finished:
- * a view that fails dsv_view_finish is freed and m is as before.
- * hdf5_path: the dataset's own path (for V.json), or NULL. */
-static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
-			 dsv_dtype dtype, dsv_errbuf *eb)
+/* Adds a view named name of the n sources srcs (taken, in order; srcs
+ * itself is not), to m only once it is finished: a view that fails
+ * dsv_view_finish is freed and m is as before. hdf5_path: the dataset's
+ * own path (for V.json), or NULL. */
+static int add_view_of(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source **srcs,
+		       size_t n, dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_view *v = dsv_view_new(name);
 	dsv_view **nv = realloc(m->views, (m->nviews + 1) * sizeof(*nv));
+	size_t k = 0;
 	int err;
 	if (nv)
 		m->views = nv;
-	if (!v || !nv || (hdf5_path && !(v->decl->hdf5_path = strdup(hdf5_path))) ||
-	    dsv_view_add_source(v, s)) {
-		dsv_source_close(s);
+	int bad = !v || !nv || (hdf5_path && !(v->decl->hdf5_path = strdup(hdf5_path)));
+	while (!bad && k < n && !(bad = dsv_view_add_source(v, srcs[k]) != 0))
+		k++; /* the view owns it */
+	if (bad) {
+		for (; k < n; k++)
+			dsv_source_close(srcs[k]);
 		dsv_view_free(v);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
@@ -56,6 +62,27 @@ static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_pat
 	}
 	m->views[m->nviews++] = v;
 	return 0;
+}
+
+/* A view of s (taken), as add_view_of. */
+static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
+			 dsv_dtype dtype, dsv_errbuf *eb)
+{
+	return add_view_of(m, name, hdf5_path, &s, 1, dtype, eb);
+}
+
+/* A view of the HDF5 dataset dset of path: itself, or a virtual
+ * dataset's parts (dsv_h5_open_parts). */
+static int add_h5_view(dsv_manifest *m, const char *name, const char *path, const char *dset,
+		       dsv_dtype dtype, dsv_errbuf *eb)
+{
+	dsv_source **parts;
+	size_t n;
+	int err = dsv_h5_open_parts(path, dset, &parts, &n, eb);
+	if (!err)
+		err = add_view_of(m, name, dset, parts, n, dtype, eb);
+	free(parts);
+	return err;
 }
 
 /* value: a scalar dataset's value (JSON text, taken), or NULL. */
@@ -313,7 +340,6 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	}
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub;
-		dsv_source *s;
 		char *name = NULL, *full = NULL, kind[24], show[4 * 64 + 4];
 		size_t part_len = 0;
 		int e = map_name(names[i], &name, &part_len);
@@ -325,9 +351,7 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		else if (!e && prefix && asprintf(&full, "%s/%s", prefix, name) < 0)
 			e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
 		else if (!e)
-			e = dsv_source_open_h5(path, names[i], &s, &sub);
-		if (!e)
-			e = add_file_view(m, full ? full : name, names[i], s, dtype, &sub);
+			e = add_h5_view(m, full ? full : name, path, names[i], dtype, &sub);
 		free(name);
 		free(full);
 		if (!e)

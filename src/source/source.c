@@ -164,6 +164,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_NPY: return "npy";
 	case DSV_SRC_RAW: return "raw";
 	case DSV_SRC_NIFTI: return "nifti";
+	case DSV_SRC_FILL: return "fill";
 	case DSV_SRC_H5_CONTIGUOUS: return "hdf5-contiguous";
 	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";

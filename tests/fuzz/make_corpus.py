@@ -137,6 +137,13 @@ def main():
         h5("external_link", lambda f: f.__setitem__("x", h5py.ExternalLink("/etc/passwd", "/y")))
         h5("external_storage", lambda f: f.create_dataset("x", shape=(4,), dtype="u1",
                                                           external=[("/etc/hostname", 0, 4)]))
+        def virtual(f):  # this file's rows, a missing file's, a gap
+            f["x"] = x
+            lay = h5py.VirtualLayout(shape=(20, 8), dtype=np.uint8)
+            lay[0:6] = h5py.VirtualSource(".", "x", shape=(6, 8))
+            lay[10:16] = h5py.VirtualSource("gone.h5", "x", shape=(6, 8))
+            f.create_virtual_dataset("v", lay, fillvalue=3)
+        h5("virtual", virtual)
         for plugin in ("Bitshuffle", "Blosc", "Zstd"):  # whichever Debian's hdf5plugin has
             try:
                 h5("plugin_filter", lambda f: f.create_dataset(
