@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsview/codec.h"
 #include "dsview/pack.h"
@@ -365,7 +366,8 @@ static void test_parse_storage(void **state)
 		assert_int_equal(dsv_pack_parse_storage(bad[i], &v), DSV_ERR_INVALID);
 }
 
-/* --storage is for auto alone; with auto, the line names the regime. */
+/* --storage is for auto alone: one line, nothing written (e2e checks the
+ * line auto prints with it). */
 static void test_auto_storage(void **state)
 {
 	dsv_pack_opts o;
@@ -378,6 +380,7 @@ static void test_auto_storage(void **state)
 	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INVALID);
 	assert_string_equal(eb.msg, "--storage is for --codec auto (it says how fast the "
 				    "store will be read)");
+	assert_int_equal(access(tpath("st.h5"), F_OK), -1);
 }
 
 int main(void)
