@@ -46,13 +46,13 @@
 
 /* The header's layout (big-endian numbers). */
 enum {
-	H_MAGIC = 0,     /* "dsvdc\0\0\1": the format's version in the last byte */
-	H_URL = 8,       /* SHA-256 of the URL */
-	H_ETAG = 40,     /* DSV_DCACHE_ETAG bytes, NUL-padded */
-	H_SIZE = 200,    /* the object's size */
-	H_OFF = 208,     /* the block's offset in the object */
-	H_LEN = 216,     /* the block's length */
-	H_CRCS = 220,    /* CRC-32 of each page */
+	H_MAGIC = 0,  /* "dsvdc\0\0\1": the format's version in the last byte */
+	H_URL = 8,    /* SHA-256 of the URL */
+	H_ETAG = 40,  /* DSV_DCACHE_ETAG bytes, NUL-padded */
+	H_SIZE = 200, /* the object's size */
+	H_OFF = 208,  /* the block's offset in the object */
+	H_LEN = 216,  /* the block's length */
+	H_CRCS = 220, /* CRC-32 of each page */
 	H_HCRC = H_CRCS + 4 * DSV_DCACHE_PAGES, /* CRC-32 of the bytes before it */
 	H_END = H_HCRC + 4,
 };
@@ -69,8 +69,8 @@ static struct {
 	int on;
 	int dirfd, lockfd;
 	uint64_t size, low;
-	uint64_t used;  /* the last scan's bytes, plus this process's writes since */
-	int evicting;   /* a thread of this process scans */
+	uint64_t used; /* the last scan's bytes, plus this process's writes since */
+	int evicting;  /* a thread of this process scans */
 	unsigned long long log_key;
 } dc = { .dirfd = -1, .lockfd = -1 };
 
@@ -136,8 +136,8 @@ static unsigned npages(uint32_t len)
 	return (len + DSV_DCACHE_PAGE - 1) / DSV_DCACHE_PAGE;
 }
 
-void dsv_dcache_entry_header(uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcache_id *id,
-			     uint64_t off, uint32_t len, const void *data)
+void dsv_dcache_entry_header(uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcache_id *id, uint64_t off,
+			     uint32_t len, const void *data)
 {
 	memset(hdr, 0, DSV_DCACHE_HEADER);
 	memcpy(hdr + H_MAGIC, magic, sizeof(magic));
@@ -147,9 +147,9 @@ void dsv_dcache_entry_header(uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcache_id
 	dsv_store_be64(hdr + H_OFF, off);
 	dsv_store_be32(hdr + H_LEN, len);
 	for (unsigned p = 0; p < npages(len); p++)
-		dsv_store_be32(hdr + H_CRCS + 4 * p,
-			       crc((const uint8_t *)data + (size_t)p * DSV_DCACHE_PAGE,
-				   page_len(len, p)));
+		dsv_store_be32(
+			hdr + H_CRCS + 4 * p,
+			crc((const uint8_t *)data + (size_t)p * DSV_DCACHE_PAGE, page_len(len, p)));
 	dsv_store_be32(hdr + H_HCRC, crc(hdr, H_HCRC));
 }
 
@@ -161,7 +161,8 @@ int dsv_dcache_entry_check(const uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcach
 	else if (dsv_load_be32(hdr + H_HCRC) != crc(hdr, H_HCRC))
 		*why = "its header's checksum is wrong";
 	else if (memcmp(hdr + H_URL, id->url_hash, sizeof(id->url_hash)) ||
-		 memcmp(hdr + H_ETAG, id->etag, DSV_DCACHE_ETAG) || dsv_load_be64(hdr + H_SIZE) != id->size)
+		 memcmp(hdr + H_ETAG, id->etag, DSV_DCACHE_ETAG) ||
+		 dsv_load_be64(hdr + H_SIZE) != id->size)
 		*why = "it is of another object or version";
 	else if (dsv_load_be64(hdr + H_OFF) != off || dsv_load_be32(hdr + H_LEN) != len)
 		*why = "it holds another block";
@@ -229,7 +230,8 @@ static int scan(dsv_dcache_ent **out, size_t *n, uint64_t *bytes)
 			continue;
 		}
 		if (*n == cap) {
-			dsv_dcache_ent *g = realloc(*out, (cap = cap ? 2 * cap : 256) * sizeof(**out));
+			dsv_dcache_ent *g = realloc(*out,
+						    (cap = cap ? 2 * cap : 256) * sizeof(**out));
 			if (!g)
 				break;
 			*out = g;
@@ -293,8 +295,8 @@ int dsv_net_disk_cache(const char *dir, uint64_t size, dsv_errbuf *eb)
 		if (dc.lockfd >= 0)
 			close(dc.lockfd);
 		dc.dirfd = dc.lockfd = -1;
-		return dsv_errf_at(eb, DSV_ERR_IO, dir, NULL,
-				   "cannot use it as the disk cache: %s", strerror(e));
+		return dsv_errf_at(eb, DSV_ERR_IO, dir, NULL, "cannot use it as the disk cache: %s",
+				   strerror(e));
 	}
 	dc.size = size;
 	dc.low = size - size / LOW_DIV;
@@ -329,7 +331,8 @@ static int entry_read(const dsv_dcache_id *id, const char *obj, uint64_t b, uint
 	struct stat st;
 	const char *why = "it is shorter than its header says";
 	unsigned p0 = lo / DSV_DCACHE_PAGE, p1 = (hi - 1) / DSV_DCACHE_PAGE + 1;
-	uint32_t from = p0 * DSV_DCACHE_PAGE, to = p1 * DSV_DCACHE_PAGE < len ? p1 * DSV_DCACHE_PAGE : len;
+	uint32_t from = p0 * DSV_DCACHE_PAGE,
+		 to = p1 * DSV_DCACHE_PAGE < len ? p1 * DSV_DCACHE_PAGE : len;
 	uint8_t *pages;
 
 	dsv_dcache_entry_name(name, id, b);
@@ -394,8 +397,7 @@ static void entry_write(const dsv_dcache_id *id, const char *obj, uint64_t b, ui
 /* Fetches blocks [b0, b1) of id whole, one GET, writes their entries and
  * copies what [off, off + n) wants of them into buf. */
 static int fetch_run(const dsv_dcache_id *id, const char *obj, uint64_t b0, uint64_t b1,
-		     uint8_t *buf, size_t n, uint64_t off, dsv_dcache_fetch_fn fetch,
-		     const void *o)
+		     uint8_t *buf, size_t n, uint64_t off, dsv_dcache_fetch_fn fetch, const void *o)
 {
 	uint64_t start = b0 * DSV_DCACHE_BLOCK;
 	uint64_t end = b1 * DSV_DCACHE_BLOCK < id->size ? b1 * DSV_DCACHE_BLOCK : id->size;
@@ -407,7 +409,7 @@ static int fetch_run(const dsv_dcache_id *id, const char *obj, uint64_t b0, uint
 		for (uint64_t b = b0; b < b1; b++) {
 			uint64_t bo = b * DSV_DCACHE_BLOCK;
 			uint32_t len = (uint32_t)(end - bo < DSV_DCACHE_BLOCK ? end - bo
-									     : DSV_DCACHE_BLOCK);
+									      : DSV_DCACHE_BLOCK);
 			entry_write(id, obj, b, bo, len, run + (bo - start));
 		}
 		uint64_t lo = off > start ? off : start, hi = off + n < end ? off + n : end;
@@ -418,8 +420,8 @@ static int fetch_run(const dsv_dcache_id *id, const char *obj, uint64_t b0, uint
 	return err;
 }
 
-int dsv_dcache_pread(const dsv_dcache_id *id, const char *name, void *buf, size_t n,
-		     uint64_t off, dsv_dcache_fetch_fn fetch, const void *obj)
+int dsv_dcache_pread(const dsv_dcache_id *id, const char *name, void *buf, size_t n, uint64_t off,
+		     dsv_dcache_fetch_fn fetch, const void *obj)
 {
 	uint8_t *out = buf;
 	uint64_t first = off / DSV_DCACHE_BLOCK, last = (off + n - 1) / DSV_DCACHE_BLOCK;
@@ -429,8 +431,9 @@ int dsv_dcache_pread(const dsv_dcache_id *id, const char *name, void *buf, size_
 		int hit = 0;
 		if (b <= last) {
 			uint64_t bo = b * DSV_DCACHE_BLOCK;
-			uint32_t len = (uint32_t)(id->size - bo < DSV_DCACHE_BLOCK ? id->size - bo
-										   : DSV_DCACHE_BLOCK);
+			uint32_t len = (uint32_t)(id->size - bo < DSV_DCACHE_BLOCK
+							  ? id->size - bo
+							  : DSV_DCACHE_BLOCK);
 			uint64_t lo = off > bo ? off - bo : 0;
 			uint64_t hi = off + n - bo < len ? off + n - bo : len;
 			hit = entry_read(id, name, b, bo, len, (uint32_t)lo, (uint32_t)hi,

@@ -36,10 +36,10 @@
 
 /* One version of one object, as its entries record it. */
 typedef struct dsv_dcache_id {
-	uint8_t url_hash[32]; /* SHA-256 of the URL without its query */
+	uint8_t url_hash[32];       /* SHA-256 of the URL without its query */
 	char etag[DSV_DCACHE_ETAG]; /* NUL-padded */
-	uint64_t size;  /* the object's */
-	char stem[33];  /* hex of 16 bytes of SHA-256(url_hash, etag): the entries' names */
+	uint64_t size;              /* the object's */
+	char stem[33]; /* hex of 16 bytes of SHA-256(url_hash, etag): the entries' names */
 } dsv_dcache_id;
 
 /* Fills id for the object at url (its query, if any, is not hashed)
@@ -58,8 +58,8 @@ typedef int (*dsv_dcache_fetch_fn)(const void *obj, void *buf, size_t n, uint64_
  * each, whole blocks), written as entries for the next reader. name is
  * what the log calls the object. @return 0, or what fetch returned
  * (nothing served then). */
-int dsv_dcache_pread(const dsv_dcache_id *id, const char *name, void *buf, size_t n,
-		     uint64_t off, dsv_dcache_fetch_fn fetch, const void *obj);
+int dsv_dcache_pread(const dsv_dcache_id *id, const char *name, void *buf, size_t n, uint64_t off,
+		     dsv_dcache_fetch_fn fetch, const void *obj);
 
 /* The cache's counters into st's disk_ fields. */
 void dsv_dcache_get_stats(dsv_net_stats *st);
@@ -68,8 +68,8 @@ void dsv_dcache_get_stats(dsv_net_stats *st);
 /* The file name of block b of id into name (DSV_DCACHE_NAME bytes). */
 void dsv_dcache_entry_name(char *name, const dsv_dcache_id *id, uint64_t b);
 /* The header of the entry holding data (len bytes at off of id). */
-void dsv_dcache_entry_header(uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcache_id *id,
-			     uint64_t off, uint32_t len, const void *data);
+void dsv_dcache_entry_header(uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcache_id *id, uint64_t off,
+			     uint32_t len, const void *data);
 /* Checks hdr against id, off and len. @return 0 or DSV_ERR_CORRUPT, *why
  * saying what differs. */
 int dsv_dcache_entry_check(const uint8_t hdr[DSV_DCACHE_HEADER], const dsv_dcache_id *id,
