@@ -121,14 +121,13 @@ static void test_entry_format(void **state)
 
 	dsv_dcache_entry_header(hdr, &id, BLOCK, BLOCK, object + BLOCK);
 	assert_int_equal(dsv_dcache_entry_check(hdr, &id, BLOCK, BLOCK, &why), 0);
-	assert_int_equal(dsv_dcache_pages_check(hdr, BLOCK, 0, DSV_DCACHE_PAGES, object + BLOCK), 0);
-	assert_int_equal(dsv_dcache_entry_check(hdr, &other, BLOCK, BLOCK, &why),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_dcache_pages_check(hdr, BLOCK, 0, DSV_DCACHE_PAGES, object + BLOCK),
+			 0);
+	assert_int_equal(dsv_dcache_entry_check(hdr, &other, BLOCK, BLOCK, &why), DSV_ERR_CORRUPT);
 	assert_string_equal(why, "it is of another object or version");
 	assert_int_equal(dsv_dcache_entry_check(hdr, &id, 0, BLOCK, &why), DSV_ERR_CORRUPT);
 	assert_string_equal(why, "it holds another block");
-	assert_int_equal(dsv_dcache_entry_check(hdr, &id, BLOCK, BLOCK - 1, &why),
-			 DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_dcache_entry_check(hdr, &id, BLOCK, BLOCK - 1, &why), DSV_ERR_CORRUPT);
 	/* one bit anywhere in the header */
 	hdr[DSV_DCACHE_HEADER / 3] ^= 4;
 	assert_int_equal(dsv_dcache_entry_check(hdr, &id, BLOCK, BLOCK, &why), DSV_ERR_CORRUPT);
