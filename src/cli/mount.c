@@ -340,6 +340,10 @@ static int set_disk_cache(const dsv_manifest *m, const char *dir, const char *si
 		dir = m->disk_cache;
 	if (size_arg && dsv_cli_size_arg("--disk-cache-size", size_arg, 1, 0, NULL, &size))
 		return -1;
+	if (!size) {
+		dsv_cli_error("--disk-cache-size '%s' must be above 0", size_arg);
+		return -1;
+	}
 	if (dir && dsv_net_disk_cache(dir, size, &eb)) {
 		dsv_cli_error("%s", eb.msg);
 		return -1;

@@ -186,12 +186,28 @@ class S3DiskCache(E2E):
             check_whole(self, m, "v", reference(255 - self.b), "float32")
             self.assertGreaterEqual(m.stats()["disk_cache_misses"], 2)
 
-    def test_refused_bad_directory_and_size_alone(self):
-        r = run("mount", "--disk-cache", "/proc/nope/cache", f"s3://{BUCKET}/b.npy",
-                self.p("mnt-r1"), env=self.store.env())
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("/proc/nope/cache", r.stderr)
-        r = run("mount", "--disk-cache-size", "1G", f"s3://{BUCKET}/b.npy", self.p("mnt-r2"),
-                env=self.store.env())
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("--disk-cache-size needs a directory", r.stderr)
+    def test_manifest_keys(self):
+        ini = self.write_ini(f"[dsview]\ndisk_cache = c-manifest\ndisk_cache_size = 64M\n"
+                             f"[b]\nsource = s3://{BUCKET}/b.npy\n", "dc.ini")
+        with self.mount(ini, env=self.store.env()) as m:
+            check_whole(self, m, "b", reference(self.b), "float32")
+            self.assertEqual(m.stats()["disk_cache_size"], 64 * MIB)
+        self.assertEqual(len(self.entries(self.p("c-manifest"))), 2)  # beside the manifest
+
+    def test_refused_bad_values(self):
+        src, env = f"s3://{BUCKET}/b.npy", self.store.env()
+        for args, want in (
+                (("--disk-cache", "/proc/nope/cache"), "/proc/nope/cache: cannot make"),
+                (("--disk-cache-size", "1G"), "--disk-cache-size needs a directory"),
+                (("--disk-cache", self.p("c-0"), "--disk-cache-size", "0"), "must be above 0"),
+                (("--disk-cache", self.p("c-x"), "--disk-cache-size", "lots"), "is not a size")):
+            r = run("mount", *args, src, self.p("mnt-refused"), env=env)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertIn(want, r.stderr)
+        for text, want in (("disk_cache_size = 0\n", "is not a size above 0"),
+                           ("disk_cache_size = 1G\n", "disk_cache_size needs disk_cache")):
+            ini = self.write_ini(f"[dsview]\n{text}[b]\nsource = {src}\n", "bad.ini")
+            r = run("mount", ini, self.p("mnt-refused"), env=env)
+            self.assertEqual(r.returncode, 1, text)
+            self.assertIn(want, r.stderr)
+        self.assertFalse(os.path.exists(self.p("c-0")))  # nothing made
