@@ -7,24 +7,17 @@ damaged entry (a flipped byte, a cut file) is dropped and fetched again;
 an object overwritten while mounted gives EIO, and the next mount reads the
 new version, never the cached old one; no secret in DIR."""
 import errno
-import io
 import os
 import threading
 
 import numpy as np
 
 from common import E2E, check_preads, check_whole, run
-from objstore import KEY_ID, SECRET, ObjectStore
+from objstore import KEY_ID, SECRET, ObjectStore, npy_bytes
 from refs import reference
 
 BUCKET = "dsview-cache"
 MIB = 1 << 20
-
-
-def npy_bytes(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
 
 
 class S3DiskCache(E2E):
