@@ -8,7 +8,9 @@
  * read half old, half new: its reads fail (DSV_ERR_IO) and one log line
  * names it. Failures a retry may cure (connection errors, timeouts, 5xx,
  * 429 and 503 SlowDown) are retried a bounded number of times with
- * exponential backoff and jitter, then fail that read alone.
+ * exponential backoff and jitter, then fail that read alone. With a disk
+ * cache set (dsv_net_disk_cache), the ranged reads of an object with an
+ * ETag are served from local files where they can be (disk_cache.h).
  *
  * Endpoint, region and credentials come as AWS tools take them (net.c's
  * opening comment; docs/s3.md). Secrets never appear in a message: an
