@@ -75,10 +75,22 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 			return dsv_mf_fail(c, c->line, "gpu_cache '%s' is not a size (e.g. 16G, 0)",
 					   value);
 		m->has_gpu_cache = 1;
+	} else if (!strcmp(name, "disk_cache")) {
+		if (!*value)
+			return dsv_mf_fail(c, c->line, "disk_cache must name a directory");
+		free(m->disk_cache);
+		if (!(m->disk_cache = dsv_mf_resolve(c->dir, value)))
+			return dsv_mf_fail(c, c->line, "out of memory");
+	} else if (!strcmp(name, "disk_cache_size")) {
+		if (dsv_parse_size(value, &m->disk_cache_size) || !m->disk_cache_size)
+			return dsv_mf_fail(c, c->line,
+					   "disk_cache_size '%s' is not a size above 0 (e.g. 100G)",
+					   value);
+		m->has_disk_cache_size = 1;
 	} else {
 		return dsv_mf_fail(c, c->line,
 				   "unknown key '%s' in [dsview] (expected cache_size, "
-				   "threads, gpu, gpu_cache)",
+				   "threads, gpu, gpu_cache, disk_cache, disk_cache_size)",
 				   name);
 	}
 	return 1;

@@ -137,7 +137,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	return dsv_mf_view_key(c, &c->views[c->nviews - 1], name, value);
 }
 
-static char *resolve(const char *dir, const char *spec)
+char *dsv_mf_resolve(const char *dir, const char *spec)
 {
 	char *out;
 	if (spec[0] == '/' || dsv_url_scheme_len(spec) || !dir)
@@ -205,9 +205,9 @@ static int resolve_files(parse_ctx *c, pending_view *pv)
 	    (pv->mean_file && (pv->nmean || pv->nstd)))
 		return dsv_mf_fail(c, pv->mean_file ? pv->mean_line : pv->std_line,
 				   "mean and std must both be @files or both be numbers");
-	if ((pv->rows_file && !(v->decl->rows_file = resolve(c->dir, pv->rows_file))) ||
-	    (pv->mean_file && !(v->decl->mean_file = resolve(c->dir, pv->mean_file))) ||
-	    (pv->std_file && !(v->decl->std_file = resolve(c->dir, pv->std_file))))
+	if ((pv->rows_file && !(v->decl->rows_file = dsv_mf_resolve(c->dir, pv->rows_file))) ||
+	    (pv->mean_file && !(v->decl->mean_file = dsv_mf_resolve(c->dir, pv->mean_file))) ||
+	    (pv->std_file && !(v->decl->std_file = dsv_mf_resolve(c->dir, pv->std_file))))
 		return dsv_mf_fail(c, pv->line, "out of memory");
 	return 1;
 }
@@ -233,7 +233,7 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		return 0;
 	dsv_raw_spec raw = { pv->raw_dtype, pv->raw_ndim, pv->raw_shape };
 	for (size_t i = 0; i < pv->nspecs; i++) {
-		char *path = resolve(c->dir, pv->specs[i]);
+		char *path = dsv_mf_resolve(c->dir, pv->specs[i]);
 		int err;
 		if (!path)
 			return dsv_mf_fail(c, pv->spec_lines[i], "out of memory");
@@ -291,6 +291,7 @@ void dsv_manifest_free(dsv_manifest *m)
 	}
 	free(m->skipped);
 	free(m->skipped_json);
+	free(m->disk_cache);
 	free(m->path);
 	free(m);
 }

@@ -49,6 +49,9 @@ typedef struct parse_ctx {
 /* Records the first error (msg at line of the manifest). @return 0, what
  * an inih handler returns to go on after it. */
 int dsv_mf_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* spec resolved against dir, the manifest's directory (a URL, an absolute
+ * path or no dir: spec itself), newly allocated; NULL when out of memory. */
+char *dsv_mf_resolve(const char *dir, const char *spec);
 /* A key of the [dsview] section, or of a view's section. @return 1 ok,
  * 0 failed (dsv_mf_fail called). */
 int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value);

@@ -8,7 +8,9 @@
  * read half old, half new: its reads fail (DSV_ERR_IO) and one log line
  * names it. Failures a retry may cure (connection errors, timeouts, 5xx,
  * 429 and 503 SlowDown) are retried a bounded number of times with
- * exponential backoff and jitter, then fail that read alone.
+ * exponential backoff and jitter, then fail that read alone. With a disk
+ * cache set (dsv_net_disk_cache), the ranged reads of an object with an
+ * ETag are served from local files where they can be (disk_cache.h).
  *
  * Endpoint, region and credentials come as AWS tools take them (net.c's
  * opening comment; docs/s3.md). Secrets never appear in a message: an
@@ -83,6 +85,16 @@ int dsv_net_http_url(const char *url, char **out);
  * opens its own and leaves the parent's untouched. */
 void dsv_net_after_fork(void);
 
+/* Sets the process's disk cache of objects' stored bytes (disk_cache.h,
+ * docs/s3.md): entries under dir (made, mode 0700, when missing; several
+ * processes may share it), at most size bytes of them, the least recently
+ * used removed first; entries a process before left are found and counted.
+ * Ranged reads of objects with an ETag go through it from then on; Zarr
+ * chunk objects (no ETag) do not. dir NULL: none. Call before reads start
+ * (not thread-safe against them). @return 0 or DSV_ERR_IO, eb naming dir. */
+int dsv_net_disk_cache(const char *dir, uint64_t size, dsv_errbuf *eb);
+#define DSV_DISK_CACHE_DEFAULT (10ull << 30) /* the size when none is given */
+
 /* What the process fetched, since it started. */
 typedef struct dsv_net_stats {
 	uint64_t heads;    /* objects opened */
@@ -90,6 +102,14 @@ typedef struct dsv_net_stats {
 	uint64_t bytes;    /* bytes those GETs fetched */
 	uint64_t retries;  /* requests tried again */
 	uint64_t failures; /* reads that failed after their retries */
+	/* the disk cache's */
+	uint64_t disk_hits;      /* blocks read from their entries */
+	uint64_t disk_misses;    /* blocks fetched (and written as entries) */
+	uint64_t disk_bytes;     /* bytes served from entries */
+	uint64_t disk_evictions; /* entries this process removed as least recently used */
+	uint64_t disk_corrupt;   /* damaged or mismatched entries dropped */
+	uint64_t disk_size;      /* the cache's size (0: none) */
+	uint64_t disk_used;      /* bytes of entries, as this process last counted them */
 } dsv_net_stats;
 void dsv_net_get_stats(dsv_net_stats *st);
 

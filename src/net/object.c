@@ -19,6 +19,7 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "net/disk_cache.h"
 #include "net/net_i.h"
 
 struct dsv_net_obj {
@@ -30,6 +31,7 @@ struct dsv_net_obj {
 	char etag[160]; /* as the HEAD gave it, quotes included; "" none */
 	uint64_t size;
 	struct timespec mtime;
+	dsv_dcache_id dcache; /* the disk cache's name of this version (with an ETag) */
 };
 
 static struct {
@@ -296,6 +298,8 @@ static int head(dsv_net_obj *o, dsv_errbuf *eb)
 	o->mtime.tv_sec = t > 0 ? (time_t)t : 0;
 	memcpy(o->etag, r.etag, sizeof(o->etag));
 	__atomic_fetch_add(&stats.heads, 1, __ATOMIC_RELAXED);
+	if (o->etag[0] && dsv_dcache_id_make(&o->dcache, o->url, o->etag, o->size))
+		return dsv_errf(eb, DSV_ERR_INTERNAL, "libcrypto failed to hash a URL");
 	return 0;
 }
 
@@ -352,17 +356,15 @@ const char *dsv_net_name(const dsv_net_obj *o)
 	return o->name;
 }
 
-int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
+/* One ranged GET of [off, off + n), in bounds and n > 0 (the disk
+ * cache's dsv_dcache_fetch_fn). */
+static int get_range(const void *obj, void *buf, size_t n, uint64_t off)
 {
+	const dsv_net_obj *o = obj;
 	request r = { .buf = buf, .cap = n };
 	long status;
 	CURLcode cc;
 	char why[400];
-
-	if (n > o->size || off > o->size - n)
-		return DSV_ERR_TRUNCATED;
-	if (!n)
-		return 0;
 	int err = perform(o, &r, off, &status, &cc);
 	if (err)
 		return err;
@@ -387,6 +389,18 @@ int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 					? "a short or over-long body"
 					: reason(o, cc, status, why, sizeof(why)));
 	return DSV_ERR_IO;
+}
+
+int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
+{
+	if (n > o->size || off > o->size - n)
+		return DSV_ERR_TRUNCATED;
+	if (!n)
+		return 0;
+	/* an object without an ETag is never cached: no version to key it by */
+	if (o->etag[0] && dsv_dcache_on())
+		return dsv_dcache_pread(&o->dcache, o->name, buf, n, off, get_range, o);
+	return get_range(o, buf, n, off);
 }
 
 struct dsv_net_dir {
@@ -460,4 +474,5 @@ void dsv_net_get_stats(dsv_net_stats *st)
 	st->bytes = __atomic_load_n(&stats.bytes, __ATOMIC_RELAXED);
 	st->retries = __atomic_load_n(&stats.retries, __ATOMIC_RELAXED);
 	st->failures = __atomic_load_n(&stats.failures, __ATOMIC_RELAXED);
+	dsv_dcache_get_stats(st);
 }

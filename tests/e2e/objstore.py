@@ -11,6 +11,7 @@ boto3 (Debian's python3-boto3), as users make them.
     store.kill_volume(); store.start_volume()
     store.stop()
 """
+import io
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import time
 
 import boto3
+import numpy as np
 from botocore.config import Config
 
 from common import VENV_PY
@@ -27,6 +29,13 @@ WEED = os.path.join(os.path.dirname(VENV_PY), "weed")
 KEY_ID = "AKIDDSVIEWTEST"
 # what the secret-leak checks look for: long and unlike anything else
 SECRET = "dsvS3cr3t-9f8e7d6c5b4a-never-printed"
+
+
+def npy_bytes(a):
+    """The .npy file of a, as bytes to upload."""
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
 
 
 def _free_port():

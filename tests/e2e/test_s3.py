@@ -8,7 +8,6 @@ line naming it, never bytes of two versions), the volume server killed
 mid-read and started again (EIO, the daemon alive, then the right bytes
 again) - with the secret key absent from every output."""
 import errno
-import io
 import os
 import subprocess
 import time
@@ -18,7 +17,7 @@ import hdf5plugin  # noqa: F401 (the LZ4 filter of the packed stores)
 import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
-from objstore import SECRET, ObjectStore
+from objstore import SECRET, ObjectStore, npy_bytes
 from refs import reference
 
 BUCKET = "dsview-data"
@@ -27,12 +26,6 @@ BUCKET = "dsview-data"
 def save(path, a):
     np.save(path, a)
     return path
-
-
-def npy_bytes(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
 
 
 class S3(E2E):

@@ -539,8 +539,40 @@ def nifti_seeds():
     put("nifti", "n2_voxoff_negative", bytes(n2))
 
 
+def dcache_seeds():
+    """Disk cache entries (fuzz_dcache.c's object: SIZE bytes of its
+    pattern, block 0): a whole one, as disk_cache.c writes it, and the
+    damage a disk or a person does to one."""
+    import hashlib
+    import zlib
+    page, size = 64 << 10, 3 * (64 << 10) + 1000
+    data = bytes((i * 7 + (i >> 9)) & 0xFF for i in range(size))
+    h = bytearray(512)
+    h[0:8] = b"dsvdc\0\0\1"
+    h[8:40] = hashlib.sha256(b"https://fuzz.example/bucket/x.h5").digest()
+    etag = b'"fuzz-etag"'
+    h[40:40 + len(etag)] = etag
+    h[200:220] = struct.pack(">QQI", size, 0, size)
+    for p in range(0, size, page):
+        h[220 + 4 * (p // page):224 + 4 * (p // page)] = struct.pack(">I", zlib.crc32(data[p:p + page]))
+    h[284:288] = struct.pack(">I", zlib.crc32(bytes(h[:284])))
+    good = bytes(h) + data
+    put("dcache", "whole", good)
+    put("dcache", "empty", b"")
+    put("dcache", "header_only", good[:512])
+    put("dcache", "cut_data", good[:-1])
+    put("dcache", "one_more_byte", good + b"\0")
+    put("dcache", "data_bit", good[:600] + bytes([good[600] ^ 1]) + good[601:])
+    put("dcache", "header_bit", good[:210] + bytes([good[210] ^ 1]) + good[211:])
+    other = bytearray(good)
+    other[40:40 + len(etag)] = b'"other-tag"'
+    other[284:288] = struct.pack(">I", zlib.crc32(bytes(other[:284])))
+    put("dcache", "other_version", bytes(other))
+
+
 if __name__ == "__main__":
     main()
+    dcache_seeds()
     nifti_seeds()
     zarray_seeds()
     zlib_seeds()
