@@ -252,8 +252,11 @@ static int fatal(int err, unsigned flags)
  * than DSV_VIEW_NAME_MAX once mapped). */
 static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb)
 {
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t len = strlen(base) - strip, cap = 4 * len + 1, n = 0;
+	size_t plen = dsv_url_shown_len(path); /* a URL's query is no part of it */
+	const char *base = path + plen;
+	while (base > path && base[-1] != '/')
+		base--;
+	size_t len = (size_t)(path + plen - base) - strip, cap = 4 * len + 1, n = 0;
 	char *stem = strndup(base, len), *name = malloc(cap), show[4 * 160 + 4];
 	int err = 0;
 
@@ -261,8 +264,7 @@ static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf
 	if (!stem || !name)
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, strlen(path), 160, show),
-				  NULL,
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, plen, 160, show), NULL,
 				  "file name is not a valid view name (%zu bytes once mapped; at "
 				  "most %d)",
 				  n, DSV_VIEW_NAME_MAX);

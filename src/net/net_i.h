@@ -5,6 +5,8 @@
 #ifndef DSV_NET_I_H
 #define DSV_NET_I_H
 
+#include <time.h>
+
 #include "net/net.h"
 
 /* What config.c's opening comment lists, resolved; each string owned. */
@@ -24,5 +26,10 @@ void dsv_net_config_free(dsv_net_config *c);
  * @return 0, DSV_ERR_INVALID (not such a URL, or s3:// without a bucket
  * or a key) or DSV_ERR_NOMEM. */
 int dsv_net_url_make(const dsv_net_config *c, const char *url, char **out, int *is_s3);
+
+/* For a presigned URL (X-Amz-Date and X-Amz-Expires in its query, as
+ * presign.c reads them): *expires, the moment it stops being valid.
+ * @return 1, or 0 when url says nothing of it (*expires untouched). */
+int dsv_net_presign_expiry(const char *url, time_t *expires);
 
 #endif

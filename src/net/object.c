@@ -80,12 +80,16 @@ typedef struct request {
 	size_t cap, got;
 	int whole; /* a GET of the whole object (no Range), up to cap bytes */
 	char etag[160];
+	char crange[96]; /* Content-Range's value, "" none */
+	int status;      /* the reply's status line's code, 0 before it came */
 } request;
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 {
 	request *r = user;
 	size_t n = size * nmemb;
+	if (r->status / 100 != 2)
+		return n; /* an error reply's body (S3's XML): the status says it */
 	if (n > r->cap - r->got)
 		return 0; /* more than asked for: curl fails the transfer */
 	memcpy(r->buf + r->got, data, n);
@@ -93,20 +97,32 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 	return n;
 }
 
+/* Keeps the value of header name ("etag:") from line into out when it
+ * fits, blanks trimmed. */
+static void keep_header(const char *line, size_t n, const char *name, char *out, size_t cap)
+{
+	size_t k = strlen(name), len;
+	if (n <= k || strncasecmp(line, name, k))
+		return;
+	const char *v = line + k;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	len = n - (size_t)(v - line);
+	while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+		len--;
+	if (len < cap)
+		snprintf(out, cap, "%.*s", (int)len, v);
+}
+
 static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
 {
 	request *r = user;
-	size_t n = size * nmemb, len;
-	if (n > 5 && !strncasecmp(line, "etag:", 5)) {
-		const char *v = line + 5;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		len = n - (size_t)(v - line);
-		while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-			len--;
-		if (len < sizeof(r->etag))
-			snprintf(r->etag, sizeof(r->etag), "%.*s", (int)len, v);
-	}
+	size_t n = size * nmemb;
+	int code;
+	if (n > 9 && !strncmp(line, "HTTP/", 5) && sscanf(line, "HTTP/%*s %d", &code) == 1)
+		r->status = code;
+	keep_header(line, n, "etag:", r->etag, sizeof(r->etag));
+	keep_header(line, n, "content-range:", r->crange, sizeof(r->crange));
 	return n;
 }
 
@@ -133,6 +149,7 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(h, CURLOPT_FILETIME, 1L); /* Last-Modified, for an open */
 	if (o->sigv4[0]) {
 		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, o->sigv4);
 		curl_easy_setopt(h, CURLOPT_USERNAME, o->cfg.key_id);
@@ -147,7 +164,6 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	}
 	if (!r->cap) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-		curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
 	} else if (!r->whole) {
 		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
 			 (unsigned long long)(off + r->cap - 1));
@@ -210,7 +226,8 @@ static int perform(const dsv_net_obj *o, request *r, uint64_t off, long *status,
 		struct curl_slist *hdrs;
 		int err = setup(h, o, r, off, &hdrs);
 		r->got = 0;
-		r->etag[0] = '\0';
+		r->etag[0] = r->crange[0] = '\0';
+		r->status = 0;
 		*status = 0;
 		*cc = err ? CURLE_OUT_OF_MEMORY : curl_easy_perform(h);
 		curl_slist_free_all(hdrs);
@@ -227,6 +244,26 @@ static int perform(const dsv_net_obj *o, request *r, uint64_t off, long *status,
 	return 0;
 }
 
+/* Why an http(s) URL was refused: a presigned one may have expired (its
+ * query says when; presign.c), else its signature or the server said no. */
+static void presigned_reason(const dsv_net_obj *o, long status, char *buf, size_t cap)
+{
+	time_t until;
+	struct tm tm;
+	char when[32];
+
+	if (!dsv_net_presign_expiry(o->url, &until))
+		snprintf(buf, cap, "access denied (HTTP %ld)", status);
+	else if (time(NULL) < until)
+		snprintf(buf, cap,
+			 "access denied (HTTP %ld): the presigned URL's signature was "
+			 "refused",
+			 status);
+	else if (gmtime_r(&until, &tm) && strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, cap, "access denied (HTTP %ld): the presigned URL expired at %s",
+			 status, when);
+}
+
 /* The reason of a failed request in words, for eb or the log. */
 static const char *reason(const dsv_net_obj *o, CURLcode cc, long status, char *buf, size_t cap)
 {
@@ -234,6 +271,8 @@ static const char *reason(const dsv_net_obj *o, CURLcode cc, long status, char *
 		snprintf(buf, cap, "%s (endpoint %s)", curl_easy_strerror(cc), o->cfg.endpoint);
 	else if (cc != CURLE_OK)
 		snprintf(buf, cap, "%s", curl_easy_strerror(cc));
+	else if ((status == 401 || status == 403) && !o->is_s3)
+		presigned_reason(o, status, buf, cap);
 	else if (status == 401 || status == 403)
 		snprintf(buf, cap, "access denied (HTTP %ld): check the credentials", status);
 	else if (status == 404)
@@ -271,10 +310,34 @@ static int start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 	return fill(o, url, eb);
 }
 
-/* The HEAD: size, ETag, Last-Modified. */
+/* The object's size from the reply to the open's request: a HEAD's or
+ * a 200's Content-Length, a 206's or 416's Content-Range total
+ * ("bytes 0-0/SIZE", "bytes * /SIZE" of an empty object); -1 none. */
+static curl_off_t reply_size(CURL *h, const request *r, long status)
+{
+	curl_off_t len = -1;
+	const char *slash = strrchr(r->crange, '/');
+	char *end;
+
+	if (status == 206 || status == 416) {
+		if (!slash || strncasecmp(r->crange, "bytes ", 6) || slash[1] < '0' ||
+		    slash[1] > '9')
+			return -1;
+		len = (curl_off_t)strtoll(slash + 1, &end, 10);
+		return *end || len < 0 ? -1 : len;
+	}
+	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	return len;
+}
+
+/* The request an open makes: for s3:// a HEAD; for an http(s) URL the
+ * GET of its first byte, because a presigned URL is signed for GET alone
+ * (a HEAD of it is refused) and a GET serves public files as well. The
+ * reply gives size, ETag and Last-Modified either way. */
 static int head(dsv_net_obj *o, dsv_errbuf *eb)
 {
-	request r = { 0 };
+	char first;
+	request r = { .buf = &first, .cap = o->is_s3 ? 0 : 1 };
 	long status;
 	CURLcode cc;
 	char why[400];
@@ -282,16 +345,20 @@ static int head(dsv_net_obj *o, dsv_errbuf *eb)
 
 	if (err)
 		return dsv_errf(eb, err, "out of memory");
-	if (cc != CURLE_OK || status != 200)
+	/* a server that ignores Range sends 200 and the whole body: the write
+	 * callback stops it after the headers, which said the size */
+	int ok = o->is_s3 ? cc == CURLE_OK && status == 200
+			  : (cc == CURLE_OK && (status == 206 || status == 416 || status == 200)) ||
+				    (cc == CURLE_WRITE_ERROR && status == 200);
+	if (!ok)
 		return dsv_errf_at(eb, status == 404 ? DSV_ERR_NOTFOUND : DSV_ERR_IO, o->name, NULL,
 				   "%s", reason(o, cc, status, why, sizeof(why)));
 	CURL *h = thread_handle();
-	curl_off_t len = -1, t = -1;
-	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	curl_off_t len = reply_size(h, &r, status), t = -1;
 	curl_easy_getinfo(h, CURLINFO_FILETIME_T, &t);
 	if (len < 0)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->name, NULL,
-				   "the server gave no size (Content-Length)");
+				   "the server gave no size (Content-Length or Content-Range)");
 	o->size = (uint64_t)len;
 	o->mtime.tv_sec = t > 0 ? (time_t)t : 0;
 	memcpy(o->etag, r.etag, sizeof(o->etag));

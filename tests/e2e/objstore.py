@@ -10,6 +10,9 @@ boto3 (Debian's python3-boto3), as users make them.
     env = store.env()                         # AWS_* for dsview
     store.kill_volume(); store.start_volume()
     store.stop()
+
+A test class starts one for all its tests: start_for(cls, fill) in its
+setUpClass, stop_for(cls) in its tearDownClass.
 """
 import json
 import os
@@ -180,3 +183,25 @@ class ObjectStore:
             if p:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
+
+
+def start_for(case, fill):
+    """Starts cls.store for the test class case (after E2E's setUpClass)
+    with the machine's own AWS settings set aside (Mount passes our
+    environment on, with store.env() on top), then fill(s3) uploads its
+    fixtures; on a failure, everything is undone and it raises."""
+    case.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
+    case.store = ObjectStore(case.tmp)
+    try:
+        case.store.start()
+        fill(case.store.client())
+    except Exception:
+        stop_for(case)
+        raise
+
+
+def stop_for(case):
+    """Undoes start_for and E2E's setUpClass."""
+    case.store.stop()
+    os.environ.update(case.saved_aws)
+    super(case, case).tearDownClass()

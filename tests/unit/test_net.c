@@ -1,7 +1,7 @@
 /* The net room's configuration (src/net/config.c): endpoint, region and
  * credentials from the AWS variables and from ~/.aws profiles, s3:// URLs
- * made path-style, and the source-spec split that must not cut a URL at
- * its scheme. No server: what needs one is in tests/e2e/test_s3.py. */
+ * made path-style, the source-spec split that must not cut a URL at
+ * its scheme, and a presigned URL's query: never shown, its expiry read. No server: what needs one is in tests/e2e/test_s3.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,6 +187,33 @@ static void specs_keep_their_urls(void **state)
 	free(dset);
 }
 
+static void presigned_urls_shown_without_query(void **state)
+{
+	const char *url = "https://h:9/b/run1.h5?X-Amz-Date=20261127T142200Z&X-Amz-Expires=90"
+			  "&X-Amz-Signature=abc";
+	time_t t = 0;
+	(void)state;
+	assert_int_equal(dsv_url_shown_len(url), strlen("https://h:9/b/run1.h5"));
+	assert_int_equal(dsv_url_shown_len("/data/a?b.npy"), strlen("/data/a?b.npy"));
+	assert_true(dsv_is_h5_name(url));
+	assert_true(dsv_has_ext("https://h/a.NPY#x", ".npy"));
+	assert_false(dsv_has_ext("https://h/a.npy.bak?x=.npy", ".npy"));
+	assert_int_equal(dsv_net_presign_expiry(url, &t), 1);
+	assert_int_equal((long long)t, 1795789320LL + 90); /* 2026-11-27T14:22:00Z */
+	/* what says nothing of an expiry: no query, a part missing or bad */
+	const char *none[] = { "https://h/a.npy",
+			       "https://h/a.npy?X-Amz-Expires=90",
+			       "https://h/a?X-Amz-Date=20261127T142200&X-Amz-Expires=90",
+			       "https://h/a?X-Amz-Date=20261127T142200Z&X-Amz-Expires=9x",
+			       "https://h/a?X-Amz-Date=2026112TT142200Z&X-Amz-Expires=9",
+			       "https://h/a?X-Amz-Date=20261127T142200Z&X-Amz-Expires=" };
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		t = 7;
+		assert_int_equal(dsv_net_presign_expiry(none[i], &t), 0);
+		assert_int_equal((long long)t, 7);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -200,6 +227,7 @@ int main(void)
 		cmocka_unit_test_setup(s3_urls_path_style, setup),
 		cmocka_unit_test_setup(open_refuses_a_bad_url_alone, setup),
 		cmocka_unit_test_setup(specs_keep_their_urls, setup),
+		cmocka_unit_test_setup(presigned_urls_shown_without_query, setup),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(creds);
