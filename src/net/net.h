@@ -72,6 +72,19 @@ void dsv_net_dir_close(dsv_net_dir *d); /* accepts NULL */
 int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
 		    dsv_errbuf *eb);
 
+/* One object's version, as its ETag says it (quotes included; "" none). */
+#define DSV_NET_ETAG_MAX 160
+/* GETs n bytes of the object url/key by one ranged GET into buf: at off,
+ * or with from_end its last n bytes (off unused); *size gets the
+ * object's size (Content-Range) and etag its ETag. When etag holds one
+ * already, the GET carries If-Match with it: an object replaced since
+ * fails (DSV_ERR_IO, "changed"). Retried as dsv_net_pread. @return 0;
+ * DSV_ERR_NOTFOUND (404); DSV_ERR_TRUNCATED (the object is shorter than
+ * the range); DSV_ERR_IO, eb (may be NULL) naming the object and the
+ * reason. */
+int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,
+		      int from_end, uint64_t *size, char etag[DSV_NET_ETAG_MAX], dsv_errbuf *eb);
+
 /* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
  * path-style) into *out (the caller frees it). For tests and `info`.
  * @return 0, DSV_ERR_INVALID or DSV_ERR_NOMEM. */

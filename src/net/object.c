@@ -26,8 +26,8 @@ struct dsv_net_obj {
 	char *name; /* what messages say: the URL given, without its query */
 	dsv_net_config cfg;
 	int is_s3;
-	char sigv4[96]; /* "aws:amz:REGION:s3", or "" unsigned */
-	char etag[160]; /* as the HEAD gave it, quotes included; "" none */
+	char sigv4[96];              /* "aws:amz:REGION:s3", or "" unsigned */
+	char etag[DSV_NET_ETAG_MAX]; /* as the HEAD gave it, quotes included; "" none */
 	uint64_t size;
 	struct timespec mtime;
 };
@@ -78,8 +78,9 @@ void dsv_net_after_fork(void)
 typedef struct request {
 	char *buf; /* the GET's destination, cap bytes */
 	size_t cap, got;
-	int whole; /* a GET of the whole object (no Range), up to cap bytes */
-	char etag[160];
+	int whole;  /* a GET of the whole object (no Range), up to cap bytes */
+	int suffix; /* a GET of its last cap bytes (Range: bytes=-cap) */
+	char etag[DSV_NET_ETAG_MAX];
 	char crange[96]; /* Content-Range's value, "" none */
 	int status;      /* the reply's status line's code, 0 before it came */
 } request;
@@ -165,8 +166,11 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	if (!r->cap) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (!r->whole) {
-		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
-			 (unsigned long long)(off + r->cap - 1));
+		if (r->suffix)
+			snprintf(range, sizeof(range), "-%zu", r->cap);
+		else
+			snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
+				 (unsigned long long)(off + r->cap - 1));
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
 		if (o->etag[0]) {
 			struct curl_slist *l;
@@ -310,9 +314,10 @@ static int start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 	return fill(o, url, eb);
 }
 
-/* The object's size from the reply to the open's request: a HEAD's or
- * a 200's Content-Length, a 206's or 416's Content-Range total
- * ("bytes 0-0/SIZE", "bytes * /SIZE" of an empty object); -1 none. */
+/* The object's size from the reply to a request: a 206's or 416's
+ * Content-Range total ("bytes 0-0/SIZE", "bytes * /SIZE" of an empty
+ * object), else a HEAD's or a 200's Content-Length (h's; none when h is
+ * NULL); -1 none. */
 static curl_off_t reply_size(CURL *h, const request *r, long status)
 {
 	curl_off_t len = -1;
@@ -326,7 +331,8 @@ static curl_off_t reply_size(CURL *h, const request *r, long status)
 		len = (curl_off_t)strtoll(slash + 1, &end, 10);
 		return *end || len < 0 ? -1 : len;
 	}
-	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	if (h)
+		curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
 	return len;
 }
 
@@ -516,6 +522,51 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
 		snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
 		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
 			    reason(&o, cc, status, why, sizeof(why)));
+	}
+	return DSV_ERR_IO;
+}
+
+int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,
+		      int from_end, uint64_t *size, char etag[DSV_NET_ETAG_MAX], dsv_errbuf *eb)
+{
+	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
+	request r = { .buf = buf, .cap = n, .suffix = from_end };
+	long status;
+	CURLcode cc;
+	char *url = NULL, why[400];
+
+	if (!n || asprintf(&url, "%s/%s", d->base.url, key) < 0)
+		return n ? DSV_ERR_NOMEM : DSV_ERR_INVALID;
+	o.url = url;
+	snprintf(o.etag, sizeof(o.etag), "%s", etag); /* If-Match, when one is known */
+	int err = perform(&o, &r, off, &status, &cc);
+	free(url);
+	if (err)
+		return err;
+	curl_off_t total = reply_size(NULL, &r, status);
+	if (cc == CURLE_OK && status == 206 && r.got == n && total >= 0) {
+		__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&stats.bytes, n, __ATOMIC_RELAXED);
+		*size = (uint64_t)total;
+		memcpy(etag, r.etag, DSV_NET_ETAG_MAX);
+		return 0;
+	}
+	if (cc == CURLE_OK && status == 404)
+		return DSV_ERR_NOTFOUND;
+	/* the object is shorter than asked: 416, or a suffix of all of it */
+	if (cc == CURLE_OK &&
+	    (status == 416 || (status == 206 && total >= 0 && (uint64_t)total < n)))
+		return DSV_ERR_TRUNCATED;
+	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
+	if (eb) {
+		char name[4096 + 8];
+		snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
+		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
+			    cc == CURLE_OK && status == 412
+				    ? "the object changed since it was first read; remount"
+			    : cc == CURLE_OK && status / 100 == 2
+				    ? "a short, over-long or unranged reply to a ranged GET"
+				    : reason(&o, cc, status, why, sizeof(why)));
 	}
 	return DSV_ERR_IO;
 }

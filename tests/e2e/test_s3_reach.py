@@ -3,14 +3,19 @@ objstore.py): presigned https URLs (made by boto3's
 generate_presigned_url, as users make them) mounted from the command line
 and from a manifest line of over 1,500 characters, every byte checked; an
 expired and a tampered URL each refused at mount with one clear line; the
-signature absent from every output."""
+signature absent from every output. Sharded Zarr v3 arrays (zarr-python
+3's, tests/e2e/zarr3_writer.py) mounted by s3:// URL: inner chunks read by
+ranged GETs, shards never written as the fill value, a shard object cut
+short failing its rows alone with EIO."""
 import io
-import os
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from common import E2E, check_preads, check_whole, mounted, run
+import errno
+import os
+
+from common import E2E, check_preads, check_whole, mounted, run, venv_python
 from objstore import SECRET, start_for, stop_for
 from refs import reference
 
@@ -19,6 +24,18 @@ BUCKET = "dsview-reach"
 # URL passes 1,500 characters
 LONG_KEY = "presigned/" + "/".join(f"{i:02d}" + "d" * 48 for i in range(19)) + "/p.npy"
 DOWNLOAD_AS = 'attachment; filename="' + "p" * 160 + '.npy"'
+
+
+WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zarr3_writer.py")
+
+
+def upload(s3, root, prefix):
+    """Every file under root as the object prefix/RELATIVE-PATH."""
+    for d, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(d, f), root)
+            with open(os.path.join(d, f), "rb") as fh:
+                s3.put_object(Bucket=BUCKET, Key=f"{prefix}/{rel}", Body=fh.read())
 
 
 def npy_bytes(a):
@@ -39,6 +56,14 @@ class S3Reach(E2E):
         rng = np.random.default_rng(34)
         cls.arr = rng.standard_normal((389, 3, 67)).astype(np.float32)
         s3.put_object(Bucket=BUCKET, Key=LONG_KEY, Body=npy_bytes(cls.arr))
+        root = os.path.join(cls.tmp, "z3")
+        venv_python(open(WRITER).read(), root)
+        for name in ("end_zstd", "start_blosc"):
+            upload(s3, os.path.join(root, name + ".zarr"), f"z3/{name}.zarr")
+        # a shard object cut short of its index: the rows it holds fail
+        with open(os.path.join(root, "end_zstd.zarr", "zarr.json"), "rb") as f:
+            s3.put_object(Bucket=BUCKET, Key="z3/short.zarr/zarr.json", Body=f.read())
+        s3.put_object(Bucket=BUCKET, Key="z3/short.zarr/c/1/0/0", Body=b"0123456789")
 
     @classmethod
     def tearDownClass(cls):
@@ -118,3 +143,31 @@ class S3Reach(E2E):
         r = run("mount", ini, self.p("mnt-long"), env=self.env(), timeout=60)
         self.assertEqual(r.returncode, 1)
         self.assertIn(":2: line too long", r.stderr)
+
+    def test_sharded_zarr(self):
+        root = os.path.join(self.tmp, "z3")
+        for name in ("end_zstd", "start_blosc"):
+            ref = reference(np.load(os.path.join(root, name + ".ref.npy")))
+            with self.subTest(name=name), self.mount(f"s3://{BUCKET}/z3/{name}.zarr",
+                                                     env=self.store.env()) as m:
+                check_preads(self, m, name, ref, rows=(0, 17, len(ref) - 1), n_random=10)
+                check_whole(self, m, name, ref, "float32")
+                st = m.stats()
+                self.assertEqual(st["net_failures"], 0)
+                self.assertGreater(st["net_gets"], 0)
+
+    def test_sharded_zarr_short_shard(self):
+        ref = reference(np.load(os.path.join(self.tmp, "z3", "end_zstd.ref.npy")))
+        row = ref[0].nbytes
+        with self.mount(f"s3://{BUCKET}/z3/short.zarr", env=self.store.env(),
+                        expect_errors=[r"short\.zarr/c/1/0/0.*shorter than its index"]) as m:
+            fd = os.open(m.path("short.dat"), os.O_RDONLY)
+            try:
+                with self.assertRaises(OSError) as e:
+                    os.pread(fd, row, 16 * row)  # in shard 1
+                self.assertEqual(e.exception.errno, errno.EIO)
+            finally:
+                os.close(fd)
+            self.assertTrue(mounted(m.mp))
+            self.assertTrue(any("shorter than its index" in line for line in m.log_lines()),
+                            m.log_lines())
