@@ -21,7 +21,7 @@
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
-PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib libcurl
+PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib libcurl expat
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \

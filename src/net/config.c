@@ -137,8 +137,9 @@ void dsv_net_config_free(dsv_net_config *c)
 }
 
 /* Appends key to out, percent-encoding all but RFC 3986's unreserved
- * characters and '/', as SigV4's canonical URI wants the path. */
-static int append_key(char **out, const char *key)
+ * characters and '/' (unless slash_too), as SigV4's canonical URI wants
+ * a path (a query's value: '/' encoded too). */
+static int append_enc(char **out, const char *key, int slash_too)
 {
 	size_t n = strlen(*out), len = strlen(key);
 	char *p = realloc(*out, n + 3 * len + 1);
@@ -146,12 +147,24 @@ static int append_key(char **out, const char *key)
 		return DSV_ERR_NOMEM;
 	for (const unsigned char *k = (const unsigned char *)key; *k; k++) {
 		if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
-		    (*k >= '0' && *k <= '9') || strchr("-._~/", *k))
+		    (*k >= '0' && *k <= '9') || strchr(slash_too ? "-._~" : "-._~/", *k))
 			p[n++] = (char)*k;
 		else
 			n += (size_t)sprintf(p + n, "%%%02X", *k);
 	}
 	p[n] = '\0';
+	*out = p;
+	return 0;
+}
+
+/* Appends text to *out. @return 0 or DSV_ERR_NOMEM. */
+static int strcat_grow(char **out, const char *text)
+{
+	size_t n = strlen(*out), len = strlen(text);
+	char *p = realloc(*out, n + len + 1);
+	if (!p)
+		return DSV_ERR_NOMEM;
+	memcpy(p + n, text, len + 1);
 	*out = p;
 	return 0;
 }
@@ -172,7 +185,49 @@ int dsv_net_url_make(const dsv_net_config *c, const char *url, char **out, int *
 		*out = NULL;
 		return DSV_ERR_NOMEM;
 	}
-	int err = append_key(out, slash + 1);
+	int err = append_enc(out, slash + 1, 0);
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+char *dsv_net_list_prefix(const char *url)
+{
+	const char *slash = strchr(url + 5, '/');
+	char *p = NULL;
+	if (strncmp(url, "s3://", 5) || !slash || slash == url + 5 || !slash[1] ||
+	    strpbrk(url, "?#"))
+		return NULL;
+	size_t len = strlen(slash + 1);
+	while (len && slash[len] == '/') /* "x.zarr/" is "x.zarr" */
+		len--;
+	return len && asprintf(&p, "%.*s/", (int)len, slash + 1) >= 0 ? p : NULL;
+}
+
+int dsv_net_list_url(const dsv_net_config *c, const char *url, const char *token, int max_keys,
+		     char **out)
+{
+	const char *bucket = url + 5, *slash = strchr(bucket, '/');
+	char *prefix = dsv_net_list_prefix(url), page[96];
+	int err = DSV_ERR_NOMEM;
+
+	*out = NULL;
+	if (!prefix)
+		return DSV_ERR_INVALID;
+	/* the query's parameters in SigV4's order (by name), which libcurl
+	 * signs as it is given */
+	if (asprintf(out, "%s/%.*s?", c->endpoint, (int)(slash - bucket), bucket) < 0)
+		*out = NULL;
+	else if (token && (strcat_grow(out, "continuation-token=") || append_enc(out, token, 1) ||
+			   strcat_grow(out, "&")))
+		;
+	else if (snprintf(page, sizeof(page),
+			  "delimiter=%%2F&list-type=2&max-keys=%d&prefix=", max_keys) > 0 &&
+		 !strcat_grow(out, page) && !append_enc(out, prefix, 1))
+		err = 0;
+	free(prefix);
 	if (err) {
 		free(*out);
 		*out = NULL;

@@ -85,6 +85,14 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
 int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,
 		      int from_end, uint64_t *size, char etag[DSV_NET_ETAG_MAX], dsv_errbuf *eb);
 
+/* The names one level under d's prefix (s3://bucket/x.zarr: "a" for the
+ * keys x.zarr/a/...), by ListObjectsV2 with '/' as the delimiter, page
+ * after page; *names (n of them) freed by the caller, each and all.
+ * @return 0; DSV_ERR_UNSUPPORTED (not s3://: an https:// server lists
+ * nothing); DSV_ERR_IO (the store refused or failed); DSV_ERR_FORMAT (a
+ * reply that is not a listing); eb naming the prefix and why. */
+int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb);
+
 /* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
  * path-style) into *out (the caller frees it). For tests and `info`.
  * @return 0, DSV_ERR_INVALID or DSV_ERR_NOMEM. */

@@ -489,21 +489,18 @@ void dsv_net_dir_close(dsv_net_dir *d)
 	free(d);
 }
 
-int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
-		    dsv_errbuf *eb)
+int dsv_net_dir_fetch(const dsv_net_dir *d, const char *url, const char *name, void *buf,
+		      size_t cap, size_t *got, dsv_errbuf *eb)
 {
-	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
+	dsv_net_obj o = d->base; /* url's: the prefix's settings */
 	request r = { .buf = buf, .cap = cap, .whole = 1 };
 	long status;
 	CURLcode cc;
-	char *url = NULL, why[400];
+	char why[400];
 
 	*got = 0;
-	if (asprintf(&url, "%s/%s", d->base.url, key) < 0)
-		return DSV_ERR_NOMEM;
-	o.url = url;
+	o.url = (char *)url;
 	int err = perform(&o, &r, 0, &status, &cc);
-	free(url);
 	if (err)
 		return err;
 	if (cc == CURLE_OK && status == 200) {
@@ -517,13 +514,29 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
 	if (cc == CURLE_WRITE_ERROR)
 		return DSV_ERR_OVERFLOW;
 	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
-	if (eb) {
-		char name[4096 + 8];
-		snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
+	if (eb)
 		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
 			    reason(&o, cc, status, why, sizeof(why)));
-	}
 	return DSV_ERR_IO;
+}
+
+const dsv_net_config *dsv_net_dir_config(const dsv_net_dir *d, const char **name)
+{
+	*name = d->base.name;
+	return &d->base.cfg;
+}
+
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
+		    dsv_errbuf *eb)
+{
+	char *url = NULL, name[4096 + 8];
+	*got = 0;
+	if (asprintf(&url, "%s/%s", d->base.url, key) < 0)
+		return DSV_ERR_NOMEM;
+	snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
+	int err = dsv_net_dir_fetch(d, url, name, buf, cap, got, eb);
+	free(url);
+	return err;
 }
 
 int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,

@@ -14,6 +14,7 @@ boto3 (Debian's python3-boto3), as users make them.
 A test class starts one for all its tests: start_for(cls, fill) in its
 setUpClass, stop_for(cls) in its tearDownClass.
 """
+import io
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ import subprocess
 import time
 
 import boto3
+import numpy as np
 from botocore.config import Config
 
 from common import VENV_PY
@@ -205,3 +207,20 @@ def stop_for(case):
     case.store.stop()
     os.environ.update(case.saved_aws)
     super(case, case).tearDownClass()
+
+
+def npy_bytes(a):
+    """a as a .npy file's bytes, for put_object."""
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def upload_tree(s3, bucket, root, prefix):
+    """Every file under the directory root as the object
+    prefix/RELATIVE-PATH (a Zarr array or group, file by file)."""
+    for d, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(d, f), root)
+            with open(os.path.join(d, f), "rb") as fh:
+                s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=fh.read())

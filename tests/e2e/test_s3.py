@@ -8,7 +8,6 @@ line naming it, never bytes of two versions), the volume server killed
 mid-read and started again (EIO, the daemon alive, then the right bytes
 again) - with the secret key absent from every output."""
 import errno
-import io
 import os
 import subprocess
 import time
@@ -18,7 +17,7 @@ import hdf5plugin  # noqa: F401 (the LZ4 filter of the packed stores)
 import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
-from objstore import SECRET, start_for, stop_for
+from objstore import SECRET, npy_bytes, start_for, stop_for, upload_tree
 from refs import reference
 
 BUCKET = "dsview-data"
@@ -27,12 +26,6 @@ BUCKET = "dsview-data"
 def save(path, a):
     np.save(path, a)
     return path
-
-
-def npy_bytes(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
 
 
 class S3(E2E):
@@ -92,12 +85,7 @@ class S3(E2E):
                     "z[:] = x\n", os.path.join(cls.tmp, "v3.zarr"),
                     save(os.path.join(cls.tmp, "z3.npy"), cls.z3))
         for name in ("v2.zarr", "v3.zarr"):
-            root = os.path.join(cls.tmp, name)
-            for d, _, files in os.walk(root):
-                for f in files:
-                    rel = os.path.relpath(os.path.join(d, f), root)
-                    with open(os.path.join(d, f), "rb") as fh:
-                        s3.put_object(Bucket=BUCKET, Key=f"zarr/{name}/{rel}", Body=fh.read())
+            upload_tree(s3, BUCKET, os.path.join(cls.tmp, name), f"zarr/{name}")
 
     @classmethod
     def tearDownClass(cls):

@@ -3,20 +3,20 @@ objstore.py): presigned https URLs (made by boto3's
 generate_presigned_url, as users make them) mounted from the command line
 and from a manifest line of over 1,500 characters, every byte checked; an
 expired and a tampered URL each refused at mount with one clear line; the
-signature absent from every output. Sharded Zarr v3 arrays (zarr-python
+signature absent from every output. Zarr groups (v2 and v3) mounted by
+s3:// URL: their arrays found by listing (ListObjectsV2, paged), refused
+with one line on wrong credentials. Sharded Zarr v3 arrays (zarr-python
 3's, tests/e2e/zarr3_writer.py) mounted by s3:// URL: inner chunks read by
 ranged GETs, shards never written as the fill value, a shard object cut
-short failing its rows alone with EIO."""
-import io
+short failing its rows with EIO."""
+import errno
+import os
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-import errno
-import os
-
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
-from objstore import SECRET, start_for, stop_for
+from objstore import SECRET, npy_bytes, start_for, stop_for, upload_tree
 from refs import reference
 
 BUCKET = "dsview-reach"
@@ -27,21 +27,6 @@ DOWNLOAD_AS = 'attachment; filename="' + "p" * 160 + '.npy"'
 
 
 WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zarr3_writer.py")
-
-
-def upload(s3, root, prefix):
-    """Every file under root as the object prefix/RELATIVE-PATH."""
-    for d, _, files in os.walk(root):
-        for f in files:
-            rel = os.path.relpath(os.path.join(d, f), root)
-            with open(os.path.join(d, f), "rb") as fh:
-                s3.put_object(Bucket=BUCKET, Key=f"{prefix}/{rel}", Body=fh.read())
-
-
-def npy_bytes(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
 
 
 class S3Reach(E2E):
@@ -58,12 +43,26 @@ class S3Reach(E2E):
         s3.put_object(Bucket=BUCKET, Key=LONG_KEY, Body=npy_bytes(cls.arr))
         root = os.path.join(cls.tmp, "z3")
         venv_python(open(WRITER).read(), root)
-        for name in ("end_zstd", "start_blosc"):
-            upload(s3, os.path.join(root, name + ".zarr"), f"z3/{name}.zarr")
+        for name in ("end_zstd", "start_blosc", "grp"):
+            upload_tree(s3, BUCKET, os.path.join(root, name + ".zarr"), f"z3/{name}.zarr")
+        cls.upload_v2_group(s3, rng)
         # a shard object cut short of its index: the rows it holds fail
         with open(os.path.join(root, "end_zstd.zarr", "zarr.json"), "rb") as f:
             s3.put_object(Bucket=BUCKET, Key="z3/short.zarr/zarr.json", Body=f.read())
         s3.put_object(Bucket=BUCKET, Key="z3/short.zarr/c/1/0/0", Body=b"0123456789")
+
+    @classmethod
+    def upload_v2_group(cls, s3, rng):
+        """A Zarr v2 group (Debian's zarr 2): two arrays, one in a
+        subgroup, and a folder that is no Zarr node."""
+        import zarr
+        g = zarr.open_group(os.path.join(cls.tmp, "g2.zarr"), mode="w")
+        cls.g2a = rng.integers(0, 255, (30, 7), dtype=np.uint8)
+        cls.g2b = rng.standard_normal((12, 5)).astype(np.float32)
+        g.create_dataset("a", data=cls.g2a, chunks=(8, 7))
+        g.create_group("sub").create_dataset("b", data=cls.g2b, chunks=(5, 5))
+        upload_tree(s3, BUCKET, os.path.join(cls.tmp, "g2.zarr"), "g2/g2.zarr")
+        s3.put_object(Bucket=BUCKET, Key="g2/g2.zarr/notes/readme.txt", Body=b"not zarr")
 
     @classmethod
     def tearDownClass(cls):
@@ -171,3 +170,31 @@ class S3Reach(E2E):
             self.assertTrue(mounted(m.mp))
             self.assertTrue(any("shorter than its index" in line for line in m.log_lines()),
                             m.log_lines())
+
+    def test_zarr_groups(self):
+        root = os.path.join(self.tmp, "z3")
+        with self.mount(f"s3://{BUCKET}/z3/grp.zarr", env=self.store.env()) as m:
+            check_whole(self, m, "sig", reference(np.load(os.path.join(root, "grp_sig.ref.npy"))),
+                        "float32")
+            t = np.load(os.path.join(root, "grp_sub_t.ref.npy"))
+            check_whole(self, m, "sub/t", reference(t), "float32")
+        # one name a listing page: the group's .zgroup and three children
+        # in four pages, each after the last by its continuation token (the
+        # store does cut a page at one)
+        page = self.store.client().list_objects_v2(Bucket=BUCKET, Prefix="g2/g2.zarr/",
+                                                   Delimiter="/", MaxKeys=1)
+        self.assertTrue(page["IsTruncated"])  # .zgroup fills the first page
+        with self.mount(f"s3://{BUCKET}/g2/g2.zarr/",
+                        env=self.store.env(DSVIEW_NET_LIST_PAGE="1")) as m:
+            check_whole(self, m, "a", reference(self.g2a), "float32")
+            check_whole(self, m, "sub/b", reference(self.g2b), "float32")
+            self.assertEqual(sorted(os.listdir(m.mp)),
+                             [".stats.json", "a.dat", "a.json", "a.npy", "sub"])
+
+    def test_zarr_group_refused(self):
+        # wrong credentials: the listing (or the probe before it) refused
+        r = run("mount", f"s3://{BUCKET}/g2/g2.zarr", self.p("mnt-g"),
+                env=self.store.env(AWS_SECRET_ACCESS_KEY="not-the-key"), timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("HTTP 403", r.stderr)
+        self.assertNotIn("not-the-key", r.stderr)

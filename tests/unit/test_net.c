@@ -1,7 +1,8 @@
 /* The net room's configuration (src/net/config.c): endpoint, region and
  * credentials from the AWS variables and from ~/.aws profiles, s3:// URLs
  * made path-style, the source-spec split that must not cut a URL at
- * its scheme, and a presigned URL's query: never shown, its expiry read. No server: what needs one is in tests/e2e/test_s3.py. */
+ * its scheme, a presigned URL's query (never shown, its expiry read), and
+ * bucket listings (their URL, their XML). No server: what needs one is in tests/e2e/test_s3.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,6 +215,51 @@ static void presigned_urls_shown_without_query(void **state)
 	}
 }
 
+static void listings_parsed_and_asked_for(void **state)
+{
+	char endpoint[] = "http://h:1";
+	dsv_net_config c = { .endpoint = endpoint };
+	dsv_net_listing l;
+	dsv_errbuf eb;
+	char *url;
+	(void)state;
+	const char *page = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"x\">"
+			   "<Prefix>g.zarr/</Prefix><IsTruncated>true</IsTruncated>"
+			   "<Contents><Key>g.zarr/.zgroup</Key></Contents>"
+			   "<CommonPrefixes><Prefix>g.zarr/a/</Prefix></CommonPrefixes>"
+			   "<CommonPrefixes><Prefix>g.zarr/b &amp; c/</Prefix></CommonPrefixes>"
+			   "<NextContinuationToken>t/1=</NextContinuationToken></ListBucketResult>";
+	assert_int_equal(dsv_net_list_parse(page, strlen(page), &l, &eb), 0);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.prefixes[0], "g.zarr/a/");
+	assert_string_equal(l.prefixes[1], "g.zarr/b & c/");
+	assert_true(l.truncated);
+	assert_string_equal(l.token, "t/1=");
+	dsv_net_listing_free(&l);
+	const char *bad[] = { "<ListBucketResult>", "<Error><Code>AccessDenied</Code></Error>",
+			      "not xml", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(dsv_net_list_parse(bad[i], strlen(bad[i]), &l, &eb),
+				 DSV_ERR_FORMAT);
+		assert_null(l.prefixes);
+		assert_null(l.token);
+	}
+	/* the query in SigV4's canonical order, every value encoded */
+	assert_int_equal(dsv_net_list_url(&c, "s3://b/g.zarr/", NULL, 1000, &url), 0);
+	assert_string_equal(url, "http://h:1/b?delimiter=%2F&list-type=2&max-keys=1000"
+				 "&prefix=g.zarr%2F");
+	free(url);
+	assert_int_equal(dsv_net_list_url(&c, "s3://b/x y/g.zarr", "t/1=", 2, &url), 0);
+	assert_string_equal(url, "http://h:1/b?continuation-token=t%2F1%3D&delimiter=%2F"
+				 "&list-type=2&max-keys=2&prefix=x%20y%2Fg.zarr%2F");
+	free(url);
+	const char *no[] = { "https://h/g.zarr", "s3://b", "s3://b/", "s3://b/x?y" };
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		assert_int_equal(dsv_net_list_url(&c, no[i], NULL, 5, &url), DSV_ERR_INVALID);
+		assert_null(url);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -228,6 +274,7 @@ int main(void)
 		cmocka_unit_test_setup(open_refuses_a_bad_url_alone, setup),
 		cmocka_unit_test_setup(specs_keep_their_urls, setup),
 		cmocka_unit_test_setup(presigned_urls_shown_without_query, setup),
+		cmocka_unit_test_setup(listings_parsed_and_asked_for, setup),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(creds);
