@@ -25,10 +25,10 @@ enum { IN_NONE, IN_PREFIX, IN_TRUNCATED, IN_TOKEN };
 
 typedef struct parse_state {
 	dsv_net_listing *out;
-	int depth;       /* elements open */
-	int root_ok;     /* the root is ListBucketResult */
-	int in_common;   /* inside a CommonPrefixes at depth 2 */
-	int in;          /* which value the text is for */
+	int depth;     /* elements open */
+	int root_ok;   /* the root is ListBucketResult */
+	int in_common; /* inside a CommonPrefixes at depth 2 */
+	int in;        /* which value the text is for */
 	char text[LIST_VALUE_MAX + 1];
 	size_t len;
 	int err; /* DSV_ERR_*: stop */
@@ -165,7 +165,8 @@ int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf 
 {
 	const char *url;
 	const dsv_net_config *c = dsv_net_dir_config(d, &url);
-	char *token = NULL, *req = NULL, *pfx = dsv_net_list_prefix(url), *body = malloc(LIST_REPLY_MAX);
+	char *token = NULL, *req = NULL, *pfx = dsv_net_list_prefix(url),
+	     *body = malloc(LIST_REPLY_MAX);
 	int err = 0, pages = 0;
 
 	*names = NULL;
@@ -178,15 +179,16 @@ int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf 
 	do { /* a page a request, until one says it is the last */
 		size_t got;
 		dsv_net_listing l;
-		if (!err && (err = dsv_net_list_url(c, url, token,
-							(int)dsv_knob_int(DSV_KNOB_NET_LIST_PAGE),
-							&req)))
+		if (!err &&
+		    (err = dsv_net_list_url(c, url, token,
+					    (int)dsv_knob_int(DSV_KNOB_NET_LIST_PAGE), &req)))
 			err = dsv_errf_at(eb, err, url, NULL, "not a listable prefix");
 		if (!err && (err = dsv_net_dir_fetch(d, req, url, body, LIST_REPLY_MAX, &got, eb)))
 			if (err != DSV_ERR_IO)
 				err = dsv_errf_at(eb, err, url, NULL, "listing: %s",
-						  err == DSV_ERR_NOTFOUND ? "no such bucket (HTTP 404)"
-									  : "a reply over 16 MiB");
+						  err == DSV_ERR_NOTFOUND
+							  ? "no such bucket (HTTP 404)"
+							  : "a reply over 16 MiB");
 		free(req);
 		req = NULL;
 		if (!err && !(err = dsv_net_list_parse(body, got, &l, eb))) {

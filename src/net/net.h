@@ -74,6 +74,17 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
 
 /* One object's version, as its ETag says it (quotes included; "" none). */
 #define DSV_NET_ETAG_MAX 160
+/* Sets an object-storage setting for every object this process opens
+ * (settings.c): key "endpoint", "region", "profile" or "addressing"
+ * ("path", "virtual" or "auto"), from DSV_NET_FROM_MANIFEST or
+ * DSV_NET_FROM_OPTION (which wins). Call before any object is opened.
+ * @return 0, DSV_ERR_INVALID (an unknown key or a bad value; eb says
+ * which) or DSV_ERR_NOMEM. */
+enum { DSV_NET_FROM_MANIFEST = 1, DSV_NET_FROM_OPTION = 2 };
+int dsv_net_setting(const char *key, const char *value, int from, dsv_errbuf *eb);
+/* Forgets them all (tests). */
+void dsv_net_settings_clear(void);
+
 /* GETs n bytes of the object url/key by one ranged GET into buf: at off,
  * or with from_end its last n bytes (off unused); *size gets the
  * object's size (Content-Range) and etag its ETag. When etag holds one

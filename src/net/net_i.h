@@ -15,7 +15,12 @@ typedef struct dsv_net_config {
 	char *region;
 	char *key_id, *secret, *token; /* all NULL: unsigned requests */
 	char *ca_bundle;               /* CA certificates to verify with, or NULL: the system's */
+	int virtual_host; /* s3:// as BUCKET.ENDPOINT-HOST/KEY, not ENDPOINT/BUCKET/KEY */
 } dsv_net_config;
+
+/* The settings dsv_net_setting keeps, by index; each NULL when unset. */
+enum { DSV_NET_ENDPOINT, DSV_NET_REGION, DSV_NET_PROFILE, DSV_NET_ADDRESSING, DSV_NET__SETTINGS };
+const char *dsv_net_setting_of(int which);
 
 /* Reads the environment and the AWS files. @return 0 or DSV_ERR_NOMEM. */
 int dsv_net_config_load(dsv_net_config *c);

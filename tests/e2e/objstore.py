@@ -122,6 +122,9 @@ class ObjectStore:
                     "-s3.cert.file=" + self.ca, "-s3.key.file=" + self.key,
                     # no Iceberg or Lance servers (they take fixed ports)
                     "-s3.port.iceberg=0", "-s3.port.lance=0",
+                    # BUCKET.localhost:PORT: virtual-hosted addressing
+                    # (curl resolves *.localhost to loopback itself)
+                    "-s3.domainName=localhost",
                     "-s3.config=" + self.config)
         _wait_port(p["s3"], self.procs["filer"], "filer -s3")
         _wait_port(p["s3tls"], self.procs["filer"], "filer -s3 (https)")

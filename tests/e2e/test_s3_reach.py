@@ -8,7 +8,9 @@ s3:// URL: their arrays found by listing (ListObjectsV2, paged), refused
 with one line on wrong credentials. Sharded Zarr v3 arrays (zarr-python
 3's, tests/e2e/zarr3_writer.py) mounted by s3:// URL: inner chunks read by
 ranged GETs, shards never written as the fill value, a shard object cut
-short failing its rows with EIO."""
+short failing its rows with EIO. Endpoint, region, profile and
+addressing (virtual-hosted: BUCKET.localhost) from a manifest's [dsview]
+keys and from -o, -o winning; keys in a manifest refused."""
 import errno
 import os
 from urllib.parse import parse_qs, urlsplit
@@ -16,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
-from objstore import SECRET, npy_bytes, start_for, stop_for, upload_tree
+from objstore import KEY_ID, SECRET, npy_bytes, start_for, stop_for, upload_tree
 from refs import reference
 
 BUCKET = "dsview-reach"
@@ -198,3 +200,47 @@ class S3Reach(E2E):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("HTTP 403", r.stderr)
         self.assertNotIn("not-the-key", r.stderr)
+
+    def test_settings_from_manifest_and_options(self):
+        s3 = f"http://127.0.0.1:{self.store.ports['s3']}"
+        virtual = f"http://localhost:{self.store.ports['s3']}"
+        creds = self.p("credentials")
+        with open(creds, "w") as f:
+            f.write(f"[tester]\naws_access_key_id = {KEY_ID}\n"
+                    f"aws_secret_access_key = {SECRET}\n")
+        # nothing usable in the environment: a dead endpoint, no keys
+        env = self.store.env(AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="",
+                             AWS_SECRET_ACCESS_KEY="", AWS_SHARED_CREDENTIALS_FILE=creds)
+        ref = reference(self.arr)
+        ini = self.write_ini(f"[dsview]\ns3_endpoint = {virtual}\ns3_region = us-east-1\n"
+                             f"s3_profile = tester\ns3_addressing = virtual\n"
+                             f"[p]\nsource = s3://{BUCKET}/{LONG_KEY}\n", "settings.ini")
+        with self.mount(ini, env=env) as m:
+            check_whole(self, m, "p", ref, "float32")
+        # -o wins: the manifest's endpoint is dead
+        ini2 = self.write_ini(f"[dsview]\ns3_endpoint = http://127.0.0.1:9\n"
+                              f"s3_profile = tester\n"
+                              f"[p]\nsource = s3://{BUCKET}/{LONG_KEY}\n", "settings2.ini")
+        with self.mount(ini2, "-o", f"s3_endpoint={s3},s3_addressing=path", env=env) as m:
+            check_whole(self, m, "p", ref, "float32")
+            with open("/proc/self/mountinfo") as f:
+                self.assertNotIn("s3_endpoint", f.read())  # never a FUSE option
+        # zero-config, the profile named on the command line
+        with self.mount(f"s3://{BUCKET}/{LONG_KEY}", "-o",
+                        f"s3_endpoint={virtual},s3_profile=tester", env=env) as m:
+            check_whole(self, m, "p", ref, "float32")
+
+    def test_settings_refused(self):
+        bad = self.write_ini(f"[dsview]\naws_secret_access_key = {SECRET}\n"
+                             f"[p]\nsource = s3://{BUCKET}/x.npy\n", "secret.ini")
+        for args, want in (([bad], "credentials are never read from a manifest"),
+                           ([f"s3://{BUCKET}/x.npy", "-o", "s3_addressing=sideways"],
+                            "s3_addressing must be path, virtual or auto"),
+                           ([f"s3://{BUCKET}/x.npy", "-o", "s3_colour=red"],
+                            "unknown object-storage setting 's3_colour'")):
+            with self.subTest(args=args):
+                r = run("mount", *args, self.p("mnt-set"), env=self.store.env(), timeout=60)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(want, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertNotIn(SECRET, r.stderr)

@@ -41,6 +41,7 @@ static int setup(void **state)
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 	setenv("HOME", dir, 1); /* no ~/.aws of the machine's */
+	dsv_net_settings_clear();
 	return 0;
 }
 
@@ -260,6 +261,58 @@ static void listings_parsed_and_asked_for(void **state)
 	}
 }
 
+static void settings_win_and_pick_addressing(void **state)
+{
+	dsv_net_config c;
+	dsv_errbuf eb;
+	char *url;
+	int is_s3;
+	(void)state;
+	/* AWS's own endpoint: virtual-hosted unless told otherwise */
+	setenv("AWS_REGION", "eu-west-1", 1);
+	assert_int_equal(dsv_net_config_load(&c), 0);
+	assert_int_equal(dsv_net_url_make(&c, "s3://b/k/x.npy", &url, &is_s3), 0);
+	assert_string_equal(url, "https://b.s3.eu-west-1.amazonaws.com/k/x.npy");
+	free(url);
+	assert_int_equal(dsv_net_list_url(&c, "s3://b/g.zarr", NULL, 9, &url), 0);
+	assert_string_equal(url, "https://b.s3.eu-west-1.amazonaws.com/?delimiter=%2F&list-type=2"
+				 "&max-keys=9&prefix=g.zarr%2F");
+	free(url);
+	dsv_net_config_free(&c);
+	/* settings over the environment; an option over the manifest */
+	setenv("AWS_ENDPOINT_URL", "http://env:1", 1);
+	assert_int_equal(dsv_net_setting("endpoint", "http://opt:2", DSV_NET_FROM_OPTION, &eb), 0);
+	assert_int_equal(dsv_net_setting("endpoint", "http://mf:3", DSV_NET_FROM_MANIFEST, &eb), 0);
+	assert_int_equal(dsv_net_setting("region", "ap-south-2", DSV_NET_FROM_MANIFEST, &eb), 0);
+	assert_int_equal(dsv_net_setting("addressing", "virtual", DSV_NET_FROM_MANIFEST, &eb), 0);
+	assert_int_equal(dsv_net_config_load(&c), 0);
+	assert_string_equal(c.endpoint, "http://opt:2");
+	assert_string_equal(c.region, "ap-south-2");
+	assert_int_equal(dsv_net_url_make(&c, "s3://b/k", &url, &is_s3), 0);
+	assert_string_equal(url, "http://b.opt:2/k");
+	free(url);
+	dsv_net_config_free(&c);
+	/* the profile named picks the credentials file's section */
+	write_file(creds, "[default]\naws_access_key_id = D\naws_secret_access_key = d\n"
+			  "[other]\naws_access_key_id = O\naws_secret_access_key = o\n");
+	setenv("AWS_SHARED_CREDENTIALS_FILE", creds, 1);
+	assert_int_equal(dsv_net_setting("profile", "other", DSV_NET_FROM_MANIFEST, &eb), 0);
+	assert_int_equal(dsv_net_config_load(&c), 0);
+	assert_string_equal(c.key_id, "O");
+	dsv_net_config_free(&c);
+	const char *bad[][2] = { { "endpoint", "ftp://x" },
+				 { "endpoint", "http://u@h" },
+				 { "endpoint", "http://h?x=1" },
+				 { "region", "EU West" },
+				 { "addressing", "sideways" },
+				 { "profile", "a]b" },
+				 { "colour", "red" },
+				 { "region", "" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(dsv_net_setting(bad[i][0], bad[i][1], DSV_NET_FROM_OPTION, &eb),
+				 DSV_ERR_INVALID);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -275,6 +328,7 @@ int main(void)
 		cmocka_unit_test_setup(specs_keep_their_urls, setup),
 		cmocka_unit_test_setup(presigned_urls_shown_without_query, setup),
 		cmocka_unit_test_setup(listings_parsed_and_asked_for, setup),
+		cmocka_unit_test_setup(settings_win_and_pick_addressing, setup),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(creds);
