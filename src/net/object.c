@@ -256,9 +256,10 @@ static void presigned_reason(const dsv_net_obj *o, long status, char *buf, size_
 	struct tm tm;
 	char when[32];
 
+	snprintf(buf, cap, "access denied (HTTP %ld)", status);
 	if (!dsv_net_presign_expiry(o->url, &until))
-		snprintf(buf, cap, "access denied (HTTP %ld)", status);
-	else if (time(NULL) < until)
+		return;
+	if (time(NULL) < until)
 		snprintf(buf, cap,
 			 "access denied (HTTP %ld): the presigned URL's signature was "
 			 "refused",

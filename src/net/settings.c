@@ -16,7 +16,7 @@
 #include "net/net_i.h"
 
 static const char *const names[DSV_NET__SETTINGS] = { "endpoint", "region", "profile",
-						       "addressing" };
+						      "addressing" };
 static char *value[DSV_NET__SETTINGS];
 static int level[DSV_NET__SETTINGS];
 
@@ -35,8 +35,9 @@ static const char *bad_value(int k, const char *v)
 			       ? "an http:// or https:// URL without a query or user"
 			       : NULL;
 	case DSV_NET_REGION:
-		return strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == n ? NULL
-									  : "a region name (us-east-1)";
+		return strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == n
+			       ? NULL
+			       : "a region name (us-east-1)";
 	case DSV_NET_ADDRESSING:
 		return !strcmp(v, "path") || !strcmp(v, "virtual") || !strcmp(v, "auto")
 			       ? NULL
