@@ -120,7 +120,8 @@ static int natural_cmp_ptrs(const void *a, const void *b)
 
 void dsv_natural_sort(char **names, size_t n)
 {
-	qsort(names, n, sizeof(*names), natural_cmp_ptrs);
+	if (n > 1) /* none: names may be NULL, which qsort must not get */
+		qsort(names, n, sizeof(*names), natural_cmp_ptrs);
 }
 
 int dsv_parse_gpu(const char *s, int *device)
