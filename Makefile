@@ -24,7 +24,7 @@ PYTHON   ?= /usr/bin/python3
 # reads in order.
 JOBS     ?= $(shell nproc)
 BUILD    ?= build
-PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib libcurl libcrypto libdeflate
+PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib libcurl expat libcrypto libdeflate
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \

@@ -356,7 +356,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	const char *kind = "";
 	int err = 0;
 
-	json_object_set_new(root, "path", jtext(t->file));
+	json_object_set_new(root, "path", json_string(dsv_cli_path_escaped(t->file, 0)));
 	switch (t->kind) {
 	case DSV_TARGET_NPY: kind = "npy"; break;
 	case DSV_TARGET_RAW: kind = "raw"; break;

@@ -252,13 +252,33 @@ static const struct {
 	{ "direct_io", "it breaks mmap; dsview chooses direct_io per file" },
 };
 
+/* -o s3_KEY=VALUE: an object-storage setting, dsview's own (never
+ * passed to FUSE), winning over the manifest's. @return 0, or -1 after
+ * the error. */
+static int s3_setting(const char *opt)
+{
+	const char *eq = strchr(opt, '=');
+	char key[64];
+	dsv_errbuf eb;
+	if (!eq || (size_t)(eq - opt) - 3 >= sizeof(key)) {
+		dsv_cli_error("-o %.*s: expected s3_KEY=VALUE", eq ? (int)(eq - opt) : 64, opt);
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - opt) - 3, opt + 3);
+	if (dsv_net_setting(key, eq + 1, DSV_NET_FROM_OPTION, &eb)) {
+		dsv_cli_error("-o: %s", eb.reason);
+		return -1;
+	}
+	return 0;
+}
+
 /* Checks one -o argument the way libfuse will split it: options end at an
  * unescaped ',', and a backslash escapes the next character or starts an
  * octal \NNN, so "r\w" is "rw" too. Appends its options to acc (cap
  * bytes, comma-separated, as they were written) except "nonempty", which
  * sets *nonempty instead: libfuse 3 no longer knows it, and dsview
- * itself refuses a non-empty mountpoint without it. @return 0, or -1
- * after the error. */
+ * itself refuses a non-empty mountpoint without it; and s3_KEY=VALUE,
+ * set with s3_setting instead. @return 0, or -1 after the error. */
 static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 {
 	char opt[256];
@@ -272,6 +292,9 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 			opt[n] = '\0';
 			if (!overlong && !strcmp(opt, "nonempty")) {
 				*nonempty = 1;
+			} else if (!overlong && !strncmp(opt, "s3_", 3)) {
+				if (s3_setting(opt))
+					return -1;
 			} else if (s > tok) {
 				size_t len = strlen(acc);
 				if (len + 1 + (size_t)(s - tok) >= cap) {

@@ -59,6 +59,9 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 	[DSV_KNOB_NET_TIMEOUT_S] = { "DSVIEW_NET_TIMEOUT_S", 20, 1, 3600, NULL,
 				     "s to connect to an object store; a transfer that stalls "
 				     "this long fails (and is retried)" },
+	[DSV_KNOB_NET_LIST_PAGE] = { "DSVIEW_NET_LIST_PAGE", 1000, 1, 1000, NULL,
+				     "names one request of a bucket listing asks for (max-keys); "
+				     "more come page by page" },
 };
 
 static int64_t value[DSV_KNOB__COUNT];

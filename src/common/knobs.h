@@ -33,6 +33,7 @@ typedef enum dsv_knob {
 	DSV_KNOB_NET_RETRIES,    /* net: tries after the first of a failed request */
 	DSV_KNOB_NET_BACKOFF_MS, /* net: the first wait before a retry */
 	DSV_KNOB_NET_TIMEOUT_S,  /* net: connect timeout; a transfer stalled this long fails */
+	DSV_KNOB_NET_LIST_PAGE,  /* net: names a listing request asks for (max-keys) */
 	DSV_KNOB__COUNT
 } dsv_knob;
 

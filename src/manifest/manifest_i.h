@@ -36,6 +36,8 @@ typedef struct parse_ctx {
 	char *buf;                        /* the physical line (getline) */
 	size_t cap;
 	int too_long;
+	char *long_value; /* the value of an over-long key line (reader()) */
+	int long_line;    /* its line; 0: none */
 	int err;
 	dsv_errbuf *eb;
 	dsv_manifest *m;

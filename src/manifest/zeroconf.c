@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "common/str.h"
+#include "net/net.h"
 #include "dsview/h5info.h"
 #include "h5/h5_vds.h"
 #include "source/source.h"
@@ -279,8 +280,11 @@ static int fatal(int err, unsigned flags)
  * than DSV_VIEW_NAME_MAX once mapped). */
 static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb)
 {
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t len = strlen(base) - strip, cap = 4 * len + 1, n = 0;
+	size_t plen = dsv_url_shown_len(path); /* a URL's query is no part of it */
+	const char *base = path + plen;
+	while (base > path && base[-1] != '/')
+		base--;
+	size_t len = (size_t)(path + plen - base) - strip, cap = 4 * len + 1, n = 0;
 	char *stem = strndup(base, len), *name = malloc(cap), show[4 * 160 + 4];
 	int err = 0;
 
@@ -288,8 +292,7 @@ static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf
 	if (!stem || !name)
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, strlen(path), 160, show),
-				  NULL,
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, plen, 160, show), NULL,
 				  "file name is not a valid view name (%zu bytes once mapped; at "
 				  "most %d)",
 				  n, DSV_VIEW_NAME_MAX);
@@ -422,6 +425,25 @@ static int file_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_err
 	return err;
 }
 
+/* The names one level under the object prefix dir (a listing: its
+ * "subdirectories"), those starting '.' left out as a directory's are. */
+static int object_children(const char *dir, char ***names, size_t *n, dsv_errbuf *eb)
+{
+	dsv_net_dir *d;
+	int err = dsv_net_dir_open(dir, &d, eb);
+	if (!err)
+		err = dsv_net_dir_list(d, names, n, eb);
+	dsv_net_dir_close(d);
+	size_t k = 0;
+	for (size_t i = 0; !err && i < *n; i++)
+		if ((*names)[i][0] == '.')
+			free((*names)[i]);
+		else
+			(*names)[k++] = (*names)[i];
+	*n = err ? 0 : k;
+	return err;
+}
+
 /* Every Zarr array under dir (a Zarr group, or an array itself), each a
  * view named for its path below dir (rel, "" at the top; parts mapped as
  * HDF5 names are); one that cannot be opened is skipped with the reason.
@@ -448,11 +470,12 @@ static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const c
 			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		return 0;
 	}
-	DIR *d = depth < DSV_ZARR_DEPTH ? opendir(dir) : NULL;
+	int url = dsv_url_scheme_len(dir) != 0;
+	DIR *d = depth < DSV_ZARR_DEPTH && !url ? opendir(dir) : NULL;
 	struct dirent *de;
 	char **names = NULL;
 	size_t n = 0;
-	int err = 0;
+	int err = url && depth < DSV_ZARR_DEPTH ? object_children(dir, &names, &n, eb) : 0;
 	while (d && !err && (de = readdir(d))) {
 		char **nn = de->d_name[0] != '.' ? realloc(names, (n + 1) * sizeof(*nn)) : names;
 		if (de->d_name[0] == '.')
@@ -470,10 +493,12 @@ static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const c
 	for (size_t i = 0; !err && i < n; i++) {
 		char *path = NULL, *r = NULL;
 		struct stat st;
-		if (asprintf(&path, "%s/%s", dir, names[i]) < 0 ||
+		size_t dl = strlen(dir); /* "s3://b/x.zarr/" as given: one '/' */
+		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]) <
+			    0 ||
 		    asprintf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0)
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		else if (url || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
 			err = zarr_views(m, path, r, top, dtype, flags, depth + 1, eb);
 		free(path);
 		free(r);
@@ -585,7 +610,8 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	if ((stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
 	     (dsv_source_zarr_version(path) || dsv_has_ext(path, ".zarr") ||
 	      dsv_source_zarr_group(path))) ||
-	    (dsv_url_scheme_len(path) && dsv_source_zarr_version(path))) {
+	    (dsv_url_scheme_len(path) &&
+	     (dsv_source_zarr_version(path) || dsv_source_zarr_group(path)))) {
 		err = from_zarr(m, path, dtype, flags, eb);
 	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		err = from_dir(m, path, dtype, flags, eb);

@@ -10,6 +10,9 @@ boto3 (Debian's python3-boto3), as users make them.
     env = store.env()                         # AWS_* for dsview
     store.kill_volume(); store.start_volume()
     store.stop()
+
+A test class starts one for all its tests: start_for(cls, fill) in its
+setUpClass, stop_for(cls) in its tearDownClass.
 """
 import io
 import json
@@ -126,6 +129,9 @@ class ObjectStore:
                     "-s3.cert.file=" + self.ca, "-s3.key.file=" + self.key,
                     # no Iceberg or Lance servers (they take fixed ports)
                     "-s3.port.iceberg=0", "-s3.port.lance=0",
+                    # BUCKET.localhost:PORT: virtual-hosted addressing
+                    # (curl resolves *.localhost to loopback itself)
+                    "-s3.domainName=localhost",
                     "-s3.config=" + self.config)
         _wait_port(p["s3"], self.procs["filer"], "filer -s3")
         _wait_port(p["s3tls"], self.procs["filer"], "filer -s3 (https)")
@@ -189,3 +195,35 @@ class ObjectStore:
             if p:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
+
+
+def start_for(case, fill):
+    """Starts cls.store for the test class case (after E2E's setUpClass)
+    with the machine's own AWS settings set aside (Mount passes our
+    environment on, with store.env() on top), then fill(s3) uploads its
+    fixtures; on a failure, everything is undone and it raises."""
+    case.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
+    case.store = ObjectStore(case.tmp)
+    try:
+        case.store.start()
+        fill(case.store.client())
+    except Exception:
+        stop_for(case)
+        raise
+
+
+def stop_for(case):
+    """Undoes start_for and E2E's setUpClass."""
+    case.store.stop()
+    os.environ.update(case.saved_aws)
+    super(case, case).tearDownClass()
+
+
+def upload_tree(s3, bucket, root, prefix):
+    """Every file under the directory root as the object
+    prefix/RELATIVE-PATH (a Zarr array or group, file by file)."""
+    for d, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(d, f), root)
+            with open(os.path.join(d, f), "rb") as fh:
+                s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=fh.read())

@@ -568,6 +568,33 @@ def dcache_seeds():
     other[40:40 + len(etag)] = b'"other-tag"'
     other[284:288] = struct.pack(">I", zlib.crc32(bytes(other[:284])))
     put("dcache", "other_version", bytes(other))
+def s3list_seeds():
+    """Bucket listings (ListObjectsV2 replies, as SeaweedFS and AWS send
+    them): a page with prefixes and a token, the last page, and the
+    broken ones: not XML, another root, a value over its bound, an
+    entity that expands."""
+    ns = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+    page = (f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult {ns}>'
+            "<Name>b</Name><Prefix>g.zarr/</Prefix><KeyCount>3</KeyCount><MaxKeys>2</MaxKeys>"
+            "<Delimiter>/</Delimiter><IsTruncated>true</IsTruncated>"
+            "<Contents><Key>g.zarr/.zgroup</Key><Size>24</Size></Contents>"
+            "<CommonPrefixes><Prefix>g.zarr/a/</Prefix></CommonPrefixes>"
+            "<CommonPrefixes><Prefix>g.zarr/sub &amp; more/</Prefix></CommonPrefixes>"
+            "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>"
+            "</ListBucketResult>")
+    put("s3list", "page", page.encode())
+    put("s3list", "last", (f"<ListBucketResult {ns}><IsTruncated>false</IsTruncated>"
+                           "<CommonPrefixes><Prefix>g.zarr/z/</Prefix></CommonPrefixes>"
+                           "</ListBucketResult>").encode())
+    put("s3list", "cut", page.encode()[:300])
+    put("s3list", "error_reply", b"<Error><Code>AccessDenied</Code></Error>")
+    put("s3list", "long_value", (f"<ListBucketResult><CommonPrefixes><Prefix>{'p' * 5000}"
+                                 "</Prefix></CommonPrefixes></ListBucketResult>").encode())
+    put("s3list", "entities", (b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+                               b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+                               b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>'
+                               b"<ListBucketResult><NextContinuationToken>&c;&c;"
+                               b"</NextContinuationToken></ListBucketResult>"))
 
 
 if __name__ == "__main__":
@@ -581,3 +608,4 @@ if __name__ == "__main__":
     blosc2_seeds()
     devlz4_seeds()
     quirk_seeds()
+    s3list_seeds()
