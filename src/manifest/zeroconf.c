@@ -21,7 +21,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +30,7 @@
 #include "net/net.h"
 #include "dsview/h5info.h"
 #include "h5/h5_vds.h"
+#include "manifest/manifest_i.h"
 #include "source/source.h"
 #include "view/view_i.h"
 
@@ -86,60 +86,6 @@ static int add_h5_view(dsv_manifest *m, const char *name, const char *path, cons
 	return err;
 }
 
-/* value: a scalar dataset's value (JSON text, taken), or NULL. */
-static int add_skipped_value(dsv_manifest *m, const char *path, const char *reason,
-			     const char *kind, char *value)
-{
-	dsv_skipped *ns = realloc(m->skipped, (m->nskipped + 1) * sizeof(*ns));
-	if (!ns)
-		return DSV_ERR_NOMEM;
-	m->skipped = ns;
-	dsv_skipped *k = &m->skipped[m->nskipped];
-	k->path = strdup(path);
-	k->reason = strdup(reason);
-	k->value = value;
-	snprintf(k->kind, sizeof(k->kind), "%s", kind);
-	if (!k->path || !k->reason) {
-		free(k->path);
-		free(k->reason);
-		free(k->value);
-		return DSV_ERR_NOMEM;
-	}
-	m->nskipped++;
-	return 0;
-}
-
-static int add_skipped(dsv_manifest *m, const char *path, const char *reason, const char *kind)
-{
-	return add_skipped_value(m, path, reason, kind, NULL);
-}
-
-/* One word for why dataset of file is not served, from its header: its
- * type's class when that is not a number, "scalar", "unreadable" when the
- * header cannot be read, else "unsupported" (a filter, external storage). */
-static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap, char **value)
-{
-	dsv_h5_desc d;
-	dsv_errbuf eb;
-	*value = NULL;
-	if (dsv_h5_describe(file, dataset, &d, &eb)) {
-		snprintf(kind, cap, "unreadable");
-		return;
-	}
-	if (d.ndim == 0 && d.value_json) { /* metadata: its value goes in .skipped.json */
-		snprintf(kind, cap, "scalar");
-		*value = d.value_json;
-		d.value_json = NULL;
-	} else if (strcmp(d.type_class, "integer") && strcmp(d.type_class, "float")) {
-		snprintf(kind, cap, "%s", d.type_class);
-	} else if (d.ndim == 0) {
-		snprintf(kind, cap, "scalar");
-	} else {
-		snprintf(kind, cap, "unsupported");
-	}
-	dsv_h5_desc_free(&d);
-}
-
 /* The view name of the dataset at HDF5 path dset ("/a b/c" gives
  * "a_x20b/c"), newly allocated in *out. @return 0, DSV_ERR_NOMEM, or
  * DSV_ERR_INVALID when a part's mapped name is longer than
@@ -175,97 +121,6 @@ static int map_name(const char *dset, char **out, size_t *part_len)
 	}
 	*out = name;
 	return 0;
-}
-
-const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap)
-{
-	size_t used = 0, *counted = calloc(m->nskipped + 1, sizeof(*counted));
-	if (cap)
-		buf[0] = '\0';
-	if (!counted)
-		return buf;
-	/* counted[i]: how many share skipped[i]'s kind, on its first one */
-	for (size_t i = 0; i < m->nskipped; i++) {
-		size_t first = i;
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(m->skipped[j].kind, m->skipped[i].kind)) {
-				first = j;
-				break;
-			}
-		counted[first]++;
-	}
-	for (;;) {
-		size_t best = m->nskipped;
-		for (size_t i = 0; i < m->nskipped; i++)
-			if (counted[i] && (best == m->nskipped || counted[i] > counted[best]))
-				best = i;
-		if (best == m->nskipped)
-			break;
-		int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%zu %s",
-				 used ? ", " : "", counted[best], m->skipped[best].kind);
-		if (w > 0)
-			used += (size_t)w;
-		counted[best] = 0;
-	}
-	free(counted);
-	return buf;
-}
-
-/* /.skipped.json: [{"path": ..., "reason": ..., "kind": ...}, ...], and
- * "value" for a scalar dataset (metadata, not a view). */
-static int render_skipped(dsv_manifest *m)
-{
-	json_t *arr = json_array();
-	char *s;
-	for (size_t i = 0; arr && i < m->nskipped; i++) {
-		json_t *o = json_pack("{s:o,s:o,s:s}", "path", dsv_json_text(m->skipped[i].path),
-				      "reason", dsv_json_text(m->skipped[i].reason), "kind",
-				      m->skipped[i].kind);
-		if (o && m->skipped[i].value) /* our own JSON text, so it parses */
-			json_object_set_new(o, "value",
-					    json_loads(m->skipped[i].value, JSON_DECODE_ANY, NULL));
-		json_array_append_new(arr, o);
-	}
-	s = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(arr);
-	if (!s || !(m->skipped_json = malloc(strlen(s) + 2))) {
-		free(s);
-		return DSV_ERR_NOMEM;
-	}
-	sprintf(m->skipped_json, "%s\n", s);
-	free(s);
-	return 0;
-}
-
-/* Nothing of path can be served: eb says why, naming each dataset. */
-static int nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *eb)
-{
-	char kinds[256], list[900], show[4 * 64 + 4];
-	size_t used = 0;
-	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
-	list[0] = '\0';
-	for (size_t i = 0; i < m->nskipped && used < sizeof(list); i++) {
-		const dsv_skipped *k = &m->skipped[i];
-		int w = snprintf(list + used, sizeof(list) - used, "%s%s: %s", i ? "; " : "",
-				 dsv_shown(k->path, strlen(k->path), 64, show), k->reason);
-		if (w > 0)
-			used += (size_t)w;
-	}
-	if (used >= sizeof(list))
-		strcpy(list + sizeof(list) - 4, "...");
-	return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
-			   "no dataset can be served (%zu skipped: %s): %s", m->nskipped, kinds,
-			   list);
-}
-
-/* The .skipped.json path of dataset dset of file: the dataset alone for a
- * file mount, "name.h5:/dset" in a directory mount (in, the file's name). */
-static const char *skip_path(const char *in, const char *dset, char *buf, size_t cap)
-{
-	if (!in)
-		return dset;
-	snprintf(buf, cap, "%s:%s", in, dset);
-	return buf;
 }
 
 /* Errors that end a load whatever else: ours, not the file's. */
@@ -332,11 +187,11 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	else if (!err && n == 0 && nbad == 0)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no datasets");
 	for (size_t i = 0; !err && i < nbad; i++) {
-		const char *sp = skip_path(in, bad[i].path, label, sizeof(label));
+		const char *sp = dsv_mf_skip_path(in, bad[i].path, label, sizeof(label));
 		if (strict)
 			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, bad[i].path, "%s",
 					  bad[i].reason);
-		else if (add_skipped(m, sp, bad[i].reason, "unreadable"))
+		else if (dsv_mf_skip(m, sp, bad[i].reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!first->code)
 			dsv_errf_at(first, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
@@ -375,9 +230,9 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		if (part_len)
 			snprintf(kind, sizeof(kind), "name");
 		else
-			skip_kind(path, names[i], kind, sizeof(kind), &value);
-		if (add_skipped_value(m, skip_path(in, names[i], label, sizeof(label)), sub.reason,
-				      kind, value))
+			dsv_mf_skip_kind(path, names[i], kind, sizeof(kind), &value);
+		if (dsv_mf_skip_value(m, dsv_mf_skip_path(in, names[i], label, sizeof(label)),
+				      sub.reason, kind, value))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!first->code)
 			*first = sub;
@@ -400,8 +255,8 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	if (!err && m->nviews == 0 && m->nskipped == 1)
 		err = dsv_errf(eb, first.code, "%s", first.msg);
 	else if (!err && m->nviews == 0)
-		err = nothing_served(m, path, eb);
-	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_mf_nothing_served(m, path, eb);
+	if (!err && m->nskipped && dsv_mf_skipped_render(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
 }
@@ -466,7 +321,7 @@ static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const c
 		free(name);
 		if (e && (fatal(e, flags) || !*rel))
 			return dsv_errf(eb, e, "%s", sub.msg);
-		if (e && add_skipped(m, rel, sub.reason, "unreadable"))
+		if (e && dsv_mf_skip(m, rel, sub.reason, "unreadable"))
 			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		return 0;
 	}
@@ -515,10 +370,10 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 {
 	int err = zarr_views(m, path, "", path, dtype, flags, 0, eb);
 	if (!err && m->nviews == 0)
-		err = m->nskipped ? nothing_served(m, path, eb)
+		err = m->nskipped ? dsv_mf_nothing_served(m, path, eb)
 				  : dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 						"no Zarr arrays in it");
-	if (!err && m->nskipped && render_skipped(m))
+	if (!err && m->nskipped && dsv_mf_skipped_render(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
 }
@@ -583,7 +438,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			e = file_view(m, path, dtype, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
-		else if (e && add_skipped(m, names[i], sub.reason, "unreadable"))
+		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		free(path);
 	}
@@ -591,8 +446,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		free(names[i]);
 	free(names);
 	if (!err && m->nviews == 0)
-		err = nothing_served(m, dir, eb);
-	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_mf_nothing_served(m, dir, eb);
+	if (!err && m->nskipped && dsv_mf_skipped_render(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
 }
