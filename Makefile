@@ -16,12 +16,15 @@
 #   make bench-gpu  the GPU backend against the CPU (one line and exit 0 without a device)
 #   make device-pack     what travels to a GPU machine for tests/device/run.sh (build-device/)
 #   make device-dry-run  that pack and the device check run here, without a device
-# Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests  CUDA=0|1
+# Switches: SANITIZE=address,undefined|thread  DEBUG=1  E2E=tests  CUDA=0|1  JOBS=N
 
 CC       ?= cc
 PYTHON   ?= /usr/bin/python3
+# Builds run on every core; tests run one at a time, so their output
+# reads in order.
+JOBS     ?= $(shell nproc)
 BUILD    ?= build
-PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib libcurl
+PKGS     := fuse3 hdf5 liblz4 libzstd blosc inih jansson zlib libcurl expat libcrypto libdeflate
 
 WARNINGS := -Wall -Wextra -Wshadow -Wcast-align -Wstrict-prototypes \
             -Wpointer-arith -Wwrite-strings -Wformat=2 -Wvla -Wundef \
@@ -180,7 +183,7 @@ e2e: $(BIN) venv
 # Every source, test and fuzz replay driver built with -Werror (in its own
 # build directory, so the everyday build keeps its objects).
 werror:
-	$(MAKE) BUILD=build-werror XCFLAGS=-Werror all \
+	$(MAKE) -j$(JOBS) BUILD=build-werror XCFLAGS=-Werror all \
 	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%) \
 	  build-werror/tests/gpu_check build-werror/bench/gpu_bench
 
@@ -201,7 +204,8 @@ arrows:
 	@$(PYTHON) tests/tools/arrows.py
 
 test: deps
-	$(MAKE) arrows all unit fuzz-replay
+	$(MAKE) -j$(JOBS) all $(UNIT_BINS) $(FUZZ_REPLAY)
+	$(MAKE) arrows unit fuzz-replay
 	$(MAKE) e2e
 	$(MAKE) device-test
 
@@ -212,11 +216,11 @@ test: deps
 TSAN_E2E ?= test_readers.py test_load.Soak test_windows.py test_rows.py test_hints.py \
 	    test_gpu.DevicePath test_gpu_tier.Tier.test_epochs
 stress-tsan: deps
-	$(MAKE) SANITIZE=thread all
+	$(MAKE) -j$(JOBS) SANITIZE=thread all
 	DSVIEW_SOAK_SECONDS=$${DSVIEW_SOAK_SECONDS:-15} $(MAKE) SANITIZE=thread e2e E2E="$(TSAN_E2E)"
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) -j$(JOBS) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) examples/demo.py
 
 # The command, its mount helper (SBINDIR/mount.fuse.dsview, a link to it:

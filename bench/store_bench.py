@@ -11,6 +11,8 @@ float32 array ((x/255 - mean[c]) / std[c]) by:
   dsv_npy   dsview's view of the uint8 .npy
   dsv_lz4   dsview's view of `dsview pack` (LZ4, the default) of it
   dsv_zstd  dsview's view of `dsview pack --codec zstd` of it
+  dsv_auto  dsview's view of `dsview pack --codec auto --storage slow` of
+            it: the store auto picks for storage of 250 MB/s
   sq_lz4    mksquashfs -comp lz4 image of the float32 .npy, mounted with
             squashfuse_ll, np.load(mmap_mode="r") of it
   sq_zstd   the same with -comp zstd
@@ -65,9 +67,12 @@ WORKERS = int(os.environ.get("STORE_WORKERS", "4"))
 BATCHES = int(os.environ.get("STORE_BATCHES", "16"))
 OUT_JSON = os.environ.get("STORE_JSON")
 SQ_ZSTD_LEVEL = os.environ.get("STORE_SQ_ZSTD_LEVEL", "")  # "": mksquashfs' default, 15
-PEERS = ["null", "f32_mm", "u8_numpy", "dsv_npy", "dsv_lz4", "dsv_zstd", "sq_lz4", "sq_zstd"]
+PEERS = ["null", "f32_mm", "u8_numpy", "dsv_npy", "dsv_lz4", "dsv_zstd", "dsv_auto", "sq_lz4",
+         "sq_zstd"]
 MEM_PEERS = os.environ.get("STORE_MEM_PEERS", "f32_mm,dsv_npy,dsv_lz4").split(",")
-DSV = {"dsv_npy": "npy", "dsv_lz4": "lz4", "dsv_zstd": "zstd"}
+DSV = {"dsv_npy": "npy", "dsv_lz4": "lz4", "dsv_zstd": "zstd", "dsv_auto": "auto"}
+PACK = {"lz4": ["--codec", "lz4"], "zstd": ["--codec", "zstd"],
+        "auto": ["--codec", "auto", "--storage", "slow"]}  # each store's pack arguments
 SQ = {"sq_lz4": "lz4", "sq_zstd": "zstd"}
 SEQ_BYTES = 32 << 20
 
@@ -112,12 +117,15 @@ class Dataset:
         L.normalise_file(self.path("u8.npy"), self.path("f32.npy"))
         self.disk = {"f32_mm": du(self.path("f32.npy")), "u8_numpy": du(self.path("u8.npy")),
                      "dsv_npy": du(self.path("u8.npy")), "null": 0}
+        for name, args in PACK.items():
+            if "dsv_" + name in peers:
+                out = self.path(f"{name}.h5")
+                r = subprocess.run([DSVIEW, "pack", "--dataset", "x", *args, self.path("u8.npy"),
+                                    out], check=True, stdout=subprocess.PIPE, text=True)
+                self.disk["dsv_" + name] = du(out)
+                if name == "auto":
+                    print(r.stdout.splitlines()[0], flush=True)  # what it chose and why
         for codec in ("lz4", "zstd"):
-            if "dsv_" + codec in peers:
-                out = self.path(f"{codec}.h5")
-                subprocess.run([DSVIEW, "pack", "--dataset", "x", "--codec", codec,
-                                self.path("u8.npy"), out], check=True, stdout=subprocess.DEVNULL)
-                self.disk["dsv_" + codec] = du(out)
             if "sq_" + codec in peers:
                 img = self.path(f"f32_{codec}.sqfs")
                 level = ["-Xcompression-level", SQ_ZSTD_LEVEL] if codec == "zstd" and SQ_ZSTD_LEVEL else []
@@ -126,7 +134,10 @@ class Dataset:
                                stdout=subprocess.DEVNULL)
                 self.disk["sq_" + codec] = du(img)
         with open(self.path("b.ini"), "w") as f:
-            for name, src in (("npy", "u8.npy"), ("lz4", "lz4.h5:/x"), ("zstd", "zstd.h5:/x")):
+            # the views of the stores packed for this run's peers only: a
+            # source that was not made would fail every mount
+            for name in ["npy"] + [n for n in PACK if "dsv_" + n in peers]:
+                src = "u8.npy" if name == "npy" else f"{name}.h5:/x"
                 f.write(f"[{name}]\nsource = {src}\nscale = {1/255!r}\n"
                         f"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n")
         print(f"\n== rows of {side}x{side}x3 uint8 ({self.row / 1e3:.1f} KB), {self.n} rows, "

@@ -8,15 +8,19 @@
 #   python3-setuptools: the build backend of `pip install ./python`;
 #   python3-venv: the project-local venv of the writers Debian lacks (mk/venv.mk);
 #   python3-nibabel: the NIfTI tests' images and references (test_nifti.py);
-#   libcurl4-openssl-dev: the object-storage client (src/net); python3-boto3:
+#   libcurl4-openssl-dev: the object-storage client (src/net); libexpat1-dev:
+#   its bucket listings' XML (src/net/list.c); python3-boto3:
 #   the object-storage tests make buckets and upload fixtures with it;
+#   libssl-dev, libdeflate-dev: the disk cache's SHA-256 names of objects
+#   and CRC-32 checks of its entries;
 #   squashfuse, squashfs-tools: the squashfuse_ll peer of bench-store.
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
             python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format \
-            python3-setuptools python3-venv python3-nibabel libcurl4-openssl-dev \
-            python3-boto3 squashfuse squashfs-tools iproute2 s3fs
+            python3-setuptools python3-venv python3-nibabel libcurl4-openssl-dev libexpat1-dev \
+            python3-boto3 squashfuse squashfs-tools libssl-dev libdeflate-dev \
+            iproute2 s3fs
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:

@@ -23,7 +23,7 @@ $(DEVICE_DIR)/PACK.txt: $(DEVICE_BINS) tests/device/pack.sh
 .PHONY: device-pack device-dry-run device-test
 # the everyday CUDA build, whatever SANITIZE or DEBUG this make was given
 device-pack:
-	$(MAKE) CUDA=1 SANITIZE= DEBUG= $(DEVICE_DIR)/PACK.txt
+	$(MAKE) -j$(JOBS) CUDA=1 SANITIZE= DEBUG= $(DEVICE_DIR)/PACK.txt
 
 device-dry-run: device-pack
 	DEVICE_DRY_RUN=1 PYTHON=$(PYTHON) tests/device/run.sh

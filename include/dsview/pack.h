@@ -153,6 +153,11 @@ typedef struct dsv_pack_opts {
 	int level;   /* -1: the codec's default */
 	int threads; /* 0: online CPUs */
 	int force;   /* replace an existing output */
+	/* --codec auto only: how fast the storage the store will be read from
+	 * delivers bytes (--storage): 0 fast (unknown, the default), else
+	 * bytes/s; under what the decode bar's codecs make it is the
+	 * bottleneck and auto picks for ratio (auto.c) */
+	double storage_bytes_s;
 	/* Set (from a signal handler) to stop: dsv_pack then cleans up and
 	 * fails with DSV_ERR_INTERRUPTED (message "interrupted"). */
 	volatile sig_atomic_t *stop;
@@ -172,7 +177,7 @@ typedef struct dsv_pack_result {
 	int threads;              /* compression threads used */
 	int level;                /* the level used (defaults resolved) */
 	dsv_pack_codec codec;     /* the codec used (--codec auto: the one chosen) */
-	char auto_why[200];       /* --codec auto: what it chose and why, one line */
+	char auto_why[360];       /* --codec auto: what it chose and why, one line */
 	double seconds;           /* all of it */
 	double write_seconds;     /* read, compress and write every chunk */
 	double sync_seconds;      /* close the file and fsync it */
@@ -180,6 +185,12 @@ typedef struct dsv_pack_result {
 
 /* The raw bytes per chunk c gets without --chunk-size. */
 uint64_t dsv_pack_default_chunk(dsv_pack_codec c);
+
+/* --storage's value: "fast" (0), "slow" (DSV_PACK_SLOW_STORAGE) or a
+ * rate, "250MB/s", "1.5G", "800M" (decimal k, M, G; "B" and "/s"
+ * optional), into *bytes_s. @return 0 or DSV_ERR_INVALID. */
+int dsv_pack_parse_storage(const char *s, double *bytes_s);
+#define DSV_PACK_SLOW_STORAGE 250e6 /* bytes/s: a busy network file system */
 
 /* Fills opts with defaults (codec lz4, level -1, all threads). */
 void dsv_pack_opts_init(dsv_pack_opts *o);

@@ -42,6 +42,7 @@ typedef enum dsv_source_kind {
 	DSV_SRC_H5_FALLBACK, /* filters only the HDF5 library decodes: serialised */
 	DSV_SRC_ZARR,        /* a Zarr v2 or v3 array: a directory of chunk files */
 	DSV_SRC_NIFTI,       /* a NIfTI-1 or NIfTI-2 .nii image: flat, dim reversed */
+	DSV_SRC_FILL,        /* rows of one value: a virtual dataset's unmapped or missing rows */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {

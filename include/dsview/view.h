@@ -46,10 +46,11 @@ typedef struct dsv_manifest {
 	size_t nskipped;
 	char *skipped_json;
 	/* [dsview] defaults; has_* tells whether the manifest set them */
-	int has_cache_size, has_threads, has_gpu, has_gpu_cache;
-	uint64_t cache_size, gpu_cache;
+	int has_cache_size, has_threads, has_gpu, has_gpu_cache, has_disk_cache_size;
+	uint64_t cache_size, gpu_cache, disk_cache_size;
 	int threads;
 	char gpu[16];
+	char *disk_cache; /* the disk cache's directory of objects' bytes, or NULL */
 } dsv_manifest;
 
 /* What a view is, for readers outside the library (info, verify): a

@@ -40,9 +40,12 @@ class Views:
 
     def open(self):
         with self.lock:
-            if self.arrays is None:
-                self.arrays = {k: _views.open_view(p) for k, p in self.paths.items()}
-            return self.arrays
+            return self._open_locked()
+
+    def _open_locked(self):
+        if self.arrays is None:
+            self.arrays = {k: _views.open_view(p) for k, p in self.paths.items()}
+        return self.arrays
 
     def check_index(self, i):
         if not -self.rows <= i < self.rows:
@@ -63,11 +66,12 @@ class Views:
                              f"the view has {self.rows} rows")
         return idx
 
-    def _fds(self):
-        """A descriptor of each view's file, opened in the reading process
-        (None for an empty view, which has no file mapped)."""
-        arrays = self.open()
+    def _opened(self):
+        """Each view's memmap and a descriptor of its file, opened in the
+        reading process under one lock (the descriptor is None for an empty
+        view, which has no file mapped)."""
         with self.lock:
+            arrays = self._open_locked()
             if self.fds is None:
                 fds = {}
                 try:
@@ -80,7 +84,7 @@ class Views:
                             os.close(fd)
                     raise _views._mount_error(self.paths[k], e) from e
                 self.fds = fds
-            return self.fds
+            return arrays, self.fds
 
     def read(self, key, out=None):
         """Row key (an int) or rows key (a sequence) of every view, into out
@@ -88,7 +92,7 @@ class Views:
         per run of consecutive rows, straight into the destination: no page
         of the view is mapped, so a reader copies each byte once and its RSS
         holds only what it keeps."""
-        arrays, fds = self.open(), self._fds()
+        arrays, fds = self._opened()
         one = isinstance(key, (int, np.integer))
         idx = np.array([self.check_index(int(key))]) if one else self.batch_index(key) % self.rows
         got = {}
@@ -129,10 +133,10 @@ class Views:
 def _pread_rows(fd, a, idx, dst, path):
     """Rows idx of view a (its memmap: file offset and row size) into dst
     with one pread per run of consecutive rows."""
-    if not dst.flags.c_contiguous or dst.nbytes != len(idx) * a.strides[0]:
-        raise ValueError(f"{path}: out must be a C-contiguous array of "
-                         f"{len(idx)} rows of {a.strides[0]} bytes")
     row = a.strides[0]
+    if not dst.flags.c_contiguous or dst.nbytes != len(idx) * row:
+        raise ValueError(f"{path}: out must be a C-contiguous array of "
+                         f"{len(idx)} rows of {row} bytes")
     buf = memoryview(dst.reshape(-1).view(np.uint8))
     i, n = 0, len(idx)
     while i < n:

@@ -25,7 +25,12 @@
  * enough and wastes at most a quarter of itself on the new chunk (any source,
  * any chunk: adopt_buffer), so a long scan recycles a few buffers instead
  * of returning pages to the kernel and faulting in fresh zeroed ones for
- * every chunk.
+ * every chunk. A chunk a sequential scan reads once (dsv_cache_get_once:
+ * the readahead's) does the same well under the budget: once more than
+ * ONCE_KEEP of them are held, a miss takes over the buffer of the oldest
+ * idle one, so a pass that fits the budget does not fault in a fresh
+ * buffer, and fill the budget, for each chunk (its key goes to the ghosts:
+ * read again, it is decoded into MAIN).
  *
  * Invariants:
  *  - An entry is in the hash table while it is LOADING or READY; a FAILED
@@ -73,7 +78,8 @@ struct dsv_cache_entry {
 	int err;
 	int in_table;
 	int q;
-	dsv_cache_entry *vnext;       /* on a list of victims, out of the table */
+	int once;               /* got by dsv_cache_get_once, and not read again after a ghost */
+	dsv_cache_entry *vnext; /* on a list of victims, out of the table */
 	dsv_cache_entry *prev, *next; /* on queue q */
 };
 
@@ -110,6 +116,7 @@ struct dsv_cache {
 	dsv_chunk_table table; /* entries LOADING or READY */
 	queue qs[NQ];
 	uint64_t in_bytes, in_cap;
+	uint64_t once_held; /* entries in the table with once set */
 	ghost *ghosts;
 	int32_t *gbuckets;
 	uint32_t nghosts, gmask, gpos;
@@ -117,6 +124,11 @@ struct dsv_cache {
 	uint32_t fpos;
 	dsv_cache_stats st;
 };
+
+/* Chunks read once by a scan kept before their buffers are taken over:
+ * the readahead's chunks in flight (at most 64 ahead of a stream, fs/
+ * prefetch.c) and those its reader is still finishing. */
+#define ONCE_KEEP 96u
 
 #define GHOST_MIN 1024u
 #define GHOST_MAX (1u << 18)
@@ -252,6 +264,7 @@ static void table_insert(dsv_cache *c, dsv_cache_entry *e)
 	c->st.bytes_used += e->size;
 	if (e->q == Q_IN)
 		c->in_bytes += e->size;
+	c->once_held += (uint64_t)e->once;
 }
 
 static void table_remove(dsv_cache *c, dsv_cache_entry *e)
@@ -261,6 +274,7 @@ static void table_remove(dsv_cache *c, dsv_cache_entry *e)
 	c->st.bytes_used -= e->size;
 	if (e->q == Q_IN)
 		c->in_bytes -= e->size;
+	c->once_held -= (uint64_t)e->once;
 }
 
 static void q_unlink(dsv_cache *c, dsv_cache_entry *e)
@@ -324,6 +338,19 @@ static dsv_cache_entry *evict(dsv_cache *c)
 		evict_one(c, e, &victims);
 	}
 	return victims;
+}
+
+/* For a miss of a chunk read once: the oldest idle entry read once on IN,
+ * evicted onto *victims, once more than ONCE_KEEP are held. */
+static void evict_once(dsv_cache *c, dsv_cache_entry **victims)
+{
+	if (c->once_held <= ONCE_KEEP)
+		return;
+	dsv_cache_entry *e = c->qs[Q_IN].tail;
+	while (e && (e->refs || !e->once))
+		e = e->prev;
+	if (e)
+		evict_one(c, e, victims);
 }
 
 static void free_list(dsv_cache_entry *e)
@@ -421,8 +448,8 @@ dsv_cache_entry *dsv_cache_peek(dsv_cache *c, uint32_t key, uint64_t chunk)
 	return e;
 }
 
-int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
-		  dsv_cache_entry **out)
+static int get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg, int once,
+	       dsv_cache_entry **out)
 {
 	dsv_cache_entry *e, *victims;
 	int err, reused;
@@ -470,12 +497,16 @@ int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const
 	e->refs = 1;
 	e->state = ST_LOADING;
 	e->q = Q_IN;
+	e->once = once;
 	if (ghost_take(c, key, chunk)) {
 		e->q = Q_MAIN; /* read again after it fell out of IN */
+		e->once = 0;
 		c->st.ghost_hits++;
 	}
 	table_insert(c, e);
 	victims = evict(c);
+	if (e->once)
+		evict_once(c, &victims);
 	pthread_mutex_unlock(&c->lock);
 	adopt_buffer(e, victims, size ? size : 1);
 	free_list(victims);
@@ -506,6 +537,18 @@ int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const
 	pthread_mutex_unlock(&c->lock);
 	*out = e;
 	return 0;
+}
+
+int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
+		  dsv_cache_entry **out)
+{
+	return get(c, key, chunk, size, arg, 0, out);
+}
+
+int dsv_cache_get_once(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
+		       dsv_cache_entry **out)
+{
+	return get(c, key, chunk, size, arg, 1, out);
 }
 
 const void *dsv_cache_data(const dsv_cache_entry *e)

@@ -46,6 +46,13 @@ void dsv_cache_destroy(dsv_cache *c); /* accepts NULL; no entry may be held */
  * fill when this get is the one that fills. */
 int dsv_cache_get(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
 		  dsv_cache_entry **out);
+/* The same for a chunk a sequential scan reads once (the readahead's): on
+ * a miss, once more than a few such chunks are held, it takes over the
+ * buffer of the oldest that nobody holds, even under the budget, rather
+ * than fault in a fresh one (cache.c). A get of it that misses again
+ * later, after a ghost, keeps it as any other. */
+int dsv_cache_get_once(dsv_cache *c, uint32_t key, uint64_t chunk, size_t size, const void *arg,
+		       dsv_cache_entry **out);
 /* Valid until the matching put. */
 const void *dsv_cache_data(const dsv_cache_entry *e);
 size_t dsv_cache_size(const dsv_cache_entry *e);

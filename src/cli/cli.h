@@ -102,6 +102,10 @@ const char *dsv_cli_escaped(const char *s, int terminal);
 /* dsv_cli_escaped(s, 1) */
 const char *dsv_cli_shown(const char *s);
 
+/* dsv_cli_escaped of a source's path as it may be shown: a URL without
+ * its query (a presigned URL's signature; dsv_url_shown_len). */
+const char *dsv_cli_path_escaped(const char *path, int terminal);
+
 /* What to print of eb on a line that already names file (and dataset,
  * unless NULL): the reason alone when eb is about that file and dataset
  * (its file and where fields say so), else the whole message. Read from

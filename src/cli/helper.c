@@ -4,8 +4,8 @@
  * [-t TYPE] (make install links it to dsview); without that link, fuse3's
  * mount.fuse3 runs "dsview SOURCE MOUNTPOINT -o OPTS". Both become dsview
  * mount, with the -o options sorted: dsview's own (cache_size=S,
- * threads=N, readahead=S, gpu=G, gpu_cache=S, dtype=T, log=FILE,
- * log_level=L, strict)
+ * threads=N, readahead=S, gpu=G, gpu_cache=S, disk_cache=DIR,
+ * disk_cache_size=S, dtype=T, log=FILE, log_level=L, strict)
  * become its options, mount(8)'s and fstab's (rw, ro, defaults, noauto,
  * _netdev, nofail, x-systemd.*, ...) are dropped (the mount is always
  * read-only, nosuid, nodev), and the rest go to FUSE (allow_other,
@@ -36,6 +36,8 @@ static const struct {
 	{ "readahead", "--readahead" },
 	{ "gpu", "--gpu" },
 	{ "gpu_cache", "--gpu-cache" },
+	{ "disk_cache", "--disk-cache" },
+	{ "disk_cache_size", "--disk-cache-size" },
 	{ "dtype", "--dtype" },
 	{ "log", "--log" },
 	{ "log_level", "--log-level" },

@@ -17,6 +17,7 @@
 #include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
+#include "h5/h5_vds.h"
 #include "source/source.h"
 
 static json_t *jshape(int ndim, const uint64_t *shape)
@@ -95,6 +96,45 @@ static json_t *jstore(const dsv_h5_desc *d)
 	return o;
 }
 
+/* How a virtual dataset is served: as its parts (its sources and fill
+ * rows, "parts": [SOURCE with "rows"]), counted as a fast path unless a
+ * part needs the library; or refused, with the reason. */
+static void jvirtual(const char *file, const char *name, json_t *o, uint64_t counts[3])
+{
+	dsv_source **parts;
+	dsv_errbuf eb;
+	size_t n;
+	int fb = 0;
+
+	if (dsv_h5_open_parts(file, name, &parts, &n, &eb)) {
+		json_object_set_new(o, "serve", json_string("refused"));
+		json_object_set_new(o, "why", jtext(dsv_cli_reason(&eb, file, name)));
+		json_object_set_new(o, "source", json_null());
+		counts[2]++;
+		return;
+	}
+	json_t *arr = json_array();
+	uint64_t row = 0;
+	for (size_t i = 0; i < n; i++) {
+		const dsv_source_info *si = dsv_source_get_info(parts[i]);
+		json_t *p = jsource(parts[i]);
+		json_object_set_new(
+			p, "rows",
+			json_pack("[I,I]", (json_int_t)row, (json_int_t)(row + si->nrows)));
+		json_array_append_new(arr, p);
+		row += si->nrows;
+		fb |= si->kind == DSV_SRC_H5_FALLBACK;
+	}
+	dsv_h5_close_parts(parts, n);
+	json_object_set_new(o, "serve", json_string("virtual"));
+	json_object_set_new(
+		o, "why",
+		json_sprintf("%zu part%s, concatenated along axis 0", n, n == 1 ? "" : "s"));
+	json_object_set_new(o, "source", json_null());
+	json_object_set_new(o, "parts", arr);
+	counts[fb]++;
+}
+
 /*
  * One HDF5 dataset: its header (dsv_h5_describe) and how dsview serves it
  * (dsv_source_open_h5); counts[] gets fast/fallback/refused. @return 0
@@ -141,7 +181,9 @@ static int jdataset(const char *file, const char *name, uint64_t counts[3], uint
 	*raw += d.raw_bytes;
 	*stored += d.stored_bytes;
 
-	if (dsv_source_open_h5(file, name, &s, &oeb) == 0) {
+	if (d.layout == DSV_H5_LAYOUT_VIRTUAL)
+		jvirtual(file, name, o, counts);
+	else if (dsv_source_open_h5(file, name, &s, &oeb) == 0) {
 		const dsv_source_info *si = dsv_source_get_info(s);
 		int fb = si->kind == DSV_SRC_H5_FALLBACK;
 		json_object_set_new(o, "serve", json_string(fb ? "library-fallback" : "fast-path"));
@@ -314,7 +356,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	const char *kind = "";
 	int err = 0;
 
-	json_object_set_new(root, "path", jtext(t->file));
+	json_object_set_new(root, "path", json_string(dsv_cli_path_escaped(t->file, 0)));
 	switch (t->kind) {
 	case DSV_TARGET_NPY: kind = "npy"; break;
 	case DSV_TARGET_RAW: kind = "raw"; break;

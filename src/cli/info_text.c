@@ -161,6 +161,26 @@ static void print_store(const json_t *store)
 	printf("\n");
 }
 
+/* A virtual dataset's parts: the rows each serves, and from where. */
+static void print_parts(const json_t *parts, const char *why)
+{
+	const json_t *p;
+	size_t i;
+
+	printf(LABEL " virtual: %s\n", "dsview", dsv_cli_shown(why));
+	json_array_foreach(parts, i, p)
+	{
+		const json_t *r = json_object_get(p, "rows");
+		char rows[64];
+		snprintf(rows, sizeof(rows), "rows %llu-%llu",
+			 (unsigned long long)json_integer_value(json_array_get(r, 0)),
+			 (unsigned long long)json_integer_value(json_array_get(r, 1)));
+		printf("    %-18s %s:", rows, jshown(p, "path"));
+		printf("%s (%s", jshown(p, "dataset"), jshown(p, "kind"));
+		printf("%s%s)\n", *dsv_cli_jstr(p, "why", "") ? "; " : "", jshown(p, "why"));
+	}
+}
+
 static void print_dataset(const json_t *d)
 {
 	const json_t *src = json_object_get(d, "source"), *store = json_object_get(d, "store");
@@ -198,6 +218,8 @@ static void print_dataset(const json_t *d)
 	if (!strcmp(serve, "fast-path"))
 		printf(LABEL " fast path (%s: dsview preads and decodes)%s%s\n", "dsview",
 		       jshown(src, "kind"), *why ? "; " : "", dsv_cli_shown(why));
+	else if (!strcmp(serve, "virtual"))
+		print_parts(json_object_get(d, "parts"), why);
 	else if (!strcmp(serve, "library-fallback"))
 		printf(LABEL " library fallback (%s; decoded by HDF5, serialised)\n", "dsview",
 		       dsv_cli_shown(why));

@@ -31,6 +31,7 @@
 #include "common/str.h"
 #include "dsview/fs.h"
 #include "dsview/view.h"
+#include "net/net.h"
 #include "view/view.h"
 
 static const char mount_usage[] =
@@ -60,6 +61,11 @@ static const char mount_usage[] =
 	"      --gpu-cache S    device memory that keeps decoded LZ4 chunks for the\n"
 	"                       next epoch, e.g. 16G (default 0: none); fails the\n"
 	"                       mount when the device has not that much free\n"
+	"      --disk-cache DIR keep the stored bytes that objects' GETs fetch\n"
+	"                       (s3://, https://) in DIR, for the next epoch and the\n"
+	"                       next mount; several mounts may share DIR\n"
+	"      --disk-cache-size S  the most DIR holds, e.g. 100G (default 10G); the\n"
+	"                       least recently used go first\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
 	"                       and direct_io are refused; nonempty mounts over a\n"
 	"                       directory that is not empty)\n"
@@ -246,13 +252,33 @@ static const struct {
 	{ "direct_io", "it breaks mmap; dsview chooses direct_io per file" },
 };
 
+/* -o s3_KEY=VALUE: an object-storage setting, dsview's own (never
+ * passed to FUSE), winning over the manifest's. @return 0, or -1 after
+ * the error. */
+static int s3_setting(const char *opt)
+{
+	const char *eq = strchr(opt, '=');
+	char key[64];
+	dsv_errbuf eb;
+	if (!eq || (size_t)(eq - opt) - 3 >= sizeof(key)) {
+		dsv_cli_error("-o %.*s: expected s3_KEY=VALUE", eq ? (int)(eq - opt) : 64, opt);
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - opt) - 3, opt + 3);
+	if (dsv_net_setting(key, eq + 1, DSV_NET_FROM_OPTION, &eb)) {
+		dsv_cli_error("-o: %s", eb.reason);
+		return -1;
+	}
+	return 0;
+}
+
 /* Checks one -o argument the way libfuse will split it: options end at an
  * unescaped ',', and a backslash escapes the next character or starts an
  * octal \NNN, so "r\w" is "rw" too. Appends its options to acc (cap
  * bytes, comma-separated, as they were written) except "nonempty", which
  * sets *nonempty instead: libfuse 3 no longer knows it, and dsview
- * itself refuses a non-empty mountpoint without it. @return 0, or -1
- * after the error. */
+ * itself refuses a non-empty mountpoint without it; and s3_KEY=VALUE,
+ * set with s3_setting instead. @return 0, or -1 after the error. */
 static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 {
 	char opt[256];
@@ -266,6 +292,9 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 			opt[n] = '\0';
 			if (!overlong && !strcmp(opt, "nonempty")) {
 				*nonempty = 1;
+			} else if (!overlong && !strncmp(opt, "s3_", 3)) {
+				if (s3_setting(opt))
+					return -1;
 			} else if (s > tok) {
 				size_t len = strlen(acc);
 				if (len + 1 + (size_t)(s - tok) >= cap) {
@@ -309,6 +338,42 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 	}
 }
 
+/* The disk cache of objects' bytes: --disk-cache and --disk-cache-size,
+ * else the manifest's disk_cache and disk_cache_size (m NULL: before the
+ * manifest is read, so that the reads that open the sources go through
+ * the options' cache; with m, set again only when the manifest changes
+ * it). @return 0, or -1 after the error. */
+static int set_disk_cache(const dsv_manifest *m, const char *dir, const char *size_arg)
+{
+	uint64_t size = m && m->has_disk_cache_size ? m->disk_cache_size : DSV_DISK_CACHE_DEFAULT;
+	dsv_errbuf eb;
+
+	if (!m && !dir && size_arg) {
+		dsv_cli_error("--disk-cache-size needs a directory (--disk-cache DIR)");
+		return -1;
+	}
+	if (m && !dir && !m->disk_cache && m->has_disk_cache_size) {
+		dsv_cli_error("%s: disk_cache_size needs disk_cache (or --disk-cache DIR)",
+			      m->path);
+		return -1;
+	}
+	if (m && dir && (size_arg || !m->has_disk_cache_size))
+		return 0; /* set before the manifest was read */
+	if (m && !dir)
+		dir = m->disk_cache;
+	if (size_arg && dsv_cli_size_arg("--disk-cache-size", size_arg, 1, 0, NULL, &size))
+		return -1;
+	if (!size) {
+		dsv_cli_error("--disk-cache-size '%s' must be above 0", size_arg);
+		return -1;
+	}
+	if (dir && dsv_net_disk_cache(dir, size, &eb)) {
+		dsv_cli_error("%s", eb.msg);
+		return -1;
+	}
+	return 0;
+}
+
 /* -f: the loop was reached (a failure after it is not a start-up one). */
 static void note_serving(void *arg)
 {
@@ -325,6 +390,8 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "readahead", required_argument, NULL, 'R' },
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "gpu-cache", required_argument, NULL, 'g' },
+		{ "disk-cache", required_argument, NULL, 'K' },
+		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "log-level", required_argument, NULL, 'V' },
 		{ "debug", no_argument, NULL, 'd' },
@@ -337,7 +404,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	dsv_fs *fs = NULL;
 	dsv_errbuf eb;
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
-	const char *ra_arg = NULL, *gpu_cache_arg = NULL;
+	const char *ra_arg = NULL, *gpu_cache_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
 	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
 	int foreground = 0, threads = 0, strict = 0, nonempty = 0, log_level = DSV_LOG_INFO, c, err;
 	char default_log[PATH_MAX + 300] = "";
@@ -358,6 +425,8 @@ int dsv_cmd_mount(int argc, char **argv)
 			break;
 		case 'G': gpu_arg = optarg; break;
 		case 'g': gpu_cache_arg = optarg; break;
+		case 'K': disk_arg = optarg; break;
+		case 'k': disk_size_arg = optarg; break;
 		case 'o':
 			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &nonempty))
 				return EXIT_USER;
@@ -383,6 +452,8 @@ int dsv_cmd_mount(int argc, char **argv)
 	if (argc - optind == 2)
 		mountpoint = argv[optind + 1];
 
+	if (set_disk_cache(NULL, disk_arg, disk_size_arg))
+		return EXIT_USER;
 	if (dsv_has_ext(source, ".ini")) {
 		if (dtype_arg) {
 			dsv_cli_error(
@@ -449,6 +520,8 @@ int dsv_cmd_mount(int argc, char **argv)
 			      gpu_cache_arg ? "--gpu-cache" : "the manifest's gpu_cache");
 		goto user_error;
 	}
+	if (set_disk_cache(m, disk_arg, disk_size_arg)) /* the manifest's */
+		goto user_error;
 	if (log_path && dsv_log_open(log_path)) {
 		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));
 		goto user_error;

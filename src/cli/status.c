@@ -109,6 +109,16 @@ static json_t *describe(const dsv_cli_mount *mnt)
 						 dsv_cli_jint(st, "net_bytes"), "net_retries",
 						 dsv_cli_jint(st, "net_retries"), "net_failures",
 						 dsv_cli_jint(st, "net_failures")));
+	if (out && dsv_cli_jint(st, "disk_cache_size"))
+		json_object_update_new(
+			out, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "disk_cache_hits",
+				       dsv_cli_jint(st, "disk_cache_hits"), "disk_cache_misses",
+				       dsv_cli_jint(st, "disk_cache_misses"), "disk_cache_bytes",
+				       dsv_cli_jint(st, "disk_cache_bytes"), "disk_cache_evictions",
+				       dsv_cli_jint(st, "disk_cache_evictions"),
+				       "disk_cache_corrupt", dsv_cli_jint(st, "disk_cache_corrupt"),
+				       "disk_cache_size", dsv_cli_jint(st, "disk_cache_size"),
+				       "disk_cache_used", dsv_cli_jint(st, "disk_cache_used")));
 	json_decref(st);
 	return out;
 }
@@ -149,6 +159,16 @@ static void print_text(const json_t *e)
 		       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "net_bytes")),
 		       (long long)dsv_cli_jint(e, "net_retries"),
 		       (long long)dsv_cli_jint(e, "net_failures"));
+	if (json_object_get(e, "disk_cache_size"))
+		printf("  disk cache: %lld hits, %lld misses, %s served, %s of %s, %lld evicted, "
+		       "%lld damaged dropped\n",
+		       (long long)dsv_cli_jint(e, "disk_cache_hits"),
+		       (long long)dsv_cli_jint(e, "disk_cache_misses"),
+		       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "disk_cache_bytes")),
+		       dsv_fmt_bytes(b, sizeof(b), (uint64_t)dsv_cli_jint(e, "disk_cache_used")),
+		       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "disk_cache_size")),
+		       (long long)dsv_cli_jint(e, "disk_cache_evictions"),
+		       (long long)dsv_cli_jint(e, "disk_cache_corrupt"));
 	printf("  log %s\n", dsv_cli_shown(dsv_cli_jstr(e, "log", "?")));
 }
 

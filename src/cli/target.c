@@ -169,8 +169,8 @@ int dsv_target_parse_shape(const char *s, int *ndim, int64_t *shape)
 const char *dsv_target_label(char *buf, size_t cap, const char *file, const char *dataset)
 {
 	if (dataset)
-		snprintf(buf, cap, "%s:%s", dsv_cli_shown(file), dsv_cli_shown(dataset));
+		snprintf(buf, cap, "%s:%s", dsv_cli_path_escaped(file, 1), dsv_cli_shown(dataset));
 	else
-		snprintf(buf, cap, "%s", dsv_cli_shown(file));
+		snprintf(buf, cap, "%s", dsv_cli_path_escaped(file, 1));
 	return buf;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/str.h"
 #include "dsview/dsview.h"
 
 /* Length of the valid UTF-8 sequence at s (shortest form, no surrogates),
@@ -73,6 +74,14 @@ const char *dsv_cli_escaped(const char *s, int terminal)
 const char *dsv_cli_shown(const char *s)
 {
 	return dsv_cli_escaped(s, 1);
+}
+
+const char *dsv_cli_path_escaped(const char *path, int terminal)
+{
+	char *cut = strndup(path, dsv_url_shown_len(path));
+	const char *out = cut ? dsv_cli_escaped(cut, terminal) : "(out of memory)";
+	free(cut);
+	return out;
 }
 
 void dsv_cli_error(const char *fmt, ...)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/str.h"
 #include "dsview/dsview.h"
 
 static const char *const err_names[DSV_ERR__COUNT] = {
@@ -159,7 +160,9 @@ int dsv_errf_at(dsv_errbuf *eb, int err, const char *file, const char *where, co
 	if (eb) {
 		va_list ap;
 		errbuf_reset(eb, err);
-		snprintf(eb->file, sizeof(eb->file), "%s", file ? file : "");
+		/* a URL without its query: no signature in an error line */
+		snprintf(eb->file, sizeof(eb->file), "%.*s",
+			 file ? (int)dsv_url_shown_len(file) : 0, file ? file : "");
 		snprintf(eb->where, sizeof(eb->where), "%s", where ? where : "");
 		va_start(ap, fmt);
 		vsnprintf(eb->reason, sizeof(eb->reason), fmt, ap);

@@ -67,6 +67,9 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 	[DSV_KNOB_NET_GETS] = { "DSVIEW_NET_GETS", 8, 1, 64, NULL,
 				"readahead GETs of objects in flight at once, the process "
 				"(its threads)" },
+	[DSV_KNOB_NET_LIST_PAGE] = { "DSVIEW_NET_LIST_PAGE", 1000, 1, 1000, NULL,
+				     "names one request of a bucket listing asks for (max-keys); "
+				     "more come page by page" },
 };
 
 static int64_t value[DSV_KNOB__COUNT];

@@ -36,6 +36,7 @@ typedef enum dsv_knob {
 	DSV_KNOB_NET_AHEAD_KB,   /* net: bytes GET ahead of a sequential stream, 0 off */
 	DSV_KNOB_NET_GET_KB,     /* net: the size of a readahead GET */
 	DSV_KNOB_NET_GETS,       /* net: readahead GETs in flight, the process */
+	DSV_KNOB_NET_LIST_PAGE,  /* net: names a listing request asks for (max-keys) */
 	DSV_KNOB__COUNT
 } dsv_knob;
 

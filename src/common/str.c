@@ -12,8 +12,8 @@
 
 int dsv_has_ext(const char *name, const char *ext)
 {
-	size_t n = strlen(name), m = strlen(ext);
-	return n >= m && !strcasecmp(name + n - m, ext);
+	size_t n = dsv_url_shown_len(name), m = strlen(ext);
+	return n >= m && !strncasecmp(name + n - m, ext, m);
 }
 
 int dsv_is_h5_name(const char *name)
@@ -34,6 +34,11 @@ size_t dsv_url_scheme_len(const char *url)
 		if (!strncmp(url, schemes[i], strlen(schemes[i])))
 			return strlen(schemes[i]);
 	return 0;
+}
+
+size_t dsv_url_shown_len(const char *spec)
+{
+	return dsv_url_scheme_len(spec) ? strcspn(spec, "?#") : strlen(spec);
 }
 
 int dsv_spec_split(const char *spec, char **file, char **dataset)
@@ -115,7 +120,8 @@ static int natural_cmp_ptrs(const void *a, const void *b)
 
 void dsv_natural_sort(char **names, size_t n)
 {
-	qsort(names, n, sizeof(*names), natural_cmp_ptrs);
+	if (n > 1) /* none: names may be NULL, which qsort must not get */
+		qsort(names, n, sizeof(*names), natural_cmp_ptrs);
 }
 
 int dsv_parse_gpu(const char *s, int *device)

@@ -12,7 +12,8 @@
 #include <stddef.h>
 
 /* True when name ends with ext (".npy"), compared without regard to
- * ASCII case: file extensions are matched as users type them. */
+ * ASCII case: file extensions are matched as users type them. A URL's
+ * query is not its name's end (dsv_url_shown_len). */
 int dsv_has_ext(const char *name, const char *ext);
 
 /* True for the names of HDF5 files: .h5, .hdf5, .hdf, .he5, .nc (any case). */
@@ -34,6 +35,12 @@ int dsv_spec_split(const char *spec, char **file, char **dataset);
 /* The length of url's scheme and "://" when it names an object
  * dsview reads over the network (s3://, https://, http://), else 0. */
 size_t dsv_url_scheme_len(const char *url);
+
+/* The length of spec as it may be shown: a URL (dsv_url_scheme_len)
+ * up to its query or fragment, which may hold a presigned URL's
+ * signature, anything else whole. Messages, status and the mount table
+ * name a source by this much of it; extensions are matched on it too. */
+size_t dsv_url_shown_len(const char *spec);
 
 /* True when name holds a glob(3) pattern character (*, ? or [). */
 int dsv_has_glob(const char *name);

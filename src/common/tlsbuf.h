@@ -24,6 +24,7 @@ enum {
 	DSV_TLS_DEV_IN,    /* stored chunks staged for the device: the readahead's (backend/make.c),
 			   a chunk read alone (gpu/gpu_host.c) */
 	DSV_TLS_DEV_EDGE,  /* the device's output of chunks a readahead range covers in part */
+	DSV_TLS_DISK,      /* the pages of a disk cache entry read (net/disk_cache.c) */
 	DSV_TLS_NSLOTS
 };
 

@@ -175,7 +175,7 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	 * readers), then ',' and '\\' escaped for libfuse's option parser */
 	const char *src = realpath(m->path, real) ? real : m->path;
 	size_t k = 0;
-	src = dsv_shown(src, strlen(src), PATH_MAX, shown);
+	src = dsv_shown(src, dsv_url_shown_len(src), PATH_MAX, shown); /* no URL query */
 	if (!(fs->source = strdup(src))) {
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		goto fail;

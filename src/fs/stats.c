@@ -107,6 +107,10 @@ static char *render_stats(dsv_fs *fs)
 		    "  \"read_reply_us\": %s,\n  \"read_reply_us_sum\": %llu,\n"
 		    "  \"net_heads\": %llu,\n  \"net_gets\": %llu,\n  \"net_bytes\": %llu,\n"
 		    "  \"net_retries\": %llu,\n  \"net_failures\": %llu,\n"
+		    "  \"disk_cache_hits\": %llu,\n  \"disk_cache_misses\": %llu,\n"
+		    "  \"disk_cache_bytes\": %llu,\n  \"disk_cache_evictions\": %llu,\n"
+		    "  \"disk_cache_corrupt\": %llu,\n  \"disk_cache_size\": %llu,\n"
+		    "  \"disk_cache_used\": %llu,\n"
 		    "  \"errors\": %llu\n}\n",
 		    (int)getpid(), dsv_backend_name(fs->backend),
 		    json_text(bs.device, dev, sizeof(dev)), json_text(bs.why_cpu, why, sizeof(why)),
@@ -134,6 +138,10 @@ static char *render_stats(dsv_fs *fs)
 		    reply, (unsigned long long)fs->lat_reply.sum_us, (unsigned long long)ns.heads,
 		    (unsigned long long)ns.gets, (unsigned long long)ns.bytes,
 		    (unsigned long long)ns.retries, (unsigned long long)ns.failures,
+		    (unsigned long long)ns.disk_hits, (unsigned long long)ns.disk_misses,
+		    (unsigned long long)ns.disk_bytes, (unsigned long long)ns.disk_evictions,
+		    (unsigned long long)ns.disk_corrupt, (unsigned long long)ns.disk_size,
+		    (unsigned long long)ns.disk_used,
 		    (unsigned long long)(fs->read_errors + cs.fill_errors)) < 0)
 		return NULL;
 	return s;

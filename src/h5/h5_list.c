@@ -32,8 +32,10 @@ void dsv_h5_probe_all(const char *path)
 		for (size_t i = 0; i < n; i++) {
 			dsv_source *s;
 			dsv_h5_desc d;
-			if (dsv_source_open_h5(path, names[i], &s, &eb) == 0)
+			dsv_h5_vds v = { 0 }; /* a virtual dataset's mappings read too */
+			if (dsv_h5_open_any(path, names[i], &s, &v, &eb) == 0 && !v.found)
 				dsv_source_close(s);
+			dsv_h5_vds_free(&v);
 			(void)dsv_h5_describe(path, names[i], &d, &eb);
 		}
 	}

@@ -23,8 +23,9 @@
  *
  * Trust: the file is untrusted. Dynamic filter plugins are never loaded
  * (a file must not choose code to run), external links are never followed
- * and external storage / virtual datasets are refused (either could point
- * at any file on the machine), and every chunk address and size the library
+ * and external storage is refused (it could point at any file on the
+ * machine); a virtual dataset is served only as its sources, each opened
+ * here as a source of its own (h5_vds.c), and every chunk address and size the library
  * reports is checked before it is used.
  *
  * Fork: sources are opened before the daemon forks; the child inherits the
@@ -147,13 +148,15 @@ static int open_dataset(dsv_h5_open *o, const char *path, const char *dname, dsv
 
 /* Refusals come first: they hold whatever the type or layout. Then the
  * element type (s->info.dtype, o->conv). */
-static int check_dataset(dsv_h5_open *o, H5D_layout_t layout, const char *path, const char *dname,
-			 dsv_errbuf *eb)
+static int check_dataset(dsv_h5_open *o, H5D_layout_t layout, int vds_ok, const char *path,
+			 const char *dname, dsv_errbuf *eb)
 {
 	dsv_errbuf type;
 
-	if (layout == H5D_VIRTUAL)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "virtual dataset refused");
+	if (layout == H5D_VIRTUAL && !vds_ok)
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
+				   "virtual dataset: a mount serves it (its source datasets, "
+				   "concatenated); here, name one of its sources");
 	if (H5Pget_external_count(o->dcpl) != 0)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname,
 				   "external storage refused (the data lives in other files)");
@@ -297,6 +300,12 @@ static void close_handles(dsv_h5_open *o)
 
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out, dsv_errbuf *eb)
 {
+	return dsv_h5_open_any(path, dataset, out, NULL, eb);
+}
+
+int dsv_h5_open_any(const char *path, const char *dataset, dsv_source **out, dsv_h5_vds *vds,
+		    dsv_errbuf *eb)
+{
 	char dname[H5_MAX_PATH];
 	dsv_h5_open o = {
 		.lapl = -1, .file = -1, .dset = -1, .dcpl = -1, .ftype = -1, .space = -1
@@ -321,17 +330,19 @@ int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out, 
 	if (!(err = open_file(&o, path, &locked, eb)) &&
 	    !(err = open_dataset(&o, path, dname, eb))) {
 		layout = H5Pget_layout(o.dcpl);
-		if (!(err = check_dataset(&o, layout, path, dname, eb)) &&
-		    !(err = read_shape(&o, path, dname, eb)) &&
-		    !(err = map_layout(&o, layout, &fallback, &band_rows, &unwritten, path, dname,
-				       eb)))
+		err = check_dataset(&o, layout, vds != NULL, path, dname, eb);
+		if (!err && layout == H5D_VIRTUAL)
+			err = dsv_h5_read_vds(&o, path, dname, vds, eb);
+		else if (!err && !(err = read_shape(&o, path, dname, eb)) &&
+			 !(err = map_layout(&o, layout, &fallback, &band_rows, &unwritten, path,
+					    dname, eb)))
 			err = settle_kind(&o, fallback, band_rows, unwritten, path, dname, eb);
 	}
 	if (locked) {
 		close_handles(&o);
 		dsv_h5_unlock();
 	}
-	if (err) {
+	if (err || (vds && vds->found)) {
 		dsv_source_close(s);
 		return err;
 	}

@@ -11,6 +11,7 @@
 #include <hdf5.h>
 
 #include "h5/h5.h"
+#include "h5/h5_vds.h"
 #include "source/source_i.h"
 
 /* One dataset being opened (h5_source.c; h5_chunks.c and h5_grid.c for a chunked
@@ -25,6 +26,31 @@ typedef struct dsv_h5_open {
 	char conv_why[64];
 	dsv_h5_chunk_check *cc; /* for the fallback's h5_state */
 } dsv_h5_open;
+
+/* A virtual dataset as its open found it (h5_vds.c): its element type,
+ * shape and fill value, and its n mappings, each a selection pair with
+ * the source's file and dataset names as stored. */
+typedef struct dsv_h5_vds {
+	int found; /* the dataset opened was virtual */
+	dsv_dtype dtype;
+	int ndim;
+	uint64_t dims[DSV_MAX_DIMS];
+	unsigned char fill[8]; /* one element, little-endian */
+	size_t n;
+	dsv_vds_map *maps;
+	char **files, **dsets;
+} dsv_h5_vds;
+
+/* As dsv_source_open_h5; a virtual dataset is not refused when vds is not
+ * NULL: its mappings are read into *vds (found set; *out stays NULL). */
+int dsv_h5_open_any(const char *path, const char *dataset, dsv_source **out, dsv_h5_vds *vds,
+		    dsv_errbuf *eb);
+/* Reads the open virtual dataset's mappings into v (its dtype from
+ * o->s->info.dtype). @return 0, or a dsv_err with eb set (v may hold part:
+ * dsv_h5_vds_free it either way). */
+int dsv_h5_read_vds(dsv_h5_open *o, const char *path, const char *dname, dsv_h5_vds *v,
+		    dsv_errbuf *eb);
+void dsv_h5_vds_free(dsv_h5_vds *v);
 
 /* The fork probe's work for every HDF5 file dsview reads (src/h5/probe.c):
  * lists the file's datasets, opens and describes each as a mount or `info`

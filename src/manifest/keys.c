@@ -12,6 +12,7 @@
 
 #include "common/str.h"
 #include "manifest/manifest_i.h"
+#include "net/net.h"
 
 /* Parses whitespace- or comma-separated doubles; @return count or -1. */
 static int parse_doubles(const char *s, double *out, int max)
@@ -75,10 +76,33 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 			return dsv_mf_fail(c, c->line, "gpu_cache '%s' is not a size (e.g. 16G, 0)",
 					   value);
 		m->has_gpu_cache = 1;
+	} else if (!strcmp(name, "disk_cache")) {
+		if (!*value)
+			return dsv_mf_fail(c, c->line, "disk_cache must name a directory");
+		free(m->disk_cache);
+		if (!(m->disk_cache = dsv_mf_resolve(c->dir, value)))
+			return dsv_mf_fail(c, c->line, "out of memory");
+	} else if (!strcmp(name, "disk_cache_size")) {
+		if (dsv_parse_size(value, &m->disk_cache_size) || !m->disk_cache_size)
+			return dsv_mf_fail(c, c->line,
+					   "disk_cache_size '%s' is not a size above 0 (e.g. 100G)",
+					   value);
+		m->has_disk_cache_size = 1;
+	} else if (strstr(name, "secret") || strstr(name, "access_key") || strstr(name, "token")) {
+		return dsv_mf_fail(c, c->line,
+				   "'%s': credentials are never read from a manifest; name a "
+				   "profile of ~/.aws/credentials (s3_profile) or set "
+				   "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+				   name);
+	} else if (!strncmp(name, "s3_", 3)) {
+		dsv_errbuf eb;
+		if (dsv_net_setting(name + 3, value, DSV_NET_FROM_MANIFEST, &eb))
+			return dsv_mf_fail(c, c->line, "%s", eb.reason);
 	} else {
 		return dsv_mf_fail(c, c->line,
 				   "unknown key '%s' in [dsview] (expected cache_size, "
-				   "threads, gpu, gpu_cache)",
+				   "threads, gpu, gpu_cache, disk_cache, disk_cache_size, "
+				   "s3_endpoint, s3_region, s3_profile, s3_addressing)",
 				   name);
 	}
 	return 1;

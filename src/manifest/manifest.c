@@ -23,6 +23,36 @@
 #include "common/str.h"
 #include "manifest/manifest_i.h"
 
+/* A line longer than inih's buffer (Debian's libinih is built with 200
+ * bytes; a presigned URL as a source is longer) that reads "key = value"
+ * or "key: value": inih gets the key and an empty value into str, and
+ * the value is kept whole in c->long_value for handler(), trimmed as inih
+ * trims one (blanks around it, from a ';' after a blank on a comment). A
+ * comment line gets inih a bare ';'. @return str, or NULL when the line
+ * is neither (then it is reported as too long). */
+static char *long_line(parse_ctx *c, const char *p, const char *end, char *str, int num)
+{
+	if (*p == ';' || *p == '#')
+		return memcpy(str, ";\n", 3);
+	const char *sep = p + strcspn(p, "=:"), *v;
+	if (sep >= end || sep - p + 4 > num)
+		return NULL;
+	for (v = sep + 1; v < end && isspace((unsigned char)*v); v++)
+		;
+	const char *e = v;
+	while (e < end && !(*e == ';' && e > v && isspace((unsigned char)e[-1])))
+		e++;
+	while (e > v && isspace((unsigned char)e[-1]))
+		e--;
+	free(c->long_value);
+	if (!(c->long_value = strndup(v, (size_t)(e - v))))
+		return NULL;
+	c->long_line = c->line;
+	memcpy(str, p, (size_t)(sep - p + 1));
+	memcpy(str + (sep - p + 1), "\n", 2);
+	return str;
+}
+
 /* Reads one physical line whole and hands inih what it should parse.
  * Section names are taken here: inih keeps them in a 50-byte buffer and
  * cuts longer ones short without a word (a 60-byte [name] mounted under its
@@ -60,6 +90,8 @@ static char *reader(char *str, int num, void *stream)
 		memcpy(str, "[s]\n", 5);
 		return str;
 	}
+	if (n > (size_t)num - 1 && p < end && long_line(c, p, end, str, num))
+		return str;
 	if (n > (size_t)num - 1) {
 		if (!c->too_long)
 			c->too_long = c->line;
@@ -98,6 +130,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	parse_ctx *c = user;
 	if (c->err)
 		return 1;
+	if (c->long_line == c->line) /* reader() kept the value whole */
+		value = c->long_value;
 	if (!c->started || c->section_line != c->cur_section_line) {
 		/* a new section starts (the same name twice is a new one too) */
 		c->started = 1;
@@ -137,7 +171,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	return dsv_mf_view_key(c, &c->views[c->nviews - 1], name, value);
 }
 
-static char *resolve(const char *dir, const char *spec)
+char *dsv_mf_resolve(const char *dir, const char *spec)
 {
 	char *out;
 	if (spec[0] == '/' || dsv_url_scheme_len(spec) || !dir)
@@ -205,9 +239,9 @@ static int resolve_files(parse_ctx *c, pending_view *pv)
 	    (pv->mean_file && (pv->nmean || pv->nstd)))
 		return dsv_mf_fail(c, pv->mean_file ? pv->mean_line : pv->std_line,
 				   "mean and std must both be @files or both be numbers");
-	if ((pv->rows_file && !(v->decl->rows_file = resolve(c->dir, pv->rows_file))) ||
-	    (pv->mean_file && !(v->decl->mean_file = resolve(c->dir, pv->mean_file))) ||
-	    (pv->std_file && !(v->decl->std_file = resolve(c->dir, pv->std_file))))
+	if ((pv->rows_file && !(v->decl->rows_file = dsv_mf_resolve(c->dir, pv->rows_file))) ||
+	    (pv->mean_file && !(v->decl->mean_file = dsv_mf_resolve(c->dir, pv->mean_file))) ||
+	    (pv->std_file && !(v->decl->std_file = dsv_mf_resolve(c->dir, pv->std_file))))
 		return dsv_mf_fail(c, pv->line, "out of memory");
 	return 1;
 }
@@ -233,7 +267,7 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		return 0;
 	dsv_raw_spec raw = { pv->raw_dtype, pv->raw_ndim, pv->raw_shape };
 	for (size_t i = 0; i < pv->nspecs; i++) {
-		char *path = resolve(c->dir, pv->specs[i]);
+		char *path = dsv_mf_resolve(c->dir, pv->specs[i]);
 		int err;
 		if (!path)
 			return dsv_mf_fail(c, pv->spec_lines[i], "out of memory");
@@ -291,6 +325,7 @@ void dsv_manifest_free(dsv_manifest *m)
 	}
 	free(m->skipped);
 	free(m->skipped_json);
+	free(m->disk_cache);
 	free(m->path);
 	free(m);
 }
@@ -320,6 +355,7 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 	rc = ini_parse_stream(reader, &c, handler, &c);
 	fclose(c.f);
 	free(c.buf);
+	free(c.long_value);
 	if (c.too_long && !c.err)
 		dsv_mf_fail(&c, c.too_long, "line too long (at most %d characters)",
 			    INI_MAX_LINE - 2);

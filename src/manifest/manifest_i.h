@@ -36,6 +36,8 @@ typedef struct parse_ctx {
 	char *buf;                        /* the physical line (getline) */
 	size_t cap;
 	int too_long;
+	char *long_value; /* the value of an over-long key line (reader()) */
+	int long_line;    /* its line; 0: none */
 	int err;
 	dsv_errbuf *eb;
 	dsv_manifest *m;
@@ -49,9 +51,31 @@ typedef struct parse_ctx {
 /* Records the first error (msg at line of the manifest). @return 0, what
  * an inih handler returns to go on after it. */
 int dsv_mf_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* spec resolved against dir, the manifest's directory (a URL, an absolute
+ * path or no dir: spec itself), newly allocated; NULL when out of memory. */
+char *dsv_mf_resolve(const char *dir, const char *spec);
 /* A key of the [dsview] section, or of a view's section. @return 1 ok,
  * 0 failed (dsv_mf_fail called). */
 int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value);
 int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char *value);
+
+/* Zero-configuration mounts' skipped datasets (skipped.c). */
+/* Records dataset path as skipped for reason, of kind (a word); value: a
+ * scalar dataset's value as JSON text (taken), or NULL. @return 0 or
+ * DSV_ERR_NOMEM. */
+int dsv_mf_skip_value(dsv_manifest *m, const char *path, const char *reason, const char *kind,
+		      char *value);
+int dsv_mf_skip(dsv_manifest *m, const char *path, const char *reason, const char *kind);
+/* One word for why dataset of file is not served, from its header (and a
+ * scalar's value in *value, newly allocated, or NULL). */
+void dsv_mf_skip_kind(const char *file, const char *dataset, char *kind, size_t cap, char **value);
+/* m->skipped_json rendered from m->skipped. @return 0 or DSV_ERR_NOMEM. */
+int dsv_mf_skipped_render(dsv_manifest *m);
+/* Nothing of path can be served: eb says why, naming each skipped dataset.
+ * @return DSV_ERR_UNSUPPORTED. */
+int dsv_mf_nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *eb);
+/* The .skipped.json path of dataset dset: dset alone, or "in:dset" when in
+ * (a file's name in a directory mount) is not NULL; in buf. */
+const char *dsv_mf_skip_path(const char *in, const char *dset, char *buf, size_t cap);
 
 #endif

@@ -15,12 +15,34 @@
 #include <sys/stat.h>
 
 #include "common/str.h"
+#include "h5/h5_vds.h"
 #include "source/source.h"
 #include "view/view_i.h"
 
 int dsv_source_is_h5_path(const char *path)
 {
 	return dsv_is_h5_name(path);
+}
+
+/* The one dataset of the HDF5 file at path, in *name (a new string; NULL
+ * on error). @return 0, or a dsv_err with eb set (not exactly one). */
+static int only_dataset(const char *path, char **name, dsv_errbuf *eb)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int err = dsv_h5_list_datasets(path, &names, &n, NULL, eb);
+
+	*name = NULL;
+	if (!err && n != 1)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				  "has %zu datasets; name one as %s:/dataset", n, path);
+	for (size_t i = 0; i < n; i++)
+		if (i || err)
+			free(names[i]);
+	if (!err)
+		*name = names[0];
+	free(names);
+	return err;
 }
 
 int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
@@ -48,22 +70,46 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 				   "with `dsview pack %s OUT.h5` and serve OUT.h5",
 				   spec);
 	if (dsv_source_is_h5_path(spec)) {
-		char **names = NULL;
-		size_t n = 0;
-		int err = dsv_h5_list_datasets(spec, &names, &n, NULL, eb);
-		if (!err && n != 1)
-			err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-					  "has %zu datasets; name one as %s:/dataset", n, spec);
+		char *name;
+		int err = only_dataset(spec, &name, eb);
 		if (!err)
-			err = dsv_source_open_h5(spec, names[0], out, eb);
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+			err = dsv_source_open_h5(spec, name, out, eb);
+		free(name);
 		return err;
 	}
 	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
 			   "unknown source type (expected .npy, .nii, .h5[:/dataset], a Zarr "
 			   "array's directory, or a raw file with source_dtype and source_shape)");
+}
+
+/* Adds s (taken) to v, checked against its first source. */
+static int add_checked(dsv_view *v, dsv_source *s, dsv_errbuf *eb)
+{
+	int err = dsv_view_add_source(v, s);
+	if (err) {
+		dsv_source_close(s);
+		return dsv_errf(eb, err, "out of memory");
+	}
+	return v->nsources > 1 ? dsv_view_check_source(v, v->nsources - 1, eb) : 0;
+}
+
+/* An HDF5 dataset's sources into v: itself, or a virtual dataset's parts. */
+static int open_h5(dsv_view *v, const char *file, const char *dataset, dsv_errbuf *eb)
+{
+	dsv_source **parts;
+	size_t n, k = 0;
+	int err = dsv_h5_open_parts(file, dataset, &parts, &n, eb);
+
+	if (!err && n > DSV_VIEW_MAX_SOURCES - v->nsources)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, dataset,
+				  "a virtual dataset of %zu parts (at most %d sources)", n,
+				  DSV_VIEW_MAX_SOURCES);
+	for (; !err && k < n; k++) /* each taken, added or closed */
+		err = add_checked(v, parts[k], eb);
+	for (; k < n; k++)
+		dsv_source_close(parts[k]);
+	free(parts);
+	return err;
 }
 
 /* Opens one source (a resolved path, "file.h5:/dset" included) into the
@@ -87,16 +133,17 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 	else if (!is_structured)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				  "raw source needs source_dtype and source_shape");
-	else
+	else if (dataset && !dsv_source_zarr_version(path))
+		err = open_h5(v, file, dataset, eb);
+	else if (dsv_source_is_h5_path(file) && !dsv_source_zarr_version(path)) {
+		if (!(err = only_dataset(file, &dataset, eb)))
+			err = open_h5(v, file, dataset, eb);
+	} else
 		err = dsv_source_open(path, &s, eb);
 	free(file);
 	free(dataset);
-	if (!err && (err = dsv_view_add_source(v, s))) {
-		dsv_source_close(s);
-		return dsv_errf(eb, err, "out of memory");
-	}
-	if (!err && v->nsources > 1)
-		err = dsv_view_check_source(v, v->nsources - 1, eb);
+	if (!err && s)
+		err = add_checked(v, s, eb);
 	return err;
 }
 

@@ -21,31 +21,38 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common/str.h"
+#include "net/net.h"
 #include "dsview/h5info.h"
+#include "h5/h5_vds.h"
+#include "manifest/manifest_i.h"
 #include "source/source.h"
 #include "view/view_i.h"
 
-/* Adds a view named name of s (taken), to m only once it is finished:
- * a view that fails dsv_view_finish is freed and m is as before.
- * hdf5_path: the dataset's own path (for V.json), or NULL. */
-static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
-			 dsv_dtype dtype, dsv_errbuf *eb)
+/* Adds a view named name of the n sources srcs (taken, in order; srcs
+ * itself is not), to m only once it is finished: a view that fails
+ * dsv_view_finish is freed and m is as before. hdf5_path: the dataset's
+ * own path (for V.json), or NULL. */
+static int add_view_of(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source **srcs,
+		       size_t n, dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_view *v = dsv_view_new(name);
 	dsv_view **nv = realloc(m->views, (m->nviews + 1) * sizeof(*nv));
+	size_t k = 0;
 	int err;
 	if (nv)
 		m->views = nv;
-	if (!v || !nv || (hdf5_path && !(v->decl->hdf5_path = strdup(hdf5_path))) ||
-	    dsv_view_add_source(v, s)) {
-		dsv_source_close(s);
+	int bad = !v || !nv || (hdf5_path && !(v->decl->hdf5_path = strdup(hdf5_path)));
+	while (!bad && k < n && !(bad = dsv_view_add_source(v, srcs[k]) != 0))
+		k++; /* the view owns it */
+	if (bad) {
+		for (; k < n; k++)
+			dsv_source_close(srcs[k]);
 		dsv_view_free(v);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
@@ -58,58 +65,25 @@ static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_pat
 	return 0;
 }
 
-/* value: a scalar dataset's value (JSON text, taken), or NULL. */
-static int add_skipped_value(dsv_manifest *m, const char *path, const char *reason,
-			     const char *kind, char *value)
+/* A view of s (taken), as add_view_of. */
+static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
+			 dsv_dtype dtype, dsv_errbuf *eb)
 {
-	dsv_skipped *ns = realloc(m->skipped, (m->nskipped + 1) * sizeof(*ns));
-	if (!ns)
-		return DSV_ERR_NOMEM;
-	m->skipped = ns;
-	dsv_skipped *k = &m->skipped[m->nskipped];
-	k->path = strdup(path);
-	k->reason = strdup(reason);
-	k->value = value;
-	snprintf(k->kind, sizeof(k->kind), "%s", kind);
-	if (!k->path || !k->reason) {
-		free(k->path);
-		free(k->reason);
-		free(k->value);
-		return DSV_ERR_NOMEM;
-	}
-	m->nskipped++;
-	return 0;
+	return add_view_of(m, name, hdf5_path, &s, 1, dtype, eb);
 }
 
-static int add_skipped(dsv_manifest *m, const char *path, const char *reason, const char *kind)
+/* A view of the HDF5 dataset dset of path: itself, or a virtual
+ * dataset's parts (dsv_h5_open_parts). */
+static int add_h5_view(dsv_manifest *m, const char *name, const char *path, const char *dset,
+		       dsv_dtype dtype, dsv_errbuf *eb)
 {
-	return add_skipped_value(m, path, reason, kind, NULL);
-}
-
-/* One word for why dataset of file is not served, from its header: its
- * type's class when that is not a number, "scalar", "unreadable" when the
- * header cannot be read, else "unsupported" (a filter, external storage). */
-static void skip_kind(const char *file, const char *dataset, char *kind, size_t cap, char **value)
-{
-	dsv_h5_desc d;
-	dsv_errbuf eb;
-	*value = NULL;
-	if (dsv_h5_describe(file, dataset, &d, &eb)) {
-		snprintf(kind, cap, "unreadable");
-		return;
-	}
-	if (d.ndim == 0 && d.value_json) { /* metadata: its value goes in .skipped.json */
-		snprintf(kind, cap, "scalar");
-		*value = d.value_json;
-		d.value_json = NULL;
-	} else if (strcmp(d.type_class, "integer") && strcmp(d.type_class, "float")) {
-		snprintf(kind, cap, "%s", d.type_class);
-	} else if (d.ndim == 0) {
-		snprintf(kind, cap, "scalar");
-	} else {
-		snprintf(kind, cap, "unsupported");
-	}
-	dsv_h5_desc_free(&d);
+	dsv_source **parts;
+	size_t n;
+	int err = dsv_h5_open_parts(path, dset, &parts, &n, eb);
+	if (!err)
+		err = add_view_of(m, name, dset, parts, n, dtype, eb);
+	free(parts);
+	return err;
 }
 
 /* The view name of the dataset at HDF5 path dset ("/a b/c" gives
@@ -149,97 +123,6 @@ static int map_name(const char *dset, char **out, size_t *part_len)
 	return 0;
 }
 
-const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap)
-{
-	size_t used = 0, *counted = calloc(m->nskipped + 1, sizeof(*counted));
-	if (cap)
-		buf[0] = '\0';
-	if (!counted)
-		return buf;
-	/* counted[i]: how many share skipped[i]'s kind, on its first one */
-	for (size_t i = 0; i < m->nskipped; i++) {
-		size_t first = i;
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(m->skipped[j].kind, m->skipped[i].kind)) {
-				first = j;
-				break;
-			}
-		counted[first]++;
-	}
-	for (;;) {
-		size_t best = m->nskipped;
-		for (size_t i = 0; i < m->nskipped; i++)
-			if (counted[i] && (best == m->nskipped || counted[i] > counted[best]))
-				best = i;
-		if (best == m->nskipped)
-			break;
-		int w = snprintf(buf + used, cap > used ? cap - used : 0, "%s%zu %s",
-				 used ? ", " : "", counted[best], m->skipped[best].kind);
-		if (w > 0)
-			used += (size_t)w;
-		counted[best] = 0;
-	}
-	free(counted);
-	return buf;
-}
-
-/* /.skipped.json: [{"path": ..., "reason": ..., "kind": ...}, ...], and
- * "value" for a scalar dataset (metadata, not a view). */
-static int render_skipped(dsv_manifest *m)
-{
-	json_t *arr = json_array();
-	char *s;
-	for (size_t i = 0; arr && i < m->nskipped; i++) {
-		json_t *o = json_pack("{s:o,s:o,s:s}", "path", dsv_json_text(m->skipped[i].path),
-				      "reason", dsv_json_text(m->skipped[i].reason), "kind",
-				      m->skipped[i].kind);
-		if (o && m->skipped[i].value) /* our own JSON text, so it parses */
-			json_object_set_new(o, "value",
-					    json_loads(m->skipped[i].value, JSON_DECODE_ANY, NULL));
-		json_array_append_new(arr, o);
-	}
-	s = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(arr);
-	if (!s || !(m->skipped_json = malloc(strlen(s) + 2))) {
-		free(s);
-		return DSV_ERR_NOMEM;
-	}
-	sprintf(m->skipped_json, "%s\n", s);
-	free(s);
-	return 0;
-}
-
-/* Nothing of path can be served: eb says why, naming each dataset. */
-static int nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *eb)
-{
-	char kinds[256], list[900], show[4 * 64 + 4];
-	size_t used = 0;
-	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
-	list[0] = '\0';
-	for (size_t i = 0; i < m->nskipped && used < sizeof(list); i++) {
-		const dsv_skipped *k = &m->skipped[i];
-		int w = snprintf(list + used, sizeof(list) - used, "%s%s: %s", i ? "; " : "",
-				 dsv_shown(k->path, strlen(k->path), 64, show), k->reason);
-		if (w > 0)
-			used += (size_t)w;
-	}
-	if (used >= sizeof(list))
-		strcpy(list + sizeof(list) - 4, "...");
-	return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
-			   "no dataset can be served (%zu skipped: %s): %s", m->nskipped, kinds,
-			   list);
-}
-
-/* The .skipped.json path of dataset dset of file: the dataset alone for a
- * file mount, "name.h5:/dset" in a directory mount (in, the file's name). */
-static const char *skip_path(const char *in, const char *dset, char *buf, size_t cap)
-{
-	if (!in)
-		return dset;
-	snprintf(buf, cap, "%s:%s", in, dset);
-	return buf;
-}
-
 /* Errors that end a load whatever else: ours, not the file's. */
 static int fatal(int err, unsigned flags)
 {
@@ -252,8 +135,11 @@ static int fatal(int err, unsigned flags)
  * than DSV_VIEW_NAME_MAX once mapped). */
 static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb)
 {
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t len = strlen(base) - strip, cap = 4 * len + 1, n = 0;
+	size_t plen = dsv_url_shown_len(path); /* a URL's query is no part of it */
+	const char *base = path + plen;
+	while (base > path && base[-1] != '/')
+		base--;
+	size_t len = (size_t)(path + plen - base) - strip, cap = 4 * len + 1, n = 0;
 	char *stem = strndup(base, len), *name = malloc(cap), show[4 * 160 + 4];
 	int err = 0;
 
@@ -261,8 +147,7 @@ static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf
 	if (!stem || !name)
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	else if ((n = dsv_name_escape(name, cap, stem)) > DSV_VIEW_NAME_MAX || n == 0)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, strlen(path), 160, show),
-				  NULL,
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, dsv_shown(path, plen, 160, show), NULL,
 				  "file name is not a valid view name (%zu bytes once mapped; at "
 				  "most %d)",
 				  n, DSV_VIEW_NAME_MAX);
@@ -302,18 +187,17 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	else if (!err && n == 0 && nbad == 0)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL, "no datasets");
 	for (size_t i = 0; !err && i < nbad; i++) {
-		const char *sp = skip_path(in, bad[i].path, label, sizeof(label));
+		const char *sp = dsv_mf_skip_path(in, bad[i].path, label, sizeof(label));
 		if (strict)
 			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, bad[i].path, "%s",
 					  bad[i].reason);
-		else if (add_skipped(m, sp, bad[i].reason, "unreadable"))
+		else if (dsv_mf_skip(m, sp, bad[i].reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!first->code)
 			dsv_errf_at(first, DSV_ERR_FORMAT, path, bad[i].path, "%s", bad[i].reason);
 	}
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub;
-		dsv_source *s;
 		char *name = NULL, *full = NULL, kind[24], show[4 * 64 + 4];
 		size_t part_len = 0;
 		int e = map_name(names[i], &name, &part_len);
@@ -325,9 +209,7 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		else if (!e && prefix && asprintf(&full, "%s/%s", prefix, name) < 0)
 			e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
 		else if (!e)
-			e = dsv_source_open_h5(path, names[i], &s, &sub);
-		if (!e)
-			e = add_file_view(m, full ? full : name, names[i], s, dtype, &sub);
+			e = add_h5_view(m, full ? full : name, path, names[i], dtype, &sub);
 		free(name);
 		free(full);
 		if (!e)
@@ -348,9 +230,9 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		if (part_len)
 			snprintf(kind, sizeof(kind), "name");
 		else
-			skip_kind(path, names[i], kind, sizeof(kind), &value);
-		if (add_skipped_value(m, skip_path(in, names[i], label, sizeof(label)), sub.reason,
-				      kind, value))
+			dsv_mf_skip_kind(path, names[i], kind, sizeof(kind), &value);
+		if (dsv_mf_skip_value(m, dsv_mf_skip_path(in, names[i], label, sizeof(label)),
+				      sub.reason, kind, value))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		else if (!first->code)
 			*first = sub;
@@ -373,8 +255,8 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	if (!err && m->nviews == 0 && m->nskipped == 1)
 		err = dsv_errf(eb, first.code, "%s", first.msg);
 	else if (!err && m->nviews == 0)
-		err = nothing_served(m, path, eb);
-	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_mf_nothing_served(m, path, eb);
+	if (!err && m->nskipped && dsv_mf_skipped_render(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
 }
@@ -395,6 +277,25 @@ static int file_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_err
 	if (!err)
 		err = add_file_view(m, name, NULL, s, dtype, eb);
 	free(name);
+	return err;
+}
+
+/* The names one level under the object prefix dir (a listing: its
+ * "subdirectories"), those starting '.' left out as a directory's are. */
+static int object_children(const char *dir, char ***names, size_t *n, dsv_errbuf *eb)
+{
+	dsv_net_dir *d;
+	int err = dsv_net_dir_open(dir, &d, eb);
+	if (!err)
+		err = dsv_net_dir_list(d, names, n, eb);
+	dsv_net_dir_close(d);
+	size_t k = 0;
+	for (size_t i = 0; !err && i < *n; i++)
+		if ((*names)[i][0] == '.')
+			free((*names)[i]);
+		else
+			(*names)[k++] = (*names)[i];
+	*n = err ? 0 : k;
 	return err;
 }
 
@@ -420,15 +321,16 @@ static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const c
 		free(name);
 		if (e && (fatal(e, flags) || !*rel))
 			return dsv_errf(eb, e, "%s", sub.msg);
-		if (e && add_skipped(m, rel, sub.reason, "unreadable"))
+		if (e && dsv_mf_skip(m, rel, sub.reason, "unreadable"))
 			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		return 0;
 	}
-	DIR *d = depth < DSV_ZARR_DEPTH ? opendir(dir) : NULL;
+	int url = dsv_url_scheme_len(dir) != 0;
+	DIR *d = depth < DSV_ZARR_DEPTH && !url ? opendir(dir) : NULL;
 	struct dirent *de;
 	char **names = NULL;
 	size_t n = 0;
-	int err = 0;
+	int err = url && depth < DSV_ZARR_DEPTH ? object_children(dir, &names, &n, eb) : 0;
 	while (d && !err && (de = readdir(d))) {
 		char **nn = de->d_name[0] != '.' ? realloc(names, (n + 1) * sizeof(*nn)) : names;
 		if (de->d_name[0] == '.')
@@ -446,10 +348,12 @@ static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const c
 	for (size_t i = 0; !err && i < n; i++) {
 		char *path = NULL, *r = NULL;
 		struct stat st;
-		if (asprintf(&path, "%s/%s", dir, names[i]) < 0 ||
+		size_t dl = strlen(dir); /* "s3://b/x.zarr/" as given: one '/' */
+		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]) <
+			    0 ||
 		    asprintf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0)
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		else if (url || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
 			err = zarr_views(m, path, r, top, dtype, flags, depth + 1, eb);
 		free(path);
 		free(r);
@@ -466,10 +370,10 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 {
 	int err = zarr_views(m, path, "", path, dtype, flags, 0, eb);
 	if (!err && m->nviews == 0)
-		err = m->nskipped ? nothing_served(m, path, eb)
+		err = m->nskipped ? dsv_mf_nothing_served(m, path, eb)
 				  : dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 						"no Zarr arrays in it");
-	if (!err && m->nskipped && render_skipped(m))
+	if (!err && m->nskipped && dsv_mf_skipped_render(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
 }
@@ -534,7 +438,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			e = file_view(m, path, dtype, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
-		else if (e && add_skipped(m, names[i], sub.reason, "unreadable"))
+		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		free(path);
 	}
@@ -542,8 +446,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		free(names[i]);
 	free(names);
 	if (!err && m->nviews == 0)
-		err = nothing_served(m, dir, eb);
-	if (!err && m->nskipped && render_skipped(m))
+		err = dsv_mf_nothing_served(m, dir, eb);
+	if (!err && m->nskipped && dsv_mf_skipped_render(m))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	return err;
 }
@@ -561,7 +465,8 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	if ((stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
 	     (dsv_source_zarr_version(path) || dsv_has_ext(path, ".zarr") ||
 	      dsv_source_zarr_group(path))) ||
-	    (dsv_url_scheme_len(path) && dsv_source_zarr_version(path))) {
+	    (dsv_url_scheme_len(path) &&
+	     (dsv_source_zarr_version(path) || dsv_source_zarr_group(path)))) {
 		err = from_zarr(m, path, dtype, flags, eb);
 	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		err = from_dir(m, path, dtype, flags, eb);

@@ -8,7 +8,9 @@
  * read half old, half new: its reads fail (DSV_ERR_IO) and one log line
  * names it. Failures a retry may cure (connection errors, timeouts, 5xx,
  * 429 and 503 SlowDown) are retried a bounded number of times with
- * exponential backoff and jitter, then fail that read alone.
+ * exponential backoff and jitter, then fail that read alone. With a disk
+ * cache set (dsv_net_disk_cache), the ranged reads of an object with an
+ * ETag are served from local files where they can be (disk_cache.h).
  *
  * Endpoint, region and credentials come as AWS tools take them (net.c's
  * opening comment; docs/s3.md). Secrets never appear in a message: an
@@ -72,6 +74,38 @@ void dsv_net_dir_close(dsv_net_dir *d); /* accepts NULL */
 int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
 		    dsv_errbuf *eb);
 
+/* One object's version, as its ETag says it (quotes included; "" none). */
+#define DSV_NET_ETAG_MAX 160
+/* Sets an object-storage setting for every object this process opens
+ * (settings.c): key "endpoint", "region", "profile" or "addressing"
+ * ("path", "virtual" or "auto"), from DSV_NET_FROM_MANIFEST or
+ * DSV_NET_FROM_OPTION (which wins). Call before any object is opened.
+ * @return 0, DSV_ERR_INVALID (an unknown key or a bad value; eb says
+ * which) or DSV_ERR_NOMEM. */
+enum { DSV_NET_FROM_MANIFEST = 1, DSV_NET_FROM_OPTION = 2 };
+int dsv_net_setting(const char *key, const char *value, int from, dsv_errbuf *eb);
+/* Forgets them all (tests). */
+void dsv_net_settings_clear(void);
+
+/* GETs n bytes of the object url/key by one ranged GET into buf: at off,
+ * or with from_end its last n bytes (off unused); *size gets the
+ * object's size (Content-Range) and etag its ETag. When etag holds one
+ * already, the GET carries If-Match with it: an object replaced since
+ * fails (DSV_ERR_IO, "changed"). Retried as dsv_net_pread. @return 0;
+ * DSV_ERR_NOTFOUND (404); DSV_ERR_TRUNCATED (the object is shorter than
+ * the range); DSV_ERR_IO, eb (may be NULL) naming the object and the
+ * reason. */
+int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,
+		      int from_end, uint64_t *size, char etag[DSV_NET_ETAG_MAX], dsv_errbuf *eb);
+
+/* The names one level under d's prefix (s3://bucket/x.zarr: "a" for the
+ * keys x.zarr/a/...), by ListObjectsV2 with '/' as the delimiter, page
+ * after page; *names (n of them) freed by the caller, each and all.
+ * @return 0; DSV_ERR_UNSUPPORTED (not s3://: an https:// server lists
+ * nothing); DSV_ERR_IO (the store refused or failed); DSV_ERR_FORMAT (a
+ * reply that is not a listing); eb naming the prefix and why. */
+int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb);
+
 /* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
  * path-style) into *out (the caller frees it). For tests and `info`.
  * @return 0, DSV_ERR_INVALID or DSV_ERR_NOMEM. */
@@ -83,6 +117,16 @@ int dsv_net_http_url(const char *url, char **out);
  * opens its own and leaves the parent's untouched. */
 void dsv_net_after_fork(void);
 
+/* Sets the process's disk cache of objects' stored bytes (disk_cache.h,
+ * docs/s3.md): entries under dir (made, mode 0700, when missing; several
+ * processes may share it), at most size bytes of them, the least recently
+ * used removed first; entries a process before left are found and counted.
+ * Ranged reads of objects with an ETag go through it from then on; Zarr
+ * chunk objects (no ETag) do not. dir NULL: none. Call before reads start
+ * (not thread-safe against them). @return 0 or DSV_ERR_IO, eb naming dir. */
+int dsv_net_disk_cache(const char *dir, uint64_t size, dsv_errbuf *eb);
+#define DSV_DISK_CACHE_DEFAULT (10ull << 30) /* the size when none is given */
+
 /* What the process fetched, since it started. */
 typedef struct dsv_net_stats {
 	uint64_t heads;    /* objects opened */
@@ -90,6 +134,14 @@ typedef struct dsv_net_stats {
 	uint64_t bytes;    /* bytes those GETs fetched */
 	uint64_t retries;  /* requests tried again */
 	uint64_t failures; /* reads that failed after their retries */
+	/* the disk cache's */
+	uint64_t disk_hits;      /* blocks read from their entries */
+	uint64_t disk_misses;    /* blocks fetched (and written as entries) */
+	uint64_t disk_bytes;     /* bytes served from entries */
+	uint64_t disk_evictions; /* entries this process removed as least recently used */
+	uint64_t disk_corrupt;   /* damaged or mismatched entries dropped */
+	uint64_t disk_size;      /* the cache's size (0: none) */
+	uint64_t disk_used;      /* bytes of entries, as this process last counted them */
 } dsv_net_stats;
 void dsv_net_get_stats(dsv_net_stats *st);
 

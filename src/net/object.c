@@ -19,6 +19,7 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "net/disk_cache.h"
 #include "net/net_i.h"
 
 struct dsv_net_obj {
@@ -26,11 +27,12 @@ struct dsv_net_obj {
 	char *name; /* what messages say: the URL given, without its query */
 	dsv_net_config cfg;
 	int is_s3;
-	char sigv4[96]; /* "aws:amz:REGION:s3", or "" unsigned */
-	char etag[160]; /* as the HEAD gave it, quotes included; "" none */
+	char sigv4[96];              /* "aws:amz:REGION:s3", or "" unsigned */
+	char etag[DSV_NET_ETAG_MAX]; /* as the HEAD gave it, quotes included; "" none */
 	uint64_t size;
 	struct timespec mtime;
 	dsv_net_ahead *ahead; /* NULL: every read is one GET */
+	dsv_dcache_id dcache; /* the disk cache's name of this version (with an ETag) */
 };
 
 static struct {
@@ -80,14 +82,19 @@ void dsv_net_after_fork(void)
 typedef struct request {
 	char *buf; /* the GET's destination, cap bytes */
 	size_t cap, got;
-	int whole; /* a GET of the whole object (no Range), up to cap bytes */
-	char etag[160];
+	int whole;  /* a GET of the whole object (no Range), up to cap bytes */
+	int suffix; /* a GET of its last cap bytes (Range: bytes=-cap) */
+	char etag[DSV_NET_ETAG_MAX];
+	char crange[96]; /* Content-Range's value, "" none */
+	int status;      /* the reply's status line's code, 0 before it came */
 } request;
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 {
 	request *r = user;
 	size_t n = size * nmemb;
+	if (r->status / 100 != 2)
+		return n; /* an error reply's body (S3's XML): the status says it */
 	if (n > r->cap - r->got)
 		return 0; /* more than asked for: curl fails the transfer */
 	memcpy(r->buf + r->got, data, n);
@@ -95,20 +102,32 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 	return n;
 }
 
+/* Keeps the value of header name ("etag:") from line into out when it
+ * fits, blanks trimmed. */
+static void keep_header(const char *line, size_t n, const char *name, char *out, size_t cap)
+{
+	size_t k = strlen(name), len;
+	if (n <= k || strncasecmp(line, name, k))
+		return;
+	const char *v = line + k;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	len = n - (size_t)(v - line);
+	while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+		len--;
+	if (len < cap)
+		snprintf(out, cap, "%.*s", (int)len, v);
+}
+
 static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
 {
 	request *r = user;
-	size_t n = size * nmemb, len;
-	if (n > 5 && !strncasecmp(line, "etag:", 5)) {
-		const char *v = line + 5;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		len = n - (size_t)(v - line);
-		while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-			len--;
-		if (len < sizeof(r->etag))
-			snprintf(r->etag, sizeof(r->etag), "%.*s", (int)len, v);
-	}
+	size_t n = size * nmemb;
+	int code;
+	if (n > 9 && !strncmp(line, "HTTP/", 5) && sscanf(line, "HTTP/%*s %d", &code) == 1)
+		r->status = code;
+	keep_header(line, n, "etag:", r->etag, sizeof(r->etag));
+	keep_header(line, n, "content-range:", r->crange, sizeof(r->crange));
 	return n;
 }
 
@@ -135,6 +154,7 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(h, CURLOPT_FILETIME, 1L); /* Last-Modified, for an open */
 	if (o->sigv4[0]) {
 		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, o->sigv4);
 		curl_easy_setopt(h, CURLOPT_USERNAME, o->cfg.key_id);
@@ -149,10 +169,12 @@ static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct
 	}
 	if (!r->cap) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-		curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
 	} else if (!r->whole) {
-		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
-			 (unsigned long long)(off + r->cap - 1));
+		if (r->suffix)
+			snprintf(range, sizeof(range), "-%zu", r->cap);
+		else
+			snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
+				 (unsigned long long)(off + r->cap - 1));
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
 		if (o->etag[0]) {
 			struct curl_slist *l;
@@ -212,7 +234,8 @@ static int perform(const dsv_net_obj *o, request *r, uint64_t off, long *status,
 		struct curl_slist *hdrs;
 		int err = setup(h, o, r, off, &hdrs);
 		r->got = 0;
-		r->etag[0] = '\0';
+		r->etag[0] = r->crange[0] = '\0';
+		r->status = 0;
 		*status = 0;
 		*cc = err ? CURLE_OUT_OF_MEMORY : curl_easy_perform(h);
 		curl_slist_free_all(hdrs);
@@ -229,6 +252,27 @@ static int perform(const dsv_net_obj *o, request *r, uint64_t off, long *status,
 	return 0;
 }
 
+/* Why an http(s) URL was refused: a presigned one may have expired (its
+ * query says when; presign.c), else its signature or the server said no. */
+static void presigned_reason(const dsv_net_obj *o, long status, char *buf, size_t cap)
+{
+	time_t until;
+	struct tm tm;
+	char when[32];
+
+	snprintf(buf, cap, "access denied (HTTP %ld)", status);
+	if (!dsv_net_presign_expiry(o->url, &until))
+		return;
+	if (time(NULL) < until)
+		snprintf(buf, cap,
+			 "access denied (HTTP %ld): the presigned URL's signature was "
+			 "refused",
+			 status);
+	else if (gmtime_r(&until, &tm) && strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, cap, "access denied (HTTP %ld): the presigned URL expired at %s",
+			 status, when);
+}
+
 /* The reason of a failed request in words, for eb or the log. */
 static const char *reason(const dsv_net_obj *o, CURLcode cc, long status, char *buf, size_t cap)
 {
@@ -236,6 +280,8 @@ static const char *reason(const dsv_net_obj *o, CURLcode cc, long status, char *
 		snprintf(buf, cap, "%s (endpoint %s)", curl_easy_strerror(cc), o->cfg.endpoint);
 	else if (cc != CURLE_OK)
 		snprintf(buf, cap, "%s", curl_easy_strerror(cc));
+	else if ((status == 401 || status == 403) && !o->is_s3)
+		presigned_reason(o, status, buf, cap);
 	else if (status == 401 || status == 403)
 		snprintf(buf, cap, "access denied (HTTP %ld): check the credentials", status);
 	else if (status == 404)
@@ -273,10 +319,36 @@ static int start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 	return fill(o, url, eb);
 }
 
-/* The HEAD: size, ETag, Last-Modified. */
+/* The object's size from the reply to a request: a 206's or 416's
+ * Content-Range total ("bytes 0-0/SIZE", "bytes * /SIZE" of an empty
+ * object), else a HEAD's or a 200's Content-Length (h's; none when h is
+ * NULL); -1 none. */
+static curl_off_t reply_size(CURL *h, const request *r, long status)
+{
+	curl_off_t len = -1;
+	const char *slash = strrchr(r->crange, '/');
+	char *end;
+
+	if (status == 206 || status == 416) {
+		if (!slash || strncasecmp(r->crange, "bytes ", 6) || slash[1] < '0' ||
+		    slash[1] > '9')
+			return -1;
+		len = (curl_off_t)strtoll(slash + 1, &end, 10);
+		return *end || len < 0 ? -1 : len;
+	}
+	if (h)
+		curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	return len;
+}
+
+/* The request an open makes: for s3:// a HEAD; for an http(s) URL the
+ * GET of its first byte, because a presigned URL is signed for GET alone
+ * (a HEAD of it is refused) and a GET serves public files as well. The
+ * reply gives size, ETag and Last-Modified either way. */
 static int head(dsv_net_obj *o, dsv_errbuf *eb)
 {
-	request r = { 0 };
+	char first;
+	request r = { .buf = &first, .cap = o->is_s3 ? 0 : 1 };
 	long status;
 	CURLcode cc;
 	char why[400];
@@ -284,20 +356,26 @@ static int head(dsv_net_obj *o, dsv_errbuf *eb)
 
 	if (err)
 		return dsv_errf(eb, err, "out of memory");
-	if (cc != CURLE_OK || status != 200)
+	/* a server that ignores Range sends 200 and the whole body: the write
+	 * callback stops it after the headers, which said the size */
+	int ok = o->is_s3 ? cc == CURLE_OK && status == 200
+			  : (cc == CURLE_OK && (status == 206 || status == 416 || status == 200)) ||
+				    (cc == CURLE_WRITE_ERROR && status == 200);
+	if (!ok)
 		return dsv_errf_at(eb, status == 404 ? DSV_ERR_NOTFOUND : DSV_ERR_IO, o->name, NULL,
 				   "%s", reason(o, cc, status, why, sizeof(why)));
 	CURL *h = thread_handle();
-	curl_off_t len = -1, t = -1;
-	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	curl_off_t len = reply_size(h, &r, status), t = -1;
 	curl_easy_getinfo(h, CURLINFO_FILETIME_T, &t);
 	if (len < 0)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->name, NULL,
-				   "the server gave no size (Content-Length)");
+				   "the server gave no size (Content-Length or Content-Range)");
 	o->size = (uint64_t)len;
 	o->mtime.tv_sec = t > 0 ? (time_t)t : 0;
 	memcpy(o->etag, r.etag, sizeof(o->etag));
 	__atomic_fetch_add(&stats.heads, 1, __ATOMIC_RELAXED);
+	if (o->etag[0] && dsv_dcache_id_make(&o->dcache, o->url, o->etag, o->size))
+		return dsv_errf(eb, DSV_ERR_INTERNAL, "libcrypto failed to hash a URL");
 	return 0;
 }
 
@@ -357,15 +435,7 @@ const char *dsv_net_name(const dsv_net_obj *o)
 	return o->name;
 }
 
-int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
-{
-	if (n > o->size || off > o->size - n)
-		return DSV_ERR_TRUNCATED;
-	if (!n)
-		return 0;
-	return o->ahead ? dsv_net_ahead_read(o->ahead, buf, n, off) : dsv_net_get(o, buf, n, off);
-}
-
+/* One ranged GET of [off, off + n), in bounds and n > 0 (net_i.h). */
 int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 {
 	request r = { .buf = buf, .cap = n };
@@ -398,6 +468,27 @@ int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 	return DSV_ERR_IO;
 }
 
+/* [off, off + n), in bounds and n > 0, from the readahead's blocks or by
+ * a GET of its own (the disk cache's dsv_dcache_fetch_fn: what it lacks
+ * is fetched so). */
+static int get_range(const void *obj, void *buf, size_t n, uint64_t off)
+{
+	const dsv_net_obj *o = obj;
+	return o->ahead ? dsv_net_ahead_read(o->ahead, buf, n, off) : dsv_net_get(o, buf, n, off);
+}
+
+int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
+{
+	if (n > o->size || off > o->size - n)
+		return DSV_ERR_TRUNCATED;
+	if (!n)
+		return 0;
+	/* an object without an ETag is never cached: no version to key it by */
+	if (o->etag[0] && dsv_dcache_on())
+		return dsv_dcache_pread(&o->dcache, o->name, buf, n, off, get_range, o);
+	return get_range(o, buf, n, off);
+}
+
 struct dsv_net_dir {
 	dsv_net_obj base; /* url and name: the prefix; no ETag, no size */
 };
@@ -425,21 +516,18 @@ void dsv_net_dir_close(dsv_net_dir *d)
 	free(d);
 }
 
-int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
-		    dsv_errbuf *eb)
+int dsv_net_dir_fetch(const dsv_net_dir *d, const char *url, const char *name, void *buf,
+		      size_t cap, size_t *got, dsv_errbuf *eb)
 {
-	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
+	dsv_net_obj o = d->base; /* url's: the prefix's settings */
 	request r = { .buf = buf, .cap = cap, .whole = 1 };
 	long status;
 	CURLcode cc;
-	char *url = NULL, why[400];
+	char why[400];
 
 	*got = 0;
-	if (asprintf(&url, "%s/%s", d->base.url, key) < 0)
-		return DSV_ERR_NOMEM;
-	o.url = url;
+	o.url = (char *)url;
 	int err = perform(&o, &r, 0, &status, &cc);
-	free(url);
 	if (err)
 		return err;
 	if (cc == CURLE_OK && status == 200) {
@@ -453,11 +541,72 @@ int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap
 	if (cc == CURLE_WRITE_ERROR)
 		return DSV_ERR_OVERFLOW;
 	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
+	if (eb)
+		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
+			    reason(&o, cc, status, why, sizeof(why)));
+	return DSV_ERR_IO;
+}
+
+const dsv_net_config *dsv_net_dir_config(const dsv_net_dir *d, const char **name)
+{
+	*name = d->base.name;
+	return &d->base.cfg;
+}
+
+int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
+		    dsv_errbuf *eb)
+{
+	char *url = NULL, name[4096 + 8];
+	*got = 0;
+	if (asprintf(&url, "%s/%s", d->base.url, key) < 0)
+		return DSV_ERR_NOMEM;
+	snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
+	int err = dsv_net_dir_fetch(d, url, name, buf, cap, got, eb);
+	free(url);
+	return err;
+}
+
+int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,
+		      int from_end, uint64_t *size, char etag[DSV_NET_ETAG_MAX], dsv_errbuf *eb)
+{
+	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
+	request r = { .buf = buf, .cap = n, .suffix = from_end };
+	long status;
+	CURLcode cc;
+	char *url = NULL, why[400];
+
+	if (!n || asprintf(&url, "%s/%s", d->base.url, key) < 0)
+		return n ? DSV_ERR_NOMEM : DSV_ERR_INVALID;
+	o.url = url;
+	snprintf(o.etag, sizeof(o.etag), "%s", etag); /* If-Match, when one is known */
+	int err = perform(&o, &r, off, &status, &cc);
+	free(url);
+	if (err)
+		return err;
+	curl_off_t total = reply_size(NULL, &r, status);
+	if (cc == CURLE_OK && status == 206 && r.got == n && total >= 0) {
+		__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&stats.bytes, n, __ATOMIC_RELAXED);
+		*size = (uint64_t)total;
+		memcpy(etag, r.etag, DSV_NET_ETAG_MAX);
+		return 0;
+	}
+	if (cc == CURLE_OK && status == 404)
+		return DSV_ERR_NOTFOUND;
+	/* the object is shorter than asked: 416, or a suffix of all of it */
+	if (cc == CURLE_OK &&
+	    (status == 416 || (status == 206 && total >= 0 && (uint64_t)total < n)))
+		return DSV_ERR_TRUNCATED;
+	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
 	if (eb) {
 		char name[4096 + 8];
 		snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
 		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
-			    reason(&o, cc, status, why, sizeof(why)));
+			    cc == CURLE_OK && status == 412
+				    ? "the object changed since it was first read; remount"
+			    : cc == CURLE_OK && status / 100 == 2
+				    ? "a short, over-long or unranged reply to a ranged GET"
+				    : reason(&o, cc, status, why, sizeof(why)));
 	}
 	return DSV_ERR_IO;
 }
@@ -469,4 +618,5 @@ void dsv_net_get_stats(dsv_net_stats *st)
 	st->bytes = __atomic_load_n(&stats.bytes, __ATOMIC_RELAXED);
 	st->retries = __atomic_load_n(&stats.retries, __ATOMIC_RELAXED);
 	st->failures = __atomic_load_n(&stats.failures, __ATOMIC_RELAXED);
+	dsv_dcache_get_stats(st);
 }

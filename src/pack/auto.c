@@ -24,7 +24,22 @@
  * float32), is stored uncompressed. A candidate that encodes its first
  * sample chunk at under half the encode bar is dropped without finishing.
  * An input under AUTO_MIN_BYTES is too small to time: lz4.
+ *
+ * The regime (--storage): the rule above is for storage that delivers
+ * bytes faster than the codecs at the decode bar make raw bytes
+ * (AUTO_OUT_BYTES_S x element size / 4: 500 MB/s for uint8, 2 GB/s for
+ * float32), where decode speed is what a reader waits on. Storage slower
+ * than that (--storage slow, 250 MB/s, or a rate under the bar) is what a
+ * reader waits on instead: every byte saved on disk is time saved, so the
+ * decode bar is waived and, of the candidates over the encode bar, the one
+ * that serves the most raw bytes per second wins: the lesser of what the
+ * storage delivers (bytes/s x its ratio) and what one core decodes; served
+ * rates within AUTO_TIE of the best count as equal, the first wins. While
+ * every decoder outruns the storage that is the best ratio.
+ * Without --storage the regime is fast: pack does not time the output's
+ * file system (a cold read of it cannot be had without dropping caches).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +84,6 @@ static const struct cand {
 };
 #define NCANDS (sizeof(cands) / sizeof(cands[0]))
 
-typedef struct measured {
-	double ratio, out_s, in_s; /* ratio; float32 output and input bytes/s, one core */
-	int done;                  /* measured in full (not dropped) */
-} measured;
-
 typedef struct sample {
 	char *raw, *enc, *back;
 	size_t len;   /* raw bytes per sampled chunk */
@@ -84,7 +94,8 @@ typedef struct sample {
 } sample;
 
 /* Encodes and decodes the sample in pieces of piece bytes. */
-static int measure(sample *sm, const struct cand *c, size_t piece, size_t block, measured *m)
+static int measure(sample *sm, const struct cand *c, size_t piece, size_t block,
+		   dsv_pack_auto_fig *m)
 {
 	size_t per = (sm->len + piece - 1) / piece, stored = 0;
 	double t, enc_s = 0, dec_s = 1e30;
@@ -161,14 +172,152 @@ static size_t piece_of(const packer *p, const struct cand *c, size_t len, size_t
 	return piece;
 }
 
+int dsv_pack_parse_storage(const char *s, double *bytes_s)
+{
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = { { "", 1 },    { "B", 1 },    { "k", 1e3 }, { "kB", 1e3 },
+		      { "M", 1e6 }, { "MB", 1e6 }, { "G", 1e9 }, { "GB", 1e9 } };
+	char *end;
+	double v;
+
+	if (!strcmp(s, "fast") || !strcmp(s, "slow")) {
+		*bytes_s = s[0] == 'f' ? 0 : DSV_PACK_SLOW_STORAGE;
+		return 0;
+	}
+	v = strtod(s, &end);
+	if (end == s || !(v >= 1 && v < 1e15) || !isdigit((unsigned char)s[0]))
+		return DSV_ERR_INVALID;
+	size_t len = strlen(end);
+	if (len >= 2 && !strcmp(end + len - 2, "/s"))
+		len -= 2;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i].unit) == len && !strncmp(end, units[i].unit, len)) {
+			*bytes_s = v * units[i].scale;
+			return 0;
+		}
+	return DSV_ERR_INVALID;
+}
+
+int dsv_pack_auto_slow(size_t elem, double storage_bytes_s)
+{
+	return storage_bytes_s > 0 && storage_bytes_s < AUTO_OUT_BYTES_S * (double)elem / 4.0;
+}
+
+/* What candidate f serves per second on one core, in raw bytes: its
+ * decode speed (fast storage), or in the slow regime the lesser of that
+ * and what the storage delivers (bytes/s x its ratio); 0 where it misses
+ * the encode bar, or the decode bar in the fast regime. */
+static double serves(const dsv_pack_auto_fig *f, size_t elem, double storage_bytes_s)
+{
+	double dec = f->out_s * (double)elem / 4.0;
+
+	if (!f->done || f->in_s < AUTO_IN_BYTES_S)
+		return 0;
+	if (!dsv_pack_auto_slow(elem, storage_bytes_s))
+		return f->out_s >= AUTO_OUT_BYTES_S ? dec : 0;
+	return dec < storage_bytes_s * f->ratio ? dec : storage_bytes_s * f->ratio;
+}
+
+int dsv_pack_auto_rule(const dsv_pack_auto_fig *m, size_t n, size_t elem, double storage_bytes_s,
+		       int *best)
+{
+	int slow = dsv_pack_auto_slow(elem, storage_bytes_s);
+	double top = 0;
+
+	*best = 0;
+	for (size_t k = 0; k < n; k++)
+		if (m[k].done && m[k].ratio > m[*best].ratio)
+			*best = (int)k;
+	/* fast: the best ratio over both bars; slow: the most served */
+	for (size_t k = 0; k < n; k++) {
+		double v = serves(&m[k], elem, storage_bytes_s);
+		if (v > 0 && (slow ? v : m[k].ratio) > top)
+			top = slow ? v : m[k].ratio;
+	}
+	for (size_t k = 0; k < n; k++) {
+		double v = serves(&m[k], elem, storage_bytes_s);
+		if (v > 0 && (slow ? v : m[k].ratio) >= top * (1 - AUTO_TIE))
+			return (int)k;
+	}
+	return 0; /* none: unreachable while m[0] is none, which always passes */
+}
+
+/* The regime in words, after the rest of the line at why + n. */
+static void say_regime(char *why, size_t cap, int n, size_t elem, double storage_bytes_s)
+{
+	double bar_raw = AUTO_OUT_BYTES_S * (double)elem / 4.0;
+
+	if (n < 0 || (size_t)n >= cap)
+		return;
+	if (storage_bytes_s <= 0)
+		snprintf(why + n, cap - (size_t)n, "; storage fast");
+	else
+		snprintf(why + n, cap - (size_t)n,
+			 "; storage %.0f MB/s: %s (the decode bar is %.0f MB/s of raw bytes)",
+			 storage_bytes_s / 1e6,
+			 dsv_pack_auto_slow(elem, storage_bytes_s) ? "slow" : "fast",
+			 bar_raw / 1e6);
+}
+
+/* The one line: what auto chose and why, with the figures. */
+static void explain(const dsv_pack_auto_fig *m, int pick, int best, const sample *sm,
+		    double storage_bytes_s, char *why, size_t cap)
+{
+	int slow = dsv_pack_auto_slow(sm->elem, storage_bytes_s), n;
+	int lz4 = 1; /* cands[1] */
+	char a[48], b[48];
+
+	if (cands[pick].codec == DSV_PACK_NONE && m[best].ratio > m[pick].ratio * (1 + AUTO_TIE))
+		n = snprintf(why, cap,
+			     "auto: none (no codec that compresses %s and encodes %.0f MB/s per "
+			     "core here; best ratio %s %.2f on %zu sample chunks)",
+			     slow ? "serves more than the storage alone"
+				  : "decodes 2 GB/s of float32",
+			     AUTO_IN_BYTES_S / 1e6, label(&cands[best], a, sizeof(a)),
+			     m[best].ratio, sm->n);
+	else if (cands[pick].codec == DSV_PACK_NONE)
+		n = snprintf(why, cap,
+			     "auto: none (best ratio %s %.2f on %zu sample chunks: not worth "
+			     "decoding)",
+			     label(&cands[best], a, sizeof(a)), m[best].ratio, sm->n);
+	else if (slow)
+		n = snprintf(
+			why, cap,
+			"auto: %s, ratio %.2f on %zu sample chunks (lz4 %.2f), serves %.2f GB/s "
+			"of raw bytes per core (storage x ratio %.2f, decode %.2f), encodes %.0f "
+			"MB/s per core (bar %.0f)",
+			label(&cands[pick], a, sizeof(a)), m[pick].ratio, sm->n, m[lz4].ratio,
+			serves(&m[pick], sm->elem, storage_bytes_s) / 1e9,
+			storage_bytes_s * m[pick].ratio / 1e9,
+			m[pick].out_s * (double)sm->elem / 4e9, m[pick].in_s / 1e6,
+			AUTO_IN_BYTES_S / 1e6);
+	else
+		n = snprintf(why, cap,
+			     "auto: %s, ratio %.2f on %zu sample chunks (lz4 %.2f), decodes %.1f "
+			     "GB/s of float32 per core (bar %.0f), encodes %.0f MB/s per core "
+			     "(bar %.0f)",
+			     label(&cands[pick], a, sizeof(a)), m[pick].ratio, sm->n, m[lz4].ratio,
+			     m[pick].out_s / 1e9, AUTO_OUT_BYTES_S / 1e9, m[pick].in_s / 1e6,
+			     AUTO_IN_BYTES_S / 1e6);
+	if (cands[pick].codec != DSV_PACK_NONE && best != pick &&
+	    m[best].ratio > m[pick].ratio * (1 + AUTO_TIE) && n > 0 && (size_t)n < cap)
+		n += snprintf(why + n, cap - (size_t)n, "; best ratio %s %.2f %s",
+			      label(&cands[best], b, sizeof(b)), m[best].ratio,
+			      serves(&m[best], sm->elem, storage_bytes_s) > 0 ? "serves less"
+									      : "misses a bar");
+	say_regime(why, cap, n, sm->elem, storage_bytes_s);
+}
+
 int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errbuf *eb)
 {
 	sample sm = { .elem = dsv_dtype_size(p->in->dtype) };
-	measured m[NCANDS];
+	dsv_pack_auto_fig m[NCANDS];
 	dsv_range r;
 	size_t room = 0, maxpieces = 0;
 	int err = dsv_range_init(&r, p->src), best = -1, pick = -1;
-	char a[48], b[48];
+	char a[48];
 
 	if (p->in->nrows * p->row_bytes < AUTO_MIN_BYTES) {
 		/* too little to time: the default, which costs least to read */
@@ -222,48 +371,8 @@ int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errb
 				 dsv_strerror(err));
 	}
 	if (!err) {
-		for (size_t k = 0; k < NCANDS; k++)
-			if (m[k].done && (best < 0 || m[k].ratio > m[best].ratio))
-				best = (int)k;
-		double top = 0;
-		for (size_t k = 0; k < NCANDS; k++)
-			if (m[k].done && m[k].out_s >= AUTO_OUT_BYTES_S &&
-			    m[k].in_s >= AUTO_IN_BYTES_S && m[k].ratio > top)
-				top = m[k].ratio;
-		for (size_t k = 0; k < NCANDS && pick < 0; k++)
-			if (m[k].done && m[k].out_s >= AUTO_OUT_BYTES_S &&
-			    m[k].in_s >= AUTO_IN_BYTES_S && m[k].ratio >= top * (1 - AUTO_TIE))
-				pick = (int)k;
-		int lz4 = 1; /* cands[1]; none (cands[0]) always passes: pick >= 0 */
-		if (cands[pick].codec == DSV_PACK_NONE &&
-		    m[best].ratio > m[pick].ratio * (1 + AUTO_TIE))
-			snprintf(why, cap,
-				 "auto: none (no codec that compresses decodes %.0f GB/s of "
-				 "float32 and encodes %.0f MB/s per core here; best ratio %s %.2f "
-				 "on %zu "
-				 "sample chunks)",
-				 AUTO_OUT_BYTES_S / 1e9, AUTO_IN_BYTES_S / 1e6,
-				 label(&cands[best], a, sizeof(a)), m[best].ratio, sm.n);
-		else if (cands[pick].codec == DSV_PACK_NONE)
-			snprintf(why, cap,
-				 "auto: none (best ratio %s %.2f on %zu sample chunks: "
-				 "not worth decoding)",
-				 label(&cands[best], a, sizeof(a)), m[best].ratio, sm.n);
-		else {
-			int n = snprintf(
-				why, cap,
-				"auto: %s, ratio %.2f on %zu sample chunks (lz4 %.2f), "
-				"decodes %.1f GB/s of float32 per core (bar %.0f), encodes "
-				"%.0f MB/s per core (bar %.0f)",
-				label(&cands[pick], a, sizeof(a)), m[pick].ratio, sm.n,
-				m[lz4].ratio, m[pick].out_s / 1e9, AUTO_OUT_BYTES_S / 1e9,
-				m[pick].in_s / 1e6, AUTO_IN_BYTES_S / 1e6);
-			if (best != pick && m[best].ratio > m[pick].ratio * (1 + AUTO_TIE) &&
-			    n > 0 && (size_t)n < cap)
-				snprintf(why + n, cap - (size_t)n,
-					 "; best ratio %s %.2f misses a bar",
-					 label(&cands[best], b, sizeof(b)), m[best].ratio);
-		}
+		pick = dsv_pack_auto_rule(m, NCANDS, sm.elem, o->storage_bytes_s, &best);
+		explain(m, pick, best, &sm, o->storage_bytes_s, why, cap);
 		o->codec = cands[pick].codec;
 		o->level = cands[pick].level;
 	}

@@ -132,6 +132,10 @@ static int check_opts(dsv_pack_opts *oc, char *name, size_t cap, dsv_errbuf *eb)
 		return dsv_errf(eb, DSV_ERR_INVALID, "unknown codec %d", (int)oc->codec);
 	if ((err = dsv_pack_level_check(oc->codec, oc->level, eb)))
 		return err;
+	if (oc->storage_bytes_s != 0 && oc->codec != DSV_PACK_AUTO)
+		return dsv_errf(eb, DSV_ERR_INVALID,
+				"--storage is for --codec auto (it says how fast the store will be "
+				"read)");
 	if (oc->level < 0 && oc->codec != DSV_PACK_AUTO)
 		oc->level = dsv_pack_codec_get(oc->codec)->default_level;
 	if (oc->block_bytes &&

@@ -62,6 +62,23 @@ int dsv_pack_read_chunk(const packer *p, dsv_range *r, uint64_t i, char *raw, ui
  * the choice and writes why in why. @return 0 or a dsv_err (eb set). */
 int dsv_pack_choose(packer *p, dsv_pack_opts *o, char *why, size_t cap, dsv_errbuf *eb);
 
+/* One --codec auto candidate's figures on the sample (auto.c). */
+typedef struct dsv_pack_auto_fig {
+	double ratio, out_s, in_s; /* ratio; float32 output and input bytes/s, one core */
+	int done;                  /* measured in full (not dropped) */
+} dsv_pack_auto_fig;
+
+/* Whether storage delivering storage_bytes_s (0: fast) is the bottleneck
+ * for elements of elem bytes: slower than the raw bytes/s a codec at the
+ * decode bar makes. */
+int dsv_pack_auto_slow(size_t elem, double storage_bytes_s);
+
+/* --codec auto's rule (auto.c) over n candidates' figures, cheapest to
+ * decode first, m[0] none (always passes): the index it picks. *best:
+ * the best ratio measured. Pure: no timing, no state. */
+int dsv_pack_auto_rule(const dsv_pack_auto_fig *m, size_t n, size_t elem, double storage_bytes_s,
+		       int *best);
+
 /* Bytes the store will take: exact without compression, else estimated
  * from a sample of chunks. @return 0 or a dsv_err (eb not set). */
 int dsv_pack_estimate_size(packer *p, uint64_t *need);

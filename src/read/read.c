@@ -131,7 +131,9 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 			return err;
 		dsv_view_log_block_error(v, si, ref, err);
 	}
-	err = dsv_cache_get(c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
+	/* a stream's chunk is read once: its buffer is recycled (cache.h) */
+	err = (info->flags & DSV_READ_STREAM ? dsv_cache_get_once : dsv_cache_get)(
+		c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
 	if (err && narrow && err != DSV_ERR_NOMEM)
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst) ? err : 0;
 	if (err)

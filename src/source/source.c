@@ -26,12 +26,13 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 	s->fd = -1;
 	s->refs = 1;
 	s->path = strdup(path);
+	s->shown = strndup(path, dsv_url_shown_len(path));
 	s->dataset = dataset ? strdup(dataset) : NULL;
-	if (!s->path || (dataset && !s->dataset)) {
+	if (!s->path || !s->shown || (dataset && !s->dataset)) {
 		dsv_source_close(s);
 		return NULL;
 	}
-	s->info.path = s->path;
+	s->info.path = s->shown;
 	s->info.dataset = s->dataset;
 	s->info.why = "";
 	return s;
@@ -135,6 +136,7 @@ void dsv_source_close(dsv_source *s)
 	free(s->chunk_size);
 	free(s->chunk_mask);
 	free(s->path);
+	free(s->shown);
 	free(s->dataset);
 	free(s->attrs_json);
 	free(s->dims_json);
@@ -164,6 +166,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_NPY: return "npy";
 	case DSV_SRC_RAW: return "raw";
 	case DSV_SRC_NIFTI: return "nifti";
+	case DSV_SRC_FILL: return "fill";
 	case DSV_SRC_H5_CONTIGUOUS: return "hdf5-contiguous";
 	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";

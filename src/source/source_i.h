@@ -44,8 +44,9 @@ typedef struct dsv_grid_io {
 
 struct dsv_source {
 	dsv_source_info info;
-	int refs; /* dsv_source_ref adds one; close frees at the last */
-	char *path;
+	int refs;    /* dsv_source_ref adds one; close frees at the last */
+	char *path;  /* what is opened: a URL with its query */
+	char *shown; /* what info.path shows: path without a URL's query */
 	char *dataset;
 	int fd;
 	/* an object in object storage or on an https:// server (src/net),

@@ -19,8 +19,10 @@
  *
  * An array in object storage (its URL, s3://bucket/x.zarr) is the same
  * with objects for files: each chunk is one GET of its computed key, and
- * a 404 is the fill value. Its chunk objects are not listed, so their
- * stored bytes are not counted (0).
+ * a 404 is the fill value. A sharded one reads an inner chunk by ranged
+ * GETs: its shard's index once (cached as a file's), then the chunk's
+ * bytes. Its chunk objects are not listed, so their stored bytes are not
+ * counted (0).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -221,11 +223,29 @@ static int stored(const zarr_state *z, dsv_grid_io *io, int fd, const char *path
 	return err ? note(io, err, path) : 0;
 }
 
+/* An inner chunk of a shard object key: its index (cached) says where,
+ * one ranged GET fetches its bytes into buf (cap bytes), *n of them. */
+static int object_inner(const zarr_state *z, const char *key, uint64_t shard, uint64_t inner,
+			unsigned char *buf, size_t cap, size_t *n, dsv_errbuf *why)
+{
+	uint64_t off, len, size;
+	char etag[DSV_NET_ETAG_MAX];
+	int err = dsv_zarr_index_find_object(z->shards, &z->m, z->net, key, shard, inner, &off,
+					     &len, etag, why);
+	if (err)
+		return err;
+	if (len > cap || !len)
+		return DSV_ERR_OVERFLOW;
+	*n = (size_t)len;
+	err = dsv_net_dir_range(z->net, key, buf, (size_t)len, off, 0, &size, etag, why);
+	return err == DSV_ERR_NOTFOUND || err == DSV_ERR_TRUNCATED ? DSV_ERR_IO : err;
+}
+
 /* Grid chunk idx of an array in object storage into exactly size bytes:
- * the chunk's object fetched whole by its key (open refuses sharded
- * arrays there). */
+ * the chunk's object fetched whole by its key, or an inner chunk's bytes
+ * of its shard object by ranged GETs. */
 static int object_chunk(const zarr_state *z, dsv_grid_io *io, const char *key, const char *path,
-			void *dst, size_t size)
+			uint64_t shard, uint64_t inner, void *dst, size_t size)
 {
 	/* No encoding here makes a chunk much bigger than its raw bytes. */
 	uint64_t cap = (uint64_t)size + size / 8 + 4096;
@@ -234,7 +254,12 @@ static int object_chunk(const zarr_state *z, dsv_grid_io *io, const char *key, c
 	size_t n;
 	if (!buf)
 		return note(io, DSV_ERR_NOMEM, path);
-	int err = dsv_net_dir_get(z->net, key, buf, (size_t)cap, &n, &why);
+	int err = z->m.sharded ? object_inner(z, key, shard, inner, buf, (size_t)cap, &n, &why)
+			       : dsv_net_dir_get(z->net, key, buf, (size_t)cap, &n, &why);
+	if (err == DSV_ERR_CORRUPT) {
+		dsv_grid_fault(io, err, path, NULL, "shard %s: %s", path, why.reason);
+		return err;
+	}
 	if (err == DSV_ERR_NOTFOUND)
 		return err;
 	if (err == DSV_ERR_IO) {
@@ -259,7 +284,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	file_of(&z->m, idx, key, sizeof(key), &shard, &inner);
 	snprintf(path, sizeof(path), "%s/%s", z->dir, key);
 	if (z->net)
-		return object_chunk(z, io, key, path, dst, size);
+		return object_chunk(z, io, key, path, shard, inner, dst, size);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? DSV_ERR_NOTFOUND : note(io, DSV_ERR_IO, path);
@@ -479,12 +504,6 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	s->info.dtype = m->dtype;
 	snprintf(s->h5_why, sizeof(s->h5_why), "zarr v%d, %s%s", m->version,
 		 m->sharded ? "sharded, " : "", m->compressor);
-	if (m->sharded && z->net) {
-		dsv_source_close(s);
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
-				   "a sharded Zarr array in object storage is not read yet: "
-				   "copy it to a filesystem");
-	}
 	if (m->sharded && !(z->shards = dsv_zarr_index_cache_create(m))) {
 		dsv_source_close(s);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");

@@ -128,6 +128,18 @@ int dsv_zarr_index_find(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd,
 			uint64_t shard, uint64_t inner, uint64_t *off, uint64_t *len,
 			dsv_errbuf *eb);
 
+/* dsv_zarr_index_find for a shard in object storage: the object key
+ * under net, its index fetched by one ranged GET at the first call for
+ * the shard; etag (DSV_NET_ETAG_MAX bytes) gets the ETag the index was
+ * read under, for the inner chunk's GET. @return as dsv_zarr_index_find;
+ * DSV_ERR_NOTFOUND also when there is no such object (a shard never
+ * written); DSV_ERR_IO when the GET failed (eb says why). */
+struct dsv_net_dir;
+int dsv_zarr_index_find_object(dsv_zarr_index_cache *c, const dsv_zarr_meta *m,
+			       const struct dsv_net_dir *net, const char *key, uint64_t shard,
+			       uint64_t inner, uint64_t *off, uint64_t *len, char *etag,
+			       dsv_errbuf *eb);
+
 /* The path, relative to the array's directory, of the file at index
  * idx[0..ndim) of kgrid (a chunk, or a shard when sharded) into out. @return 0, or DSV_ERR_INVALID when it does not fit
  * in cap or an index is outside the grid. */

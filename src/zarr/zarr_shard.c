@@ -15,7 +15,12 @@
  * modulo the slot count, chosen at create so that all slots together hold
  * at most INDEX_CACHE_BYTES of index (at least one slot); a new shard
  * evicts the slot's old one. A slot remembers the shard file's size, so a
- * file rewritten to another size is read again. One mutex guards the
+ * file rewritten to another size is read again. A shard in object storage
+ * is read the same way by ranged GETs (its index by one GET of the
+ * object's first or last bytes, which says its size and ETag too); its
+ * slot keeps the ETag, and the GETs of its inner chunks carry it
+ * (If-Match): a shard object replaced since its index was read fails
+ * those reads, never mixes an old index with new bytes. One mutex guards the
  * slots; it is held to copy one entry out or to swap a slot, never
  * across a read.
  */
@@ -26,6 +31,7 @@
 #include "codec/codec.h"
 #include "common/bytes.h"
 #include "dsview/codec.h"
+#include "net/net.h"
 #include "source/source_i.h"
 #include "zarr/zarr.h"
 
@@ -123,7 +129,8 @@ int dsv_zarr_decode(const dsv_zarr_meta *m, void *dst, size_t size, const unsign
 typedef struct index_slot {
 	uint64_t shard; /* its linear index + 1; 0: empty */
 	uint64_t file_size;
-	uint64_t *entries; /* 2 * shard_chunks */
+	uint64_t *entries;           /* 2 * shard_chunks */
+	char etag[DSV_NET_ETAG_MAX]; /* an object's, its index read under it */
 } index_slot;
 
 struct dsv_zarr_index_cache {
@@ -154,42 +161,74 @@ void dsv_zarr_index_cache_destroy(dsv_zarr_index_cache *c)
 	free(c);
 }
 
-/* Copies inner's entry of shard out of the cache. @return 1 when held. */
+/* Copies inner's entry of shard out of the cache. file_size UINT64_MAX:
+ * a shard of any size (an object's, not known before its index is read).
+ * @return 1 when held. */
 static int lookup(dsv_zarr_index_cache *c, uint64_t shard, uint64_t file_size, uint64_t inner,
-		  uint64_t *off, uint64_t *len)
+		  uint64_t *off, uint64_t *len, char *etag)
 {
 	index_slot *s = &c->slot[shard % c->nslots];
 	int hit;
 	pthread_mutex_lock(&c->lock);
-	hit = s->shard == shard + 1 && s->file_size == file_size;
+	hit = s->shard == shard + 1 && (file_size == UINT64_MAX || s->file_size == file_size);
 	if (hit) {
 		*off = s->entries[2 * inner];
 		*len = s->entries[2 * inner + 1];
+		memcpy(etag, s->etag, DSV_NET_ETAG_MAX);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return hit;
 }
 
-/* Reads, checks and keeps shard's index from its file fd. */
-static int load(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd, uint64_t file_size,
+/* Where a shard's index is read from: a file (fd, file_size) or, with
+ * net, the object key under it (its size learned from the GET). */
+typedef struct shard_src {
+	int fd;
+	uint64_t file_size;
+	const dsv_net_dir *net;
+	const char *key;
+} shard_src;
+
+/* The stored index (n bytes) into raw, *file_size the shard's size. */
+static int read_index(const dsv_zarr_meta *m, const shard_src *src, unsigned char *raw, size_t n,
+		      uint64_t *file_size, char *etag, dsv_errbuf *eb)
+{
+	dsv_errbuf why;
+	int err;
+	if (src->net) { /* one ranged GET: the first or the last n bytes */
+		err = dsv_net_dir_range(src->net, src->key, raw, n, 0, !m->index_at_start,
+					file_size, etag, &why);
+		if (err == DSV_ERR_TRUNCATED)
+			return dsv_errf(eb, DSV_ERR_CORRUPT,
+					"shard is shorter than its index (%zu)", n);
+		if (err == DSV_ERR_IO)
+			return dsv_errf(eb, err, "%s", why.reason);
+		return err; /* 0, or DSV_ERR_NOTFOUND: no such shard */
+	}
+	*file_size = src->file_size;
+	if (src->file_size < n)
+		return dsv_errf(eb, DSV_ERR_CORRUPT,
+				"shard is %llu bytes, shorter than its index (%zu)",
+				(unsigned long long)src->file_size, n);
+	err = dsv_pread_fd(src->fd, raw, n, m->index_at_start ? 0 : src->file_size - n);
+	return err ? dsv_errf(eb, err, "cannot read the shard index") : 0;
+}
+
+/* Reads, checks and keeps shard's index from src. */
+static int load(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, const shard_src *src,
 		uint64_t shard, dsv_errbuf *eb)
 {
 	size_t n = (size_t)dsv_zarr_index_bytes(m);
 	unsigned char *raw;
-	uint64_t *entries;
+	uint64_t *entries, file_size = 0;
+	char etag[DSV_NET_ETAG_MAX] = "";
 	int err;
-	if (file_size < n)
-		return dsv_errf(eb, DSV_ERR_CORRUPT,
-				"shard is %llu bytes, shorter than its index (%zu)",
-				(unsigned long long)file_size, n);
 	if (!(raw = malloc(n)) || !(entries = malloc(m->shard_chunks * 16))) {
 		free(raw);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
-	err = dsv_pread_fd(fd, raw, n, m->index_at_start ? 0 : file_size - n);
-	if (err)
-		dsv_errf(eb, err, "cannot read the shard index");
-	else
+	err = read_index(m, src, raw, n, &file_size, etag, eb);
+	if (!err)
 		err = dsv_zarr_shard_index(m, raw, n, file_size, entries, eb);
 	free(raw);
 	if (err) {
@@ -202,19 +241,40 @@ static int load(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd, uint64_
 	s->entries = entries;
 	s->shard = shard + 1;
 	s->file_size = file_size;
+	memcpy(s->etag, etag, sizeof(s->etag));
 	pthread_mutex_unlock(&c->lock);
 	return 0;
+}
+
+/* dsv_zarr_index_find and dsv_zarr_index_find_object: the shard's index
+ * from src, looked up (UINT64_MAX: of any size) or loaded. */
+static int find(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, const shard_src *src,
+		uint64_t size, uint64_t shard, uint64_t inner, uint64_t *off, uint64_t *len,
+		char *etag, dsv_errbuf *eb)
+{
+	int err;
+	if (inner >= m->shard_chunks)
+		return dsv_errf(eb, DSV_ERR_INTERNAL, "inner chunk outside its shard");
+	while (!lookup(c, shard, size, inner, off, len, etag))
+		if ((err = load(c, m, src, shard, eb)))
+			return err;
+	return *off == UINT64_MAX && *len == UINT64_MAX ? DSV_ERR_NOTFOUND : 0;
 }
 
 int dsv_zarr_index_find(dsv_zarr_index_cache *c, const dsv_zarr_meta *m, int fd, uint64_t file_size,
 			uint64_t shard, uint64_t inner, uint64_t *off, uint64_t *len,
 			dsv_errbuf *eb)
 {
-	int err;
-	if (inner >= m->shard_chunks)
-		return dsv_errf(eb, DSV_ERR_INTERNAL, "inner chunk outside its shard");
-	while (!lookup(c, shard, file_size, inner, off, len))
-		if ((err = load(c, m, fd, file_size, shard, eb)))
-			return err;
-	return *off == UINT64_MAX && *len == UINT64_MAX ? DSV_ERR_NOTFOUND : 0;
+	shard_src src = { .fd = fd, .file_size = file_size };
+	char etag[DSV_NET_ETAG_MAX];
+	return find(c, m, &src, file_size, shard, inner, off, len, etag, eb);
+}
+
+int dsv_zarr_index_find_object(dsv_zarr_index_cache *c, const dsv_zarr_meta *m,
+			       const dsv_net_dir *net, const char *key, uint64_t shard,
+			       uint64_t inner, uint64_t *off, uint64_t *len, char *etag,
+			       dsv_errbuf *eb)
+{
+	shard_src src = { .fd = -1, .net = net, .key = key };
+	return find(c, m, &src, UINT64_MAX, shard, inner, off, len, etag, eb);
 }

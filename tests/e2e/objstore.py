@@ -10,7 +10,11 @@ boto3 (Debian's python3-boto3), as users make them.
     env = store.env()                         # AWS_* for dsview
     store.kill_volume(); store.start_volume()
     store.stop()
+
+A test class starts one for all its tests: start_for(cls, fill) in its
+setUpClass, stop_for(cls) in its tearDownClass.
 """
+import io
 import json
 import os
 import signal
@@ -19,6 +23,7 @@ import subprocess
 import time
 
 import boto3
+import numpy as np
 from botocore.config import Config
 
 from common import VENV_PY
@@ -27,6 +32,13 @@ WEED = os.path.join(os.path.dirname(VENV_PY), "weed")
 KEY_ID = "AKIDDSVIEWTEST"
 # what the secret-leak checks look for: long and unlike anything else
 SECRET = "dsvS3cr3t-9f8e7d6c5b4a-never-printed"
+
+
+def npy_bytes(a):
+    """The .npy file of a, as bytes to upload."""
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
 
 
 def _free_port():
@@ -120,6 +132,9 @@ class ObjectStore:
                     "-s3.cert.file=" + self.ca, "-s3.key.file=" + self.key,
                     # no Iceberg or Lance servers (they take fixed ports)
                     "-s3.port.iceberg=0", "-s3.port.lance=0",
+                    # BUCKET.localhost:PORT: virtual-hosted addressing
+                    # (curl resolves *.localhost to loopback itself)
+                    "-s3.domainName=localhost",
                     "-s3.config=" + self.config)
         _wait_port(p["s3"], self.procs["filer"], "filer -s3")
         _wait_port(p["s3tls"], self.procs["filer"], "filer -s3 (https)")
@@ -183,3 +198,36 @@ class ObjectStore:
             if p:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
+
+
+def start_for(case, fill, bind="127.0.0.1"):
+    """Starts cls.store for the test class case (after E2E's setUpClass)
+    with the machine's own AWS settings set aside (Mount passes our
+    environment on, with store.env() on top), then fill(s3) uploads its
+    fixtures; on a failure, everything is undone and it raises. bind: as
+    ObjectStore's."""
+    case.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
+    case.store = ObjectStore(case.tmp, bind=bind)
+    try:
+        case.store.start()
+        fill(case.store.client())
+    except Exception:
+        stop_for(case)
+        raise
+
+
+def stop_for(case):
+    """Undoes start_for and E2E's setUpClass."""
+    case.store.stop()
+    os.environ.update(case.saved_aws)
+    super(case, case).tearDownClass()
+
+
+def upload_tree(s3, bucket, root, prefix):
+    """Every file under the directory root as the object
+    prefix/RELATIVE-PATH (a Zarr array or group, file by file)."""
+    for d, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(d, f), root)
+            with open(os.path.join(d, f), "rb") as fh:
+                s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=fh.read())

@@ -173,9 +173,11 @@ cp {self.mp}/a.dat {out}/a.dat
         r = self.in_namespace("/usr/sbin", {"mount.fuse.dsview": os.path.abspath(DSVIEW)},
                               f"mount -t fuse.dsview {self.p('a.npy')} {self.mp} -o "
                               f"defaults,noauto,nofail,_netdev,x-systemd.automount,allow_other,"
-                              f"cache_size=64M,log_level=info,log={log}")
+                              f"cache_size=64M,log_level=info,log={log},"
+                              f"disk_cache={self.p('dcache')},disk_cache_size=32M")
         st = self.check_out(r, log)
         self.assertEqual(st["cache_budget"], 64 << 20)
+        self.assertEqual(st["disk_cache_size"], 32 << 20)
 
     def test_mount_t_through_mount_fuse3(self):
         # no link: mount(8) falls back to fuse3's mount.fuse3, which runs

@@ -198,6 +198,29 @@ class PackCodecs(E2E):
                     check_whole(self, m, "v", reference(x), "float32")
 
 
+    def test_auto_storage(self):
+        # the regime forced with --storage: the line says which and why,
+        # the store is the codec it names (which one wins hangs on timing)
+        x = self.data["img"]
+        for arg, regime in (("slow", "storage 250 MB/s: slow (the decode bar is 500 MB/s of "
+                                     "raw bytes)"),
+                            ("10GB/s", "storage 10000 MB/s: fast (the decode bar is 500 MB/s "
+                                       "of raw bytes)"),
+                            ("fast", "storage fast")):
+            with self.subTest(storage=arg):
+                out = self.p("auto_st.h5")
+                lines = self.pack("--force", "--codec", "auto", "--storage", arg,
+                                  self.p("img.npy"), out)
+                self.assertEqual(len(lines), 2, lines)
+                self.assertTrue(lines[0].endswith("; " + regime), lines[0])
+                with h5py.File(out, "r") as f:
+                    meta = json.loads(f["img"].attrs["dsview"])
+                self.assertTrue(lines[0].startswith(f"auto: {meta['codec']}"), lines[0])
+                if arg == "slow" and meta["codec"] != "none":
+                    self.assertIn("GB/s of raw bytes per core (storage x ratio ", lines[0])
+                self.check_standard(out, "img", meta["codec"], meta["level"], x)
+
+
 class PackCodecErrors(E2E):
     @classmethod
     def setUpClass(cls):
@@ -236,6 +259,11 @@ class PackCodecErrors(E2E):
                  want="--level 'x' must be an integer from 0 to 65537")
         self.bad("--codec", "zstd", "--level", "-3",
                  want="--level '-3' must be an integer from 0 to 65537")
+        for v in ("quick", "250 MB/s", "250MiB/s", "0", ""):
+            self.bad("--codec", "auto", "--storage", v,
+                     want=f"--storage '{v}' must be fast, slow or a rate like 250MB/s")
+        self.bad("--storage", "slow",
+                 want="--storage is for --codec auto (it says how fast the store will be read)")
         # nothing else broke: the same input packs
         r = run("pack", "--codec", "zstd", self.p("ok.npy"), self.p("fine.h5"))
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -173,6 +173,20 @@ class Readahead(E2E):
             self.assertLessEqual(st["bytes_decoded"], 1.25 * len(self.ref), st)
             self.assertEqual(st["errors"], 0)
 
+    def test_sequential_pass_recycles_chunk_buffers(self):
+        # the readahead's chunks are read once: past the last 96 held, each
+        # takes over an older one's buffer, far under the cache's budget
+        # (~800 chunks of 5 rows, so that the readahead takes hundreds)
+        r = run("pack", "--chunk-size", "64K", self.p("seq.npy"), self.p("small.h5"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with self.mount(self.p("small.h5")) as m:
+            self.assertEqual(self.read_all(m.path("seq.dat")), self.ref)
+            st = self.stats(m)
+            self.assertGreater(st["prefetched"], 200, st)
+            self.assertGreater(st["cache_reuses"], 0, st)
+            self.assertLessEqual(st["cache_entries"], 100, st)
+            self.assertEqual(st["errors"], 0)
+
     def test_npy_file_read_ahead_behind_its_header(self):
         # the .npy file's readahead stores sit behind the NPY header
         with self.mount(self.p("seq.h5")) as m:

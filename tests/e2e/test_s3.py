@@ -9,7 +9,6 @@ mid-read and started again (EIO, the daemon alive, then the right bytes
 again) - with the secret key absent from every output."""
 import contextlib
 import errno
-import io
 import os
 import subprocess
 import time
@@ -20,7 +19,7 @@ import numpy as np
 
 from common import E2E, check_preads, check_whole, mounted, run, venv_python
 from netns import NetnsUnavailable, Node
-from objstore import SECRET, ObjectStore
+from objstore import SECRET, npy_bytes, start_for, stop_for, upload_tree
 from refs import reference
 
 BUCKET = "dsview-data"
@@ -31,60 +30,46 @@ def save(path, a):
     return path
 
 
-def npy_bytes(a):
-    b = io.BytesIO()
-    np.save(b, a)
-    return b.getvalue()
-
-
 class S3(E2E):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        # the machine's own AWS settings reach no daemon (Mount passes our
-        # environment on, with store.env() on top)
-        cls.saved_aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
         # on every address: the two-node test's namespaces reach it too
-        cls.store = ObjectStore(cls.tmp, bind="0.0.0.0")
-        try:
-            cls.store.start()
-            s3 = cls.store.client()
-            s3.create_bucket(Bucket=BUCKET)
-            rng = np.random.default_rng(30)
-            # several 1 MiB chunks of the read path; odd row sizes
-            cls.a = rng.integers(0, 256, (700, 1531), dtype=np.uint8)
-            cls.b = rng.standard_normal((257, 3, 129)).astype(np.float32)
-            cls.raw = rng.integers(-30000, 30000, (613, 257), dtype=np.int16)
-            cls.g = rng.integers(0, 4096, (90, 64, 48), dtype=np.uint16)
-            # several readahead GETs of 512 KiB (ahead_env)
-            cls.big = rng.integers(0, 256, (600, 8191), dtype=np.uint8)
-            h5 = os.path.join(cls.tmp, "run1.h5")
-            with h5py.File(h5, "w") as f:
-                f["contig"] = cls.b
-                f.create_dataset("deflate", data=cls.g, chunks=(7, 64, 48), compression="gzip")
-                f.create_dataset("grid", data=cls.g, chunks=(5, 16, 48), shuffle=True,
-                                 compression="gzip", fletcher32=True)
-                f.create_group("stim")["images"] = cls.a[:50]
-            np.save(os.path.join(cls.tmp, "a.npy"), cls.a)
-            store = os.path.join(cls.tmp, "a-lz4.h5")
-            r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "a.npy"), store)
-            if r.returncode:
-                raise RuntimeError(r.stderr)
-            with open(h5, "rb") as f1, open(store, "rb") as f2:
-                h5_bytes, store_bytes = f1.read(), f2.read()
-            cls.upload_zarr(s3, rng)
-            for key, body in (("u8/a.npy", npy_bytes(cls.a)), ("f32/b.npy", npy_bytes(cls.b)),
-                              ("h5/run1.h5", h5_bytes), ("h5/a-lz4.h5", store_bytes),
-                              ("raw/c.i16", cls.raw.tobytes()),
-                              ("victim/v.npy", npy_bytes(cls.a)),
-                              ("big/s.npy", npy_bytes(cls.big)), ("big/t.npy", npy_bytes(cls.big)),
-                              ("volume/w.npy", npy_bytes(cls.b))):
-                s3.put_object(Bucket=BUCKET, Key=key, Body=body)
-        except Exception:
-            cls.store.stop()
-            os.environ.update(cls.saved_aws)
-            super().tearDownClass()
-            raise
+        start_for(cls, cls.fill, bind="0.0.0.0")
+
+    @classmethod
+    def fill(cls, s3):
+        s3.create_bucket(Bucket=BUCKET)
+        rng = np.random.default_rng(30)
+        # several 1 MiB chunks of the read path; odd row sizes
+        cls.a = rng.integers(0, 256, (700, 1531), dtype=np.uint8)
+        cls.b = rng.standard_normal((257, 3, 129)).astype(np.float32)
+        cls.raw = rng.integers(-30000, 30000, (613, 257), dtype=np.int16)
+        cls.g = rng.integers(0, 4096, (90, 64, 48), dtype=np.uint16)
+        # several readahead GETs of 512 KiB (ahead_env)
+        cls.big = rng.integers(0, 256, (600, 8191), dtype=np.uint8)
+        h5 = os.path.join(cls.tmp, "run1.h5")
+        with h5py.File(h5, "w") as f:
+            f["contig"] = cls.b
+            f.create_dataset("deflate", data=cls.g, chunks=(7, 64, 48), compression="gzip")
+            f.create_dataset("grid", data=cls.g, chunks=(5, 16, 48), shuffle=True,
+                             compression="gzip", fletcher32=True)
+            f.create_group("stim")["images"] = cls.a[:50]
+        np.save(os.path.join(cls.tmp, "a.npy"), cls.a)
+        store = os.path.join(cls.tmp, "a-lz4.h5")
+        r = run("pack", "--chunk-size", "256K", os.path.join(cls.tmp, "a.npy"), store)
+        if r.returncode:
+            raise RuntimeError(r.stderr)
+        with open(h5, "rb") as f1, open(store, "rb") as f2:
+            h5_bytes, store_bytes = f1.read(), f2.read()
+        cls.upload_zarr(s3, rng)
+        for key, body in (("u8/a.npy", npy_bytes(cls.a)), ("f32/b.npy", npy_bytes(cls.b)),
+                          ("h5/run1.h5", h5_bytes), ("h5/a-lz4.h5", store_bytes),
+                          ("raw/c.i16", cls.raw.tobytes()),
+                          ("victim/v.npy", npy_bytes(cls.a)),
+                          ("big/s.npy", npy_bytes(cls.big)), ("big/t.npy", npy_bytes(cls.big)),
+                          ("volume/w.npy", npy_bytes(cls.b))):
+            s3.put_object(Bucket=BUCKET, Key=key, Body=body)
 
     @classmethod
     def upload_zarr(cls, s3, rng):
@@ -106,18 +91,11 @@ class S3(E2E):
                     "z[:] = x\n", os.path.join(cls.tmp, "v3.zarr"),
                     save(os.path.join(cls.tmp, "z3.npy"), cls.z3))
         for name in ("v2.zarr", "v3.zarr"):
-            root = os.path.join(cls.tmp, name)
-            for d, _, files in os.walk(root):
-                for f in files:
-                    rel = os.path.relpath(os.path.join(d, f), root)
-                    with open(os.path.join(d, f), "rb") as fh:
-                        s3.put_object(Bucket=BUCKET, Key=f"zarr/{name}/{rel}", Body=fh.read())
+            upload_tree(s3, BUCKET, os.path.join(cls.tmp, name), f"zarr/{name}")
 
     @classmethod
     def tearDownClass(cls):
-        cls.store.stop()
-        os.environ.update(cls.saved_aws)
-        super().tearDownClass()
+        stop_for(cls)
 
     def url(self, key):
         return f"s3://{BUCKET}/{key}"

@@ -1,9 +1,11 @@
 /* HDF5 files: dataset listing, dsview's chunk-map resolution and checks
- * (layouts, filters, links, offsets past the end), then every chunk read as
- * a mount reads it. The HDF5 library itself is not instrumented. */
+ * (layouts, filters, links, offsets past the end; a virtual dataset's
+ * mappings and their parts), then every chunk read as a mount reads it.
+ * The HDF5 library itself is not instrumented. */
 #include <stdlib.h>
 
 #include "fuzz.h"
+#include "h5/h5_vds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -14,10 +16,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dsv_h5_list_datasets(path, &names, &n, NULL, &eb) != 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		dsv_source *s;
-		if (i < 16 && dsv_source_open_h5(path, names[i], &s, &eb) == 0) {
-			fuzz_read_chunks(s);
-			dsv_source_close(s);
+		dsv_source **parts;
+		size_t np;
+		if (i < 16 && dsv_h5_open_parts(path, names[i], &parts, &np, &eb) == 0) {
+			for (size_t k = 0; k < np; k++)
+				fuzz_read_chunks(parts[k]);
+			dsv_h5_close_parts(parts, np);
 		}
 		free(names[i]);
 	}

@@ -137,6 +137,13 @@ def main():
         h5("external_link", lambda f: f.__setitem__("x", h5py.ExternalLink("/etc/passwd", "/y")))
         h5("external_storage", lambda f: f.create_dataset("x", shape=(4,), dtype="u1",
                                                           external=[("/etc/hostname", 0, 4)]))
+        def virtual(f):  # this file's rows, a missing file's, a gap
+            f["x"] = x
+            lay = h5py.VirtualLayout(shape=(20, 8), dtype=np.uint8)
+            lay[0:6] = h5py.VirtualSource(".", "x", shape=(6, 8))
+            lay[10:16] = h5py.VirtualSource("gone.h5", "x", shape=(6, 8))
+            f.create_virtual_dataset("v", lay, fillvalue=3)
+        h5("virtual", virtual)
         for plugin in ("Bitshuffle", "Blosc", "Zstd"):  # whichever Debian's hdf5plugin has
             try:
                 h5("plugin_filter", lambda f: f.create_dataset(
@@ -532,8 +539,67 @@ def nifti_seeds():
     put("nifti", "n2_voxoff_negative", bytes(n2))
 
 
+def dcache_seeds():
+    """Disk cache entries (fuzz_dcache.c's object: SIZE bytes of its
+    pattern, block 0): a whole one, as disk_cache.c writes it, and the
+    damage a disk or a person does to one."""
+    import hashlib
+    import zlib
+    page, size = 64 << 10, 3 * (64 << 10) + 1000
+    data = bytes((i * 7 + (i >> 9)) & 0xFF for i in range(size))
+    h = bytearray(512)
+    h[0:8] = b"dsvdc\0\0\1"
+    h[8:40] = hashlib.sha256(b"https://fuzz.example/bucket/x.h5").digest()
+    etag = b'"fuzz-etag"'
+    h[40:40 + len(etag)] = etag
+    h[200:220] = struct.pack(">QQI", size, 0, size)
+    for p in range(0, size, page):
+        h[220 + 4 * (p // page):224 + 4 * (p // page)] = struct.pack(">I", zlib.crc32(data[p:p + page]))
+    h[284:288] = struct.pack(">I", zlib.crc32(bytes(h[:284])))
+    good = bytes(h) + data
+    put("dcache", "whole", good)
+    put("dcache", "empty", b"")
+    put("dcache", "header_only", good[:512])
+    put("dcache", "cut_data", good[:-1])
+    put("dcache", "one_more_byte", good + b"\0")
+    put("dcache", "data_bit", good[:600] + bytes([good[600] ^ 1]) + good[601:])
+    put("dcache", "header_bit", good[:210] + bytes([good[210] ^ 1]) + good[211:])
+    other = bytearray(good)
+    other[40:40 + len(etag)] = b'"other-tag"'
+    other[284:288] = struct.pack(">I", zlib.crc32(bytes(other[:284])))
+    put("dcache", "other_version", bytes(other))
+def s3list_seeds():
+    """Bucket listings (ListObjectsV2 replies, as SeaweedFS and AWS send
+    them): a page with prefixes and a token, the last page, and the
+    broken ones: not XML, another root, a value over its bound, an
+    entity that expands."""
+    ns = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+    page = (f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult {ns}>'
+            "<Name>b</Name><Prefix>g.zarr/</Prefix><KeyCount>3</KeyCount><MaxKeys>2</MaxKeys>"
+            "<Delimiter>/</Delimiter><IsTruncated>true</IsTruncated>"
+            "<Contents><Key>g.zarr/.zgroup</Key><Size>24</Size></Contents>"
+            "<CommonPrefixes><Prefix>g.zarr/a/</Prefix></CommonPrefixes>"
+            "<CommonPrefixes><Prefix>g.zarr/sub &amp; more/</Prefix></CommonPrefixes>"
+            "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>"
+            "</ListBucketResult>")
+    put("s3list", "page", page.encode())
+    put("s3list", "last", (f"<ListBucketResult {ns}><IsTruncated>false</IsTruncated>"
+                           "<CommonPrefixes><Prefix>g.zarr/z/</Prefix></CommonPrefixes>"
+                           "</ListBucketResult>").encode())
+    put("s3list", "cut", page.encode()[:300])
+    put("s3list", "error_reply", b"<Error><Code>AccessDenied</Code></Error>")
+    put("s3list", "long_value", (f"<ListBucketResult><CommonPrefixes><Prefix>{'p' * 5000}"
+                                 "</Prefix></CommonPrefixes></ListBucketResult>").encode())
+    put("s3list", "entities", (b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+                               b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+                               b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>'
+                               b"<ListBucketResult><NextContinuationToken>&c;&c;"
+                               b"</NextContinuationToken></ListBucketResult>"))
+
+
 if __name__ == "__main__":
     main()
+    dcache_seeds()
     nifti_seeds()
     zarray_seeds()
     zlib_seeds()
@@ -542,3 +608,4 @@ if __name__ == "__main__":
     blosc2_seeds()
     devlz4_seeds()
     quirk_seeds()
+    s3list_seeds()

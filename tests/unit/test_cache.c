@@ -156,6 +156,49 @@ static void test_scan_does_not_flush_reused_chunks(void **state)
 	dsv_cache_destroy(c);
 }
 
+/* Chunks a scan reads once recycle their buffers well under the budget:
+ * past the few it keeps, each miss takes over the oldest idle one's buffer
+ * (its key a ghost: read again, it comes back), never a held one's; plain
+ * gets still fill the budget with buffers of their own. */
+static void test_read_once_recycled_under_budget(void **state)
+{
+	fill_ctx f = { 0 };
+	dsv_cache *c = dsv_cache_create(1 << 30, fill, &f);
+	dsv_cache_stats st;
+	dsv_cache_entry *e, *held;
+	(void)state;
+	assert_int_equal(dsv_cache_get_once(c, 0, 0, 4096, NULL, &held), 0);
+	for (uint64_t k = 1; k < 400; k++) {
+		assert_int_equal(dsv_cache_get_once(c, 0, k, 4096, NULL, &e), 0);
+		assert_int_equal(((const unsigned char *)dsv_cache_data(e))[4095], k & 0xff);
+		dsv_cache_put(c, e);
+	}
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.fills, 400);
+	assert_true(st.reuses >= 400 - 128);
+	assert_true(st.entries <= 128);
+	assert_int_equal(st.evictions, st.reuses);
+	/* the held one stays, whole */
+	assert_int_equal(((const unsigned char *)dsv_cache_data(held))[0], 0);
+	assert_int_equal(dsv_cache_get(c, 0, 0, 4096, NULL, &e), 0);
+	assert_ptr_equal(e, held);
+	dsv_cache_put(c, e);
+	dsv_cache_put(c, held);
+	/* chunk 1 fell out: read again, it is a ghost hit, filled anew */
+	uint64_t ghosts = st.ghost_hits, fills = st.fills;
+	get_put(c, 0, 1, 4096);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.ghost_hits, ghosts + 1);
+	assert_int_equal(st.fills, fills + 1);
+	/* plain gets under the budget take no one's buffer */
+	uint64_t reuses = st.reuses;
+	for (uint64_t k = 0; k < 200; k++)
+		get_put(c, 1, k, 4096);
+	dsv_cache_get_stats(c, &st);
+	assert_int_equal(st.reuses, reuses);
+	dsv_cache_destroy(c);
+}
+
 /* Past the budget, a miss takes over the buffer of the chunk it evicts. */
 static void test_buffers_recycled(void **state)
 {
@@ -360,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_buffers_recycled),
 		cmocka_unit_test(test_held_entries_not_evicted),
 		cmocka_unit_test(test_budget_zero),
+		cmocka_unit_test(test_read_once_recycled_under_budget),
 		cmocka_unit_test(test_concurrent_misses_fill_once),
 		cmocka_unit_test(test_concurrent_failure_shared_then_retry),
 		cmocka_unit_test(test_peek_joins_a_fill_under_way),

@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
 #include "h5/h5.h"
+#include "pack/pack_i.h"
 
 #define PACK_TEST_DIR "/tmp/dsv-test-packc-XXXXXX"
 #include "pack_test.h"
@@ -296,6 +298,91 @@ static void test_auto_measures(void **state)
 	}
 }
 
+/* The regime rule on made-up figures (no timing): none, a fast codec of
+ * ratio 1.3 (3 GB/s of float32 per core: 750 MB/s of uint8 raw bytes), a
+ * slow one of 1.8 (0.9 GB/s of float32: 225 MB/s of uint8), one of 2.0
+ * that encodes too slowly, one dropped (for uint8 the decode bar is 500
+ * MB/s of raw bytes). */
+static void test_auto_regime_rule(void **state)
+{
+	const dsv_pack_auto_fig m[] = {
+		{ 0.99, 1e30, 1e30, 1 }, /* none */
+		{ 1.30, 3e9, 400e6, 1 },  { 1.80, 0.9e9, 60e6, 1 },
+		{ 2.00, 0.9e9, 10e6, 1 }, /* under the encode bar */
+		{ 3.00, 9e9, 9e9, 0 },    /* dropped, never measured in full */
+	};
+	int best;
+	(void)state;
+
+	/* fast (no --storage, or storage over the bar): the decode bar holds */
+	assert_false(dsv_pack_auto_slow(1, 0));
+	assert_int_equal(dsv_pack_auto_rule(m, 5, 1, 0, &best), 1);
+	assert_int_equal(best, 3);
+	assert_false(dsv_pack_auto_slow(1, 500e6));
+	assert_int_equal(dsv_pack_auto_rule(m, 5, 1, 1e9, &best), 1);
+	/* slow: what each serves, min(storage x ratio, decode raw bytes/s):
+	 * at 100 MB/s 130 vs 180 MB/s (the 1.8 decodes 225) */
+	assert_true(dsv_pack_auto_slow(1, 100e6));
+	assert_int_equal(dsv_pack_auto_rule(m, 5, 1, 100e6, &best), 2);
+	/* at 250 MB/s 325 vs 225: the 1.8 no longer keeps up */
+	assert_int_equal(dsv_pack_auto_rule(m, 5, 1, DSV_PACK_SLOW_STORAGE, &best), 1);
+	/* float32: the bar is 2 GB/s of raw bytes, so 1 GB/s is slow; at it
+	 * 1.3 vs 0.9 GB/s, at 400 MB/s 520 vs 720 MB/s */
+	assert_true(dsv_pack_auto_slow(4, 1e9));
+	assert_int_equal(dsv_pack_auto_rule(m, 5, 4, 1e9, &best), 1);
+	assert_int_equal(dsv_pack_auto_rule(m, 5, 4, 400e6, &best), 2);
+	/* nothing compresses: none, in either regime */
+	dsv_pack_auto_fig flat[] = { m[0], { 0.99, 3e9, 400e6, 1 } };
+	assert_int_equal(dsv_pack_auto_rule(flat, 2, 1, 0, &best), 0);
+	assert_int_equal(dsv_pack_auto_rule(flat, 2, 1, 100e6, &best), 0);
+	/* within 1% of the most served: the first in the list (cheaper) */
+	dsv_pack_auto_fig tie[] = { m[0], m[1], { 1.31, 3e9, 400e6, 1 } };
+	assert_int_equal(dsv_pack_auto_rule(tie, 3, 1, 100e6, &best), 1);
+	assert_int_equal(best, 2);
+}
+
+static void test_parse_storage(void **state)
+{
+	static const struct {
+		const char *s;
+		double want;
+	} ok[] = { { "fast", 0 },        { "slow", DSV_PACK_SLOW_STORAGE },
+		   { "250MB/s", 250e6 }, { "250M", 250e6 },
+		   { "1.5G", 1.5e9 },    { "1.5GB/s", 1.5e9 },
+		   { "800k", 800e3 },    { "1000000", 1e6 },
+		   { "100B/s", 100 } };
+	static const char *const bad[] = { "",         "Fast",   "-5M",     "0",    "0.5",
+					   "250 MB/s", "250MiB", "250Mb/s", "1e99", "nan",
+					   "inf",      "M",      "250MB/",  "/s" };
+	double v;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = -1;
+		assert_int_equal(dsv_pack_parse_storage(ok[i].s, &v), 0);
+		assert_true(v == ok[i].want);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(dsv_pack_parse_storage(bad[i], &v), DSV_ERR_INVALID);
+}
+
+/* --storage is for auto alone: one line, nothing written (e2e checks the
+ * line auto prints with it). */
+static void test_auto_storage(void **state)
+{
+	dsv_pack_opts o;
+	dsv_pack_result res;
+	dsv_errbuf eb;
+	(void)state;
+
+	raw_opts(&o, tpath("st.h5"));
+	o.storage_bytes_s = DSV_PACK_SLOW_STORAGE;
+	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INVALID);
+	assert_string_equal(eb.msg, "--storage is for --codec auto (it says how fast the "
+				    "store will be read)");
+	assert_int_equal(access(tpath("st.h5"), F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +392,9 @@ int main(void)
 		cmocka_unit_test(test_store_of_every_codec),
 		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_auto_measures),
+		cmocka_unit_test(test_auto_regime_rule),
+		cmocka_unit_test(test_parse_storage),
+		cmocka_unit_test(test_auto_storage),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,251 @@
+"""Object storage beyond s3:// keys, against a real server (SeaweedFS,
+objstore.py): presigned https URLs (made by boto3's
+generate_presigned_url, as users make them) mounted from the command line
+and from a manifest line of over 1,500 characters, every byte checked; an
+expired and a tampered URL each refused at mount with one clear line; the
+signature absent from every output. Zarr groups (v2 and v3) mounted by
+s3:// URL: their arrays found by listing (ListObjectsV2, paged), refused
+with one line on wrong credentials. Sharded Zarr v3 arrays (zarr-python
+3's, tests/e2e/zarr3_writer.py) mounted by s3:// URL: inner chunks read by
+ranged GETs, shards never written as the fill value, a shard object cut
+short failing its rows with EIO. Endpoint, region, profile and
+addressing (virtual-hosted: BUCKET.localhost) from a manifest's [dsview]
+keys and from -o, -o winning; keys in a manifest refused."""
+import calendar
+import errno
+import os
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+from common import E2E, check_preads, check_whole, mounted, run, venv_python
+from objstore import KEY_ID, SECRET, npy_bytes, start_for, stop_for, upload_tree
+from refs import reference
+
+BUCKET = "dsview-reach"
+# a key near S3's 1,024-byte limit: with a download name its presigned
+# URL passes 1,500 characters
+LONG_KEY = "presigned/" + "/".join(f"{i:02d}" + "d" * 48 for i in range(19)) + "/p.npy"
+DOWNLOAD_AS = 'attachment; filename="' + "p" * 160 + '.npy"'
+
+
+WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zarr3_writer.py")
+
+
+class S3Reach(E2E):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        start_for(cls, cls.fill)
+
+    @classmethod
+    def fill(cls, s3):
+        s3.create_bucket(Bucket=BUCKET)
+        rng = np.random.default_rng(34)
+        cls.arr = rng.standard_normal((389, 3, 67)).astype(np.float32)
+        s3.put_object(Bucket=BUCKET, Key=LONG_KEY, Body=npy_bytes(cls.arr))
+        root = os.path.join(cls.tmp, "z3")
+        venv_python(open(WRITER).read(), root)
+        for name in ("end_zstd", "start_blosc", "grp"):
+            upload_tree(s3, BUCKET, os.path.join(root, name + ".zarr"), f"z3/{name}.zarr")
+        cls.upload_v2_group(s3, rng)
+        # a shard object cut short of its index: the rows it holds fail
+        with open(os.path.join(root, "end_zstd.zarr", "zarr.json"), "rb") as f:
+            s3.put_object(Bucket=BUCKET, Key="z3/short.zarr/zarr.json", Body=f.read())
+        s3.put_object(Bucket=BUCKET, Key="z3/short.zarr/c/1/0/0", Body=b"0123456789")
+
+    @classmethod
+    def upload_v2_group(cls, s3, rng):
+        """A Zarr v2 group (Debian's zarr 2): two arrays, one in a
+        subgroup, and a folder that is no Zarr node."""
+        import zarr
+        g = zarr.open_group(os.path.join(cls.tmp, "g2.zarr"), mode="w")
+        cls.g2a = rng.integers(0, 255, (30, 7), dtype=np.uint8)
+        cls.g2b = rng.standard_normal((12, 5)).astype(np.float32)
+        g.create_dataset("a", data=cls.g2a, chunks=(8, 7))
+        g.create_group("sub").create_dataset("b", data=cls.g2b, chunks=(5, 5))
+        upload_tree(s3, BUCKET, os.path.join(cls.tmp, "g2.zarr"), "g2/g2.zarr")
+        s3.put_object(Bucket=BUCKET, Key="g2/g2.zarr/notes/readme.txt", Body=b"not zarr")
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_for(cls)
+
+    def presign(self, key, expires=600):
+        s3 = self.store.client(signature_version="s3v4")
+        return s3.generate_presigned_url(
+            "get_object", ExpiresIn=expires,
+            Params={"Bucket": BUCKET, "Key": key, "ResponseContentDisposition": DOWNLOAD_AS})
+
+    def env(self):
+        """No credentials: a presigned URL carries its own."""
+        return self.store.env(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="")
+
+    def assert_hidden(self, texts, *secrets):
+        for t in texts:
+            for s in secrets:
+                self.assertNotIn(s, t)
+
+    def shown_everywhere(self, m):
+        """What a mount shows: its log, .stats.json, status, the mount table."""
+        with open("/proc/self/mountinfo") as f:
+            table = f.read()
+        with open(m.path(".stats.json")) as f:
+            stats = f.read()
+        st = run("status", m.mp)
+        return (table, stats, st.stdout, st.stderr, "\n".join(m.log_lines()), m.stderr)
+
+    def refused(self, source, want):
+        mp = self.p("mnt-refused")
+        r = run("mount", "--log", self.p("refused.log"), source, mp, env=self.env(), timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn(want, lines[0])
+        self.assertFalse(mounted(mp), "something was mounted")
+        return lines[0]
+
+    def test_presigned_url(self):
+        expiring = self.presign(LONG_KEY, expires=1)
+        url = self.presign(LONG_KEY)
+        self.assertGreater(len(url), 1500)
+        sig = parse_qs(urlsplit(url).query)["X-Amz-Signature"][0]
+        shown = url.split("?")[0]
+        ref = reference(self.arr)
+        with self.mount(url, env=self.env()) as m:
+            check_whole(self, m, "p", ref, "float32")
+            check_preads(self, m, "p", ref, rows=(0, 200, 388), n_random=10)
+            st = m.stats()
+            self.assertEqual((st["net_heads"], st["net_failures"]), (1, 0))
+            texts = self.shown_everywhere(m)
+            self.assertTrue(any(shown in t for t in texts), "the URL is named nowhere")
+            self.assert_hidden(texts, sig, SECRET)
+        # the same URL as a manifest's source, on one line of its own
+        ini = self.write_ini(f"; {'a comment as long as the URL ' * 60}\n"
+                             f"[p16]\nsource = {url}   ; presigned\ndtype = bfloat16\n")
+        with self.mount(ini, env=self.env()) as m:
+            check_whole(self, m, "p16", reference(self.arr, dtype="bfloat16"), "bfloat16")
+            self.assert_hidden(self.shown_everywhere(m), sig)
+        r = run("info", url, env=self.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(389, 3, 67) float32", r.stdout)
+        self.assert_hidden((r.stdout, r.stderr), sig)
+        # the one made to last a second has expired: waited for, as the
+        # mounts above may take under a second on a quiet machine
+        q = parse_qs(urlsplit(expiring).query)
+        signed = calendar.timegm(time.strptime(q["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ"))
+        time.sleep(max(0.0, signed + int(q["X-Amz-Expires"][0]) + 1.5 - time.time()))
+        line = self.refused(expiring, "the presigned URL expired at")
+        self.assertIn("HTTP 403", line)
+        self.assert_hidden((line,), parse_qs(urlsplit(expiring).query)["X-Amz-Signature"][0])
+        bad = url[:-4] + ("0000" if not url.endswith("0000") else "1111")
+        line = self.refused(bad, "signature was refused")
+        self.assertTrue(line.startswith(f"dsview: {shown}: "), line)
+        self.assertNotIn("X-Amz", line)
+
+    def test_manifest_long_line_not_a_key(self):
+        ini = self.write_ini("[x]\n" + "s" * 300 + "\n")
+        r = run("mount", ini, self.p("mnt-long"), env=self.env(), timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(":2: line too long", r.stderr)
+
+    def test_sharded_zarr(self):
+        root = os.path.join(self.tmp, "z3")
+        for name in ("end_zstd", "start_blosc"):
+            ref = reference(np.load(os.path.join(root, name + ".ref.npy")))
+            with self.subTest(name=name), self.mount(f"s3://{BUCKET}/z3/{name}.zarr",
+                                                     env=self.store.env()) as m:
+                check_preads(self, m, name, ref, rows=(0, 17, len(ref) - 1), n_random=10)
+                check_whole(self, m, name, ref, "float32")
+                st = m.stats()
+                self.assertEqual(st["net_failures"], 0)
+                self.assertGreater(st["net_gets"], 0)
+
+    def test_sharded_zarr_short_shard(self):
+        ref = reference(np.load(os.path.join(self.tmp, "z3", "end_zstd.ref.npy")))
+        row = ref[0].nbytes
+        with self.mount(f"s3://{BUCKET}/z3/short.zarr", env=self.store.env(),
+                        expect_errors=[r"short\.zarr/c/1/0/0.*shorter than its index"]) as m:
+            fd = os.open(m.path("short.dat"), os.O_RDONLY)
+            try:
+                with self.assertRaises(OSError) as e:
+                    os.pread(fd, row, 16 * row)  # in shard 1
+                self.assertEqual(e.exception.errno, errno.EIO)
+            finally:
+                os.close(fd)
+            self.assertTrue(mounted(m.mp))
+            self.assertTrue(any("shorter than its index" in line for line in m.log_lines()),
+                            m.log_lines())
+
+    def test_zarr_groups(self):
+        root = os.path.join(self.tmp, "z3")
+        with self.mount(f"s3://{BUCKET}/z3/grp.zarr", env=self.store.env()) as m:
+            check_whole(self, m, "sig", reference(np.load(os.path.join(root, "grp_sig.ref.npy"))),
+                        "float32")
+            t = np.load(os.path.join(root, "grp_sub_t.ref.npy"))
+            check_whole(self, m, "sub/t", reference(t), "float32")
+        # one name a listing page: the group's .zgroup and three children
+        # in four pages, each after the last by its continuation token (the
+        # store does cut a page at one)
+        page = self.store.client().list_objects_v2(Bucket=BUCKET, Prefix="g2/g2.zarr/",
+                                                   Delimiter="/", MaxKeys=1)
+        self.assertTrue(page["IsTruncated"])  # .zgroup fills the first page
+        with self.mount(f"s3://{BUCKET}/g2/g2.zarr/",
+                        env=self.store.env(DSVIEW_NET_LIST_PAGE="1")) as m:
+            check_whole(self, m, "a", reference(self.g2a), "float32")
+            check_whole(self, m, "sub/b", reference(self.g2b), "float32")
+            self.assertEqual(sorted(os.listdir(m.mp)),
+                             [".stats.json", "a.dat", "a.json", "a.npy", "sub"])
+
+    def test_zarr_group_refused(self):
+        # wrong credentials: the listing (or the probe before it) refused
+        r = run("mount", f"s3://{BUCKET}/g2/g2.zarr", self.p("mnt-g"),
+                env=self.store.env(AWS_SECRET_ACCESS_KEY="not-the-key"), timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("HTTP 403", r.stderr)
+        self.assertNotIn("not-the-key", r.stderr)
+
+    def test_settings_from_manifest_and_options(self):
+        s3 = f"http://127.0.0.1:{self.store.ports['s3']}"
+        virtual = f"http://localhost:{self.store.ports['s3']}"
+        creds = self.p("credentials")
+        with open(creds, "w") as f:
+            f.write(f"[tester]\naws_access_key_id = {KEY_ID}\n"
+                    f"aws_secret_access_key = {SECRET}\n")
+        # nothing usable in the environment: a dead endpoint, no keys
+        env = self.store.env(AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="",
+                             AWS_SECRET_ACCESS_KEY="", AWS_SHARED_CREDENTIALS_FILE=creds)
+        ref = reference(self.arr)
+        ini = self.write_ini(f"[dsview]\ns3_endpoint = {virtual}\ns3_region = us-east-1\n"
+                             f"s3_profile = tester\ns3_addressing = virtual\n"
+                             f"[p]\nsource = s3://{BUCKET}/{LONG_KEY}\n", "settings.ini")
+        with self.mount(ini, env=env) as m:
+            check_whole(self, m, "p", ref, "float32")
+        # -o wins: the manifest's endpoint is dead
+        ini2 = self.write_ini(f"[dsview]\ns3_endpoint = http://127.0.0.1:9\n"
+                              f"s3_profile = tester\n"
+                              f"[p]\nsource = s3://{BUCKET}/{LONG_KEY}\n", "settings2.ini")
+        with self.mount(ini2, "-o", f"s3_endpoint={s3},s3_addressing=path", env=env) as m:
+            check_whole(self, m, "p", ref, "float32")
+            with open("/proc/self/mountinfo") as f:
+                self.assertNotIn("s3_endpoint", f.read())  # never a FUSE option
+        # zero-config, the profile named on the command line
+        with self.mount(f"s3://{BUCKET}/{LONG_KEY}", "-o",
+                        f"s3_endpoint={virtual},s3_profile=tester", env=env) as m:
+            check_whole(self, m, "p", ref, "float32")
+
+    def test_settings_refused(self):
+        bad = self.write_ini(f"[dsview]\naws_secret_access_key = {SECRET}\n"
+                             f"[p]\nsource = s3://{BUCKET}/x.npy\n", "secret.ini")
+        for args, want in (([bad], "credentials are never read from a manifest"),
+                           ([f"s3://{BUCKET}/x.npy", "-o", "s3_addressing=sideways"],
+                            "s3_addressing must be path, virtual or auto"),
+                           ([f"s3://{BUCKET}/x.npy", "-o", "s3_colour=red"],
+                            "unknown object-storage setting 's3_colour'")):
+            with self.subTest(args=args):
+                r = run("mount", *args, self.p("mnt-set"), env=self.store.env(), timeout=60)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(want, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertNotIn(SECRET, r.stderr)
