@@ -2,8 +2,9 @@
  * An LZ4 store's block table (its format: codec/lz4_table.h; written by
  * `dsview pack`, where dsview/h5info.h says): found at open, its shape and
  * storage checked against that format, and its file offset kept, so that
- * lz4_part.c preads a chunk's row of it without the library. A dataset without one (written by others, or by an
- * older pack) has its chunks decoded whole, as ever.
+ * lz4_part.c preads a chunk's row of it without the library (a store in
+ * object storage reads it whole at open instead). A dataset without one
+ * (written by others, or by an older pack) has its chunks decoded whole.
  */
 #ifndef H5_USE_110_API
 #define H5_USE_110_API
@@ -11,6 +12,7 @@
 #include <hdf5.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec/lz4_table.h"
@@ -20,6 +22,25 @@
 /* Blocks per chunk beyond which a table is not used (a row of it would be
  * megabytes): chunks are then decoded whole. */
 #define TABLE_MAX_BLOCKS (1u << 16)
+/* The most of a table a source in object storage keeps in memory. */
+#define TABLE_MEM_MAX (64u << 20)
+
+/* A store in object storage keeps its whole table in memory, read by one
+ * GET now: a shuffled row then costs one GET (its blocks), not two in a
+ * row (its table row, then its blocks). A table too large to keep, or
+ * whose GET fails, is read row by row as from a file. */
+static void keep_remote_table(dsv_source *s, uint64_t bytes)
+{
+	void *mem;
+
+	if (!s->net || bytes > TABLE_MEM_MAX || !(mem = malloc((size_t)bytes)))
+		return;
+	if (dsv_source_pread(s, mem, (size_t)bytes, s->table_off)) {
+		free(mem);
+		return;
+	}
+	s->table_mem = mem;
+}
 
 void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
 {
@@ -58,6 +79,7 @@ void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
 	s->table_off = off;
 	s->table_blocks = nb;
 	s->info.lz4_table = 1;
+	keep_remote_table(s, bytes);
 out:
 	if (dcpl >= 0)
 		H5Pclose(dcpl);

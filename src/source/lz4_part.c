@@ -2,8 +2,9 @@
  * A few rows of an LZ4 store's chunk, from the blocks that hold them
  * (dsv_source_read_lz4_part): the store's block table (h5_table.c) gives
  * each block's stored size and checksum, so a shuffled reader of one row
- * reads one row of the table (8 bytes a block, mostly in the page cache)
- * and the row's own blocks, checks each against its checksum, and decodes
+ * reads one row of the table (8 bytes a block, mostly in the page cache;
+ * a store in object storage holds its table in memory) and the row's own
+ * blocks, checks each against its checksum, and decodes
  * only them: about the bytes it asked for, where the chunk's Fletcher32
  * would have it read and check the whole chunk. The table is untrusted
  * like the rest of the file; codec/lz4_table.c, the table's format,
@@ -25,7 +26,11 @@ static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64
 	uint64_t off = s->table_off + ref->index * dsv_lz4_table_row_bytes(s->table_blocks);
 	uint32_t *row = dsv_tls_buf(DSV_TLS_BLOCKS, (size_t)bytes + extra);
 
-	*err = row ? dsv_source_pread(s, row, (size_t)bytes, off) : DSV_ERR_NOMEM;
+	if (row && s->table_mem)
+		memcpy(row, (const char *)s->table_mem + (off - s->table_off), (size_t)bytes);
+	*err = !row           ? DSV_ERR_NOMEM
+	       : s->table_mem ? 0
+			      : dsv_source_pread(s, row, (size_t)bytes, off);
 	if (*err)
 		return NULL;
 	dsv_lz4_table_load(row, row, nblocks * DSV_LZ4_TABLE_WORDS);

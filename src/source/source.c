@@ -132,6 +132,7 @@ void dsv_source_close(dsv_source *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	dsv_net_close(s->net);
+	free(s->table_mem);
 	free(s->chunk_off);
 	free(s->chunk_size);
 	free(s->chunk_mask);

@@ -74,8 +74,11 @@ struct dsv_source {
 	/* Blosc2: the chunk's shape, which a B2ND frame's must be */
 	uint64_t blosc2_shape[DSV_MAX_DIMS];
 	/* LZ4 stores with a block table (h5_table.c): its file offset and
-	 * blocks per chunk (0: none; chunks are decoded whole) */
+	 * blocks per chunk (0: none; chunks are decoded whole); for a source
+	 * in object storage the whole table as stored, read once at open
+	 * (NULL: each row read where it lies, as from a file) */
 	uint64_t table_off, table_blocks;
+	void *table_mem;
 
 	/* HDF5 library state for fallback reads (src/h5 owns it) */
 	int fallback;

@@ -240,6 +240,24 @@ class S3(E2E):
         r = run("verify", self.url("h5/a-lz4.h5"), env=self.store.env())
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_store_row_is_one_get(self):
+        # a shuffled row of an LZ4 store in object storage costs one GET
+        # (its blocks): the block table was read whole at open
+        ref = reference(self.a)
+        rows = (80, 250, 420, 590)  # inside four different chunks (171 rows)
+        with self.mount_s3(self.url("h5/a-lz4.h5")) as m:
+            fd = os.open(m.path("a.dat"), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no kernel readahead
+                before = m.stats()["net_gets"]
+                for r in rows:
+                    got = os.pread(fd, ref[r].nbytes, r * ref[r].nbytes)
+                    self.assertEqual(got, ref[r].tobytes(), f"row {r}")
+                gets = m.stats()["net_gets"] - before
+            finally:
+                os.close(fd)
+        self.assertEqual(gets, len(rows))
+
     def test_zarr_v2_and_v3(self):
         for key, ref in (("zarr/v2.zarr", self.z2), ("zarr/v3.zarr", self.z3)):
             with self.subTest(key=key), self.mount_s3(self.url(key)) as m:
