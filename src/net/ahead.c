@@ -6,7 +6,8 @@
  * The object is cut into blocks of DSVIEW_NET_GET_KB, each one GET. An
  * object's window is a few slots, each holding one block: queued, being
  * fetched, fetched or failed. A read that continues a chain of earlier
- * reads (chain_on: near where they ended; CHAIN_MIN bytes read) queues
+ * reads (chain_on: near where they ended; CHAIN_MIN bytes read, at
+ * least half of those it spans) queues
  * the blocks from the one holding its next byte on, DSVIEW_NET_AHEAD_KB
  * worth; a read whose bytes all lie in slots waits for them and copies
  * out; any other read is one GET of its own bytes, as without readahead.
@@ -50,6 +51,7 @@ typedef struct slot {
 } slot;
 
 typedef struct chain {
+	uint64_t start; /* where the chain's reads begin */
 	uint64_t end;   /* where the chain's last read ended */
 	uint64_t bytes; /* read by the chain so far */
 } chain;
@@ -280,22 +282,26 @@ static void fill_ahead(dsv_net_ahead *a, uint64_t off, uint64_t end)
 }
 
 /* Records the read [off, end) among the chains: @return whether it
- * continues one that has read CHAIN_MIN bytes. A read continues a chain
- * when it starts within NEAR of where the chain has read to, before or
- * after: a source's reads of one pass come from several threads, a little
- * out of order, and may leave gaps (a store's block table, HDF5's chunk
- * headers) or overlap. */
+ * continues one that has read CHAIN_MIN bytes, at least half of the bytes
+ * it spans. A read continues a chain when it starts within NEAR of where
+ * the chain has read to, before or after: a source's reads of one pass
+ * come from several threads, a little out of order, and may leave gaps
+ * (HDF5's chunk headers) or overlap. The half is what tells a pass from
+ * a shuffled reader's sorted batch, whose rows also follow one another
+ * within NEAR but leave most bytes between them unread: a window ahead
+ * of it would fetch those for nothing. */
 static int chain_on(dsv_net_ahead *a, uint64_t off, uint64_t end)
 {
 	for (unsigned i = 0; i < ENDS; i++) {
 		chain *c = &a->ends[i];
 		if (c->bytes && off + NEAR >= c->end && off <= c->end + NEAR) {
+			c->start = off < c->start ? off : c->start;
 			c->end = end > c->end ? end : c->end;
 			c->bytes += end - off;
-			return c->bytes >= CHAIN_MIN;
+			return c->bytes >= CHAIN_MIN && c->bytes >= (c->end - c->start) / 2;
 		}
 	}
-	a->ends[a->next_end] = (chain){ end, end - off };
+	a->ends[a->next_end] = (chain){ off, end, end - off };
 	a->next_end = (a->next_end + 1) % ENDS;
 	return 0;
 }

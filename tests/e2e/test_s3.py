@@ -240,6 +240,26 @@ class S3(E2E):
         r = run("verify", self.url("h5/a-lz4.h5"), env=self.store.env())
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_sorted_sparse_rows_fetch_no_window(self):
+        # a shuffled reader's sorted batch reads rows that follow one
+        # another but leave most bytes between them unread: no readahead
+        # window fetches those gaps
+        ref = reference(self.big)
+        rows = range(0, len(ref), 4)
+        with self.mount_s3(self.url("big/s.npy"), env=self.ahead_env) as m:
+            fd = os.open(m.path("s.dat"), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                for r in rows:
+                    got = os.pread(fd, ref[r].nbytes, r * ref[r].nbytes)
+                    self.assertEqual(got, ref[r].tobytes(), f"row {r}")
+            finally:
+                os.close(fd)
+            fetched = m.stats()["net_bytes"]
+        # a quarter of the object asked for (pages round each row up a
+        # little); a window ahead would fetch nearly all of it
+        self.assertLess(fetched, len(npy_bytes(self.big)) // 2, fetched)
+
     def test_store_row_is_one_get(self):
         # a shuffled row of an LZ4 store in object storage costs one GET
         # (its blocks): the block table was read whole at open
