@@ -6,8 +6,8 @@
  * The object is cut into blocks of DSVIEW_NET_GET_KB, each one GET. An
  * object's window is a few slots, each holding one block: queued, being
  * fetched, fetched or failed. A read that continues a chain of earlier
- * reads (chain_on: near where they ended; CHAIN_MIN bytes read, at
- * least half of those it spans) queues
+ * reads (chain_on: near where they ended; CHAIN_MIN bytes and half a
+ * block read, at least half of those it spans) queues
  * the blocks from the one holding its next byte on, DSVIEW_NET_AHEAD_KB
  * worth; a read whose bytes all lie in slots waits for them and copies
  * out; any other read is one GET of its own bytes, as without readahead.
@@ -282,8 +282,8 @@ static void fill_ahead(dsv_net_ahead *a, uint64_t off, uint64_t end)
 }
 
 /* Records the read [off, end) among the chains: @return whether it
- * continues one that has read CHAIN_MIN bytes, at least half of the bytes
- * it spans. A read continues a chain when it starts within NEAR of where
+ * continues one that has read CHAIN_MIN bytes and half a block, at least
+ * half of the bytes it spans. A read continues a chain when it starts within NEAR of where
  * the chain has read to, before or after: a source's reads of one pass
  * come from several threads, a little out of order, and may leave gaps
  * (HDF5's chunk headers) or overlap. The half is what tells a pass from
@@ -298,7 +298,8 @@ static int chain_on(dsv_net_ahead *a, uint64_t off, uint64_t end)
 			c->start = off < c->start ? off : c->start;
 			c->end = end > c->end ? end : c->end;
 			c->bytes += end - off;
-			return c->bytes >= CHAIN_MIN && c->bytes >= (c->end - c->start) / 2;
+			return c->bytes >= CHAIN_MIN && c->bytes >= a->block / 2 &&
+			       c->bytes >= (c->end - c->start) / 2;
 		}
 	}
 	a->ends[a->next_end] = (chain){ off, end, end - off };
