@@ -7,10 +7,10 @@
  * object's window is a few slots, each holding one block: queued, being
  * fetched, fetched or failed. A read that continues a chain of earlier
  * reads (chain_on: near where they ended; CHAIN_MIN bytes and half a
- * block read, at least half of those it spans) queues
- * the blocks from the one holding its next byte on, DSVIEW_NET_AHEAD_KB
- * worth; a read whose bytes all lie in slots waits for them and copies
- * out; any other read is one GET of its own bytes, as without readahead.
+ * block read, at least half of those it spans) queues the blocks from the
+ * one holding its next byte on, DSVIEW_NET_AHEAD_KB worth; a read whose
+ * bytes all lie in slots waits for them and copies out; any other read is
+ * one GET of its own bytes, as without readahead.
  *
  * The GETs run on a pool of DSVIEW_NET_GETS threads for the process (made
  * at the first queued block), each with its own connection. Every GET
@@ -283,13 +283,14 @@ static void fill_ahead(dsv_net_ahead *a, uint64_t off, uint64_t end)
 
 /* Records the read [off, end) among the chains: @return whether it
  * continues one that has read CHAIN_MIN bytes and half a block, at least
- * half of the bytes it spans. A read continues a chain when it starts within NEAR of where
- * the chain has read to, before or after: a source's reads of one pass
- * come from several threads, a little out of order, and may leave gaps
- * (HDF5's chunk headers) or overlap. The half is what tells a pass from
- * a shuffled reader's sorted batch, whose rows also follow one another
- * within NEAR but leave most bytes between them unread: a window ahead
- * of it would fetch those for nothing. */
+ * half of the bytes it spans. A read continues a chain when it starts
+ * within NEAR of where the chain has read to, before or after: a source's
+ * reads of one pass come from several threads, a little out of order, and
+ * may leave gaps (HDF5's chunk headers) or overlap. The two halves tell a
+ * pass from a shuffled reader's sorted batch, whose rows also follow one
+ * another within NEAR but leave most bytes between them unread (and whose
+ * few neighbouring rows read densely for a while): a window ahead of it
+ * would fetch those bytes for nothing. */
 static int chain_on(dsv_net_ahead *a, uint64_t off, uint64_t end)
 {
 	for (unsigned i = 0; i < ENDS; i++) {
