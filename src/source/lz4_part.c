@@ -25,15 +25,18 @@ static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64
 	uint64_t bytes = dsv_lz4_table_row_bytes(nblocks);
 	uint64_t off = s->table_off + ref->index * dsv_lz4_table_row_bytes(s->table_blocks);
 	uint32_t *row = dsv_tls_buf(DSV_TLS_BLOCKS, (size_t)bytes + extra);
+	const void *stored = row;
 
-	if (row && s->table_mem)
-		memcpy(row, (const char *)s->table_mem + (off - s->table_off), (size_t)bytes);
-	*err = !row           ? DSV_ERR_NOMEM
-	       : s->table_mem ? 0
-			      : dsv_source_pread(s, row, (size_t)bytes, off);
+	*err = 0;
+	if (!row)
+		*err = DSV_ERR_NOMEM;
+	else if (s->table_mem) /* read whole at open (h5_table.c) */
+		stored = (const char *)s->table_mem + (off - s->table_off);
+	else
+		*err = dsv_source_pread(s, row, (size_t)bytes, off);
 	if (*err)
 		return NULL;
-	dsv_lz4_table_load(row, row, nblocks * DSV_LZ4_TABLE_WORDS);
+	dsv_lz4_table_load(row, stored, nblocks * DSV_LZ4_TABLE_WORDS);
 	return row;
 }
 
