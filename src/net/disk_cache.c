@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/bytes.h"
@@ -323,7 +324,25 @@ static void drop(int fd, const char *name, const char *obj, const char *why)
 			name, why);
 }
 
-/* Bytes [lo, hi) of block b (off, len) into out from its entry.
+/* Reads the header and data bytes [from, to) of the entry open on fd into
+ * hdr and dst: one preadv when from is 0 (the header and the block's
+ * first page follow one another). */
+static int entry_pread(int fd, uint8_t hdr[DSV_DCACHE_HEADER], uint8_t *dst, uint32_t from,
+		       uint32_t to)
+{
+	struct iovec iov[2] = { { hdr, DSV_DCACHE_HEADER }, { dst, to - from } };
+	if (!from)
+		return preadv(fd, iov, 2, 0) == (ssize_t)(DSV_DCACHE_HEADER + to) ? 0 : -1;
+	return pread(fd, hdr, DSV_DCACHE_HEADER, 0) == (ssize_t)DSV_DCACHE_HEADER &&
+			       pread(fd, dst, to - from, DSV_DCACHE_HEADER + from) ==
+				       (ssize_t)(to - from)
+		       ? 0
+		       : -1;
+}
+
+/* Bytes [lo, hi) of block b (off, len) into out from its entry, straight
+ * into out when they are whole pages (a damaged entry's bytes there are
+ * overwritten by the fetch that follows), else through a page buffer.
  * @return 1 served, 0 no entry (or a damaged one, dropped). */
 static int entry_read(const dsv_dcache_id *id, const char *obj, uint64_t b, uint64_t off,
 		      uint32_t len, uint32_t lo, uint32_t hi, uint8_t *out)
@@ -335,27 +354,28 @@ static int entry_read(const dsv_dcache_id *id, const char *obj, uint64_t b, uint
 	unsigned p0 = lo / DSV_DCACHE_PAGE, p1 = (hi - 1) / DSV_DCACHE_PAGE + 1;
 	uint32_t from = p0 * DSV_DCACHE_PAGE,
 		 to = p1 * DSV_DCACHE_PAGE < len ? p1 * DSV_DCACHE_PAGE : len;
-	uint8_t *pages;
+	uint8_t *pages = out;
 
 	dsv_dcache_entry_name(name, id, b);
 	int fd = openat(dc.dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) || !(pages = dsv_tls_buf(DSV_TLS_DISK, DSV_DCACHE_BLOCK))) {
+	if (fstat(fd, &st) ||
+	    ((from != lo || to != hi) && !(pages = dsv_tls_buf(DSV_TLS_DISK, DSV_DCACHE_BLOCK)))) {
 		close(fd);
 		return 0;
 	}
 	if (st.st_size != (off_t)(DSV_DCACHE_HEADER + len) ||
-	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    entry_pread(fd, hdr, pages, from, to) ||
 	    dsv_dcache_entry_check(hdr, id, off, len, &why) ||
-	    pread(fd, pages, to - from, DSV_DCACHE_HEADER + from) != (ssize_t)(to - from) ||
 	    (dsv_dcache_pages_check(hdr, len, p0, p1 - p0, pages) &&
 	     (why = "a page's checksum is wrong"))) {
 		drop(fd, name, obj, why);
 		close(fd);
 		return 0;
 	}
-	memcpy(out, pages + (lo - from), hi - lo);
+	if (pages != out)
+		memcpy(out, pages + (lo - from), hi - lo);
 	if (time(NULL) > st.st_mtime)
 		futimens(fd, NULL); /* used now: the last to be evicted */
 	close(fd);
