@@ -50,9 +50,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "tests", "e2e")]
 import benchlib as L  # noqa: E402
-import cglimit  # noqa: E402
+import cgroup  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 NULLFS = os.environ.get("NULLFS", "build/bench/nullfs")
@@ -243,10 +244,9 @@ def shuf_pass(ds, peer, workers, seed):
 def regime_group(regime, disk):
     if regime == "none":
         return None
-    name = f"dsview-bench-{os.getpid()}"
     if regime == "mem":
-        return cglimit.Group(name, mem=MEM_MB << 20)
-    return cglimit.Group(name, disk=disk, read_bps=int(regime) * 1000 * 1000)
+        return cgroup.Group("dsview-bench", mem=MEM_MB << 20)
+    return cgroup.Group("dsview-bench", disk=disk, read_bps=int(regime) * 1000 * 1000)
 
 
 def in_group(g, fn):
@@ -261,7 +261,7 @@ def in_group(g, fn):
         try:
             os.close(rfd)
             if g:
-                g.join()
+                g.add()
             os.write(wfd, f"{fn()!r}\n".encode())
             code = 0
         except BaseException as e:  # reported by the parent, as a failed pass
@@ -297,7 +297,7 @@ def run_peer(ds, peer, regime, disk, rnd):
                 subprocess.run(["fusermount3", "-u", ds.mnt])
             if g:
                 if regime == "mem":
-                    r["oom"] = r.get("oom", 0) + g.oom_kills()
+                    r["oom"] = r.get("oom", 0) + (g.oom_kills() or 0)
                 g.remove()
         r[key] = v if v is not None else float("nan")
         r["fail"] += v is None
@@ -351,7 +351,7 @@ def main():
     if not shutil.which("squashfuse_ll") or not shutil.which("mksquashfs"):
         print("warning: squashfuse_ll or mksquashfs missing (make deps): no squashfuse peers")
         peers = [p for p in peers if p not in SQ]
-    disk = cglimit.disk_of(work)
+    disk = cgroup.disk_of(work)
     regimes = REGIMES
     if disk is None and any(r not in ("none", "mem") for r in regimes):
         print(f"warning: {work} is on no block device: no capped-disk regimes "
@@ -383,11 +383,13 @@ def main():
             shutil.rmtree(ds.dir, ignore_errors=True)
     finally:
         L.remove_work(work, *(os.path.join(work, f"s{side}", "mnt") for side in SIZES))
+    caps = {"v2": "cgroup v2 io.max", "v1": "cgroup v1 blkio.throttle.read_bps_device"}.get(
+        cgroup.hierarchy("io")[0], "no io controller")
     print(f"\n{L.machine('STORE_MB', MB, ROUNDS, t0)} Every pass cold (page "
           f"cache dropped, {L.PREFAULT_GB:g} GB touched and freed, daemon restarted);\nseq = "
           f"32 MiB memmap slices; shuf = sorted batches of {L.BATCH} random rows; ratios are of "
           f"medians in the same regime (seq / shuf 1 / shuf {WORKERS}w). Disk caps: {disk or '-'} "
-          f"({'cgroup v2 io.max' if cglimit.V2 else 'cgroup v1 blkio.throttle.read_bps_device'}).")
+          f"({caps}).")
     L.save_json(OUT_JSON, out)
 
 
