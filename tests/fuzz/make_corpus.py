@@ -33,6 +33,7 @@ def main():
     corpus_codecs.zlib_seeds()
     corpus_zarr.zarr_chunk_seeds()
     corpus_zarr.zarr_shard_seeds()
+    corpus_codecs.blosc_seeds()
     corpus_codecs.blosc2_seeds()
     corpus_codecs.devlz4_seeds()
     corpus_codecs.quirk_seeds()
