@@ -29,7 +29,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -37,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 from benchlib import (BATCH, BATCHES, H, MEAN, SETTLE, SHUF_SECONDS, STD, W,  # noqa: E402,F401
-                      drop_caches, proc_cpu, proc_kb, raise_readahead, seq, shuffled)
+                      drop_caches, proc_cpu, proc_kb, seq, shuffled)
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 NULLFS = os.environ.get("NULLFS", "build/bench/nullfs")
@@ -48,7 +47,8 @@ PAR = 8  # concurrent readers of the RSS check
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = benchlib.work_dir("bench")
+    t0 = time.perf_counter()
     mnt = os.path.join(work, "mnt")
     n = max(BATCH * 2, MB * 1000 * 1000 // (H * W * 3))
     rng = np.random.default_rng(0)
@@ -97,19 +97,12 @@ def main():
 
     def mount(peer):
         if peer == "null":
-            os.makedirs(mnt, exist_ok=True)  # dsview mount creates it; nullfs does not
-            daemon["proc"] = subprocess.Popen([NULLFS, str(f32_bytes), mnt])
-            for _ in range(200):
-                if os.path.exists(os.path.join(mnt, "data.dat")):
-                    break
-                time.sleep(0.02)
-            raise_readahead(mnt)  # as dsview does for its own mounts
+            daemon["proc"] = benchlib.mount_null(NULLFS, f32_bytes, mnt)
             daemon["pid"] = daemon["proc"].pid
         else:
             subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
                             os.path.join(work, "b.ini"), mnt], check=True)
-            with open(os.path.join(mnt, ".stats.json")) as f:
-                daemon["pid"] = json.load(f)["pid"]
+            daemon["pid"] = benchlib.daemon_pid(mnt)
 
     def umount(peer):
         hwm = proc_kb(daemon["pid"], "VmHWM")
@@ -158,10 +151,8 @@ def main():
 
     runs = {}
     batches = min(n // BATCH, BATCHES)
-    peers = ["f32_mm", "null", "dsv_npy", "dsv_lz4", "u8_numpy", "h5_numpy"]
-    if not os.path.exists(NULLFS):
-        print(f"warning: {NULLFS} missing (make build/bench/nullfs): no null peer")
-        peers.remove("null")
+    peers = benchlib.chosen_peers(["f32_mm", "null", "dsv_npy", "dsv_lz4", "u8_numpy", "h5_numpy"],
+                                  None, NULLFS)
     for rnd in range(ROUNDS):
         for peer in peers:
             r = {"rss": 0}
@@ -268,8 +259,8 @@ def main():
                   f"in all; daemon peak RSS {r['par_rss'] / 1024:.0f} MiB (cache budget "
                   f"{r['budget'] / 2**20:.0f} MiB + 64 MiB = {limit / 1024:.0f} MiB: "
                   f"{'within' if r['par_rss'] <= limit else 'OVER'})")
-    print(f"\nmachine: {os.cpu_count()} cores; BENCH_MB={MB}; {ROUNDS} interleaved rounds, medians; "
-          f"batches of {BATCH} rows; cold = page cache dropped{'' if can_drop else ' (FAILED: not root)'}"
+    print(f"\n{benchlib.machine('BENCH_MB', MB, ROUNDS, t0)} Batches of {BATCH} rows; "
+          f"cold = page cache dropped{'' if can_drop else ' (FAILED: not root)'}"
           f" and daemon restarted;\nCPU s/GB: seconds of CPU per GB of float32 delivered in the cold "
           f"sequential pass, reader process + FUSE daemon;\nshuf amp: bytes the daemon decoded / "
           f"bytes the shuffled batches asked for (req) and / bytes the daemon handed the kernel (kern:\n"

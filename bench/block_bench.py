@@ -27,7 +27,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -114,7 +113,7 @@ def one_pass(work, store, seed):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-block-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("block")
     try:
         u8 = os.path.join(work, "u8.npy")
         if DATA == "photos":

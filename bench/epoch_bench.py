@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -51,7 +50,7 @@ def two_epochs(dsview, work, store, mnt):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-epoch-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("epoch")
     mnt = os.path.join(work, "mnt")
     try:
         os.makedirs(mnt)

@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -67,7 +66,7 @@ def one_pass(work, store, gpu, tier=None):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-gpum-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("gpum")
     try:
         mnt = os.path.join(work, "probe")
         os.makedirs(mnt)

@@ -14,11 +14,9 @@ Phases, ROUNDS (3) interleaved rounds, medians, each cold (page cache
 dropped, daemon restarted): a sequential pass (GB/s of float32) and sorted
 shuffled batches of 256 rows (GRID_BATCHES, default 8, or 15 s; rows/s).
 Ratios against the peers the issue names, of medians of this run."""
-import gc
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -70,86 +68,56 @@ def make(work, n):
     del x
 
 
-class Peer:
-    def __init__(self, work, peer, n):
-        self.work, self.peer, self.n = work, peer, n
-        self.mnt = os.path.join(work, "mnt")
+def zarr_norm(work):
+    """zarr_np: the Zarr array read with zarr, normalised with numpy."""
+    import zarr
+    z = zarr.open(os.path.join(work, "v.zarr"), mode="r")
 
-    def __enter__(self):
-        if self.peer == "zarr_np":
-            import zarr
-            z = zarr.open(os.path.join(self.work, "v.zarr"), mode="r")
+    class Norm:
+        shape = z.shape
 
-            class Norm:
-                shape = z.shape
-
-                def __getitem__(self, sl):
-                    if isinstance(sl, np.ndarray):
-                        u8 = z.get_orthogonal_selection((sl,))
-                    else:
-                        u8 = z[sl]
-                    return u8.astype(np.float32) * np.float32(SCALE) + np.float32(OFFSET)
-            return Norm()
-        os.makedirs(self.mnt, exist_ok=True)
-        env = dict(os.environ, DSVIEW_H5_GRID="0") if self.peer == "h5_lib" else None
-        subprocess.run([DSVIEW, "mount", "--log", os.path.join(self.work, "log"),
-                        os.path.join(self.work, self.peer + ".ini"), self.mnt], check=True, env=env)
-        self.a = np.memmap(os.path.join(self.mnt, "v.dat"), np.float32, "r",
-                           shape=(self.n, SIDE, SIDE))
-        return self.a
-
-    def __exit__(self, *exc):
-        if self.peer != "zarr_np":
-            del self.a
-            gc.collect()
-            subprocess.run([DSVIEW, "umount", self.mnt], check=True)
+        def __getitem__(self, sl):
+            if isinstance(sl, np.ndarray):
+                u8 = z.get_orthogonal_selection((sl,))
+            else:
+                u8 = z[sl]
+            return u8.astype(np.float32) * np.float32(SCALE) + np.float32(OFFSET)
+    return Norm()
 
 
 def measure(work, peer, n, fn):
-    """fn(array) on a cold start of peer; the array is dropped before the
-    unmount (a live memmap keeps the mount busy)."""
-    L.drop_caches()
-    p = Peer(work, peer, n)
-    try:
-        return fn(p.__enter__())
-    finally:
-        gc.collect()
-        p.__exit__(None, None, None)
+    """fn(array) on a cold start of peer (benchlib.cold_view for a mount)."""
+    if peer == "zarr_np":
+        L.drop_caches()
+        return fn(zarr_norm(work))
+    env = dict(os.environ, DSVIEW_H5_GRID="0") if peer == "h5_lib" else None
+    return L.cold_view(DSVIEW, os.path.join(work, peer + ".ini"), os.path.join(work, "mnt"),
+                       os.path.join(work, "log"), (n, SIDE, SIDE), fn, env=env)
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-grid-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("grid")
     n = max(2 * L.BATCH, MB * 1000 * 1000 // (SIDE * SIDE))
-    L.PREFAULT_GB = min(6.0, max(1.0, 6 * MB / 1024))
+    L.scale_prefault(MB)
     t0 = time.perf_counter()
-    runs = {p: [] for p in PEERS}
     try:
         make(work, n)
         print(f"dataset: {n} volumes of {SIDE}x{SIDE} uint8 ({n * SIDE * SIDE / 1e6:.0f} MB; "
               f"{4 * n * SIDE * SIDE / 1e6:.0f} MB float32); made in "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
-        for rnd in range(ROUNDS):
-            for peer in PEERS:
-                gbs = measure(work, peer, n, lambda arr: L.seq(arr, 16) / 1e9)
-                rate = measure(work, peer, n, lambda arr: L.shuffled(
-                    lambda idx: np.asarray(arr[idx]), n, BATCHES, seed=rnd)[0])
-                runs[peer].append((gbs, rate))
-                print(f"  round {rnd + 1}/{ROUNDS} {peer:8}: sequential {gbs:.2f} GB/s, "
-                      f"shuffled {rate:,.0f} rows/s", flush=True)
+        runs = L.interleaved(
+            PEERS, ROUNDS,
+            lambda peer, rnd: L.seq_and_shuffled(lambda fn: measure(work, peer, n, fn), BATCHES, rnd),
+            lambda r: f"sequential {r[0]:.2f} GB/s, shuffled {r[1]:,.0f} rows/s", 8)
     finally:
         L.remove_work(work, os.path.join(work, "mnt"))
-    med = {p: np.median(np.array(r), axis=0) for p, r in runs.items()}
-    print(f"\n{'peer':10} {'seq cold GB/s':>14} {'shuffled rows/s':>16}")
-    for p in PEERS:
-        print(f"{p:10} {med[p][0]:14.2f} {med[p][1]:16,.0f}")
+    med = L.medians(runs)
+    L.table(PEERS, med, [("seq cold GB/s", 14, ".2f"), ("shuffled rows/s", 16, ",.0f")], 10)
     print()
     for a, b, at_least in TARGETS:
         for k, what in ((0, "sequential"), (1, "shuffled")):
-            r = med[a][k] / med[b][k]
-            print(f"{a} / {b} {what}: {r:.2f}x (target >= {at_least:g}x): "
-                  f"{'met' if r >= at_least else 'NOT met'}")
-    print(f"\n{ROUNDS} interleaved rounds, medians, {time.perf_counter() - t0:.0f} s; cold = page "
-          f"cache dropped, daemon restarted; shuffled = sorted batches of {L.BATCH} random rows.")
+            L.target(f"{a} / {b} {what}", med[a][k] / med[b][k], ">=", at_least)
+    L.cold_footer(ROUNDS, t0)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -163,7 +162,7 @@ def report(results, sizes):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-loader-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("loader")
     results = {}
     try:
         for label, side in SIZES.items():
@@ -182,9 +181,7 @@ def main():
         report(results, SIZES)
         print(f"\n{ROUNDS} round(s), medians; batch {L.BATCH}, shuffled, cold (pages evicted, "
               f"fresh mount), fork workers; LOADER_MB={MB}")
-        if os.environ.get("LOADER_JSON"):
-            with open(os.environ["LOADER_JSON"], "w") as f:
-                json.dump({f"{k[0]}|{k[1]}|{k[2]}": v for k, v in results.items()}, f, indent=1)
+        L.save_json(os.environ.get("LOADER_JSON"), {f"{k[0]}|{k[1]}|{k[2]}": v for k, v in results.items()})
     finally:
         L.remove_work(work, *(os.path.join(work, str(s), "mnt") for s in SIZES.values()))
 

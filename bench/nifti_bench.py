@@ -13,9 +13,7 @@ dropped, daemon restarted): a sequential pass (GB/s of float32) and sorted
 shuffled batches of 256 volumes (NIFTI_BATCHES, default 8, or 15 s;
 rows/s). The ratio nifti / npy of medians of this run."""
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -73,40 +71,29 @@ def check_same(work, n):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-nifti-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("nifti")
     row = int(np.prod(VOL)) * 2
     n = max(2 * L.BATCH, MB * 1000 * 1000 // row)
-    L.PREFAULT_GB = min(6.0, max(1.0, 6 * MB / 1024))
+    L.scale_prefault(MB)
     t0 = time.perf_counter()
-    runs = {p: [] for p in PEERS}
     try:
         make(work, n)
         print(f"dataset: {n} int16 volumes of {VOL[2]}x{VOL[1]}x{VOL[0]} ({n * row / 1e6:.0f} MB; "
               f"{2 * n * row / 1e6:.0f} MB float32); made in {time.perf_counter() - t0:.0f} s",
               flush=True)
         check_same(work, n)
-        for rnd in range(ROUNDS):
-            for peer in PEERS if rnd % 2 == 0 else PEERS[::-1]:
-                gbs = measure(work, peer, n, lambda arr: L.seq(arr, 16) / 1e9)
-                rate = measure(work, peer, n, lambda arr: L.shuffled(
-                    lambda idx: np.asarray(arr[idx]), n, BATCHES, seed=rnd)[0])
-                runs[peer].append((gbs, rate))
-                print(f"  round {rnd + 1}/{ROUNDS} {peer:6}: sequential {gbs:.2f} GB/s, "
-                      f"shuffled {rate:,.0f} rows/s", flush=True)
+        runs = L.interleaved(
+            PEERS, ROUNDS,
+            lambda peer, rnd: L.seq_and_shuffled(lambda fn: measure(work, peer, n, fn), BATCHES, rnd),
+            lambda r: f"sequential {r[0]:.2f} GB/s, shuffled {r[1]:,.0f} rows/s", 6, alternate=True)
     finally:
         L.remove_work(work, os.path.join(work, "mnt"))
-    med = {p: np.median(np.array(r), axis=0) for p, r in runs.items()}
-    print(f"\n{'peer':8} {'seq cold GB/s':>14} {'shuffled rows/s':>16}")
-    for p in PEERS:
-        print(f"{p:8} {med[p][0]:14.2f} {med[p][1]:16,.0f}")
+    med = L.medians(runs)
+    L.table(PEERS, med, [("seq cold GB/s", 14, ".2f"), ("shuffled rows/s", 16, ",.0f")], 8)
     print()
     for k, what in ((0, "sequential"), (1, "shuffled")):
-        r = med["nifti"][k] / med["npy"][k]
-        print(f"nifti / npy {what}: {r:.2f}x (target >= {TARGET:g}x): "
-              f"{'met' if r >= TARGET else 'NOT met'}")
-    print(f"\n{ROUNDS} interleaved rounds (order alternating), medians, "
-          f"{time.perf_counter() - t0:.0f} s; cold = page cache dropped, daemon restarted; "
-          f"shuffled = sorted batches of {L.BATCH} random volumes.")
+        L.target(f"nifti / npy {what}", med["nifti"][k] / med["npy"][k], ">=", TARGET)
+    L.cold_footer(ROUNDS, t0, alternate=True, rows="volumes")
 
 
 if __name__ == "__main__":

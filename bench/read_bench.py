@@ -49,7 +49,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -127,19 +126,12 @@ class Dataset:
 
     def mount(self, peer):
         if peer == "null":
-            os.makedirs(self.mnt, exist_ok=True)
-            self.proc = subprocess.Popen([NULLFS, str(self.f32_bytes), self.mnt])
-            for _ in range(250):
-                if os.path.exists(os.path.join(self.mnt, "data.dat")):
-                    break
-                time.sleep(0.02)
-            L.raise_readahead(self.mnt)
+            self.proc = L.mount_null(NULLFS, self.f32_bytes, self.mnt)
             self.pid = self.proc.pid
         else:
             subprocess.run([DSVIEW, "mount", "--log", self.path("log"), self.path("b.ini"),
                             self.mnt], check=True)
-            with open(os.path.join(self.mnt, ".stats.json")) as f:
-                self.pid = json.load(f)["pid"]
+            self.pid = L.daemon_pid(self.mnt)
 
     def umount(self, peer):
         if peer == "null":
@@ -372,14 +364,9 @@ def report(ds, res, peers):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-read-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    only = os.environ.get("READ_PEERS")
-    peers = [p for p in PEERS if not only or p in only.split(",")]
-    if "null" in peers and not os.path.exists(NULLFS):
-        print(f"warning: {NULLFS} missing (make build/bench/nullfs): no null peer")
-        peers.remove("null")
-    if "BENCH_PREFAULT_GB" not in os.environ:  # a quick run's passes touch less memory
-        L.PREFAULT_GB = min(6.0, max(1.0, 6 * MB / 1024))
+    work = L.work_dir("read")
+    peers = L.chosen_peers(PEERS, "READ_PEERS", NULLFS)
+    L.scale_prefault(MB)
     if ROUNDS > 0 and not L.drop_caches():
         print("warning: cannot drop the page cache (not root): 'cold' numbers are warm")
     t0 = time.perf_counter()
@@ -400,16 +387,14 @@ def main():
                              f"disk/asked {r['amp_shuf1']:.2f} / {r['amp_shufw']:.2f}"
                              if "dec_shuf1" in r else ""),
                           flush=True)
-            res = {p: {k: float(np.median([r[k] for r in rs]))
-                       for k in rs[0]} for p, rs in runs.items()}
+            res = L.medians(runs)
             met = report(ds, res, peers)
             out[f"{ds.side}x{ds.side}x3"] = {"rows": ds.n, "row_bytes": ds.row,
                                              "peers": res, "targets": met}
             shutil.rmtree(ds.dir, ignore_errors=True)
     finally:
         L.remove_work(work, *(os.path.join(work, f"s{side}", "mnt") for side in SIZES))
-    print(f"\nmachine: {os.cpu_count()} cores; READ_MB={MB}; {ROUNDS} interleaved rounds, "
-          f"medians; {time.perf_counter() - t0:.0f} s.\ncold = page cache dropped, daemon "
+    print(f"\n{L.machine('READ_MB', MB, ROUNDS, t0)}\ncold = page cache dropped, daemon "
           f"restarted, {L.PREFAULT_GB:g} GB touched and freed; warm = a second pass over a file "
           f"wholly in the page cache (cached: % resident before it, mincore);\nshuf = cold sorted "
           f"batches of {L.BATCH} random rows, 1 reader or {WORKERS} forked workers, each opening "
@@ -418,9 +403,7 @@ def main():
           f"of float32 delivered, reader processes + daemon; vs u8_numpy (shuffled 1 / "
           f"{WORKERS} workers),\nvs f32 (warm), vs null (cold): ratios of medians of this run. "
           f"null: read_ahead_kb 1024; dsview: its default (128).")
-    if OUT_JSON:
-        with open(OUT_JSON, "w") as f:
-            json.dump(out, f, indent=1)
+    L.save_json(OUT_JSON, out)
 
 
 if __name__ == "__main__":

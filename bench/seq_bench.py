@@ -23,7 +23,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -78,7 +77,7 @@ def make_data(path):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-seq-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("seq")
     try:
         u8 = os.path.join(work, "u8.npy")
         what = make_data(u8)

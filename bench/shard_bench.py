@@ -14,11 +14,9 @@ float32) and sorted shuffled batches of 256 rows (SHARD_BATCHES, default
 daemon's /proc/PID/io read_bytes over the stored bytes of the distinct
 inner chunks the rows read lie in (the sizes of the unsharded array's
 chunk files, the same zstd frames). Ratios of medians of this run."""
-import gc
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -72,69 +70,55 @@ def needed_bytes(work, n, rows):
 
 
 def measure(work, peer, n, fn):
-    """fn(array, daemon pid) on a cold start of peer's mount."""
-    L.drop_caches()
+    """fn(array, daemon pid) on a cold start of peer's mount
+    (benchlib.cold_view)."""
     mnt = os.path.join(work, "mnt")
-    os.makedirs(mnt, exist_ok=True)
-    subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"),
-                    os.path.join(work, peer + ".ini"), mnt], check=True)
-    try:
-        with open(os.path.join(mnt, ".stats.json")) as f:
-            import json
-            pid = json.load(f)["pid"]
-        a = np.memmap(os.path.join(mnt, "v.dat"), np.float32, "r", shape=(n, SIDE, SIDE))
-        try:
-            return fn(a, pid)
-        finally:
-            del a
-            gc.collect()
-    finally:
-        subprocess.run([DSVIEW, "umount", mnt], check=True)
+    return L.cold_view(DSVIEW, os.path.join(work, peer + ".ini"), mnt, os.path.join(work, "log"),
+                       (n, SIDE, SIDE), lambda a: fn(a, L.daemon_pid(mnt)))
 
 
 def shuffled(work, n, rnd):
     def run(a, pid):
         before = L.proc_read_bytes(pid)
-        rate, rows = L.shuffled(lambda idx: np.asarray(a[idx]), n, BATCHES, seed=rnd)
+        rate, rows = L.shuffled_rows(a, BATCHES, rnd)
         read = L.proc_read_bytes(pid) - before
         order = np.random.default_rng(rnd).permutation(n)[:rows]
         return rate, read / needed_bytes(work, n, order)
     return run
 
 
+def one(work, peer, n, rnd):
+    """(sequential GB/s, shuffled rows/s, read amplification), each cold."""
+    gbs = measure(work, peer, n, lambda a, pid: L.seq(a, 16) / 1e9)
+    return (gbs, *measure(work, peer, n, shuffled(work, n, rnd)))
+
+
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-shard-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = L.work_dir("shard")
     n = max(2 * L.BATCH, MB * 1000 * 1000 // (SIDE * SIDE))
-    L.PREFAULT_GB = min(6.0, max(1.0, 6 * MB / 1024))
+    L.scale_prefault(MB)
     t0 = time.perf_counter()
-    runs = {p: [] for p in PEERS}
     try:
         make(work, n)
         print(f"dataset: {n} rows of {SIDE}x{SIDE} uint8 ({n * SIDE * SIDE / 1e6:.0f} MB), inner "
               f"chunks of {INNER} rows, shards of {SHARD}; made in {time.perf_counter() - t0:.0f} s",
               flush=True)
-        for rnd in range(ROUNDS):
-            for peer in PEERS:
-                gbs = measure(work, peer, n, lambda a, pid: L.seq(a, 16) / 1e9)
-                rate, amp = measure(work, peer, n, shuffled(work, n, rnd))
-                runs[peer].append((gbs, rate, amp))
-                print(f"  round {rnd + 1}/{ROUNDS} {peer:9}: sequential {gbs:.2f} GB/s, shuffled "
-                      f"{rate:,.0f} rows/s, read amplification {amp:.2f}", flush=True)
+        runs = L.interleaved(
+            PEERS, ROUNDS, lambda peer, rnd: one(work, peer, n, rnd),
+            lambda r: f"sequential {r[0]:.2f} GB/s, shuffled {r[1]:,.0f} rows/s, read amplification "
+                      f"{r[2]:.2f}", 9)
     finally:
         L.remove_work(work, os.path.join(work, "mnt"))
-    med = {p: np.median(np.array(r), axis=0) for p, r in runs.items()}
-    print(f"\n{'peer':10} {'seq cold GB/s':>14} {'shuffled rows/s':>16} {'read amp':>9}")
-    for p in PEERS:
-        print(f"{p:10} {med[p][0]:14.2f} {med[p][1]:16,.0f} {med[p][2]:9.2f}")
+    med = L.medians(runs)
+    L.table(PEERS, med, [("seq cold GB/s", 14, ".2f"), ("shuffled rows/s", 16, ",.0f"),
+                         ("read amp", 9, ".2f")], 10)
     print()
     got = {TARGETS[0][0]: med["sharded"][1] / med["unsharded"][1],
            TARGETS[1][0]: med["sharded"][2]}
     print(f"sequential sharded / unsharded: {med['sharded'][0] / med['unsharded'][0]:.2f}x")
     for what, op, bound in TARGETS:
-        ok = got[what] >= bound if op == ">=" else got[what] <= bound
-        print(f"{what}: {got[what]:.2f} (target {op} {bound:g}): {'met' if ok else 'NOT met'}")
-    print(f"\n{ROUNDS} interleaved rounds, medians, {time.perf_counter() - t0:.0f} s; cold = page "
-          f"cache dropped, daemon restarted; shuffled = sorted batches of {L.BATCH} random rows.")
+        L.target(what, got[what], op, bound, unit="")
+    L.cold_footer(ROUNDS, t0)
 
 
 if __name__ == "__main__":

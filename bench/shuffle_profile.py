@@ -32,7 +32,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -129,8 +128,8 @@ def disk_latency(path):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-prof-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    L.PREFAULT_GB = min(6.0, max(1.0, 6 * R.MB / 1024))
+    work = L.work_dir("prof")
+    L.scale_prefault(R.MB)
     res = {}
     try:
         ds = R.Dataset(work, SIDE)

@@ -42,19 +42,18 @@ subset), STORE_SQ_ZSTD_LEVEL (mksquashfs' zstd level, default its own 15,
 which packs about 3 MB/s of float32 on this machine; 3 is 100x faster and
 its image 1.6x larger), STORE_JSON=path writes the results. STORE_MB=128
 ROUNDS=1 STORE_REGIMES=none,250 STORE_SQ_ZSTD_LEVEL=3 is a quick run."""
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "tests", "e2e")]
 import benchlib as L  # noqa: E402
-import cglimit  # noqa: E402
+import cgroup  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 NULLFS = os.environ.get("NULLFS", "build/bench/nullfs")
@@ -157,9 +156,7 @@ class Dataset:
 
     def mount(self, peer):
         if peer == "null":
-            self.proc = subprocess.Popen([NULLFS, str(self.f32_bytes), self.mnt])
-            self.wait_for("data.dat")
-            L.raise_readahead(self.mnt)
+            self.proc = L.mount_null(NULLFS, self.f32_bytes, self.mnt)
         elif peer in SQ:
             subprocess.run(["squashfuse_ll", self.path(f"f32_{SQ[peer]}.sqfs"), self.mnt], check=True)
             self.wait_for("f32.npy")
@@ -247,10 +244,9 @@ def shuf_pass(ds, peer, workers, seed):
 def regime_group(regime, disk):
     if regime == "none":
         return None
-    name = f"dsview-bench-{os.getpid()}"
     if regime == "mem":
-        return cglimit.Group(name, mem=MEM_MB << 20)
-    return cglimit.Group(name, disk=disk, read_bps=int(regime) * 1000 * 1000)
+        return cgroup.Group("dsview-bench", mem=MEM_MB << 20)
+    return cgroup.Group("dsview-bench", disk=disk, read_bps=int(regime) * 1000 * 1000)
 
 
 def in_group(g, fn):
@@ -265,7 +261,7 @@ def in_group(g, fn):
         try:
             os.close(rfd)
             if g:
-                g.join()
+                g.add()
             os.write(wfd, f"{fn()!r}\n".encode())
             code = 0
         except BaseException as e:  # reported by the parent, as a failed pass
@@ -301,7 +297,7 @@ def run_peer(ds, peer, regime, disk, rnd):
                 subprocess.run(["fusermount3", "-u", ds.mnt])
             if g:
                 if regime == "mem":
-                    r["oom"] = r.get("oom", 0) + g.oom_kills()
+                    r["oom"] = r.get("oom", 0) + (g.oom_kills() or 0)
                 g.remove()
         r[key] = v if v is not None else float("nan")
         r["fail"] += v is None
@@ -350,16 +346,12 @@ def report(ds, res, peers):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-store-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    only = os.environ.get("STORE_PEERS")
-    peers = [p for p in PEERS if not only or p in only.split(",")]
-    if "null" in peers and not os.path.exists(NULLFS):
-        print(f"warning: {NULLFS} missing (make build/bench/nullfs): no null peer")
-        peers.remove("null")
+    work = L.work_dir("store")
+    peers = L.chosen_peers(PEERS, "STORE_PEERS", NULLFS)
     if not shutil.which("squashfuse_ll") or not shutil.which("mksquashfs"):
         print("warning: squashfuse_ll or mksquashfs missing (make deps): no squashfuse peers")
         peers = [p for p in peers if p not in SQ]
-    disk = cglimit.disk_of(work)
+    disk = cgroup.disk_of(work)
     regimes = REGIMES
     if disk is None and any(r not in ("none", "mem") for r in regimes):
         print(f"warning: {work} is on no block device: no capped-disk regimes "
@@ -368,7 +360,7 @@ def main():
     if os.geteuid() != 0:
         print("warning: not root: no page-cache drops and no control groups, uncapped only")
         regimes = ["none"]
-    L.PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", min(6.0, max(1.0, 6 * MB / 512))))
+    L.scale_prefault(MB, 512)
     t0 = time.perf_counter()
     out = {}
     try:
@@ -385,24 +377,20 @@ def main():
                               f"{r['shufw']:,.0f} rows/s" + (f", OOM kills {r['oom']}" if "oom" in r else "")
                               + (f", {r['fail']} pass(es) FAILED" if r["fail"] else ""),
                               flush=True)
-            res = {reg: {p: {k: float(np.median([r[k] for r in rs])) for k in rs[0]}
-                         for p, rs in pr.items()} for reg, pr in runs.items()}
+            res = {reg: L.medians(pr) for reg, pr in runs.items()}
             report(ds, res, peers)
             out[f"{side}x{side}x3"] = {"rows": ds.n, "row_bytes": ds.row, "disk": ds.disk, "regimes": res}
             shutil.rmtree(ds.dir, ignore_errors=True)
     finally:
         L.remove_work(work, *(os.path.join(work, f"s{side}", "mnt") for side in SIZES))
-    with open("/proc/loadavg") as f:
-        load = " ".join(f.read().split()[:3])
-    print(f"\nmachine: {os.cpu_count()} cores, load average {load}; STORE_MB={MB}; {ROUNDS} "
-          f"interleaved rounds, medians; {time.perf_counter() - t0:.0f} s. Every pass cold (page "
+    caps = {"v2": "cgroup v2 io.max", "v1": "cgroup v1 blkio.throttle.read_bps_device"}.get(
+        cgroup.hierarchy("io")[0], "no io controller")
+    print(f"\n{L.machine('STORE_MB', MB, ROUNDS, t0)} Every pass cold (page "
           f"cache dropped, {L.PREFAULT_GB:g} GB touched and freed, daemon restarted);\nseq = "
           f"32 MiB memmap slices; shuf = sorted batches of {L.BATCH} random rows; ratios are of "
           f"medians in the same regime (seq / shuf 1 / shuf {WORKERS}w). Disk caps: {disk or '-'} "
-          f"({'cgroup v2 io.max' if cglimit.V2 else 'cgroup v1 blkio.throttle.read_bps_device'}).")
-    if OUT_JSON:
-        with open(OUT_JSON, "w") as f:
-            json.dump(out, f, indent=1)
+          f"({caps}).")
+    L.save_json(OUT_JSON, out)
 
 
 if __name__ == "__main__":

@@ -32,12 +32,10 @@ VIEWS_MB scales every dataset (default 768: 768 MB of uint8 images, of EEG
 float32 (half that time-major) and of uint16 tokens; ~10 min on 2 cores); VIEWS_MB=96 ROUNDS=1
 is a quick run (~2 min). VIEWS_PEERS=img,img_rows,... runs a subset.
 VIEWS_JSON=path writes the table as JSON."""
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -178,7 +176,7 @@ def seq_rows(arr, step):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="dsview-views-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    work = B.work_dir("views")
     mnt = os.path.join(work, "mnt")
     t0 = time.perf_counter()
     info = make_data(work)
@@ -188,14 +186,12 @@ def main():
           f"({info['eegT_win']['n']} windows), tokens {info['tok_numpy']['src'] / 1e6:.0f} MB "
           f"uint16 ({info['tok_numpy']['n']} windows); made in {time.perf_counter() - t0:.0f} s",
           flush=True)
-    if "BENCH_PREFAULT_GB" not in os.environ:
-        # memory a pass touches: the largest output (4x the images) plus its source
-        B.PREFAULT_GB = min(6.0, max(1.0, 5 * MB / 1000))
+    # memory a pass touches: the largest output (4x the images) plus its source
+    B.scale_prefault(MB, 1200)
     can_drop = B.drop_caches()
     if not can_drop:
         print("warning: cannot drop the page cache (not root): 'cold' numbers are warm")
-    only = os.environ.get("VIEWS_PEERS")
-    peers = [p for p in PEERS if not only or p in only.split(",")]
+    peers = B.chosen_peers(list(PEERS), "VIEWS_PEERS", None)
     refused = {}
     runs = {}
     img_batches = min(info["img_rows"]["n"] // BATCH, B.BATCHES)
@@ -210,8 +206,7 @@ def main():
         if r.returncode != 0:
             return (r.stderr or r.stdout).strip().splitlines()[-1] if (r.stderr or r.stdout) \
                 else f"exit {r.returncode}"
-        with open(os.path.join(mnt, ".stats.json")) as f:
-            daemon["pid"] = json.load(f)["pid"]
+        daemon["pid"] = B.daemon_pid(mnt)
         return None
 
     def umount():
@@ -357,16 +352,13 @@ def main():
                 f"{k} {med(peer, k):.3g}" for k in ("cpu s/GB", "cpu_daemon s/GB", "disk MB",
                                                    "shuf disk MB", "rows")
                 if med(peer, k) is not None))
-    print(f"\nmachine: {os.cpu_count()} cores; VIEWS_MB={MB}; {ROUNDS} interleaved rounds, medians; "
-          f"every pass cold (page cache dropped{'' if can_drop else ' (FAILED: not root)'}, "
-          f"daemon restarted, {B.PREFAULT_GB:g} GB prefaulted);\nimage shuffled: {img_batches} "
+    print(f"\n{B.machine('VIEWS_MB', MB, ROUNDS, t0)} Every pass cold (page cache "
+          f"dropped{'' if can_drop else ' (FAILED: not root)'}, daemon restarted, {B.PREFAULT_GB:g} GB prefaulted);\nimage shuffled: {img_batches} "
           f"sorted batches of {BATCH}; tokens: up to {TOK_BATCHES} batches of {BATCH} "
           f"(or {B.SHUF_SECONDS} s) cold, then the same batches warm; disk/covered: "
           f"/proc/PID/io read_bytes of the daemon over the source bytes the view covers")
-    if OUT_JSON:
-        with open(OUT_JSON, "w") as f:
-            json.dump({"views_mb": MB, "rounds": ROUNDS, "cores": os.cpu_count(),
-                       "table": table, "runs": runs, "info": info}, f, indent=1)
+    B.save_json(OUT_JSON, {"views_mb": MB, "rounds": ROUNDS, "cores": os.cpu_count(),
+                           "table": table, "runs": runs, "info": info})
     shutil.rmtree(work, ignore_errors=True)
 
 
