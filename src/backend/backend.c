@@ -116,11 +116,6 @@ uint64_t dsv_backend_pinned(const dsv_backend *b)
 	return b->gpu ? PINNED_BUFFERS * b->batch : 0;
 }
 
-int dsv_backend_takes_chunks(const dsv_backend *b)
-{
-	return b && (b->gpu || b->tier);
-}
-
 const char *dsv_backend_name(const dsv_backend *b)
 {
 	return b->gpu ? "cuda" : "cpu";

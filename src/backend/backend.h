@@ -85,12 +85,6 @@ int dsv_backend_make(dsv_backend *b, const dsv_view *v, uint64_t e0, uint64_t n,
  * of LZ4 sources). */
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v);
 
-/* Whether dsv_backend_decode does more with a whole chunk than the CPU's
- * own decode: a device decodes it, or the tier keeps it. The readahead
- * then has LZ4 chunks decoded whole (read/read.h, DSV_READ_WHOLE), not
- * block by block. */
-int dsv_backend_takes_chunks(const dsv_backend *b);
-
 /* The CPU path: every chunk the GPU does not take. */
 int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size, int stream);
 

@@ -395,14 +395,11 @@ static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, 
 		return err;
 	if ((err = store_made(fs, file, off, end, skip)) == 0 || err == DSV_ERR_IO)
 		return err;
-	/* on the CPU, chunk by chunk: a stream reads on through each, so one
-	 * decoded whole is decoded once (an LZ4 chunk with a block table is
-	 * made block by block, unless the backend takes whole chunks) */
-	unsigned flags = DSV_READ_STREAM |
-			 (dsv_backend_takes_chunks(fs->backend) ? DSV_READ_WHOLE : 0u);
+	/* on the CPU, chunk by chunk: a stream reads on through each, so it
+	 * is decoded whole, once */
 	for (uint64_t c = first; c <= last; c++) {
 		if ((err = chunk_pages(fs, file, c, &o, &e)) ||
-		    (err = store_pages(fs, file, o + (c == trip ? page : 0), e, flags)))
+		    (err = store_pages(fs, file, o + (c == trip ? page : 0), e, DSV_READ_STREAM)))
 			return err;
 	}
 	return 0;

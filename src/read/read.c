@@ -139,7 +139,6 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	size_t ses = dsv_dtype_size(in->dtype);
 	uint32_t key = v->src_key[si];
 	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL, info->flags };
-	unsigned stream = info->flags & DSV_READ_STREAM, whole = info->flags & DSV_READ_WHOLE;
 	dsv_cache_entry *e;
 	int err;
 
@@ -152,11 +151,13 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	if (narrow && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
 	/* A part of a chunk of a store with a block table, not in the cache
-	 * whole: from its own blocks (read_blocks), and so the readahead's
-	 * pieces (a stream), unless it asks for whole chunks. A part that
-	 * fails (a block, or the table, fails a check) is logged and read
-	 * from the whole chunk, whose own checksum then decides. */
-	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && (stream ? !whole : n < ref->nelems)) {
+	 * whole: from its own blocks (read_blocks). The prefetcher's threads
+	 * take whole chunks (DSV_READ_STREAM): a sequential pass decodes each
+	 * chunk once. A part that fails (a block, or the table, fails a
+	 * check) is logged and read from the whole chunk, whose own checksum
+	 * then decides. */
+	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && n < ref->nelems &&
+	    !(info->flags & DSV_READ_STREAM)) {
 		if ((e = dsv_cache_peek(c, key, ref->index))) {
 			emit(x, dst, (const char *)dsv_cache_data(e) + first * ses, n, oe, ses);
 			dsv_cache_put(c, e);

@@ -14,9 +14,7 @@
  * blocks that hold it, read and checked alone (source/lz4_part.c), unless
  * the cache holds the chunk decoded: a block at a time into a scratch the
  * size of one block, and transformed from there while it is still in the
- * core's cache, so the chunk's source bytes never go through memory. The
- * readahead's pieces are made so too, unless the backend decodes whole
- * chunks (DSV_READ_WHOLE). A piece of a chunk that must be decoded whole
+ * core's cache. A piece of a chunk that must be decoded whole
  * (Fletcher32, other codecs, filters only the HDF5 library knows) comes
  * from the chunk cache, which holds
  * decoded chunks in the source dtype (a quarter of their float32 bytes for
@@ -37,16 +35,12 @@
 /* How a read is asked for: dsv_read's flags. */
 enum {
 	/* The reader reads on through the chunks that follow (the
-	 * readahead): a source whose chunks are files of their own (Zarr)
-	 * asks the kernel for the next ones too, as the kernel's readahead
-	 * does inside one file, and a chunk decoded whole is read once (its
-	 * cache buffer recycled: dsv_cache_get_once). */
+	 * readahead): a piece of an LZ4 chunk with a block table is served
+	 * from the whole chunk, decoded once and cached, and a source whose
+	 * chunks are files of their own (Zarr) asks the kernel for the next
+	 * ones too, as the kernel's readahead does inside one file. Without
+	 * it, a piece comes from the blocks that hold it. */
 	DSV_READ_STREAM = 1u,
-	/* With DSV_READ_STREAM: a piece of an LZ4 chunk with a block table is
-	 * served from the whole chunk, decoded once by the backend and
-	 * cached, not from its blocks: for a backend with a device, which
-	 * decodes whole chunks, or a tier that keeps them. */
-	DSV_READ_WHOLE = 2u,
 };
 
 /* What one read did (and, in flags, how it was asked for). */
