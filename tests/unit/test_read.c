@@ -329,24 +329,21 @@ static void test_blocks_piecewise(void **state)
 	dsv_read_info info;
 
 	fx->fills = 0;
-	static const unsigned modes[] = { 0 };
-	for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++) {
-		unsigned flags = modes[i];
-		memset(buf, 0, end - off);
-		assert_int_equal(dsv_read(fx->c, NULL, v, off, end - off, buf, flags, &info), 0);
-		assert_memory_equal(buf, ref + off, end - off);
-		/* the three blocks, then the first and the last again for the cut
-		 * elements at the ends */
-		assert_int_equal(info.lz4_bytes, (96 + 39 + 18) * ROW * oes);
-		assert_int_equal(fx->fills, 0);
-	}
+	memset(buf, 0, end - off);
+	assert_int_equal(dsv_read(fx->c, NULL, v, off, end - off, buf, 0, &info), 0);
+	assert_memory_equal(buf, ref + off, end - off);
+	/* the three blocks, then the first and the last again for the cut
+	 * elements at the ends */
+	assert_int_equal(info.lz4_bytes, (96 + 39 + 18) * ROW * oes);
+	assert_int_equal(fx->fills, 0);
 	free(buf);
 	free(ref);
 }
 
 /* A block whose stored bytes were damaged after the view opened: a piece
  * that needs it fails (its checksum in the table, then the chunk's own
- * Fletcher32); the chunk's other blocks and the other
+ * Fletcher32), and so does any piece the readahead reads, which takes
+ * the chunk whole; the chunk's other blocks and the other
  * chunks read as before. */
 static void test_bad_block_fails_its_chunk(void **state)
 {
@@ -371,25 +368,21 @@ static void test_bad_block_fails_its_chunk(void **state)
 	fputc(c ^ 0x5a, f);
 	fclose(f);
 
-	static const unsigned modes[] = { 0 };
-	for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++) {
-		unsigned flags = modes[i];
-		/* rows 135-173 are chunk 1's block 1 */
-		assert_int_equal(
-			dsv_read(fx->c, NULL, v, 140 * row_bytes, row_bytes, buf, flags, &info),
-			DSV_ERR_CHECKSUM);
-		assert_int_equal(
-			dsv_read(fx->c, NULL, v, 96 * row_bytes, 96 * row_bytes, buf, flags, &info),
-			DSV_ERR_CHECKSUM);
-		/* its blocks 0 and 2, and chunks 0 and 2 whole */
-		static const uint64_t rows[][2] = {
-			{ 96, 39 }, { 174, 18 }, { 0, 96 }, { 192, 96 }
-		};
-		for (size_t k = 0; k < 4; k++) {
-			uint64_t o = rows[k][0] * row_bytes, n = rows[k][1] * row_bytes;
-			assert_int_equal(dsv_read(fx->c, NULL, v, o, n, buf, flags, &info), 0);
-			assert_memory_equal(buf, ref + o, n);
-		}
+	/* rows 135-173 are chunk 1's block 1 */
+	assert_int_equal(dsv_read(fx->c, NULL, v, 140 * row_bytes, row_bytes, buf, 0, &info),
+			 DSV_ERR_CHECKSUM);
+	assert_int_equal(dsv_read(fx->c, NULL, v, 96 * row_bytes, 96 * row_bytes, buf, 0, &info),
+			 DSV_ERR_CHECKSUM);
+	/* the readahead (a stream) decodes the chunk whole: all of it fails */
+	assert_int_equal(
+		dsv_read(fx->c, NULL, v, 100 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info),
+		DSV_ERR_CHECKSUM);
+	/* its blocks 0 and 2, and chunks 0 and 2 whole */
+	static const uint64_t rows[][2] = { { 96, 39 }, { 174, 18 }, { 0, 96 }, { 192, 96 } };
+	for (size_t k = 0; k < 4; k++) {
+		uint64_t o = rows[k][0] * row_bytes, n = rows[k][1] * row_bytes;
+		assert_int_equal(dsv_read(fx->c, NULL, v, o, n, buf, 0, &info), 0);
+		assert_memory_equal(buf, ref + o, n);
 	}
 	free(buf);
 	free(ref);
