@@ -40,8 +40,29 @@ int dsv_lz4_table_span(const uint32_t *row, uint64_t b0, uint64_t b1, uint64_t p
 	return 0;
 }
 
+/* Block j's part [a, z) of [lo, hi), decoded from its stored bytes at p
+ * (size of them, checked to lie in the input): straight to its place in
+ * dst when the block lies inside [lo, hi) and there is no sink, else
+ * through edge. @return 0 or DSV_ERR_CORRUPT. */
+static int put_block(uint8_t *dst, uint64_t lo, uint64_t hi, const uint8_t *p, uint64_t size,
+		     uint64_t first, uint64_t want, uint8_t *edge, dsv_lz4_sink sink, void *arg)
+{
+	uint64_t a = lo > first ? lo : first, z = hi < first + want ? hi : first + want;
+	int inside = !sink && a == first && z == first + want;
+	uint8_t *to = inside ? dst + (first - lo) : edge;
+
+	if (size == 0 || dsv_lz4_block_decode(to, want, p, (uint32_t)size))
+		return DSV_ERR_CORRUPT;
+	if (sink)
+		sink(arg, edge + (a - first), z - a);
+	else if (!inside)
+		memcpy(dst + (a - lo), edge + (a - first), (size_t)(z - a));
+	return 0;
+}
+
 int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *src, size_t n,
-			     const dsv_lz4_frame *f, const uint32_t *row, void *edge)
+			     const dsv_lz4_frame *f, const uint32_t *row, void *edge,
+			     dsv_lz4_sink sink, void *arg)
 {
 	const uint8_t *p = src, *stop = p + n;
 	uint64_t bs = f->block, done = 0;
@@ -51,25 +72,14 @@ int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *sr
 	uint64_t b0, b1;
 	dsv_lz4_table_cover(lo, hi, bs, &b0, &b1);
 	for (uint64_t j = b0; j <= b1; j++) {
-		uint64_t size = row[DSV_LZ4_TABLE_WORDS * j], first = j * bs;
-		uint64_t want = dsv_lz4_block_raw(f, j);
+		uint64_t size = row[DSV_LZ4_TABLE_WORDS * j], want = dsv_lz4_block_raw(f, j);
 		if ((size_t)(stop - p) < LZ4F_BLOCK_HEADER ||
 		    (size_t)(stop - p) - LZ4F_BLOCK_HEADER < size || dsv_load_be32(p) != size ||
 		    dsv_fletcher32(p, (size_t)(LZ4F_BLOCK_HEADER + size)) !=
-			    row[DSV_LZ4_TABLE_WORDS * j + 1])
+			    row[DSV_LZ4_TABLE_WORDS * j + 1] ||
+		    put_block(dst, lo, hi, p + LZ4F_BLOCK_HEADER, size, j * bs, want, edge, sink,
+			      arg))
 			return DSV_ERR_CORRUPT;
-		/* a block inside [lo, hi) straight to its place, else via edge */
-		int inside = first >= lo && first + want <= hi;
-		uint8_t *to = inside ? (uint8_t *)dst + (first - lo) : edge;
-		if (size == 0 ||
-		    dsv_lz4_block_decode(to, want, p + LZ4F_BLOCK_HEADER, (uint32_t)size))
-			return DSV_ERR_CORRUPT;
-		if (!inside) {
-			uint64_t a = lo > first ? lo : first;
-			uint64_t z = hi < first + want ? hi : first + want;
-			memcpy((uint8_t *)dst + (a - lo), (uint8_t *)edge + (a - first),
-			       (size_t)(z - a));
-		}
 		done += want;
 		p += LZ4F_BLOCK_HEADER + size;
 	}

@@ -70,15 +70,25 @@ void dsv_lz4_table_load(uint32_t *row, const void *stored, uint64_t words);
 int dsv_lz4_table_span(const uint32_t *row, uint64_t b0, uint64_t b1, uint64_t payload,
 		       uint64_t *start, uint64_t *end);
 
-/* Bytes [lo, hi) of frame f's raw bytes into dst (hi - lo bytes) from the
- * stored bytes of the blocks that cover them (dsv_lz4_table_cover),
- * src[0, n) as dsv_lz4_table_span placed them: each block's header must
- * equal its size in row and its checksum row's, then it decodes to
- * exactly its raw size. edge: f->block bytes of scratch for blocks [lo,
- * hi) covers in part. Never reads or writes out of bounds, whatever row
- * and src hold. @return the raw bytes decoded, or DSV_ERR_CORRUPT. */
+/* Where dsv_lz4_table_decode puts each block's part of [lo, hi): NULL,
+ * into dst at its place; else a sink, given the parts in order (bytes of
+ * len, valid only during the call: a block just decoded into edge, still
+ * in the core's cache for the sink to read). */
+typedef void (*dsv_lz4_sink)(void *arg, const uint8_t *bytes, uint64_t len);
+
+/* Bytes [lo, hi) of frame f's raw bytes from the stored bytes of the
+ * blocks that cover them (dsv_lz4_table_cover), src[0, n) as
+ * dsv_lz4_table_span placed them, one block at a time: into dst (hi - lo
+ * bytes) when sink is NULL, else each decoded into edge and handed to
+ * sink(arg, ...) (dst unused). Each block's header must equal its size in
+ * row and its checksum row's, then it decodes to exactly its raw size.
+ * edge: f->block bytes of scratch (for the blocks [lo, hi) covers in
+ * part, or every block with a sink). Never reads or writes out of bounds,
+ * whatever row and src hold. @return the raw bytes decoded, or
+ * DSV_ERR_CORRUPT (parts before the failing block may have been given). */
 int64_t dsv_lz4_table_decode(void *dst, uint64_t lo, uint64_t hi, const void *src, size_t n,
-			     const dsv_lz4_frame *f, const uint32_t *row, void *edge);
+			     const dsv_lz4_frame *f, const uint32_t *row, void *edge,
+			     dsv_lz4_sink sink, void *arg);
 
 /* codec/lz4.c's decoder of one block (stored bytes at in, stored of them,
  * already checked to lie in the input, into want bytes at out), for the

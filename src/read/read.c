@@ -82,6 +82,53 @@ static int read_fallback_part(const dsv_view *v, size_t si, const dsv_chunk_ref 
 	return 0;
 }
 
+/* Each LZ4 block's part of a piece, transformed from the scratch it was
+ * just decoded into (a dsv_lz4_sink): whole elements, in order. */
+typedef struct block_sink {
+	const dsv_xform *x;
+	char *dst;
+	uint64_t oe;
+	size_t ses, oes;
+} block_sink;
+
+static void xform_block(void *arg, const uint8_t *bytes, uint64_t len)
+{
+	block_sink *k = arg;
+	uint64_t n = len / k->ses;
+	dsv_xform_run(k->x, k->dst, bytes, n, k->oe);
+	k->dst += n * k->oes;
+	k->oe += n;
+}
+
+/* Elements [first, first + n) of LZ4 chunk ref from the blocks that hold
+ * them (source/lz4_part.c): each block transformed as soon as it is
+ * decoded when blocks hold whole elements (every store pack writes), else
+ * the piece decoded, then transformed; decoded into dst as they are
+ * without x. @return 0, or the blocks' failure (dst partly written). */
+static int read_blocks(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, uint64_t first,
+		       uint64_t n, const dsv_xform *x, uint64_t oe, char *dst, dsv_read_info *info)
+{
+	const dsv_source *s = v->sources[si];
+	const dsv_source_info *in = dsv_source_get_info(s);
+	size_t ses = dsv_dtype_size(in->dtype);
+	uint64_t lo = first * ses, hi = (first + n) * ses, decoded = 0;
+	int err;
+
+	if (x && in->lz4_block % ses == 0) {
+		block_sink k = { x, dst, oe, ses, v->out_esize };
+		err = dsv_source_read_lz4_part(s, ref, lo, hi, NULL, xform_block, &k, &decoded);
+	} else {
+		void *raw = x ? dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses)) : dst;
+		if (!raw)
+			return DSV_ERR_NOMEM;
+		err = dsv_source_read_lz4_part(s, ref, lo, hi, raw, NULL, NULL, &decoded);
+		if (!err && x)
+			dsv_xform_run(x, dst, raw, n, oe);
+	}
+	info->lz4_bytes += decoded / ses * v->out_esize;
+	return err;
+}
+
 /* The cache key of a chunk is its source's (v->src_key: views that share
  * a source share its decoded chunks) and its index in the source. */
 static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
@@ -104,11 +151,11 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	if (narrow && dsv_cache_failed_lately(c, key, ref->index))
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst);
 	/* A part of a chunk of a store with a block table, not in the cache
-	 * whole: from its own blocks (lz4_part.c). The prefetcher's threads
-	 * take whole chunks (DSV_READ_STREAM): a sequential pass
-	 * decodes each chunk once. A part that fails (a block, or the table,
-	 * fails a check) is logged and read from the whole chunk, whose own
-	 * checksum then decides. */
+	 * whole: from its own blocks (read_blocks). The prefetcher's threads
+	 * take whole chunks (DSV_READ_STREAM): a sequential pass decodes each
+	 * chunk once. A part that fails (a block, or the table, fails a
+	 * check) is logged and read from the whole chunk, whose own checksum
+	 * then decides. */
 	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && n < ref->nelems &&
 	    !(info->flags & DSV_READ_STREAM)) {
 		if ((e = dsv_cache_peek(c, key, ref->index))) {
@@ -116,17 +163,8 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 			dsv_cache_put(c, e);
 			return 0;
 		}
-		void *raw = dsv_tls_buf(DSV_TLS_RAW, (size_t)(n * ses));
-		if (!raw)
-			return DSV_ERR_NOMEM;
-		uint64_t decoded = 0;
-		err = dsv_source_read_lz4_part(v->sources[si], ref, first * ses, (first + n) * ses,
-					       raw, &decoded);
-		info->lz4_bytes += decoded / ses * v->out_esize;
-		if (!err) {
-			emit(x, dst, raw, n, oe, ses);
+		if (!(err = read_blocks(v, si, ref, first, n, x, oe, dst, info)))
 			return 0;
-		}
 		if (err == DSV_ERR_NOMEM)
 			return err;
 		dsv_view_log_block_error(v, si, ref, err);

@@ -12,8 +12,9 @@
  * was not asked for, and the kernel's page cache, not ours, keeps the result.
  * A piece of a chunk of an LZ4 store with a block table is made from the
  * blocks that hold it, read and checked alone (source/lz4_part.c), unless
- * the cache holds the chunk decoded. A piece of a chunk that must be
- * decoded whole
+ * the cache holds the chunk decoded: a block at a time into a scratch the
+ * size of one block, and transformed from there while it is still in the
+ * core's cache. A piece of a chunk that must be decoded whole
  * (Fletcher32, other codecs, filters only the HDF5 library knows) comes
  * from the chunk cache, which holds
  * decoded chunks in the source dtype (a quarter of their float32 bytes for

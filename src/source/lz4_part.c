@@ -49,7 +49,8 @@ static int covered(const dsv_source *s, const dsv_chunk_ref *ref)
 }
 
 int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t lo,
-			     uint64_t hi, void *dst, uint64_t *decoded)
+			     uint64_t hi, void *dst, dsv_lz4_sink sink, void *arg,
+			     uint64_t *decoded)
 {
 	dsv_lz4_frame f = { ref->raw_size, s->info.lz4_block, s->table_blocks };
 	uint64_t b0, b1, start, end;
@@ -72,7 +73,7 @@ int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint
 		return err;
 	void *edge = (char *)row + dsv_lz4_table_row_bytes(b1 + 1);
 	int64_t got = dsv_lz4_table_decode(dst, lo, hi, stored, (size_t)(end - start), &f, row,
-					   edge);
+					   edge, sink, arg);
 	if (got < 0)
 		return DSV_ERR_CORRUPT;
 	*decoded += (uint64_t)got;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec/lz4_table.h"
 #include "dsview/source.h"
 
 /* Another owner of s (views that share one source share its chunks in the
@@ -61,14 +62,17 @@ int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void
  * chunks are decoded whole, so a range aligned to bands touches no file
  * chunk outside it. */
 uint64_t dsv_source_fallback_band(const dsv_source *s);
-/* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes into dst, from only the
- * blocks that hold them, read and checked through the store's block table
- * (info.lz4_table); *decoded += the bytes decoded. @return 0;
- * DSV_ERR_UNSUPPORTED (nothing read) when the source has no table or ref
- * is not such a chunk; DSV_ERR_CORRUPT when a block or the table fails a
- * check; DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_NOMEM. */
+/* Bytes [lo, hi) of LZ4 chunk ref's decoded bytes, from only the blocks
+ * that hold them, read and checked through the store's block table
+ * (info.lz4_table): into dst, or, with a sink, block by block to
+ * sink(arg, ...) (codec/lz4_table.h, dsv_lz4_table_decode); *decoded +=
+ * the bytes decoded. @return 0; DSV_ERR_UNSUPPORTED (nothing read) when
+ * the source has no table or ref is not such a chunk; DSV_ERR_CORRUPT
+ * when a block or the table fails a check (the sink may have had the
+ * blocks before it); DSV_ERR_TRUNCATED, DSV_ERR_IO, DSV_ERR_NOMEM. */
 int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t lo,
-			     uint64_t hi, void *dst, uint64_t *decoded);
+			     uint64_t hi, void *dst, dsv_lz4_sink sink, void *arg,
+			     uint64_t *decoded);
 /* For verify: chunk ref's row of the block table matches its stored frame
  * (sizes and checksums of every block). @return 0 (also when the source
  * has no table), DSV_ERR_CORRUPT, or a read error. */

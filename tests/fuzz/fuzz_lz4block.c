@@ -1,10 +1,12 @@
 /* Block-level decoding of LZ4 32004 frames (what the read path does for a
  * piece of a chunk of a store with a block table) on hostile bytes:
  *  - a frame: the header, the block index and the frame's own block
- *    table; then ranges decoded from only their blocks must give exactly
- *    what the whole-frame decoder gives, and fail exactly when it does;
+ *    table; then ranges decoded from only their blocks, into place or
+ *    block by block to a sink, must give exactly what the whole-frame
+ *    decoder gives, and fail exactly when it does;
  *  - a hostile table: the input's first words as a table's row, the rest
- *    as the blocks' stored bytes: span and decode must stay in bounds;
+ *    as the blocks' stored bytes: span and decode must stay in bounds,
+ *    and a sink is never given more than the range;
  *  - a multi-block encode of the input must decode back through its
  *    table. */
 #include <stdlib.h>
@@ -16,8 +18,25 @@
 
 #define MAX_RAW (16u << 20)
 
-/* Bytes [lo, hi) of src through its own table into out. @return 1 when
- * they decode, 0 when the frame fails (header, index or a block). */
+/* A sink (dsv_lz4_sink) that appends, and is never to be given more than
+ * the range it was made for. */
+typedef struct bounded {
+	uint8_t *out;
+	uint64_t len, cap;
+} bounded;
+
+static void append(void *arg, const uint8_t *bytes, uint64_t len)
+{
+	bounded *b = arg;
+	if (len > b->cap - b->len)
+		abort();
+	memcpy(b->out + b->len, bytes, (size_t)len);
+	b->len += len;
+}
+
+/* Bytes [lo, hi) of src through its own table into out, and the same
+ * through a sink, which must agree. @return 1 when they decode, 0 when
+ * the frame fails (header, index or a block). */
 static int by_table(const uint8_t *src, size_t size, uint64_t lo, uint64_t hi, uint8_t *out)
 {
 	dsv_lz4_frame f;
@@ -35,7 +54,15 @@ static int by_table(const uint8_t *src, size_t size, uint64_t lo, uint64_t hi, u
 		if (dsv_lz4_table_span(row, lo / f.block, (hi - 1) / f.block, size, &start, &end))
 			abort(); /* the frame's own table always spans */
 		ok = dsv_lz4_table_decode(out, lo, hi, src + start, (size_t)(end - start), &f, row,
-					  edge) >= 0;
+					  edge, NULL, NULL) >= 0;
+		bounded b = { malloc((size_t)(hi - lo)), 0, hi - lo };
+		if (!b.out)
+			abort();
+		int ok2 = dsv_lz4_table_decode(NULL, lo, hi, src + start, (size_t)(end - start), &f,
+					       row, edge, append, &b) >= 0;
+		if (ok2 != ok || (ok && (b.len != hi - lo || memcmp(b.out, out, (size_t)b.len))))
+			abort();
+		free(b.out);
 	}
 	free(at);
 	free(row);
@@ -65,9 +92,11 @@ static void hostile_table(const uint8_t *data, size_t size)
 		if (end > n || start > end)
 			abort();
 		(void)dsv_lz4_table_decode(out, lo, hi, stored + start, (size_t)(end - start), &f,
-					   row, edge);
+					   row, edge, NULL, NULL);
 	}
-	(void)dsv_lz4_table_decode(out, lo, hi, stored, n, &f, row, edge);
+	(void)dsv_lz4_table_decode(out, lo, hi, stored, n, &f, row, edge, NULL, NULL);
+	bounded b = { out, 0, hi - lo };
+	(void)dsv_lz4_table_decode(NULL, lo, hi, stored, n, &f, row, edge, append, &b);
 	free(out);
 	free(edge);
 }

@@ -1,10 +1,11 @@
 /* Block-level access to LZ4 32004 frames: the header's layout, the block
  * index, the block table pack writes, and byte ranges decoded from only
- * their blocks by the table, on good frames (several block sizes, blocks
- * stored raw, ranges that start and end inside blocks) and hostile ones
- * (block size 0, larger than the chunk, block counts whose headers cannot
- * fit, sizes 0 or past the end, truncated frames and bytes after one, a table that
- * lies about sizes or checksums). */
+ * their blocks by the table (into place, or block by block to a sink), on
+ * good frames (several block sizes, blocks stored raw, ranges that start
+ * and end inside blocks, a short last block) and hostile ones (block size
+ * 0, larger than the chunk, block counts whose headers cannot fit, sizes 0
+ * or past the end, truncated frames and bytes after one, a table that
+ * lies about sizes or checksums, a damaged block). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,8 +37,42 @@ static void fill(uint8_t *p, size_t n)
 		p[i] = (i / 3000) % 3 == 2 ? (uint8_t)rnd() : (uint8_t)(i / 64);
 }
 
+/* A dsv_lz4_sink that appends each block's part to out. */
+typedef struct appended {
+	uint8_t *out;
+	uint64_t len, calls;
+} appended;
+
+static void append(void *arg, const uint8_t *bytes, uint64_t len)
+{
+	appended *a = arg;
+	memcpy(a->out + a->len, bytes, (size_t)len);
+	a->len += len;
+	a->calls++;
+}
+
+/* The same range again through a sink: the same answer, one part a block,
+ * in order, together the bytes decoded into out. */
+static void check_sink(const uint8_t *src, size_t n, uint64_t lo, uint64_t hi,
+		       const dsv_lz4_frame *f, const uint32_t *row, uint8_t *edge, int64_t want,
+		       const uint8_t *out)
+{
+	appended a = { malloc((size_t)(hi - lo)), 0, 0 };
+	assert_non_null(a.out);
+	memset(edge, 0, (size_t)f->block);
+	assert_int_equal(dsv_lz4_table_decode(NULL, lo, hi, src, n, f, row, edge, append, &a),
+			 want);
+	if (want >= 0) {
+		assert_int_equal(a.len, hi - lo);
+		assert_int_equal(a.calls, (hi - 1) / f->block - lo / f->block + 1);
+		assert_memory_equal(a.out, out, (size_t)(hi - lo));
+	}
+	free(a.out);
+}
+
 /* Bytes [lo, hi) of frame enc into out through its own block table, from
- * only the blocks that hold them. @return 0 or the first error. */
+ * only the blocks that hold them, and through a sink (check_sink).
+ * @return 0 or the first error. */
 static int decode_range(const uint8_t *enc, size_t n, uint64_t lo, uint64_t hi, uint8_t *out)
 {
 	dsv_lz4_frame f;
@@ -57,7 +92,8 @@ static int decode_range(const uint8_t *enc, size_t n, uint64_t lo, uint64_t hi, 
 		assert_int_equal(start, at[lo / f.block]);
 		assert_int_equal(end, at[(hi - 1) / f.block + 1]);
 		int64_t got = dsv_lz4_table_decode(out, lo, hi, enc + start, (size_t)(end - start),
-						   &f, row, edge);
+						   &f, row, edge, NULL, NULL);
+		check_sink(enc + start, (size_t)(end - start), lo, hi, &f, row, edge, got, out);
 		if (got < 0)
 			err = (int)got;
 		else { /* the raw bytes of the blocks it decoded */
@@ -135,7 +171,8 @@ static void test_blocks_empty_frame(void **state)
 	assert_int_equal(dsv_lz4_frame_info(enc, 12, &f), 0);
 	assert_int_equal(f.nblocks, 0);
 	assert_int_equal(dsv_lz4_index(enc, 12, &f, at), 0);
-	assert_int_equal(dsv_lz4_table_decode(enc, 0, 1, enc, 12, &f, row, edge), DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_lz4_table_decode(enc, 0, 1, enc, 12, &f, row, edge, NULL, NULL),
+			 DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_lz4_frame_info(enc, 13, &f), DSV_ERR_CORRUPT); /* trailing */
 	assert_int_equal(dsv_lz4_frame_info(enc, 11, &f), DSV_ERR_CORRUPT); /* short */
 }
@@ -271,17 +308,18 @@ static void test_blocks_hostile_sizes(void **state)
 	assert_int_equal(dsv_lz4_table_span(row, 2, 2, n, &start, &end), 0);
 	assert_int_equal(start, 36);
 	assert_int_equal(end, 48);
-	assert_int_equal(dsv_lz4_table_decode(out, 18, 21, enc + 36, 12, &f, row, edge), 8);
+	assert_int_equal(dsv_lz4_table_decode(out, 18, 21, enc + 36, 12, &f, row, edge, NULL, NULL),
+			 8);
 	assert_memory_equal(out, "CCC", 3);
 	/* a range past the frame, an empty one */
-	assert_int_equal(dsv_lz4_table_decode(out, 30, 33, enc + 36, 12, &f, row, edge),
+	assert_int_equal(dsv_lz4_table_decode(out, 30, 33, enc + 36, 12, &f, row, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_lz4_table_decode(out, 5, 5, enc + 36, 12, &f, row, edge),
+	assert_int_equal(dsv_lz4_table_decode(out, 5, 5, enc + 36, 12, &f, row, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
 	/* stored bytes short of what the table says */
-	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 11, &f, row, edge),
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 11, &f, row, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 3, &f, row, edge),
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 3, &f, row, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
 
 	/* a table that lies: sizes of 0, past the frame, huge, past it only
@@ -302,11 +340,11 @@ static void test_blocks_hostile_sizes(void **state)
 	/* a size that is not the block's header, a checksum that is not its */
 	memcpy(lie, row, sizeof(lie));
 	lie[4] = 7;
-	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 12, &f, lie, edge),
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 12, &f, lie, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
 	memcpy(lie, row, sizeof(lie));
 	lie[5] ^= 1;
-	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 12, &f, lie, edge),
+	assert_int_equal(dsv_lz4_table_decode(out, 16, 24, enc + 36, 12, &f, lie, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
 
 	/* the index: a stored size of 0 */
@@ -331,7 +369,8 @@ static void test_blocks_hostile_sizes(void **state)
 	}
 }
 
-/* A damaged compressed block fails alone: the others still decode. */
+/* A damaged compressed block fails alone: the others still decode, and a
+ * sink has the blocks before it. */
 static void test_blocks_damage_is_local(void **state)
 {
 	(void)state;
@@ -357,18 +396,28 @@ static void test_blocks_damage_is_local(void **state)
 	int bad = 0;
 	for (uint64_t i = 0; i < f.nblocks; i++) {
 		int64_t got = dsv_lz4_table_decode(out + i * B, i * B, (i + 1) * B, enc + at[i],
-						   (size_t)(at[i + 1] - at[i]), &f, row, edge);
+						   (size_t)(at[i + 1] - at[i]), &f, row, edge, NULL,
+						   NULL);
 		if (got != B)
 			bad++;
 		else
 			assert_memory_equal(out + i * B, src + i * B, B);
 	}
 	assert_int_equal(bad, 1);
+	/* to a sink, blocks 2 to 4 from inside 2: 2's part given, then 3 fails */
+	appended a = { out, 0, 0 };
+	memset(out, 0, N);
+	assert_int_equal(dsv_lz4_table_decode(NULL, 2 * B + 5, 5 * B, enc + at[2],
+					      (size_t)(at[5] - at[2]), &f, row, edge, append, &a),
+			 DSV_ERR_CORRUPT);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.len, B - 5);
+	assert_memory_equal(out, src + 2 * B + 5, B - 5);
 	/* the checksum caught it: with the damaged block's own checksum in
 	 * the table, LZ4 itself still refuses it */
 	row[3 * DSV_LZ4_TABLE_WORDS + 1] = dsv_fletcher32(enc + at[3], (size_t)(at[4] - at[3]));
 	assert_int_equal(dsv_lz4_table_decode(out, 3 * B, 4 * B, enc + at[3],
-					      (size_t)(at[4] - at[3]), &f, row, edge),
+					      (size_t)(at[4] - at[3]), &f, row, edge, NULL, NULL),
 			 DSV_ERR_CORRUPT);
 	assert_int_equal(dsv_lz4_decode(out, N, enc, (size_t)m), DSV_ERR_CORRUPT);
 	free(src);

@@ -119,13 +119,16 @@ static int setup(void **state)
 		fprintf(stderr, "pack: %s\n", eb.msg);
 		return -1;
 	}
-	/* and as a store with a block table: chunks of 96 rows, blocks of 39 */
-	o.output = tpath("abt.h5");
+	/* and as a store with a block table: chunks of 96 rows, blocks of 39;
+	 * twice, one to damage */
 	o.chunk_bytes = 96 * ROW;
 	o.block_bytes = DSV_PACK_MIN_BLOCK;
-	if (dsv_pack(&o, &res, &eb) != 0 || res.block_bytes != 39 * ROW) {
-		fprintf(stderr, "pack: %s\n", eb.msg);
-		return -1;
+	for (int k = 0; k < 2; k++) {
+		o.output = tpath(k ? "abtbad.h5" : "abt.h5");
+		if (dsv_pack(&o, &res, &eb) != 0 || res.block_bytes != 39 * ROW) {
+			fprintf(stderr, "pack: %s\n", eb.msg);
+			return -1;
+		}
 	}
 
 	FILE *f = fopen(tpath("m.ini"), "w");
@@ -139,8 +142,10 @@ static int setup(void **state)
 		"[chw]\nsource = chw.npy\nscale = %.17g\nchannel_axis = 1\n"
 		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
 		"[blk]\nsource = abt.h5:/x\nscale = %.17g\n"
+		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n\n"
+		"[bad]\nsource = abtbad.h5:/x\nscale = %.17g\n"
 		"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n",
-		1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0);
+		1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0);
 	fclose(f);
 	if (dsv_manifest_load(tpath("m.ini"), &fx->m, &eb) != 0) {
 		fprintf(stderr, "manifest: %s\n", eb.msg);
@@ -213,6 +218,8 @@ static void test_every_range_matches(void **state)
 	fixture *fx = *state;
 	for (uint32_t vi = 0; vi < fx->m->nviews; vi++) {
 		const dsv_view *v = fx->m->views[vi];
+		if (!strcmp(v->name, "bad"))
+			continue; /* blk's copy, damaged (test_bad_block_fails_its_chunk) */
 		uint8_t *ref = reference(fx, vi);
 		uint64_t chunk = dsv_source_get_info(v->sources[0])->chunk_elems * v->out_esize;
 		uint64_t marks[] = { 0,
@@ -308,6 +315,79 @@ static void test_stream_reads_whole_chunks(void **state)
 	free(ref);
 }
 
+/* A piece of a chunk from its blocks, each transformed as it is decoded:
+ * from inside a row of the first block (39 rows) across the second to
+ * inside a row of the last, short one (18 rows of chunk 0's 96), cut
+ * elements at both ends; nothing is filled into the cache. */
+static void test_blocks_piecewise(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[4];
+	uint64_t oes = v->out_esize, off = (20 * ROW + 7) * oes + 1,
+		 end = (90 * ROW + 11) * oes + 3;
+	uint8_t *ref = reference(fx, 4), *buf = malloc(end - off);
+	dsv_read_info info;
+
+	fx->fills = 0;
+	memset(buf, 0, end - off);
+	assert_int_equal(dsv_read(fx->c, NULL, v, off, end - off, buf, 0, &info), 0);
+	assert_memory_equal(buf, ref + off, end - off);
+	/* the three blocks, then the first and the last again for the cut
+	 * elements at the ends */
+	assert_int_equal(info.lz4_bytes, (96 + 39 + 18) * ROW * oes);
+	assert_int_equal(fx->fills, 0);
+	free(buf);
+	free(ref);
+}
+
+/* A block whose stored bytes were damaged after the view opened: a piece
+ * that needs it fails (its checksum in the table, then the chunk's own
+ * Fletcher32), and so does any piece the readahead reads, which takes
+ * the chunk whole; the chunk's other blocks and the other
+ * chunks read as before. */
+static void test_bad_block_fails_its_chunk(void **state)
+{
+	fixture *fx = *state;
+	const dsv_view *v = fx->m->views[5];
+	uint64_t row_bytes = ROW * v->out_esize;
+	uint8_t *ref = reference(fx, 5), *buf = malloc(96 * row_bytes), b[4];
+	dsv_read_info info;
+	dsv_chunk_ref r;
+
+	assert_string_equal(v->name, "bad");
+	/* chunk 1: the frame's 12-byte header, block 0, then block 1's */
+	assert_int_equal(dsv_source_chunk(v->sources[0], 1, &r), 0);
+	FILE *f = fopen(tpath("abtbad.h5"), "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, (long)r.offset + 12, SEEK_SET), 0);
+	assert_int_equal(fread(b, 1, 4, f), 4);
+	uint32_t s0 = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	assert_int_equal(fseek(f, (long)(r.offset + 12 + 4 + s0 + 4 + 20), SEEK_SET), 0);
+	int c = fgetc(f);
+	assert_int_equal(fseek(f, -1, SEEK_CUR), 0);
+	fputc(c ^ 0x5a, f);
+	fclose(f);
+
+	/* rows 135-173 are chunk 1's block 1 */
+	assert_int_equal(dsv_read(fx->c, NULL, v, 140 * row_bytes, row_bytes, buf, 0, &info),
+			 DSV_ERR_CHECKSUM);
+	assert_int_equal(dsv_read(fx->c, NULL, v, 96 * row_bytes, 96 * row_bytes, buf, 0, &info),
+			 DSV_ERR_CHECKSUM);
+	/* the readahead (a stream) decodes the chunk whole: all of it fails */
+	assert_int_equal(
+		dsv_read(fx->c, NULL, v, 100 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info),
+		DSV_ERR_CHECKSUM);
+	/* its blocks 0 and 2, and chunks 0 and 2 whole */
+	static const uint64_t rows[][2] = { { 96, 39 }, { 174, 18 }, { 0, 96 }, { 192, 96 } };
+	for (size_t k = 0; k < 4; k++) {
+		uint64_t o = rows[k][0] * row_bytes, n = rows[k][1] * row_bytes;
+		assert_int_equal(dsv_read(fx->c, NULL, v, o, n, buf, 0, &info), 0);
+		assert_memory_equal(buf, ref + o, n);
+	}
+	free(buf);
+	free(ref);
+}
+
 static void test_chunk_range(void **state)
 {
 	fixture *fx = *state;
@@ -363,6 +443,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream_reads_whole_chunks),
+		cmocka_unit_test(test_blocks_piecewise),
+		cmocka_unit_test(test_bad_block_fails_its_chunk),
 		cmocka_unit_test(test_every_range_matches),
 		cmocka_unit_test(test_plain_pieces_bypass_cache),
 		cmocka_unit_test(test_cached_pieces_report_chunks),
