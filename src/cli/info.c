@@ -1,6 +1,6 @@
 /*
  * dsview info: describes a .npy, a raw file, an HDF5 file (every dataset,
- * or one), a dsview store or a manifest. This file reads the command line;
+ * or one), a dsview store, a Zarr array or group, or a manifest. This file reads the command line;
  * info_json.c builds the document, info_text.c renders it.
  *
  * Everything is first gathered into one JSON document (the schema is in
@@ -29,7 +29,9 @@ static const char info_usage[] =
 	"Describes PATH: a .npy, a NIfTI image (.nii), a raw file (with --dtype and --shape; the "
 	"first\n"
 	"dimension may be -1), an HDF5 file (every dataset) or one dataset of it\n"
-	"(file.h5:/path/dset), a dsview store, or a manifest (.ini: every view).\n"
+	"(file.h5:/path/dset), a dsview store, a Zarr array, a Zarr group (every array,\n"
+	"as a mount serves it), or a manifest (.ini: every view). A Zarr array or group\n"
+	"may be an s3:// prefix.\n"
 	"For HDF5 datasets: layout, chunks, filters, bytes stored, and how dsview\n"
 	"serves each one: fast path (dsview reads and decodes the chunks itself),\n"
 	"library fallback (through HDF5, serialised) or refused, with the reason.\n"
@@ -45,15 +47,18 @@ static const char info_usage[] =
 	"the bytes that are not UTF-8.\n"
 	"\n"
 	"JSON schema (sizes in bytes, all numbers are JSON numbers):\n"
-	"  {\"path\", \"kind\": \"npy\"|\"nifti\"|\"raw\"|\"zarr\"|\"hdf5\"|\"manifest\",\n"
-	"   \"file_bytes\" (0 for a Zarr array, a directory),\n"
+	"  {\"path\", \"kind\": \"npy\"|\"nifti\"|\"raw\"|\"zarr\"|\"hdf5\"|\"manifest\"|\n"
+	"           \"zarr-group\",\n"
+	"   \"file_bytes\" (0 for a Zarr array or group, a directory),\n"
 	"   npy, nifti, raw, zarr: \"source\": SOURCE\n"
 	"   hdf5:     \"datasets\": [DATASET],\n"
 	"             \"totals\": {\"datasets\", \"fast_path\", \"library_fallback\",\n"
 	"                        \"refused\", \"raw_bytes\", \"stored_bytes\",\n"
 	"                        \"links_not_followed\": {\"soft\", \"external\"}}\n"
-	"   manifest: \"views\": [VIEW], \"totals\": {\"views\", \"virtual_bytes\",\n"
-	"             \"stored_bytes\"} (a source shared by views counted once)}\n"
+	"   manifest, zarr-group: \"views\": [VIEW], \"totals\": {\"views\",\n"
+	"             \"virtual_bytes\", \"stored_bytes\"} (a source shared by views\n"
+	"             counted once); zarr-group also \"skipped\": [{\"name\", \"reason\"}]\n"
+	"             (its arrays not served)}\n"
 	"  SOURCE  = {\"path\", \"dataset\": str|null, \"kind\": \"npy\"|\"nifti\"|\"raw\"|\n"
 	"             \"hdf5-contiguous\"|\"hdf5-chunked\"|\"hdf5-library\"|\"zarr\",\n"
 	"             \"why\": str|null, \"dtype\", \"shape\",\n"

@@ -39,8 +39,10 @@ static const char verify_usage[] =
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
-	"(file.h5:/path/dset), a .npy, a .nii, or a manifest (every source of every view,\n"
-	"each once). Bad chunks are printed one per line, sorted, with the row\n"
+	"(file.h5:/path/dset), a .npy, a .nii, a Zarr array, a Zarr group (every\n"
+	"array), or a manifest (every source of every view, each once); a Zarr array\n"
+	"or group may be an s3:// prefix. Bad chunks are printed one per line, sorted, with the "
+	"row\n"
 	"range and the reason (for data the HDF5 library decodes, the rows of the\n"
 	"file's own bad chunk); a dataset dsview refuses to serve is reported as\n"
 	"not checked. Then one summary line.\n"
@@ -199,6 +201,19 @@ static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 		}
 	}
 	return 0;
+}
+
+/* A Zarr group's arrays, and those it cannot serve as not checked. */
+static int collect_group(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
+{
+	char label[4200];
+	int err = collect_manifest(j, m, eb);
+	for (size_t i = 0; i < m->nskipped && !err; i++) {
+		snprintf(label, sizeof(label), "%s/%s", m->path, m->skipped[i].path);
+		if (add_source(j, NULL, 0, label, m->skipped[i].reason))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	return err;
 }
 
 /* The source holding global chunk g: the last with first <= g (a source
@@ -452,6 +467,10 @@ int dsv_cmd_verify(int argc, char **argv)
 	case DSV_TARGET_MANIFEST:
 		if (!(err = dsv_manifest_load(t.file, &m, &eb)))
 			err = collect_manifest(&j, m, &eb);
+		break;
+	case DSV_TARGET_ZARR_GROUP:
+		if (!(err = dsv_manifest_from_file(t.file, DSV_F32, 0, &m, &eb)))
+			err = collect_group(&j, m, &eb);
 		break;
 	case DSV_TARGET_NPY:
 	case DSV_TARGET_NIFTI:

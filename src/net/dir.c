@@ -129,4 +129,3 @@ int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n
 	}
 	return DSV_ERR_IO;
 }
-

@@ -13,6 +13,7 @@ addressing (virtual-hosted: BUCKET.localhost) from a manifest's [dsview]
 keys and from -o, -o winning; keys in a manifest refused."""
 import calendar
 import errno
+import json
 import os
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -197,6 +198,30 @@ class S3Reach(E2E):
             check_whole(self, m, "sub/b", reference(self.g2b), "float32")
             self.assertEqual(sorted(os.listdir(m.mp)),
                              [".stats.json", "a.dat", "a.json", "a.npy", "sub"])
+
+    def test_zarr_group_info_and_verify(self):
+        root = os.path.join(self.tmp, "z3")
+        for url, want in ((f"s3://{BUCKET}/g2/g2.zarr", {"a": self.g2a, "sub/b": self.g2b}),
+                          (f"s3://{BUCKET}/z3/grp.zarr/",
+                           {n: np.load(os.path.join(root, f"grp_{f}.ref.npy"))
+                            for n, f in (("sig", "sig"), ("sub/t", "sub_t"))})):
+            with self.subTest(url=url):
+                r = run("info", "--json", url, env=self.store.env())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                info = json.loads(r.stdout)
+                self.assertEqual(info["kind"], "zarr-group")
+                self.assertEqual({v["name"]: (tuple(v["shape"]), v["sources"][0]["dtype"])
+                                  for v in info["views"]},
+                                 {n: (a.shape, str(a.dtype)) for n, a in want.items()})
+                self.assertEqual({v["name"]: v["nbytes"] for v in info["views"]},
+                                 {n: a.size * 4 for n, a in want.items()})
+                r = run("info", url, env=self.store.env())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"{url}: Zarr group, 2 arrays\n", r.stdout)
+                r = run("verify", url, env=self.store.env())
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("2 sources", r.stdout)
+                self.assertNotIn(SECRET, r.stdout + r.stderr)
 
     def test_zarr_group_refused(self):
         # wrong credentials: the listing (or the probe before it) refused
