@@ -23,7 +23,7 @@
 #include "cli/target.h"
 
 static const char info_usage[] =
-	"usage: dsview info [--json] PATH\n"
+	"usage: dsview info [--json] [--disk-cache DIR] PATH\n"
 	"       dsview info [--json] --dtype T --shape A,B,... RAWFILE\n"
 	"\n"
 	"Describes PATH: a .npy, a NIfTI image (.nii), a raw file (with --dtype and --shape; the "
@@ -40,6 +40,9 @@ static const char info_usage[] =
 	"  --json        print one JSON document instead of text\n"
 	"  --dtype T     raw file: element type (uint8, int16, float32, ...)\n"
 	"  --shape S     raw file: shape, e.g. -1,64,64,3\n"
+	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
+	"                (s3://, https://) in DIR, as mount does\n"
+	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"Names and paths are shown with control characters and bytes that are not\n"
@@ -93,10 +96,12 @@ int dsv_cmd_info(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "dtype", required_argument, NULL, 'D' },
 		{ "shape", required_argument, NULL, 'S' },
+		{ "disk-cache", required_argument, NULL, 'K' },
+		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dtype_arg = NULL, *shape_arg = NULL;
+	const char *dtype_arg = NULL, *shape_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
 	dsv_dtype dtype = DSV_DTYPE_INVALID;
 	int64_t shape[DSV_MAX_DIMS];
 	int c, json_out = 0, ndim = 0, err;
@@ -110,6 +115,8 @@ int dsv_cmd_info(int argc, char **argv)
 		case 'j': json_out = 1; break;
 		case 'D': dtype_arg = optarg; break;
 		case 'S': shape_arg = optarg; break;
+		case 'K': disk_arg = optarg; break;
+		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(info_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
@@ -137,6 +144,8 @@ int dsv_cmd_info(int argc, char **argv)
 			return EXIT_USER;
 		}
 	}
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
+		return EXIT_USER;
 	if ((err = dsv_target_parse(spec, dtype_arg != NULL, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
 		return err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;

@@ -35,7 +35,7 @@
 #include "source/source.h"
 
 static const char verify_usage[] =
-	"usage: dsview verify [--threads N] PATH\n"
+	"usage: dsview verify [--threads N] [--disk-cache DIR] PATH\n"
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
@@ -53,6 +53,10 @@ static const char verify_usage[] =
 	"\n"
 	"options:\n"
 	"  --threads N   decoding threads (default: all cores)\n"
+	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
+	"                (s3://, https://) in DIR, as mount does (a manifest's\n"
+	"                disk_cache too): a mount of them next reads DIR\n"
+	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
 	"  -h, --help    this help\n";
 
 /* Exit status: nothing damaged, but some datasets were not checked. */
@@ -433,6 +437,8 @@ int dsv_cmd_verify(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 'T' },
+		{ "disk-cache", required_argument, NULL, 'K' },
+		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -440,6 +446,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	dsv_manifest *m = NULL;
 	dsv_target t;
 	dsv_errbuf eb;
+	const char *disk_arg = NULL, *disk_size_arg = NULL;
 	int c, err, nthreads = 0, rc = EXIT_OK;
 	uint64_t refused = 0, checked = 0;
 	char a[32];
@@ -451,11 +458,15 @@ int dsv_cmd_verify(int argc, char **argv)
 			if (dsv_cli_int_arg("--threads", optarg, 1, 1024, &nthreads))
 				return EXIT_USER;
 			break;
+		case 'K': disk_arg = optarg; break;
+		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(verify_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("verify", argc, argv, 1, 1, "PATH"))
+		return EXIT_USER;
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
 		return EXIT_USER;
 	if ((err = dsv_target_parse(argv[optind], 0, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
@@ -465,7 +476,12 @@ int dsv_cmd_verify(int argc, char **argv)
 	switch (t.kind) {
 	case DSV_TARGET_H5: err = collect_h5(&j, &t, &eb); break;
 	case DSV_TARGET_MANIFEST:
-		if (!(err = dsv_manifest_load(t.file, &m, &eb)))
+		if (!(err = dsv_manifest_load(t.file, &m, &eb)) &&
+		    dsv_cli_disk_cache(m, disk_arg, disk_size_arg)) {
+			rc = EXIT_USER;
+			goto out;
+		}
+		if (!err)
 			err = collect_manifest(&j, m, &eb);
 		break;
 	case DSV_TARGET_ZARR_GROUP:
