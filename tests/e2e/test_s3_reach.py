@@ -237,20 +237,43 @@ class S3Reach(E2E):
                 self.assertIn("2 sources", r.stdout)
                 self.assertNotIn(SECRET, r.stdout + r.stderr)
 
-    def test_sharded_zarr_shard_replaced(self):
-        # shards of 8 inner chunks of 32 rows of 1 KiB, each chunk a band
-        # of its own (DSVIEW_GRID_BAND_KB): a read of one page fetches one
-        # inner chunk, under the ETag its shard's index was read with
-        # (If-Match)
-        root = os.path.join(self.tmp, "replaced")
+    def sharded_1024(self, prefix):
+        """A sharded array (zarr-python 3) of 1024 rows of 1 KiB at
+        s3://BUCKET/PREFIX/r.zarr: 4 shards of 8 inner chunks of 32 rows;
+        its float32 reference."""
+        root = os.path.join(self.tmp, prefix)
         venv_python("import sys, numpy as np, zarr\n"
                     "a = np.random.default_rng(7).standard_normal((1024, 256)).astype('<f4')\n"
                     "z = zarr.create_array(sys.argv[1] + '/r.zarr', shape=a.shape, dtype=a.dtype,"
                     " chunks=(32, 256), shards=(256, 256), fill_value=0)\n"
                     "z[...] = a\n"
                     "np.save(sys.argv[1] + '/r.npy', z[...])\n", root)
-        upload_tree(self.store.client(), BUCKET, os.path.join(root, "r.zarr"), "rep/r.zarr")
-        ref, row = reference(np.load(os.path.join(root, "r.npy"))), 1024
+        upload_tree(self.store.client(), BUCKET, os.path.join(root, "r.zarr"), f"{prefix}/r.zarr")
+        return reference(np.load(os.path.join(root, "r.npy")))
+
+    def test_sharded_zarr_runs_of_inner_chunks(self):
+        # a band's inner chunks that lie back to back in their shard come
+        # by one GET: bands of 256 KiB (a shard's 8 chunks) against bands
+        # of one chunk (32 KiB), the same bytes
+        ref = self.sharded_1024("runs")
+        gets = {}
+        for band_kb in ("256", "32"):
+            with self.mount(f"s3://{BUCKET}/runs/r.zarr",
+                            env=self.store.env(DSVIEW_GRID_BAND_KB=band_kb)) as m:
+                check_whole(self, m, "r", ref, "float32")
+                check_preads(self, m, "r", ref, rows=(0, 255, 256, 1023), n_random=5)
+                st = m.stats()
+                self.assertEqual(st["net_failures"], 0)
+                gets[band_kb] = st["net_gets"]
+        # the same metadata and 4 shard indexes; 4 runs against 32 chunks
+        self.assertEqual(gets["32"] - gets["256"], 32 - 4, gets)
+
+    def test_sharded_zarr_shard_replaced(self):
+        # shards of 8 inner chunks of 32 rows of 1 KiB, each chunk a band
+        # of its own (DSVIEW_GRID_BAND_KB): a read of one page fetches one
+        # inner chunk, under the ETag its shard's index was read with
+        # (If-Match)
+        ref, row = self.sharded_1024("rep"), 1024
         env = self.store.env(DSVIEW_GRID_BAND_KB="32")
         with self.mount(f"s3://{BUCKET}/rep/r.zarr", env=env, expect_errors=[
                 r"rep/r\.zarr/c/0/0.*the object changed since it was first read"]) as m:
