@@ -24,14 +24,28 @@ no netem: the line "link:" says which). The data: bench.py's uint8 image rows
 
 Cold sequential GB/s of float32 output (each mount fresh) and shuffled
 rows/s (batches of 256 rows of a permutation, sorted, for S3_SHUF_SECONDS
-each, default 10). Prints the ratios against the targets: cold sequential
-dsv_lz4 >= 3x s3fs; shuffled dsv_hint >= 5x py_ros3.
+each, default 10).
 
-A second epoch from a local disk cache of stored bytes (--disk-cache) has
-its row below, measured once that option exists.
+A second epoch from the disk cache, sequential GB/s of the same float32
+view, S3_DC_ROUNDS interleaved rounds (default 3), medians; per round a
+fresh DIR and three fresh mounts (nothing in the chunk cache or the
+mount's page cache), their daemons in the namespace:
+
+  dsv_dc_fill  dsv_lz4 with --disk-cache DIR empty: the first epoch,
+               every block fetched over the link and written to DIR
+  dsv_local    the same store file on local disk (in the page cache, as
+               DIR's files are)
+  dsv_dcache   dsv_lz4 with the same DIR: the second epoch, every block
+               read from DIR (the open's HEAD alone goes to the server)
+
+Prints the ratios against the targets: cold sequential dsv_lz4 >= 3x
+s3fs; shuffled dsv_hint >= 5x py_ros3; second epoch dsv_dcache >= 0.9x
+dsv_local.
 """
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +67,7 @@ MB = int(os.environ.get("S3_MB", "256"))
 RATE = os.environ.get("S3_RATE", "1gbit")
 DELAY = os.environ.get("S3_DELAY", "1ms")
 SHUF_SECONDS = float(os.environ.get("S3_SHUF_SECONDS", "10"))
+DC_ROUNDS = int(os.environ.get("S3_DC_ROUNDS", "3"))
 BUCKET = "bench"
 SIDE = 224
 ROW8 = SIDE * SIDE * 3
@@ -115,7 +130,8 @@ def in_node(node, *args):
 
 
 def seq_file(path, skip=0):
-    """Cold sequential bytes/s of a file, read in SEQ_READ pieces."""
+    """Sequential bytes/s of a file, read in SEQ_READ pieces (cold when
+    its mount is fresh)."""
     buf = bytearray(SEQ_READ)
     t, n = time.perf_counter(), 0
     with open(path, "rb", buffering=0) as f:
@@ -198,19 +214,40 @@ def prepare(tmp, store):
     s3.create_bucket(Bucket=BUCKET)
     for name in ("store.h5", "f32.npy", "u8.h5"):
         s3.upload_file(os.path.join(tmp, name), BUCKET, name)
-        os.unlink(os.path.join(tmp, name))
+        if name != "store.h5":  # kept: dsv_local reads it
+            os.unlink(os.path.join(tmp, name))
     os.unlink(u8)
     return n, hdr
 
 
-def dsview_mount(node, store, tmp, **env):
+def dsview_mount(node, store, tmp, *opts, source=f"s3://{BUCKET}/store.h5", **env):
+    """A fresh dsview mount of the float32 view of source, the daemon in
+    the node, the store's endpoint as the node reaches it."""
     ini = os.path.join(tmp, "b.ini")
     with open(ini, "w") as f:
-        f.write(f"[x]\nsource = s3://{BUCKET}/store.h5\nscale = {1/255!r}\n"
+        f.write(f"[x]\nsource = {source}\nscale = {1/255!r}\n"
                 f"mean = 0.485 0.456 0.406\nstd = 0.229 0.224 0.225\n")
     e = store.env(AWS_ENDPOINT_URL=node.url(store.ports["s3"]), DSVIEW_NET_RETRIES="5",
                   DSVIEW_NET_TIMEOUT_S="20", **env)
-    return Mount(ini, tmp=tmp, env=e, wrap=node.wrap)
+    return Mount(ini, *opts, tmp=tmp, env=e, wrap=node.wrap)
+
+
+def disk_cache_rounds(node, store, tmp):
+    """The second epoch's rounds (the opening comment): sequential bytes/s
+    of each peer a round, and the GETs of each dsv_dcache pass."""
+    res = {"dsv_dc_fill": [], "dsv_local": [], "dsv_dcache": [], "dcache_gets": []}
+    local = os.path.join(tmp, "store.h5")
+    for r in range(DC_ROUNDS):
+        dc = os.path.join(tmp, f"dcache{r}")
+        with dsview_mount(node, store, tmp, "--disk-cache", dc) as m:
+            res["dsv_dc_fill"].append(seq_file(m.path("x.dat")))
+        with dsview_mount(node, store, tmp, source=local) as m:
+            res["dsv_local"].append(seq_file(m.path("x.dat")))
+        with dsview_mount(node, store, tmp, "--disk-cache", dc) as m:
+            res["dsv_dcache"].append(seq_file(m.path("x.dat")))
+            res["dcache_gets"].append(m.stats()["net_gets"])
+        shutil.rmtree(dc)
+    return res
 
 
 def measure(node, store, tmp, n, hdr):
@@ -232,6 +269,7 @@ def measure(node, store, tmp, n, hdr):
     res["py_ros3"] = {"seq": in_node(node, "--python", "seq", url, "us-east-1", n, 0, 7)["bps"],
                       "shuf": in_node(node, "--python", "shuf", url, "us-east-1", n,
                                       SHUF_SECONDS, 7)["rows_s"]}
+    res["second_epoch"] = disk_cache_rounds(node, store, tmp)
     return res
 
 
@@ -240,17 +278,28 @@ def report(res, n, link):
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{'peer':<11} {'cold seq GB/s':>14} {'shuffled rows/s':>16}")
     for peer, r in res.items():
+        if peer == "second_epoch":
+            continue
         seq = f"{r['seq'] / 1e9:.3f}" if "seq" in r else "-"
         shuf = f"{r['shuf']:.0f}" if "shuf" in r else "-"
         print(f"{peer:<11} {seq:>14} {shuf:>16}")
-    print(f"{'disk_cache':<11} {'(second epoch from --disk-cache: not measured yet)':>32}")
+    e = res["second_epoch"]
+    print(f"second epoch, sequential GB/s, medians of {DC_ROUNDS} interleaved rounds:")
+    for peer in ("dsv_dc_fill", "dsv_local", "dsv_dcache"):
+        print(f"{peer:<11} {statistics.median(e[peer]) / 1e9:>14.3f}   per round "
+              + ", ".join(f"{v / 1e9:.3f}" for v in e[peer]))
     d, s, p = res["dsv_lz4"], res["s3fs"], res["py_ros3"]
     print(f"cold sequential: dsv_lz4 / s3fs {d['seq'] / s['seq']:.2f}x (target >= 3x); "
           f"dsv_lz4 / dsv_lz4_1 {d['seq'] / res['dsv_lz4_1']['seq']:.2f}x; "
           f"dsv_lz4 / boto3_get {d['seq'] / res['boto3_get']['seq']:.2f}x")
     print(f"shuffled: dsv_hint / py_ros3 {res['dsv_hint']['shuf'] / p['shuf']:.2f}x "
           f"(target >= 5x); dsv_lz4 / py_ros3 {d['shuf'] / p['shuf']:.2f}x")
-    print(f"GETs of one cold pass: dsv_lz4 {d['gets']}, dsv_lz4_1 {res['dsv_lz4_1']['gets']}")
+    rounds = [c / loc for c, loc in zip(e["dsv_dcache"], e["dsv_local"])]
+    print(f"second epoch: dsv_dcache / dsv_local "
+          f"{statistics.median(e['dsv_dcache']) / statistics.median(e['dsv_local']):.2f}x "
+          f"(target >= 0.9x; per round {', '.join(f'{x:.2f}' for x in rounds)})")
+    print(f"GETs of one cold pass: dsv_lz4 {d['gets']}, dsv_lz4_1 {res['dsv_lz4_1']['gets']}; "
+          f"of a dsv_dcache pass: {', '.join(map(str, e['dcache_gets']))}")
 
 
 def main():

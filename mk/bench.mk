@@ -132,7 +132,9 @@ bench-shard: deps venv
 # 256, with and without hints) of a dsview LZ4 store, readahead GETs on and
 # off, against the float32 file through Debian's s3fs FUSE mount, h5py's
 # ROS3 driver on the uint8 HDF5 file with numpy's normalisation, and one
-# boto3 GET. S3_MB (256) scales the data; S3_JSON=FILE writes the results.
+# boto3 GET; then a second epoch from --disk-cache against the same store
+# on local disk (S3_DC_ROUNDS interleaved rounds, 3). S3_MB (256) scales
+# the data; S3_JSON=FILE writes the results.
 bench-s3: deps venv
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/s3_bench.py

@@ -88,6 +88,15 @@ int dsv_cli_operands(const char *cmd, int argc, char **argv, int min, int max, c
 int dsv_cli_size_arg(const char *opt, const char *arg, uint64_t unit, uint64_t max,
 		     const char *max_what, uint64_t *out);
 
+/* The disk cache of objects' bytes: --disk-cache DIR and
+ * --disk-cache-size S (dir, size_arg; NULL when not given), else the
+ * manifest's disk_cache and disk_cache_size. m NULL: before a manifest is
+ * read (or with none), so that the reads that open the sources go through
+ * the options' cache; with m, set again only when the manifest changes
+ * it. @return 0, or -1 after the error line. */
+struct dsv_manifest;
+int dsv_cli_disk_cache(const struct dsv_manifest *m, const char *dir, const char *size_arg);
+
 /* Parses an integer option value in [lo, hi] into *out; otherwise prints
  * "dsview: OPT 'ARG' must be an integer from LO to HI" and returns -1. */
 int dsv_cli_int_arg(const char *opt, const char *arg, long lo, long hi, int *out);

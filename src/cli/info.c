@@ -1,6 +1,6 @@
 /*
  * dsview info: describes a .npy, a raw file, an HDF5 file (every dataset,
- * or one), a dsview store or a manifest. This file reads the command line;
+ * or one), a dsview store, a Zarr array or group, or a manifest. This file reads the command line;
  * info_json.c builds the document, info_text.c renders it.
  *
  * Everything is first gathered into one JSON document (the schema is in
@@ -23,13 +23,15 @@
 #include "cli/target.h"
 
 static const char info_usage[] =
-	"usage: dsview info [--json] PATH\n"
+	"usage: dsview info [--json] [--disk-cache DIR] PATH\n"
 	"       dsview info [--json] --dtype T --shape A,B,... RAWFILE\n"
 	"\n"
 	"Describes PATH: a .npy, a NIfTI image (.nii), a raw file (with --dtype and --shape; the "
 	"first\n"
 	"dimension may be -1), an HDF5 file (every dataset) or one dataset of it\n"
-	"(file.h5:/path/dset), a dsview store, or a manifest (.ini: every view).\n"
+	"(file.h5:/path/dset), a dsview store, a Zarr array, a Zarr group (every array,\n"
+	"as a mount serves it), or a manifest (.ini: every view). A Zarr array or group\n"
+	"may be an s3:// prefix.\n"
 	"For HDF5 datasets: layout, chunks, filters, bytes stored, and how dsview\n"
 	"serves each one: fast path (dsview reads and decodes the chunks itself),\n"
 	"library fallback (through HDF5, serialised) or refused, with the reason.\n"
@@ -38,6 +40,9 @@ static const char info_usage[] =
 	"  --json        print one JSON document instead of text\n"
 	"  --dtype T     raw file: element type (uint8, int16, float32, ...)\n"
 	"  --shape S     raw file: shape, e.g. -1,64,64,3\n"
+	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
+	"                (s3://, https://) in DIR, as mount does\n"
+	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"Names and paths are shown with control characters and bytes that are not\n"
@@ -45,15 +50,18 @@ static const char info_usage[] =
 	"the bytes that are not UTF-8.\n"
 	"\n"
 	"JSON schema (sizes in bytes, all numbers are JSON numbers):\n"
-	"  {\"path\", \"kind\": \"npy\"|\"nifti\"|\"raw\"|\"zarr\"|\"hdf5\"|\"manifest\",\n"
-	"   \"file_bytes\" (0 for a Zarr array, a directory),\n"
+	"  {\"path\", \"kind\": \"npy\"|\"nifti\"|\"raw\"|\"zarr\"|\"hdf5\"|\"manifest\"|\n"
+	"           \"zarr-group\",\n"
+	"   \"file_bytes\" (0 for a Zarr array or group, a directory),\n"
 	"   npy, nifti, raw, zarr: \"source\": SOURCE\n"
 	"   hdf5:     \"datasets\": [DATASET],\n"
 	"             \"totals\": {\"datasets\", \"fast_path\", \"library_fallback\",\n"
 	"                        \"refused\", \"raw_bytes\", \"stored_bytes\",\n"
 	"                        \"links_not_followed\": {\"soft\", \"external\"}}\n"
-	"   manifest: \"views\": [VIEW], \"totals\": {\"views\", \"virtual_bytes\",\n"
-	"             \"stored_bytes\"} (a source shared by views counted once)}\n"
+	"   manifest, zarr-group: \"views\": [VIEW], \"totals\": {\"views\",\n"
+	"             \"virtual_bytes\", \"stored_bytes\"} (a source shared by views\n"
+	"             counted once); zarr-group also \"skipped\": [{\"name\", \"reason\"}]\n"
+	"             (its arrays not served)}\n"
 	"  SOURCE  = {\"path\", \"dataset\": str|null, \"kind\": \"npy\"|\"nifti\"|\"raw\"|\n"
 	"             \"hdf5-contiguous\"|\"hdf5-chunked\"|\"hdf5-library\"|\"zarr\",\n"
 	"             \"why\": str|null, \"dtype\", \"shape\",\n"
@@ -88,10 +96,12 @@ int dsv_cmd_info(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "dtype", required_argument, NULL, 'D' },
 		{ "shape", required_argument, NULL, 'S' },
+		{ "disk-cache", required_argument, NULL, 'K' },
+		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dtype_arg = NULL, *shape_arg = NULL;
+	const char *dtype_arg = NULL, *shape_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
 	dsv_dtype dtype = DSV_DTYPE_INVALID;
 	int64_t shape[DSV_MAX_DIMS];
 	int c, json_out = 0, ndim = 0, err;
@@ -105,6 +115,8 @@ int dsv_cmd_info(int argc, char **argv)
 		case 'j': json_out = 1; break;
 		case 'D': dtype_arg = optarg; break;
 		case 'S': shape_arg = optarg; break;
+		case 'K': disk_arg = optarg; break;
+		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(info_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
@@ -132,6 +144,8 @@ int dsv_cmd_info(int argc, char **argv)
 			return EXIT_USER;
 		}
 	}
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
+		return EXIT_USER;
 	if ((err = dsv_target_parse(spec, dtype_arg != NULL, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
 		return err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;

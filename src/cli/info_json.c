@@ -263,6 +263,18 @@ static int build_h5(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	return 0;
 }
 
+/* A Zarr group's arrays it could not serve: {"name", "reason"} each. */
+static json_t *jskipped(const dsv_manifest *m)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < m->nskipped; i++)
+		json_array_append_new(a, json_pack("{s:o,s:o}", "name", jtext(m->skipped[i].path),
+						   "reason", jtext(m->skipped[i].reason)));
+	return a;
+}
+
+/* A manifest's views, or a Zarr group's arrays as a zero-config mount
+ * serves them (float32, one view each). */
 static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 {
 	dsv_manifest *m;
@@ -271,9 +283,12 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	int err;
 
 	json_object_set_new(root, "views", views);
-	err = dsv_manifest_load(t->file, &m, eb);
+	err = t->kind == DSV_TARGET_ZARR_GROUP ? dsv_manifest_from_file(t->file, DSV_F32, 0, &m, eb)
+					       : dsv_manifest_load(t->file, &m, eb);
 	if (err)
 		return err;
+	if (t->kind == DSV_TARGET_ZARR_GROUP)
+		json_object_set_new(root, "skipped", jskipped(m));
 	for (size_t i = 0; i < m->nviews; i++) {
 		dsv_view_info vi, pvi;
 		const dsv_view_info *v = &vi;
@@ -364,6 +379,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	case DSV_TARGET_ZARR: kind = "zarr"; break;
 	case DSV_TARGET_NIFTI: kind = "nifti"; break;
 	case DSV_TARGET_MANIFEST: kind = "manifest"; break;
+	case DSV_TARGET_ZARR_GROUP: kind = "zarr-group"; break;
 	}
 	json_object_set_new(root, "kind", json_string(kind));
 	if (t->kind != DSV_TARGET_MANIFEST)
@@ -374,7 +390,8 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	case DSV_TARGET_ZARR:
 	case DSV_TARGET_RAW: err = build_flat(t, dtype, ndim, shape, root, eb); break;
 	case DSV_TARGET_H5: err = build_h5(t, root, eb); break;
-	case DSV_TARGET_MANIFEST: err = build_manifest(t, root, eb); break;
+	case DSV_TARGET_MANIFEST:
+	case DSV_TARGET_ZARR_GROUP: err = build_manifest(t, root, eb); break;
 	}
 	return err;
 }

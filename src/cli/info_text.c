@@ -369,17 +369,24 @@ static void print_view(const json_t *v)
 	}
 }
 
-static void print_manifest(const json_t *root)
+/* A manifest's views, or a Zarr group's arrays (each a view) and what
+ * of it is not served. */
+static void print_manifest(const json_t *root, int group)
 {
 	const json_t *views = json_object_get(root, "views"), *t = json_object_get(root, "totals");
+	const json_t *skipped = json_object_get(root, "skipped");
 	char a[32], b[32];
 	uint64_t n = dsv_cli_jint(t, "views"), virt = dsv_cli_jint(t, "virtual_bytes");
 	uint64_t disk = dsv_cli_jint(t, "stored_bytes");
 
-	printf("%s: manifest, %llu view%s\n", jshown(root, "path"), (unsigned long long)n,
-	       n == 1 ? "" : "s");
+	printf("%s: %s, %llu %s%s\n", jshown(root, "path"), group ? "Zarr group" : "manifest",
+	       (unsigned long long)n, group ? "array" : "view", n == 1 ? "" : "s");
 	for (size_t i = 0; i < json_array_size(views); i++)
 		print_view(json_array_get(views, i));
+	for (size_t i = 0; i < json_array_size(skipped); i++) {
+		const json_t *s = json_array_get(skipped, i);
+		printf("[%s] not served: %s\n", jshown(s, "name"), jshown(s, "reason"));
+	}
 	printf("total: %s virtual, %s on disk", dsv_fmt_bytes(a, sizeof(a), virt),
 	       dsv_fmt_bytes(b, sizeof(b), disk));
 	if (disk)
@@ -391,8 +398,8 @@ void dsv_info_print(dsv_target_kind kind, const json_t *root)
 {
 	if (kind == DSV_TARGET_H5)
 		print_h5(root);
-	else if (kind == DSV_TARGET_MANIFEST)
-		print_manifest(root);
+	else if (kind == DSV_TARGET_MANIFEST || kind == DSV_TARGET_ZARR_GROUP)
+		print_manifest(root, kind == DSV_TARGET_ZARR_GROUP);
 	else
 		print_flat(root);
 }

@@ -338,42 +338,6 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 	}
 }
 
-/* The disk cache of objects' bytes: --disk-cache and --disk-cache-size,
- * else the manifest's disk_cache and disk_cache_size (m NULL: before the
- * manifest is read, so that the reads that open the sources go through
- * the options' cache; with m, set again only when the manifest changes
- * it). @return 0, or -1 after the error. */
-static int set_disk_cache(const dsv_manifest *m, const char *dir, const char *size_arg)
-{
-	uint64_t size = m && m->has_disk_cache_size ? m->disk_cache_size : DSV_DISK_CACHE_DEFAULT;
-	dsv_errbuf eb;
-
-	if (!m && !dir && size_arg) {
-		dsv_cli_error("--disk-cache-size needs a directory (--disk-cache DIR)");
-		return -1;
-	}
-	if (m && !dir && !m->disk_cache && m->has_disk_cache_size) {
-		dsv_cli_error("%s: disk_cache_size needs disk_cache (or --disk-cache DIR)",
-			      m->path);
-		return -1;
-	}
-	if (m && dir && (size_arg || !m->has_disk_cache_size))
-		return 0; /* set before the manifest was read */
-	if (m && !dir)
-		dir = m->disk_cache;
-	if (size_arg && dsv_cli_size_arg("--disk-cache-size", size_arg, 1, 0, NULL, &size))
-		return -1;
-	if (!size) {
-		dsv_cli_error("--disk-cache-size '%s' must be above 0", size_arg);
-		return -1;
-	}
-	if (dir && dsv_net_disk_cache(dir, size, &eb)) {
-		dsv_cli_error("%s", eb.msg);
-		return -1;
-	}
-	return 0;
-}
-
 /* -f: the loop was reached (a failure after it is not a start-up one). */
 static void note_serving(void *arg)
 {
@@ -452,7 +416,7 @@ int dsv_cmd_mount(int argc, char **argv)
 	if (argc - optind == 2)
 		mountpoint = argv[optind + 1];
 
-	if (set_disk_cache(NULL, disk_arg, disk_size_arg))
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
 		return EXIT_USER;
 	if (dsv_has_ext(source, ".ini")) {
 		if (dtype_arg) {
@@ -520,7 +484,7 @@ int dsv_cmd_mount(int argc, char **argv)
 			      gpu_cache_arg ? "--gpu-cache" : "the manifest's gpu_cache");
 		goto user_error;
 	}
-	if (set_disk_cache(m, disk_arg, disk_size_arg)) /* the manifest's */
+	if (dsv_cli_disk_cache(m, disk_arg, disk_size_arg)) /* the manifest's */
 		goto user_error;
 	if (log_path && dsv_log_open(log_path)) {
 		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));

@@ -54,6 +54,9 @@ static const char pack_usage[] =
 	"  --dtype T           raw input: element type (uint8, int16, float32, ...)\n"
 	"  --shape A,B,...     raw input: shape; the first may be -1 (rows from the file size)\n"
 	"  --threads N         compression threads (default: all cores)\n"
+	"  --disk-cache DIR    keep the stored bytes that objects' GETs fetch (s3://,\n"
+	"                      https://) in DIR, as mount does\n"
+	"  --disk-cache-size S the most DIR holds (default 10G)\n"
 	"  --force             replace OUTPUT if it exists\n"
 	"\n"
 	"The store is written to OUTPUT.tmp-*, synced, and renamed into place: an\n"
@@ -87,6 +90,8 @@ int dsv_cmd_pack(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'T' },
 		{ "storage", required_argument, NULL, 'R' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "disk-cache", required_argument, NULL, 'K' },
+		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -94,7 +99,7 @@ int dsv_cmd_pack(int argc, char **argv)
 	dsv_pack_result res;
 	dsv_progress bar;
 	dsv_errbuf eb;
-	const char *dtype_arg = NULL, *shape_arg = NULL;
+	const char *dtype_arg = NULL, *shape_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
 	char *end, a[32], b[32];
 	int c, err;
 	long v;
@@ -153,6 +158,8 @@ int dsv_cmd_pack(int argc, char **argv)
 			}
 			break;
 		case 'f': o.force = 1; break;
+		case 'K': disk_arg = optarg; break;
+		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(pack_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
@@ -161,6 +168,8 @@ int dsv_cmd_pack(int argc, char **argv)
 		return EXIT_USER;
 	o.input = argv[optind];
 	o.output = argv[optind + 1];
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
+		return EXIT_USER;
 
 	if (!!dtype_arg != !!shape_arg) {
 		dsv_cli_error("%s: a raw input needs both --dtype and --shape", o.input);

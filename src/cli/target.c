@@ -53,8 +53,13 @@ static int kind_by_name(const dsv_target *t, int raw)
 static int parse_url(dsv_target *t, int raw, dsv_errbuf *eb)
 {
 	dsv_net_obj *o;
+	/* a prefix, not an object: no HEAD */
 	if (!raw && !t->dataset && dsv_source_zarr_version(t->file)) {
-		t->kind = DSV_TARGET_ZARR; /* a prefix, not an object: no HEAD */
+		t->kind = DSV_TARGET_ZARR;
+		return 0;
+	}
+	if (!raw && !t->dataset && dsv_source_zarr_group(t->file)) {
+		t->kind = DSV_TARGET_ZARR_GROUP;
 		return 0;
 	}
 	int err = dsv_net_open(t->file, &o, eb);
@@ -106,11 +111,12 @@ int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 		t->kind = DSV_TARGET_ZARR;
 		return 0;
 	}
+	if (!raw && S_ISDIR(st.st_mode) && !t->dataset && dsv_source_zarr_group(t->file)) {
+		t->kind = DSV_TARGET_ZARR_GROUP;
+		return 0;
+	}
 	if (!S_ISREG(st.st_mode)) {
-		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL, "not a regular file%s",
-			    S_ISDIR(st.st_mode) && dsv_source_zarr_group(t->file)
-				    ? " (a Zarr group: name one of its arrays)"
-				    : "");
+		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL, "not a regular file");
 		dsv_target_free(t);
 		return DSV_ERR_INVALID;
 	}

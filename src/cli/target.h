@@ -1,7 +1,7 @@
 /*
  * What a PATH argument of info and verify names: a .npy, a .nii, a raw file, an
- * HDF5 file (all its datasets, or one as "file.h5:/path/dset") or a
- * manifest. Decided from the name, and for HDF5 also from the file's
+ * HDF5 file (all its datasets, or one as "file.h5:/path/dset"), a Zarr
+ * array or group (a directory or an s3:// prefix) or a manifest. Decided from the name, and for HDF5 also from the file's
  * signature, so that "data.bin" holding HDF5 is not taken for raw bytes.
  */
 #ifndef DSV_CLI_TARGET_H
@@ -18,6 +18,7 @@ typedef enum dsv_target_kind {
 	DSV_TARGET_ZARR,  /* a Zarr array's directory */
 	DSV_TARGET_NIFTI, /* a .nii (a .nii.gz is refused when opened) */
 	DSV_TARGET_MANIFEST,
+	DSV_TARGET_ZARR_GROUP, /* a Zarr group's directory: its arrays */
 } dsv_target_kind;
 
 typedef struct dsv_target {

@@ -15,6 +15,8 @@
 #include "cli/cli.h"
 #include "common/str.h"
 #include "dsview/dsview.h"
+#include "dsview/view.h"
+#include "net/net.h"
 
 /* Length of the valid UTF-8 sequence at s (shortest form, no surrogates),
  * with its code point in *cp; 0 if s does not start one. */
@@ -243,4 +245,35 @@ const char *dsv_cli_jstr(const json_t *o, const char *key, const char *def)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 	return s ? s : def;
+}
+
+int dsv_cli_disk_cache(const dsv_manifest *m, const char *dir, const char *size_arg)
+{
+	uint64_t size = m && m->has_disk_cache_size ? m->disk_cache_size : DSV_DISK_CACHE_DEFAULT;
+	dsv_errbuf eb;
+
+	if (!m && !dir && size_arg) {
+		dsv_cli_error("--disk-cache-size needs a directory (--disk-cache DIR)");
+		return -1;
+	}
+	if (m && !dir && !m->disk_cache && m->has_disk_cache_size) {
+		dsv_cli_error("%s: disk_cache_size needs disk_cache (or --disk-cache DIR)",
+			      m->path);
+		return -1;
+	}
+	if (m && dir && (size_arg || !m->has_disk_cache_size))
+		return 0; /* set before the manifest was read */
+	if (m && !dir)
+		dir = m->disk_cache;
+	if (size_arg && dsv_cli_size_arg("--disk-cache-size", size_arg, 1, 0, NULL, &size))
+		return -1;
+	if (!size) {
+		dsv_cli_error("--disk-cache-size '%s' must be above 0", size_arg);
+		return -1;
+	}
+	if (dir && dsv_net_disk_cache(dir, size, &eb)) {
+		dsv_cli_error("%s", eb.msg);
+		return -1;
+	}
+	return 0;
 }

@@ -35,15 +35,16 @@
 #include "source/source.h"
 
 static const char verify_usage[] =
-	"usage: dsview verify [--threads N] PATH\n"
+	"usage: dsview verify [--threads N] [--disk-cache DIR] PATH\n"
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
-	"(file.h5:/path/dset), a .npy, a .nii, or a manifest (every source of every view,\n"
-	"each once). Bad chunks are printed one per line, sorted, with the row\n"
-	"range and the reason (for data the HDF5 library decodes, the rows of the\n"
-	"file's own bad chunk); a dataset dsview refuses to serve is reported as\n"
-	"not checked. Then one summary line.\n"
+	"(file.h5:/path/dset), a .npy, a .nii, a Zarr array, a Zarr group (every\n"
+	"array), or a manifest (every source of every view, each once); a Zarr array\n"
+	"or group may be an s3:// prefix. Bad chunks are printed one per line,\n"
+	"sorted, with the row range and the reason (for data the HDF5 library\n"
+	"decodes, the rows of the file's own bad chunk); a dataset dsview refuses\n"
+	"to serve is reported as not checked. Then one summary line.\n"
 	"\n"
 	"Exit status: 0 every dataset checked and every chunk good, 1 a bad chunk\n"
 	"(or PATH cannot be opened), 3 no bad chunk but some datasets not checked\n"
@@ -51,6 +52,10 @@ static const char verify_usage[] =
 	"\n"
 	"options:\n"
 	"  --threads N   decoding threads (default: all cores)\n"
+	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
+	"                (s3://, https://) in DIR, as mount does (a manifest's\n"
+	"                disk_cache too): a mount of them next reads DIR\n"
+	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
 	"  -h, --help    this help\n";
 
 /* Exit status: nothing damaged, but some datasets were not checked. */
@@ -199,6 +204,19 @@ static int collect_manifest(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
 		}
 	}
 	return 0;
+}
+
+/* A Zarr group's arrays, and those it cannot serve as not checked. */
+static int collect_group(vjob *j, const dsv_manifest *m, dsv_errbuf *eb)
+{
+	char label[4200];
+	int err = collect_manifest(j, m, eb);
+	for (size_t i = 0; i < m->nskipped && !err; i++) {
+		snprintf(label, sizeof(label), "%s/%s", m->path, m->skipped[i].path);
+		if (add_source(j, NULL, 0, label, m->skipped[i].reason))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
+	return err;
 }
 
 /* The source holding global chunk g: the last with first <= g (a source
@@ -418,6 +436,8 @@ int dsv_cmd_verify(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 'T' },
+		{ "disk-cache", required_argument, NULL, 'K' },
+		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -425,6 +445,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	dsv_manifest *m = NULL;
 	dsv_target t;
 	dsv_errbuf eb;
+	const char *disk_arg = NULL, *disk_size_arg = NULL;
 	int c, err, nthreads = 0, rc = EXIT_OK;
 	uint64_t refused = 0, checked = 0;
 	char a[32];
@@ -436,11 +457,15 @@ int dsv_cmd_verify(int argc, char **argv)
 			if (dsv_cli_int_arg("--threads", optarg, 1, 1024, &nthreads))
 				return EXIT_USER;
 			break;
+		case 'K': disk_arg = optarg; break;
+		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(verify_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("verify", argc, argv, 1, 1, "PATH"))
+		return EXIT_USER;
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
 		return EXIT_USER;
 	if ((err = dsv_target_parse(argv[optind], 0, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
@@ -450,8 +475,17 @@ int dsv_cmd_verify(int argc, char **argv)
 	switch (t.kind) {
 	case DSV_TARGET_H5: err = collect_h5(&j, &t, &eb); break;
 	case DSV_TARGET_MANIFEST:
-		if (!(err = dsv_manifest_load(t.file, &m, &eb)))
+		if (!(err = dsv_manifest_load(t.file, &m, &eb)) &&
+		    dsv_cli_disk_cache(m, disk_arg, disk_size_arg)) {
+			rc = EXIT_USER;
+			goto out;
+		}
+		if (!err)
 			err = collect_manifest(&j, m, &eb);
+		break;
+	case DSV_TARGET_ZARR_GROUP:
+		if (!(err = dsv_manifest_from_file(t.file, DSV_F32, 0, &m, &eb)))
+			err = collect_group(&j, m, &eb);
 		break;
 	case DSV_TARGET_NPY:
 	case DSV_TARGET_NIFTI:

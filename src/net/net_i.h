@@ -1,12 +1,15 @@
 /*
  * Private to the net room: the configuration an object is opened with
- * (config.c) and the object itself (object.c).
+ * (config.c), the object itself and its requests (object.c), which a
+ * prefix's requests (dir.c) share.
  */
 #ifndef DSV_NET_I_H
 #define DSV_NET_I_H
 
+#include <curl/curl.h>
 #include <time.h>
 
+#include "net/disk_cache.h"
 #include "net/net.h"
 
 /* What config.c's opening comment lists, resolved; each string owned. */
@@ -32,12 +35,60 @@ void dsv_net_config_free(dsv_net_config *c);
  * or a key) or DSV_ERR_NOMEM. */
 int dsv_net_url_make(const dsv_net_config *c, const char *url, char **out, int *is_s3);
 
+/* An object's readahead (ahead.c's opening comment). */
+typedef struct dsv_net_ahead dsv_net_ahead;
+
+struct dsv_net_obj {
+	char *url;  /* what curl asks for (a presigned query included) */
+	char *name; /* what messages say: the URL given, without its query */
+	dsv_net_config cfg;
+	int is_s3;
+	char sigv4[96];              /* "aws:amz:REGION:s3", or "" unsigned */
+	char etag[DSV_NET_ETAG_MAX]; /* as the HEAD gave it, quotes included; "" none */
+	uint64_t size;
+	struct timespec mtime;
+	dsv_net_ahead *ahead; /* NULL: every read is one GET */
+	dsv_dcache_id dcache; /* the disk cache's name of this version (with an ETag) */
+};
+
+/* One request's state, for the write and header callbacks. */
+typedef struct dsv_net_req {
+	char *buf; /* the GET's destination, cap bytes */
+	size_t cap, got;
+	int whole;  /* a GET of the whole object (no Range), up to cap bytes */
+	int suffix; /* a GET of its last cap bytes (Range: bytes=-cap) */
+	char etag[DSV_NET_ETAG_MAX];
+	char crange[96]; /* Content-Range's value, "" none */
+	int status;      /* the reply's status line's code, 0 before it came */
+} dsv_net_req;
+/* libcurl started (once a process) and o filled for url: its
+ * configuration, name, request URL and signing. @return 0 or the error,
+ * in eb. */
+int dsv_net_start(dsv_net_obj *o, const char *url, dsv_errbuf *eb);
+/* Frees what dsv_net_start made (not o itself). */
+void dsv_net_unfill(dsv_net_obj *o);
+/* Performs the request r of o (a HEAD when r->cap is 0, else the GET
+ * of [off, off + r->cap), all of it with r->whole, its last r->cap bytes
+ * with r->suffix; If-Match o->etag on a ranged GET when o has one),
+ * retried as object.c's opening comment says. On return *status is the
+ * last try's HTTP status (0: none came) and *cc its curl result.
+ * @return 0, or DSV_ERR_NOMEM / DSV_ERR_INTERNAL (no handle). */
+int dsv_net_perform(const dsv_net_obj *o, dsv_net_req *r, uint64_t off, long *status, CURLcode *cc);
+/* The reason of a failed request in words, for eb or the log; buf. */
+const char *dsv_net_reason(const dsv_net_obj *o, CURLcode cc, long status, char *buf, size_t cap);
+/* The object's size from the reply to a request: a 206's or 416's
+ * Content-Range total ("bytes 0-0/SIZE", "bytes * /SIZE" of an empty
+ * object), else a HEAD's or a 200's Content-Length (h's; none when h is
+ * NULL); -1 none. */
+curl_off_t dsv_net_reply_size(CURL *h, const dsv_net_req *r, long status);
+/* The counters of dsv_net_get_stats: one GET of bytes done, one failed. */
+void dsv_net_count_get(uint64_t bytes);
+void dsv_net_count_failure(void);
+
 /* One ranged GET of exactly [off, off + n) (object.c), what
  * dsv_net_pread does without readahead; the same returns. */
 int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off);
 
-/* An object's readahead (ahead.c's opening comment). */
-typedef struct dsv_net_ahead dsv_net_ahead;
 /* The readahead of o, of size bytes; NULL when it has none (turned off,
  * an object of one GET, in a forked child, no memory). */
 dsv_net_ahead *dsv_net_ahead_new(const dsv_net_obj *o, uint64_t size);

@@ -22,19 +22,6 @@
 #include "net/disk_cache.h"
 #include "net/net_i.h"
 
-struct dsv_net_obj {
-	char *url;  /* what curl asks for (a presigned query included) */
-	char *name; /* what messages say: the URL given, without its query */
-	dsv_net_config cfg;
-	int is_s3;
-	char sigv4[96];              /* "aws:amz:REGION:s3", or "" unsigned */
-	char etag[DSV_NET_ETAG_MAX]; /* as the HEAD gave it, quotes included; "" none */
-	uint64_t size;
-	struct timespec mtime;
-	dsv_net_ahead *ahead; /* NULL: every read is one GET */
-	dsv_dcache_id dcache; /* the disk cache's name of this version (with an ETag) */
-};
-
 static struct {
 	uint64_t heads, gets, bytes, retries, failures;
 } stats;
@@ -78,20 +65,9 @@ void dsv_net_after_fork(void)
 	dsv_net_ahead_after_fork();
 }
 
-/* One request's state, for the write and header callbacks. */
-typedef struct request {
-	char *buf; /* the GET's destination, cap bytes */
-	size_t cap, got;
-	int whole;  /* a GET of the whole object (no Range), up to cap bytes */
-	int suffix; /* a GET of its last cap bytes (Range: bytes=-cap) */
-	char etag[DSV_NET_ETAG_MAX];
-	char crange[96]; /* Content-Range's value, "" none */
-	int status;      /* the reply's status line's code, 0 before it came */
-} request;
-
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 {
-	request *r = user;
+	dsv_net_req *r = user;
 	size_t n = size * nmemb;
 	if (r->status / 100 != 2)
 		return n; /* an error reply's body (S3's XML): the status says it */
@@ -121,7 +97,7 @@ static void keep_header(const char *line, size_t n, const char *name, char *out,
 
 static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
 {
-	request *r = user;
+	dsv_net_req *r = user;
 	size_t n = size * nmemb;
 	int code;
 	if (n > 9 && !strncmp(line, "HTTP/", 5) && sscanf(line, "HTTP/%*s %d", &code) == 1)
@@ -134,7 +110,8 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user)
 /* Sets up h for one request of o: a HEAD (r->cap == 0), the GET of
  * [off, off + r->cap), or with r->whole the GET of all of it. *hdrs is
  * the header list to free after. */
-static int setup(CURL *h, const dsv_net_obj *o, request *r, uint64_t off, struct curl_slist **hdrs)
+static int setup(CURL *h, const dsv_net_obj *o, dsv_net_req *r, uint64_t off,
+		 struct curl_slist **hdrs)
 {
 	long timeout = (long)dsv_knob_int(DSV_KNOB_NET_TIMEOUT_S);
 	char line[256], range[48];
@@ -220,10 +197,7 @@ static void backoff(unsigned attempt)
 	nanosleep(&ts, NULL);
 }
 
-/* Performs the request, retried as the opening comment says. On return
- * *status is the last try's HTTP status (0: none came) and *cc its curl
- * result. @return 0, or DSV_ERR_NOMEM / DSV_ERR_INTERNAL (no handle). */
-static int perform(const dsv_net_obj *o, request *r, uint64_t off, long *status, CURLcode *cc)
+int dsv_net_perform(const dsv_net_obj *o, dsv_net_req *r, uint64_t off, long *status, CURLcode *cc)
 {
 	unsigned tries = 1 + (unsigned)dsv_knob_int(DSV_KNOB_NET_RETRIES);
 	CURL *h = thread_handle();
@@ -273,8 +247,7 @@ static void presigned_reason(const dsv_net_obj *o, long status, char *buf, size_
 			 status, when);
 }
 
-/* The reason of a failed request in words, for eb or the log. */
-static const char *reason(const dsv_net_obj *o, CURLcode cc, long status, char *buf, size_t cap)
+const char *dsv_net_reason(const dsv_net_obj *o, CURLcode cc, long status, char *buf, size_t cap)
 {
 	if (cc != CURLE_OK && o->is_s3)
 		snprintf(buf, cap, "%s (endpoint %s)", curl_easy_strerror(cc), o->cfg.endpoint);
@@ -310,8 +283,7 @@ static int fill(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 	return 0;
 }
 
-/* libcurl started (once a process) and o filled for url. */
-static int start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
+int dsv_net_start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 {
 	pthread_once(&once, init_once);
 	if (init_err)
@@ -319,11 +291,7 @@ static int start(dsv_net_obj *o, const char *url, dsv_errbuf *eb)
 	return fill(o, url, eb);
 }
 
-/* The object's size from the reply to a request: a 206's or 416's
- * Content-Range total ("bytes 0-0/SIZE", "bytes * /SIZE" of an empty
- * object), else a HEAD's or a 200's Content-Length (h's; none when h is
- * NULL); -1 none. */
-static curl_off_t reply_size(CURL *h, const request *r, long status)
+curl_off_t dsv_net_reply_size(CURL *h, const dsv_net_req *r, long status)
 {
 	curl_off_t len = -1;
 	const char *slash = strrchr(r->crange, '/');
@@ -348,11 +316,11 @@ static curl_off_t reply_size(CURL *h, const request *r, long status)
 static int head(dsv_net_obj *o, dsv_errbuf *eb)
 {
 	char first;
-	request r = { .buf = &first, .cap = o->is_s3 ? 0 : 1 };
+	dsv_net_req r = { .buf = &first, .cap = o->is_s3 ? 0 : 1 };
 	long status;
 	CURLcode cc;
 	char why[400];
-	int err = perform(o, &r, 0, &status, &cc);
+	int err = dsv_net_perform(o, &r, 0, &status, &cc);
 
 	if (err)
 		return dsv_errf(eb, err, "out of memory");
@@ -363,9 +331,9 @@ static int head(dsv_net_obj *o, dsv_errbuf *eb)
 				    (cc == CURLE_WRITE_ERROR && status == 200);
 	if (!ok)
 		return dsv_errf_at(eb, status == 404 ? DSV_ERR_NOTFOUND : DSV_ERR_IO, o->name, NULL,
-				   "%s", reason(o, cc, status, why, sizeof(why)));
+				   "%s", dsv_net_reason(o, cc, status, why, sizeof(why)));
 	CURL *h = thread_handle();
-	curl_off_t len = reply_size(h, &r, status), t = -1;
+	curl_off_t len = dsv_net_reply_size(h, &r, status), t = -1;
 	curl_easy_getinfo(h, CURLINFO_FILETIME_T, &t);
 	if (len < 0)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, o->name, NULL,
@@ -387,7 +355,7 @@ int dsv_net_open(const char *url, dsv_net_obj **out, dsv_errbuf *eb)
 	*out = NULL;
 	if (!o)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (!(err = start(o, url, eb)))
+	if (!(err = dsv_net_start(o, url, eb)))
 		err = head(o, eb);
 	if (err) {
 		dsv_net_close(o);
@@ -398,8 +366,7 @@ int dsv_net_open(const char *url, dsv_net_obj **out, dsv_errbuf *eb)
 	return 0;
 }
 
-/* Frees what fill made (not o itself). */
-static void unfill(dsv_net_obj *o)
+void dsv_net_unfill(dsv_net_obj *o)
 {
 	dsv_net_config_free(&o->cfg);
 	free(o->url);
@@ -410,7 +377,7 @@ void dsv_net_close(dsv_net_obj *o)
 {
 	if (o) {
 		dsv_net_ahead_free(o->ahead);
-		unfill(o);
+		dsv_net_unfill(o);
 	}
 	free(o);
 }
@@ -438,21 +405,20 @@ const char *dsv_net_name(const dsv_net_obj *o)
 /* One ranged GET of [off, off + n), in bounds and n > 0 (net_i.h). */
 int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 {
-	request r = { .buf = buf, .cap = n };
+	dsv_net_req r = { .buf = buf, .cap = n };
 	long status;
 	CURLcode cc;
 	char why[400];
-	int err = perform(o, &r, off, &status, &cc);
+	int err = dsv_net_perform(o, &r, off, &status, &cc);
 	if (err)
 		return err;
 	/* 206 with exactly the range; a server that ignores Range sends 200
 	 * and the whole object, right only when that is what was asked */
 	if (cc == CURLE_OK && r.got == n && (status == 206 || (status == 200 && n == o->size))) {
-		__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&stats.bytes, n, __ATOMIC_RELAXED);
+		dsv_net_count_get(n);
 		return 0;
 	}
-	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
+	dsv_net_count_failure();
 	uint64_t key = (uint64_t)(uintptr_t)o; /* one limit per object */
 	if (cc == CURLE_OK && status == 412)
 		dsv_log_limited(key, DSV_LOG_ERROR,
@@ -464,7 +430,7 @@ int dsv_net_get(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 				o->name, (unsigned long long)off, (unsigned long long)(off + n - 1),
 				cc == CURLE_OK && status / 100 == 2
 					? "a short or over-long body"
-					: reason(o, cc, status, why, sizeof(why)));
+					: dsv_net_reason(o, cc, status, why, sizeof(why)));
 	return DSV_ERR_IO;
 }
 
@@ -489,126 +455,15 @@ int dsv_net_pread(const dsv_net_obj *o, void *buf, size_t n, uint64_t off)
 	return get_range(o, buf, n, off);
 }
 
-struct dsv_net_dir {
-	dsv_net_obj base; /* url and name: the prefix; no ETag, no size */
-};
-
-int dsv_net_dir_open(const char *url, dsv_net_dir **out, dsv_errbuf *eb)
+void dsv_net_count_get(uint64_t bytes)
 {
-	dsv_net_dir *d = calloc(1, sizeof(*d));
-	int err;
-
-	*out = NULL;
-	if (!d)
-		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if ((err = start(&d->base, url, eb))) {
-		dsv_net_dir_close(d);
-		return err;
-	}
-	*out = d;
-	return 0;
+	__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&stats.bytes, bytes, __ATOMIC_RELAXED);
 }
 
-void dsv_net_dir_close(dsv_net_dir *d)
+void dsv_net_count_failure(void)
 {
-	if (d)
-		unfill(&d->base);
-	free(d);
-}
-
-int dsv_net_dir_fetch(const dsv_net_dir *d, const char *url, const char *name, void *buf,
-		      size_t cap, size_t *got, dsv_errbuf *eb)
-{
-	dsv_net_obj o = d->base; /* url's: the prefix's settings */
-	request r = { .buf = buf, .cap = cap, .whole = 1 };
-	long status;
-	CURLcode cc;
-	char why[400];
-
-	*got = 0;
-	o.url = (char *)url;
-	int err = perform(&o, &r, 0, &status, &cc);
-	if (err)
-		return err;
-	if (cc == CURLE_OK && status == 200) {
-		__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&stats.bytes, r.got, __ATOMIC_RELAXED);
-		*got = r.got;
-		return 0;
-	}
-	if (cc == CURLE_OK && status == 404)
-		return DSV_ERR_NOTFOUND;
-	if (cc == CURLE_WRITE_ERROR)
-		return DSV_ERR_OVERFLOW;
 	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
-	if (eb)
-		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
-			    reason(&o, cc, status, why, sizeof(why)));
-	return DSV_ERR_IO;
-}
-
-const dsv_net_config *dsv_net_dir_config(const dsv_net_dir *d, const char **name)
-{
-	*name = d->base.name;
-	return &d->base.cfg;
-}
-
-int dsv_net_dir_get(const dsv_net_dir *d, const char *key, void *buf, size_t cap, size_t *got,
-		    dsv_errbuf *eb)
-{
-	char *url = NULL, name[4096 + 8];
-	*got = 0;
-	if (asprintf(&url, "%s/%s", d->base.url, key) < 0)
-		return DSV_ERR_NOMEM;
-	snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
-	int err = dsv_net_dir_fetch(d, url, name, buf, cap, got, eb);
-	free(url);
-	return err;
-}
-
-int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n, uint64_t off,
-		      int from_end, uint64_t *size, char etag[DSV_NET_ETAG_MAX], dsv_errbuf *eb)
-{
-	dsv_net_obj o = d->base; /* this key's: the prefix's settings, its URL */
-	request r = { .buf = buf, .cap = n, .suffix = from_end };
-	long status;
-	CURLcode cc;
-	char *url = NULL, why[400];
-
-	if (!n || asprintf(&url, "%s/%s", d->base.url, key) < 0)
-		return n ? DSV_ERR_NOMEM : DSV_ERR_INVALID;
-	o.url = url;
-	snprintf(o.etag, sizeof(o.etag), "%s", etag); /* If-Match, when one is known */
-	int err = perform(&o, &r, off, &status, &cc);
-	free(url);
-	if (err)
-		return err;
-	curl_off_t total = reply_size(NULL, &r, status);
-	if (cc == CURLE_OK && status == 206 && r.got == n && total >= 0) {
-		__atomic_fetch_add(&stats.gets, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&stats.bytes, n, __ATOMIC_RELAXED);
-		*size = (uint64_t)total;
-		memcpy(etag, r.etag, DSV_NET_ETAG_MAX);
-		return 0;
-	}
-	if (cc == CURLE_OK && status == 404)
-		return DSV_ERR_NOTFOUND;
-	/* the object is shorter than asked: 416, or a suffix of all of it */
-	if (cc == CURLE_OK &&
-	    (status == 416 || (status == 206 && total >= 0 && (uint64_t)total < n)))
-		return DSV_ERR_TRUNCATED;
-	__atomic_fetch_add(&stats.failures, 1, __ATOMIC_RELAXED);
-	if (eb) {
-		char name[4096 + 8];
-		snprintf(name, sizeof(name), "%s/%s", d->base.name, key);
-		dsv_errf_at(eb, DSV_ERR_IO, name, NULL, "%s",
-			    cc == CURLE_OK && status == 412
-				    ? "the object changed since it was first read; remount"
-			    : cc == CURLE_OK && status / 100 == 2
-				    ? "a short, over-long or unranged reply to a ranged GET"
-				    : reason(&o, cc, status, why, sizeof(why)));
-	}
-	return DSV_ERR_IO;
 }
 
 void dsv_net_get_stats(dsv_net_stats *st)

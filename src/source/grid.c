@@ -224,7 +224,7 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 
 	if (ref->nelems * es > dst_cap || !s->grid_chunk)
 		return DSV_ERR_INVALID;
-	dsv_grid_io io = { .band = ref->index, .stream = ref->stream, .eb = eb };
+	dsv_grid_io io = { .band = ref->index, .stream = ref->stream, .whole = 1, .eb = eb };
 	if (s->grid_begin)
 		s->grid_begin(s, &io);
 	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);

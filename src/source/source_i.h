@@ -35,6 +35,7 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
 typedef struct dsv_grid_io {
 	uint64_t band;
 	int stream; /* the reader reads on past it (dsv_chunk_ref.stream) */
+	int whole;  /* the band is made whole (every chunk of it read), not one chunk-row */
 	dsv_errbuf
 		*eb; /* which grid chunk failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;

@@ -5,11 +5,14 @@ served, the rest EIO); --disk-cache-size bounds DIR (the least recently
 used evicted); two mounts sharing DIR read at once, every byte right; a
 damaged entry (a flipped byte, a cut file) is dropped and fetched again;
 an object overwritten while mounted gives EIO, and the next mount reads the
-new version, never the cached old one; no secret in DIR."""
+new version, never the cached old one; no secret in DIR. verify, info and
+pack take --disk-cache as mount does: what verify read, a mount then reads
+from DIR."""
 import errno
 import os
 import threading
 
+import h5py
 import numpy as np
 
 from common import E2E, check_preads, check_whole, run
@@ -186,6 +189,37 @@ class S3DiskCache(E2E):
             check_whole(self, m, "b", reference(self.b), "float32")
             self.assertEqual(m.stats()["disk_cache_size"], 64 * MIB)
         self.assertEqual(len(self.entries(self.p("c-manifest"))), 2)  # beside the manifest
+        # verify of a manifest reads through its disk_cache too
+        ini = self.write_ini(f"[dsview]\ndisk_cache = c-verified\n"
+                             f"[b]\nsource = s3://{BUCKET}/b.npy\n", "dcv.ini")
+        r = run("verify", ini, env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(self.entries(self.p("c-verified"))), 2)
+
+    def test_verify_info_pack_fill_it(self):
+        # verify reads every block through DIR: a mount after it fetches
+        # nothing; info reads the header's block; pack its input's blocks
+        cache, ref = self.p("c-verify"), reference(self.b)
+        r = run("verify", "--disk-cache", cache, f"s3://{BUCKET}/b.npy", env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(self.entries(cache)), 2)  # b.npy's two 1 MiB blocks
+        with self.mount_cached("b.npy", cache) as m:
+            check_whole(self, m, "b", ref, "float32")
+            st = m.stats()
+            self.assertEqual((st["net_gets"], st["disk_cache_misses"]), (0, 0))
+            self.assertGreater(st["disk_cache_hits"], 0)
+        r = run("info", "--disk-cache", self.p("c-info"), f"s3://{BUCKET}/a.npy",
+                env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(2801, 1531) uint8", r.stdout)
+        self.assertEqual(len(self.entries(self.p("c-info"))), 1)
+        out = self.p("b-packed.h5")
+        r = run("pack", "--codec", "none", "--dataset", "b", "--disk-cache", self.p("c-pack"),
+                f"s3://{BUCKET}/b.npy", out, env=self.store.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.entries(self.p("c-pack"))), 2)
+        with h5py.File(out, "r") as f:
+            self.assertTrue(np.array_equal(f["b"][:], self.b))
 
     def test_refused_bad_values(self):
         src, env = f"s3://{BUCKET}/b.npy", self.store.env()
@@ -204,3 +238,9 @@ class S3DiskCache(E2E):
             self.assertEqual(r.returncode, 1, text)
             self.assertIn(want, r.stderr)
         self.assertFalse(os.path.exists(self.p("c-0")))  # nothing made
+        for cmd in (("info", src), ("verify", src), ("pack", src, self.p("never.h5"))):
+            r = run(cmd[0], "--disk-cache-size", "1G", *cmd[1:], env=env)
+            self.assertEqual(r.returncode, 1, cmd)
+            self.assertEqual(r.stderr.strip().splitlines(),
+                             ["dsview: --disk-cache-size needs a directory (--disk-cache DIR)"])
+        self.assertFalse(os.path.exists(self.p("never.h5")))

@@ -4,16 +4,25 @@ generate_presigned_url, as users make them) mounted from the command line
 and from a manifest line of over 1,500 characters, every byte checked; an
 expired and a tampered URL each refused at mount with one clear line; the
 signature absent from every output. Zarr groups (v2 and v3) mounted by
-s3:// URL: their arrays found by listing (ListObjectsV2, paged), refused
-with one line on wrong credentials. Sharded Zarr v3 arrays (zarr-python
-3's, tests/e2e/zarr3_writer.py) mounted by s3:// URL: inner chunks read by
+s3:// URL: their arrays found by listing (ListObjectsV2, paged), described
+by info and checked by verify, refused with one line on wrong credentials;
+a group at an https URL (Python's file server over TLS) refused with one
+line, its array served. Sharded Zarr v3 arrays (zarr-python 3's,
+tests/e2e/zarr3_writer.py) mounted by s3:// URL: inner chunks read by
 ranged GETs, shards never written as the fill value, a shard object cut
-short failing its rows with EIO. Endpoint, region, profile and
+short failing its rows with EIO, a shard object replaced under the mount
+failing the reads of its chunks not yet read with EIO and a log line
+naming it (If-Match), the other shards unaffected. Endpoint, region, profile and
 addressing (virtual-hosted: BUCKET.localhost) from a manifest's [dsview]
 keys and from -o, -o winning; keys in a manifest refused."""
 import calendar
 import errno
+import functools
+import http.server
+import json
 import os
+import ssl
+import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,6 +40,12 @@ DOWNLOAD_AS = 'attachment; filename="' + "p" * 160 + '.npy"'
 
 
 WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zarr3_writer.py")
+
+
+class QuietFiles(http.server.SimpleHTTPRequestHandler):
+    """Python's file server, without a line per request."""
+    def log_message(self, *args):
+        pass
 
 
 class S3Reach(E2E):
@@ -197,6 +212,120 @@ class S3Reach(E2E):
             check_whole(self, m, "sub/b", reference(self.g2b), "float32")
             self.assertEqual(sorted(os.listdir(m.mp)),
                              [".stats.json", "a.dat", "a.json", "a.npy", "sub"])
+
+    def test_zarr_group_info_and_verify(self):
+        root = os.path.join(self.tmp, "z3")
+        for url, want in ((f"s3://{BUCKET}/g2/g2.zarr", {"a": self.g2a, "sub/b": self.g2b}),
+                          (f"s3://{BUCKET}/z3/grp.zarr/",
+                           {n: np.load(os.path.join(root, f"grp_{f}.ref.npy"))
+                            for n, f in (("sig", "sig"), ("sub/t", "sub_t"))})):
+            with self.subTest(url=url):
+                r = run("info", "--json", url, env=self.store.env())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                info = json.loads(r.stdout)
+                self.assertEqual(info["kind"], "zarr-group")
+                self.assertEqual({v["name"]: (tuple(v["shape"]), v["sources"][0]["dtype"])
+                                  for v in info["views"]},
+                                 {n: (a.shape, str(a.dtype)) for n, a in want.items()})
+                self.assertEqual({v["name"]: v["nbytes"] for v in info["views"]},
+                                 {n: a.size * 4 for n, a in want.items()})
+                r = run("info", url, env=self.store.env())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"{url}: Zarr group, 2 arrays\n", r.stdout)
+                r = run("verify", url, env=self.store.env())
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("2 sources", r.stdout)
+                self.assertNotIn(SECRET, r.stdout + r.stderr)
+
+    def sharded_1024(self, prefix):
+        """A sharded array (zarr-python 3) of 1024 rows of 1 KiB at
+        s3://BUCKET/PREFIX/r.zarr: 4 shards of 8 inner chunks of 32 rows;
+        its float32 reference."""
+        root = os.path.join(self.tmp, prefix)
+        venv_python("import sys, numpy as np, zarr\n"
+                    "a = np.random.default_rng(7).standard_normal((1024, 256)).astype('<f4')\n"
+                    "z = zarr.create_array(sys.argv[1] + '/r.zarr', shape=a.shape, dtype=a.dtype,"
+                    " chunks=(32, 256), shards=(256, 256), fill_value=0)\n"
+                    "z[...] = a\n"
+                    "np.save(sys.argv[1] + '/r.npy', z[...])\n", root)
+        upload_tree(self.store.client(), BUCKET, os.path.join(root, "r.zarr"), f"{prefix}/r.zarr")
+        return reference(np.load(os.path.join(root, "r.npy")))
+
+    def test_sharded_zarr_runs_of_inner_chunks(self):
+        # a band's inner chunks that lie back to back in their shard come
+        # by one GET: bands of 256 KiB (a shard's 8 chunks) against bands
+        # of one chunk (32 KiB), the same bytes
+        ref = self.sharded_1024("runs")
+        gets = {}
+        for band_kb in ("256", "32"):
+            with self.mount(f"s3://{BUCKET}/runs/r.zarr",
+                            env=self.store.env(DSVIEW_GRID_BAND_KB=band_kb)) as m:
+                check_whole(self, m, "r", ref, "float32")
+                check_preads(self, m, "r", ref, rows=(0, 255, 256, 1023), n_random=5)
+                st = m.stats()
+                self.assertEqual(st["net_failures"], 0)
+                gets[band_kb] = st["net_gets"]
+        # the same metadata and 4 shard indexes; 4 runs against 32 chunks
+        self.assertEqual(gets["32"] - gets["256"], 32 - 4, gets)
+
+    def test_sharded_zarr_shard_replaced(self):
+        # shards of 8 inner chunks of 32 rows of 1 KiB, each chunk a band
+        # of its own (DSVIEW_GRID_BAND_KB): a read of one page fetches one
+        # inner chunk, under the ETag its shard's index was read with
+        # (If-Match)
+        ref, row = self.sharded_1024("rep"), 1024
+        env = self.store.env(DSVIEW_GRID_BAND_KB="32")
+        with self.mount(f"s3://{BUCKET}/rep/r.zarr", env=env, expect_errors=[
+                r"rep/r\.zarr/c/0/0.*the object changed since it was first read"]) as m:
+            fd = os.open(m.path("r.dat"), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                self.assertEqual(os.pread(fd, row, 0), ref[0].tobytes())  # shard 0's index
+                # shard 0 replaced by other bytes of the same layout (shard 1's)
+                s3 = self.store.client()
+                other = s3.get_object(Bucket=BUCKET, Key="rep/r.zarr/c/1/0")["Body"].read()
+                s3.put_object(Bucket=BUCKET, Key="rep/r.zarr/c/0/0", Body=other)
+                for r in (100, 255):  # inner chunks of shard 0 not read yet
+                    with self.assertRaises(OSError) as e:
+                        os.pread(fd, row, r * row)
+                    self.assertEqual(e.exception.errno, errno.EIO)
+                for r in (256, 700, 1023):  # the other shards as they were
+                    self.assertEqual(os.pread(fd, row, r * row), ref[r].tobytes(), f"row {r}")
+            finally:
+                os.close(fd)
+            self.assertTrue(mounted(m.mp))
+            self.assertTrue(any("rep/r.zarr/c/0/0" in line and "changed since" in line
+                                for line in m.log_lines()), m.log_lines())
+            self.assertGreater(m.stats()["net_failures"], 0)
+
+    def test_zarr_group_over_https_refused(self):
+        # a group needs a listing, which an https server has none of: one
+        # line at mount and info; an array of the same group at the same
+        # server mounts
+        server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(QuietFiles, directory=self.tmp))
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.store.ca, self.store.key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"https://127.0.0.1:{server.server_address[1]}/g2.zarr"
+            env = self.store.env(AWS_CA_BUNDLE=self.store.ca)
+            want = "only s3:// prefixes can be listed"
+            r = run("mount", url, self.p("mnt-https-g"), env=env, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertEqual(r.stderr.strip().splitlines(), [f"dsview: {url}: {want} "
+                                                             "(a group needs a listing)"])
+            self.assertFalse(mounted(self.p("mnt-https-g")))
+            r = run("info", url, env=env)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(want, r.stderr)
+            with self.mount(url + "/a", env=env) as m:
+                check_whole(self, m, "a", reference(self.g2a), "float32")
+        finally:
+            server.shutdown()
+            server.server_close()
 
     def test_zarr_group_refused(self):
         # wrong credentials: the listing (or the probe before it) refused

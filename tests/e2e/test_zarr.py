@@ -211,6 +211,24 @@ class ZarrV2(E2E):
                 skipped = json.load(f)
             self.assertEqual([s["path"] for s in skipped], ["sub 1/names"])
             self.assertIn("numeric types only", skipped[0]["reason"])
+        # info and verify of the group: its arrays as the mount serves them,
+        # the one it cannot serve named with the reason
+        r = run("info", "--json", p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = json.loads(r.stdout)
+        self.assertEqual(info["kind"], "zarr-group")
+        self.assertEqual([(v["name"], v["shape"], v["dtype"]) for v in info["views"]],
+                         [("eeg", [12, 5], "float32"), ("sub_x201/y", [4, 5], "float32")])
+        self.assertEqual(info["views"][1]["sources"][0]["dtype"], "uint16")
+        self.assertEqual([s["name"] for s in info["skipped"]], ["sub 1/names"])
+        r = run("info", p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("grp.zarr: Zarr group, 2 arrays\n", r.stdout)
+        self.assertRegex(r.stdout, r"\[sub 1/names\] not served: .*numeric types only")
+        r = run("verify", p)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)  # checked, one not checked
+        self.assertIn("grp.zarr/sub 1/names: not checked: ", r.stdout)
+        self.assertIn("grp.zarr: 2 of 3 sources, ", r.stdout)
         # an array alone is one view named for its directory
         with self.mount(self.src["f8_zlib"]) as m:
             check_whole(self, m, "f8_zlib", reference(V2["f8_zlib"][0]), "float32")
