@@ -46,6 +46,10 @@ typedef struct dsv_fs_opts {
 	const char *gpu;       /* auto | off | N */
 	uint64_t gpu_cache;    /* bytes of the device-memory tier, 0 for none */
 	const char *fuse_opts; /* -o, comma-separated, may be NULL */
+	/* the daemon's memory limit (its control group's), 0 for none: a
+	 * sequential pass over a file larger than half of it drops the pages
+	 * behind it (prefetch.h) */
+	uint64_t mem_limit;
 	int debug;
 } dsv_fs_opts;
 

@@ -405,6 +405,20 @@ static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, 
 	return 0;
 }
 
+/* Drops the pages of chunks first..last of file from the kernel's page
+ * cache (FUSE notify_inval_inode): a stream has passed them. The pages
+ * a reader still maps are unmapped; a read of them again asks for them. */
+static void drop_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last)
+{
+	dsv_fs *fs = ctx;
+	uint64_t off, end, o;
+	if (chunk_pages(fs, file, first, &off, &o) || chunk_pages(fs, file, last, &o, &end) ||
+	    end <= off)
+		return;
+	if (fuse_lowlevel_notify_inval_inode(fs->se, file + 1, (off_t)off, (off_t)(end - off)) == 0)
+		atomic_fetch_add(&fs->bytes_dropped, end - off);
+}
+
 /* Sampler hints (hints.h): a row's pages, from the page where it starts
  * to the page where it ends (or the end of the file), so the faults of a
  * read of the row find every page it touches. */
@@ -435,17 +449,26 @@ static void start_prefetch(dsv_fs *fs)
 	uint64_t bytes = (uint64_t)dsv_knob_int(DSV_KNOB_READAHEAD_KB) << 10;
 	dsv_view **file_views;
 	unsigned *batch;
+	unsigned char *drop;
 
 	if (bytes == 0 || !(file_views = calloc(fs->nnodes, sizeof(*file_views))))
 		return;
-	if (!(batch = calloc(fs->nnodes, sizeof(*batch)))) {
+	batch = calloc(fs->nnodes, sizeof(*batch));
+	drop = calloc(fs->nnodes, 1);
+	if (!batch || !drop) {
 		free(file_views);
+		free(batch);
+		free(drop);
 		return;
 	}
 	for (size_t i = 0; i < fs->nnodes; i++) {
 		if (fs->nodes[i].kind != N_DAT && fs->nodes[i].kind != N_NPY)
 			continue;
 		const dsv_view *v = file_views[i] = fs->m->views[fs->nodes[i].view];
+		/* under a memory limit the file does not fit in twice over, a
+		 * pass keeps a window of its pages, not all it read: the group
+		 * would reclaim pushed pages before the reader got to them */
+		drop[i] = fs->o.mem_limit && fs->nodes[i].size > fs->o.mem_limit / 2;
 		/* the device takes a stream's next chunks in batches: half of
 		 * what is queued ahead, so that both threads have one (a batch's
 		 * first page may need the chunk before it: once a batch, not
@@ -456,10 +479,11 @@ static void start_prefetch(dsv_fs *fs)
 				   : half > DEVICE_BATCH ? DEVICE_BATCH
 							 : (unsigned)half;
 	}
-	fs->prefetch = dsv_prefetch_start(file_views, batch, fs->nnodes, PREFETCH_THREADS, bytes,
-					  push_chunks, fs);
+	fs->prefetch = dsv_prefetch_start(file_views, batch, drop, fs->nnodes, PREFETCH_THREADS,
+					  bytes, push_chunks, drop_chunks, fs);
 	free(file_views);
 	free(batch);
+	free(drop);
 }
 
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)

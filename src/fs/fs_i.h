@@ -87,8 +87,9 @@ struct dsv_fs {
 	/* output bytes (as if transformed) of every chunk decoded and every
 	 * plain piece pread: against bytes_served, the read amplification */
 	_Atomic uint64_t bytes_decoded;
-	_Atomic uint64_t bytes_pushed; /* stored in the page cache by readahead */
-	_Atomic uint64_t made;         /* tiles of windows the read path made (read.h) */
+	_Atomic uint64_t bytes_pushed;  /* stored in the page cache by readahead */
+	_Atomic uint64_t bytes_dropped; /* dropped from it behind a stream */
+	_Atomic uint64_t made;          /* tiles of windows the read path made (read.h) */
 	/* a data read's two halves (ops.c): making its bytes, and writing
 	 * the reply (the kernel copies it into the reader's pages) */
 	lat_hist lat_make, lat_reply;

@@ -19,6 +19,7 @@
 typedef struct job {
 	uint32_t file, stream;
 	uint64_t chunk;
+	uint64_t drop_to; /* a drop job: chunks [chunk, drop_to); else 0 */
 	int trip;
 } job;
 
@@ -27,9 +28,10 @@ typedef struct job {
 typedef struct stream {
 	int live;
 	uint64_t lo, hi;
-	uint64_t ahead; /* chunks below this were already queued */
-	uint64_t bytes; /* read so far */
-	uint64_t used;  /* tick of the last read, for replacing the oldest */
+	uint64_t ahead;   /* chunks below this were already queued */
+	uint64_t dropped; /* chunks from lo below this were dropped behind it */
+	uint64_t bytes;   /* read so far */
+	uint64_t used;    /* tick of the last read, for replacing the oldest */
 } stream;
 
 typedef struct file_state {
@@ -37,11 +39,13 @@ typedef struct file_state {
 	unsigned depth; /* chunks to keep queued ahead */
 	unsigned slack; /* chunks a read may lag a stream's head and continue it */
 	unsigned batch; /* chunks one call of fn may take */
+	int drop;       /* drop the pages a stream has passed */
 	stream s[NSTREAMS];
 } file_state;
 
 struct dsv_prefetch {
 	dsv_prefetch_fn fn;
+	dsv_prefetch_drop_fn drop;
 	void *ctx;
 	file_state *files;
 	size_t nfiles;
@@ -70,6 +74,12 @@ static void *prefetch_thread(void *arg)
 		job j = p->q[p->head];
 		p->head = (p->head + 1) % QUEUE_CAP;
 		p->len--;
+		if (j.drop_to) {
+			pthread_mutex_unlock(&p->mu);
+			p->drop(p->ctx, j.file, j.chunk, j.drop_to - 1);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
 		const stream *s = &p->files[j.file].s[j.stream];
 		if (!s->live || j.chunk <= s->hi || j.chunk < s->lo)
 			continue; /* read already, or the stream was replaced */
@@ -93,8 +103,10 @@ static void *prefetch_thread(void *arg)
 	return NULL;
 }
 
-dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch, size_t nfiles,
-				 int threads, uint64_t bytes, dsv_prefetch_fn fn, void *ctx)
+dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch,
+				 const unsigned char *drop, size_t nfiles, int threads,
+				 uint64_t bytes, dsv_prefetch_fn fn, dsv_prefetch_drop_fn drop_fn,
+				 void *ctx)
 {
 	dsv_prefetch *p;
 
@@ -104,6 +116,7 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 	if (!p)
 		return NULL;
 	p->fn = fn;
+	p->drop = drop_fn;
 	p->ctx = ctx;
 	p->nfiles = nfiles;
 	p->files = calloc(nfiles, sizeof(*p->files));
@@ -125,6 +138,7 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 		p->files[i].slack = p->files[i].depth / 4 > START_MIN ? p->files[i].depth / 4
 								      : START_MIN;
 		p->files[i].batch = batch && batch[i] > 1 ? batch[i] : 1;
+		p->files[i].drop = drop_fn && drop && drop[i];
 	}
 	for (; p->nthreads < threads; p->nthreads++)
 		if (pthread_create(&p->tids[p->nthreads], NULL, prefetch_thread, p))
@@ -197,9 +211,39 @@ static void merge_streams(file_state *f, unsigned si)
 			s->hi = t->hi;
 		if (t->ahead > s->ahead)
 			s->ahead = t->ahead;
+		if (t->dropped > s->dropped)
+			s->dropped = t->dropped;
 		s->bytes += t->bytes;
 		t->live = 0;
 	}
+}
+
+/* Queues a drop of the chunks stream si of f has passed: those more than
+ * its window (depth and slack) behind its head, unless another stream of
+ * the file that has read as much as a stream must to be read ahead reads
+ * among them or a window below them (a slower reader of the same part).
+ * A stream further below (a worker on an earlier shard, a pass far
+ * behind) does not hold them, nor do a few stray reads: the dropped pages
+ * are only made again if a reader ever comes back to them. */
+static void queue_drop(dsv_prefetch *p, uint32_t file, unsigned si)
+{
+	file_state *f = &p->files[file];
+	stream *s = &f->s[si];
+	uint64_t keep = (uint64_t)f->depth + f->slack;
+	if (!f->drop || p->len == QUEUE_CAP || s->hi < keep)
+		return;
+	uint64_t from = s->dropped > s->lo ? s->dropped : s->lo, to = s->hi - keep;
+	if (to < from + f->depth / 2 + 1)
+		return; /* drops go in runs of half a window at least */
+	for (unsigned i = 0; i < NSTREAMS; i++)
+		if (i != si && f->s[i].live && f->s[i].bytes >= START_BYTES && f->s[i].hi < to &&
+		    f->s[i].hi + keep >= from)
+			return;
+	p->q[(p->head + p->len) % QUEUE_CAP] = (job){
+		.file = file, .stream = si, .chunk = from, .drop_to = to
+	};
+	p->len++;
+	s->dropped = to;
 }
 
 void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,
@@ -232,6 +276,7 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t 
 	uint64_t len = s->hi + 1 - s->lo;
 	if (len < START_MIN || s->bytes < START_BYTES)
 		goto out;
+	queue_drop(p, file, si);
 	uint64_t from = s->hi + 1, to = from + (len < f->depth ? len : f->depth);
 	if (to > f->v->nsegs)
 		to = f->v->nsegs;

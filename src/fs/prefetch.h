@@ -44,14 +44,24 @@ typedef struct dsv_prefetch dsv_prefetch;
 typedef int (*dsv_prefetch_fn)(void *ctx, uint32_t file, uint64_t first, uint64_t last,
 			       uint64_t trip);
 #define DSV_PREFETCH_NO_TRIP UINT64_MAX
+/* Drops chunks first..last of file `file` from the kernel's page cache:
+ * a stream has passed them (drop below). */
+typedef void (*dsv_prefetch_drop_fn)(void *ctx, uint32_t file, uint64_t first, uint64_t last);
 
 /* file_views[i]: the view that file i shows, or NULL for files that are
  * not read ahead. batch: NULL, or batch[i] the most chunks of file i one
  * call of fn may take (consecutive chunks queued for one stream go
- * together: the device's readahead, fs.c), else one at a time. NULL if
- * threads or bytes is 0 (readahead off) or on allocation failure. */
-dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch, size_t nfiles,
-				 int threads, uint64_t bytes, dsv_prefetch_fn fn, void *ctx);
+ * together: the device's readahead, fs.c), else one at a time. drop:
+ * NULL, or drop[i] non-zero where the pages a stream of file i has passed
+ * (more than its window behind its head, no other stream of the file
+ * behind them) are handed to drop_fn from the threads, so that a pass
+ * holds about a window of the file's pages, not the whole pass (a mount
+ * under a memory limit smaller than the file, fs.c). NULL if threads or
+ * bytes is 0 (readahead off) or on allocation failure. */
+dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch,
+				 const unsigned char *drop, size_t nfiles, int threads,
+				 uint64_t bytes, dsv_prefetch_fn fn, dsv_prefetch_drop_fn drop_fn,
+				 void *ctx);
 /* A read of `bytes` bytes of file touched the view's chunks first..last
  * (global indices). */
 void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,

@@ -197,7 +197,9 @@ class Readahead(E2E):
             self.assertEqual(got, self.ref)
             with open(m.path("seq.npy"), "rb") as f:
                 self.assertTrue(f.read().endswith(self.ref))
-            self.assertGreater(self.stats(m)["bytes_pushed"], 0)
+            st = self.stats(m)
+            self.assertGreater(st["bytes_pushed"], 0)
+            self.assertEqual(st["bytes_dropped"], 0, "no memory limit: the pass's pages stay")
 
     def test_memmap_scan_prefetches(self):
         # page faults of a memmap: the kernel sends a window's pieces in no

@@ -27,6 +27,9 @@ typedef struct record {
 	int trip[4096];
 	int block; /* handler waits while set */
 	int calls; /* of the handler (batches) */
+	int ndrops;
+	uint32_t drop_file[256];
+	uint64_t drop_first[256], drop_last[256];
 } record;
 
 static int handler(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint64_t trip)
@@ -49,6 +52,18 @@ static int handler(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint
 	return 0;
 }
 
+static void dropper(void *ctx, uint32_t file, uint64_t first, uint64_t last)
+{
+	record *r = ctx;
+	pthread_mutex_lock(&r->mu);
+	if (r->ndrops < 256) {
+		r->drop_file[r->ndrops] = file;
+		r->drop_first[r->ndrops] = first;
+		r->drop_last[r->ndrops++] = last;
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
 /* One view of NCHUNKS chunks of 1 MiB decoded: streams start after 32 MiB
  * read and run 8 chunks (8 MiB decoded) ahead. */
 static dsv_view view = { .nchunks = NCHUNKS, .nsegs = NCHUNKS, .seg_raw = 1 << 20 };
@@ -58,7 +73,7 @@ static dsv_prefetch *start(record *r)
 	static dsv_view *files[2] = { &view, NULL };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, NULL, 2, 2, 8 << 20, handler, r);
+	return dsv_prefetch_start(files, NULL, NULL, 2, 2, 8 << 20, handler, dropper, r);
 }
 
 /* Waits until the handler has seen n jobs (or 5 s), then a little more to
@@ -133,7 +148,7 @@ static void test_batches(void **state)
 	memset(&r, 0, sizeof(r));
 	pthread_mutex_init(&r.mu, NULL);
 	r.block = 1; /* let the queue fill first */
-	dsv_prefetch *p = dsv_prefetch_start(files, batch, 2, 2, 8 << 20, handler, &r);
+	dsv_prefetch *p = dsv_prefetch_start(files, batch, NULL, 2, 2, 8 << 20, handler, NULL, &r);
 	for (uint64_t g = 0; g < 8; g++)
 		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
 	usleep(20000);
@@ -256,6 +271,82 @@ static void test_second_pass(void **state)
 	dsv_prefetch_stop(p);
 }
 
+/* The highest chunk dropped from file (-1: none), after the threads
+ * have had time to take what was queued. */
+static long long dropped_to(record *r, uint32_t file)
+{
+	long long hi = -1;
+	usleep(50000);
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->ndrops; i++) {
+		assert_true(r->drop_first[i] <= r->drop_last[i]);
+		if (r->drop_file[i] == file && (long long)r->drop_last[i] > hi)
+			hi = (long long)r->drop_last[i];
+	}
+	pthread_mutex_unlock(&r->mu);
+	return hi;
+}
+
+/* Where drop is set (a mount under a memory limit), a pass drops the
+ * chunks more than its window (8 chunks ahead, 4 of slack) behind its
+ * head, in runs, each chunk once; not where it is not set. */
+static void test_drop_behind(void **state)
+{
+	static dsv_view *files[2] = { &view, &view };
+	static const unsigned char drop[2] = { 1, 0 };
+	record r;
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	pthread_mutex_init(&r.mu, NULL);
+	dsv_prefetch *p = dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper,
+					     &r);
+	for (uint64_t g = 0; g < 60; g++) {
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		dsv_prefetch_hint(p, 1, g, g, 4 << 20);
+	}
+	long long hi = dropped_to(&r, 0);
+	assert_true(hi >= 40 && hi < 59 - 12);
+	assert_int_equal(dropped_to(&r, 1), -1);
+	/* runs that follow one another from the stream's start */
+	uint64_t next = 0;
+	for (int i = 0; i < r.ndrops; i++) {
+		assert_int_equal(r.drop_first[i], next);
+		assert_true(r.drop_last[i] - r.drop_first[i] + 1 >= 5);
+		next = r.drop_last[i] + 1;
+	}
+	dsv_prefetch_stop(p);
+}
+
+/* A second reader a little behind the first in the same part (an
+ * established stream within a window below what would go) holds the
+ * first's drops until it moves on; a few stray reads do not. */
+static void test_drop_held_by_slower_reader(void **state)
+{
+	static dsv_view *files[2] = { &view, NULL };
+	static const unsigned char drop[2] = { 1, 0 };
+	record r;
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	pthread_mutex_init(&r.mu, NULL);
+	dsv_prefetch *p = dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper,
+					     &r);
+	for (uint64_t g = 0; g < 40; g++)
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	long long first = dropped_to(&r, 0);
+	assert_true(first >= 20 && first < 39 - 12);
+	for (uint64_t g = 20; g < 32; g++) /* the slower reader: 48 MiB */
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	dsv_prefetch_hint(p, 0, 900, 900, 4096); /* a stray read */
+	for (uint64_t g = 40; g < 80; g++)
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	assert_true(dropped_to(&r, 0) < 32);
+	for (uint64_t g = 32; g < 90; g++) /* the slower one reads on past */
+		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+	dsv_prefetch_hint(p, 0, 80, 80, 4 << 20);
+	assert_true(dropped_to(&r, 0) >= 60);
+	dsv_prefetch_stop(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +356,8 @@ int main(void)
 		cmocka_unit_test(test_two_shards_two_streams),
 		cmocka_unit_test(test_stale_jobs_dropped),
 		cmocka_unit_test(test_second_pass),
+		cmocka_unit_test(test_drop_behind),
+		cmocka_unit_test(test_drop_held_by_slower_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
