@@ -287,19 +287,24 @@ static long long dropped_to(record *r, uint32_t file)
 	return hi;
 }
 
+/* Readahead of files (2) that drops behind its streams in file 0 only. */
+static dsv_prefetch *start_dropping(record *r, dsv_view *const *files)
+{
+	static const unsigned char drop[2] = { 1, 0 };
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	return dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper, r);
+}
+
 /* Where drop is set (a mount under a memory limit), a pass drops the
  * chunks more than its window (8 chunks ahead, 4 of slack) behind its
  * head, in runs, each chunk once; not where it is not set. */
 static void test_drop_behind(void **state)
 {
 	static dsv_view *files[2] = { &view, &view };
-	static const unsigned char drop[2] = { 1, 0 };
 	record r;
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	pthread_mutex_init(&r.mu, NULL);
-	dsv_prefetch *p = dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper,
-					     &r);
+	dsv_prefetch *p = start_dropping(&r, files);
 	for (uint64_t g = 0; g < 60; g++) {
 		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
 		dsv_prefetch_hint(p, 1, g, g, 4 << 20);
@@ -323,13 +328,9 @@ static void test_drop_behind(void **state)
 static void test_drop_held_by_slower_reader(void **state)
 {
 	static dsv_view *files[2] = { &view, NULL };
-	static const unsigned char drop[2] = { 1, 0 };
 	record r;
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	pthread_mutex_init(&r.mu, NULL);
-	dsv_prefetch *p = dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper,
-					     &r);
+	dsv_prefetch *p = start_dropping(&r, files);
 	for (uint64_t g = 0; g < 40; g++)
 		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
 	long long first = dropped_to(&r, 0);
