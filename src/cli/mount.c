@@ -470,7 +470,8 @@ int dsv_cmd_mount(int argc, char **argv)
 				       64u << 20, "the largest window, 64M", &o.readahead))
 		goto user_error;
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
-	o.mem_limit = cgroup_mem_limit() == UINT64_MAX ? 0 : cgroup_mem_limit();
+	uint64_t limit = cgroup_mem_limit();
+	o.mem_limit = limit == UINT64_MAX ? 0 : limit;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */
 		dsv_cli_error("--gpu '%s' must be auto, off or a device number", o.gpu);
