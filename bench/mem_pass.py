@@ -9,10 +9,11 @@ the reader reached them.
 
     MEM_PASS_MB=1024 MEM_PASS_LIMIT_MB=1024 /usr/bin/python3 bench/mem_pass.py
 
-MEM_PASS_MB (1024) MB of uint8 64x64x3 rows, a float32 view 4x that; the
-daemon and the reader run in a memory cgroup of MEM_PASS_LIMIT_MB (1024)
-MiB for the limited pass (tests/e2e/cgroup.py), outside any for the other;
-ROUNDS (2) of both, interleaved. Root only."""
+MEM_PASS_MB (1024) MB of the bench's uint8 64x64x3 rows (benchlib's
+make_images), a float32 view 4x that; the daemon and the reader run in a
+memory cgroup of MEM_PASS_LIMIT_MB (1024) MiB for the limited pass
+(tests/e2e/cgroup.py), outside any for the other; ROUNDS (2) of both,
+interleaved. Root only."""
 import json
 import os
 import subprocess
@@ -33,15 +34,6 @@ MB = int(os.environ.get("MEM_PASS_MB", "1024"))
 LIMIT_MB = int(os.environ.get("MEM_PASS_LIMIT_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 ROW = 64 * 64 * 3
-
-
-def make(path, rows):
-    a = np.lib.format.open_memmap(path, "w+", np.uint8, (rows, 64, 64, 3))
-    rng = np.random.default_rng(0)
-    for i in range(0, rows, 4096):
-        k = min(4096, rows - i)
-        a[i:i + k] = rng.integers(0, 32, (k, 64, 64, 3), dtype=np.uint8) * 8
-    a.flush()
 
 
 def child(work, src, group, out):
@@ -95,7 +87,7 @@ def main():
     try:
         src = os.path.join(work, "u8.npy")
         rows = (MB << 20) // ROW
-        make(src, rows)
+        L.make_images(src, rows, 64, 64)
         view = rows * ROW * 4
         print(f"{rows} rows of 64x64x3 uint8, a {view / 1e9:.2f} GB float32 view; "
               f"limit {LIMIT_MB} MiB; {ROUNDS} rounds")
