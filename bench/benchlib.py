@@ -8,17 +8,20 @@ Environment: BENCH_SETTLE (seconds after dropping the page cache, default 3),
 BENCH_PREFAULT_GB (memory touched and freed after dropping it, default 6),
 BENCH_BATCHES (shuffled batches of bench.py and views_bench.py, default 8).
 A benchmark may assign PREFAULT_GB on this module before drop_caches()."""
-import ctypes
 import gc
 import json
-import mmap
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "e2e"))
+from pagecache import resident  # noqa: E402,F401 (the benches' one home for it)
 
 SHUF_SECONDS = 15
 BATCHES = int(os.environ.get("BENCH_BATCHES", "8"))
@@ -115,36 +118,6 @@ def drop_caches():
         a = np.ones(int(PREFAULT_GB * 2**30), np.uint8)
         del a
     return True
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_int, ctypes.c_long]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-
-
-def resident(path):
-    """Fraction of a file's pages in the page cache (mincore over a shared
-    read-only mapping of it, as fincore does; touches no page)."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return 1.0
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if addr in (None, ctypes.c_void_p(-1).value):
-            return float("nan")
-        try:
-            vec = np.zeros((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE, np.uint8)
-            if _libc.mincore(addr, size, vec.ctypes.data) != 0:
-                return float("nan")
-            return float(np.count_nonzero(vec & 1)) / vec.size
-        finally:
-            _libc.munmap(addr, size)
-    finally:
-        os.close(fd)
 
 
 def seq(arr, step=64):

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""One cold sequential memmap pass over a view, with and without a memory
-limit, and what the daemon did for it (docs/benchmarks/store.md, "Run 3"):
-GB/s of float32, the bytes it served to the reader's requests
+"""One cold pass over a view, with and without a memory limit, and what
+the daemon did for it (docs/benchmarks/store.md, "Run 3"): a sequential
+memmap pass in GB/s of float32, or shuffled batches by forked workers in
+rows/s; the bytes it served to the reader's requests
 (bytes_served) and pushed ahead into the page cache (bytes_pushed), and
 dropped behind the pass (bytes_dropped). Served and pushed past the view's
-size is what was made twice: pages pushed that the group reclaimed before
-the reader reached them.
+size (past the rows asked, shuffled) is what was made twice or for
+nothing: pages pushed that the group reclaimed before the reader reached
+them, or the kernel's window around a shuffled row.
 
     MEM_PASS_MB=1024 MEM_PASS_LIMIT_MB=1024 /usr/bin/python3 bench/mem_pass.py
 
@@ -13,7 +15,9 @@ MEM_PASS_MB (1024) MB of the bench's uint8 64x64x3 rows (benchlib's
 make_images), a float32 view 4x that; the daemon and the reader run in a
 memory cgroup of MEM_PASS_LIMIT_MB (1024) MiB for the limited pass
 (tests/e2e/cgroup.py), outside any for the other; ROUNDS (2) of both,
-interleaved. Root only."""
+interleaved. MEM_PASS_WORKERS=N (0: the sequential pass) reads sorted
+batches of 256 rows of one permutation instead, MEM_PASS_BATCHES (8) a
+worker, by N forked workers, as store_bench's shuffled passes. Root only."""
 import json
 import os
 import subprocess
@@ -33,28 +37,55 @@ DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("MEM_PASS_MB", "1024"))
 LIMIT_MB = int(os.environ.get("MEM_PASS_LIMIT_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
+WORKERS = int(os.environ.get("MEM_PASS_WORKERS", "0"))
+BATCHES = int(os.environ.get("MEM_PASS_BATCHES", "8"))
 ROW = 64 * 64 * 3
+
+
+def seq_pass(arr):
+    """GB/s of one pass of 32 MiB slices."""
+    step = (32 << 20) // (ROW * 4)
+    t0 = time.perf_counter()
+    for i in range(0, arr.shape[0], step):
+        np.array(arr[i:i + step])
+    return arr.nbytes / (time.perf_counter() - t0) / 1e9
+
+
+def shuffled_pass(arr):
+    """Rows/s of WORKERS forked readers, each of its sorted batches."""
+    order = np.random.default_rng(7).permutation(arr.shape[0])
+    pids, t0 = [], time.perf_counter()
+    for w in range(WORKERS):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for b in range(w, BATCHES * WORKERS, WORKERS):
+                    np.array(arr[np.sort(order[b * L.BATCH:(b + 1) * L.BATCH])])
+                code = 0
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    if any(os.waitpid(pid, 0)[1] for pid in pids):
+        raise RuntimeError("a shuffled reader failed")
+    return BATCHES * WORKERS * L.BATCH / (time.perf_counter() - t0)
 
 
 def child(work, src, group, out):
     """In a forked child: join group (if any), mount, one pass, umount;
-    writes [GB/s, served, pushed] to the fd out."""
+    writes [GB/s or rows/s, served, pushed, dropped] to the fd out."""
     if group:
         group.add()
     mp = tempfile.mkdtemp(dir=work)
     subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"), src, mp], check=True)
     rows = os.path.getsize(src) // ROW
     arr = np.memmap(os.path.join(mp, "u8.dat"), np.float32, "r", shape=(rows, ROW))
-    step = (32 << 20) // (ROW * 4)
-    t0 = time.perf_counter()
-    for i in range(0, rows, step):
-        np.array(arr[i:i + step])
-    dt = time.perf_counter() - t0
+    rate = shuffled_pass(arr) if WORKERS else seq_pass(arr)
     del arr
     with open(os.path.join(mp, ".stats.json")) as f:
         st = json.load(f)
     subprocess.run([DSVIEW, "umount", mp], check=True)
-    os.write(out, json.dumps([rows * ROW * 4 / dt / 1e9, st["bytes_served"],
+    os.write(out, json.dumps([rate, st["bytes_served"],
                               st["bytes_pushed"], st.get("bytes_dropped", 0)]).encode())
 
 
@@ -90,13 +121,16 @@ def main():
         L.make_images(src, rows, 64, 64)
         view = rows * ROW * 4
         print(f"{rows} rows of 64x64x3 uint8, a {view / 1e9:.2f} GB float32 view; "
-              f"limit {LIMIT_MB} MiB; {ROUNDS} rounds")
+              f"limit {LIMIT_MB} MiB; {ROUNDS} rounds; "
+              + (f"shuffled, {WORKERS} workers" if WORKERS else "sequential"))
+        asked = BATCHES * WORKERS * L.BATCH * ROW * 4 if WORKERS else view
         for k in range(ROUNDS):
             for limited in (False, True):
-                gbs, served, pushed, dropped = one(work, src, limited)
-                print(f"  round {k + 1} {'limited  ' if limited else 'unlimited'} {gbs:.2f} GB/s, "
+                rate, served, pushed, dropped = one(work, src, limited)
+                what = f"{rate:.0f} rows/s" if WORKERS else f"{rate:.2f} GB/s"
+                print(f"  round {k + 1} {'limited  ' if limited else 'unlimited'} {what}, "
                       f"served {served / 1e9:.2f} GB, pushed {pushed / 1e9:.2f} GB, "
-                      f"made twice {(served + pushed - view) / 1e9:.2f} GB, "
+                      f"made past what was asked {(served + pushed - asked) / 1e9:.2f} GB, "
                       f"dropped behind {dropped / 1e9:.2f} GB")
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:

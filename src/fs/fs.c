@@ -11,11 +11,14 @@
  * includes FUSE headers or speaks errno.
  *
  * The files (fs_i.h holds what they share):
- *   fs.c     this note; mount, serve (signal handlers, the kernel's
- *            readahead window, prefetch threads), unmount and teardown
- *   tree.c   the node table; lookup, getattr, readdir
- *   ops.c    open, read, release, statfs, the read-only refusals
- *   stats.c  /.stats.json
+ *   fs.c        this note; mount, serve (signal handlers, the kernel's
+ *               readahead window), unmount and teardown
+ *   pagecache.c what goes into the page cache without a request (readahead,
+ *               hinted rows) and what is dropped from it (behind a pass,
+ *               the page budget's oldest regions)
+ *   tree.c      the node table; lookup, getattr, readdir
+ *   ops.c       open, read, release, statfs, the read-only refusals
+ *   stats.c     /.stats.json
  *
  * The tree is built once at mount and never changes: inode 1 is the root,
  * then for every view its directories (zero-config HDF5 groups), V.dat,
@@ -46,6 +49,13 @@
  * kernel's own readahead window stays small (--readahead, 128 KiB), which
  * is what shuffled memmap readers need.
  *
+ * Memory limits (budget.h): under a control group's memory limit, what a
+ * mount has put in the page cache (replies and stores) is counted in
+ * regions of its files and held under half the limit, the least recently
+ * touched regions dropped whole (notify_inval_inode); a pass over a file
+ * larger than half the limit also drops the pages it has passed
+ * (prefetch.h).
+ *
  * Signals: dsv_fs_serve installs libfuse's SIGTERM/SIGINT/SIGHUP handlers,
  * which end the loop through the session; every way out of dsv_fs_serve
  * removes them, since dsv_fs_destroy frees that session.
@@ -70,7 +80,6 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/str.h"
-#include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
 /* The tiles' cache: a pass reads each tile once, a few threads at a time
@@ -279,213 +288,6 @@ out:
 		fclose(f);
 }
 
-/* Readahead: the prefetcher's threads make the chunks ahead of a file's
- * sequential streams and store them in the kernel's page cache for that
- * file (FUSE notify_store), where the reader's next page faults find them
- * without a request. A chunk is stored from the page where it starts to
- * the page where the next one starts, so consecutive chunks tile the file
- * in whole pages (a page stored in two parts would never be up to date);
- * a tripwire chunk (prefetch.h) leaves its first page to the reader.
- * Stores go in pieces of at most READ_MAX bytes. */
-/* Decoded (source) bytes ahead of a stream: DSVIEW_READAHEAD_KB, 8 MiB
- * unless set (common/knobs.c). */
-#define PREFETCH_THREADS 2
-#define DEVICE_BATCH 8 /* chunks, at most, in one device batch */
-
-/* Stores k bytes of file at off, made at buf, in its page cache. */
-static int store(dsv_fs *fs, uint32_t file, uint64_t off, char *buf, size_t k)
-{
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(k);
-	bv.buf[0].mem = buf;
-	/* fails with ENOENT once the kernel has forgotten the inode */
-	if (fuse_lowlevel_notify_store(fs->se, file + 1, (off_t)off, &bv, 0) != 0)
-		return DSV_ERR_IO;
-	atomic_fetch_add(&fs->bytes_pushed, k);
-	return 0;
-}
-
-/* Makes bytes [off, end) of file (whole pages, or up to its end), read as
- * flags (dsv_read's) ask, and stores them in its page cache, in pieces of
- * at most READ_MAX bytes. */
-static int store_pages(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end, unsigned flags)
-{
-	const node *n = &fs->nodes[file];
-	dsv_read_info info;
-	while (off < end) {
-		size_t k = (size_t)(end - off < READ_MAX ? end - off : READ_MAX);
-		char *buf = dsv_tls_buf(DSV_TLS_OUT, k);
-		int err;
-		if (!buf)
-			return DSV_ERR_NOMEM;
-		if ((err = dsv_fs_file_bytes(fs, n, off, k, buf, flags, &info)) ||
-		    (err = store(fs, file, off, buf, k)))
-			return err;
-		off += k;
-	}
-	return 0;
-}
-
-/* The same on the device path (backend.h, dsv_backend_make): [off, end)
- * made at once from the stored chunks under it, then stored in pieces,
- * all but the page at skip (a tripwire's; UINT64_MAX: none). @return 0,
- * or non-zero for the CPU path to make them (and report what is wrong),
- * or DSV_ERR_IO when the kernel refused a store. */
-static int store_made(dsv_fs *fs, uint32_t file, uint64_t off, uint64_t end, uint64_t skip)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	const node *n = &fs->nodes[file];
-	const dsv_view *v = fs->m->views[n->view];
-	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, oes = v->out_esize, o = off;
-	char *buf;
-	int err;
-
-	if (!dsv_backend_makes(fs->backend, v) || off >= end ||
-	    !(buf = dsv_tls_buf(DSV_TLS_OUT, (size_t)(end - off))))
-		return DSV_ERR_UNSUPPORTED;
-	if (o < hdr) { /* the .npy header */
-		o = end < hdr ? end : hdr;
-		memcpy(buf, v->npy_header + off, (size_t)(o - off));
-	}
-	if ((o - hdr) % oes || (end - hdr) % oes)
-		return DSV_ERR_UNSUPPORTED; /* pages hold whole elements: never */
-	if (end > o && (err = dsv_backend_make(fs->backend, v, (o - hdr) / oes, (end - o) / oes,
-					       buf + (o - off))))
-		return err;
-	for (o = off; o < end;) {
-		uint64_t k = end - o < READ_MAX ? end - o : READ_MAX;
-		if (o == skip) {
-			o += page;
-			continue;
-		}
-		if (o < skip && o + k > skip)
-			k = skip - o;
-		if (store(fs, file, o, buf + (o - off), (size_t)k))
-			return DSV_ERR_IO;
-		o += k;
-	}
-	return 0;
-}
-
-/* The pages of file from the one where chunk starts to the one where the
- * next starts (or the end of the file): [*off, *end). */
-static int chunk_pages(dsv_fs *fs, uint32_t file, uint64_t chunk, uint64_t *off, uint64_t *end)
-{
-	const node *n = &fs->nodes[file];
-	const dsv_view *v = fs->m->views[n->view];
-	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0, len;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	int err = dsv_view_seg_range(v, chunk, off, &len);
-	if (err)
-		return err;
-	*end = *off + len == v->nbytes ? n->size : (hdr + *off + len) / page * page;
-	*off = *off == 0 ? 0 : (hdr + *off) / page * page;
-	return 0;
-}
-
-static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint64_t trip)
-{
-	dsv_fs *fs = ctx;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off, end, o, e, skip = UINT64_MAX;
-	int err;
-
-	/* on the device: the chunks' pages at once */
-	if ((err = chunk_pages(fs, file, first, &off, &o)) ||
-	    (err = chunk_pages(fs, file, last, &o, &end)) ||
-	    (trip != DSV_PREFETCH_NO_TRIP && (err = chunk_pages(fs, file, trip, &skip, &e))))
-		return err;
-	if ((err = store_made(fs, file, off, end, skip)) == 0 || err == DSV_ERR_IO)
-		return err;
-	/* on the CPU, chunk by chunk: a stream reads on through each, so it
-	 * is decoded whole, once */
-	for (uint64_t c = first; c <= last; c++) {
-		if ((err = chunk_pages(fs, file, c, &o, &e)) ||
-		    (err = store_pages(fs, file, o + (c == trip ? page : 0), e, DSV_READ_STREAM)))
-			return err;
-	}
-	return 0;
-}
-
-/* Drops the pages of chunks first..last of file from the kernel's page
- * cache (FUSE notify_inval_inode): a stream has passed them. The pages
- * a reader still maps are unmapped; a read of them again asks for them. */
-static void drop_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last)
-{
-	dsv_fs *fs = ctx;
-	uint64_t off, end, o;
-	if (chunk_pages(fs, file, first, &off, &o) || chunk_pages(fs, file, last, &o, &end) ||
-	    end <= off)
-		return;
-	if (fuse_lowlevel_notify_inval_inode(fs->se, file + 1, (off_t)off, (off_t)(end - off)) == 0)
-		atomic_fetch_add(&fs->bytes_dropped, end - off);
-}
-
-/* Sampler hints (hints.h): a row's pages, from the page where it starts
- * to the page where it ends (or the end of the file), so the faults of a
- * read of the row find every page it touches. */
-#define HINT_CAP 16384 /* rows queued at most */
-
-/* Storing a hinted row is mostly a wait for the source's disk read (a
- * shuffled row is a random read), so the threads that do it are many: the
- * disk serves reads side by side. make bench-levers (AB_SIDE=64, one
- * reader of 12 KB rows) measured 9.4k rows/s with 2, 13.3k with 4, 18.5k
- * with 8, 22.2k with 16 and no more with 32: DSVIEW_HINT_THREADS, 16
- * unless set (common/knobs.c). */
-
-static int push_row(void *ctx, uint32_t file, uint64_t row)
-{
-	dsv_fs *fs = ctx;
-	const node *n = &fs->nodes[file];
-	const dsv_view *v = fs->m->views[n->view];
-	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t off = (hdr + row * v->row_bytes) / page * page;
-	uint64_t end = (hdr + (row + 1) * v->row_bytes + page - 1) / page * page;
-	return store_pages(fs, file, off, end < n->size ? end : n->size, 0);
-}
-
-static void start_prefetch(dsv_fs *fs)
-{
-	/* 0 turns it off */
-	uint64_t bytes = (uint64_t)dsv_knob_int(DSV_KNOB_READAHEAD_KB) << 10;
-	dsv_view **file_views;
-	unsigned *batch;
-	unsigned char *drop;
-
-	if (bytes == 0 || !(file_views = calloc(fs->nnodes, sizeof(*file_views))))
-		return;
-	batch = calloc(fs->nnodes, sizeof(*batch));
-	drop = calloc(fs->nnodes, 1);
-	if (!batch || !drop) {
-		free(file_views);
-		free(batch);
-		free(drop);
-		return;
-	}
-	for (size_t i = 0; i < fs->nnodes; i++) {
-		if (fs->nodes[i].kind != N_DAT && fs->nodes[i].kind != N_NPY)
-			continue;
-		const dsv_view *v = file_views[i] = fs->m->views[fs->nodes[i].view];
-		/* under a memory limit the file does not fit in twice over, a
-		 * pass keeps a window of its pages, not all it read: the group
-		 * would reclaim pushed pages before the reader got to them */
-		drop[i] = fs->o.mem_limit && fs->nodes[i].size > fs->o.mem_limit / 2;
-		/* the device takes a stream's next chunks in batches: half of
-		 * what is queued ahead, so that both threads have one (a batch's
-		 * first page may need the chunk before it: once a batch, not
-		 * once a chunk) */
-		uint64_t half = bytes / (v->seg_raw ? v->seg_raw : 1) / 2;
-		if (dsv_backend_makes(fs->backend, v))
-			batch[i] = half < 1              ? 1
-				   : half > DEVICE_BATCH ? DEVICE_BATCH
-							 : (unsigned)half;
-	}
-	fs->prefetch = dsv_prefetch_start(file_views, batch, drop, fs->nnodes, PREFETCH_THREADS,
-					  bytes, push_chunks, drop_chunks, fs);
-	free(file_views);
-	free(batch);
-	free(drop);
-}
-
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 {
 	struct fuse_loop_config *cfg;
@@ -532,9 +334,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 		     (unsigned long long)fs->o.cache_size, threads,
 		     (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
 	set_readahead(fs->mountpoint, fs->o.readahead);
-	start_prefetch(fs);
-	fs->hints = dsv_hints_start((int)dsv_knob_int(DSV_KNOB_HINT_THREADS), HINT_CAP, push_row,
-				    fs);
+	dsv_fs_pagecache_start(fs);
 	if (fs->serving)
 		fs->serving(fs->serving_arg);
 	err = fuse_session_loop_mt(fs->se, cfg);
@@ -544,10 +344,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	 * an abort through /sys/fs/fuse/connections leaves a dead mount. */
 	if (err == -ECONNABORTED && !dead_mount(fs->mountpoint))
 		err = 0;
-	dsv_prefetch_stop(fs->prefetch);
-	fs->prefetch = NULL;
-	dsv_hints_stop(fs->hints);
-	fs->hints = NULL;
+	dsv_fs_pagecache_stop(fs);
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
 	dsv_log_limited_flush(); /* how often the errors it held back came */
@@ -575,8 +372,7 @@ void dsv_fs_destroy(dsv_fs *fs)
 {
 	if (!fs)
 		return;
-	dsv_prefetch_stop(fs->prefetch);
-	dsv_hints_stop(fs->hints);
+	dsv_fs_pagecache_stop(fs);
 	if (fs->se) {
 		if (fs->mounted)
 			fuse_session_unmount(fs->se);

@@ -28,6 +28,7 @@
 #include "backend/backend.h"
 #include "cache/cache.h"
 #include "dsview/fs.h"
+#include "fs/budget.h"
 #include "fs/hints.h"
 #include "fs/prefetch.h"
 #include "read/read.h"
@@ -76,6 +77,8 @@ struct dsv_fs {
 	dsv_cache *tiles;       /* tiles of windows (read.h): a small budget of its own */
 	dsv_prefetch *prefetch; /* NULL: off */
 	dsv_hints *hints;       /* sampler hints (hints.h), NULL: off */
+	dsv_budget *budget;     /* the page budget (budget.h), NULL: off */
+	uint64_t page_budget;   /* its size */
 	node *nodes;            /* nodes[ino - 1] */
 	size_t nnodes, capnodes;
 	/* (parent, name) -> inode number; see tree.c */
@@ -89,6 +92,7 @@ struct dsv_fs {
 	_Atomic uint64_t bytes_decoded;
 	_Atomic uint64_t bytes_pushed;  /* stored in the page cache by readahead */
 	_Atomic uint64_t bytes_dropped; /* dropped from it behind a stream */
+	_Atomic uint64_t bytes_shed;    /* counted in the regions the page budget dropped */
 	_Atomic uint64_t made;          /* tiles of windows the read path made (read.h) */
 	/* a data read's two halves (ops.c): making its bytes, and writing
 	 * the reply (the kernel copies it into the reader's pages) */
@@ -146,6 +150,13 @@ extern const struct fuse_lowlevel_ops dsv_fs_ops;
  * flags (dsv_read's) ask. */
 int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char *buf,
 		      unsigned flags, dsv_read_info *info);
+
+/* pagecache.c */
+/* Starts the page budget (under a memory limit), the readahead and the
+ * hints' threads; each is left off where it cannot start. */
+void dsv_fs_pagecache_start(dsv_fs *fs);
+/* Stops them (accepts a fs where none started). */
+void dsv_fs_pagecache_stop(dsv_fs *fs);
 
 /* stats.c */
 /* The size of /.stats.json: of the handle's snapshot when fi is an open

@@ -143,6 +143,7 @@ static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n,
 	if (info.first <= info.last)
 		dsv_prefetch_hint(fs->prefetch, (uint32_t)(ino - 1), info.first, info.last, size);
 	atomic_fetch_add(&fs->bytes_served, size);
+	dsv_budget_add(fs->budget, (uint32_t)(ino - 1), off, size);
 	fuse_reply_buf(req, buf, size);
 	clock_gettime(CLOCK_MONOTONIC, &t2);
 	dsv_fs_lat_add(&fs->lat_reply, &t1, &t2);

@@ -101,6 +101,8 @@ static char *render_stats(dsv_fs *fs)
 		    "  \"cache_bytes_probation\": %llu,\n"
 		    "  \"cache_bytes\": %llu,\n  \"cache_budget\": %llu,\n  \"prefetched\": %llu,\n"
 		    "  \"bytes_pushed\": %llu,\n  \"bytes_dropped\": %llu,\n"
+		    "  \"page_budget\": %llu,\n  \"page_budget_held\": %llu,\n"
+		    "  \"bytes_shed\": %llu,\n"
 		    "  \"read_entries\": %llu,\n"
 		    "  \"hints_queued\": %llu,\n  \"hints_stored\": %llu,\n  \"hints_dropped\": "
 		    "%llu,\n"
@@ -134,10 +136,12 @@ static char *render_stats(dsv_fs *fs)
 		    (unsigned long long)cs.bytes_used, (unsigned long long)cs.budget,
 		    (unsigned long long)dsv_prefetch_done(fs->prefetch),
 		    (unsigned long long)fs->bytes_pushed, (unsigned long long)fs->bytes_dropped,
-		    (unsigned long long)made, (unsigned long long)hs.queued,
-		    (unsigned long long)hs.stored, (unsigned long long)hs.dropped, make,
-		    (unsigned long long)fs->lat_make.sum_us, reply,
-		    (unsigned long long)fs->lat_reply.sum_us, (unsigned long long)ns.heads,
+		    (unsigned long long)(fs->budget ? fs->page_budget : 0),
+		    (unsigned long long)dsv_budget_held(fs->budget),
+		    (unsigned long long)fs->bytes_shed, (unsigned long long)made,
+		    (unsigned long long)hs.queued, (unsigned long long)hs.stored,
+		    (unsigned long long)hs.dropped, make, (unsigned long long)fs->lat_make.sum_us,
+		    reply, (unsigned long long)fs->lat_reply.sum_us, (unsigned long long)ns.heads,
 		    (unsigned long long)ns.gets, (unsigned long long)ns.bytes,
 		    (unsigned long long)ns.retries, (unsigned long long)ns.failures,
 		    (unsigned long long)ns.disk_hits, (unsigned long long)ns.disk_misses,

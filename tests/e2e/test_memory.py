@@ -2,9 +2,11 @@
 limit is a little above the cache budget: 16 readers, no OOM kill (reads
 the self-verifying dataset of test_load.py). A training job in a memory
 cgroup: the daemon started inside it and a 4-worker DataLoader inside it
-reading a float32 view 3x the limit."""
+reading a float32 view 3x the limit. The page budget: a daemon in a
+group keeps its files' pages in the page cache under half the limit."""
 import contextlib
 import json
+import mmap
 import os
 import time
 import warnings
@@ -13,6 +15,7 @@ import numpy as np
 
 from cgroup import Group, hierarchy
 from common import E2E, alive, has_sanitizer, run
+from pagecache import resident_pages
 from refs import reference, same_bits
 from test_load import (ROWS, Dataset, drop_page_cache, fork_children, kill_children,
                        mib, pass_reader, reap, reports, rss)
@@ -110,6 +113,7 @@ JOB_SHAPE = (64, 64, 3)  # 12 KB rows of uint8, 48 KB of float32
 JOB_BATCH = 64  # rows a batch: 3 MiB of float32, 8 batches in flight in shared memory
 JOB_ROWS = (3 * JOB_LIMIT) // (4 * 64 * 64 * 3)
 JOB_MEAN, JOB_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+PAGE = mmap.PAGESIZE
 
 
 class Rows:
@@ -233,3 +237,60 @@ class JobInCgroup(E2E):
             # the view is larger than half the limit: the sequential epoch's
             # readahead dropped the pages it had passed
             self.assertGreater(st["bytes_dropped"], 0, st)
+
+    def test_pages_held_to_half_the_limit(self):
+        # A daemon started in a group limited to 128 MiB keeps its files'
+        # pages in the page cache under half that (the page budget): 288 MiB
+        # of the view read by pread in shuffled 16-row blocks, every byte
+        # right, what is left in the page cache no more than the budget (the
+        # reader is outside the group: without the budget all of it stays),
+        # and a block dropped long ago read again right.
+        version, root = hierarchy("memory")
+        if version is None:
+            self.skipTest(root)
+        limit, block = 128 << 20, 16 * 4 * 64 * 64 * 3
+        try:
+            cg = Group("dsv-e2e", mem=limit)
+        except OSError as e:
+            self.skipTest(f"cannot make a memory cgroup under {root} ({version}): {e}")
+        with contextlib.ExitStack() as stack:
+            stack.callback(cg.remove)
+            cg.add(os.getpid())
+            try:
+                m = stack.enter_context(self.mount(self.ini))
+            finally:
+                cg.leave()
+            if has_sanitizer(m.pid):
+                self.skipTest("the sanitizers' shadow memory does not fit the limit")
+            dat, x = m.path("x.dat"), np.load(self.p("u8.npy"), mmap_mode="r")
+            nblocks = (288 << 20) // block
+            order = np.random.default_rng(4).permutation(JOB_ROWS // 16)[:nblocks]
+
+            def check(b):
+                got = os.pread(fd, block, int(b) * block)
+                want = reference(x[b * 16:(b + 1) * 16], scale=1 / 255, mean=JOB_MEAN, std=JOB_STD)
+                self.assertTrue(same_bits(np.frombuffer(got, np.float32), want.reshape(-1)),
+                                f"block {b}")
+
+            fd = os.open(dat, os.O_RDONLY)
+            try:
+                for b in order:
+                    check(b)
+                st = m.stats()
+                bound = st["page_budget"] + (4 << 20)
+                for _ in range(50):  # the drops run on a thread of their own
+                    held = resident_pages(dat)[0] * PAGE
+                    if held <= bound:
+                        break
+                    time.sleep(0.1)
+                check(order[0])
+            finally:
+                os.close(fd)
+            print(f"\npage budget ({version}): limit {mib(limit)}, budget {mib(st['page_budget'])}, "
+                  f"read {mib(len(order) * block)}, left in the page cache {mib(held)}, "
+                  f"shed {mib(st['bytes_shed'])}", flush=True)
+            self.assertEqual(st["page_budget"], limit // 2, st)
+            self.assertLessEqual(st["page_budget_held"], st["page_budget"], st)
+            self.assertGreater(st["bytes_shed"], 0, st)
+            self.assertLessEqual(held, bound, "pages of the view left in the page cache")
+            self.assertEqual(st["errors"], 0, st)
