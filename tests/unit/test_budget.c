@@ -116,7 +116,7 @@ static void test_added_again_kept_longer(void **state)
 	assert_non_null(b);
 	for (uint64_t r = 0; r < 4; r++) /* half of each of 4 regions */
 		dsv_budget_add(b, 0, r * REG, MIB);
-	dsv_budget_add(b, 0, 0, 4096); /* region 0 again: now the newest */
+	dsv_budget_add(b, 0, 0, 4096);                 /* region 0 again: now the newest */
 	dsv_budget_add(b, 0, 4 * REG, 6 * MIB - 4096); /* regions 4-6: 10 MiB */
 	/* down to 7 MiB: regions 1, 2, 3 (3 MiB) and not 0 */
 	assert_int_equal(wait_drops(&rec, 3), 3);
@@ -135,10 +135,10 @@ static void test_forgotten_bytes_not_dropped(void **state)
 	uint64_t sizes[] = { 64 * MIB };
 	dsv_budget *b = dsv_budget_start(sizes, 1, 8 * MIB, dropper, &rec);
 	assert_non_null(b);
-	dsv_budget_add(b, 0, 0, 4 * MIB);          /* regions 0, 1 */
-	dsv_budget_forget(b, 0, 0, 3 * MIB);       /* region 0 and half of 1 */
+	dsv_budget_add(b, 0, 0, 4 * MIB);    /* regions 0, 1 */
+	dsv_budget_forget(b, 0, 0, 3 * MIB); /* region 0 and half of 1 */
 	assert_int_equal(dsv_budget_held(b), MIB);
-	dsv_budget_add(b, 0, 10 * REG, 8 * MIB);   /* regions 10-13: 9 MiB */
+	dsv_budget_add(b, 0, 10 * REG, 8 * MIB); /* regions 10-13: 9 MiB */
 	/* region 1 is the oldest left; 0 was forgotten whole */
 	assert_int_equal(wait_drops(&rec, 2), 2);
 	assert_int_equal(rec.off[0], 1 * REG);
@@ -167,11 +167,11 @@ static void test_regions_map_to_files(void **state)
 	uint64_t sizes[] = { 5 * MIB, 0, 4 * MIB };
 	dsv_budget *b = dsv_budget_start(sizes, 3, 4 * MIB, dropper, &rec);
 	assert_non_null(b);
-	dsv_budget_add(b, 1, 0, MIB);              /* the empty file: nothing */
-	dsv_budget_add(b, 7, 0, MIB);              /* no such file: nothing */
-	dsv_budget_add(b, 0, 4 * MIB, 64 * MIB);   /* clipped to its last MiB */
+	dsv_budget_add(b, 1, 0, MIB);            /* the empty file: nothing */
+	dsv_budget_add(b, 7, 0, MIB);            /* no such file: nothing */
+	dsv_budget_add(b, 0, 4 * MIB, 64 * MIB); /* clipped to its last MiB */
 	assert_int_equal(dsv_budget_held(b), MIB);
-	dsv_budget_add(b, 2, 0, 4 * MIB);          /* 5 MiB: down to 3.5 */
+	dsv_budget_add(b, 2, 0, 4 * MIB); /* 5 MiB: down to 3.5 */
 	assert_int_equal(wait_drops(&rec, 2), 2);
 	assert_int_equal(rec.file[0], 0);
 	assert_int_equal(rec.off[0], 4 * MIB);
