@@ -17,7 +17,9 @@ memory cgroup of MEM_PASS_LIMIT_MB (1024) MiB for the limited pass
 (tests/e2e/cgroup.py), outside any for the other; ROUNDS (2) of both,
 interleaved. MEM_PASS_WORKERS=N (0: the sequential pass) reads sorted
 batches of 256 rows of one permutation instead, MEM_PASS_BATCHES (8) a
-worker, by N forked workers, as store_bench's shuffled passes. Root only."""
+worker, by N forked workers, as store_bench's shuffled passes;
+MEM_PASS_HINTS=1 has each worker hint its next batch first (dsview.hint).
+Root only."""
 import json
 import os
 import subprocess
@@ -30,14 +32,17 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import benchlib as L  # noqa: E402
 import cgroup  # noqa: E402
+import dsview  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 MB = int(os.environ.get("MEM_PASS_MB", "1024"))
 LIMIT_MB = int(os.environ.get("MEM_PASS_LIMIT_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 WORKERS = int(os.environ.get("MEM_PASS_WORKERS", "0"))
+HINTS = os.environ.get("MEM_PASS_HINTS", "0") == "1"
 BATCHES = int(os.environ.get("MEM_PASS_BATCHES", "8"))
 ROW = 64 * 64 * 3
 
@@ -52,7 +57,9 @@ def seq_pass(arr):
 
 
 def shuffled_pass(arr):
-    """Rows/s of WORKERS forked readers, each of its sorted batches."""
+    """Rows/s of WORKERS forked readers, each of its sorted batches (with
+    MEM_PASS_HINTS=1 hinting its next batch before it reads one, as the
+    package's loader does)."""
     order = np.random.default_rng(7).permutation(arr.shape[0])
     pids, t0 = [], time.perf_counter()
     for w in range(WORKERS):
@@ -60,8 +67,13 @@ def shuffled_pass(arr):
         if pid == 0:
             code = 1
             try:
-                for b in range(w, BATCHES * WORKERS, WORKERS):
-                    np.array(arr[np.sort(order[b * L.BATCH:(b + 1) * L.BATCH])])
+                mine = [np.sort(order[b * L.BATCH:(b + 1) * L.BATCH])
+                        for b in range(w, BATCHES * WORKERS, WORKERS)]
+                for k, rows in enumerate(mine):
+                    if HINTS:
+                        for ahead in mine[k if k == 0 else k + 1:k + 2]:
+                            dsview.hint(arr.filename, ahead)
+                    np.array(arr[rows])
                 code = 0
             finally:
                 os._exit(code)

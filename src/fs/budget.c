@@ -24,7 +24,7 @@ struct dsv_budget {
 
 	pthread_mutex_t mu; /* everything below */
 	pthread_cond_t cv;
-	uint32_t *held;       /* bytes counted in each region */
+	uint32_t *held;        /* bytes counted in each region */
 	uint32_t *prev, *next; /* regions with bytes, least recently added first */
 	uint32_t lru, mru;
 	uint64_t total;
