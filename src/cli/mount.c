@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/cgroup.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "dsview/fs.h"
@@ -77,82 +78,13 @@ static const char mount_usage[] =
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
-/* The smallest memory limit of the control group at path (relative to the
- * controller's root dir) and of its ancestors: file is memory.limit_in_bytes
- * (cgroup v1) or memory.max (v2, where "max" means none). */
-static uint64_t group_limit(const char *dir, const char *path, const char *file)
-{
-	char p[4096], buf[64];
-	uint64_t least = UINT64_MAX;
-	int n = snprintf(p, sizeof(p), "%s%s", dir, path);
-	if (n < 0 || (size_t)n >= sizeof(p))
-		return least;
-	for (;;) {
-		char f[4200];
-		snprintf(f, sizeof(f), "%s/%s", p, file);
-		FILE *fp = fopen(f, "r");
-		if (fp) {
-			char *end;
-			if (fgets(buf, sizeof(buf), fp)) {
-				unsigned long long v = strtoull(buf, &end, 10);
-				if (end != buf && v < least)
-					least = v;
-			}
-			fclose(fp);
-		}
-		char *slash = strrchr(p, '/');
-		if (!slash || (size_t)(slash - p) < strlen(dir))
-			return least;
-		*slash = '\0';
-	}
-}
-
-/* Whether the comma-separated list has word in it. */
-static int has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (!strncmp(p, word, n) && (p[n] == '\0' || p[n] == ','))
-			return 1;
-	return 0;
-}
-
-/* The memory limit of this process's control group (the job's limit under
- * SLURM or Kubernetes, page cache included), UINT64_MAX when none: cgroup
- * v1's memory controller, else v2's unified hierarchy. */
-static uint64_t cgroup_mem_limit(void)
-{
-	FILE *fp = fopen("/proc/self/cgroup", "r");
-	char line[4096];
-	uint64_t least = UINT64_MAX;
-	if (!fp)
-		return least;
-	while (fgets(line, sizeof(line), fp)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (!c2)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		*c2 = '\0';
-		const char *ctrls = c1 + 1, *path = strcmp(c2 + 1, "/") ? c2 + 1 : "";
-		uint64_t v = UINT64_MAX;
-		if (has_word(ctrls, "memory"))
-			v = group_limit("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes");
-		else if (!*ctrls && !strncmp(line, "0:", 2))
-			v = group_limit("/sys/fs/cgroup", path, "memory.max");
-		if (v < least)
-			least = v;
-	}
-	fclose(fp);
-	return least;
-}
-
 /* Bytes of RAM, or the control group's memory limit when that is smaller,
  * or UINT64_MAX when unknown (then nothing is refused). */
 static uint64_t usable_mem(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
 	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
-	uint64_t lim = cgroup_mem_limit();
+	uint64_t lim = dsv_cgroup_mem_limit(0);
 	return lim < ram ? lim : ram;
 }
 
@@ -470,7 +402,7 @@ int dsv_cmd_mount(int argc, char **argv)
 				       64u << 20, "the largest window, 64M", &o.readahead))
 		goto user_error;
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
-	uint64_t limit = cgroup_mem_limit();
+	uint64_t limit = dsv_cgroup_mem_limit(0);
 	o.mem_limit = limit == UINT64_MAX ? 0 : limit;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */

@@ -215,6 +215,19 @@ void dsv_budget_forget(dsv_budget *b, uint32_t file, uint64_t off, uint64_t len)
 	each_region(b, file, off, len, forget_region);
 }
 
+void dsv_budget_lower(dsv_budget *b, uint64_t budget)
+{
+	if (!b || budget == 0)
+		return;
+	pthread_mutex_lock(&b->mu);
+	if (budget < b->budget) {
+		b->budget = budget;
+		if (b->total > budget)
+			shed(b);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
 uint64_t dsv_budget_held(dsv_budget *b)
 {
 	if (!b)

@@ -3,8 +3,8 @@
  * under a size, the oldest dropped first.
  *
  * Under a memory limit (a SLURM or Kubernetes job's control group, page
- * cache counted) a reader's pages of a view stay in the group until the
- * kernel reclaims them. Reclaim runs in whoever needs a page next, the
+ * cache counted: the daemon's, or a reader's, pagecache.c) a reader's pages
+ * of a view stay in the group until the kernel reclaims them. Reclaim runs in whoever needs a page next, the
  * readers' page faults and the daemon's reads, and it is slow for these
  * pages: each is mapped by the readers that read it, so reclaim walks its
  * mappings and interrupts the other cores to flush their TLBs, page by
@@ -22,8 +22,8 @@
  * Drops run on a thread of their own: one must never wait for a read
  * that a FUSE thread is serving from inside that thread.
  *
- * Thread safety: add and forget may be called from any thread; start and
- * stop are not concurrent with anything else.
+ * Thread safety: add, forget and lower may be called from any thread;
+ * start and stop are not concurrent with anything else.
  */
 #ifndef DSV_FS_BUDGET_H
 #define DSV_FS_BUDGET_H
@@ -47,6 +47,9 @@ dsv_budget *dsv_budget_start(const uint64_t *sizes, size_t nfiles, uint64_t budg
 void dsv_budget_add(dsv_budget *b, uint32_t file, uint64_t off, uint64_t len);
 /* Bytes [off, off + len) of file left the page cache another way. */
 void dsv_budget_forget(dsv_budget *b, uint32_t file, uint64_t off, uint64_t len);
+/* Lowers the budget to `budget` bytes (a higher one is ignored), dropping
+ * what is then over it. */
+void dsv_budget_lower(dsv_budget *b, uint64_t budget);
 /* Bytes counted now. */
 uint64_t dsv_budget_held(dsv_budget *b);
 /* The region size: the unit a drop comes in. */

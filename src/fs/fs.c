@@ -167,6 +167,7 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	fs->m = m;
 	fs->o = *o;
 	pthread_mutex_init(&fs->snap_lock, NULL);
+	pthread_mutex_init(&fs->budget_lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
 	fs->mountpoint = strdup(mountpoint);
 	if (!fs->mountpoint || (err = dsv_fs_tree_build(fs))) {
@@ -389,5 +390,6 @@ void dsv_fs_destroy(dsv_fs *fs)
 		dsv_fs_snap_free(fs, fs->snaps);
 	free(fs->stats_next);
 	pthread_mutex_destroy(&fs->snap_lock);
+	pthread_mutex_destroy(&fs->budget_lock);
 	free(fs);
 }

@@ -77,9 +77,13 @@ struct dsv_fs {
 	dsv_cache *tiles;       /* tiles of windows (read.h): a small budget of its own */
 	dsv_prefetch *prefetch; /* NULL: off */
 	dsv_hints *hints;       /* sampler hints (hints.h), NULL: off */
-	dsv_budget *budget;     /* the page budget (budget.h), NULL: off */
-	uint64_t page_budget;   /* its size */
-	node *nodes;            /* nodes[ino - 1] */
+	/* the page budget (budget.h), NULL: off; started, or lowered, under
+	 * budget_lock by the first open from a group with a smaller limit */
+	dsv_budget *_Atomic budget;
+	_Atomic uint64_t page_budget; /* its size */
+	pthread_mutex_t budget_lock;
+	_Atomic int last_opener; /* the process whose group ops.c looked at last */
+	node *nodes;             /* nodes[ino - 1] */
 	size_t nnodes, capnodes;
 	/* (parent, name) -> inode number; see tree.c */
 	fuse_ino_t *slots;
@@ -157,6 +161,10 @@ int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char 
 void dsv_fs_pagecache_start(dsv_fs *fs);
 /* Stops them (accepts a fs where none started). */
 void dsv_fs_pagecache_stop(dsv_fs *fs);
+/* A memory limit the mount's pages count against (the daemon's group's, or
+ * a reader's): the page budget is started at half of it, or lowered to
+ * that, unless it is already lower or the files fit. */
+void dsv_fs_pagecache_limit(dsv_fs *fs, uint64_t limit);
 
 /* stats.c */
 /* The size of /.stats.json: of the handle's snapshot when fi is an open

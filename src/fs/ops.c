@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/cgroup.h"
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
@@ -42,6 +44,23 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	}
 }
 
+/* A reader in a control group whose memory limit is below the machine's
+ * RAM (a job under SLURM or Kubernetes, the daemon started outside it):
+ * the pages it faults in count against that limit, so the page budget
+ * follows it (pagecache.c). Each reader process is looked at once in a
+ * row: a worker that opens the file for every item costs one look. */
+static void reader_limit(dsv_fs *fs, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+	if (!ctx || ctx->pid <= 0 || pages <= 0 || psize <= 0 ||
+	    atomic_exchange(&fs->last_opener, (int)ctx->pid) == (int)ctx->pid)
+		return;
+	uint64_t limit = dsv_cgroup_mem_limit((int)ctx->pid);
+	if (limit < (uint64_t)pages * (uint64_t)psize)
+		dsv_fs_pagecache_limit(fs, limit);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	dsv_fs *fs = fs_of(req);
@@ -69,6 +88,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1; /* content changes; never mmapped */
 	} else {
 		fi->keep_cache = 1; /* immutable: repeat reads stay in the page cache */
+		if (n->kind == N_DAT || n->kind == N_NPY)
+			reader_limit(fs, req);
 	}
 	if (fuse_reply_open(req, fi) == -ENOENT && n->kind == N_STATS)
 		dsv_fs_snap_free(fs, (stats_snap *)(uintptr_t)fi->fh);

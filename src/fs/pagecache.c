@@ -165,12 +165,23 @@ static void drop_region(void *ctx, uint32_t file, uint64_t off, uint64_t len, ui
 /* Under a memory limit, the data files' pages a mount keeps in the page
  * cache are held to half the limit (budget.h) where they could hold more:
  * the other half is the group's own, the readers' batches and
- * interpreters, the chunk cache (a tenth by default), the sources' pages. */
-static void start_budget(dsv_fs *fs)
+ * interpreters, the chunk cache (a tenth by default), the sources' pages.
+ * The limit is the daemon's group's, from the start, or the smallest of
+ * the groups its readers open the files from (ops.c), from that open. */
+void dsv_fs_pagecache_limit(dsv_fs *fs, uint64_t limit)
 {
-	uint64_t *sizes, all = 0, budget = fs->o.mem_limit / 2;
-	if (!budget || !(sizes = calloc(fs->nnodes, sizeof(*sizes))))
+	uint64_t *sizes, all = 0, budget = limit / 2;
+	if (!budget)
 		return;
+	pthread_mutex_lock(&fs->budget_lock);
+	if (fs->budget) {
+		dsv_budget_lower(fs->budget, budget);
+		if (budget < fs->page_budget)
+			fs->page_budget = budget;
+		goto out;
+	}
+	if (!(sizes = calloc(fs->nnodes, sizeof(*sizes))))
+		goto out;
 	for (size_t i = 0; i < fs->nnodes; i++)
 		if (fs->nodes[i].kind == N_DAT || fs->nodes[i].kind == N_NPY)
 			all += sizes[i] = fs->nodes[i].size;
@@ -179,6 +190,8 @@ static void start_budget(dsv_fs *fs)
 		fs->budget = dsv_budget_start(sizes, fs->nnodes, budget, drop_region, fs);
 	}
 	free(sizes);
+out:
+	pthread_mutex_unlock(&fs->budget_lock);
 }
 
 /* Sampler hints (hints.h): a row's pages, from the page where it starts
@@ -250,7 +263,8 @@ static void start_prefetch(dsv_fs *fs)
 
 void dsv_fs_pagecache_start(dsv_fs *fs)
 {
-	start_budget(fs);
+	if (fs->o.mem_limit)
+		dsv_fs_pagecache_limit(fs, fs->o.mem_limit);
 	start_prefetch(fs);
 	fs->hints = dsv_hints_start((int)dsv_knob_int(DSV_KNOB_HINT_THREADS), HINT_CAP, push_row,
 				    fs);

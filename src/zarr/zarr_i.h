@@ -33,7 +33,7 @@ int dsv_zarr_note(dsv_grid_io *io, int err, const char *path);
  * the chunk's object (key; path names it in errors) fetched whole, or
  * inner chunk `inner` of shard object `shard` by ranged GETs. */
 int dsv_zarr_object_chunk(const zarr_state *z, const dsv_source *s, dsv_grid_io *io,
-			  const char *key, const char *path, uint64_t shard, uint64_t inner, void *dst,
-			  size_t size);
+			  const char *key, const char *path, uint64_t shard, uint64_t inner,
+			  void *dst, size_t size);
 
 #endif

@@ -83,8 +83,8 @@ static int object_inner(const zarr_state *z, const dsv_source *s, dsv_grid_io *i
 }
 
 int dsv_zarr_object_chunk(const zarr_state *z, const dsv_source *s, dsv_grid_io *io,
-			  const char *key, const char *path, uint64_t shard, uint64_t inner, void *dst,
-			  size_t size)
+			  const char *key, const char *path, uint64_t shard, uint64_t inner,
+			  void *dst, size_t size)
 {
 	/* No encoding here makes a chunk much bigger than its raw bytes. */
 	uint64_t cap = (uint64_t)size + size / 8 + 4096;

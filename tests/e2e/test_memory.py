@@ -130,6 +130,28 @@ class Rows:
         return torch.from_numpy(idx), torch.from_numpy(np.ascontiguousarray(self.a[idx]))
 
 
+BUDGET_LIMIT = 128 << 20  # the page budget's tests: a group's limit
+BUDGET_READ = 288 << 20  # what they read of the view, in shuffled blocks
+BLOCK = 16 * 4 * 64 * 64 * 3  # 16 rows of float32
+
+
+def block_pass(dat, src, order):
+    """pread of the view's blocks in order (the first again at the end:
+    dropped long ago), each against the float64 reference of its uint8
+    rows rounded once. Returns [blocks, mismatching blocks]."""
+    x = np.load(src, mmap_mode="r")
+    fd = os.open(dat, os.O_RDONLY)
+    bad = 0
+    try:
+        for b in list(order) + [order[0]]:
+            got = np.frombuffer(os.pread(fd, BLOCK, int(b) * BLOCK), np.float32)
+            want = reference(x[b * 16:(b + 1) * 16], scale=1 / 255, mean=JOB_MEAN, std=JOB_STD)
+            bad += int(not same_bits(got, want.reshape(-1)))
+    finally:
+        os.close(fd)
+    return [len(order), bad]
+
+
 def job_reader(dat, src, sampler):
     """In a forked child inside the cgroup: one epoch of a 4-worker
     DataLoader over the view, every batch against the float64 reference of
@@ -198,27 +220,35 @@ class JobInCgroup(E2E):
             return f"child killed by signal {os.WTERMSIG(status)}: {out}"
         return json.loads(out) if out else f"child exit status {os.WEXITSTATUS(status)}"
 
-    def test_job_under_memory_limit(self):
-        if torch is None:
-            self.skipTest("no torch for this python (Debian: python3-torch)")
+    def mount_in_group(self, stack, limit):
+        """A memory cgroup of limit bytes (removed when stack closes) and the
+        view mounted by a daemon started inside it, as under SLURM: (group,
+        mount, cgroup version). Skips where there is no memory controller
+        or the sanitizers' shadow memory would not fit."""
         version, root = hierarchy("memory")
         if version is None:
             self.skipTest(root)
         try:
-            cg = Group("dsv-e2e", mem=JOB_LIMIT)
+            cg = Group("dsv-e2e", mem=limit)
         except OSError as e:
             self.skipTest(f"cannot make a memory cgroup under {root} ({version}): {e}")
+        stack.callback(cg.remove)
+        cg.add(os.getpid())
+        try:
+            m = stack.enter_context(self.mount(self.ini))
+        finally:
+            cg.leave()
+        self.assertIn(m.pid, cg.members())
+        if has_sanitizer(m.pid):
+            self.skipTest("the sanitizers' shadow memory does not fit the limit")
+        return cg, m, version
+
+    def test_job_under_memory_limit(self):
+        if torch is None:
+            self.skipTest("no torch for this python (Debian: python3-torch)")
+        drop_page_cache([self.p("u8.h5"), self.p("u8.npy")])
         with contextlib.ExitStack() as stack:
-            stack.callback(cg.remove)
-            drop_page_cache([self.p("u8.h5"), self.p("u8.npy")])
-            cg.add(os.getpid())  # the daemon starts inside, as under SLURM
-            try:
-                m = stack.enter_context(self.mount(self.ini))
-            finally:
-                cg.leave()
-            self.assertIn(m.pid, cg.members())
-            if has_sanitizer(m.pid):
-                self.skipTest("the sanitizers' shadow memory does not fit the limit")
+            cg, m, version = self.mount_in_group(stack, JOB_LIMIT)
             budget = m.stats()["cache_budget"]
             self.assertLessEqual(budget, JOB_LIMIT // 10, "default cache from the cgroup's limit")
             dat, src = m.path("x.dat"), self.p("u8.npy")
@@ -238,59 +268,52 @@ class JobInCgroup(E2E):
             # readahead dropped the pages it had passed
             self.assertGreater(st["bytes_dropped"], 0, st)
 
+    def check_budget(self, m, limit, version, who):
+        """A pass of BUDGET_READ bytes of shuffled blocks by who(fn) (fn in
+        this process or in a reader's group), every byte right, then: the
+        page budget is half the limit, it shed, and what is left of the
+        view in the page cache is no more than the budget."""
+        dat, src = m.path("x.dat"), self.p("u8.npy")
+        order = np.random.default_rng(4).permutation(JOB_ROWS // 16)[:BUDGET_READ // BLOCK]
+        self.assertEqual(who(lambda: block_pass(dat, src, order)), [len(order), 0],
+                         "[blocks, mismatching blocks]")
+        st = m.stats()
+        bound = st["page_budget"] + (4 << 20)
+        for _ in range(50):  # the drops run on a thread of their own
+            held = resident_pages(dat)[0] * PAGE
+            if held <= bound:
+                break
+            time.sleep(0.1)
+        print(f"\npage budget ({version}): limit {mib(limit)}, budget {mib(st['page_budget'])}, "
+              f"read {mib(BUDGET_READ)}, left in the page cache {mib(held)}, "
+              f"shed {mib(st['bytes_shed'])}", flush=True)
+        self.assertEqual(st["page_budget"], limit // 2, st)
+        self.assertLessEqual(st["page_budget_held"], st["page_budget"], st)
+        self.assertGreater(st["bytes_shed"], 0, st)
+        self.assertLessEqual(held, bound, "pages of the view left in the page cache")
+        self.assertEqual(st["errors"], 0, st)
+
     def test_pages_held_to_half_the_limit(self):
         # A daemon started in a group limited to 128 MiB keeps its files'
-        # pages in the page cache under half that (the page budget): 288 MiB
-        # of the view read by pread in shuffled 16-row blocks, every byte
-        # right, what is left in the page cache no more than the budget (the
-        # reader is outside the group: without the budget all of it stays),
-        # and a block dropped long ago read again right.
+        # pages in the page cache under half that (the page budget). The
+        # reader is outside the group: without the budget all it read stays.
+        with contextlib.ExitStack() as stack:
+            _, m, version = self.mount_in_group(stack, BUDGET_LIMIT)
+            self.check_budget(m, BUDGET_LIMIT, version, lambda fn: fn())
+
+    def test_budget_follows_a_reader_in_a_group(self):
+        # The daemon outside any limit (an fstab mount), the reader in a
+        # group limited to 128 MiB: its open sets the page budget to half
+        # that limit.
         version, root = hierarchy("memory")
         if version is None:
             self.skipTest(root)
-        limit, block = 128 << 20, 16 * 4 * 64 * 64 * 3
-        try:
-            cg = Group("dsv-e2e", mem=limit)
-        except OSError as e:
-            self.skipTest(f"cannot make a memory cgroup under {root} ({version}): {e}")
         with contextlib.ExitStack() as stack:
+            m = stack.enter_context(self.mount(self.ini))
+            self.assertEqual(m.stats()["page_budget"], 0, "no limit, no budget")
+            try:
+                cg = Group("dsv-e2e", mem=BUDGET_LIMIT)
+            except OSError as e:
+                self.skipTest(f"cannot make a memory cgroup under {root} ({version}): {e}")
             stack.callback(cg.remove)
-            cg.add(os.getpid())
-            try:
-                m = stack.enter_context(self.mount(self.ini))
-            finally:
-                cg.leave()
-            if has_sanitizer(m.pid):
-                self.skipTest("the sanitizers' shadow memory does not fit the limit")
-            dat, x = m.path("x.dat"), np.load(self.p("u8.npy"), mmap_mode="r")
-            nblocks = (288 << 20) // block
-            order = np.random.default_rng(4).permutation(JOB_ROWS // 16)[:nblocks]
-
-            def check(b):
-                got = os.pread(fd, block, int(b) * block)
-                want = reference(x[b * 16:(b + 1) * 16], scale=1 / 255, mean=JOB_MEAN, std=JOB_STD)
-                self.assertTrue(same_bits(np.frombuffer(got, np.float32), want.reshape(-1)),
-                                f"block {b}")
-
-            fd = os.open(dat, os.O_RDONLY)
-            try:
-                for b in order:
-                    check(b)
-                st = m.stats()
-                bound = st["page_budget"] + (4 << 20)
-                for _ in range(50):  # the drops run on a thread of their own
-                    held = resident_pages(dat)[0] * PAGE
-                    if held <= bound:
-                        break
-                    time.sleep(0.1)
-                check(order[0])
-            finally:
-                os.close(fd)
-            print(f"\npage budget ({version}): limit {mib(limit)}, budget {mib(st['page_budget'])}, "
-                  f"read {mib(len(order) * block)}, left in the page cache {mib(held)}, "
-                  f"shed {mib(st['bytes_shed'])}", flush=True)
-            self.assertEqual(st["page_budget"], limit // 2, st)
-            self.assertLessEqual(st["page_budget_held"], st["page_budget"], st)
-            self.assertGreater(st["bytes_shed"], 0, st)
-            self.assertLessEqual(held, bound, "pages of the view left in the page cache")
-            self.assertEqual(st["errors"], 0, st)
+            self.check_budget(m, BUDGET_LIMIT, version, lambda fn: self.in_cgroup(cg, fn))

@@ -2,7 +2,8 @@
  * past it the least recently added regions go, whole, until the count is
  * an eighth below; a region added again is kept longer; forgotten bytes
  * are not dropped; a region is never counted above its size; regions map
- * back to their files, an empty file's none; no budget counts nothing. */
+ * back to their files, an empty file's none; a lowered budget sheds at
+ * once, a higher one is ignored; no budget counts nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -185,6 +186,26 @@ static void test_regions_map_to_files(void **state)
 	dsv_budget_stop(b);
 }
 
+static void test_lowered_budget_sheds(void **state)
+{
+	(void)state;
+	uint64_t sizes[] = { 64 * MIB };
+	dsv_budget *b = dsv_budget_start(sizes, 1, 32 * MIB, dropper, &rec);
+	assert_non_null(b);
+	for (uint64_t r = 0; r < 8; r++)
+		dsv_budget_add(b, 0, r * REG, REG); /* 16 MiB, under 32 */
+	dsv_budget_lower(b, 64 * MIB);              /* higher: ignored */
+	assert_int_equal(wait_drops(&rec, 0), 0);
+	dsv_budget_lower(b, 8 * MIB); /* a reader's group's half: down to 7 MiB */
+	assert_int_equal(wait_drops(&rec, 5), 5);
+	assert_int_equal(rec.off[0], 0);
+	assert_int_equal(rec.off[4], 4 * REG);
+	assert_int_equal(dsv_budget_held(b), 6 * MIB);
+	dsv_budget_add(b, 0, 8 * REG, REG); /* 8 MiB: at the lowered budget, kept */
+	assert_int_equal(wait_drops(&rec, 5), 5);
+	dsv_budget_stop(b);
+}
+
 static void test_no_budget(void **state)
 {
 	(void)state;
@@ -192,6 +213,7 @@ static void test_no_budget(void **state)
 	assert_null(dsv_budget_start(sizes, 1, 0, dropper, &rec));
 	dsv_budget_add(NULL, 0, 0, MIB);
 	dsv_budget_forget(NULL, 0, 0, MIB);
+	dsv_budget_lower(NULL, MIB);
 	assert_int_equal(dsv_budget_held(NULL), 0);
 	dsv_budget_stop(NULL);
 }
@@ -219,6 +241,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_region_counted_at_most_its_size, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_regions_map_to_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lowered_budget_sheds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_regions_grow_for_large_files, setup, teardown),
 	};
