@@ -18,7 +18,8 @@ memory cgroup of MEM_PASS_LIMIT_MB (1024) MiB for the limited pass
 interleaved. MEM_PASS_WORKERS=N (0: the sequential pass) reads sorted
 batches of 256 rows of one permutation instead, MEM_PASS_BATCHES (8) a
 worker, by N forked workers, as store_bench's shuffled passes;
-MEM_PASS_HINTS=1 has each worker hint its next batch first (dsview.hint).
+MEM_PASS_HINTS=1 has each worker hint its next batch first (dsview.hint);
+MEM_PASS_OUTSIDE=1 leaves the daemon outside the group, the readers in it.
 Root only."""
 import json
 import os
@@ -43,6 +44,7 @@ LIMIT_MB = int(os.environ.get("MEM_PASS_LIMIT_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 WORKERS = int(os.environ.get("MEM_PASS_WORKERS", "0"))
 HINTS = os.environ.get("MEM_PASS_HINTS", "0") == "1"
+OUTSIDE = os.environ.get("MEM_PASS_OUTSIDE", "0") == "1"
 BATCHES = int(os.environ.get("MEM_PASS_BATCHES", "8"))
 ROW = 64 * 64 * 3
 
@@ -84,12 +86,16 @@ def shuffled_pass(arr):
 
 
 def child(work, src, group, out):
-    """In a forked child: join group (if any), mount, one pass, umount;
-    writes [GB/s or rows/s, served, pushed, dropped] to the fd out."""
-    if group:
+    """In a forked child: join group (if any), mount, one pass, umount
+    (with MEM_PASS_OUTSIDE=1 the mount comes first: the daemon stays
+    outside the group, as an fstab mount's); writes [GB/s or rows/s,
+    served, pushed, dropped] to the fd out."""
+    if group and not OUTSIDE:
         group.add()
     mp = tempfile.mkdtemp(dir=work)
     subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"), src, mp], check=True)
+    if group and OUTSIDE:
+        group.add()
     rows = os.path.getsize(src) // ROW
     arr = np.memmap(os.path.join(mp, "u8.dat"), np.float32, "r", shape=(rows, ROW))
     rate = shuffled_pass(arr) if WORKERS else seq_pass(arr)
