@@ -49,11 +49,12 @@
  * kernel's own readahead window stays small (--readahead, 128 KiB), which
  * is what shuffled memmap readers need.
  *
- * Memory limits (budget.h): under a control group's memory limit, what a
+ * Memory limits (budget.h): under a control group's memory limit (the
+ * daemon's, or that of a reader that opens a data file, ops.c), what a
  * mount has put in the page cache (replies and stores) is counted in
  * regions of its files and held under half the limit, the least recently
  * touched regions dropped whole (notify_inval_inode); a pass over a file
- * larger than half the limit also drops the pages it has passed
+ * larger than half the daemon's limit also drops the pages it has passed
  * (prefetch.h).
  *
  * Signals: dsv_fs_serve installs libfuse's SIGTERM/SIGINT/SIGHUP handlers,
