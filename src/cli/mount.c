@@ -78,19 +78,17 @@ static const char mount_usage[] =
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
-/* Bytes of RAM, or the control group's memory limit when that is smaller,
- * or UINT64_MAX when unknown (then nothing is refused). */
-static uint64_t usable_mem(void)
+/* Bytes of RAM, or the control group's memory limit lim when that is
+ * smaller, or UINT64_MAX when unknown (then nothing is refused). */
+static uint64_t usable_mem(uint64_t lim)
 {
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
-	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
-	uint64_t lim = dsv_cgroup_mem_limit(0);
+	uint64_t ram = dsv_ram_bytes();
 	return lim < ram ? lim : ram;
 }
 
-static uint64_t default_cache_size(void)
+static uint64_t default_cache_size(uint64_t usable)
 {
-	uint64_t tenth = usable_mem() == UINT64_MAX ? 0 : usable_mem() / 10;
+	uint64_t tenth = usable == UINT64_MAX ? 0 : usable / 10;
 	uint64_t gib = 1ull << 30;
 	return tenth && tenth < gib ? tenth : gib;
 }
@@ -384,16 +382,18 @@ int dsv_cmd_mount(int argc, char **argv)
 		return err == DSV_ERR_INTERNAL || err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;
 	}
 
-	o.cache_size = default_cache_size();
+	/* the daemon's control group's memory limit, read once */
+	uint64_t limit = dsv_cgroup_mem_limit(0), usable = usable_mem(limit);
+	o.cache_size = default_cache_size(usable);
 	if (m->has_cache_size)
 		o.cache_size = m->cache_size;
-	if (cache_arg && dsv_cli_size_arg("--cache-size", cache_arg, 1, usable_mem(),
+	if (cache_arg && dsv_cli_size_arg("--cache-size", cache_arg, 1, usable,
 					  "this machine's memory or memory limit", &o.cache_size))
 		goto user_error;
-	if (!cache_arg && m->has_cache_size && o.cache_size > usable_mem()) {
+	if (!cache_arg && m->has_cache_size && o.cache_size > usable) {
 		dsv_cli_error(
 			"%s: cache_size exceeds this machine's memory or memory limit (%.1f GiB)",
-			source, (double)usable_mem() / (1u << 30));
+			source, (double)usable / (1u << 30));
 		goto user_error;
 	}
 	/* the kernel keeps the window in whole pages: 3K would become 0 */
@@ -402,7 +402,6 @@ int dsv_cmd_mount(int argc, char **argv)
 				       64u << 20, "the largest window, 64M", &o.readahead))
 		goto user_error;
 	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
-	uint64_t limit = dsv_cgroup_mem_limit(0);
 	o.mem_limit = limit == UINT64_MAX ? 0 : limit;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */

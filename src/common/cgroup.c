@@ -1,7 +1,8 @@
-/* Control groups' memory limits; see cgroup.h. */
+/* The machine's memory and control groups' limits; see cgroup.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cgroup.h"
 
@@ -71,4 +72,10 @@ uint64_t dsv_cgroup_mem_limit(int pid)
 	}
 	fclose(fp);
 	return least;
+}
+
+uint64_t dsv_ram_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
 }

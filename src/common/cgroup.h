@@ -1,7 +1,7 @@
 /*
- * Control groups' memory limits, as a job's scheduler sets them (SLURM,
- * Kubernetes): the page cache counts against them. Thread safety: pure
- * (reads /proc and /sys).
+ * Memory: the machine's, and control groups' limits as a job's scheduler
+ * sets them (SLURM, Kubernetes), which the page cache counts against.
+ * Thread safety: pure (reads /proc and /sys).
  */
 #ifndef DSV_COMMON_CGROUP_H
 #define DSV_COMMON_CGROUP_H
@@ -12,5 +12,8 @@
  * smallest up its ancestors: cgroup v1's memory controller, else v2's
  * unified hierarchy. UINT64_MAX when none is set or it cannot be read. */
 uint64_t dsv_cgroup_mem_limit(int pid);
+
+/* Bytes of physical memory, UINT64_MAX when unknown. */
+uint64_t dsv_ram_bytes(void);
 
 #endif

@@ -238,6 +238,16 @@ uint64_t dsv_budget_held(dsv_budget *b)
 	return t;
 }
 
+uint64_t dsv_budget_size(dsv_budget *b)
+{
+	if (!b)
+		return 0;
+	pthread_mutex_lock(&b->mu);
+	uint64_t t = b->budget;
+	pthread_mutex_unlock(&b->mu);
+	return t;
+}
+
 uint64_t dsv_budget_region(const dsv_budget *b)
 {
 	return b ? b->region : 0;

@@ -52,6 +52,8 @@ void dsv_budget_forget(dsv_budget *b, uint32_t file, uint64_t off, uint64_t len)
 void dsv_budget_lower(dsv_budget *b, uint64_t budget);
 /* Bytes counted now. */
 uint64_t dsv_budget_held(dsv_budget *b);
+/* The budget now, in bytes (0 for NULL). */
+uint64_t dsv_budget_size(dsv_budget *b);
 /* The region size: the unit a drop comes in. */
 uint64_t dsv_budget_region(const dsv_budget *b);
 /* Stops the thread (drops queued and not yet made are left) and frees b;

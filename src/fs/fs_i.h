@@ -80,7 +80,6 @@ struct dsv_fs {
 	/* the page budget (budget.h), NULL: off; started, or lowered, under
 	 * budget_lock by the first open from a group with a smaller limit */
 	dsv_budget *_Atomic budget;
-	_Atomic uint64_t page_budget; /* its size */
 	pthread_mutex_t budget_lock;
 	_Atomic int last_opener; /* the process whose group ops.c looked at last */
 	node *nodes;             /* nodes[ino - 1] */

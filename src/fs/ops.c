@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/cgroup.h"
 #include "common/tlsbuf.h"
@@ -52,12 +51,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void reader_limit(dsv_fs *fs, fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
-	if (!ctx || ctx->pid <= 0 || pages <= 0 || psize <= 0 ||
+	uint64_t ram = dsv_ram_bytes();
+	if (!ctx || ctx->pid <= 0 || ram == UINT64_MAX ||
 	    atomic_exchange(&fs->last_opener, (int)ctx->pid) == (int)ctx->pid)
 		return;
 	uint64_t limit = dsv_cgroup_mem_limit((int)ctx->pid);
-	if (limit < (uint64_t)pages * (uint64_t)psize)
+	if (limit < ram)
 		dsv_fs_pagecache_limit(fs, limit);
 }
 

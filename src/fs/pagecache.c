@@ -176,8 +176,6 @@ void dsv_fs_pagecache_limit(dsv_fs *fs, uint64_t limit)
 	pthread_mutex_lock(&fs->budget_lock);
 	if (fs->budget) {
 		dsv_budget_lower(fs->budget, budget);
-		if (budget < fs->page_budget)
-			fs->page_budget = budget;
 		goto out;
 	}
 	if (!(sizes = calloc(fs->nnodes, sizeof(*sizes))))
@@ -185,10 +183,8 @@ void dsv_fs_pagecache_limit(dsv_fs *fs, uint64_t limit)
 	for (size_t i = 0; i < fs->nnodes; i++)
 		if (fs->nodes[i].kind == N_DAT || fs->nodes[i].kind == N_NPY)
 			all += sizes[i] = fs->nodes[i].size;
-	if (all > budget) {
-		fs->page_budget = budget;
+	if (all > budget)
 		fs->budget = dsv_budget_start(sizes, fs->nnodes, budget, drop_region, fs);
-	}
 	free(sizes);
 out:
 	pthread_mutex_unlock(&fs->budget_lock);

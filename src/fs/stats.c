@@ -136,7 +136,7 @@ static char *render_stats(dsv_fs *fs)
 		    (unsigned long long)cs.bytes_used, (unsigned long long)cs.budget,
 		    (unsigned long long)dsv_prefetch_done(fs->prefetch),
 		    (unsigned long long)fs->bytes_pushed, (unsigned long long)fs->bytes_dropped,
-		    (unsigned long long)(fs->budget ? fs->page_budget : 0),
+		    (unsigned long long)dsv_budget_size(fs->budget),
 		    (unsigned long long)dsv_budget_held(fs->budget),
 		    (unsigned long long)fs->bytes_shed, (unsigned long long)made,
 		    (unsigned long long)hs.queued, (unsigned long long)hs.stored,

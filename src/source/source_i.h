@@ -33,7 +33,7 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
  * chunks held_first .. held_end - 1 in C order), which the band's later
  * chunks are decoded from; for a sharded Zarr array in object storage, the
  * run of a shard's inner chunks fetched by one GET, held_first that
- * shard's index plus one (zarr.c). Lives for one band, on the reader's
+ * shard's index plus one (zarr_object.c). Lives for one band, on the reader's
  * stack. */
 typedef struct dsv_grid_io {
 	uint64_t band;

@@ -196,11 +196,13 @@ static void test_lowered_budget_sheds(void **state)
 		dsv_budget_add(b, 0, r * REG, REG); /* 16 MiB, under 32 */
 	dsv_budget_lower(b, 64 * MIB);              /* higher: ignored */
 	assert_int_equal(wait_drops(&rec, 0), 0);
+	assert_int_equal(dsv_budget_size(b), 32 * MIB);
 	dsv_budget_lower(b, 8 * MIB); /* a reader's group's half: down to 7 MiB */
 	assert_int_equal(wait_drops(&rec, 5), 5);
 	assert_int_equal(rec.off[0], 0);
 	assert_int_equal(rec.off[4], 4 * REG);
 	assert_int_equal(dsv_budget_held(b), 6 * MIB);
+	assert_int_equal(dsv_budget_size(b), 8 * MIB);
 	dsv_budget_add(b, 0, 8 * REG, REG); /* 8 MiB: at the lowered budget, kept */
 	assert_int_equal(wait_drops(&rec, 5), 5);
 	dsv_budget_stop(b);
@@ -215,6 +217,7 @@ static void test_no_budget(void **state)
 	dsv_budget_forget(NULL, 0, 0, MIB);
 	dsv_budget_lower(NULL, MIB);
 	assert_int_equal(dsv_budget_held(NULL), 0);
+	assert_int_equal(dsv_budget_size(NULL), 0);
 	dsv_budget_stop(NULL);
 }
 
