@@ -20,6 +20,8 @@ batches of 256 rows of one permutation instead, MEM_PASS_BATCHES (8) a
 worker, by N forked workers, as store_bench's shuffled passes;
 MEM_PASS_HINTS=1 has each worker hint its next batch first (dsview.hint);
 MEM_PASS_OUTSIDE=1 leaves the daemon outside the group, the readers in it.
+DSVIEW may name several builds, separated by ':', to compare: each round
+runs each build's two passes in turn, and the medians close the run.
 Root only."""
 import json
 import os
@@ -38,7 +40,7 @@ import benchlib as L  # noqa: E402
 import cgroup  # noqa: E402
 import dsview  # noqa: E402
 
-DSVIEW = os.environ.get("DSVIEW", "build/dsview")
+BUILDS = os.environ.get("DSVIEW", "build/dsview").split(":")
 MB = int(os.environ.get("MEM_PASS_MB", "1024"))
 LIMIT_MB = int(os.environ.get("MEM_PASS_LIMIT_MB", "1024"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
@@ -85,15 +87,15 @@ def shuffled_pass(arr):
     return BATCHES * WORKERS * L.BATCH / (time.perf_counter() - t0)
 
 
-def child(work, src, group, out):
+def child(dsview, work, src, group, out):
     """In a forked child: join group (if any), mount, one pass, umount
     (with MEM_PASS_OUTSIDE=1 the mount comes first: the daemon stays
     outside the group, as an fstab mount's); writes [GB/s or rows/s,
-    served, pushed, dropped] to the fd out."""
+    served, pushed, dropped, shed] to the fd out."""
     if group and not OUTSIDE:
         group.add()
     mp = tempfile.mkdtemp(dir=work)
-    subprocess.run([DSVIEW, "mount", "--log", os.path.join(work, "log"), src, mp], check=True)
+    subprocess.run([dsview, "mount", "--log", os.path.join(work, "log"), src, mp], check=True)
     if group and OUTSIDE:
         group.add()
     rows = os.path.getsize(src) // ROW
@@ -102,12 +104,12 @@ def child(work, src, group, out):
     del arr
     with open(os.path.join(mp, ".stats.json")) as f:
         st = json.load(f)
-    subprocess.run([DSVIEW, "umount", mp], check=True)
-    os.write(out, json.dumps([rate, st["bytes_served"],
-                              st["bytes_pushed"], st.get("bytes_dropped", 0)]).encode())
+    subprocess.run([dsview, "umount", mp], check=True)
+    os.write(out, json.dumps([rate, st["bytes_served"], st["bytes_pushed"],
+                              st.get("bytes_dropped", 0), st.get("bytes_shed", 0)]).encode())
 
 
-def one(work, src, limited):
+def one(dsview, work, src, limited):
     L.drop_caches()
     group = cgroup.Group("dsv-mempass", mem=LIMIT_MB << 20) if limited else None
     r, w = os.pipe()
@@ -116,7 +118,7 @@ def one(work, src, limited):
         os.close(r)
         code = 1
         try:
-            child(work, src, group, w)
+            child(dsview, work, src, group, w)
             code = 0
         finally:
             os._exit(code)
@@ -142,14 +144,22 @@ def main():
               f"limit {LIMIT_MB} MiB; {ROUNDS} rounds; "
               + (f"shuffled, {WORKERS} workers" if WORKERS else "sequential"))
         asked = BATCHES * WORKERS * L.BATCH * ROW * 4 if WORKERS else view
+        unit = "rows/s" if WORKERS else "GB/s"
+        rates = {}
         for k in range(ROUNDS):
             for limited in (False, True):
-                rate, served, pushed, dropped = one(work, src, limited)
-                what = f"{rate:.0f} rows/s" if WORKERS else f"{rate:.2f} GB/s"
-                print(f"  round {k + 1} {'limited  ' if limited else 'unlimited'} {what}, "
-                      f"served {served / 1e9:.2f} GB, pushed {pushed / 1e9:.2f} GB, "
-                      f"made past what was asked {(served + pushed - asked) / 1e9:.2f} GB, "
-                      f"dropped behind {dropped / 1e9:.2f} GB")
+                for b in BUILDS:
+                    rate, served, pushed, dropped, shed = one(b, work, src, limited)
+                    rates.setdefault((b, limited), []).append(rate)
+                    print(f"  round {k + 1} {'limited  ' if limited else 'unlimited'} "
+                          f"{b}: {rate:.2f} {unit}, served {served / 1e9:.2f} GB, "
+                          f"pushed {pushed / 1e9:.2f} GB, made past what was asked "
+                          f"{(served + pushed - asked) / 1e9:.2f} GB, dropped behind "
+                          f"{dropped / 1e9:.2f} GB, shed {shed / 1e9:.2f} GB")
+        for b in BUILDS:
+            free, capped = (float(np.median(rates[b, lim])) for lim in (False, True))
+            print(f"{b}: median unlimited {free:.2f}, limited {capped:.2f} {unit}: "
+                  f"{capped / free:.2f}x")
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         L.remove_work(work)
