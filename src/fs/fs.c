@@ -1,76 +1,60 @@
 /*
  * DESIGN
  *
- * The FUSE front end (low-level API). It is the top of the house: a read
- * walks fs -> read (dsv_read, read/read.h: a view's byte range to runs of
- * source elements) -> cache (decoded chunks, kept in the source dtype, and
- * a small second cache for tiles of windows) or, for plain
- * sources, a pread -> backend (source pread of the stored chunk, codec)
- * and comes back to read, where the transform (xform) turns source
- * elements into output bytes. Nothing below calls up, and only src/fs/
- * includes FUSE headers or speaks errno.
+ * The FUSE front end (low-level API). It is the top of the house, a thin
+ * one: requests, inodes, the kernel's page cache and errno are its; what
+ * a read needs besides is the engine's (src/engine, engine.c's DESIGN: the
+ * views, the chunk cache, the backend, readahead, hints, the page budget,
+ * the counters). Only src/fs/ includes FUSE headers or speaks errno, and
+ * of the rooms below it includes only the engine (and common's helpers).
  *
  * The files (fs_i.h holds what they share):
- *   fs.c        this note; mount, serve (signal handlers, the kernel's
- *               readahead window), unmount and teardown
- *   pagecache.c what goes into the page cache without a request (readahead,
- *               hinted rows) and what is dropped from it (behind a pass,
- *               the page budget's oldest regions)
- *   tree.c      the node table; lookup, getattr, readdir
- *   ops.c       open, read, release, statfs, the read-only refusals
- *   stats.c     /.stats.json
+ *   fs.c     this note; mount, serve (signal handlers, the kernel's
+ *            readahead window), unmount and teardown
+ *   tree.c   the node table; lookup, getattr, readdir
+ *   ops.c    open, read, release, statfs, the hints ioctl, the read-only
+ *            refusals
+ *   sink.c   the engine's pages stored in the kernel's page cache
+ *            (notify_store) and dropped from it (notify_inval_inode)
+ *   stats.c  /.stats.json
  *
  * The tree is built once at mount and never changes: inode 1 is the root,
  * then for every view its directories (zero-config HDF5 groups), V.dat,
  * V.npy and V.json, /.stats.json, and /.skipped.json when a zero-config
- * mount passed over datasets (fixed text, the manifest's, served like a
- * V.json). Inode numbers are indexes into a node
- * array, so lookups need no lock. Data files are immutable, so they are
- * opened with keep_cache and never direct_io (mmap needs the page cache);
- * only /.stats.json, whose content changes, is direct_io, rendered at open
- * and owned by the file handle.
+ * mount passed over datasets (fixed text, served like a V.json). Inode
+ * numbers are indexes into a node array, so lookups need no lock; a V.dat
+ * or V.npy node knows its file number in the engine, and the file's inode
+ * is kept for the sink. Data files are immutable, so they are opened with
+ * keep_cache and never direct_io (mmap needs the page cache); only
+ * /.stats.json, whose content changes, is direct_io, rendered at open and
+ * owned by the file handle.
  *
- * Reads: the requested range is clipped at EOF; dsv_read makes its output
- * bytes, behind the .npy header where there is one, in this worker
- * thread's reply buffer: plain elements pread and transformed, or decoded
- * chunks taken from the cache (which fills them through the backend) and
- * transformed, each written once. The buffer is reused by every request
- * the thread serves (warm pages, no fault per reply) and the reply is
- * written synchronously. Any failed piece fails the whole request with
- * EIO: a short reply would make the kernel treat the file as ending there
- * and hand out zeros, which we must never do.
+ * Reads: the requested range is clipped at EOF; the engine makes its
+ * bytes (behind the .npy header where there is one) in this worker
+ * thread's reply buffer, which is reused by every request the thread
+ * serves (warm pages, no fault per reply), and the reply is written
+ * synchronously. Any failed piece fails the whole request with EIO: a
+ * short reply would make the kernel treat the file as ending there and
+ * hand out zeros, which we must never do. What a reply leaves in the
+ * page cache counts in the engine's page budget (the sink's reads_kept).
  *
- * Readahead (prefetch.h): every read tells the prefetcher which segments
- * (dsv_view_seg_range: chunks, or about a chunk's rows of a view with
- * windows, rows or a layout) it touched; those ahead of a sequential
- * stream are made by its threads
- * the same way and stored in the kernel's page cache for the file (FUSE
- * notify_store), so the reader finds them there without a request. The
- * kernel's own readahead window stays small (--readahead, 128 KiB), which
- * is what shuffled memmap readers need.
- *
- * Memory limits (budget.h): under a control group's memory limit (the
- * daemon's, or that of a reader that opens a data file, ops.c), what a
- * mount has put in the page cache (replies and stores) is counted in
- * regions of its files and held under half the limit, the least recently
- * touched regions dropped whole (notify_inval_inode); a pass over a file
- * larger than half the daemon's limit also drops the pages it has passed
- * (prefetch.h).
+ * Readahead and hints: the engine's threads make what a sequential stream
+ * will read next and the rows a sampler hinted, and the sink stores them
+ * in the kernel's page cache for the file, so the reader finds them there
+ * without a request. The kernel's own readahead window stays small
+ * (--readahead, 128 KiB), which is what shuffled memmap readers need.
  *
  * Signals: dsv_fs_serve installs libfuse's SIGTERM/SIGINT/SIGHUP handlers,
  * which end the loop through the session; every way out of dsv_fs_serve
  * removes them, since dsv_fs_destroy frees that session.
  *
- * Errors: core functions return dsv_err; dsv_err_to_errno (ops.c) is the
- * one place that turns them into errno.
+ * Errors: the engine returns dsv_err; dsv_err_to_errno (ops.c) is the one
+ * place that turns them into errno.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
-#include <malloc.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,34 +66,6 @@
 #include "common/log.h"
 #include "common/str.h"
 #include "fs/fs_i.h"
-
-/* The tiles' cache: a pass reads each tile once, a few threads at a time
- * (an eighth of the chunk cache's budget when that is smaller). */
-#define TILE_BUDGET (32u << 20)
-
-/* A chunk the read path asked the cache for (read/read.h): key and chunk
- * are the source's, arg says which view and source of it. */
-static int cache_fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf,
-		      size_t size)
-{
-	dsv_fs *fs = ctx;
-	dsv_chunk_ref ref;
-	dsv_read_job job;
-	size_t si;
-	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &job);
-	if (!job.v) { /* the read path's own: a tile of windows */
-		if (job.tile)
-			atomic_fetch_add(&fs->made, 1);
-		return err;
-	}
-	if (err)
-		return err;
-	if (dsv_view_chunk_ref(job.v, job.g, &si, &ref))
-		return DSV_ERR_INTERNAL;
-	atomic_fetch_add(&fs->bytes_decoded, ref.nelems * job.v->out_esize);
-	return dsv_backend_decode(fs->backend, job.v, job.g, buf, size, job.stream);
-}
 
 /* ---- lifecycle ---- */
 
@@ -165,15 +121,19 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	*out = NULL;
 	if (!fs)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	fs->m = m;
 	fs->o = *o;
 	pthread_mutex_init(&fs->snap_lock, NULL);
-	pthread_mutex_init(&fs->budget_lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
+	dsv_engine_opts eo = { .cache_size = o->cache_size,
+			       .gpu = o->gpu,
+			       .gpu_cache = o->gpu_cache,
+			       .mem_limit = o->mem_limit };
+	if ((err = dsv_engine_new(m, &eo, &fs->engine, eb)))
+		goto fail;
 	fs->mountpoint = strdup(mountpoint);
 	if (!fs->mountpoint || (err = dsv_fs_tree_build(fs))) {
-		err = dsv_errf_at(eb, err ? err : DSV_ERR_NOMEM, m->path, NULL,
-				  "view names collide or out of memory");
+		err = dsv_errf_at(eb, err ? err : DSV_ERR_NOMEM, dsv_engine_source(fs->engine),
+				  NULL, "view names collide or out of memory");
 		goto fail;
 	}
 	/* The caller's options go first: libfuse lets a later option undo an
@@ -184,7 +144,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	 * mounted where; bytes outside printable ASCII written \xNN (the mount
 	 * table is read as text: one byte that is not UTF-8 there breaks its
 	 * readers), then ',' and '\\' escaped for libfuse's option parser */
-	const char *src = realpath(m->path, real) ? real : m->path;
+	const char *src = dsv_engine_source(fs->engine);
+	src = realpath(src, real) ? real : src;
 	size_t k = 0;
 	src = dsv_shown(src, dsv_url_shown_len(src), PATH_MAX, shown); /* no URL query */
 	if (!(fs->source = strdup(src))) {
@@ -240,7 +201,8 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	*out = fs;
 	return 0;
 fail:
-	fs->m = NULL; /* the caller keeps the manifest on failure */
+	dsv_engine_forget(fs->engine); /* the caller keeps the manifest on failure */
+	fs->engine = NULL;
 	dsv_fs_destroy(fs);
 	return err;
 }
@@ -293,25 +255,12 @@ out:
 int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 {
 	struct fuse_loop_config *cfg;
+	dsv_engine_sink sink;
 	int err, threads = fs->o.threads > 0 ? fs->o.threads : 8;
 
-	/* Other allocations above 128 KiB (edge-chunk scratch, the HDF5
-	 * library's) come straight from mmap too, as the cache's chunk buffers
-	 * do, so what is freed goes back to the system and RSS follows the
-	 * cache budget. */
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	mallopt(M_ARENA_MAX, 4);
-	if ((err = dsv_backend_create(fs->o.gpu, fs->o.gpu_cache, fs->o.cache_size, fs->m->views,
-				      fs->m->nviews, &fs->backend, eb)))
+	dsv_fs_sink(fs, &sink);
+	if ((err = dsv_engine_start(fs->engine, &sink, eb)))
 		return err;
-	/* the device's pinned buffers come out of the budget */
-	uint64_t pinned = dsv_backend_pinned(fs->backend);
-	fs->cache = dsv_cache_create(fs->o.cache_size > pinned ? fs->o.cache_size - pinned : 0,
-				     cache_fill, fs);
-	uint64_t tiles = fs->o.cache_size / 8 < TILE_BUDGET ? fs->o.cache_size / 8 : TILE_BUDGET;
-	fs->tiles = fs->cache ? dsv_cache_create(tiles, cache_fill, fs) : NULL;
-	if (!fs->cache || !fs->tiles)
-		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -332,11 +281,10 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	}
 	dsv_log_info("serving %zu view(s) from %s at %s (cache %llu bytes, %d threads, readahead "
 		     "%llu KiB, kernel %s)",
-		     fs->m->nviews, fs->m->path, fs->mountpoint,
+		     dsv_engine_nviews(fs->engine), dsv_engine_source(fs->engine), fs->mountpoint,
 		     (unsigned long long)fs->o.cache_size, threads,
-		     (unsigned long long)(fs->o.readahead / 1024), dsv_xform_kernel_name());
+		     (unsigned long long)(fs->o.readahead / 1024), dsv_engine_kernel());
 	set_readahead(fs->mountpoint, fs->o.readahead);
-	dsv_fs_pagecache_start(fs);
 	if (fs->serving)
 		fs->serving(fs->serving_arg);
 	err = fuse_session_loop_mt(fs->se, cfg);
@@ -346,7 +294,7 @@ int dsv_fs_serve(dsv_fs *fs, dsv_errbuf *eb)
 	 * an abort through /sys/fs/fuse/connections leaves a dead mount. */
 	if (err == -ECONNABORTED && !dead_mount(fs->mountpoint))
 		err = 0;
-	dsv_fs_pagecache_stop(fs);
+	dsv_engine_stop(fs->engine);
 	fuse_session_unmount(fs->se);
 	fs->mounted = 0;
 	dsv_log_limited_flush(); /* how often the errors it held back came */
@@ -374,23 +322,19 @@ void dsv_fs_destroy(dsv_fs *fs)
 {
 	if (!fs)
 		return;
-	dsv_fs_pagecache_stop(fs);
+	dsv_engine_stop(fs->engine); /* its threads store pages in the session */
 	if (fs->se) {
 		if (fs->mounted)
 			fuse_session_unmount(fs->se);
 		fuse_session_destroy(fs->se);
 	}
-	dsv_cache_destroy(fs->tiles);
-	dsv_cache_destroy(fs->cache);
-	dsv_backend_destroy(fs->backend);
 	dsv_fs_tree_free(fs);
-	dsv_manifest_free(fs->m);
+	dsv_engine_free(fs->engine);
 	free(fs->mountpoint);
 	free(fs->source);
 	while (fs->snaps)
 		dsv_fs_snap_free(fs, fs->snaps);
 	free(fs->stats_next);
 	pthread_mutex_destroy(&fs->snap_lock);
-	pthread_mutex_destroy(&fs->budget_lock);
 	free(fs);
 }

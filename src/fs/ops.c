@@ -11,7 +11,6 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#include "common/cgroup.h"
 #include "common/tlsbuf.h"
 #include "fs/fs_i.h"
 
@@ -43,23 +42,6 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	}
 }
 
-/* A reader in a control group whose memory limit is below the machine's
- * RAM (a job under SLURM or Kubernetes, the daemon started outside it):
- * the pages it faults in count against that limit, so the page budget
- * follows it (pagecache.c). Each reader process is looked at once in a
- * row: a worker that opens the file for every item costs one look. */
-static void reader_limit(dsv_fs *fs, fuse_req_t req)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	uint64_t ram = dsv_ram_bytes();
-	if (!ctx || ctx->pid <= 0 || ram == UINT64_MAX ||
-	    atomic_exchange(&fs->last_opener, (int)ctx->pid) == (int)ctx->pid)
-		return;
-	uint64_t limit = dsv_cgroup_mem_limit((int)ctx->pid);
-	if (limit < ram)
-		dsv_fs_pagecache_limit(fs, limit);
-}
-
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	dsv_fs *fs = fs_of(req);
@@ -76,7 +58,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	atomic_fetch_add(&fs->opens, 1);
 	if (n->kind == N_STATS) {
 		stats_snap *snap = dsv_fs_snap_new(fs);
 		if (!snap) {
@@ -85,11 +66,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		fi->fh = (uint64_t)(uintptr_t)snap;
 		fi->direct_io = 1; /* content changes; never mmapped */
-	} else {
+	} else
 		fi->keep_cache = 1; /* immutable: repeat reads stay in the page cache */
-		if (n->kind == N_DAT || n->kind == N_NPY)
-			reader_limit(fs, req);
-	}
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	dsv_engine_opened(fs->engine, n->kind == N_DAT || n->kind == N_NPY, ctx ? ctx->pid : 0);
 	if (fuse_reply_open(req, fi) == -ENOENT && n->kind == N_STATS)
 		dsv_fs_snap_free(fs, (stats_snap *)(uintptr_t)fi->fh);
 }
@@ -112,35 +92,8 @@ static void reply_slice(fuse_req_t req, const char *data, size_t len, size_t siz
 			       len - (size_t)off < size ? len - (size_t)off : size);
 }
 
-/* Bytes [off, off + len) of data file n (inside it) into buf: the .npy
- * header where it lies in the range, then the view's output. */
-int dsv_fs_file_bytes(dsv_fs *fs, const node *n, uint64_t off, size_t len, char *buf,
-		      unsigned flags, dsv_read_info *info)
+static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, uint64_t off)
 {
-	const dsv_view *v = fs->m->views[n->view];
-	uint64_t hdr = n->kind == N_NPY ? v->npy_header_len : 0;
-	int err = 0;
-	if (off < hdr) {
-		size_t h = (size_t)(hdr - off < len ? hdr - off : len);
-		memcpy(buf, v->npy_header + off, h);
-		buf += h;
-		off += h;
-		len -= h;
-	}
-	memset(info, 0, sizeof(*info));
-	info->first = UINT64_MAX; /* no chunk */
-	if (len)
-		err = dsv_read(fs->cache, fs->tiles, v, off - hdr, len, buf, flags, info);
-	atomic_fetch_add(&fs->bytes_decoded, info->plain_bytes + info->lz4_bytes);
-	return err;
-}
-
-static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n, size_t size,
-		      uint64_t off)
-{
-	dsv_read_info info;
-	int err;
-
 	if (off >= n->size || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
@@ -149,24 +102,17 @@ static void read_view(dsv_fs *fs, fuse_req_t req, fuse_ino_t ino, const node *n,
 		size = (size_t)(n->size - off);
 	/* The reply is made in this thread's buffer, reused by every request
 	 * it serves, and written to the kernel synchronously. */
-	struct timespec t0, t1, t2;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	char *buf = dsv_tls_buf(DSV_TLS_OUT, size);
-	err = buf ? dsv_fs_file_bytes(fs, n, off, size, buf, 0, &info) : DSV_ERR_NOMEM;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	dsv_fs_lat_add(&fs->lat_make, &t0, &t1);
+	int err = buf ? dsv_engine_read(fs->engine, n->file, off, size, buf, 0) : DSV_ERR_NOMEM;
 	if (err) {
-		atomic_fetch_add(&fs->read_errors, 1);
 		fuse_reply_err(req, dsv_err_to_errno(err));
 		return;
 	}
-	if (info.first <= info.last)
-		dsv_prefetch_hint(fs->prefetch, (uint32_t)(ino - 1), info.first, info.last, size);
-	atomic_fetch_add(&fs->bytes_served, size);
-	dsv_budget_add(fs->budget, (uint32_t)(ino - 1), off, size);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	fuse_reply_buf(req, buf, size);
-	clock_gettime(CLOCK_MONOTONIC, &t2);
-	dsv_fs_lat_add(&fs->lat_reply, &t1, &t2);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dsv_engine_time_reply(fs->engine, &t0, &t1);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -174,7 +120,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	dsv_fs *fs = fs_of(req);
 	const node *n = node_of(fs, ino);
-	atomic_fetch_add(&fs->reads, 1);
+	dsv_engine_count_request(fs->engine);
 	if (!n || n->kind == N_DIR) {
 		fuse_reply_err(req, n ? EISDIR : ENOENT);
 		return;
@@ -185,9 +131,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	switch (n->kind) {
 	case N_JSON:
-		reply_slice(req, fs->m->views[n->view]->json, (size_t)n->size, size, off);
+		reply_slice(req, dsv_engine_view_json(fs->engine, (size_t)n->view), (size_t)n->size,
+			    size, off);
 		break;
-	case N_SKIPPED: reply_slice(req, fs->m->skipped_json, (size_t)n->size, size, off); break;
+	case N_SKIPPED:
+		reply_slice(req, dsv_engine_skipped_json(fs->engine), (size_t)n->size, size, off);
+		break;
 	case N_STATS: {
 		/* Reply from a copy of the handle's snapshot. Once the kernel has
 		 * the reply, the reader may close the file and another worker
@@ -203,7 +152,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(copy);
 		break;
 	}
-	default: read_view(fs, req, ino, n, size, (uint64_t)off);
+	default: read_view(fs, req, n, size, (uint64_t)off);
 	}
 }
 
@@ -300,27 +249,18 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	dsv_fs *fs = fs_of(req);
 	const node *n = node_of(fs, ino);
 	const dsv_prefetch_rows *r = in_buf;
-	uint64_t rows[DSV_PREFETCH_MAX];
 	(void)arg, (void)fi, (void)out_bufsz;
 	if (!n || (n->kind != N_DAT && n->kind != N_NPY) || cmd != DSV_IOC_PREFETCH ||
 	    (flags & FUSE_IOCTL_COMPAT)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
-	const dsv_view *v = fs->m->views[n->view];
-	if (in_bufsz != sizeof(*r) || r->n > DSV_PREFETCH_MAX || r->flags != 0) {
+	/* a negative row reads as a huge one, which the engine refuses */
+	if (in_bufsz != sizeof(*r) || r->n > DSV_PREFETCH_MAX || r->flags != 0 ||
+	    dsv_engine_hint(fs->engine, n->file, (const uint64_t *)r->rows, r->n)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	for (uint32_t i = 0; i < r->n; i++) {
-		if (r->rows[i] < 0 || (uint64_t)r->rows[i] >= v->shape[0]) {
-			fuse_reply_err(req, EINVAL);
-			return;
-		}
-		rows[i] = (uint64_t)r->rows[i];
-	}
-	if (fs->hints)
-		dsv_hints_add(fs->hints, (uint32_t)(ino - 1), rows, r->n);
 	fuse_reply_ioctl(req, 0, NULL, 0);
 }
 

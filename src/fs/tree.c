@@ -116,21 +116,18 @@ static fuse_ino_t add_node(dsv_fs *fs, const char *name, size_t len, fuse_ino_t 
 
 /* A view's files change when a source or the manifest does: the newer
  * mtime of the two (rsync -a then copies a view whose scale changed). */
-static struct timespec view_mtime(const dsv_fs *fs, int view)
-{
-	struct timespec v = fs->m->views[view]->mtime, m = fs->m->mtime;
-	return m.tv_sec > v.tv_sec || (m.tv_sec == v.tv_sec && m.tv_nsec > v.tv_nsec) ? m : v;
-}
-
 int dsv_fs_tree_build(dsv_fs *fs)
 {
+	const dsv_engine *e = fs->engine;
+	size_t nviews = dsv_engine_nviews(e);
+	const char *skipped = dsv_engine_skipped_json(e);
 	char buf[512];
-	if (!add_node(fs, "", 0, 0, N_DIR, -1, 0))
+	if (!(fs->file_ino = calloc(nviews * 2 + 1, sizeof(*fs->file_ino))) ||
+	    !add_node(fs, "", 0, 0, N_DIR, -1, 0))
 		return DSV_ERR_NOMEM;
-	for (size_t i = 0; i < fs->m->nviews; i++) {
-		const dsv_view *v = fs->m->views[i];
+	for (size_t i = 0; i < nviews; i++) {
 		fuse_ino_t dir = FUSE_ROOT_ID;
-		const char *p = v->name, *slash;
+		const char *p = dsv_engine_view_name(e, i), *slash;
 		/* zero-config HDF5 groups become directories */
 		while ((slash = strchr(p, '/'))) {
 			fuse_ino_t d = find_child(fs, dir, p, (size_t)(slash - p));
@@ -144,9 +141,9 @@ int dsv_fs_tree_build(dsv_fs *fs)
 			enum node_kind kind;
 		} files[] = { { ".dat", N_DAT }, { ".npy", N_NPY }, { ".json", N_JSON } };
 		for (size_t k = 0; k < 3; k++) {
-			uint64_t size = files[k].kind == N_DAT   ? v->nbytes
-					: files[k].kind == N_NPY ? v->nbytes + v->npy_header_len
-								 : strlen(v->json);
+			uint32_t file = DSV_ENGINE_FILE(i, files[k].kind == N_NPY);
+			uint64_t size = files[k].kind == N_JSON ? strlen(dsv_engine_view_json(e, i))
+								: dsv_engine_file_size(e, file);
 			int n = snprintf(buf, sizeof(buf), "%s%s", p, files[k].ext);
 			if (find_child(fs, dir, buf, (size_t)n))
 				return DSV_ERR_INVALID;
@@ -155,19 +152,23 @@ int dsv_fs_tree_build(dsv_fs *fs)
 			if (!f)
 				return DSV_ERR_NOMEM;
 			fs->nodes[f - 1].disk = files[k].kind == N_DAT ? DISK_UNCOUNTED : 0;
+			if (files[k].kind != N_JSON) {
+				fs->nodes[f - 1].file = file;
+				fs->file_ino[file] = f;
+			}
 		}
 	}
 	if (!add_node(fs, ".stats.json", 11, FUSE_ROOT_ID, N_STATS, -1, 0))
 		return DSV_ERR_NOMEM;
 	/* a zero-config mount's datasets not served, when there are any */
-	if (fs->m->skipped_json && !add_node(fs, ".skipped.json", 13, FUSE_ROOT_ID, N_SKIPPED, -1,
-					     strlen(fs->m->skipped_json)))
+	if (skipped &&
+	    !add_node(fs, ".skipped.json", 13, FUSE_ROOT_ID, N_SKIPPED, -1, strlen(skipped)))
 		return DSV_ERR_NOMEM;
 	/* every directory's mtime: the newest view's (manifest included), or
 	 * the mount's */
 	fs->dir_mtime = fs->mount_time;
-	for (size_t i = 0; i < fs->m->nviews; i++) {
-		struct timespec t = view_mtime(fs, (int)i);
+	for (size_t i = 0; i < nviews; i++) {
+		struct timespec t = dsv_engine_view_mtime(e, i);
 		if (t.tv_sec > fs->dir_mtime.tv_sec)
 			fs->dir_mtime = t;
 	}
@@ -188,10 +189,7 @@ uint64_t dsv_fs_node_disk(dsv_fs *fs, const node *n)
 	uint64_t sum = __atomic_load_n(&w->disk, __ATOMIC_ACQUIRE);
 	if (sum != DISK_UNCOUNTED)
 		return sum;
-	const dsv_view *v = fs->m->views[n->view];
-	sum = 0;
-	for (size_t s = 0; s < v->nsources; s++)
-		sum += dsv_source_stored_bytes(v->sources[s]);
+	sum = dsv_engine_view_disk(fs->engine, (size_t)n->view);
 	__atomic_store_n(&w->disk, sum, __ATOMIC_RELEASE);
 	return sum;
 }
@@ -212,7 +210,8 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *f
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
 		st->st_size = (off_t)(n->kind == N_STATS ? dsv_fs_stats_size(fs, fi) : n->size);
-		st->st_mtim = n->view >= 0 ? view_mtime(fs, n->view) : fs->mount_time;
+		st->st_mtim = n->view >= 0 ? dsv_engine_view_mtime(fs->engine, (size_t)n->view)
+					   : fs->mount_time;
 	}
 	st->st_blocks = (off_t)((n->kind == N_DAT || n->kind == N_NPY ? dsv_fs_node_disk(fs, n)
 								      : (uint64_t)st->st_size) +
@@ -227,8 +226,10 @@ void dsv_fs_tree_free(dsv_fs *fs)
 		free(fs->nodes[i].name);
 	free(fs->nodes);
 	free(fs->slots);
+	free(fs->file_ino);
 	fs->nodes = NULL;
 	fs->slots = NULL;
+	fs->file_ino = NULL;
 	fs->nnodes = fs->capnodes = fs->nslots = fs->nindexed = 0;
 }
 

@@ -1,4 +1,4 @@
-/* The page budget (src/fs/budget.c): under the budget nothing is dropped;
+/* The page budget (src/engine/budget.c): under the budget nothing is dropped;
  * past it the least recently added regions go, whole, until the count is
  * an eighth below; a region added again is kept longer; forgotten bytes
  * are not dropped; a region is never counted above its size; regions map
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/budget.h"
+#include "engine/budget.h"
 
 #define MIB (1ull << 20)
 #define REG (2 * MIB)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "dsview/dsview.h"
-#include "fs/hints.h"
+#include "engine/hints.h"
 
 typedef struct rec {
 	pthread_mutex_t mu;

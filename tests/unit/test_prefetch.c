@@ -1,4 +1,4 @@
-/* Readahead streams (src/fs/prefetch.c): a sequential pass, even with the
+/* Readahead streams (src/engine/prefetch.c): a sequential pass, even with the
  * pieces of each window arriving last first, queues the chunks ahead with
  * one tripwire per batch; reads of the pushed region's tripwire move the
  * stream on; shuffled reads queue nothing; two shards read side by side
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/prefetch.h"
+#include "engine/prefetch.h"
 #include "view/view.h" /* white-box: the view as the read path sees it */
 
 #define NCHUNKS 1000

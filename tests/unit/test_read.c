@@ -14,9 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "engine/engine_i.h" /* white-box: the engine's cache and counters */
 #include "dsview/pack.h"
-#include "read/read.h"
 #include "dsview/view.h"
 #include "view/view_i.h" /* white-box: the view's layout */
 
@@ -31,11 +30,12 @@ static char dir[] = "/tmp/dsv-test-read-XXXXXX";
 static const double mean[3] = { 0.485, 0.456, 0.406 }, stdv[3] = { 0.229, 0.224, 0.225 };
 
 typedef struct fixture {
-	dsv_manifest *m;
-	dsv_backend *b;
-	dsv_cache *c;
-	uint8_t *x;              /* every source row, concatenated as the views see them */
-	int fills, stream_fills; /* chunks the cache filled; of them, for DSV_READ_STREAM */
+	dsv_manifest *m; /* the engine's */
+	dsv_engine *e;
+	uint8_t *x; /* every source row, concatenated as the views see them */
+	/* chunks the engine's cache had filled, and of them for reads that
+	 * stream (DSV_READ_STREAM), when a test last looked (mark) */
+	uint64_t fills0, stream_fills0;
 } fixture;
 
 static char *tpath(const char *name)
@@ -76,17 +76,39 @@ static void write_npy(const char *name, const uint8_t *data, uint64_t rows)
 	write_npy_shape(name, data, rows, ROW, shape);
 }
 
-static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf, size_t size)
+/* The engine's own read of view v's bytes, with what the read did. */
+static int rd(fixture *fx, const dsv_view *v, uint64_t off, size_t len, void *dst, unsigned flags,
+	      dsv_read_info *info)
 {
-	fixture *fx = ctx;
-	dsv_read_job job;
-	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &job);
-	if (err || !job.v)
-		return err;
-	fx->fills++;
-	fx->stream_fills += job.stream;
-	return dsv_backend_decode(fx->b, job.v, job.g, buf, size, job.stream);
+	size_t vi = 0;
+	while (fx->m->views[vi] != v)
+		vi++;
+	return dsv_engine_file_bytes(fx->e, DSV_ENGINE_FILE(vi, 0), off, len, dst, flags, info);
+}
+
+/* Chunks the engine decoded (cache fills of the backend's, not the read
+ * path's own tiles) since mark(). */
+static uint64_t fills_now(fixture *fx)
+{
+	dsv_cache_stats cs;
+	dsv_cache_get_stats(fx->e->cache, &cs);
+	return cs.fills - fx->e->made;
+}
+
+static void mark(fixture *fx)
+{
+	fx->fills0 = fills_now(fx);
+	fx->stream_fills0 = fx->e->stream_fills;
+}
+
+static uint64_t fills(fixture *fx)
+{
+	return fills_now(fx) - fx->fills0;
+}
+
+static uint64_t stream_fills(fixture *fx)
+{
+	return fx->e->stream_fills - fx->stream_fills0;
 }
 
 static int setup(void **state)
@@ -151,11 +173,11 @@ static int setup(void **state)
 		fprintf(stderr, "manifest: %s\n", eb.msg);
 		return -1;
 	}
-	if (dsv_backend_create("off", 0, 0, NULL, 0, &fx->b, &eb) != 0)
+	dsv_engine_opts eo = { .cache_size = 1 << 20, .gpu = "off" };
+	if (dsv_engine_new(fx->m, &eo, &fx->e, &eb) != 0 || dsv_engine_start(fx->e, NULL, &eb) != 0)
 		return -1;
-	fx->c = dsv_cache_create(1 << 20, fill, fx);
 	*state = fx;
-	return fx->c ? 0 : -1;
+	return 0;
 }
 
 static int teardown(void **state)
@@ -164,9 +186,7 @@ static int teardown(void **state)
 	char cmd[300];
 	if (!fx)
 		return -1;
-	dsv_cache_destroy(fx->c);
-	dsv_backend_destroy(fx->b);
-	dsv_manifest_free(fx->m);
+	dsv_engine_free(fx->e); /* and its manifest */
 	free(fx->x);
 	free(fx);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
@@ -201,7 +221,7 @@ static void check_range(fixture *fx, uint32_t vi, const uint8_t *ref, uint64_t o
 		len = (size_t)(v->nbytes - off);
 	uint8_t *got = malloc(len + 1);
 	got[len] = 0xa5; /* guard */
-	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, got, 0, &info), 0);
+	assert_int_equal(rd(fx, v, off, len, got, 0, &info), 0);
 	if (memcmp(got, ref + off, len) != 0) {
 		size_t i = 0;
 		while (got[i] == ref[off + i])
@@ -254,10 +274,10 @@ static void test_plain_pieces_bypass_cache(void **state)
 	dsv_read_info info;
 	size_t len = 3 * ROW * 4 + 2;
 	uint8_t *buf = malloc(len);
-	dsv_cache_get_stats(fx->c, &s0);
+	dsv_cache_get_stats(fx->e->cache, &s0);
 	/* from 2 bytes into row 299 across the a.npy/b.npy boundary */
-	assert_int_equal(dsv_read(fx->c, NULL, v, 299 * ROW * 4 + 2, len, buf, 0, &info), 0);
-	dsv_cache_get_stats(fx->c, &s1);
+	assert_int_equal(rd(fx, v, 299 * ROW * 4 + 2, len, buf, 0, &info), 0);
+	dsv_cache_get_stats(fx->e->cache, &s1);
 	assert_int_equal(s1.misses + s1.hits, s0.misses + s0.hits);
 	assert_int_equal(info.first, 0);
 	assert_int_equal(info.last, v->nchunks - 1); /* a.npy's only chunk, then b.npy's */
@@ -277,7 +297,7 @@ static void test_cached_pieces_report_chunks(void **state)
 	uint8_t *buf = malloc(len);
 	/* from the middle of chunk 3 to the middle of chunk 5 */
 	uint64_t off = (3 * rows_per_chunk + rows_per_chunk / 2) * row_bytes;
-	assert_int_equal(dsv_read(fx->c, NULL, v, off, len, buf, 0, &info), 0);
+	assert_int_equal(rd(fx, v, off, len, buf, 0, &info), 0);
 	assert_int_equal(info.first, 3);
 	assert_int_equal(info.last, 5);
 	assert_int_equal(info.plain_bytes, 0);
@@ -298,19 +318,17 @@ static void test_stream_reads_whole_chunks(void **state)
 
 	assert_string_equal(v->name, "blk");
 	assert_true(dsv_source_get_info(v->sources[0])->lz4_table);
-	fx->fills = fx->stream_fills = 0;
-	assert_int_equal(dsv_read(fx->c, NULL, v, 100 * row_bytes, row_bytes, buf, 0, &info), 0);
+	mark(fx);
+	assert_int_equal(rd(fx, v, 100 * row_bytes, row_bytes, buf, 0, &info), 0);
 	assert_memory_equal(buf, ref + 100 * row_bytes, row_bytes);
 	assert_int_equal(info.lz4_bytes, 39 * row_bytes); /* the one block that holds it */
-	assert_int_equal(fx->fills, 0);
+	assert_int_equal(fills(fx), 0);
 
-	assert_int_equal(
-		dsv_read(fx->c, NULL, v, 200 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info),
-		0);
+	assert_int_equal(rd(fx, v, 200 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info), 0);
 	assert_memory_equal(buf, ref + 200 * row_bytes, row_bytes);
 	assert_int_equal(info.lz4_bytes, 0);
-	assert_int_equal(fx->fills, 1);
-	assert_int_equal(fx->stream_fills, 1);
+	assert_int_equal(fills(fx), 1);
+	assert_int_equal(stream_fills(fx), 1);
 	free(buf);
 	free(ref);
 }
@@ -328,14 +346,14 @@ static void test_blocks_piecewise(void **state)
 	uint8_t *ref = reference(fx, 4), *buf = malloc(end - off);
 	dsv_read_info info;
 
-	fx->fills = 0;
+	mark(fx);
 	memset(buf, 0, end - off);
-	assert_int_equal(dsv_read(fx->c, NULL, v, off, end - off, buf, 0, &info), 0);
+	assert_int_equal(rd(fx, v, off, end - off, buf, 0, &info), 0);
 	assert_memory_equal(buf, ref + off, end - off);
 	/* the three blocks, then the first and the last again for the cut
 	 * elements at the ends */
 	assert_int_equal(info.lz4_bytes, (96 + 39 + 18) * ROW * oes);
-	assert_int_equal(fx->fills, 0);
+	assert_int_equal(fills(fx), 0);
 	free(buf);
 	free(ref);
 }
@@ -369,19 +387,17 @@ static void test_bad_block_fails_its_chunk(void **state)
 	fclose(f);
 
 	/* rows 135-173 are chunk 1's block 1 */
-	assert_int_equal(dsv_read(fx->c, NULL, v, 140 * row_bytes, row_bytes, buf, 0, &info),
-			 DSV_ERR_CHECKSUM);
-	assert_int_equal(dsv_read(fx->c, NULL, v, 96 * row_bytes, 96 * row_bytes, buf, 0, &info),
+	assert_int_equal(rd(fx, v, 140 * row_bytes, row_bytes, buf, 0, &info), DSV_ERR_CHECKSUM);
+	assert_int_equal(rd(fx, v, 96 * row_bytes, 96 * row_bytes, buf, 0, &info),
 			 DSV_ERR_CHECKSUM);
 	/* the readahead (a stream) decodes the chunk whole: all of it fails */
-	assert_int_equal(
-		dsv_read(fx->c, NULL, v, 100 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info),
-		DSV_ERR_CHECKSUM);
+	assert_int_equal(rd(fx, v, 100 * row_bytes, row_bytes, buf, DSV_READ_STREAM, &info),
+			 DSV_ERR_CHECKSUM);
 	/* its blocks 0 and 2, and chunks 0 and 2 whole */
 	static const uint64_t rows[][2] = { { 96, 39 }, { 174, 18 }, { 0, 96 }, { 192, 96 } };
 	for (size_t k = 0; k < 4; k++) {
 		uint64_t o = rows[k][0] * row_bytes, n = rows[k][1] * row_bytes;
-		assert_int_equal(dsv_read(fx->c, NULL, v, o, n, buf, 0, &info), 0);
+		assert_int_equal(rd(fx, v, o, n, buf, 0, &info), 0);
 		assert_memory_equal(buf, ref + o, n);
 	}
 	free(buf);
@@ -411,11 +427,9 @@ static void test_range_past_end(void **state)
 	const dsv_view *v = fx->m->views[0];
 	dsv_read_info info;
 	uint8_t buf[8];
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes - 4, 8, buf, 0, &info),
-			 DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, NULL, v, UINT64_MAX - 2, 8, buf, 0, &info),
-			 DSV_ERR_INVALID);
-	assert_int_equal(dsv_read(fx->c, NULL, v, v->nbytes, 0, buf, 0, &info), 0);
+	assert_int_equal(rd(fx, v, v->nbytes - 4, 8, buf, 0, &info), DSV_ERR_INVALID);
+	assert_int_equal(rd(fx, v, UINT64_MAX - 2, 8, buf, 0, &info), DSV_ERR_INVALID);
+	assert_int_equal(rd(fx, v, v->nbytes, 0, buf, 0, &info), 0);
 }
 
 /* Runs last: b.npy loses its last rows after the views were opened. */
@@ -431,9 +445,8 @@ static void test_truncated_source(void **state)
 	size = ftell(f);
 	fclose(f);
 	assert_int_equal(truncate(tpath("b.npy"), size - 10 * ROW), 0);
-	assert_int_equal(
-		dsv_read(fx->c, NULL, v, v->nbytes - sizeof(buf), sizeof(buf), buf, 0, &info),
-		DSV_ERR_TRUNCATED);
+	assert_int_equal(rd(fx, v, v->nbytes - sizeof(buf), sizeof(buf), buf, 0, &info),
+			 DSV_ERR_TRUNCATED);
 	/* the rows still there read as before */
 	check_range(fx, 0, ref, (uint64_t)ROWS_A * ROW * 4 - 100, 4096);
 	free(ref);

@@ -15,9 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
-#include "read/read.h"
 #include "dsview/view.h"
+#include "engine/engine_i.h" /* white-box: the engine's cache */
 
 #define ROWS 64
 #define COLS 40
@@ -26,22 +25,22 @@
 static char dir[] = "/tmp/dsv-test-readfb-XXXXXX";
 
 typedef struct fixture {
-	dsv_manifest *m;
-	dsv_backend *b;
-	dsv_cache *c;
-	int fills;
+	dsv_manifest *m; /* the engine's */
+	dsv_engine *e;
+	uint64_t fills0; /* the cache's fills when the test last looked */
 } fixture;
 
-static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *buf, size_t size)
+/* Chunks the engine's cache filled since the last call of mark_fills. */
+static uint64_t fills(fixture *fx)
 {
-	fixture *fx = ctx;
-	fx->fills++;
-	dsv_read_job job;
-	(void)key;
-	int err = dsv_read_fill(arg, chunk, buf, size, &job);
-	if (err || !job.v)
-		return err;
-	return dsv_backend_decode(fx->b, job.v, job.g, buf, size, job.stream);
+	dsv_cache_stats cs;
+	dsv_cache_get_stats(fx->e->cache, &cs);
+	return cs.fills - fx->fills0;
+}
+
+static void mark_fills(fixture *fx)
+{
+	fx->fills0 += fills(fx);
 }
 
 /* gzip.h5:/x, int16 (ROWS, COLS) in chunks of 2 rows, x[r][c] = r * 100 + c;
@@ -101,20 +100,18 @@ static int setup(void **state)
 		fprintf(stderr, "manifest: %s\n", eb.msg);
 		return -1;
 	}
-	if (dsv_backend_create("off", 0, 0, NULL, 0, &fx->b, &eb))
+	dsv_engine_opts eo = { .cache_size = 1 << 20, .gpu = "off" };
+	if (dsv_engine_new(fx->m, &eo, &fx->e, &eb) || dsv_engine_start(fx->e, NULL, &eb))
 		return -1;
-	fx->c = dsv_cache_create(1 << 20, fill, fx);
 	*state = fx;
-	return fx->c ? 0 : -1;
+	return 0;
 }
 
 static int teardown(void **state)
 {
 	fixture *fx = *state;
 	char cmd[300];
-	dsv_cache_destroy(fx->c);
-	dsv_backend_destroy(fx->b);
-	dsv_manifest_free(fx->m);
+	dsv_engine_free(fx->e); /* and its manifest */
 	free(fx);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd);
@@ -125,8 +122,8 @@ static int read_rows(fixture *fx, int r0, int r1)
 {
 	static float out[ROWS * COLS];
 	dsv_read_info info;
-	int err = dsv_read(fx->c, NULL, fx->m->views[0], (uint64_t)r0 * COLS * 4,
-			   (size_t)(r1 - r0) * COLS * 4, out, 0, &info);
+	int err = dsv_engine_file_bytes(fx->e, DSV_ENGINE_FILE(0, 0), (uint64_t)r0 * COLS * 4,
+					(size_t)(r1 - r0) * COLS * 4, (char *)out, 0, &info);
 	for (int r = r0; !err && r < r1; r++)
 		for (int c = 0; c < COLS; c++)
 			assert_true(out[(r - r0) * COLS + c] == (float)(r * 100 + c));
@@ -151,23 +148,23 @@ static void test_failed_chunk_not_decoded_whole_per_read(void **state)
 	fixture *fx = *state;
 
 	/* the first small read tries the whole chunk once, then its band */
-	fx->fills = 0;
+	mark_fills(fx);
 	usleep(1100 * 1000); /* past the hint left by the test before */
 	assert_int_equal(read_rows(fx, 0, 2), 0);
-	assert_int_equal(fx->fills, 1);
+	assert_int_equal(fills(fx), 1);
 	/* the next small reads of it go band by band straight away */
 	for (int r = 2; r < ROWS; r += 4)
 		if (r / 2 != BAD_ROW / 2 && (r + 2) / 2 != BAD_ROW / 2)
 			assert_int_equal(read_rows(fx, r, r + 2), 0);
 	assert_int_not_equal(read_rows(fx, BAD_ROW, BAD_ROW + 2), 0);
-	assert_int_equal(fx->fills, 1);
+	assert_int_equal(fills(fx), 1);
 	/* a read of the whole chunk still tries it whole (a fault may be gone) */
 	assert_int_not_equal(read_rows(fx, 0, ROWS), 0);
-	assert_int_equal(fx->fills, 2);
+	assert_int_equal(fills(fx), 2);
 	/* and once the hint is old, a small read tries the whole chunk again */
 	usleep(1100 * 1000);
 	assert_int_equal(read_rows(fx, 0, 2), 0);
-	assert_int_equal(fx->fills, 3);
+	assert_int_equal(fills(fx), 3);
 }
 
 int main(void)

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "fs/hints.h"
+#include "engine/hints.h"
 
 typedef struct hint {
 	uint32_t file;

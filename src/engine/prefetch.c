@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "fs/prefetch.h"
+#include "engine/prefetch.h"
 #include "view/view.h"
 
 #define QUEUE_CAP 256

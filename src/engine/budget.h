@@ -3,7 +3,7 @@
  * under a size, the oldest dropped first.
  *
  * Under a memory limit (a SLURM or Kubernetes job's control group, page
- * cache counted: the daemon's, or a reader's, pagecache.c) a reader's pages
+ * cache counted: the serving process's, or a reader's, pages.c) a reader's pages
  * of a view stay in the group until the kernel reclaims them. Reclaim runs in whoever needs a page next, the
  * readers' page faults and the daemon's reads, and it is slow for these
  * pages: each is mapped by the readers that read it, so reclaim walks its
@@ -25,8 +25,8 @@
  * Thread safety: add, forget and lower may be called from any thread;
  * start and stop are not concurrent with anything else.
  */
-#ifndef DSV_FS_BUDGET_H
-#define DSV_FS_BUDGET_H
+#ifndef DSV_ENGINE_BUDGET_H
+#define DSV_ENGINE_BUDGET_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,8 +13,8 @@
  * Thread safety: dsv_hints_add may be called from any thread; start/stop
  * are not concurrent with anything else.
  */
-#ifndef DSV_FS_HINTS_H
-#define DSV_FS_HINTS_H
+#ifndef DSV_ENGINE_HINTS_H
+#define DSV_ENGINE_HINTS_H
 
 #include <stddef.h>
 #include <stdint.h>

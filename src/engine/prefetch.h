@@ -14,7 +14,7 @@
  * dtype) data beyond it are queued; a few threads hand each one (or a run
  * of a stream's consecutive ones, where the caller takes batches) to the
  * caller's function, which makes the chunks' output and gives it to the
- * kernel (fs.c: FUSE notify_store into the file's page cache), so the
+ * kernel (pages.c: the sink, for FUSE notify_store into the file's page cache), so the
  * reader's next page faults find it there. Reads served from there never
  * reach us, so one chunk in the middle of each batch queued is a tripwire:
  * it is handed on without its first page, which the reader then asks us
@@ -27,8 +27,8 @@
  * Thread safety: hint may be called from any thread; start/stop are not
  * concurrent with anything else.
  */
-#ifndef DSV_FS_PREFETCH_H
-#define DSV_FS_PREFETCH_H
+#ifndef DSV_ENGINE_PREFETCH_H
+#define DSV_ENGINE_PREFETCH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,12 +51,12 @@ typedef void (*dsv_prefetch_drop_fn)(void *ctx, uint32_t file, uint64_t first, u
 /* file_views[i]: the view that file i shows, or NULL for files that are
  * not read ahead. batch: NULL, or batch[i] the most chunks of file i one
  * call of fn may take (consecutive chunks queued for one stream go
- * together: the device's readahead, fs.c), else one at a time. drop:
+ * together: the device's readahead, pages.c), else one at a time. drop:
  * NULL, or drop[i] non-zero where the pages a stream of file i has passed
  * (more than its window behind its head, no other stream of the file
  * behind them) are handed to drop_fn from the threads, so that a pass
  * holds about a window of the file's pages, not the whole pass (a mount
- * under a memory limit smaller than the file, fs.c). NULL if threads or
+ * under a memory limit smaller than the file, pages.c). NULL if threads or
  * bytes is 0 (readahead off) or on allocation failure. */
 dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch,
 				 const unsigned char *drop, size_t nfiles, int threads,

@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "fs/budget.h"
+#include "engine/budget.h"
 
 #define REGION_MIN (2u << 20)
 #define REGIONS_MAX (256u << 10) /* regions grow past REGION_MIN to stay under this */

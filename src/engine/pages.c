@@ -1,0 +1,268 @@
+/* What the engine hands to the sink without a request, and takes out of
+ * it again: the readahead's chunks and hinted rows (for FUSE, stored in
+ * the kernel's page cache), the pages a pass has passed under a memory
+ * limit and the page budget's oldest regions. engine.c's DESIGN has the
+ * whole walk. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/knobs.h"
+#include "common/tlsbuf.h"
+#include "engine/engine_i.h"
+
+/* Readahead: the prefetcher's threads make the chunks ahead of a file's
+ * sequential streams and hand them to the sink (for FUSE, the kernel's
+ * page cache for that file), where the reader's next page faults find
+ * them without a request. A chunk is stored from the page where it starts
+ * to the page where the next one starts, so consecutive chunks tile the
+ * file in whole pages (a page stored in two parts would never be up to
+ * date); a tripwire chunk (prefetch.h) leaves its first page to the
+ * reader. Stores go in pieces of at most the sink's max_store bytes. */
+/* Decoded (source) bytes ahead of a stream: DSVIEW_READAHEAD_KB, 8 MiB
+ * unless set (common/knobs.c). */
+#define PREFETCH_THREADS 2
+#define DEVICE_BATCH 8 /* chunks, at most, in one device batch */
+
+/* Stores k bytes of file at off, made at buf, through the sink. */
+static int store(dsv_engine *e, uint32_t file, uint64_t off, char *buf, size_t k)
+{
+	int err = e->sink.store(e->sink.ctx, file, off, buf, k);
+	if (err)
+		return err;
+	atomic_fetch_add(&e->bytes_pushed, k);
+	dsv_budget_add(e->budget, file, off, k);
+	return 0;
+}
+
+/* Makes bytes [off, end) of file (whole pages, or up to its end), read as
+ * flags (dsv_read's) ask, and stores them, in pieces of at most
+ * max_store bytes. */
+static int store_pages(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end, unsigned flags)
+{
+	dsv_read_info info;
+	while (off < end) {
+		size_t k = (size_t)(end - off < e->sink.max_store ? end - off : e->sink.max_store);
+		char *buf = dsv_tls_buf(DSV_TLS_OUT, k);
+		int err;
+		if (!buf)
+			return DSV_ERR_NOMEM;
+		if ((err = dsv_engine_file_bytes(e, file, off, k, buf, flags, &info)) ||
+		    (err = store(e, file, off, buf, k)))
+			return err;
+		off += k;
+	}
+	return 0;
+}
+
+/* The same on the device path (backend.h, dsv_backend_make): [off, end)
+ * made at once from the stored chunks under it, then stored in pieces,
+ * all but the page at skip (a tripwire's; UINT64_MAX: none). @return 0,
+ * or non-zero for the CPU path to make them (and report what is wrong),
+ * or DSV_ERR_IO when the kernel refused a store. */
+static int store_made(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end, uint64_t skip)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), hdr;
+	const dsv_view *v = file_view(e, file, &hdr);
+	uint64_t oes = v->out_esize, o = off;
+	char *buf;
+	int err;
+
+	if (!dsv_backend_makes(e->backend, v) || off >= end ||
+	    !(buf = dsv_tls_buf(DSV_TLS_OUT, (size_t)(end - off))))
+		return DSV_ERR_UNSUPPORTED;
+	if (o < hdr) { /* the .npy header */
+		o = end < hdr ? end : hdr;
+		memcpy(buf, v->npy_header + off, (size_t)(o - off));
+	}
+	if ((o - hdr) % oes || (end - hdr) % oes)
+		return DSV_ERR_UNSUPPORTED; /* pages hold whole elements: never */
+	if (end > o && (err = dsv_backend_make(e->backend, v, (o - hdr) / oes, (end - o) / oes,
+					       buf + (o - off))))
+		return err;
+	for (o = off; o < end;) {
+		uint64_t k = end - o < e->sink.max_store ? end - o : e->sink.max_store;
+		if (o == skip) {
+			o += page;
+			continue;
+		}
+		if (o < skip && o + k > skip)
+			k = skip - o;
+		if (store(e, file, o, buf + (o - off), (size_t)k))
+			return DSV_ERR_IO;
+		o += k;
+	}
+	return 0;
+}
+
+/* The pages of file from the one where chunk starts to the one where the
+ * next starts (or the end of the file): [*off, *end). */
+static int chunk_pages(dsv_engine *e, uint32_t file, uint64_t chunk, uint64_t *off, uint64_t *end)
+{
+	uint64_t hdr, len, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const dsv_view *v = file_view(e, file, &hdr);
+	int err = dsv_view_seg_range(v, chunk, off, &len);
+	if (err)
+		return err;
+	*end = *off + len == v->nbytes ? e->file_size[file] : (hdr + *off + len) / page * page;
+	*off = *off == 0 ? 0 : (hdr + *off) / page * page;
+	return 0;
+}
+
+static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint64_t trip)
+{
+	dsv_engine *e = ctx;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off, end, o, c_end, skip = UINT64_MAX;
+	int err;
+
+	/* on the device: the chunks' pages at once */
+	if ((err = chunk_pages(e, file, first, &off, &o)) ||
+	    (err = chunk_pages(e, file, last, &o, &end)) ||
+	    (trip != DSV_PREFETCH_NO_TRIP && (err = chunk_pages(e, file, trip, &skip, &c_end))))
+		return err;
+	if ((err = store_made(e, file, off, end, skip)) == 0 || err == DSV_ERR_IO)
+		return err;
+	/* on the CPU, chunk by chunk: a stream reads on through each, so it
+	 * is decoded whole, once */
+	for (uint64_t c = first; c <= last; c++) {
+		if ((err = chunk_pages(e, file, c, &o, &c_end)) ||
+		    (err = store_pages(e, file, o + (c == trip ? page : 0), c_end,
+				       DSV_READ_STREAM)))
+			return err;
+	}
+	return 0;
+}
+
+/* Drops the pages of chunks first..last of file through the sink: a
+ * stream has passed them. For FUSE, the pages a reader still maps are
+ * unmapped; a read of them again asks for them. */
+static void drop_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last)
+{
+	dsv_engine *e = ctx;
+	uint64_t off, end, o;
+	if (chunk_pages(e, file, first, &off, &o) || chunk_pages(e, file, last, &o, &end) ||
+	    end <= off)
+		return;
+	if (e->sink.drop(e->sink.ctx, file, off, end - off) == 0)
+		atomic_fetch_add(&e->bytes_dropped, end - off);
+	dsv_budget_forget(e->budget, file, off, end - off);
+}
+
+/* The page budget's drops (budget.h): the least recently touched region. */
+static void drop_region(void *ctx, uint32_t file, uint64_t off, uint64_t len, uint64_t held)
+{
+	dsv_engine *e = ctx;
+	if (e->sink.drop(e->sink.ctx, file, off, len) == 0)
+		atomic_fetch_add(&e->bytes_shed, held);
+}
+
+/* Under a memory limit, the data files' pages a mount keeps in the page
+ * cache are held to half the limit (budget.h) where they could hold more:
+ * the other half is the group's own, the readers' batches and
+ * interpreters, the chunk cache (a tenth by default), the sources' pages.
+ * The limit is the serving process's group's, from the start, or the
+ * smallest of the groups its readers open the files from (read.c), from
+ * that open. */
+void dsv_engine_pages_limit(dsv_engine *e, uint64_t limit)
+{
+	uint64_t all = 0, budget = limit / 2;
+	if (!budget || !e->sink.store)
+		return;
+	pthread_mutex_lock(&e->budget_lock);
+	if (e->budget)
+		dsv_budget_lower(e->budget, budget);
+	else {
+		for (size_t i = 0; i < e->nfiles; i++)
+			all += e->file_size[i];
+		if (all > budget)
+			e->budget = dsv_budget_start(e->file_size, e->nfiles, budget, drop_region,
+						     e);
+	}
+	pthread_mutex_unlock(&e->budget_lock);
+}
+
+/* Sampler hints (hints.h): a row's pages, from the page where it starts
+ * to the page where it ends (or the end of the file), so the faults of a
+ * read of the row find every page it touches. */
+#define HINT_CAP 16384 /* rows queued at most */
+
+/* Storing a hinted row is mostly a wait for the source's disk read (a
+ * shuffled row is a random read), so the threads that do it are many: the
+ * disk serves reads side by side. make bench-levers (AB_SIDE=64, one
+ * reader of 12 KB rows) measured 9.4k rows/s with 2, 13.3k with 4, 18.5k
+ * with 8, 22.2k with 16 and no more with 32: DSVIEW_HINT_THREADS, 16
+ * unless set (common/knobs.c). */
+
+static int push_row(void *ctx, uint32_t file, uint64_t row)
+{
+	dsv_engine *e = ctx;
+	uint64_t hdr, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const dsv_view *v = file_view(e, file, &hdr);
+	uint64_t off = (hdr + row * v->row_bytes) / page * page;
+	uint64_t end = (hdr + (row + 1) * v->row_bytes + page - 1) / page * page;
+	return store_pages(e, file, off, end < e->file_size[file] ? end : e->file_size[file], 0);
+}
+
+static void start_prefetch(dsv_engine *e)
+{
+	/* 0 turns it off */
+	uint64_t bytes = (uint64_t)dsv_knob_int(DSV_KNOB_READAHEAD_KB) << 10;
+	dsv_view **file_views;
+	unsigned *batch;
+	unsigned char *drop;
+
+	if (bytes == 0 || !(file_views = calloc(e->nfiles, sizeof(*file_views))))
+		return;
+	batch = calloc(e->nfiles, sizeof(*batch));
+	drop = calloc(e->nfiles, 1);
+	if (!batch || !drop) {
+		free(file_views);
+		free(batch);
+		free(drop);
+		return;
+	}
+	for (size_t i = 0; i < e->nfiles; i++) {
+		const dsv_view *v = file_views[i] = e->m->views[i / 2];
+		/* under a memory limit the file does not fit in twice over, a
+		 * pass keeps a window of its pages, not all it read: the group
+		 * would reclaim pushed pages before the reader got to them */
+		drop[i] = e->o.mem_limit && e->file_size[i] > e->o.mem_limit / 2;
+		/* the device takes a stream's next chunks in batches: half of
+		 * what is queued ahead, so that both threads have one (a batch's
+		 * first page may need the chunk before it: once a batch, not
+		 * once a chunk) */
+		uint64_t half = bytes / (v->seg_raw ? v->seg_raw : 1) / 2;
+		if (dsv_backend_makes(e->backend, v))
+			batch[i] = half < 1              ? 1
+				   : half > DEVICE_BATCH ? DEVICE_BATCH
+							 : (unsigned)half;
+	}
+	e->prefetch = dsv_prefetch_start(file_views, batch, drop, e->nfiles, PREFETCH_THREADS,
+					 bytes, push_chunks, drop_chunks, e);
+	free(file_views);
+	free(batch);
+	free(drop);
+}
+
+void dsv_engine_pages_start(dsv_engine *e)
+{
+	if (!e->sink.store)
+		return;
+	if (e->o.mem_limit)
+		dsv_engine_pages_limit(e, e->o.mem_limit);
+	start_prefetch(e);
+	e->hints = dsv_hints_start((int)dsv_knob_int(DSV_KNOB_HINT_THREADS), HINT_CAP, push_row, e);
+}
+
+void dsv_engine_pages_stop(dsv_engine *e)
+{
+	/* their threads store pages, which the budget counts */
+	dsv_prefetch_stop(e->prefetch);
+	e->prefetch = NULL;
+	dsv_hints_stop(e->hints);
+	e->hints = NULL;
+	dsv_budget_stop(e->budget);
+	e->budget = NULL;
+}
