@@ -57,7 +57,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 endif
 CPPFLAGS += $(PKG_CFLAGS)
-# hdf5_hl (dimension scales, src/h5/h5_dims.c) has no pkg-config file of its own
+# hdf5_hl (dimension scales, src/formats/h5/h5_dims.c) has no pkg-config file of its own
 LDLIBS   := $(PKG_LIBS) -lhdf5_hl $(LDLIBS)
 
 # CUDA: the GPU backend (src/gpu/*.cu) is built when nvcc is found (on PATH
@@ -93,7 +93,7 @@ else
 $(error CUDA must be 0 or 1; got '$(CUDA)')
 endif
 
-LIB_SRCS := $(filter-out src/cli/% src/gpu/gpu_stub.c src/gpu/gpu_host.c,$(wildcard src/*/*.c))
+LIB_SRCS := $(filter-out src/cli/% src/gpu/gpu_stub.c src/gpu/gpu_host.c,$(wildcard src/*/*.c src/formats/*/*.c))
 CLI_SRCS := $(wildcard src/cli/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(patsubst %,$(BUILD)/%.o,$(basename $(GPU_SRCS)))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)

@@ -17,7 +17,9 @@
 #include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
-#include "h5/h5_vds.h"
+#include "formats/formats.h"
+#include "formats/h5/h5_format.h"
+#include "formats/h5/h5_vds.h"
 #include "source/source.h"
 
 static json_t *jshape(int ndim, const uint64_t *shape)
@@ -283,11 +285,11 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	int err;
 
 	json_object_set_new(root, "views", views);
-	err = t->kind == DSV_TARGET_ZARR_GROUP ? dsv_manifest_from_file(t->file, DSV_F32, 0, &m, eb)
-					       : dsv_manifest_load(t->file, &m, eb);
+	err = t->kind == DSV_TARGET_GROUP ? dsv_manifest_from_file(t->file, DSV_F32, 0, &m, eb)
+					  : dsv_manifest_load(t->file, &m, eb);
 	if (err)
 		return err;
-	if (t->kind == DSV_TARGET_ZARR_GROUP)
+	if (t->kind == DSV_TARGET_GROUP)
 		json_object_set_new(root, "skipped", jskipped(m));
 	for (size_t i = 0; i < m->nviews; i++) {
 		dsv_view_info vi, pvi;
@@ -353,11 +355,9 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 		      json_t *root, dsv_errbuf *eb)
 {
 	dsv_source *s;
-	int err = t->kind == DSV_TARGET_NPY     ? dsv_source_open_npy(t->file, &s, eb)
-		  : t->kind == DSV_TARGET_NIFTI ? dsv_source_open(t->file, &s, eb)
-		  : t->kind == DSV_TARGET_ZARR
-			  ? dsv_source_open_zarr(t->file, &s, eb)
-			  : dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb);
+	int err = t->format->traits & DSV_FMT_RAW
+			  ? dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb)
+			  : t->format->open(t->file, NULL, &s, eb);
 	if (err)
 		return err;
 	json_object_set_new(root, "source", jsource(s));
@@ -368,30 +368,21 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t *shape,
 		   json_t *root, dsv_errbuf *eb)
 {
-	const char *kind = "";
+	char kind[64] = "manifest";
 	int err = 0;
 
 	json_object_set_new(root, "path", json_string(dsv_cli_path_escaped(t->file, 0)));
-	switch (t->kind) {
-	case DSV_TARGET_NPY: kind = "npy"; break;
-	case DSV_TARGET_RAW: kind = "raw"; break;
-	case DSV_TARGET_H5: kind = "hdf5"; break;
-	case DSV_TARGET_ZARR: kind = "zarr"; break;
-	case DSV_TARGET_NIFTI: kind = "nifti"; break;
-	case DSV_TARGET_MANIFEST: kind = "manifest"; break;
-	case DSV_TARGET_ZARR_GROUP: kind = "zarr-group"; break;
-	}
+	if (t->format) /* "npy", ..., "zarr-group" */
+		snprintf(kind, sizeof(kind), "%s%s", t->format->name,
+			 t->kind == DSV_TARGET_GROUP ? "-group" : "");
 	json_object_set_new(root, "kind", json_string(kind));
 	if (t->kind != DSV_TARGET_MANIFEST)
 		json_object_set_new(root, "file_bytes", json_integer((json_int_t)t->file_bytes));
 	switch (t->kind) {
-	case DSV_TARGET_NPY:
-	case DSV_TARGET_NIFTI:
-	case DSV_TARGET_ZARR:
-	case DSV_TARGET_RAW: err = build_flat(t, dtype, ndim, shape, root, eb); break;
-	case DSV_TARGET_H5: err = build_h5(t, root, eb); break;
+	case DSV_TARGET_ARRAY: err = build_flat(t, dtype, ndim, shape, root, eb); break;
+	case DSV_TARGET_DATASETS: err = build_h5(t, root, eb); break;
 	case DSV_TARGET_MANIFEST:
-	case DSV_TARGET_ZARR_GROUP: err = build_manifest(t, root, eb); break;
+	case DSV_TARGET_GROUP: err = build_manifest(t, root, eb); break;
 	}
 	return err;
 }

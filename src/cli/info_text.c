@@ -396,10 +396,10 @@ static void print_manifest(const json_t *root, int group)
 
 void dsv_info_print(dsv_target_kind kind, const json_t *root)
 {
-	if (kind == DSV_TARGET_H5)
+	if (kind == DSV_TARGET_DATASETS)
 		print_h5(root);
-	else if (kind == DSV_TARGET_MANIFEST || kind == DSV_TARGET_ZARR_GROUP)
-		print_manifest(root, kind == DSV_TARGET_ZARR_GROUP);
+	else if (kind == DSV_TARGET_MANIFEST || kind == DSV_TARGET_GROUP)
+		print_manifest(root, kind == DSV_TARGET_GROUP);
 	else
 		print_flat(root);
 }

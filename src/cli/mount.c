@@ -33,6 +33,7 @@
 #include "dsview/fs.h"
 #include "dsview/view.h"
 #include "net/net.h"
+#include "manifest/manifest.h"
 #include "view/view.h"
 
 static const char mount_usage[] =

@@ -16,8 +16,7 @@
 #include "common/str.h"
 #include "dsview/codec.h"
 #include "dsview/pack.h"
-#include "dsview/source.h"
-#include "source/source.h"
+#include "formats/formats.h"
 
 static const char pack_usage[] =
 	"usage: dsview pack [OPTIONS] INPUT OUTPUT.h5\n"
@@ -63,6 +62,17 @@ static const char pack_usage[] =
 	"interrupted or failed pack leaves no OUTPUT and no temporary file.\n";
 
 static volatile sig_atomic_t stop_flag;
+
+/* True when the registry knows input's format (a group is no input). */
+static int input_format(const char *input)
+{
+	char *file, *dataset;
+	int dir, err;
+	const dsv_format *f = dsv_format_of_spec(input, 0, &file, &dataset, &dir, &err);
+	free(file);
+	free(dataset);
+	return f && dir != DSV_FMT_GROUP;
+}
 
 static void on_signal(int sig)
 {
@@ -190,12 +200,10 @@ int dsv_cmd_pack(int argc, char **argv)
 				      shape_arg);
 			return EXIT_USER;
 		}
-	} else if (!strstr(o.input, ":/") && !dsv_source_is_h5_path(o.input) &&
-		   !dsv_has_ext(o.input, ".npy") && !dsv_nifti_name(o.input) &&
-		   !dsv_source_zarr_version(o.input)) {
-		dsv_cli_error("%s: not a .npy, NIfTI, HDF5 or Zarr input; a raw file needs --dtype "
-			      "and --shape",
-			      o.input);
+	} else if (!input_format(o.input)) {
+		char what[512];
+		dsv_cli_error("%s: not %s; a raw file needs --dtype and --shape", o.input,
+			      dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
 		return EXIT_USER;
 	}
 

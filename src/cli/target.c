@@ -10,134 +10,97 @@
 #include "cli/cli.h"
 #include "common/str.h"
 #include "cli/target.h"
-#include "dsview/source.h"
 #include "net/net.h"
-#include "source/source.h"
+#include "formats/formats.h"
+#include "formats/raw/raw.h"
 
-/* HDF5 looks for its signature at 0, then at 512, 1024, ... (a user
- * block before the superblock); pack and h5py never write one over 1 MiB. */
-static int has_h5_signature(const char *path)
+/* What t's format makes it; dir: a directory format's DSV_FMT_*. */
+static void set_format(dsv_target *t, const dsv_format *f, int dir)
 {
-	static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
-	unsigned char buf[8];
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
-
-	if (fd < 0)
-		return 0;
-	for (off_t off = 0; off <= (1 << 20) && !found; off = off ? 2 * off : 512)
-		if (pread(fd, buf, sizeof(buf), off) == (ssize_t)sizeof(buf))
-			found = !memcmp(buf, sig, sizeof(sig));
-		else
-			break;
-	close(fd);
-	return found;
+	t->format = f;
+	t->kind = dir == DSV_FMT_GROUP           ? DSV_TARGET_GROUP
+		  : f->traits & DSV_FMT_DATASETS ? DSV_TARGET_DATASETS
+						 : DSV_TARGET_ARRAY;
 }
 
-/* The kind t's name says (raw: what the caller says), or -1 when the
- * name alone does not tell. */
-static int kind_by_name(const dsv_target *t, int raw)
+/* t (its file set) as the registry tells it, or, where no format claims
+ * it, a manifest (.ini). @return 0, or DSV_ERR_INVALID with eb set. */
+static int classify(dsv_target *t, const dsv_format *f, int dir, dsv_errbuf *eb)
 {
-	if (raw)
-		return DSV_TARGET_RAW;
-	if (t->dataset || dsv_source_is_h5_path(t->file))
-		return DSV_TARGET_H5;
-	if (dsv_has_ext(t->file, ".npy"))
-		return DSV_TARGET_NPY;
-	if (dsv_nifti_name(t->file))
-		return DSV_TARGET_NIFTI;
-	return -1;
-}
-
-/* An object's URL (t->file): a HEAD says it is there and its size; the
- * name alone says its kind. */
-static int parse_url(dsv_target *t, int raw, dsv_errbuf *eb)
-{
-	dsv_net_obj *o;
-	/* a prefix, not an object: no HEAD */
-	if (!raw && !t->dataset && dsv_source_zarr_version(t->file)) {
-		t->kind = DSV_TARGET_ZARR;
-		return 0;
-	}
-	if (!raw && !t->dataset && dsv_source_zarr_group(t->file)) {
-		t->kind = DSV_TARGET_ZARR_GROUP;
-		return 0;
-	}
-	int err = dsv_net_open(t->file, &o, eb);
-	if (err) {
-		dsv_target_free(t);
-		return err;
-	}
-	t->file_bytes = dsv_net_size(o);
-	dsv_net_close(o);
-	int kind = kind_by_name(t, raw);
-	if (kind >= 0)
-		t->kind = kind;
-	else {
-		dsv_target_free(t);
+	char what[512];
+	if (f)
+		set_format(t, f, dir);
+	else if (dsv_has_ext(t->file, ".ini") && !dsv_url_scheme_len(t->file))
+		t->kind = DSV_TARGET_MANIFEST;
+	else
 		return dsv_errf_at(
 			eb, DSV_ERR_INVALID, t->file, NULL,
-			"not a .npy, .nii or HDF5 object; a raw one needs --dtype and --shape");
+			"not a manifest (.ini), %s; a raw file needs --dtype and --shape",
+			dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
+	return 0;
+}
+
+/* t->file's size: an object's by a HEAD, a file's by stat; a directory (a
+ * Zarr array's or group's) has none. */
+static int find_size(dsv_target *t, dsv_errbuf *eb)
+{
+	struct stat st;
+	dsv_net_obj *o;
+	int err, url = dsv_url_scheme_len(t->file) != 0;
+	if (url && t->format && (t->format->traits & DSV_FMT_DIR))
+		return 0; /* a prefix, not an object: no HEAD */
+	if (url) {
+		if ((err = dsv_net_open(t->file, &o, eb)))
+			return err;
+		t->file_bytes = dsv_net_size(o);
+		dsv_net_close(o);
+		return 0;
 	}
+	if (stat(t->file, &st) < 0) {
+		int e = errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
+		return dsv_errf_at(eb, e, t->file, NULL, "%s", strerror(errno));
+	}
+	if (S_ISDIR(st.st_mode) && t->format && (t->format->traits & DSV_FMT_DIR))
+		return 0;
+	if (!S_ISREG(st.st_mode))
+		return dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL, "not a regular file");
+	t->file_bytes = (uint64_t)st.st_size;
 	return 0;
 }
 
 int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb)
 {
+	const dsv_format *f = NULL;
 	struct stat st;
+	int dir = 0, err = 0;
 
 	memset(t, 0, sizeof(*t));
-	if (dsv_url_scheme_len(spec)) {
-		if (raw ? !(t->file = strdup(spec)) : dsv_spec_split(spec, &t->file, &t->dataset)) {
-			dsv_target_free(t);
-			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		}
-		return parse_url(t, raw, eb);
-	}
-	/* "file.h5:/dset", split as dsv_source_open does, unless the whole
+	/* "file.h5:/dset", split as a source spec is, unless raw or the whole
 	 * spec is itself a file. */
-	if ((raw || stat(spec, &st) == 0) ? !(t->file = strdup(spec))
-					  : dsv_spec_split(spec, &t->file, &t->dataset)) {
+	if (raw || (!dsv_url_scheme_len(spec) && stat(spec, &st) == 0)) {
+		if (!(t->file = strdup(spec)))
+			err = DSV_ERR_NOMEM;
+		else if (!raw)
+			f = dsv_format_detect(spec, DSV_DETECT_MAGIC, &dir);
+	} else
+		f = dsv_format_of_spec(spec, DSV_DETECT_MAGIC, &t->file, &t->dataset, &dir, &err);
+	if (err)
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	else if (raw)
+		set_format(t, &dsv_format_raw, 0);
+	else
+		err = classify(t, f, dir, eb);
+	/* a file that is not there, or not a file: that says more than its
+	 * format does */
+	dsv_errbuf sub;
+	int size_err = err == DSV_ERR_NOMEM ? 0 : find_size(t, err ? &sub : eb);
+	if (size_err && err)
+		*eb = sub;
+	if (size_err)
+		err = size_err;
+	if (err)
 		dsv_target_free(t);
-		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	}
-	if (stat(t->file, &st) < 0) {
-		int e = errno;
-		dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, t->file, NULL, "%s",
-			    strerror(e));
-		dsv_target_free(t);
-		return e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO;
-	}
-	if (!raw && S_ISDIR(st.st_mode) && !t->dataset && dsv_source_zarr_version(t->file)) {
-		t->kind = DSV_TARGET_ZARR;
-		return 0;
-	}
-	if (!raw && S_ISDIR(st.st_mode) && !t->dataset && dsv_source_zarr_group(t->file)) {
-		t->kind = DSV_TARGET_ZARR_GROUP;
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL, "not a regular file");
-		dsv_target_free(t);
-		return DSV_ERR_INVALID;
-	}
-	t->file_bytes = (uint64_t)st.st_size;
-	/* The name decides first; the signature only for other names (a
-	 * .npy's data may well hold the HDF5 signature somewhere). */
-	int kind = kind_by_name(t, raw);
-	if (kind >= 0)
-		t->kind = kind;
-	else if (dsv_has_ext(t->file, ".ini"))
-		t->kind = DSV_TARGET_MANIFEST;
-	else if (has_h5_signature(t->file))
-		t->kind = DSV_TARGET_H5;
-	else {
-		dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL,
-			    "not a .npy, .nii, HDF5 file or manifest (.ini); a raw file needs "
-			    "--dtype and --shape");
-		dsv_target_free(t);
-		return DSV_ERR_INVALID;
-	}
-	return 0;
+	return err;
 }
 
 void dsv_target_free(dsv_target *t)

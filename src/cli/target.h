@@ -1,8 +1,10 @@
 /*
  * What a PATH argument of info and verify names: a .npy, a .nii, a raw file, an
  * HDF5 file (all its datasets, or one as "file.h5:/path/dset"), a Zarr
- * array or group (a directory or an s3:// prefix) or a manifest. Decided from the name, and for HDF5 also from the file's
- * signature, so that "data.bin" holding HDF5 is not taken for raw bytes.
+ * array or group (a directory or an s3:// prefix) or a manifest. The
+ * registry of formats decides, from the name, a directory's metadata, and
+ * for other names the file's first bytes, so that "data.bin" holding HDF5
+ * is not taken for raw bytes.
  */
 #ifndef DSV_CLI_TARGET_H
 #define DSV_CLI_TARGET_H
@@ -12,19 +14,17 @@
 #include "dsview/dsview.h"
 
 typedef enum dsv_target_kind {
-	DSV_TARGET_NPY,
-	DSV_TARGET_RAW,
-	DSV_TARGET_H5,
-	DSV_TARGET_ZARR,  /* a Zarr array's directory */
-	DSV_TARGET_NIFTI, /* a .nii (a .nii.gz is refused when opened) */
+	DSV_TARGET_ARRAY,    /* one array: a .npy, a .nii, a Zarr array, a raw file */
+	DSV_TARGET_DATASETS, /* a file of datasets (HDF5): all, or the one named */
+	DSV_TARGET_GROUP,    /* a directory format's group (Zarr): its arrays */
 	DSV_TARGET_MANIFEST,
-	DSV_TARGET_ZARR_GROUP, /* a Zarr group's directory: its arrays */
 } dsv_target_kind;
 
 typedef struct dsv_target {
 	dsv_target_kind kind;
-	char *file;    /* the file to open (spec without ":/dataset") */
-	char *dataset; /* HDF5: the one dataset named, or NULL for all */
+	const struct dsv_format *format; /* the registry's word; NULL for a manifest */
+	char *file;                      /* the file to open (spec without ":/dataset") */
+	char *dataset;                   /* HDF5: the one dataset named, or NULL for all */
 	uint64_t file_bytes;
 } dsv_target;
 

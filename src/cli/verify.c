@@ -32,6 +32,7 @@
 #include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
+#include "formats/formats.h"
 #include "source/source.h"
 
 static const char verify_usage[] =
@@ -473,7 +474,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	}
 
 	switch (t.kind) {
-	case DSV_TARGET_H5: err = collect_h5(&j, &t, &eb); break;
+	case DSV_TARGET_DATASETS: err = collect_h5(&j, &t, &eb); break;
 	case DSV_TARGET_MANIFEST:
 		if (!(err = dsv_manifest_load(t.file, &m, &eb)) &&
 		    dsv_cli_disk_cache(m, disk_arg, disk_size_arg)) {
@@ -483,28 +484,21 @@ int dsv_cmd_verify(int argc, char **argv)
 		if (!err)
 			err = collect_manifest(&j, m, &eb);
 		break;
-	case DSV_TARGET_ZARR_GROUP:
+	case DSV_TARGET_GROUP:
 		if (!(err = dsv_manifest_from_file(t.file, DSV_F32, 0, &m, &eb)))
 			err = collect_group(&j, m, &eb);
 		break;
-	case DSV_TARGET_NPY:
-	case DSV_TARGET_NIFTI:
-	case DSV_TARGET_ZARR: {
+	case DSV_TARGET_ARRAY: {
+		/* dsv_target_parse gives raw only when asked for it: its open
+		 * says a raw file needs its dtype and shape */
 		dsv_source *s;
-		if (!(err = t.kind == DSV_TARGET_NPY     ? dsv_source_open_npy(t.file, &s, &eb)
-			    : t.kind == DSV_TARGET_NIFTI ? dsv_source_open(t.file, &s, &eb)
-							 : dsv_source_open_zarr(t.file, &s, &eb)) &&
+		if (!(err = t.format->open(t.file, NULL, &s, &eb)) &&
 		    (err = add_source(&j, s, 1, t.file, NULL))) {
 			dsv_source_close(s);
 			err = dsv_errf(&eb, err, "out of memory");
 		}
 		break;
 	}
-	case DSV_TARGET_RAW:
-		/* dsv_target_parse gives raw only when asked for it. */
-		err = dsv_errf_at(&eb, DSV_ERR_INTERNAL, t.file, NULL,
-				  "raw files cannot be verified");
-		break;
 	}
 	if (err) {
 		dsv_cli_error("%s", eb.msg);
@@ -561,7 +555,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	}
 
 	uint64_t bytes = atomic_load(&j.bytes);
-	const char *what = t.kind == DSV_TARGET_H5 ? "dataset" : "source";
+	const char *what = t.kind == DSV_TARGET_DATASETS ? "dataset" : "source";
 	printf("%s: ", argv[optind]);
 	if (refused)
 		printf("%llu of ", (unsigned long long)checked);

@@ -16,17 +16,6 @@ int dsv_has_ext(const char *name, const char *ext)
 	return n >= m && !strncasecmp(name + n - m, ext, m);
 }
 
-int dsv_is_h5_name(const char *name)
-{
-	return dsv_has_ext(name, ".h5") || dsv_has_ext(name, ".hdf5") ||
-	       dsv_has_ext(name, ".hdf") || dsv_has_ext(name, ".he5") || dsv_has_ext(name, ".nc");
-}
-
-int dsv_nifti_name(const char *name)
-{
-	return dsv_has_ext(name, ".nii") ? 1 : dsv_has_ext(name, ".nii.gz") ? 2 : 0;
-}
-
 size_t dsv_url_scheme_len(const char *url)
 {
 	static const char *const schemes[] = { "s3://", "https://", "http://" };
@@ -39,39 +28,6 @@ size_t dsv_url_scheme_len(const char *url)
 size_t dsv_url_shown_len(const char *spec)
 {
 	return dsv_url_scheme_len(spec) ? strcspn(spec, "?#") : strlen(spec);
-}
-
-int dsv_spec_split(const char *spec, char **file, char **dataset)
-{
-	const char *colon = NULL, *p = spec + dsv_url_scheme_len(spec), *next;
-	int slash = 1; /* the dataset part starts with '/' */
-
-	while ((next = strstr(p, ":/"))) {
-		colon = next;
-		p = next + 1;
-	}
-	if (!colon) { /* "file.h5:name": the last ':' after an HDF5 file name */
-		const char *c = strrchr(spec, ':');
-		char *left = c && c[1] ? strndup(spec, (size_t)(c - spec)) : NULL;
-		if (left && dsv_is_h5_name(left)) {
-			colon = c;
-			slash = 0;
-		}
-		free(left);
-	}
-	*file = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
-	*dataset = NULL;
-	if (colon && slash)
-		*dataset = strdup(colon + 1);
-	else if (colon && asprintf(dataset, "/%s", colon + 1) < 0)
-		*dataset = NULL;
-	if (!*file || (colon && !*dataset)) {
-		free(*file);
-		free(*dataset);
-		*file = *dataset = NULL;
-		return DSV_ERR_NOMEM;
-	}
-	return 0;
 }
 
 int dsv_has_glob(const char *name)

@@ -16,22 +16,6 @@
  * query is not its name's end (dsv_url_shown_len). */
 int dsv_has_ext(const char *name, const char *ext);
 
-/* True for the names of HDF5 files: .h5, .hdf5, .hdf, .he5, .nc (any case). */
-int dsv_is_h5_name(const char *name);
-
-/* 1 for a NIfTI image's name (.nii), 2 for a gzipped one (.nii.gz), else
- * 0 (any case). */
-int dsv_nifti_name(const char *name);
-
-/* Splits a source spec into a new file string and a new dataset string:
- * "file.h5:/group/dset" at the last ":/" ("/group/dset"), or, as h5py
- * users write it, "file.h5:group/dset" at the last ':' whose left side is
- * an HDF5 file name (dsv_is_h5_name), the dataset given its leading '/'.
- * Anything else gives the whole spec as file and *dataset NULL. A URL's
- * "scheme://" (dsv_url_scheme_len) is never the split. The caller
- * frees both. @return 0 or DSV_ERR_NOMEM (then both are NULL). */
-int dsv_spec_split(const char *spec, char **file, char **dataset);
-
 /* The length of url's scheme and "://" when it names an object
  * dsview reads over the network (s3://, https://, http://), else 0. */
 size_t dsv_url_scheme_len(const char *url);

@@ -1,13 +1,25 @@
 /*
- * What manifest.c (reading, sections, opening) and keys.c (the keys of a
- * section) share while a manifest is parsed.
+ * What the manifest room's files share: manifest.c (reading, sections,
+ * opening) and keys.c (the keys of a section) while a manifest is parsed,
+ * spec.c (a source line's sources) and zeroconf.c (manifests made from a
+ * file or directory).
  */
 #ifndef DSV_MANIFEST_MANIFEST_I_H
 #define DSV_MANIFEST_MANIFEST_I_H
 
 #include <stdio.h>
 
+#include "manifest/manifest.h"
 #include "view/view_i.h"
+
+/* An empty manifest for path (gpu "auto"), or NULL when out of memory. */
+dsv_manifest *dsv_manifest_new(const char *path);
+
+/* Opens the sources of one manifest source line (spec.c): path is the
+ * line's value resolved against the manifest's directory; raw is NULL
+ * unless the view declares a raw layout. Each source is added to v and
+ * checked against its first. @return 0, or a dsv_err with eb set. */
+int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb);
 
 typedef struct pending_view {
 	dsv_view *v;

@@ -1,11 +1,9 @@
 /*
  * A manifest's source line: one file ("x.npy", "x.nii", "x.h5:/dset", "x.h5:dset",
  * a Zarr array's directory, a raw file with source_dtype and source_shape),
- * or a glob(3) pattern in
- * its file part ("/data/s*.h5:/betas") that expands to every match, in
- * natural order, each opened as a source of the view; and
- * dsv_source_open, which opens one spec as the source it names (npy, NIfTI,
- * HDF5, Zarr), for manifests, zero-config mounts and `dsview pack` alike.
+ * or a glob(3) pattern in its file part ("/data/s*.h5:/betas") that
+ * expands to every match, in natural order, each opened as a source of the
+ * view, in the format the registry (formats/formats.h) tells.
  */
 #include <errno.h>
 #include <glob.h>
@@ -15,72 +13,11 @@
 #include <sys/stat.h>
 
 #include "common/str.h"
-#include "h5/h5_vds.h"
+#include "formats/formats.h"
+#include "formats/raw/raw.h"
 #include "source/source.h"
+#include "manifest/manifest_i.h"
 #include "view/view_i.h"
-
-int dsv_source_is_h5_path(const char *path)
-{
-	return dsv_is_h5_name(path);
-}
-
-/* The one dataset of the HDF5 file at path, in *name (a new string; NULL
- * on error). @return 0, or a dsv_err with eb set (not exactly one). */
-static int only_dataset(const char *path, char **name, dsv_errbuf *eb)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int err = dsv_h5_list_datasets(path, &names, &n, NULL, eb);
-
-	*name = NULL;
-	if (!err && n != 1)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-				  "has %zu datasets; name one as %s:/dataset", n, path);
-	for (size_t i = 0; i < n; i++)
-		if (i || err)
-			free(names[i]);
-	if (!err)
-		*name = names[0];
-	free(names);
-	return err;
-}
-
-int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
-{
-	char *file, *dataset;
-	*out = NULL;
-	if (dsv_source_zarr_version(spec))
-		return dsv_source_open_zarr(spec, out, eb);
-	if (dsv_spec_split(spec, &file, &dataset))
-		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (dataset) {
-		int err = dsv_source_open_h5(file, dataset, out, eb);
-		free(file);
-		free(dataset);
-		return err;
-	}
-	free(file);
-	if (dsv_has_ext(spec, ".npy"))
-		return dsv_source_open_npy(spec, out, eb);
-	if (dsv_nifti_name(spec) == 1)
-		return dsv_source_open_nifti(spec, out, eb);
-	if (dsv_nifti_name(spec) == 2)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, spec, NULL,
-				   "a gzipped NIfTI image cannot be read in place; convert it once "
-				   "with `dsview pack %s OUT.h5` and serve OUT.h5",
-				   spec);
-	if (dsv_source_is_h5_path(spec)) {
-		char *name;
-		int err = only_dataset(spec, &name, eb);
-		if (!err)
-			err = dsv_source_open_h5(spec, name, out, eb);
-		free(name);
-		return err;
-	}
-	return dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
-			   "unknown source type (expected .npy, .nii, .h5[:/dataset], a Zarr "
-			   "array's directory, or a raw file with source_dtype and source_shape)");
-}
 
 /* Adds s (taken) to v, checked against its first source. */
 static int add_checked(dsv_view *v, dsv_source *s, dsv_errbuf *eb)
@@ -93,12 +30,14 @@ static int add_checked(dsv_view *v, dsv_source *s, dsv_errbuf *eb)
 	return v->nsources > 1 ? dsv_view_check_source(v, v->nsources - 1, eb) : 0;
 }
 
-/* An HDF5 dataset's sources into v: itself, or a virtual dataset's parts. */
-static int open_h5(dsv_view *v, const char *file, const char *dataset, dsv_errbuf *eb)
+/* The sources spec's file[:dataset] of format f is made of into v: one,
+ * or an HDF5 virtual dataset's parts. */
+static int open_parts(dsv_view *v, const dsv_format *f, const char *file, const char *dataset,
+		      dsv_errbuf *eb)
 {
 	dsv_source **parts;
 	size_t n, k = 0;
-	int err = dsv_h5_open_parts(file, dataset, &parts, &n, eb);
+	int err = dsv_format_open_parts(f, file, dataset, &parts, &n, eb);
 
 	if (!err && n > DSV_VIEW_MAX_SOURCES - v->nsources)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, dataset,
@@ -113,33 +52,28 @@ static int open_h5(dsv_view *v, const char *file, const char *dataset, dsv_errbu
 }
 
 /* Opens one source (a resolved path, "file.h5:/dset" included) into the
- * view. @return 0, or a dsv_err with eb set. */
+ * view: the format the registry tells, or, for a file no format claims,
+ * raw elements where the line gives their dtype and shape.
+ * @return 0, or a dsv_err with eb set. */
 static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb)
 {
 	dsv_source *s = NULL;
 	char *file, *dataset;
 	struct stat st;
 	int err;
+	const dsv_format *f = dsv_format_of_spec(path, 0, &file, &dataset, NULL, &err);
 
-	if (dsv_spec_split(path, &file, &dataset))
+	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	int is_structured = dataset || dsv_source_is_h5_path(file) || dsv_has_ext(file, ".npy") ||
-			    dsv_nifti_name(file) || dsv_source_zarr_version(file);
-	if (raw && !is_structured)
+	if (f)
+		err = open_parts(v, f, file, dataset, eb);
+	else if (raw)
 		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
-	else if (!is_structured && !dsv_url_scheme_len(file) && stat(file, &st) < 0)
+	else if (!dsv_url_scheme_len(file) && stat(file, &st) < 0)
 		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
 				  "%s", strerror(errno));
-	else if (!is_structured)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-				  "raw source needs source_dtype and source_shape");
-	else if (dataset && !dsv_source_zarr_version(path))
-		err = open_h5(v, file, dataset, eb);
-	else if (dsv_source_is_h5_path(file) && !dsv_source_zarr_version(path)) {
-		if (!(err = only_dataset(file, &dataset, eb)))
-			err = open_h5(v, file, dataset, eb);
-	} else
-		err = dsv_source_open(path, &s, eb);
+	else
+		err = dsv_format_raw.open(path, NULL, &s, eb);
 	free(file);
 	free(dataset);
 	if (!err && s)

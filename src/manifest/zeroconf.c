@@ -29,7 +29,9 @@
 #include "common/str.h"
 #include "net/net.h"
 #include "dsview/h5info.h"
-#include "h5/h5_vds.h"
+#include "formats/formats.h"
+#include "formats/h5/h5_format.h"
+#include "formats/h5/h5_vds.h"
 #include "manifest/manifest_i.h"
 #include "source/source.h"
 #include "view/view_i.h"
@@ -261,19 +263,19 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	return err;
 }
 
-/* The view of a .npy or .nii file, named for the file less its
- * extension (file_view_name); a .nii.gz is refused with the way to
- * convert it. */
-static int file_view(dsv_manifest *m, const char *path, dsv_dtype dtype, dsv_errbuf *eb)
+/* The view of a file of one array (a .npy, a .nii), named for the file
+ * less its extension (file_view_name), opened as its format f says (a
+ * .nii.gz is refused with the way to convert it). */
+static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv_dtype dtype,
+		     dsv_errbuf *eb)
 {
 	dsv_source *s;
 	char *name;
-	int nii = dsv_nifti_name(path);
-	int err = file_view_name(path, nii == 2 ? 7 : 4, &name, eb);
-	if (!err && nii == 2)
-		err = dsv_source_open(path, &s, eb);
-	else if (!err)
-		err = nii ? dsv_source_open_nifti(path, &s, eb) : dsv_source_open_npy(path, &s, eb);
+	size_t ext;
+	dsv_format_by_name(path, &ext);
+	int err = file_view_name(path, ext, &name, eb);
+	if (!err)
+		err = f->open(path, NULL, &s, eb);
 	if (!err)
 		err = add_file_view(m, name, NULL, s, dtype, eb);
 	free(name);
@@ -308,15 +310,18 @@ static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const c
 		      dsv_dtype dtype, unsigned flags, int depth, dsv_errbuf *eb)
 {
 	dsv_errbuf sub;
-	if (dsv_source_zarr_version(dir)) {
+	int kind;
+	const dsv_format *f = dsv_format_detect(dir, 0, &kind);
+	if (f && kind == DSV_FMT_ARRAY) {
 		dsv_source *s;
 		char *name = NULL;
-		size_t part_len = 0;
+		size_t part_len = 0, ext;
+		dsv_format_by_name(top, &ext);
 		int e = *rel ? map_name(rel, &name, &part_len)
-			     : file_view_name(top, dsv_has_ext(top, ".zarr") ? 5 : 0, &name, &sub);
+			     : file_view_name(top, ext, &name, &sub);
 		if (e == DSV_ERR_INVALID && *rel)
 			dsv_errf_at(&sub, e, dir, NULL, "name too long once mapped to a view name");
-		if (!e && !(e = dsv_source_open_zarr(dir, &s, &sub)))
+		if (!e && !(e = f->open(dir, NULL, &s, &sub)))
 			e = add_file_view(m, name, NULL, s, dtype, &sub);
 		free(name);
 		if (e && (fatal(e, flags) || !*rel))
@@ -387,7 +392,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		    dsv_errbuf *eb)
 {
 	DIR *d = opendir(dir);
-	char **names = NULL;
+	char **names = NULL, what[512];
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int err = 0;
@@ -396,9 +401,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL,
 				   "%s", strerror(errno));
 	while (!err && (de = readdir(d))) {
-		if (de->d_name[0] == '.' ||
-		    !(dsv_has_ext(de->d_name, ".npy") || dsv_nifti_name(de->d_name) ||
-		      dsv_is_h5_name(de->d_name)))
+		const dsv_format *f = dsv_format_by_name(de->d_name, NULL);
+		if (de->d_name[0] == '.' || !f || (f->traits & DSV_FMT_DIR))
 			continue;
 		if (n == cap) {
 			char **nn = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*nn));
@@ -416,7 +420,8 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 	closedir(d);
 	if (!err && n == 0)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL,
-				  "no .npy, .nii or HDF5 files in it");
+				  "no file in it is one dsview reads (%s)",
+				  dsv_format_nouns(DSV_FMT_DIR | DSV_FMT_RAW, what, sizeof(what)));
 	if (!err)
 		dsv_natural_sort(names, n);
 	for (size_t i = 0; !err && i < n; i++) {
@@ -432,10 +437,11 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			free(path);
 			continue; /* a directory called x.h5, a dangling link */
 		}
-		if (dsv_is_h5_name(names[i]))
+		const dsv_format *f = dsv_format_by_name(names[i], NULL);
+		if (f->traits & DSV_FMT_DATASETS)
 			e = h5_views(m, path, names[i], dtype, flags, &first, &sub);
 		else
-			e = file_view(m, path, dtype, &sub);
+			e = file_view(m, f, path, dtype, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
@@ -462,23 +468,22 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	struct stat st;
-	if ((stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-	     (dsv_source_zarr_version(path) || dsv_has_ext(path, ".zarr") ||
-	      dsv_source_zarr_group(path))) ||
-	    (dsv_url_scheme_len(path) &&
-	     (dsv_source_zarr_version(path) || dsv_source_zarr_group(path)))) {
+	int kind, is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	const dsv_format *f = dsv_format_detect(path, 0, &kind), *named;
+	char what[512];
+	if ((f && kind) ||
+	    (is_dir && (named = dsv_format_by_name(path, NULL)) && (named->traits & DSV_FMT_DIR)))
 		err = from_zarr(m, path, dtype, flags, eb);
-	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+	else if (is_dir)
 		err = from_dir(m, path, dtype, flags, eb);
-	} else if (dsv_source_is_h5_path(path)) {
+	else if (f && (f->traits & DSV_FMT_DATASETS))
 		err = from_h5(m, path, dtype, flags, eb);
-	} else if (dsv_has_ext(path, ".npy") || dsv_nifti_name(path)) {
-		err = file_view(m, path, dtype, eb);
-	} else {
+	else if (f)
+		err = file_view(m, f, path, dtype, eb);
+	else
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-				  "expected a manifest (.ini), a .npy, a NIfTI image (.nii) or an "
-				  "HDF5 file (.h5), a Zarr array or group, or a directory of them");
-	}
+				  "expected a manifest (.ini), %s, or a directory of them",
+				  dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
 	if (err) {
 		dsv_manifest_free(m);
 		return err;

@@ -26,7 +26,7 @@
 #include "common/clock.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "pack/pack_i.h"
 
 static char *dir_of(const char *path)

@@ -25,6 +25,7 @@
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
+#include "formats/formats.h"
 #include "pack/pack_i.h"
 
 void dsv_pack_opts_init(dsv_pack_opts *o)
@@ -59,11 +60,12 @@ static int default_name(const char *input, char *out, size_t cap)
 			n--;
 		for (base = input + n; base > input && base[-1] != '/'; base--)
 			;
-		end = memrchr(base, '.', (size_t)(input + n - base));
-		if (!end || end == base)
+		size_t ext;
+		/* x.npy, x.nii.gz: x; another name less its last extension */
+		if (dsv_format_by_name(input, &ext) && ext < (size_t)(input + n - base))
+			end = input + n - ext;
+		else if (!(end = memrchr(base, '.', (size_t)(input + n - base))) || end == base)
 			end = input + n;
-		else if (dsv_nifti_name(input) == 2 && end - base > 4)
-			end -= 4; /* x.nii.gz: x */
 	}
 	if ((size_t)(end - base) >= cap)
 		return -1;
@@ -117,9 +119,18 @@ static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 	if (o->raw_dtype != DSV_DTYPE_INVALID)
 		return dsv_source_open_raw(o->input, o->raw_dtype, o->raw_ndim, o->raw_shape, src,
 					   eb);
-	if (dsv_nifti_name(o->input) == 2)
-		return dsv_pack_open_gz_nifti(o->input, o->output, src, eb);
-	return dsv_source_open(o->input, src, eb);
+	char *file, *dataset;
+	int err;
+	const dsv_format *f = dsv_format_of_spec(o->input, 0, &file, &dataset, NULL, &err);
+	if (err)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (f && f->open_packed)
+		err = f->open_packed(file, o->output, src, eb);
+	else
+		err = dsv_source_open(o->input, src, eb);
+	free(file);
+	free(dataset);
+	return err;
 }
 
 /* The options that need no input: codec, level (the codec's default for

@@ -13,7 +13,7 @@
 
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "source/source.h"
 
 #define META_RESERVE (256u << 10) /* HDF5 superblock, object headers, heaps */
@@ -148,9 +148,5 @@ int dsv_pack_out_finish(const dsv_pack_opts *o, dsv_pack_out *f, dsv_pack_result
 			dsv_errbuf *eb);
 /* Whatever is left of the output: handles closed, the temporary removed. */
 void dsv_pack_out_close(dsv_pack_out *f);
-
-/* gunzip.c: a .nii.gz input, unpacked once into an unlinked temporary
- * beside output and opened as a NIfTI source. */
-int dsv_pack_open_gz_nifti(const char *gz, const char *output, dsv_source **src, dsv_errbuf *eb);
 
 #endif

@@ -19,7 +19,7 @@
 
 #include "codec/lz4_table.h"
 #include "dsview/h5info.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "pack/pack_i.h"
 
 int dsv_pack_table_create(dsv_pack_table *t, hid_t file, const char *name, uint64_t nchunks,

@@ -22,27 +22,6 @@
  * thread-safe, as open and close are not. @return s */
 dsv_source *dsv_source_ref(dsv_source *s);
 
-/* 2 or 3 when path is a directory holding a Zarr array's metadata, else 0. */
-int dsv_source_zarr_version(const char *path);
-/* 2 or 3 when path is a directory holding a Zarr group's metadata, else 0. */
-int dsv_source_zarr_group(const char *path);
-/* True for .h5/.hdf5/.hdf/.he5/.nc names. */
-int dsv_source_is_h5_path(const char *path);
-/* An object of an HDF5 file that could not be listed (a damaged object
- * header or group): its path in the file and the library's reason. */
-typedef struct dsv_h5_unlisted {
-	char *path;
-	char reason[256];
-} dsv_h5_unlisted;
-/* As dsv_h5_list_datasets, and a damaged object or group does not end the
- * listing: it is passed over and put in *bad (*nbad entries; free them
- * with dsv_h5_unlisted_free), and the rest of the file is listed. Fails
- * only when the file cannot be opened, is out of memory, or nothing at
- * all could be listed (then eb says the library's reason). */
-int dsv_h5_list_all(const char *path, char ***names, size_t *count, size_t skipped[2],
-		    dsv_h5_unlisted **bad, size_t *nbad, dsv_errbuf *eb);
-void dsv_h5_unlisted_free(dsv_h5_unlisted *bad, size_t n); /* accepts NULL */
-
 /* Reads below a whole chunk's: the read path, the backend and verify. */
 
 /* Chunk ref's stored bytes (ref->stored_size of them) into buf, its

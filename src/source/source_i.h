@@ -1,6 +1,6 @@
 /*
  * Private layout of a source, shared by npy.c, raw.c, source.c and the
- * format rooms above (src/h5, src/zarr).
+ * format rooms above (src/formats/h5, src/formats/zarr).
  *
  * Two layouts cover every kind:
  *  - flat: the elements are one contiguous run of the file starting at
@@ -84,18 +84,18 @@ struct dsv_source {
 	uint64_t table_off, table_blocks;
 	void *table_mem;
 
-	/* HDF5 library state for fallback reads (src/h5 owns it) */
+	/* HDF5 library state for fallback reads (src/formats/h5 owns it) */
 	int fallback;
 	uint64_t band_elems; /* elements per band of the file's own chunks, or 0 */
 	void *h5;
 	void (*h5_close)(void *h5);
-	/* Reads a chunk through the library (src/h5/h5_read.c); set with h5. */
+	/* Reads a chunk through the library (src/formats/h5/h5_read.c); set with h5. */
 	int (*h5_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 
-	/* src/h5, src/zarr: storage for info.why when it is composed at open
+	/* src/formats/h5, src/zarr: storage for info.why when it is composed at open
 	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
-	/* src/h5, src/zarr: the dataset's attributes as JSON text (info.attrs), or
+	/* src/formats/h5, src/zarr: the dataset's attributes as JSON text (info.attrs), or
 	 * NULL; zarr.c and h5_dims.c: its axis names (info.dim_names), or NULL */
 	char *attrs_json, *dims_json;
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/arith.h"
+#include "formats/npy/npy.h"
 #include "source/source.h"
 #include "view/view_i.h"
 
@@ -27,7 +28,7 @@ static int load_npy(const char *path, const char *key, dsv_source_info *info, vo
 	dsv_source *s;
 	dsv_range r;
 	uint64_t bad, bytes;
-	int err = dsv_source_open_npy(path, &s, eb);
+	int err = dsv_format_npy.open(path, NULL, &s, eb);
 	*data = NULL;
 	if (!err) {
 		*info = *dsv_source_get_info(s);

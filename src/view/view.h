@@ -100,8 +100,4 @@ void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref
  * failed the block table's check (the chunk is then read whole). */
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);
 
-/* For the mount's log line, "4 string, 2 compound": m->skipped counted by kind, most first, into
- * buf as snprintf. @return buf */
-const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap);
-
 #endif

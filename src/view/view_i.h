@@ -44,19 +44,11 @@ typedef struct dsv_raw_spec {
 	const int64_t *shape;
 } dsv_raw_spec;
 
-/* Opens the sources of one manifest source line (spec.c): path is the
- * line's value resolved against the manifest's directory; raw is NULL
- * unless the view declares a raw layout. Each source is added to v and
- * checked against its first. @return 0, or a dsv_err with eb set. */
-int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb);
-
 /* Makes the views of m that read the same data (the same file and
  * dataset, opened the same way) share one source, and so one cache key:
  * a chunk decoded for one view is there for the others (train/val/test
  * splits of one store). Call once every view is finished. */
 void dsv_manifest_share(dsv_manifest *m);
-/* An empty manifest for path (gpu "auto"), or NULL when out of memory. */
-dsv_manifest *dsv_manifest_new(const char *path);
 dsv_view *dsv_view_new(const char *name);
 void dsv_view_free(dsv_view *v);
 int dsv_view_add_source(dsv_view *v, dsv_source *s);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "h5/h5_vds.h"
+#include "formats/h5/h5_vds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

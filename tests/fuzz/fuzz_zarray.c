@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "zarr/zarr.h"
+#include "formats/zarr/zarr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/target.h"
+#include "formats/formats.h"
 #include "dsview/source.h"
 
 static char dir[] = "/tmp/dsv-test-cli-XXXXXX";
@@ -88,8 +89,9 @@ static void test_parse_shape(void **state)
 	assert_int_equal(dsv_target_parse_shape(many, &n, s), -1);
 }
 
-static void expect_kind(const char *spec, int raw, dsv_target_kind kind, const char *file,
-			const char *dataset)
+/* spec parses as kind, in the format named format (NULL: a manifest) */
+static void expect_kind(const char *spec, int raw, dsv_target_kind kind, const char *format,
+			const char *file, const char *dataset)
 {
 	dsv_target t;
 	dsv_errbuf eb = { 0 };
@@ -98,6 +100,10 @@ static void expect_kind(const char *spec, int raw, dsv_target_kind kind, const c
 		fail_msg("%s: %s", spec, eb.msg);
 	if (t.kind != kind)
 		fail_msg("%s: kind %d, want %d", spec, (int)t.kind, (int)kind);
+	if (format)
+		assert_string_equal(t.format->name, format);
+	else
+		assert_null(t.format);
 	assert_string_equal(t.file, file);
 	if (dataset)
 		assert_string_equal(t.dataset, dataset);
@@ -136,28 +142,34 @@ static void test_target_parse(void **state)
 	memcpy(block + 512, sig, sizeof(sig));
 	const char *sig512 = put("userblock.dat", block, sizeof(block));
 	const char *plain = put("plain.bin", block, 100);
+	/* a .npy by another name: its magic says so */
+	const char *npymagic = put("array.bin", "\x93NUMPY\x01\x00", 8);
 
-	expect_kind(npy, 0, DSV_TARGET_NPY, npy, NULL);
-	expect_kind(NPY, 0, DSV_TARGET_NPY, NPY, NULL); /* extensions match in any case */
-	expect_kind(nii, 0, DSV_TARGET_NIFTI, nii, NULL);
-	expect_kind(niigz, 0, DSV_TARGET_NIFTI, niigz, NULL); /* refused when opened */
-	expect_kind(h5, 0, DSV_TARGET_H5, h5, NULL);
-	expect_kind(sig0, 0, DSV_TARGET_H5, sig0, NULL);
-	expect_kind(sig512, 0, DSV_TARGET_H5, sig512, NULL);
-	expect_kind(ini, 0, DSV_TARGET_MANIFEST, ini, NULL);
-	expect_kind(plain, 1, DSV_TARGET_RAW, plain, NULL);
-	expect_kind(npy, 1, DSV_TARGET_RAW, npy,
-		    NULL); /* --dtype/--shape: raw, whatever the name */
+	expect_kind(npy, 0, DSV_TARGET_ARRAY, "npy", npy, NULL);
+	/* extensions match in any case */
+	expect_kind(NPY, 0, DSV_TARGET_ARRAY, "npy", NPY, NULL);
+	expect_kind(nii, 0, DSV_TARGET_ARRAY, "nifti", nii, NULL);
+	/* refused when opened */
+	expect_kind(niigz, 0, DSV_TARGET_ARRAY, "nifti", niigz, NULL);
+	expect_kind(h5, 0, DSV_TARGET_DATASETS, "hdf5", h5, NULL);
+	expect_kind(sig0, 0, DSV_TARGET_DATASETS, "hdf5", sig0, NULL);
+	expect_kind(sig512, 0, DSV_TARGET_DATASETS, "hdf5", sig512, NULL);
+	expect_kind(npymagic, 0, DSV_TARGET_ARRAY, "npy", npymagic, NULL);
+	expect_kind(ini, 0, DSV_TARGET_MANIFEST, NULL, ini, NULL);
+	expect_kind(plain, 1, DSV_TARGET_ARRAY, "raw", plain, NULL);
+	/* --dtype/--shape: raw, whatever the name */
+	expect_kind(npy, 1, DSV_TARGET_ARRAY, "raw", npy, NULL);
 
-	/* file.h5:/dset: split at the last ":/"; kind h5 whatever the name */
+	/* file.h5:/dset: split at the last ":/"; a file of datasets whatever
+	 * the name */
 	snprintf(want, sizeof(want), "%s:/grp/x", h5);
-	expect_kind(want, 0, DSV_TARGET_H5, h5, "/grp/x");
+	expect_kind(want, 0, DSV_TARGET_DATASETS, "hdf5", h5, "/grp/x");
 	snprintf(want, sizeof(want), "%s:/x", plain);
-	expect_kind(want, 0, DSV_TARGET_H5, plain, "/x");
+	expect_kind(want, 0, DSV_TARGET_DATASETS, "hdf5", plain, "/x");
 
 	snprintf(want, sizeof(want),
-		 "%s: not a .npy, .nii, HDF5 file or manifest (.ini); a raw file "
-		 "needs --dtype and --shape",
+		 "%s: not a manifest (.ini), a .npy, a NIfTI image (.nii), an HDF5 file "
+		 "(.h5), or a Zarr array or group; a raw file needs --dtype and --shape",
 		 plain);
 	expect_error(plain, 0, DSV_ERR_INVALID, want);
 	snprintf(want, sizeof(want), "%s: No such file or directory", in_dir("missing.npy"));

@@ -97,39 +97,6 @@ static void test_has_ext(void **state)
 	assert_false(dsv_has_ext("", ".npy"));
 }
 
-static void check_split(const char *spec, const char *file, const char *dataset)
-{
-	char *f = (char *)1, *d = (char *)1;
-	assert_int_equal(dsv_spec_split(spec, &f, &d), 0);
-	assert_string_equal(f, file);
-	if (dataset)
-		assert_string_equal(d, dataset);
-	else
-		assert_null(d);
-	free(f);
-	free(d);
-}
-
-static void test_spec_split(void **state)
-{
-	(void)state;
-	check_split("x.h5:/betas", "x.h5", "/betas");
-	check_split("/data/x.h5:/g/h/betas", "/data/x.h5", "/g/h/betas");
-	check_split("x.h5", "x.h5", NULL);
-	check_split("x.npy", "x.npy", NULL);
-	/* as h5py users write it: after an HDF5 file name, ':' alone splits */
-	check_split("x.h5:betas", "x.h5", "/betas");
-	check_split("/d/X.HDF5:g/betas", "/d/X.HDF5", "/g/betas");
-	check_split("a:b/x.h5:betas", "a:b/x.h5", "/betas");
-	check_split("x.npy:betas", "x.npy:betas", NULL); /* not an HDF5 name */
-	check_split("x.h5:", "x.h5:", NULL);
-	check_split("x:y", "x:y", NULL);
-	/* the last ":/" splits: a directory may hold a colon */
-	check_split("/mnt/a:/b/x.h5:/d", "/mnt/a:/b/x.h5", "/d");
-	check_split("x.h5:/", "x.h5", "/");
-	check_split(":/d", "", "/d");
-}
-
 static void test_natural_order(void **state)
 {
 	static const char *const sorted[] = { "",   "a",     "a0",     "a1",     "a01",
@@ -158,9 +125,6 @@ static void test_natural_order(void **state)
 	assert_true(dsv_has_glob("s?.h5"));
 	assert_true(dsv_has_glob("s[12].h5"));
 	assert_false(dsv_has_glob("/d/s1.h5"));
-	assert_true(dsv_is_h5_name("a.H5"));
-	assert_true(dsv_is_h5_name("a.nc"));
-	assert_false(dsv_is_h5_name("a.h5x"));
 }
 
 static void test_parse_gpu(void **state)
@@ -445,7 +409,6 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_dtype_parse),
 		cmocka_unit_test(test_has_ext),
-		cmocka_unit_test(test_spec_split),
 		cmocka_unit_test(test_natural_order),
 		cmocka_unit_test(test_parse_gpu),
 		cmocka_unit_test(test_errbuf_fields),

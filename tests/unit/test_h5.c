@@ -6,8 +6,8 @@
  * through dsv_source_read_chunk and compared.
  */
 #include "h5_test.h"
-#include "h5/driver_test.h"
-#include "h5/h5.h"
+#include "formats/h5/driver_test.h"
+#include "formats/h5/h5.h"
 
 static void test_contiguous(void **state)
 {

@@ -5,7 +5,7 @@
  * shrank.
  */
 #include "h5_test.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "source/source.h"
 
 /* A 32004 filter registered just for this test, built on our codec, so

@@ -1,10 +1,10 @@
 /*
- * The guards on chunks the HDF5 library decodes (src/h5/guard.c and
+ * The guards on chunks the HDF5 library decodes (src/formats/h5/guard.c and
  * decode.c): stored chunks of the wrong size, filter parameters that do
  * not fit the chunk.
  */
 #include "h5_test.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "source/source.h"
 
 #include <zlib.h>
@@ -140,7 +140,7 @@ static void test_nbit_parameters_must_fit_the_chunk(void **state)
 		DSV_ERR_FORMAT);
 }
 
-/* zlib's inflate is interposed for the library (src/h5/decode.c); any
+/* zlib's inflate is interposed for the library (src/formats/h5/decode.c); any
  * other inflate in the process must be zlib's own: from a thread that
  * does not hold the HDF5 lock, before the library was ever set up, and
  * while another thread holds the lock with size checks armed. */

@@ -5,7 +5,7 @@
  * bitfield as their base integer, either byte order).
  */
 #include "h5_test.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "source/source.h"
 
 #include <signal.h>

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "h5/h5_vds.h"
+#include "formats/h5/h5_vds.h"
 
 static const uint64_t DIMS[2] = { 100, 4 };
 

@@ -14,7 +14,7 @@
 
 #include "dsview/source.h"
 #include "fixture.h"
-#include "source/nifti.h"
+#include "formats/nifti/nifti.h"
 
 static char dir[] = "/tmp/dsv-test-nifti-XXXXXX";
 

@@ -18,7 +18,7 @@
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 
 #define PACK_TEST_DIR "/tmp/dsv-test-pack-XXXXXX"
 #include "pack_test.h"

@@ -16,7 +16,7 @@
 #include "dsview/codec.h"
 #include "dsview/pack.h"
 #include "dsview/source.h"
-#include "h5/h5.h"
+#include "formats/h5/h5.h"
 #include "pack/pack_i.h"
 
 #define PACK_TEST_DIR "/tmp/dsv-test-packc-XXXXXX"

@@ -1,4 +1,4 @@
-/* Zarr metadata (src/zarr/zarr_meta.c): the .zarray texts zarr-python 2.13
+/* Zarr metadata (src/formats/zarr/zarr_meta.c): the .zarray texts zarr-python 2.13
  * writes, v3 zarr.json from the specification's examples, chunk keys of
  * both encodings, and hostile metadata refused with its reason. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zarr/zarr.h"
+#include "formats/zarr/zarr.h"
 
 static int parse(const char *text, int version, dsv_zarr_meta *m, dsv_errbuf *eb)
 {

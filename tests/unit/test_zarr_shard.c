@@ -1,4 +1,4 @@
-/* Zarr v3 sharding and bytes codecs (src/zarr/zarr_shard.c, zarr_meta.c,
+/* Zarr v3 sharding and bytes codecs (src/formats/zarr/zarr_shard.c, zarr_meta.c,
  * src/codec/crc32c.c): the sharded zarr.json zarr-python 3.0 writes, the
  * shard metadata refused with its reason, a shard index checked and
  * decoded (entries never written, entries past the file, a wrong
@@ -16,7 +16,7 @@
 #include <zstd.h>
 
 #include "codec/codec.h"
-#include "zarr/zarr.h"
+#include "formats/zarr/zarr.h"
 
 /* zarr.create_array(shape=(50, 12, 7), dtype="<f4", chunks=(4, 6, 7),
  * shards=(8, 12, 7)) as zarr 3.0.10 writes it, less its whitespace. */

@@ -1,0 +1,202 @@
+/* The registry of formats; see formats.h. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/str.h"
+#include "formats/formats.h"
+#include "formats/h5/h5_format.h"
+#include "formats/nifti/nifti.h"
+#include "formats/npy/npy.h"
+#include "formats/raw/raw.h"
+#include "formats/zarr/zarr.h"
+
+/* Every format dsview reads, in the order they are asked. */
+static const dsv_format *const formats[] = {
+	&dsv_format_npy, &dsv_format_nifti, &dsv_format_h5, &dsv_format_zarr, &dsv_format_raw,
+};
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+
+/* The file format (not a directory's) whose name name has, with traits
+ * want among its own. */
+static const dsv_format *by_name(const char *name, unsigned want)
+{
+	for (size_t i = 0; i < NFORMATS; i++) {
+		const dsv_format *f = formats[i];
+		if (!(f->traits & DSV_FMT_DIR) && (f->traits & want) == want && f->by_name &&
+		    f->by_name(name))
+			return f;
+	}
+	return NULL;
+}
+
+/* The format whose magic the local regular file at path holds. */
+static const dsv_format *by_magic(const char *path)
+{
+	const dsv_format *found = NULL;
+	struct stat st;
+	int fd = dsv_url_scheme_len(path) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (size_t i = 0; i < NFORMATS && !found; i++)
+		if (formats[i]->by_magic && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    formats[i]->by_magic(fd))
+			found = formats[i];
+	close(fd);
+	return found;
+}
+
+const dsv_format *dsv_format_detect(const char *path, unsigned how, int *dir)
+{
+	const dsv_format *f = by_name(path, 0);
+	int d = 0;
+	for (size_t i = 0; !f && i < NFORMATS; i++)
+		if ((formats[i]->traits & DSV_FMT_DIR) && (d = formats[i]->by_dir(path)))
+			f = formats[i];
+	if (!f && (how & DSV_DETECT_MAGIC))
+		f = by_magic(path);
+	if (dir)
+		*dir = d;
+	return f;
+}
+
+const dsv_format *dsv_format_by_name(const char *name, size_t *ext)
+{
+	for (int dirs = 0; dirs < 2; dirs++)
+		for (size_t i = 0; i < NFORMATS; i++) {
+			const dsv_format *f = formats[i];
+			size_t n = !(f->traits & DSV_FMT_DIR) == !dirs && f->by_name ? f->by_name(name)
+										   : 0;
+			if (n) {
+				if (ext)
+					*ext = n;
+				return f;
+			}
+		}
+	if (ext)
+		*ext = 0;
+	return NULL;
+}
+
+const dsv_format *dsv_format_named(const char *name)
+{
+	for (size_t i = 0; i < NFORMATS; i++)
+		if (!strcmp(formats[i]->name, name))
+			return formats[i];
+	return NULL;
+}
+
+int dsv_spec_split(const char *spec, char **file, char **dataset)
+{
+	const char *colon = NULL, *p = spec + dsv_url_scheme_len(spec), *next;
+	int slash = 1; /* the dataset part starts with '/' */
+
+	while ((next = strstr(p, ":/"))) {
+		colon = next;
+		p = next + 1;
+	}
+	if (!colon) { /* "file.h5:name": the last ':' after a file of datasets */
+		const char *c = strrchr(spec, ':');
+		char *left = c && c[1] ? strndup(spec, (size_t)(c - spec)) : NULL;
+		if (left && by_name(left, DSV_FMT_DATASETS)) {
+			colon = c;
+			slash = 0;
+		}
+		free(left);
+	}
+	*file = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
+	*dataset = NULL;
+	if (colon && slash)
+		*dataset = strdup(colon + 1);
+	else if (colon && asprintf(dataset, "/%s", colon + 1) < 0)
+		*dataset = NULL;
+	if (!*file || (colon && !*dataset)) {
+		free(*file);
+		free(*dataset);
+		*file = *dataset = NULL;
+		return DSV_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* The format of datasets file is: by its name, else by its magic, else
+ * the first such format, whose open says why the file is not one. */
+static const dsv_format *of_datasets(const char *file)
+{
+	const dsv_format *f = by_name(file, DSV_FMT_DATASETS), *m;
+	if (!f && (m = by_magic(file)) && (m->traits & DSV_FMT_DATASETS))
+		f = m;
+	for (size_t i = 0; !f && i < NFORMATS; i++)
+		if (formats[i]->traits & DSV_FMT_DATASETS)
+			f = formats[i];
+	return f;
+}
+
+const dsv_format *dsv_format_of_spec(const char *spec, unsigned how, char **file, char **dataset,
+				     int *dir, int *err)
+{
+	if (dir)
+		*dir = 0;
+	if ((*err = dsv_spec_split(spec, file, dataset)))
+		return NULL;
+	return *dataset ? of_datasets(*file) : dsv_format_detect(*file, how, dir);
+}
+
+int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
+			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
+{
+	*out = NULL;
+	*n = 0;
+	if (f->open_parts)
+		return f->open_parts(file, dataset, out, n, eb);
+	dsv_source **one = malloc(sizeof(*one));
+	if (!one)
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
+	int err = f->open(file, dataset, one, eb);
+	if (err) {
+		free(one);
+		return err;
+	}
+	*out = one;
+	*n = 1;
+	return 0;
+}
+
+const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)
+{
+	size_t at = 0, left = 0;
+	for (size_t i = 0; i < NFORMATS; i++)
+		left += !(formats[i]->traits & skip);
+	buf[0] = '\0';
+	for (size_t i = 0; i < NFORMATS && at < cap; i++) {
+		if (formats[i]->traits & skip)
+			continue;
+		left--;
+		int n = snprintf(buf + at, cap - at, "%s%s", formats[i]->noun,
+				 left > 1 ? ", " : left == 1 ? ", or " : "");
+		at += n > 0 ? (size_t)n : 0;
+	}
+	return buf;
+}
+
+int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
+{
+	char *file, *dataset, what[512];
+	int err;
+	const dsv_format *f = dsv_format_of_spec(spec, 0, &file, &dataset, NULL, &err);
+
+	*out = NULL;
+	if (err)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	if (f)
+		err = f->open(file, dataset, out, eb);
+	else
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL, "unknown source type (expected %s)",
+				  dsv_format_nouns(0, what, sizeof(what)));
+	free(file);
+	free(dataset);
+	return err;
+}

@@ -1,0 +1,67 @@
+/*
+ * A format's table of operations: what each folder of src/formats/
+ * defines once (dsv_format_npy, ...) and the registry (src/formats/
+ * formats.h) holds. Every question "which format is this?" and every
+ * open of a spec goes through the registry, which asks these in turn; a
+ * format's own state stays in its folder.
+ *
+ * Thread safety: every operation may be called from any number of
+ * threads (an open as dsview/source.h says of opens).
+ */
+#ifndef DSV_SOURCE_FORMAT_H
+#define DSV_SOURCE_FORMAT_H
+
+#include <stddef.h>
+
+#include "dsview/source.h"
+
+/* What a format is like: dsv_format.traits. */
+enum {
+	/* a file of named datasets: "file:/dset" and "file:dset" name one,
+	 * and a spec with none names its only dataset */
+	DSV_FMT_DATASETS = 1u,
+	/* a directory (or an object storage prefix) holding metadata, not a
+	 * file: by_dir says whether a path is one */
+	DSV_FMT_DIR = 2u,
+	/* elements with no header at all: never detected, opened only where
+	 * the caller gives the dtype and shape (dsv_source_open_raw) */
+	DSV_FMT_RAW = 4u,
+};
+
+/* What by_dir finds at a path. */
+enum {
+	DSV_FMT_ARRAY = 1, /* one array */
+	DSV_FMT_GROUP = 2, /* a group of arrays (and groups) */
+};
+
+typedef struct dsv_format {
+	const char *name; /* "npy", "nifti", "hdf5", "zarr", "raw": what info calls it */
+	/* what a message listing the accepted inputs calls it ("a .npy") */
+	const char *noun;
+	unsigned traits; /* DSV_FMT_* */
+	/* The bytes at the end of name (a file name, a path or an object's
+	 * URL) that say this format (".npy": 4), 0 when none does. NULL: the
+	 * format has no name of its own. */
+	size_t (*by_name)(const char *name);
+	/* 1 when the bytes of the open file fd say this format (its magic),
+	 * for names no format claims. NULL: not looked for. */
+	int (*by_magic)(int fd);
+	/* DSV_FMT_ARRAY or DSV_FMT_GROUP when path is this directory format's
+	 * array or group (its metadata is there), else 0. */
+	int (*by_dir)(const char *path);
+	/* Opens file (dataset: the named one of a DSV_FMT_DATASETS format, or
+	 * NULL) as one source. @return 0 or a dsv_err with eb set. */
+	int (*open)(const char *file, const char *dataset, dsv_source **out, dsv_errbuf *eb);
+	/* Optional: opens file's dataset as the sources it is made of, laid
+	 * one after the other along axis 0 (an HDF5 virtual dataset's parts),
+	 * *out[0 .. *n), each the caller's to close; the array of them too
+	 * (free). NULL: the one source open gives. */
+	int (*open_parts)(const char *file, const char *dataset, dsv_source ***out, size_t *n,
+			  dsv_errbuf *eb);
+	/* Optional: opens an input of `dsview pack` that cannot be read in
+	 * place (a gzipped image), unpacked once beside output. NULL: open. */
+	int (*open_packed)(const char *input, const char *output, dsv_source **out,
+			   dsv_errbuf *eb);
+} dsv_format;
+
+#endif
