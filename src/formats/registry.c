@@ -68,8 +68,9 @@ const dsv_format *dsv_format_by_name(const char *name, size_t *ext)
 	for (int dirs = 0; dirs < 2; dirs++)
 		for (size_t i = 0; i < NFORMATS; i++) {
 			const dsv_format *f = formats[i];
-			size_t n = !(f->traits & DSV_FMT_DIR) == !dirs && f->by_name ? f->by_name(name)
-										   : 0;
+			size_t n = !(f->traits & DSV_FMT_DIR) == !dirs && f->by_name
+					   ? f->by_name(name)
+					   : 0;
 			if (n) {
 				if (ext)
 					*ext = n;
@@ -176,7 +177,9 @@ const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)
 			continue;
 		left--;
 		int n = snprintf(buf + at, cap - at, "%s%s", formats[i]->noun,
-				 left > 1 ? ", " : left == 1 ? ", or " : "");
+				 left > 1    ? ", "
+				 : left == 1 ? ", or "
+					     : "");
 		at += n > 0 ? (size_t)n : 0;
 	}
 	return buf;
@@ -194,7 +197,8 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 	if (f)
 		err = f->open(file, dataset, out, eb);
 	else
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL, "unknown source type (expected %s)",
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
+				  "unknown source type (expected %s)",
 				  dsv_format_nouns(0, what, sizeof(what)));
 	free(file);
 	free(dataset);

@@ -60,8 +60,7 @@ typedef struct dsv_format {
 			  dsv_errbuf *eb);
 	/* Optional: opens an input of `dsview pack` that cannot be read in
 	 * place (a gzipped image), unpacked once beside output. NULL: open. */
-	int (*open_packed)(const char *input, const char *output, dsv_source **out,
-			   dsv_errbuf *eb);
+	int (*open_packed)(const char *input, const char *output, dsv_source **out, dsv_errbuf *eb);
 } dsv_format;
 
 #endif

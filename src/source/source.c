@@ -1,7 +1,7 @@
 /*
  * Generic source operations: chunk arithmetic, pread, decode of one chunk.
- * Kind-specific opening lives in npy.c, raw.c, src/formats/h5/h5_source.c and
- * src/formats/zarr/zarr.c; src/manifest/spec.c opens a source by its spec.
+ * Each format's opening lives in its folder under src/formats/; the
+ * registry (src/formats/registry.c) opens a source by its spec.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /*
- * Private layout of a source, shared by npy.c, raw.c, source.c and the
- * format rooms above (src/formats/h5, src/formats/zarr).
+ * Private layout of a source, shared by the source room's files and the
+ * format folders above it (src/formats/NAME).
  *
  * Two layouts cover every kind:
  *  - flat: the elements are one contiguous run of the file starting at
@@ -92,10 +92,10 @@ struct dsv_source {
 	/* Reads a chunk through the library (src/formats/h5/h5_read.c); set with h5. */
 	int (*h5_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
 
-	/* src/formats/h5, src/zarr: storage for info.why when it is composed at open
+	/* the HDF5 and Zarr folders: storage for info.why when it is composed at open
 	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
 	char h5_why[96];
-	/* src/formats/h5, src/zarr: the dataset's attributes as JSON text (info.attrs), or
+	/* the HDF5 and Zarr folders: the dataset's attributes as JSON text (info.attrs), or
 	 * NULL; zarr.c and h5_dims.c: its axis names (info.dim_names), or NULL */
 	char *attrs_json, *dims_json;
 

@@ -14,6 +14,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import struct
 
 import h5py
@@ -117,6 +118,20 @@ class Info(E2E):
         self.assertEqual(j["file_bytes"], os.path.getsize(self.p("x.npy")))
         self.check_source(j["source"], "npy", self.x.shape, "uint8", self.x.nbytes)
         self.assertIsNone(j["source"]["dataset"])
+
+    def test_formats_by_their_bytes(self):
+        # a name no format claims: the file's first bytes say its format
+        with open(self.p("x.data"), "wb") as f:
+            np.save(f, self.x)
+        j = self.info_json(self.p("x.data"))
+        self.assertEqual(j["kind"], "npy")
+        self.check_source(j["source"], "npy", self.x.shape, "uint8", self.x.nbytes)
+        shutil.copyfile(self.p("f.h5"), self.p("f.data"))
+        j = self.info_json(self.p("f.data") + ":/gz")
+        self.assertEqual(j["kind"], "hdf5")
+        r = self.info(self.p("x.bin"), rc=1)
+        self.assertIn("not a manifest (.ini), a .npy, a NIfTI image (.nii), an HDF5 file (.h5), "
+                      "or a Zarr array or group; a raw file needs --dtype and --shape", r.stderr)
 
     def test_raw(self):
         for shape in ("-1,64,32", "1000,64,32"):

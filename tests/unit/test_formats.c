@@ -149,8 +149,7 @@ static void test_of_spec(void **state)
 	int dir_kind, err;
 	(void)state;
 	/* a dataset named: a file of datasets, whatever the name */
-	const dsv_format *f =
-		dsv_format_of_spec("x.bin:/d", 0, &file, &dataset, &dir_kind, &err);
+	const dsv_format *f = dsv_format_of_spec("x.bin:/d", 0, &file, &dataset, &dir_kind, &err);
 	assert_int_equal(err, 0);
 	assert_string_equal(f->name, "hdf5");
 	assert_string_equal(file, "x.bin");
@@ -175,9 +174,9 @@ static void test_nouns(void **state)
 	assert_string_equal(dsv_format_nouns(DSV_FMT_RAW, buf, sizeof(buf)),
 			    "a .npy, a NIfTI image (.nii), an HDF5 file (.h5), or a Zarr array or "
 			    "group");
-	assert_string_equal(dsv_format_nouns(DSV_FMT_RAW | DSV_FMT_DIR | DSV_FMT_DATASETS, buf,
-					     sizeof(buf)),
-			    "a .npy, or a NIfTI image (.nii)");
+	assert_string_equal(
+		dsv_format_nouns(DSV_FMT_RAW | DSV_FMT_DIR | DSV_FMT_DATASETS, buf, sizeof(buf)),
+		"a .npy, or a NIfTI image (.nii)");
 	/* cut short, never past the buffer */
 	assert_string_equal(dsv_format_nouns(0, buf, 8), "a .npy,");
 }
@@ -211,8 +210,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec_split), cmocka_unit_test(test_by_name),
-		cmocka_unit_test(test_detect),	   cmocka_unit_test(test_of_spec),
-		cmocka_unit_test(test_nouns),	   cmocka_unit_test(test_open_unknown),
+		cmocka_unit_test(test_detect),     cmocka_unit_test(test_of_spec),
+		cmocka_unit_test(test_nouns),      cmocka_unit_test(test_open_unknown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -16,7 +16,8 @@
  * Refused: the two-file form (.hdr/.img, magic "ni1"/"ni2"), types that
  * are not one number a voxel (binary, complex, RGB, float128), big-endian
  * data (the header is parsed so the message can say so), and .nii.gz,
- * which is not random-access (spec.c says to pack it; pack.c converts it).
+ * which is not random-access (its open says to pack it; gunzip.c unpacks it
+ * once for `dsview pack`).
  */
 #include <math.h>
 #include <stdlib.h>
