@@ -227,7 +227,8 @@ e2e: $(BIN) $(SO) venv
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) tests/e2e/run.py $(E2E)
 
 # Every source, test and fuzz replay driver built with -Werror (in its own
-# build directory, so the everyday build keeps its objects).
+# build directory, so the everyday build keeps its objects); all is the
+# command, the archive and the shared library with its -fPIC objects.
 werror:
 	$(MAKE) -j$(JOBS) BUILD=build-werror XCFLAGS=-Werror all \
 	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%) \
