@@ -1,5 +1,6 @@
 # dsview - build, test, demo.
-#   make            build/dsview and build/libdsview.a
+#   make            build/dsview, build/libdsview.a and build/libdsview.so
+#                   (the public API, include/dsview/*.h, alone exported)
 #   make test       install what is missing, build, run unit + end-to-end tests
 #   make werror     build everything with -Werror (build-werror/)
 #   make arrows     print the include graph between src/ rooms; fail on one pointing up
@@ -106,8 +107,33 @@ FUZZ_COMMON := tests/fuzz/common.c tests/fuzz/fuzz.h
 LIB := $(BUILD)/libdsview.a
 BIN := $(BUILD)/dsview
 
+# The shared library: version from include/dsview/dsview.h (its one home),
+# soname libdsview.so.MAJOR. It exports what include/dsview/*.h declares
+# and nothing else: $(SO_MAP), the linker version script mk/exports.py
+# makes from those headers, holds every other symbol local (the library's
+# private functions, cudart's).
+version_part = $(shell sed -n 's/^\#define DSV_VERSION_$(1) \([0-9]*\)$$/\1/p' include/dsview/dsview.h)
+SO_VERSION := $(call version_part,MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+SO_NAME := libdsview.so.$(call version_part,MAJOR)
+SO := $(BUILD)/libdsview.so.$(SO_VERSION)
+ifneq ($(words $(subst ., ,$(SO_VERSION))),3)
+$(error no DSV_VERSION_MAJOR, _MINOR and _PATCH in include/dsview/dsview.h)
+endif
+SO_MAP := $(BUILD)/libdsview.map
+# Its objects are compiled again, -fPIC, under $(BUILD)/pic, so that the
+# archive's objects (the command's, the tests', the benchmarks'), on which
+# the kernels' speed was measured, stay the compiler's default -fPIE code:
+# built -fPIC, 6 of the library's objects are other code (lz4.o's frame
+# parser among them: a call through the global symbol, another frame).
+# The cost is compile time alone: the library is built twice (about 20 s
+# more on 2 cores). -fno-semantic-interposition: the
+# compiler inlines and calls the library's global functions as in the
+# archive, not allowing for a program's replacing one of them.
+PIC_OBJS := $(LIB_OBJS:$(BUILD)/%=$(BUILD)/pic/%)
+PIC_FLAGS := -fPIC -fno-semantic-interposition
+
 .PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-nifti bench-shard bench-tree bench-loader bench-store bench-s3 install clean check-deps fuzz fuzz-replay fuzz-deps
-all: $(BIN)
+all: $(BIN) $(SO)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -116,11 +142,20 @@ $(BUILD)/%.o: %.c
 # The transform kernels' loops start on 32-byte boundaries: the 8-bit lookup
 # loop ran at 7 or at 13 GB/s on an AMD EPYC depending only on where the
 # linker happened to put it (byte-identical code; xform_bench, CPU time).
-$(BUILD)/src/xform/xform.o: CFLAGS += -falign-loops=32
+$(BUILD)/src/xform/xform.o $(BUILD)/pic/src/xform/xform.o: CFLAGS += -falign-loops=32
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -MD -MP -c $< -o $@
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PIC_FLAGS) -c $< -o $@
+
+$(BUILD)/pic/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) $(addprefix -Xcompiler ,$(PIC_FLAGS)) \
+	  -MD -MP -c $< -o $@
 
 # The archive is remade when CUDA changes between builds into the same
 # BUILD: it holds gpu_stub.o or the .cu objects, never both.
@@ -132,6 +167,17 @@ endif
 $(LIB): $(LIB_OBJS) $(CUDA_STAMP)
 	@rm -f $@
 	$(AR) rcs $@ $(LIB_OBJS)
+
+$(SO_MAP): mk/exports.py $(wildcard include/dsview/*.h)
+	@mkdir -p $(dir $@)
+	$(PYTHON) mk/exports.py $(wildcard include/dsview/*.h) > $@.tmp && mv $@.tmp $@
+
+# -z defs: every symbol the library uses is its own or a library it names.
+$(SO): $(PIC_OBJS) $(SO_MAP) $(CUDA_STAMP)
+	$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=$(SO_MAP) -Wl,-z,defs \
+	  $(LDFLAGS) $(PIC_OBJS) $(LDLIBS) -o $@
+	ln -sf $(notdir $@) $(BUILD)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(BUILD)/libdsview.so
 
 $(BIN): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJS) $(LIB) $(LDLIBS) -o $@
@@ -177,11 +223,12 @@ unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # E2E: which e2e tests (files or unittest names; default all of them)
-e2e: $(BIN) venv
+e2e: $(BIN) $(SO) venv
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) tests/e2e/run.py $(E2E)
 
 # Every source, test and fuzz replay driver built with -Werror (in its own
-# build directory, so the everyday build keeps its objects).
+# build directory, so the everyday build keeps its objects); all is the
+# command, the archive and the shared library with its -fPIC objects.
 werror:
 	$(MAKE) -j$(JOBS) BUILD=build-werror XCFLAGS=-Werror all \
 	  $(UNIT_BINS:$(BUILD)/%=build-werror/%) $(FUZZ_REPLAY:$(BUILD)/%=build-werror/%) \
@@ -225,23 +272,28 @@ demo: deps
 
 # The command, its mount helper (SBINDIR/mount.fuse.dsview, a link to it:
 # mount(8) runs it for mount -t fuse.dsview and fstab lines), man page,
-# bash completion, and the library with its public API (include/dsview:
-# what the command, the tests and other programs build against;
-# src/*/*.h are the library's own), and the Python package (python/dsview,
-# into PYTHONDIR: this Python's directory for PREFIX, python/sitedir.py).
-# PREFIX=/usr/local, SBINDIR=/sbin (where mount(8) looks), DESTDIR for a
-# staged install.
+# bash completion, the library, static and shared (libdsview.so.X.Y.Z with
+# its soname link libdsview.so.X and libdsview.so, the link -ldsview finds),
+# with its public API (include/dsview: what the command, the tests and
+# other programs build against; src/*/*.h are the library's own), and the
+# Python package (python/dsview, into PYTHONDIR: this Python's directory
+# for PREFIX, python/sitedir.py). PREFIX=/usr/local, LIBDIR=PREFIX/lib,
+# SBINDIR=/sbin (where mount(8) looks), DESTDIR for a staged install.
 PREFIX ?= /usr/local
 SBINDIR ?= /sbin
 PYTHONDIR ?= $(shell $(PYTHON) python/sitedir.py $(PREFIX))
-install: $(BIN) $(LIB)
+LIBDIR ?= $(PREFIX)/lib
+install: $(BIN) $(LIB) $(SO)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/dsview
 	install -d $(DESTDIR)$(SBINDIR)
 	ln -sf $(PREFIX)/bin/dsview $(DESTDIR)$(SBINDIR)/mount.fuse.dsview
 	install -D -m 0644 doc/dsview.1 $(DESTDIR)$(PREFIX)/share/man/man1/dsview.1
 	install -D -m 0644 doc/dsview.bash-completion \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dsview
-	install -D -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libdsview.a
+	install -D -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libdsview.a
+	install -m 0755 $(SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SO)) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libdsview.so
 	install -d $(DESTDIR)$(PREFIX)/include/dsview
 	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/
 	install -d $(DESTDIR)$(PYTHONDIR)/dsview
@@ -252,4 +304,4 @@ include mk/deps.mk mk/venv.mk mk/bench.mk mk/fuzz.mk mk/device.mk
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-werror build-cpu build-device
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_BINS:=.d)
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_BINS:=.d)

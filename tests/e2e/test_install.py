@@ -1,6 +1,8 @@
 """make install and the mount helper: mount -t fuse.dsview (through
 the installed link /sbin/mount.fuse.dsview, or through fuse3's mount.fuse3
-and dsview on PATH), the man page rendered by man -l, bash completion.
+and dsview on PATH), the man page rendered by man -l, bash completion, the
+shared library (a program built on the installed headers alone, linked to
+libdsview.so, and the symbols it exports).
 
 mount(8) looks for helpers only in /sbin and runs them with its own PATH, so
 the tests that go through mount(8) run in a private mount namespace
@@ -8,6 +10,7 @@ the tests that go through mount(8) run in a private mount namespace
 /usr/sbin or /usr/local/bin: the machine's own directories are untouched."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,6 +117,147 @@ int main(int argc, char **argv)
                         "dsv_lz4_sized_encode", "dsv_gpu_emu", "dsv_knob", "dsv_mul_u64"):
             self.assertNotIn(private, text)
 
+
+class SharedLibrary(E2E):
+    """libdsview.so as make install stages it: the soname and its links, a
+    program built against the installed headers alone and linked to it,
+    and nothing exported but the public API."""
+    installed = False
+
+    # Opens a .npy through the public source API, prints what it found and
+    # the sum of every element, decoded chunk by chunk.
+    PROGRAM = r"""
+#include <dsview/dsview.h>
+#include <dsview/source.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+	dsv_errbuf eb = { 0 };
+	dsv_source *s;
+	long long sum = 0;
+	if (argc < 3)
+		return 2;
+	if (dsv_source_open(argv[2], &s, &eb) == 0)
+		return 3;
+	printf("missing: %d %s\n", eb.code, dsv_strerror(eb.code));
+	if (dsv_source_open(argv[1], &s, &eb) != 0) {
+		fprintf(stderr, "%s\n", eb.msg);
+		return 1;
+	}
+	const dsv_source_info *in = dsv_source_get_info(s);
+	printf("%s %s %s", DSV_VERSION_STRING, dsv_source_kind_name(in->kind),
+	       dsv_dtype_name(in->dtype));
+	for (int i = 0; i < in->ndim; i++)
+		printf(" %llu", (unsigned long long)in->shape[i]);
+	for (uint64_t c = 0; c < in->nchunks; c++) {
+		dsv_chunk_ref ref;
+		if (dsv_source_chunk(s, c, &ref) != 0)
+			return 4;
+		int16_t *buf = malloc(ref.raw_size);
+		if (!buf || dsv_source_decode_chunk(s, &ref, buf, ref.raw_size, &eb) != 0)
+			return 5;
+		for (uint64_t i = 0; i < ref.nelems; i++)
+			sum += buf[i];
+		free(buf);
+	}
+	printf(" sum %lld\n", sum);
+	dsv_source_close(s);
+	return 0;
+}
+"""
+
+    def setUp(self):
+        super().setUp()
+        self.stage = self.p("stage")
+        if not type(self).installed:  # once for the class
+            r = subprocess.run(["make", "-s", "-C", REPO, "install", f"DESTDIR={self.stage}",
+                                "PREFIX=/usr", f"BIN={os.path.abspath(DSVIEW)}"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            type(self).installed = True
+        self.lib = os.path.join(self.stage, "usr/lib")
+        self.inc = os.path.join(self.stage, "usr/include")
+
+    def version(self):
+        with open(os.path.join(self.inc, "dsview/dsview.h")) as f:
+            text = f.read()
+        return [re.search(rf"#define DSV_VERSION_{p} (\d+)", text).group(1)
+                for p in ("MAJOR", "MINOR", "PATCH")]
+
+    def build(self, text, name):
+        """Compiles text against the installed headers alone and links it to
+        the staged libdsview.so; returns (CompletedProcess, executable)."""
+        src, exe = self.p(name + ".c"), self.p(name)
+        with open(src, "w") as f:
+            f.write(text)
+        r = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", self.inc, src,
+                            "-L", self.lib, f"-Wl,-rpath,{self.lib}", "-ldsview", "-o", exe],
+                           capture_output=True, text=True)
+        return r, exe
+
+    def exported(self, path):
+        r = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {line.split()[-1] for line in r.stdout.splitlines()}
+
+    def test_soname_and_links(self):
+        major, minor, patch = self.version()
+        real = f"libdsview.so.{major}.{minor}.{patch}"
+        self.assertTrue(os.path.isfile(os.path.join(self.lib, real)))
+        self.assertFalse(os.path.islink(os.path.join(self.lib, real)))
+        self.assertEqual(os.readlink(os.path.join(self.lib, f"libdsview.so.{major}")), real)
+        self.assertEqual(os.readlink(os.path.join(self.lib, "libdsview.so")), f"libdsview.so.{major}")
+        self.assertTrue(os.path.isfile(os.path.join(self.lib, "libdsview.a")))
+        r = subprocess.run(["readelf", "-d", os.path.join(self.lib, real)], capture_output=True,
+                           text=True)
+        self.assertIn(f"Library soname: [libdsview.so.{major}]", r.stdout)
+
+    def test_program_on_the_installed_library(self):
+        x = (np.arange(3000, dtype=np.int16) - 1000).reshape(300, 10)
+        np.save(self.p("x.npy"), x)
+        r, exe = self.build(self.PROGRAM, "user_so")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True)
+        self.assertIn("Shared library: [libdsview.so.%s]" % self.version()[0], r.stdout)
+        # the loader finds the staged library through the rpath alone
+        env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        r = subprocess.run([exe], capture_output=True, text=True,
+                           env={**env, "LD_TRACE_LOADED_OBJECTS": "1"})
+        self.assertIn(f"=> {self.lib}/libdsview.so.", r.stdout)
+        r = subprocess.run([exe, self.p("x.npy"), self.p("missing.npy")], capture_output=True,
+                           text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.assertEqual(r.stdout, "missing: -9 not found\n%s npy int16 300 10 sum %d\n" % (
+            ".".join(self.version()), int(x.sum())))
+
+    def test_only_the_public_api_is_exported(self):
+        exported = self.exported(os.path.join(self.lib, "libdsview.so"))
+        text = ""
+        for name in sorted(os.listdir(os.path.join(self.inc, "dsview"))):
+            with open(os.path.join(self.inc, "dsview", name)) as f:
+                text += f.read()
+        public = set(re.findall(r"\b(dsv_\w+)\s*\(", text))
+        self.assertLessEqual(exported, public)
+        for name in ("dsv_strerror", "dsv_source_open", "dsv_manifest_load", "dsv_fs_mount",
+                     "dsv_pack", "dsv_xform_kernel_name"):
+            self.assertIn(name, exported)
+        # the library's own functions, global in the archive, stay inside
+        r = subprocess.run(["nm", "--defined-only", "-g", os.path.join(self.lib, "libdsview.a")],
+                           capture_output=True, text=True)
+        private = {f[2] for f in (line.split() for line in r.stdout.splitlines())
+                   if len(f) == 3 and f[1] == "T" and f[2] not in public}
+        self.assertIn("dsv_source_pread", private)
+        self.assertEqual(exported & private, set())
+        # and a program that calls one does not link
+        r, _ = self.build("int dsv_source_pread(const void *s, void *buf, unsigned long n,\n"
+                          "\t\t     unsigned long long off);\n"
+                          "int main(void) { return dsv_source_pread(0, 0, 0, 0); }\n",
+                          "private_so")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("undefined reference to `dsv_source_pread'", r.stderr)
 
 class MountHelper(E2E):
     def setUp(self):
