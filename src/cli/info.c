@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/info_i.h"
 #include "cli/target.h"
+#include "common/str.h"
 
 static const char info_usage[] =
 	"usage: dsview info [--json] [--disk-cache DIR] PATH\n"
@@ -137,10 +138,8 @@ int dsv_cmd_info(int argc, char **argv)
 				dtype_arg);
 			return EXIT_USER;
 		}
-		if (dsv_target_parse_shape(shape_arg, &ndim, shape)) {
-			dsv_cli_error("--shape '%s': want positive integers like 1000,64,64,3 "
-				      "(the first may be -1)",
-				      shape_arg);
+		if (dsv_parse_shape(shape_arg, &ndim, shape)) {
+			dsv_cli_error("--shape '%s' " DSV_SHAPE_RULE, shape_arg);
 			return EXIT_USER;
 		}
 	}

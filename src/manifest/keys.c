@@ -299,27 +299,8 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		pv->has_raw_dtype = 1;
 		pv->raw_dtype_line = c->line;
 	} else if (!strcmp(name, "source_shape")) {
-		const char *p = value;
-		int k = 0;
-		while (*p) {
-			char *end;
-			while (*p == ' ' || *p == '\t' || *p == ',')
-				p++;
-			if (!*p)
-				break;
-			errno = 0;
-			long long x = strtoll(p, &end, 10);
-			if (end == p || errno || k >= DSV_MAX_DIMS || (k == 0 ? x < -1 : x <= 0))
-				return dsv_mf_fail(c, c->line,
-						   "source_shape '%s' must be positive integers "
-						   "(the first may be -1)",
-						   value);
-			pv->raw_shape[k++] = x;
-			p = end;
-		}
-		if (k == 0)
-			return dsv_mf_fail(c, c->line, "source_shape is empty");
-		pv->raw_ndim = k;
+		if (dsv_parse_shape(value, &pv->raw_ndim, pv->raw_shape))
+			return dsv_mf_fail(c, c->line, "source_shape '%s' " DSV_SHAPE_RULE, value);
 		pv->raw_shape_line = c->line;
 	} else {
 		return dsv_mf_fail(c, c->line,
