@@ -43,7 +43,7 @@ static const char info_usage[] =
 	"  --shape S     raw file: shape, e.g. -1,64,64,3\n"
 	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
 	"                (s3://, https://) in DIR, as mount does\n"
-	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
+	"  --disk-cache-size S  the most DIR holds (default " DSV_DEFAULT_DISK_CACHE_TEXT ")\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"Names and paths are shown with control characters and bytes that are not\n"

@@ -35,6 +35,9 @@
 #include "net/net.h"
 #include "view/view.h"
 
+/* The readahead default's text; the number is the public header's. */
+#define DEFAULT_READAHEAD_TEXT DSV_STR(DSV_FS_DEFAULT_READAHEAD_KIB) "K"
+
 static const char mount_usage[] =
 	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"
 	"\n"
@@ -47,25 +50,29 @@ static const char mount_usage[] =
 	"\n"
 	"options:\n"
 	"  -f, --foreground     stay in the foreground (log to stderr)\n"
-	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
-	"                       bfloat16, float16, or an integer type for integer\n"
-	"                       data (int8 ... uint64; values must fit)\n"
+	"      --dtype T        output dtype for a .npy/.h5 SOURCE (default " DSV_DEFAULT_DTYPE
+	"):\n"
+	"                       float32, bfloat16, float16, or an integer type for\n"
+	"                       integer data (int8 ... uint64; values must fit)\n"
 	"      --strict         an .h5 or directory SOURCE: refuse it all when one of\n"
 	"                       its datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
-	"                       (default: the smaller of 1G and 10% of RAM)\n"
-	"      --threads N      FUSE worker threads (default 8)\n"
+	"                       (default: the smaller of " DSV_DEFAULT_CACHE_TEXT
+	" and " DSV_DEFAULT_CACHE_RAM_PERCENT_TEXT "% of RAM)\n"
+	"      --threads N      FUSE worker threads (default " DSV_DEFAULT_THREADS_TEXT ")\n"
 	"      --readahead S    the kernel's readahead window of the mount (default\n"
-	"                       128K; 64K: less read around shuffled memmap rows,\n"
+	"                       " DEFAULT_READAHEAD_TEXT
+	"; 64K: less read around shuffled memmap rows,\n"
 	"                       1M: fewer requests for sequential passes)\n"
-	"      --gpu G          auto (default), off, or a CUDA device number\n"
+	"      --gpu G          auto, off, or a CUDA device number (default " DSV_DEFAULT_GPU ")\n"
 	"      --gpu-cache S    device memory that keeps decoded LZ4 chunks for the\n"
 	"                       next epoch, e.g. 16G (default 0: none); fails the\n"
 	"                       mount when the device has not that much free\n"
 	"      --disk-cache DIR keep the stored bytes that objects' GETs fetch\n"
 	"                       (s3://, https://) in DIR, for the next epoch and the\n"
 	"                       next mount; several mounts may share DIR\n"
-	"      --disk-cache-size S  the most DIR holds, e.g. 100G (default 10G); the\n"
+	"      --disk-cache-size S  the most DIR holds, e.g. 100G "
+	"(default " DSV_DEFAULT_DISK_CACHE_TEXT "); the\n"
 	"                       least recently used go first\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
 	"                       and direct_io are refused; nonempty mounts over a\n"
@@ -73,8 +80,8 @@ static const char mount_usage[] =
 	"      --log FILE       daemon log file (default: syslog when /dev/log exists,\n"
 	"                       else /run/dsview/MOUNTPOINT.log, '/' written '-';\n"
 	"                       $XDG_RUNTIME_DIR/dsview/ for a user)\n"
-	"      --log-level L    error, warning or info (default); a bad chunk is\n"
-	"                       logged once a minute, with a count\n"
+	"      --log-level L    error, warning or info (default " DSV_DEFAULT_LOG_LEVEL "); a bad\n"
+	"                       chunk is logged once a minute, with a count\n"
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
@@ -88,9 +95,12 @@ static uint64_t usable_mem(uint64_t lim)
 
 static uint64_t default_cache_size(uint64_t usable)
 {
-	uint64_t tenth = usable == UINT64_MAX ? 0 : usable / 10;
-	uint64_t gib = 1ull << 30;
-	return tenth && tenth < gib ? tenth : gib;
+	const uint64_t most = (uint64_t)DSV_DEFAULT_CACHE_GIB << 30,
+		       pc = DSV_DEFAULT_CACHE_RAM_PERCENT;
+	if (usable == UINT64_MAX)
+		return most;
+	uint64_t share = usable / 100 * pc + usable % 100 * pc / 100; /* usable * pc / 100 */
+	return share && share < most ? share : most;
 }
 
 static int mkdirs(const char *path)
@@ -300,7 +310,8 @@ int dsv_cmd_mount(int argc, char **argv)
 	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
 	const char *ra_arg = NULL, *gpu_cache_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
 	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
-	int foreground = 0, threads = 0, strict = 0, nonempty = 0, log_level = DSV_LOG_INFO, c, err;
+	int foreground = 0, threads = 0, strict = 0, nonempty = 0,
+	    log_level = dsv_log_parse_level(DSV_DEFAULT_LOG_LEVEL), c, err;
 	char default_log[PATH_MAX + 300] = "";
 	static char fuse_opts[1024];
 	char real_mp[PATH_MAX];
@@ -314,7 +325,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		case 'C': cache_arg = optarg; break;
 		case 'R': ra_arg = optarg; break;
 		case 'T':
-			if (dsv_cli_int_arg("--threads", optarg, 1, 256, &threads))
+			if (dsv_cli_int_arg("--threads", optarg, 1, DSV_MAX_THREADS, &threads))
 				return EXIT_USER;
 			break;
 		case 'G': gpu_arg = optarg; break;
@@ -362,7 +373,7 @@ int dsv_cmd_mount(int argc, char **argv)
 		}
 		err = dsv_manifest_load(source, &m, &eb);
 	} else {
-		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
+		dsv_dtype dt = dsv_dtype_parse(dtype_arg ? dtype_arg : DSV_DEFAULT_DTYPE);
 		if (!dsv_dtype_is_output(dt)) {
 			dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
 				      "integer type (int8 ... uint64)",
@@ -399,9 +410,10 @@ int dsv_cmd_mount(int argc, char **argv)
 	/* the kernel keeps the window in whole pages: 3K would become 0 */
 	o.readahead = DSV_FS_DEFAULT_READAHEAD;
 	if (ra_arg && dsv_cli_size_arg("--readahead", ra_arg, (uint64_t)sysconf(_SC_PAGESIZE),
-				       64u << 20, "the largest window, 64M", &o.readahead))
+				       (uint64_t)DSV_MAX_READAHEAD_MIB << 20,
+				       "the largest window, " DSV_MAX_READAHEAD_TEXT, &o.readahead))
 		goto user_error;
-	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
+	o.threads = threads ? threads : m->has_threads ? m->threads : DSV_DEFAULT_THREADS;
 	o.mem_limit = limit == UINT64_MAX ? 0 : limit;
 	o.gpu = gpu_arg ? gpu_arg : m->gpu;
 	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/defaults.h"
 #include "common/str.h"
 #include "manifest/manifest_i.h"
 #include "net/net.h"
@@ -59,9 +60,11 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 					   value);
 		m->has_cache_size = 1;
 	} else if (!strcmp(name, "threads")) {
-		if (parse_int(value, &n) || n < 1 || n > 256)
-			return dsv_mf_fail(c, c->line,
-					   "threads '%s' must be an integer from 1 to 256", value);
+		if (parse_int(value, &n) || n < 1 || n > DSV_MAX_THREADS)
+			return dsv_mf_fail(
+				c, c->line,
+				"threads '%s' must be an integer from 1 to " DSV_MAX_THREADS_TEXT,
+				value);
 		m->threads = (int)n;
 		m->has_threads = 1;
 	} else if (!strcmp(name, "gpu")) {
