@@ -37,7 +37,8 @@ typedef struct dsv_prefetch_rows {
  * otherwise: a memmap reader's page fault on a shuffled row reads this much
  * around it (mostly rows nobody asked for), while sequential passes are
  * read ahead by dsview itself (prefetch.h) and need no large window. */
-#define DSV_FS_DEFAULT_READAHEAD (128u << 10)
+#define DSV_FS_DEFAULT_READAHEAD_KIB 128
+#define DSV_FS_DEFAULT_READAHEAD (DSV_FS_DEFAULT_READAHEAD_KIB * 1024u)
 
 typedef struct dsv_fs_opts {
 	uint64_t cache_size;

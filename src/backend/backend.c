@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/defaults.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/str.h"
@@ -61,7 +62,7 @@ int dsv_backend_create(const char *gpu, uint64_t gpu_cache, uint64_t budget, dsv
 	*out = NULL;
 	if (!b)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (dsv_parse_gpu(gpu ? gpu : "auto", &dev)) {
+	if (dsv_parse_gpu(gpu ? gpu : DSV_DEFAULT_GPU, &dev)) {
 		free(b);
 		return dsv_errf(eb, DSV_ERR_INVALID,
 				"--gpu '%s' must be auto, off or a device number", gpu);

@@ -8,12 +8,10 @@
 #include <sys/types.h>
 
 #include "dsview/dsview.h"
+#include "common/defaults.h"
 #include "dsview/fs.h"
 
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
-
-/* Where mount mounts, and umount unmounts, when no MOUNTPOINT is given. */
-#define DSV_DEFAULT_MOUNTPOINT "/mnt/dsview"
 
 int dsv_cmd_mount(int argc, char **argv);
 int dsv_cmd_umount(int argc, char **argv);

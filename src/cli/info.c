@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/info_i.h"
 #include "cli/target.h"
+#include "common/str.h"
 
 static const char info_usage[] =
 	"usage: dsview info [--json] [--disk-cache DIR] PATH\n"
@@ -42,7 +43,7 @@ static const char info_usage[] =
 	"  --shape S     raw file: shape, e.g. -1,64,64,3\n"
 	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
 	"                (s3://, https://) in DIR, as mount does\n"
-	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
+	"  --disk-cache-size S  the most DIR holds (default " DSV_DEFAULT_DISK_CACHE_TEXT ")\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"Names and paths are shown with control characters and bytes that are not\n"
@@ -137,10 +138,8 @@ int dsv_cmd_info(int argc, char **argv)
 				dtype_arg);
 			return EXIT_USER;
 		}
-		if (dsv_target_parse_shape(shape_arg, &ndim, shape)) {
-			dsv_cli_error("--shape '%s': want positive integers like 1000,64,64,3 "
-				      "(the first may be -1)",
-				      shape_arg);
+		if (dsv_parse_shape(shape_arg, &ndim, shape)) {
+			dsv_cli_error("--shape '%s' " DSV_SHAPE_RULE, shape_arg);
 			return EXIT_USER;
 		}
 	}

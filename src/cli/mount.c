@@ -10,6 +10,8 @@
  *     of leaving stat() hanging), then stat()s the mountpoint, which only
  *     returns once the child's loop answered. Then the parent _exit()s
  *     without touching the mount or HDF5.
+ * dsv_cmd_mount runs these steps, one function each: parse_args,
+ * load_manifest, fs_options, prepare_mountpoint, mount_and_serve.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,6 +38,9 @@
 #include "manifest/manifest.h"
 #include "view/view.h"
 
+/* The readahead default's text; the number is the public header's. */
+#define DEFAULT_READAHEAD_TEXT DSV_STR(DSV_FS_DEFAULT_READAHEAD_KIB) "K"
+
 static const char mount_usage[] =
 	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"
 	"\n"
@@ -48,25 +53,29 @@ static const char mount_usage[] =
 	"\n"
 	"options:\n"
 	"  -f, --foreground     stay in the foreground (log to stderr)\n"
-	"      --dtype T        output dtype for a .npy/.h5 SOURCE: float32 (default),\n"
-	"                       bfloat16, float16, or an integer type for integer\n"
-	"                       data (int8 ... uint64; values must fit)\n"
+	"      --dtype T        output dtype for a .npy/.h5 SOURCE (default " DSV_DEFAULT_DTYPE
+	"):\n"
+	"                       float32, bfloat16, float16, or an integer type for\n"
+	"                       integer data (int8 ... uint64; values must fit)\n"
 	"      --strict         an .h5 or directory SOURCE: refuse it all when one of\n"
 	"                       its datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
-	"                       (default: the smaller of 1G and 10% of RAM)\n"
-	"      --threads N      FUSE worker threads (default 8)\n"
+	"                       (default: the smaller of " DSV_DEFAULT_CACHE_TEXT
+	" and " DSV_DEFAULT_CACHE_RAM_PERCENT_TEXT "% of RAM)\n"
+	"      --threads N      FUSE worker threads (default " DSV_DEFAULT_THREADS_TEXT ")\n"
 	"      --readahead S    the kernel's readahead window of the mount (default\n"
-	"                       128K; 64K: less read around shuffled memmap rows,\n"
+	"                       " DEFAULT_READAHEAD_TEXT
+	"; 64K: less read around shuffled memmap rows,\n"
 	"                       1M: fewer requests for sequential passes)\n"
-	"      --gpu G          auto (default), off, or a CUDA device number\n"
+	"      --gpu G          auto, off, or a CUDA device number (default " DSV_DEFAULT_GPU ")\n"
 	"      --gpu-cache S    device memory that keeps decoded LZ4 chunks for the\n"
 	"                       next epoch, e.g. 16G (default 0: none); fails the\n"
 	"                       mount when the device has not that much free\n"
 	"      --disk-cache DIR keep the stored bytes that objects' GETs fetch\n"
 	"                       (s3://, https://) in DIR, for the next epoch and the\n"
 	"                       next mount; several mounts may share DIR\n"
-	"      --disk-cache-size S  the most DIR holds, e.g. 100G (default 10G); the\n"
+	"      --disk-cache-size S  the most DIR holds, e.g. 100G "
+	"(default " DSV_DEFAULT_DISK_CACHE_TEXT "); the\n"
 	"                       least recently used go first\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
 	"                       and direct_io are refused; nonempty mounts over a\n"
@@ -74,8 +83,8 @@ static const char mount_usage[] =
 	"      --log FILE       daemon log file (default: syslog when /dev/log exists,\n"
 	"                       else /run/dsview/MOUNTPOINT.log, '/' written '-';\n"
 	"                       $XDG_RUNTIME_DIR/dsview/ for a user)\n"
-	"      --log-level L    error, warning or info (default); a bad chunk is\n"
-	"                       logged once a minute, with a count\n"
+	"      --log-level L    error, warning or info (default " DSV_DEFAULT_LOG_LEVEL "); a bad\n"
+	"                       chunk is logged once a minute, with a count\n"
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
@@ -89,9 +98,12 @@ static uint64_t usable_mem(uint64_t lim)
 
 static uint64_t default_cache_size(uint64_t usable)
 {
-	uint64_t tenth = usable == UINT64_MAX ? 0 : usable / 10;
-	uint64_t gib = 1ull << 30;
-	return tenth && tenth < gib ? tenth : gib;
+	const uint64_t most = (uint64_t)DSV_DEFAULT_CACHE_GIB << 30,
+		       pc = DSV_DEFAULT_CACHE_RAM_PERCENT;
+	if (usable == UINT64_MAX)
+		return most;
+	uint64_t share = usable / 100 * pc + usable % 100 * pc / 100; /* usable * pc / 100 */
+	return share && share < most ? share : most;
 }
 
 static int mkdirs(const char *path)
@@ -269,13 +281,20 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 	}
 }
 
-/* -f: the loop was reached (a failure after it is not a start-up one). */
-static void note_serving(void *arg)
-{
-	*(int *)arg = 1;
-}
+/* What mount's command line says, read before anything is loaded. */
+typedef struct mount_args {
+	const char *source, *mountpoint;
+	const char *dtype, *cache, *readahead, *gpu, *gpu_cache, *disk, *disk_size, *log_path;
+	const char *fuse_opts; /* -o's FUSE options, or NULL */
+	int foreground, debug, strict, nonempty, threads, log_level;
+} mount_args;
 
-int dsv_cmd_mount(int argc, char **argv)
+/* parse_args: the command line was read, go on */
+#define GO_ON (-1)
+
+/* Reads argv into a, checking what needs nothing loaded. @return GO_ON,
+ * or the exit status now (--help, or a user error after its line). */
+static int parse_args(int argc, char **argv, mount_args *a)
 {
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
@@ -294,176 +313,244 @@ int dsv_cmd_mount(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	dsv_fs_opts o = { 0 };
-	dsv_manifest *m = NULL;
-	dsv_fs *fs = NULL;
-	dsv_errbuf eb;
-	const char *dtype_arg = NULL, *gpu_arg = NULL, *log_path = NULL, *cache_arg = NULL;
-	const char *ra_arg = NULL, *gpu_cache_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
-	const char *source, *mountpoint = DSV_DEFAULT_MOUNTPOINT;
-	int foreground = 0, threads = 0, strict = 0, nonempty = 0, log_level = DSV_LOG_INFO, c, err;
-	char default_log[PATH_MAX + 300] = "";
-	static char fuse_opts[1024];
-	char real_mp[PATH_MAX];
-	int gpu_dev;
+	static char fuse_opts[1024]; /* o.fuse_opts points here while the mount lives */
+	int c;
 
+	*a = (mount_args){ .mountpoint = DSV_DEFAULT_MOUNTPOINT,
+			   .log_level = dsv_log_parse_level(DSV_DEFAULT_LOG_LEVEL) };
 	dsv_cli_getopt_start();
 	while ((c = dsv_cli_getopt("mount", argc, argv, "fo:h", longopts)) != -1) {
 		switch (c) {
-		case 'f': foreground = 1; break;
-		case 'D': dtype_arg = optarg; break;
-		case 'C': cache_arg = optarg; break;
-		case 'R': ra_arg = optarg; break;
+		case 'f': a->foreground = 1; break;
+		case 'D': a->dtype = optarg; break;
+		case 'C': a->cache = optarg; break;
+		case 'R': a->readahead = optarg; break;
 		case 'T':
-			if (dsv_cli_int_arg("--threads", optarg, 1, 256, &threads))
+			if (dsv_cli_int_arg("--threads", optarg, 1, DSV_MAX_THREADS, &a->threads))
 				return EXIT_USER;
 			break;
-		case 'G': gpu_arg = optarg; break;
-		case 'g': gpu_cache_arg = optarg; break;
-		case 'K': disk_arg = optarg; break;
-		case 'k': disk_size_arg = optarg; break;
+		case 'G': a->gpu = optarg; break;
+		case 'g': a->gpu_cache = optarg; break;
+		case 'K': a->disk = optarg; break;
+		case 'k': a->disk_size = optarg; break;
 		case 'o':
-			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &nonempty))
+			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &a->nonempty))
 				return EXIT_USER;
-			o.fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
+			a->fuse_opts = fuse_opts[0] ? fuse_opts : NULL;
 			break;
-		case 'L': log_path = optarg; break;
+		case 'L': a->log_path = optarg; break;
 		case 'V':
-			if ((log_level = dsv_log_parse_level(optarg)) < 0) {
+			if ((a->log_level = dsv_log_parse_level(optarg)) < 0) {
 				dsv_cli_error("--log-level '%s' must be error, warning or info",
 					      optarg);
 				return EXIT_USER;
 			}
 			break;
-		case 'd': o.debug = foreground = 1; break;
-		case 'S': strict = 1; break;
+		case 'd': a->debug = a->foreground = 1; break;
+		case 'S': a->strict = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
 		default: return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("mount", argc, argv, 1, 2, "SOURCE [MOUNTPOINT]"))
 		return EXIT_USER;
-	source = argv[optind];
+	a->source = argv[optind];
 	if (argc - optind == 2)
-		mountpoint = argv[optind + 1];
+		a->mountpoint = argv[optind + 1];
+	return GO_ON;
+}
 
-	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
+/* The manifest of a->source: a .ini loaded, or one made for a file or
+ * directory (--dtype, --strict), every source opened and checked. The
+ * disk cache is set first: opening an object's source may fetch through
+ * it. @return EXIT_OK with *out set, or the exit status after the error. */
+static int load_manifest(const mount_args *a, dsv_manifest **out)
+{
+	dsv_errbuf eb;
+	int err;
+
+	if (dsv_cli_disk_cache(NULL, a->disk, a->disk_size))
 		return EXIT_USER;
-	if (dsv_has_ext(source, ".ini")) {
-		if (dtype_arg) {
+	if (dsv_has_ext(a->source, ".ini")) {
+		if (a->dtype) {
 			dsv_cli_error(
 				"--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s",
-				source);
+				a->source);
 			return EXIT_USER;
 		}
-		if (strict) {
+		if (a->strict) {
 			dsv_cli_error("--strict applies to a .npy/.h5 SOURCE; in a manifest every "
 				      "error is fatal");
 			return EXIT_USER;
 		}
-		err = dsv_manifest_load(source, &m, &eb);
+		err = dsv_manifest_load(a->source, out, &eb);
 	} else {
-		dsv_dtype dt = dtype_arg ? dsv_dtype_parse(dtype_arg) : DSV_F32;
+		dsv_dtype dt = dsv_dtype_parse(a->dtype ? a->dtype : DSV_DEFAULT_DTYPE);
 		if (!dsv_dtype_is_output(dt)) {
 			dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
 				      "integer type (int8 ... uint64)",
-				      dtype_arg);
+				      a->dtype);
 			return EXIT_USER;
 		}
-		err = dsv_manifest_from_file(source, dt, strict ? DSV_FROM_FILE_STRICT : 0, &m,
-					     &eb);
+		err = dsv_manifest_from_file(a->source, dt, a->strict ? DSV_FROM_FILE_STRICT : 0,
+					     out, &eb);
 	}
-	if (err && dtype_arg && !strcmp(eb.key, "dtype")) {
+	if (err && a->dtype && !strcmp(eb.key, "dtype")) {
 		/* the view's dtype is --dtype's here (clip needs a manifest) */
-		dsv_cli_error("--dtype %s: %s", dtype_arg, eb.msg);
+		dsv_cli_error("--dtype %s: %s", a->dtype, eb.msg);
 		return EXIT_USER;
 	}
 	if (err) {
 		dsv_cli_error("%s", eb.msg);
 		return err == DSV_ERR_INTERNAL || err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;
 	}
+	return EXIT_OK;
+}
 
-	/* the daemon's control group's memory limit, read once */
-	uint64_t limit = dsv_cgroup_mem_limit(0), usable = usable_mem(limit);
-	o.cache_size = default_cache_size(usable);
-	if (m->has_cache_size)
-		o.cache_size = m->cache_size;
-	if (cache_arg && dsv_cli_size_arg("--cache-size", cache_arg, 1, usable,
-					  "this machine's memory or memory limit", &o.cache_size))
-		goto user_error;
-	if (!cache_arg && m->has_cache_size && o.cache_size > usable) {
+/* The chunk cache's budget: --cache-size, else the manifest's, else the
+ * default, never above usable memory. @return 0, or -1 after the error. */
+static int cache_size(const mount_args *a, const dsv_manifest *m, uint64_t usable, uint64_t *out)
+{
+	*out = m->has_cache_size ? m->cache_size : default_cache_size(usable);
+	if (a->cache) {
+		return dsv_cli_size_arg("--cache-size", a->cache, 1, usable,
+					"this machine's memory or memory limit", out);
+	}
+	if (m->has_cache_size && *out > usable) {
 		dsv_cli_error(
 			"%s: cache_size exceeds this machine's memory or memory limit (%.1f GiB)",
-			source, (double)usable / (1u << 30));
-		goto user_error;
+			a->source, (double)usable / (1u << 30));
+		return -1;
 	}
+	return 0;
+}
+
+/* The filesystem's options: the command line's over the manifest's
+ * [dsview] over the defaults, checked against this machine; the
+ * manifest's disk cache set. @return 0, or -1 after the error. */
+static int fs_options(const mount_args *a, const dsv_manifest *m, dsv_fs_opts *o)
+{
+	/* the daemon's control group's memory limit, read once */
+	uint64_t limit = dsv_cgroup_mem_limit(0), usable = usable_mem(limit);
+	int gpu_dev;
+
+	*o = (dsv_fs_opts){ .fuse_opts = a->fuse_opts, .debug = a->debug };
+	if (cache_size(a, m, usable, &o->cache_size))
+		return -1;
 	/* the kernel keeps the window in whole pages: 3K would become 0 */
-	o.readahead = DSV_FS_DEFAULT_READAHEAD;
-	if (ra_arg && dsv_cli_size_arg("--readahead", ra_arg, (uint64_t)sysconf(_SC_PAGESIZE),
-				       64u << 20, "the largest window, 64M", &o.readahead))
-		goto user_error;
-	o.threads = threads ? threads : m->has_threads ? m->threads : 8;
-	o.mem_limit = limit == UINT64_MAX ? 0 : limit;
-	o.gpu = gpu_arg ? gpu_arg : m->gpu;
-	if (dsv_parse_gpu(o.gpu, &gpu_dev)) { /* the manifest's was checked at load */
-		dsv_cli_error("--gpu '%s' must be auto, off or a device number", o.gpu);
-		goto user_error;
+	o->readahead = DSV_FS_DEFAULT_READAHEAD;
+	if (a->readahead &&
+	    dsv_cli_size_arg("--readahead", a->readahead, (uint64_t)sysconf(_SC_PAGESIZE),
+			     (uint64_t)DSV_MAX_READAHEAD_MIB << 20,
+			     "the largest window, " DSV_MAX_READAHEAD_TEXT, &o->readahead))
+		return -1;
+	o->threads = a->threads ? a->threads : m->has_threads ? m->threads : DSV_DEFAULT_THREADS;
+	o->mem_limit = limit == UINT64_MAX ? 0 : limit;
+	o->gpu = a->gpu ? a->gpu : m->gpu;
+	if (dsv_parse_gpu(o->gpu, &gpu_dev)) { /* the manifest's was checked at load */
+		dsv_cli_error("--gpu '%s' must be auto, off or a device number", o->gpu);
+		return -1;
 	}
-	o.gpu_cache = m->has_gpu_cache ? m->gpu_cache : 0;
-	if (gpu_cache_arg &&
-	    dsv_cli_size_arg("--gpu-cache", gpu_cache_arg, 0, 0, NULL, &o.gpu_cache))
-		goto user_error;
-	if (o.gpu_cache && gpu_dev == DSV_GPU_OFF) {
+	o->gpu_cache = m->has_gpu_cache ? m->gpu_cache : 0;
+	if (a->gpu_cache &&
+	    dsv_cli_size_arg("--gpu-cache", a->gpu_cache, 0, 0, NULL, &o->gpu_cache))
+		return -1;
+	if (o->gpu_cache && gpu_dev == DSV_GPU_OFF) {
 		dsv_cli_error("%s needs a GPU, and --gpu is off",
-			      gpu_cache_arg ? "--gpu-cache" : "the manifest's gpu_cache");
-		goto user_error;
+			      a->gpu_cache ? "--gpu-cache" : "the manifest's gpu_cache");
+		return -1;
 	}
-	if (dsv_cli_disk_cache(m, disk_arg, disk_size_arg)) /* the manifest's */
-		goto user_error;
-	if (log_path && dsv_log_open(log_path)) {
-		dsv_cli_error("%s: cannot open log file: %s", log_path, strerror(errno));
-		goto user_error;
+	return dsv_cli_disk_cache(m, a->disk, a->disk_size); /* the manifest's */
+}
+
+/* Opens --log, checks the mountpoint (made when missing) and writes its
+ * canonical path to real_mp (PATH_MAX bytes), sets the log level, and
+ * opens the default log of a daemon without --log: its path into
+ * default_log (cap bytes), "" for syslog. @return 0, or -1 after the
+ * error. */
+static int prepare_mountpoint(const mount_args *a, char *real_mp, char *default_log, size_t cap)
+{
+	if (a->log_path && dsv_log_open(a->log_path)) {
+		dsv_cli_error("%s: cannot open log file: %s", a->log_path, strerror(errno));
+		return -1;
 	}
-	if (check_mountpoint(mountpoint, nonempty))
-		goto user_error;
+	if (check_mountpoint(a->mountpoint, a->nonempty))
+		return -1;
 	/* Canonical now, while nothing is mounted there: afterwards resolving
 	 * it would itself be a request to our not-yet-serving mount. */
-	if (!realpath(mountpoint, real_mp)) {
-		dsv_cli_error("%s: %s", mountpoint, strerror(errno));
-		goto user_error;
+	if (!realpath(a->mountpoint, real_mp)) {
+		dsv_cli_error("%s: %s", a->mountpoint, strerror(errno));
+		return -1;
 	}
-	mountpoint = real_mp;
-	dsv_log_set_level(log_level);
-	if (!log_path && !foreground &&
-	    dsv_cli_default_log(mountpoint, default_log, sizeof(default_log)))
-		goto user_error;
+	dsv_log_set_level(a->log_level);
+	if (!a->log_path && !a->foreground && dsv_cli_default_log(real_mp, default_log, cap))
+		return -1;
+	return 0;
+}
+
+/* -f: the loop was reached (a failure after it is not a start-up one). */
+static void note_serving(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+/* -f: serves fs in this process until it is unmounted, then destroys it.
+ * @return the exit status. */
+static int serve_here(dsv_fs *fs)
+{
+	dsv_errbuf eb;
+	int started = 0, err;
+
+	dsv_fs_on_serving(fs, note_serving, &started);
+	err = dsv_fs_serve(fs, &eb);
+	if (err)
+		dsv_cli_error("%s", eb.msg);
+	dsv_fs_destroy(fs);
+	return !err ? EXIT_OK : started ? EXIT_INTERNAL : dsv_cli_startup_status(err);
+}
+
+/* Mounts m at mountpoint (m is the mount's from then on, freed here when
+ * the mount fails), says what was skipped, and serves: here with -f, else
+ * in a daemon, returning once the mount answers. @return the exit status. */
+static int mount_and_serve(const mount_args *a, dsv_manifest *m, const dsv_fs_opts *o,
+			   const char *mountpoint, int use_syslog)
+{
 	size_t nskipped = m->nskipped, nserved = m->nviews;
 	char kinds[256];
+	dsv_fs *fs = NULL;
+	dsv_errbuf eb;
+
 	dsv_manifest_skipped_kinds(m, kinds, sizeof(kinds));
-	err = dsv_fs_mount(m, mountpoint, &o, &fs, &eb);
-	if (err) {
+	if (dsv_fs_mount(m, mountpoint, o, &fs, &eb)) {
 		dsv_cli_error("%s", eb.msg);
-		goto user_error;
+		dsv_manifest_free(m);
+		return EXIT_USER;
 	}
-	m = NULL;     /* owned by fs now */
 	if (nskipped) /* the one line a user sees; the list is in the mount */
 		dsv_cli_error(
 			"served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
-			nserved, nserved + nskipped, source, nskipped, kinds, mountpoint);
+			nserved, nserved + nskipped, a->source, nskipped, kinds, mountpoint);
+	if (a->foreground)
+		return serve_here(fs);
+	return dsv_cli_daemonise(fs, mountpoint, use_syslog, a->source, nskipped, nserved, kinds);
+}
 
-	if (foreground) {
-		int started = 0;
-		dsv_fs_on_serving(fs, note_serving, &started);
-		err = dsv_fs_serve(fs, &eb);
-		if (err)
-			dsv_cli_error("%s", eb.msg);
-		dsv_fs_destroy(fs);
-		return !err ? EXIT_OK : started ? EXIT_INTERNAL : dsv_cli_startup_status(err);
+int dsv_cmd_mount(int argc, char **argv)
+{
+	mount_args a;
+	dsv_fs_opts o;
+	dsv_manifest *m = NULL;
+	char real_mp[PATH_MAX], default_log[PATH_MAX + 300] = "";
+	int status = parse_args(argc, argv, &a);
+
+	if (status != GO_ON)
+		return status;
+	if ((status = load_manifest(&a, &m)))
+		return status;
+	if (fs_options(&a, m, &o) ||
+	    prepare_mountpoint(&a, real_mp, default_log, sizeof(default_log))) {
+		dsv_manifest_free(m);
+		return EXIT_USER;
 	}
-	return dsv_cli_daemonise(fs, mountpoint, !log_path && !default_log[0], source, nskipped,
-				 nserved, kinds);
-
-user_error:
-	dsv_manifest_free(m);
-	return EXIT_USER;
+	return mount_and_serve(&a, m, &o, real_mp, !a.log_path && !default_log[0]);
 }

@@ -194,10 +194,8 @@ int dsv_cmd_pack(int argc, char **argv)
 				dtype_arg);
 			return EXIT_USER;
 		}
-		if (dsv_target_parse_shape(shape_arg, &o.raw_ndim, o.raw_shape)) {
-			dsv_cli_error("--shape '%s': want positive integers like 1000,64,64,3 "
-				      "(the first may be -1)",
-				      shape_arg);
+		if (dsv_parse_shape(shape_arg, &o.raw_ndim, o.raw_shape)) {
+			dsv_cli_error("--shape '%s' " DSV_SHAPE_RULE, shape_arg);
 			return EXIT_USER;
 		}
 	} else if (!input_format(o.input)) {

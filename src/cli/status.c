@@ -30,7 +30,8 @@ static const char status_usage[] =
 	"\n"
 	"options:\n"
 	"  --json       one JSON array, an object per mount\n"
-	"  --watch[=S]  again every S seconds (default 2) until interrupted, with\n"
+	"  --watch[=S]  again every S seconds (default " DSV_DEFAULT_WATCH_TEXT
+	") until interrupted, with\n"
 	"               each mount's MB/s since the last time (\"mb_per_s_now\");\n"
 	"               with --json, one array per line\n"
 	"  -h, --help   this help\n"
@@ -249,7 +250,7 @@ int dsv_cmd_status(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'w':
-			watch = 2;
+			watch = DSV_DEFAULT_WATCH_S;
 			if (optarg && dsv_cli_int_arg("--watch", optarg, 1, 3600, &watch))
 				return EXIT_USER;
 			break;

@@ -112,29 +112,6 @@ void dsv_target_free(dsv_target *t)
 	t->file = t->dataset = NULL;
 }
 
-int dsv_target_parse_shape(const char *s, int *ndim, int64_t *shape)
-{
-	char *end;
-	int n = 0;
-
-	while (*s) {
-		while (*s == ',' || *s == ' ' || *s == 'x' || *s == '(' || *s == ')')
-			s++;
-		if (!*s)
-			break;
-		if (n == DSV_MAX_DIMS)
-			return -1;
-		errno = 0;
-		long long v = strtoll(s, &end, 10);
-		if (end == s || errno || (v < 0 && !(v == -1 && n == 0)) || (v == 0 && n > 0))
-			return -1;
-		shape[n++] = v;
-		s = end;
-	}
-	*ndim = n;
-	return n > 0 ? 0 : -1;
-}
-
 const char *dsv_target_label(char *buf, size_t cap, const char *file, const char *dataset)
 {
 	if (dataset)

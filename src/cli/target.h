@@ -36,9 +36,6 @@ typedef struct dsv_target {
 int dsv_target_parse(const char *spec, int raw, dsv_target *t, dsv_errbuf *eb);
 void dsv_target_free(dsv_target *t);
 
-/* "A,B,C", "A B C" or "AxBxC"; the first may be -1. @return 0 or -1. */
-int dsv_target_parse_shape(const char *s, int *ndim, int64_t *shape);
-
 /* "<file>:<dataset>" or "<file>" into buf. */
 const char *dsv_target_label(char *buf, size_t cap, const char *file, const char *dataset);
 

@@ -249,7 +249,8 @@ const char *dsv_cli_jstr(const json_t *o, const char *key, const char *def)
 
 int dsv_cli_disk_cache(const dsv_manifest *m, const char *dir, const char *size_arg)
 {
-	uint64_t size = m && m->has_disk_cache_size ? m->disk_cache_size : DSV_DISK_CACHE_DEFAULT;
+	uint64_t size = m && m->has_disk_cache_size ? m->disk_cache_size
+						    : (uint64_t)DSV_DEFAULT_DISK_CACHE_GIB << 30;
 	dsv_errbuf eb;
 
 	if (!m && !dir && size_arg) {

@@ -56,7 +56,7 @@ static const char verify_usage[] =
 	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
 	"                (s3://, https://) in DIR, as mount does (a manifest's\n"
 	"                disk_cache too): a mount of them next reads DIR\n"
-	"  --disk-cache-size S  the most DIR holds (default 10G)\n"
+	"  --disk-cache-size S  the most DIR holds (default " DSV_DEFAULT_DISK_CACHE_TEXT ")\n"
 	"  -h, --help    this help\n";
 
 /* Exit status: nothing damaged, but some datasets were not checked. */

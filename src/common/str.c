@@ -105,6 +105,34 @@ int dsv_parse_gpu(const char *s, int *device)
 	return 0;
 }
 
+static int is_shape_separator(char c)
+{
+	return c == ',' || c == ' ' || c == '\t' || c == 'x' || c == '(' || c == ')';
+}
+
+int dsv_parse_shape(const char *s, int *ndim, int64_t shape[DSV_MAX_DIMS])
+{
+	int n = 0;
+
+	for (;;) {
+		char *end;
+		while (is_shape_separator(*s))
+			s++;
+		if (!*s)
+			break;
+		if (n == DSV_MAX_DIMS)
+			return DSV_ERR_INVALID;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (end == s || errno || v < (n == 0 ? -1 : 1))
+			return DSV_ERR_INVALID;
+		shape[n++] = v;
+		s = end;
+	}
+	*ndim = n;
+	return n > 0 ? 0 : DSV_ERR_INVALID;
+}
+
 int dsv_name_ok(const char *name)
 {
 	size_t n = strlen(name);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/defaults.h"
 #include "common/str.h"
 #include "manifest/manifest_i.h"
 #include "net/net.h"
@@ -59,9 +60,11 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 					   value);
 		m->has_cache_size = 1;
 	} else if (!strcmp(name, "threads")) {
-		if (parse_int(value, &n) || n < 1 || n > 256)
-			return dsv_mf_fail(c, c->line,
-					   "threads '%s' must be an integer from 1 to 256", value);
+		if (parse_int(value, &n) || n < 1 || n > DSV_MAX_THREADS)
+			return dsv_mf_fail(
+				c, c->line,
+				"threads '%s' must be an integer from 1 to " DSV_MAX_THREADS_TEXT,
+				value);
 		m->threads = (int)n;
 		m->has_threads = 1;
 	} else if (!strcmp(name, "gpu")) {
@@ -299,27 +302,8 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		pv->has_raw_dtype = 1;
 		pv->raw_dtype_line = c->line;
 	} else if (!strcmp(name, "source_shape")) {
-		const char *p = value;
-		int k = 0;
-		while (*p) {
-			char *end;
-			while (*p == ' ' || *p == '\t' || *p == ',')
-				p++;
-			if (!*p)
-				break;
-			errno = 0;
-			long long x = strtoll(p, &end, 10);
-			if (end == p || errno || k >= DSV_MAX_DIMS || (k == 0 ? x < -1 : x <= 0))
-				return dsv_mf_fail(c, c->line,
-						   "source_shape '%s' must be positive integers "
-						   "(the first may be -1)",
-						   value);
-			pv->raw_shape[k++] = x;
-			p = end;
-		}
-		if (k == 0)
-			return dsv_mf_fail(c, c->line, "source_shape is empty");
-		pv->raw_ndim = k;
+		if (dsv_parse_shape(value, &pv->raw_ndim, pv->raw_shape))
+			return dsv_mf_fail(c, c->line, "source_shape '%s' " DSV_SHAPE_RULE, value);
 		pv->raw_shape_line = c->line;
 	} else {
 		return dsv_mf_fail(c, c->line,

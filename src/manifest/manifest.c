@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/defaults.h"
 #include "common/str.h"
 #include "manifest/manifest_i.h"
 
@@ -302,7 +303,7 @@ dsv_manifest *dsv_manifest_new(const char *path)
 	if (!m)
 		return NULL;
 	m->path = strdup(path);
-	strcpy(m->gpu, "auto");
+	strcpy(m->gpu, DSV_DEFAULT_GPU);
 	m->threads = 0;
 	if (!m->path) {
 		free(m);

@@ -125,7 +125,6 @@ void dsv_net_after_fork(void);
  * chunk objects (no ETag) do not. dir NULL: none. Call before reads start
  * (not thread-safe against them). @return 0 or DSV_ERR_IO, eb naming dir. */
 int dsv_net_disk_cache(const char *dir, uint64_t size, dsv_errbuf *eb);
-#define DSV_DISK_CACHE_DEFAULT (10ull << 30) /* the size when none is given */
 
 /* What the process fetched, since it started. */
 typedef struct dsv_net_stats {

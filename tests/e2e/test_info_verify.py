@@ -271,6 +271,8 @@ class Info(E2E):
             ((self.p("x.bin"),), "x.bin", "--dtype and --shape"),
             (("--dtype", "uint8", self.p("x.bin")), "x.bin", "--shape"),
             (("--dtype", "uint8", "--shape", "-1,7,7", self.p("x.bin")), "x.bin", "whole number"),
+            (("--dtype", "uint8", "--shape", "7,0", self.p("x.bin")), "--shape '7,0'",
+             "must be positive integers like"),
             ((self.p("f.h5") + ":/nope",), "f.h5", "no such dataset"),
             ((self.p("f.h5") + ":/grp",), "f.h5", "not a dataset"),
             ((self.p("x.npy") + ":/x",), "x.npy", "not an HDF5 file"),
@@ -278,6 +280,10 @@ class Info(E2E):
         with open(self.p("bad.ini"), "w") as f:
             f.write("[v]\nsource = a.npy\ncolour = red\n")
         cases.append(((self.p("bad.ini"),), "bad.ini:3", "unknown key"))
+        with open(self.p("bad_shape.ini"), "w") as f:  # one grammar, one wording, as --shape
+            f.write("[v]\nsource = x.bin\nsource_dtype = uint8\nsource_shape = 7,0\n")
+        cases.append(((self.p("bad_shape.ini"),), "bad_shape.ini:4",
+                      "source_shape '7,0' must be positive integers like"))
         with open(self.p("missing.ini"), "w") as f:
             f.write("[v]\nsource = gone.npy\n")
         cases.append(((self.p("missing.ini"),), "gone.npy", "No such file"))

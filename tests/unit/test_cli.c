@@ -61,34 +61,6 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static void test_parse_shape(void **state)
-{
-	int64_t s[DSV_MAX_DIMS];
-	int n = 0;
-	(void)state;
-	assert_int_equal(dsv_target_parse_shape("1000,64,64,3", &n, s), 0);
-	assert_int_equal(n, 4);
-	assert_true(s[0] == 1000 && s[1] == 64 && s[2] == 64 && s[3] == 3);
-	assert_int_equal(dsv_target_parse_shape("-1 250", &n, s), 0);
-	assert_true(n == 2 && s[0] == -1 && s[1] == 250);
-	assert_int_equal(dsv_target_parse_shape("2x3x4", &n, s), 0);
-	assert_true(n == 3 && s[2] == 4);
-	assert_int_equal(dsv_target_parse_shape("(5,)", &n, s), 0);
-	assert_true(n == 1 && s[0] == 5);
-	assert_int_equal(dsv_target_parse_shape("0,3", &n, s), 0); /* no rows is fine */
-	assert_int_equal(dsv_target_parse_shape("", &n, s), -1);
-	assert_int_equal(dsv_target_parse_shape(",,", &n, s), -1);
-	assert_int_equal(dsv_target_parse_shape("3,0", &n, s), -1);
-	assert_int_equal(dsv_target_parse_shape("3,-1", &n, s), -1);
-	assert_int_equal(dsv_target_parse_shape("-2,3", &n, s), -1);
-	assert_int_equal(dsv_target_parse_shape("3,a", &n, s), -1);
-	assert_int_equal(dsv_target_parse_shape("99999999999999999999", &n, s), -1);
-	char many[200] = "";
-	for (int k = 0; k <= DSV_MAX_DIMS; k++)
-		strcat(many, "1,");
-	assert_int_equal(dsv_target_parse_shape(many, &n, s), -1);
-}
-
 /* spec parses as kind, in the format named format (NULL: a manifest) */
 static void expect_kind(const char *spec, int raw, dsv_target_kind kind, const char *format,
 			const char *file, const char *dataset)
@@ -430,13 +402,13 @@ static void test_progress_fits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_shape),    cmocka_unit_test(test_target_parse),
-		cmocka_unit_test(test_int_arg),        cmocka_unit_test(test_escaped),
-		cmocka_unit_test(test_reason),         cmocka_unit_test(test_stats_pid),
-		cmocka_unit_test(test_same_file),      cmocka_unit_test(test_info_options),
-		cmocka_unit_test(test_verify_options), cmocka_unit_test(test_pack_options),
-		cmocka_unit_test(test_umount_options), cmocka_unit_test(test_mount_options),
-		cmocka_unit_test(test_size_arg),       cmocka_unit_test(test_progress_fits),
+		cmocka_unit_test(test_target_parse),  cmocka_unit_test(test_int_arg),
+		cmocka_unit_test(test_escaped),       cmocka_unit_test(test_reason),
+		cmocka_unit_test(test_stats_pid),     cmocka_unit_test(test_same_file),
+		cmocka_unit_test(test_info_options),  cmocka_unit_test(test_verify_options),
+		cmocka_unit_test(test_pack_options),  cmocka_unit_test(test_umount_options),
+		cmocka_unit_test(test_mount_options), cmocka_unit_test(test_size_arg),
+		cmocka_unit_test(test_progress_fits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
 /* src/common: size parsing, dtype parsing, extensions, "file.h5:/path"
- * splitting, --gpu values, view names and their reversible map, and the
+ * splitting, --gpu values, shapes, view names and their reversible map, and the
  * error buffer's fields. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,6 +146,69 @@ static void test_parse_gpu(void **state)
 		assert_int_equal(dsv_parse_gpu(bad[i], &d), DSV_ERR_INVALID);
 	assert_int_equal(dsv_parse_gpu(NULL, &d), DSV_ERR_INVALID);
 	assert_int_equal(d, 99);
+}
+
+/* dsv_parse_shape: one grammar for --shape and source_shape. */
+static void test_parse_shape(void **state)
+{
+	static const struct {
+		const char *s;
+		int n;
+		int64_t dims[4];
+	} ok[] = {
+		{ "1000,64,64,3", 4, { 1000, 64, 64, 3 } },
+		{ "1000 64 64 3", 4, { 1000, 64, 64, 3 } },
+		{ "1000x64x64x3", 4, { 1000, 64, 64, 3 } },
+		{ "(1000, 64, 64, 3)", 4, { 1000, 64, 64, 3 } },
+		{ "-1, 2048", 2, { -1, 2048 } },
+		{ "-1 250", 2, { -1, 250 } },
+		{ "-1\t129\t200", 3, { -1, 129, 200 } },
+		{ "(5,)", 1, { 5 } },
+		{ "  7  ", 1, { 7 } },
+		{ "0,3", 2, { 0, 3 } }, /* no rows is fine */
+		{ "-1", 1, { -1 } },
+		{ "2x3, 4", 3, { 2, 3, 4 } },
+		{ "9223372036854775807", 1, { INT64_MAX } },
+	};
+	static const char *const bad[] = {
+		"",
+		",,",
+		"()",
+		" ",
+		"3,0",
+		"3,-1",
+		"-2,3",
+		"3,a",
+		"a",
+		"1.5,2",
+		"3;4",
+		"3-1",
+		"x",
+		"99999999999999999999",
+		"1,99999999999999999999",
+		"-9223372036854775809",
+	};
+	int64_t s[DSV_MAX_DIMS];
+	int n;
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		n = -5;
+		assert_int_equal(dsv_parse_shape(ok[i].s, &n, s), 0);
+		assert_int_equal(n, ok[i].n);
+		for (int k = 0; k < n; k++)
+			assert_true(s[k] == ok[i].dims[k]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(dsv_parse_shape(bad[i], &n, s), DSV_ERR_INVALID);
+
+	/* DSV_MAX_DIMS dimensions, not one more */
+	char many[4 * DSV_MAX_DIMS] = "";
+	for (int k = 0; k < DSV_MAX_DIMS; k++)
+		strcat(many, "1,");
+	assert_int_equal(dsv_parse_shape(many, &n, s), 0);
+	assert_int_equal(n, DSV_MAX_DIMS);
+	strcat(many, "1");
+	assert_int_equal(dsv_parse_shape(many, &n, s), DSV_ERR_INVALID);
 }
 
 static void test_name_ok(void **state)
@@ -411,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_has_ext),
 		cmocka_unit_test(test_natural_order),
 		cmocka_unit_test(test_parse_gpu),
+		cmocka_unit_test(test_parse_shape),
 		cmocka_unit_test(test_errbuf_fields),
 		cmocka_unit_test(test_strerror_table),
 		cmocka_unit_test(test_log_escapes_names),
