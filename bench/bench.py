@@ -198,8 +198,8 @@ def main():
                         decoded = d1["bytes_decoded"] - d0["bytes_decoded"]
                         asked = rows * H * W * 3 * 4
                         r["amp"] = decoded / asked
-                        handed = (d1["bytes_served"] + d1["bytes_pushed"] - d0["bytes_served"]
-                                  - d0["bytes_pushed"])
+                        handed = (d1["bytes_served"] + benchlib.bytes_ahead(d1)
+                                  - d0["bytes_served"] - benchlib.bytes_ahead(d0))
                         r["amp_k"] = decoded / handed
                 else:
                     r[phase] = seq(arr)

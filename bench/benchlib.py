@@ -256,6 +256,16 @@ def mount_null(nullfs, size, mnt):
     raise RuntimeError(f"data.dat did not appear under {mnt}")
 
 
+def bytes_ahead(st):
+    """The bytes a daemon's counters (/.stats.json, st) say it stored ahead
+    of its readers: by the readahead and for hints. Builds before the two
+    were counted apart had one counter, bytes_pushed, which A/B runs
+    against them still read."""
+    if "bytes_readahead" in st:
+        return st["bytes_readahead"] + st["bytes_hinted"]
+    return st.get("bytes_pushed", 0)
+
+
 def daemon_pid(mnt):
     """The pid of the dsview daemon serving mnt (its .stats.json)."""
     with open(os.path.join(mnt, ".stats.json")) as f:

@@ -28,9 +28,9 @@ ROWS = int(os.environ.get("EPOCH_ROWS", "2048"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 
 
-def prefetched(mnt):
+def readahead_chunks(mnt):
     with open(os.path.join(mnt, ".stats.json")) as f:
-        return json.load(f)["prefetched"]
+        return json.load(f)["readahead_chunks"]
 
 
 def two_epochs(dsview, work, store, mnt):
@@ -40,11 +40,11 @@ def two_epochs(dsview, work, store, mnt):
     try:
         f = os.path.join(mnt, "v.dat")
         e1 = S.read_all(f)
-        p1 = prefetched(mnt)
+        p1 = readahead_chunks(mnt)
         L.evict(store)
         L.evict(f)
         e2 = S.read_all(f)
-        return e1, e2, p1, prefetched(mnt) - p1
+        return e1, e2, p1, readahead_chunks(mnt) - p1
     finally:
         subprocess.run([dsview, "umount", mnt], check=True)
 

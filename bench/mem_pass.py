@@ -3,7 +3,8 @@
 the daemon did for it (docs/benchmarks/store.md, "Run 3"): a sequential
 memmap pass in GB/s of float32, or shuffled batches by forked workers in
 rows/s; the bytes it served to the reader's requests
-(bytes_served) and pushed ahead into the page cache (bytes_pushed), and
+(bytes_served) and made ahead into the page cache (bytes_readahead and
+bytes_hinted: benchlib.bytes_ahead), and
 dropped behind the pass (bytes_dropped). Served and pushed past the view's
 size (past the rows asked, shuffled) is what was made twice or for
 nothing: pages pushed that the group reclaimed before the reader reached
@@ -105,7 +106,7 @@ def child(dsview, work, src, group, out):
     with open(os.path.join(mp, ".stats.json")) as f:
         st = json.load(f)
     subprocess.run([dsview, "umount", mp], check=True)
-    os.write(out, json.dumps([rate, st["bytes_served"], st["bytes_pushed"],
+    os.write(out, json.dumps([rate, st["bytes_served"], L.bytes_ahead(st),
                               st.get("bytes_dropped", 0), st.get("bytes_shed", 0)]).encode())
 
 

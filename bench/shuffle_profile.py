@@ -99,7 +99,7 @@ def one(ds, config, rep):
     if s0:
         s1 = stats(ds)
         rows = r[f"rows_{key}"]
-        reads = s1["reads"] - s0["reads"]
+        reads = s1["read_requests"] - s0["read_requests"]
         out["req/row"] = reads / rows
         out["made/row"] = (s1["bytes_served"] - s0["bytes_served"]) / rows / (ds.row * 4)
         for half in ("make", "reply"):

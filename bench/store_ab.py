@@ -76,7 +76,7 @@ def main():
             gbs, cpu, st = one_pass(sd, shape, binary, view, env)
             res[label].append(gbs)
             print(f"round {r} {label}: {gbs:.3f} GB/s, daemon cpu {cpu:.2f} s, served "
-                  f"{st['bytes_served'] >> 20} MiB, pushed {st['bytes_pushed'] >> 20} MiB, make "
+                  f"{st['bytes_served'] >> 20} MiB, made ahead {L.bytes_ahead(st) >> 20} MiB, make "
                   f"{st['read_make_us_sum'] // 1000} ms, reply {st['read_reply_us_sum'] // 1000} ms, "
                   f"reuses {st['cache_reuses']}, cache {st['cache_bytes'] >> 20} MiB, "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)

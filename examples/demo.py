@@ -115,7 +115,7 @@ std    = 0.229 0.224 0.225
         with open(os.path.join(mnt, ".stats.json")) as f:
             st = json.load(f)
         print(f"daemon: backend {st['backend']}, kernel {st['kernel']}, "
-              f"{st['bytes_served'] / 1e6:.0f} MB served on request, {st['bytes_pushed'] / 1e6:.0f} MB "
+              f"{st['bytes_served'] / 1e6:.0f} MB served on request, {st['bytes_readahead'] / 1e6:.0f} MB "
               f"read ahead, {st['chunks_decoded']} LZ4 chunks decoded (cache hits {st['cache_hits']}), "
               f"errors {st['errors']}")
         ok = exact and np.array_equal(gotb, refb)

@@ -139,6 +139,11 @@ uint64_t dsv_source_stored_bytes(const dsv_source *s);
  * strings, as the totals of info and the work list of verify count them. */
 int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b);
 const char *dsv_source_kind_name(dsv_source_kind k);
+/* True for a kind whose file holds the elements as one run (npy, raw,
+ * NIfTI, HDF5 contiguous; fill rows hold none): read piece by piece, its
+ * chunks are only dsview's units of readahead and verify (about 1 MiB),
+ * not the file's. */
+int dsv_source_kind_flat(dsv_source_kind k);
 
 /* @return 0, or DSV_ERR_INVALID for an index out of range. */
 int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *out);

@@ -68,6 +68,7 @@ static json_t *jsource(const dsv_source *s)
 	json_object_set_new(o, "data_bytes", json_integer((json_int_t)(si->nelems * esize)));
 	json_object_set_new(o, "stored_bytes",
 			    json_integer((json_int_t)dsv_source_stored_bytes(s)));
+	json_object_set_new(o, "flat", json_boolean(dsv_source_kind_flat(si->kind)));
 	json_object_set_new(o, "nchunks", json_integer((json_int_t)si->nchunks));
 	json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
 	json_object_set_new(o, "chunk_rows",

@@ -48,9 +48,13 @@ static const char *fmt_scalar(char *buf, size_t cap, const json_t *v)
 	return buf;
 }
 
+/* The source's chunks: none for a flat one, whose chunks are dsview's
+ * readahead units, not the file's ("flat" in info_json.c). */
 static void print_chunks(const json_t *src)
 {
 	char b[32];
+	if (json_is_true(json_object_get(src, "flat")))
+		return;
 	uint64_t n = dsv_cli_jint(src, "nchunks"), bytes = dsv_cli_jint(src, "chunk_bytes");
 	uint64_t nrows = (uint64_t)json_integer_value(
 		json_array_get(json_object_get(src, "shape"), 0));

@@ -1,8 +1,9 @@
 /*
  * dsview status: every dsview mount on the machine (or one), from the
- * mount table and each mount's /.stats.json: source, pid, uptime, backend,
- * views, bytes served, cache hit rate and use, read errors, log. Also the
- * mount-table reader that umount shares.
+ * mount table and each mount's /.stats.json: source, pid, start and
+ * uptime, backend, views, the bytes made for readers (served on request,
+ * made ahead by the readahead and for hints), cache hit rate and use, read
+ * errors, log. Also the mount-table reader that umount shares.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,17 +24,22 @@ static const char status_usage[] =
 	"usage: dsview status [--json] [--watch[=SECONDS]] [MOUNTPOINT]\n"
 	"\n"
 	"Lists every dsview mount (or the one at MOUNTPOINT): its source (manifest\n"
-	"or file), the daemon's pid and uptime, backend, views, bytes served and\n"
-	"the average rate since the mount, the chunk cache's hit rate and use,\n"
-	"read errors, and where the daemon logs. A mount whose daemon died is\n"
-	"listed as dead (dsview umount detaches it).\n"
+	"or file), the daemon's pid, when it started and its uptime, backend,\n"
+	"views, the bytes made for readers -- served on request (\"bytes_served\")\n"
+	"and made ahead of them into the page cache by the readahead\n"
+	"(\"bytes_readahead\") and for a loader's hints (\"bytes_hinted\") -- and\n"
+	"their average rate since the start (\"mb_per_s\"), the chunk cache's hit\n"
+	"rate and use, read errors, and where the daemon logs. A mount whose\n"
+	"daemon died is listed as dead (dsview umount detaches it).\n"
 	"\n"
 	"options:\n"
-	"  --json       one JSON array, an object per mount\n"
+	"  --json       one JSON array, an object per mount (\"started\" in Unix\n"
+	"               seconds)\n"
 	"  --watch[=S]  again every S seconds (default " DSV_DEFAULT_WATCH_TEXT
-	") until interrupted, with\n"
-	"               each mount's MB/s since the last time (\"mb_per_s_now\");\n"
-	"               with --json, one array per line\n"
+	") until interrupted, each\n"
+	"               pass headed by the local time, with each mount's MB/s\n"
+	"               since the last pass (\"mb_per_s_now\"); with --json, one\n"
+	"               array per line\n"
 	"  -h, --help   this help\n"
 	"\n"
 	"Exit status: 0, or 1 when MOUNTPOINT is not a dsview mount.\n";
@@ -66,6 +72,31 @@ typedef struct status_job {
 	json_t *list; /* this pass's entries */
 } status_job;
 
+/* The bytes dsview made for a mount's readers: served on request, and
+ * stored ahead of them by the readahead and for sampler hints. */
+static json_int_t bytes_made(const json_t *st)
+{
+	return dsv_cli_jint(st, "bytes_served") + dsv_cli_jint(st, "bytes_readahead") +
+	       dsv_cli_jint(st, "bytes_hinted");
+}
+
+/* Object storage's counters and the disk cache's, for mounts that use
+ * them, copied from .stats.json (st) into the entry (out). */
+static void add_net(json_t *out, const json_t *st)
+{
+	static const char *const net[] = { "net_heads", "net_gets", "net_bytes", "net_retries",
+					   "net_failures" };
+	static const char *const disk[] = { "disk_cache_hits",      "disk_cache_misses",
+					    "disk_cache_hit_bytes", "disk_cache_evictions",
+					    "disk_cache_corrupt",   "disk_cache_size",
+					    "disk_cache_used" };
+	for (size_t i = 0; dsv_cli_jint(st, "net_heads") && i < sizeof(net) / sizeof(*net); i++)
+		json_object_set_new(out, net[i], json_integer(dsv_cli_jint(st, net[i])));
+	for (size_t i = 0; dsv_cli_jint(st, "disk_cache_size") && i < sizeof(disk) / sizeof(*disk);
+	     i++)
+		json_object_set_new(out, disk[i], json_integer(dsv_cli_jint(st, disk[i])));
+}
+
 /* One mount's entry: what its .stats.json says, with uptime and rates.
  * Paths from the mount table may hold bytes that are not UTF-8, which a
  * JSON string cannot: those are written \xNN. */
@@ -89,64 +120,66 @@ static json_t *describe(const dsv_cli_mount *mnt)
 	json_int_t up = started ? (json_int_t)now - started : 0;
 	json_int_t hits = dsv_cli_jint(st, "cache_hits"), misses = dsv_cli_jint(st, "cache_misses");
 	out = json_pack(
-		"{s:s, s:s, s:b, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:o, s:I, s:I, s:I, s:s}",
+		"{s:s, s:s, s:b, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:I, s:I, "
+		"s:I, s:s}",
 		"mountpoint", dsv_cli_escaped(mnt->point, 0), "source",
 		dsv_cli_escaped(mnt->source, 0), "alive", 1, "pid", dsv_cli_jint(st, "pid"),
-		"uptime_s", up, "backend", dsv_cli_jstr(st, "backend", "?"), "views",
-		dsv_cli_jint(st, "views"), "reads", dsv_cli_jint(st, "reads"), "bytes_served",
-		dsv_cli_jint(st, "bytes_served"), "mb_per_s",
-		up > 0 ? (double)dsv_cli_jint(st, "bytes_served") / 1e6 / (double)up : 0.0,
-		"cache_hit_rate",
+		"started", started, "uptime_s", up, "backend", dsv_cli_jstr(st, "backend", "?"),
+		"views", dsv_cli_jint(st, "views"), "read_requests",
+		dsv_cli_jint(st, "read_requests"), "bytes_served", dsv_cli_jint(st, "bytes_served"),
+		"bytes_readahead", dsv_cli_jint(st, "bytes_readahead"), "bytes_hinted",
+		dsv_cli_jint(st, "bytes_hinted"), "mb_per_s",
+		up > 0 ? (double)bytes_made(st) / 1e6 / (double)up : 0.0, "cache_hit_rate",
 		hits + misses ? json_real((double)hits / (double)(hits + misses)) : json_null(),
 		"cache_bytes", dsv_cli_jint(st, "cache_bytes"), "cache_budget",
 		dsv_cli_jint(st, "cache_budget"), "read_errors", dsv_cli_jint(st, "read_errors"),
 		"log", dsv_cli_jstr(st, "log", "?"));
-	/* object storage's counters, for mounts that read any */
-	if (out && dsv_cli_jint(st, "net_heads"))
-		json_object_update_new(out,
-				       json_pack("{s:I, s:I, s:I, s:I, s:I}", "net_heads",
-						 dsv_cli_jint(st, "net_heads"), "net_gets",
-						 dsv_cli_jint(st, "net_gets"), "net_bytes",
-						 dsv_cli_jint(st, "net_bytes"), "net_retries",
-						 dsv_cli_jint(st, "net_retries"), "net_failures",
-						 dsv_cli_jint(st, "net_failures")));
-	if (out && dsv_cli_jint(st, "disk_cache_size"))
-		json_object_update_new(
-			out, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "disk_cache_hits",
-				       dsv_cli_jint(st, "disk_cache_hits"), "disk_cache_misses",
-				       dsv_cli_jint(st, "disk_cache_misses"), "disk_cache_bytes",
-				       dsv_cli_jint(st, "disk_cache_bytes"), "disk_cache_evictions",
-				       dsv_cli_jint(st, "disk_cache_evictions"),
-				       "disk_cache_corrupt", dsv_cli_jint(st, "disk_cache_corrupt"),
-				       "disk_cache_size", dsv_cli_jint(st, "disk_cache_size"),
-				       "disk_cache_used", dsv_cli_jint(st, "disk_cache_used")));
+	if (out)
+		add_net(out, st);
 	json_decref(st);
 	return out;
 }
 
-static void print_text(const json_t *e)
+/* t as local time, with the date (long) or the time of day alone. */
+static const char *local_time(char *buf, size_t cap, time_t t, int date)
+{
+	struct tm tm;
+	if (!localtime_r(&t, &tm) ||
+	    !strftime(buf, cap, date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm))
+		snprintf(buf, cap, "?");
+	return buf;
+}
+
+/* Who serves, since when, and what it made for its readers. */
+static void print_made(const json_t *e)
 {
 	char a[32], b[32], c[32];
-	printf("%s  %s\n", dsv_cli_shown(dsv_cli_jstr(e, "mountpoint", "?")),
-	       dsv_cli_shown(dsv_cli_jstr(e, "source", "?")));
-	if (!json_is_true(json_object_get(e, "alive"))) {
-		printf("  dead: %s\n", dsv_cli_jstr(e, "why", "?"));
-		return;
-	}
-	json_int_t up = dsv_cli_jint(e, "uptime_s");
-	json_t *rate = json_object_get(e, "cache_hit_rate");
-	printf("  pid %lld, up %lldh%02lldm%02llds, backend %s, %lld view%s\n",
-	       (long long)dsv_cli_jint(e, "pid"), (long long)(up / 3600), (long long)(up / 60 % 60),
-	       (long long)(up % 60), dsv_cli_jstr(e, "backend", "?"),
-	       (long long)dsv_cli_jint(e, "views"), dsv_cli_jint(e, "views") == 1 ? "" : "s");
-	printf("  served %s in %lld read%s (%.1f MB/s on average), ",
+	json_int_t up = dsv_cli_jint(e, "uptime_s"), reqs = dsv_cli_jint(e, "read_requests");
+	printf("  pid %lld, started %s (up %lldh%02lldm%02llds), backend %s, %lld view%s\n",
+	       (long long)dsv_cli_jint(e, "pid"),
+	       local_time(a, sizeof(a), (time_t)dsv_cli_jint(e, "started"), 1),
+	       (long long)(up / 3600), (long long)(up / 60 % 60), (long long)(up % 60),
+	       dsv_cli_jstr(e, "backend", "?"), (long long)dsv_cli_jint(e, "views"),
+	       dsv_cli_jint(e, "views") == 1 ? "" : "s");
+	printf("  served %s on request (%lld read request%s); made ahead %s by readahead, %s "
+	       "for hints\n",
 	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "bytes_served")),
-	       (long long)dsv_cli_jint(e, "reads"), dsv_cli_jint(e, "reads") == 1 ? "" : "s",
+	       (long long)reqs, reqs == 1 ? "" : "s",
+	       dsv_fmt_bytes(b, sizeof(b), (uint64_t)dsv_cli_jint(e, "bytes_readahead")),
+	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "bytes_hinted")));
+	printf("  %s in all, %.1f MB/s on average\n",
+	       dsv_fmt_bytes(a, sizeof(a), (uint64_t)bytes_made(e)),
 	       json_real_value(json_object_get(e, "mb_per_s")));
+}
+
+static void print_cache(const json_t *e)
+{
+	char a[32], b[32], c[32];
+	json_t *rate = json_object_get(e, "cache_hit_rate");
 	if (json_is_real(rate))
-		printf("cache hit rate %.1f%%", 100 * json_real_value(rate));
+		printf("  chunk cache hit rate %.1f%%", 100 * json_real_value(rate));
 	else
-		printf("cache not used yet");
+		printf("  chunk cache not used yet");
 	printf(" (%s of %s), %lld read error%s\n",
 	       dsv_fmt_bytes(b, sizeof(b), (uint64_t)dsv_cli_jint(e, "cache_bytes")),
 	       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "cache_budget")),
@@ -165,11 +198,24 @@ static void print_text(const json_t *e)
 		       "%lld damaged dropped\n",
 		       (long long)dsv_cli_jint(e, "disk_cache_hits"),
 		       (long long)dsv_cli_jint(e, "disk_cache_misses"),
-		       dsv_fmt_bytes(a, sizeof(a), (uint64_t)dsv_cli_jint(e, "disk_cache_bytes")),
+		       dsv_fmt_bytes(a, sizeof(a),
+				     (uint64_t)dsv_cli_jint(e, "disk_cache_hit_bytes")),
 		       dsv_fmt_bytes(b, sizeof(b), (uint64_t)dsv_cli_jint(e, "disk_cache_used")),
 		       dsv_fmt_bytes(c, sizeof(c), (uint64_t)dsv_cli_jint(e, "disk_cache_size")),
 		       (long long)dsv_cli_jint(e, "disk_cache_evictions"),
 		       (long long)dsv_cli_jint(e, "disk_cache_corrupt"));
+}
+
+static void print_text(const json_t *e)
+{
+	printf("%s  %s\n", dsv_cli_shown(dsv_cli_jstr(e, "mountpoint", "?")),
+	       dsv_cli_shown(dsv_cli_jstr(e, "source", "?")));
+	if (!json_is_true(json_object_get(e, "alive"))) {
+		printf("  dead: %s\n", dsv_cli_jstr(e, "why", "?"));
+		return;
+	}
+	print_made(e);
+	print_cache(e);
 	printf("  log %s\n", dsv_cli_shown(dsv_cli_jstr(e, "log", "?")));
 }
 
@@ -187,7 +233,7 @@ static int each(const dsv_cli_mount *mnt, void *arg)
 }
 
 /* --watch: each entry's MB/s since the last pass ("mb_per_s_now"), from
- * the bytes served then (prev, NULL on the first pass) and now. */
+ * the bytes made for readers then (prev, NULL on the first pass) and now. */
 static void add_rates(json_t *list, const json_t *prev, double secs)
 {
 	size_t i, k;
@@ -202,9 +248,8 @@ static void add_rates(json_t *list, const json_t *prev, double secs)
 			    dsv_cli_jint(e, "pid") == dsv_cli_jint(p, "pid"))
 				json_object_set_new(
 					e, "mb_per_s_now",
-					json_real((double)(dsv_cli_jint(e, "bytes_served") -
-							   dsv_cli_jint(p, "bytes_served")) /
-						  1e6 / secs));
+					json_real((double)(bytes_made(e) - bytes_made(p)) / 1e6 /
+						  secs));
 		}
 	}
 }
@@ -282,10 +327,12 @@ int dsv_cmd_status(int argc, char **argv)
 			return EXIT_USER;
 		}
 		add_rates(j.list, prev, t - t_prev);
-		if (watch && !json && isatty(1))
-			printf("\033[H\033[J"); /* a terminal: redraw in place */
-		else if (watch && !json)
-			printf("--- %.0f\n", (double)time(NULL));
+		if (watch && !json) {
+			char at[32];
+			if (isatty(1))
+				printf("\033[H\033[J"); /* a terminal: redraw in place */
+			printf("--- %s\n", local_time(at, sizeof(at), time(NULL), 0));
+		}
 		print_all(j.list, json, watch);
 		if (!json && !j.found)
 			printf("no dsview mounts\n");

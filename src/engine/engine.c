@@ -61,7 +61,7 @@ static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *
 	int err = dsv_read_fill(arg, chunk, buf, size, &job);
 	if (!job.v) { /* the read path's own: a tile of windows */
 		if (job.tile)
-			atomic_fetch_add(&e->made, 1);
+			atomic_fetch_add(&e->tiles_made, 1);
 		return err;
 	}
 	if (err)

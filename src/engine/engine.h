@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "dsview/view.h"
 
 typedef struct dsv_engine dsv_engine;
@@ -133,8 +135,9 @@ void dsv_engine_opened(dsv_engine *e, int data, int pid);
  * (t0 to t1, CLOCK_MONOTONIC). */
 void dsv_engine_count_request(dsv_engine *e);
 void dsv_engine_time_reply(dsv_engine *e, const struct timespec *t0, const struct timespec *t1);
-/* The counters as JSON object members ("{\n  \"pid\": ..."), a new string;
- * NULL when out of memory. */
-char *dsv_engine_stats_text(dsv_engine *e);
+/* Adds the counters to obj, one member each, in a fixed order (stats.c's
+ * table: docs/performance.md says what each counts). @return 0,
+ * DSV_ERR_NOMEM (obj then holds some of them). */
+int dsv_engine_stats_add(dsv_engine *e, json_t *obj);
 
 #endif

@@ -8,7 +8,7 @@
  *   pages.c     what goes to the sink without a request (readahead,
  *               hinted rows) and what is dropped from it (behind a pass,
  *               the page budget's oldest regions)
- *   stats.c     the counters' text
+ *   stats.c     the counters, a table rendered as JSON members
  *   prefetch.c  readahead streams and their queue (prefetch.h)
  *   hints.c     sampler hints' queue and threads (hints.h)
  *   budget.c    the page budget (budget.h)
@@ -54,14 +54,17 @@ struct dsv_engine {
 	dsv_budget *_Atomic budget;
 	pthread_mutex_t budget_lock;
 	_Atomic int last_opener; /* the process whose group was looked at last */
+	/* reads: the front end's read requests, of any file, failed ones
+	 * too; bytes_served: the bytes of the engine's reads that succeeded */
 	_Atomic uint64_t reads, bytes_served, read_errors, opens;
 	/* output bytes (as if transformed) of every chunk decoded and every
 	 * plain piece pread: against bytes_served, the read amplification */
 	_Atomic uint64_t bytes_decoded;
-	_Atomic uint64_t bytes_pushed;  /* stored through the sink by readahead and hints */
+	/* stored through the sink: by the readahead, and for sampler hints */
+	_Atomic uint64_t bytes_readahead, bytes_hinted;
 	_Atomic uint64_t bytes_dropped; /* dropped from it behind a stream */
 	_Atomic uint64_t bytes_shed;    /* counted in the regions the page budget dropped */
-	_Atomic uint64_t made;          /* tiles of windows the read path made (read.h) */
+	_Atomic uint64_t tiles_made;    /* tiles of windows the read path made (read.h) */
 	_Atomic uint64_t stream_fills;  /* chunks filled for a read that streams */
 	/* a read's two halves: making its bytes, and the front end writing
 	 * the reply (for FUSE, the kernel copies it into the reader's pages) */

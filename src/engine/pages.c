@@ -26,21 +26,24 @@
 #define PREFETCH_THREADS 2
 #define DEVICE_BATCH 8 /* chunks, at most, in one device batch */
 
-/* Stores k bytes of file at off, made at buf, through the sink. */
-static int store(dsv_engine *e, uint32_t file, uint64_t off, char *buf, size_t k)
+/* Stores k bytes of file at off, made at buf, through the sink, and
+ * counts them in *count (the readahead's bytes, or the hints'). */
+static int store(dsv_engine *e, _Atomic uint64_t *count, uint32_t file, uint64_t off, char *buf,
+		 size_t k)
 {
 	int err = e->sink.store(e->sink.ctx, file, off, buf, k);
 	if (err)
 		return err;
-	atomic_fetch_add(&e->bytes_pushed, k);
+	atomic_fetch_add(count, k);
 	dsv_budget_add(e->budget, file, off, k);
 	return 0;
 }
 
 /* Makes bytes [off, end) of file (whole pages, or up to its end), read as
  * flags (dsv_read's) ask, and stores them, in pieces of at most
- * max_store bytes. */
-static int store_pages(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end, unsigned flags)
+ * max_store bytes, counted in *count. */
+static int store_pages(dsv_engine *e, _Atomic uint64_t *count, uint32_t file, uint64_t off,
+		       uint64_t end, unsigned flags)
 {
 	dsv_read_info info;
 	while (off < end) {
@@ -50,7 +53,7 @@ static int store_pages(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end,
 		if (!buf)
 			return DSV_ERR_NOMEM;
 		if ((err = dsv_engine_file_bytes(e, file, off, k, buf, flags, &info)) ||
-		    (err = store(e, file, off, buf, k)))
+		    (err = store(e, count, file, off, buf, k)))
 			return err;
 		off += k;
 	}
@@ -90,7 +93,7 @@ static int store_made(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end, 
 		}
 		if (o < skip && o + k > skip)
 			k = skip - o;
-		if (store(e, file, o, buf + (o - off), (size_t)k))
+		if (store(e, &e->bytes_readahead, file, o, buf + (o - off), (size_t)k))
 			return DSV_ERR_IO;
 		o += k;
 	}
@@ -128,8 +131,8 @@ static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, 
 	 * is decoded whole, once */
 	for (uint64_t c = first; c <= last; c++) {
 		if ((err = chunk_pages(e, file, c, &o, &c_end)) ||
-		    (err = store_pages(e, file, o + (c == trip ? page : 0), c_end,
-				       DSV_READ_STREAM)))
+		    (err = store_pages(e, &e->bytes_readahead, file, o + (c == trip ? page : 0),
+				       c_end, DSV_READ_STREAM)))
 			return err;
 	}
 	return 0;
@@ -202,7 +205,8 @@ static int push_row(void *ctx, uint32_t file, uint64_t row)
 	const dsv_view *v = file_view(e, file, &hdr);
 	uint64_t off = (hdr + row * v->row_bytes) / page * page;
 	uint64_t end = (hdr + (row + 1) * v->row_bytes + page - 1) / page * page;
-	return store_pages(e, file, off, end < e->file_size[file] ? end : e->file_size[file], 0);
+	return store_pages(e, &e->bytes_hinted, file, off,
+			   end < e->file_size[file] ? end : e->file_size[file], 0);
 }
 
 static void start_prefetch(dsv_engine *e)

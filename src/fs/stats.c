@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -20,32 +21,27 @@
 #include "common/str.h"
 #include "fs/fs_i.h"
 
-/* The mount's identity, what `dsview status` shows besides the counters,
- * put before the engine's counters (dsv_engine_stats_text): mountpoint, source (absolute
- * when it can be resolved), start time (Unix seconds) and where the log
- * goes. */
+/* The mount's identity, what `dsview status` shows besides the counters:
+ * mountpoint, source (absolute when it can be resolved), start time (Unix
+ * seconds), where the log goes and the daemon's pid; then the engine's
+ * counters (dsv_engine_stats_add). A new string ending in a newline, or
+ * NULL when out of memory. */
 static char *render(dsv_fs *fs)
 {
-	char *counters = dsv_engine_stats_text(fs->engine), *s = NULL;
 	/* JSON strings are UTF-8: paths shown as fsname shows them (\xNN) */
-	char mp[4 * PATH_MAX + 4], log[4 * PATH_MAX + 4];
+	char mp[4 * PATH_MAX + 4], log[4 * PATH_MAX + 4], *text = NULL, *s = NULL;
 	const char *target = dsv_log_target();
-	json_t *id = counters ? json_pack("{s:s, s:s, s:I, s:s}", "mountpoint",
-					  dsv_shown(fs->mountpoint, strlen(fs->mountpoint),
-						    PATH_MAX, mp),
-					  "source", fs->source, "started",
-					  (json_int_t)fs->mount_time.tv_sec, "log",
-					  dsv_shown(target, strlen(target), PATH_MAX, log))
-			      : NULL;
-	char *head = id ? json_dumps(id, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-	size_t n = head ? strlen(head) : 0;
-	/* head: "{...\n}"; counters: "{\n  ..." -> one object */
-	if (n > 2 && counters[0] == '{' &&
-	    asprintf(&s, "%.*s,%s", (int)(n - 2), head, counters + 1) < 0)
+	json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:i}", "mountpoint",
+			      dsv_shown(fs->mountpoint, strlen(fs->mountpoint), PATH_MAX, mp),
+			      "source", fs->source, "started", (json_int_t)fs->mount_time.tv_sec,
+			      "log", dsv_shown(target, strlen(target), PATH_MAX, log), "pid",
+			      (int)getpid());
+	if (o && dsv_engine_stats_add(fs->engine, o) == 0)
+		text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (text && asprintf(&s, "%s\n", text) < 0)
 		s = NULL;
-	json_decref(id);
-	free(head);
-	free(counters);
+	json_decref(o);
+	free(text);
 	return s;
 }
 

@@ -176,6 +176,12 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	return "unknown";
 }
 
+int dsv_source_kind_flat(dsv_source_kind k)
+{
+	return k == DSV_SRC_NPY || k == DSV_SRC_RAW || k == DSV_SRC_NIFTI || k == DSV_SRC_FILL ||
+	       k == DSV_SRC_H5_CONTIGUOUS;
+}
+
 int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 {
 	uint64_t esize = dsv_dtype_size(s->info.dtype);

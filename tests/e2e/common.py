@@ -180,7 +180,7 @@ class Mount:
             time.sleep(0.05)
         return st
 
-    def stats_settled(self, counters=("prefetched", "gpu_readahead_bytes"), quiet=1.0,
+    def stats_settled(self, counters=("readahead_chunks", "gpu_readahead_bytes"), quiet=1.0,
                       timeout=60):
         """The stats once the background work has stopped: counters
         unchanged for quiet seconds (or timeout seconds have passed). The

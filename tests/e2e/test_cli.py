@@ -208,15 +208,21 @@ class Status(E2E):
             self.assertEqual(a["log"], m1.log)
             self.assertEqual(a["backend"], "cpu")
             self.assertGreaterEqual(a["uptime_s"], 0)
-            for k in ("reads", "cache_hit_rate", "cache_bytes", "cache_budget", "read_errors",
-                      "mb_per_s"):
+            for k in ("read_requests", "cache_hit_rate", "cache_bytes", "cache_budget", "read_errors",
+                      "mb_per_s", "bytes_readahead", "bytes_hinted"):
                 self.assertIn(k, a)
+            self.assertEqual(a["started"], m1.stats()["started"])
+            self.assertLessEqual(abs(a["started"] + a["uptime_s"] - time.time()), 2)
             # one mount, as text, options after the operand
             r = run("status", m1.mp)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(r.stdout.startswith(f"{os.path.realpath(m1.mp)}  {os.path.realpath(ini)}\n"),
                             r.stdout)
-            self.assertIn(f"pid {m1.pid}, ", r.stdout)
+            self.assertIn(f"pid {m1.pid}, started "
+                          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(a['started']))} (up ",
+                          r.stdout)
+            self.assertRegex(r.stdout, r"\n  served [0-9.]+ [kMG]?B on request \(\d+ read requests\); "
+                                       r"made ahead [0-9.]+ [kMG]?B by readahead, 0 B for hints\n")
             self.assertIn(f"log {m1.log}", r.stdout)
             self.assertNotIn(m2.mp, r.stdout)
             r = run("status", m2.mp, "--json")
@@ -268,6 +274,28 @@ class Status(E2E):
                 p.wait()
             self.assertGreaterEqual(second["bytes_served"] - first["bytes_served"], 4_000_000)
             self.assertGreater(second["mb_per_s_now"], 0)
+
+    def test_watch_text_heads_each_pass_with_the_time(self):
+        np.save(self.p("w.npy"), np.zeros((10, 10), np.uint8))
+        with self.mount(self.p("w.npy")) as m:
+            p = subprocess.Popen([DSVIEW, "status", "--watch=1", m.mp], stdout=subprocess.PIPE,
+                                 text=True)
+            try:
+                heads = []
+                while len(heads) < 2:
+                    line = p.stdout.readline()
+                    self.assertTrue(line, "status --watch ended")
+                    if line.startswith("---"):
+                        heads.append((line, time.time()))
+            finally:
+                p.kill()
+                p.wait()
+            for line, t in heads:  # the local time of day, as a clock shows it
+                self.assertRegex(line, r"^--- \d\d:\d\d:\d\d\n$")
+                shown = time.strptime(line[4:12], "%H:%M:%S")
+                now = time.localtime(t)
+                secs = lambda x: x.tm_hour * 3600 + x.tm_min * 60 + x.tm_sec  # noqa: E731
+                self.assertLessEqual((secs(now) - secs(shown)) % 86400, 2, line)
 
     def test_dead_and_not_mounted(self):
         np.save(self.p("a.npy"), np.zeros((10, 10), np.uint8))

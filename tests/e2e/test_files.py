@@ -30,7 +30,7 @@ class StatsFile(E2E):
             r = subprocess.run(["cp", path, self.p("copy.json")], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(self.p("copy.json")) as f:
-                self.assertGreater(json.load(f)["reads"], 0)
+                self.assertGreater(json.load(f)["read_requests"], 0)
             # tar reads exactly st_size bytes and checks the size after
             r = subprocess.run(["tar", "cf", self.p("s.tar"), "-C", m.mp, ".stats.json"],
                                capture_output=True, text=True)

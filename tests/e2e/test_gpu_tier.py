@@ -94,7 +94,7 @@ class Tier(E2E):
             # no chunk cache (so reads that miss the page cache decode
             # again), buffers of 1 MiB at least; a chunk's float32 needs 2
             # (whole MiB): one chunk a batch
-            self.assertEqual((st["gpu_cache_bytes"], st["gpu_batch_bytes"], st["gpu_pinned_bytes"]),
+            self.assertEqual((st["gpu_cache_size"], st["gpu_batch_bytes"], st["gpu_pinned_bytes"]),
                              (64 << 20, 2 << 20, 0))
             # epoch 1 of others' file: the readahead and the reads that miss
             # the page cache decode every chunk, and admit it (the edge
@@ -170,7 +170,7 @@ class Tier(E2E):
             st = m.stats()
             if st["backend"] != "cpu":
                 self.skipTest("a GPU answers")
-            self.assertEqual((st["gpu_cache_bytes"], st["gpu_batch_bytes"]), (0, 0))
+            self.assertEqual((st["gpu_cache_size"], st["gpu_batch_bytes"]), (0, 0))
             check_whole(self, m, "v", reference(self.x, SCALE), "float32")
             self.assertTrue(any("--gpu-cache unused: no device" in line
                                 for line in m.log_lines()), m.log_lines()[:6])
@@ -187,4 +187,4 @@ class Tier(E2E):
         self.refused(off, want="the manifest's gpu_cache needs a GPU")
         # and the mount still serves afterwards
         with self.mount(self.ini, "--gpu", "off") as m:
-            self.assertEqual(m.stats()["gpu_cache_bytes"], 0)
+            self.assertEqual(m.stats()["gpu_cache_size"], 0)

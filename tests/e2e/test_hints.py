@@ -5,6 +5,7 @@ whole with EINVAL (ENOTTY off the data files) and change nothing; the
 queue is bounded; the bytes read are the view's either way."""
 import errno
 import fcntl
+import json
 import os
 import struct
 import sys
@@ -12,7 +13,7 @@ import time
 
 import numpy as np
 
-from common import E2E
+from common import E2E, run
 from refs import reference
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -44,7 +45,7 @@ class Hints(E2E):
         while time.monotonic() < deadline:
             st = m.stats()
             if st["hints_queued"] == queued and \
-                    st["hints_stored"] + st["hints_dropped"] >= queued:
+                    st["hints_stored"] + st["hints_dropped"] + st["hints_failed"] >= queued:
                 return st
             time.sleep(0.02)
         self.fail(f"hints not done: {m.stats()}")
@@ -62,14 +63,38 @@ class Hints(E2E):
                     raw_hint(fd, rows)
                 finally:
                     os.close(fd)
-                self.wait_idle(m, 256)
-                before = m.stats()["reads"]
+                st = self.wait_idle(m, 256)
+                self.check_hinted_bytes(m, st, name, rows)
+                before = m.stats()["read_requests"]
                 got = np.array(a[rows])
                 del a
-                after = m.stats()["reads"]
+                after = m.stats()["read_requests"]
                 np.testing.assert_array_equal(got, self.ref[rows])
                 # the requests of the .stats.json read that took `before` only
                 self.assertLessEqual(after - before, 2, "hinted rows were asked for")
+
+    def check_hinted_bytes(self, m, st, name, rows):
+        """The hinted rows' pages are counted as hinted bytes, apart from
+        the readahead's and from what was served on request, and status
+        shows them."""
+        row, page = self.ref[0].nbytes, os.sysconf("SC_PAGE_SIZE")
+        hdr = os.path.getsize(m.path(name)) - self.ref.nbytes
+        want = sum((hdr + (r + 1) * row + page - 1) // page - (hdr + r * row) // page
+                   for r in rows) * page
+        self.assertEqual((st["hints_stored"], st["hints_failed"]), (len(rows), 0), st)
+        # a row's pages, each stored once for it (two rows may share a page)
+        self.assertLessEqual(st["bytes_hinted"], want, st)
+        self.assertGreaterEqual(st["bytes_hinted"], len(rows) * row, st)
+        self.assertEqual(st["bytes_readahead"], 0, st)
+        r = run("status", "--json", m.mp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        e = json.loads(r.stdout)[0]
+        self.assertEqual(e["bytes_hinted"], st["bytes_hinted"])
+        self.assertLess(e["bytes_served"], st["bytes_hinted"])
+        r = run("status", m.mp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"served [0-9.]+ [kMG]?B on request \(\d+ read requests?\); "
+                                   r"made ahead 0 B by readahead, [0-9.]+ [kMG]?B for hints\n")
 
     def test_bad_hints_refused_whole(self):
         with self.mount(self.ini) as m:
@@ -111,6 +136,7 @@ class Hints(E2E):
                 os.close(fd)
             st = self.wait_idle(m, len(rows))
             self.assertEqual(st["hints_stored"] + st["hints_dropped"], len(rows))
+            self.assertEqual(st["hints_failed"], 0)
             self.assertEqual(st["errors"], 0)
             a = np.load(m.path("v.npy"), mmap_mode="r")
             np.testing.assert_array_equal(np.array(a), self.ref)

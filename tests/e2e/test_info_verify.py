@@ -13,6 +13,7 @@ refuses counts as a failure."""
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import struct
@@ -104,14 +105,19 @@ class Info(E2E):
         self.assertEqual(s["shape"], list(shape))
         self.assertEqual(s["dtype"], dtype)
         self.assertEqual(s["data_bytes"], data_bytes)
+        # a file that holds its elements as one run has no chunks of its own:
+        # nchunks and chunk_* are dsview's readahead units (about 1 MiB)
+        self.assertEqual(s["flat"], kind in ("npy", "raw", "nifti", "hdf5-contiguous"), kind)
         self.assertEqual(s["nchunks"], -(-int(np.prod(shape)) // s["chunk_elems"]))
         if s["chunk_rows"] is not None:
             self.assertEqual(s["chunk_rows"] * int(np.prod(shape[1:])), s["chunk_elems"])
 
     def test_npy(self):
         out = self.info(self.p("x.npy")).stdout
-        for want in ("npy", "(1000, 64, 32) uint8", "chunk"):
+        for want in ("npy", "(1000, 64, 32) uint8", "2.05 MB in a"):
             self.assertIn(want, out)
+        # its chunks are dsview's readahead units, not the file's: not shown
+        self.assertNotIn("chunk", out)
         j = self.info_json(self.p("x.npy"))
         self.assertEqual(j["kind"], "npy")
         self.assertEqual(j["path"], self.p("x.npy"))
@@ -144,10 +150,14 @@ class Info(E2E):
         out = self.info(self.p("x.bin"), "--dtype", "uint8", "--shape", "-1,64,32").stdout
         self.assertIn("raw", out)
         self.assertIn("(1000, 64, 32) uint8", out)
+        self.assertNotIn("chunk", out)
 
     def test_hdf5_file(self):
         r = self.info(self.p("f.h5"))
         out = r.stdout
+        blocks = {b.split("\n")[0].split()[0]: b for b in re.split(r"\n(?=/)", out)[1:]}
+        self.assertNotIn("  chunks ", blocks["/contig"])  # contiguous: flat in the file
+        self.assertIn("  chunks     20 chunks of 50 rows", blocks["/lz4"])
         for want in ("7 datasets", "/contig", "/lz4", "/gz", "/split", "/grp/inner", "/ext",
                      "/words", "contiguous", "chunks of (50, 64, 32)", "lz4 + fletcher32",
                      "deflate", "fast path", "library fallback", "chunks split rows",

@@ -289,8 +289,38 @@ class Lifecycle(E2E):
             # every data read that made bytes counted once in each latency
             # histogram (16 power-of-two buckets of microseconds); reads at
             # EOF and of .stats.json are not
-            data = s1["reads"] - s0["reads"] - polls
+            data = s1["read_requests"] - s0["read_requests"] - polls
             for half in ("read_make_us", "read_reply_us"):
                 self.assertEqual(len(s1[half]), 16, half)
                 self.assertIn(sum(s1[half]) - sum(s0[half]), range(1, data + 1), half)
                 self.assertGreaterEqual(s1[half + "_sum"], s0[half + "_sum"], half)
+            self.check_counter_names(m)
+
+    def check_counter_names(self, m):
+        """/.stats.json: the identity, then every counter, each named for
+        what it counts, in a fixed order, with the JSON type of its kind,
+        and every one listed in docs/performance.md."""
+        with open(m.path(".stats.json")) as f:
+            text = f.read()
+        st = json.loads(text)
+        self.assertTrue(text.endswith("}\n"), text[-20:])
+        self.assertEqual(list(st)[:7], ["mountpoint", "source", "started", "log", "pid",
+                                        "backend", "gpu_device"])
+        self.assertEqual(list(st)[-1], "errors")
+        self.assertEqual(list(m.stats()), list(st), "the order is the table's, every time")
+        for old in ("reads", "read_entries", "prefetched", "bytes_pushed", "gpu_cache_bytes",
+                    "disk_cache_bytes"):
+            self.assertNotIn(old, st)
+        for new in ("read_requests", "tiles_made", "readahead_chunks", "bytes_readahead",
+                    "bytes_hinted", "hints_failed", "gpu_cache_size", "disk_cache_hit_bytes"):
+            self.assertIsInstance(st[new], int, new)
+        for k in ("gpu_failed", "gpu_emulated"):
+            self.assertIsInstance(st[k], bool, k)
+        for k in ("backend", "gpu_device", "gpu_off_why", "kernel", "source", "log"):
+            self.assertIsInstance(st[k], str, k)
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                               "performance.md")) as f:
+            doc = f.read()
+        doc = doc[doc.index("## What the counters say"):]
+        for k in st:
+            self.assertIn(f"`{k}`", doc, f"{k} is not in docs/performance.md")

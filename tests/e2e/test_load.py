@@ -464,7 +464,7 @@ class Soak(Dataset):
                   f"(first half max {mib(max(rs[:half] or rs))}, second half max {mib(max(rs[half:]))}); "
                   f"fds {fd0} after warm-up, max {max(fds)}, {fd_end} at the end; "
                   f"daemon served {st['bytes_served'] / 1e6:.0f} MB, {st['chunks_decoded']} chunks decoded, "
-                  f"{st['cache_evictions']} evictions, {st['prefetched']} prefetched, errors {st['errors']}",
+                  f"{st['cache_evictions']} evictions, {st['readahead_chunks']} chunks read ahead, errors {st['errors']}",
                   flush=True)
             self.check_children(pids, codes, reps, "soak")
             self.assertGreater(reads, self.READERS, "the readers hardly read anything")

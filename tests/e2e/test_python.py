@@ -115,9 +115,9 @@ class Numpy(Fixture):
             dsview.hint(a, rows.tolist())  # the memmap names its file
             st = m.stats_when("hints_stored", 200, timeout=20)
             self.assertEqual(st["hints_stored"], 200, st)
-            before = m.stats()["reads"]
+            before = m.stats()["read_requests"]
             got = np.array(a[rows])
-            after = m.stats()["reads"]
+            after = m.stats()["read_requests"]
             del a
             self.assertBits(got, self.ref[rows], "hinted rows")
             self.assertLessEqual(after - before, 2, "hinted rows were asked for")
@@ -237,11 +237,11 @@ class Torch(Fixture):
         for hinted in (False, True):
             with self.mount(self.ini) as m:
                 loader = dtorch.loader(m.path("v.npy"), batch_size=32, seed=1, hint=hinted)
-                before = m.stats()["reads"]
+                before = m.stats()["read_requests"]
                 for _ in loader:
                     pass
                 st = m.stats()
-                reads[hinted] = st["reads"] - before
+                reads[hinted] = st["read_requests"] - before
                 self.assertEqual(st["hints_queued"], N if hinted else 0)
                 del loader
         self.assertLess(reads[True] * 3, reads[False], reads)

@@ -87,7 +87,7 @@ class S3DiskCache(E2E):
                 st = m.stats()
                 self.assertEqual(st["net_gets"], 0)  # all of it from DIR
                 self.assertGreater(st["disk_cache_hits"], 0)
-                self.assertGreaterEqual(st["disk_cache_bytes"], half // 4)
+                self.assertGreaterEqual(st["disk_cache_hit_bytes"], half // 4)
                 fd = os.open(m.path("a.dat"), os.O_RDONLY)
                 try:
                     with self.assertRaises(OSError) as e:

@@ -2,13 +2,15 @@
  * LZ4 stores through the cache) equals a reference computed here element by
  * element in float64 and rounded once; cut elements at both ends; ranges
  * across chunk and source boundaries; errors for ranges past the end and
- * sources truncated after opening. */
+ * sources truncated after opening; the counters a read and a hint leave
+ * (hinted bytes apart from the readahead's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +94,7 @@ static uint64_t fills_now(fixture *fx)
 {
 	dsv_cache_stats cs;
 	dsv_cache_get_stats(fx->e->cache, &cs);
-	return cs.fills - fx->e->made;
+	return cs.fills - fx->e->tiles_made;
 }
 
 static void mark(fixture *fx)
@@ -452,6 +454,77 @@ static void test_truncated_source(void **state)
 	free(ref);
 }
 
+/* The counters: members in the table's order, the engine's own counted
+ * as the reads happened. */
+static void test_stats_members(void **state)
+{
+	fixture *fx = *state;
+	uint8_t buf[1000];
+	json_t *before = json_object(), *after = json_object();
+	assert_int_equal(dsv_engine_stats_add(fx->e, before), 0);
+	assert_int_equal(dsv_engine_read(fx->e, DSV_ENGINE_FILE(0, 0), 0, sizeof(buf), buf, 0), 0);
+	assert_int_equal(dsv_engine_stats_add(fx->e, after), 0);
+	assert_string_equal(json_object_iter_key(json_object_iter(after)), "backend");
+	assert_int_equal(json_object_size(after), json_object_size(before));
+	assert_int_equal(json_integer_value(json_object_get(after, "bytes_served")) -
+				 json_integer_value(json_object_get(before, "bytes_served")),
+			 sizeof(buf));
+	assert_true(json_is_false(json_object_get(after, "gpu_failed")));
+	assert_string_equal(json_string_value(json_object_get(after, "backend")), "cpu");
+	assert_int_equal(json_array_size(json_object_get(after, "read_make_us")), DSV_LAT_BUCKETS);
+	assert_int_equal(json_integer_value(json_object_get(after, "bytes_hinted")), 0);
+	json_decref(before);
+	json_decref(after);
+}
+
+/* A sink that counts what it is given. */
+static int count_store(void *ctx, uint32_t file, uint64_t off, const void *buf, size_t len)
+{
+	(void)file, (void)off, (void)buf;
+	atomic_fetch_add((_Atomic uint64_t *)ctx, len);
+	return 0;
+}
+
+static int no_drop(void *ctx, uint32_t file, uint64_t off, uint64_t len)
+{
+	(void)ctx, (void)file, (void)off, (void)len;
+	return 0;
+}
+
+static json_int_t stat_of(dsv_engine *e, const char *name)
+{
+	json_t *o = json_object();
+	assert_int_equal(dsv_engine_stats_add(e, o), 0);
+	json_int_t v = json_integer_value(json_object_get(o, name));
+	json_decref(o);
+	return v;
+}
+
+/* Hinted rows go to the sink counted as hinted bytes, not as the
+ * readahead's. */
+static void test_hinted_bytes_counted_apart(void **state)
+{
+	(void)state;
+	static _Atomic uint64_t stored;
+	dsv_engine_sink sink = { count_store, no_drop, (void *)&stored, 1 << 20, 0 };
+	dsv_engine_opts eo = { .cache_size = 1 << 20, .gpu = "off" };
+	const uint64_t rows[] = { 3, 50, 200 };
+	dsv_manifest *m;
+	dsv_engine *e;
+	dsv_errbuf eb;
+	assert_int_equal(dsv_manifest_load(tpath("m.ini"), &m, &eb), 0);
+	assert_int_equal(dsv_engine_new(m, &eo, &e, &eb), 0);
+	assert_int_equal(dsv_engine_start(e, &sink, &eb), 0);
+	assert_int_equal(dsv_engine_hint(e, DSV_ENGINE_FILE(0, 0), rows, 3), 0);
+	for (int i = 0; i < 1000 && stat_of(e, "hints_stored") < 3; i++)
+		usleep(10000);
+	assert_int_equal(stat_of(e, "hints_stored"), 3);
+	assert_int_equal(stat_of(e, "bytes_hinted"), (json_int_t)atomic_load(&stored));
+	assert_true(atomic_load(&stored) >= 3 * ROW * 4);
+	assert_int_equal(stat_of(e, "bytes_readahead"), 0);
+	dsv_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +536,8 @@ int main(void)
 		cmocka_unit_test(test_cached_pieces_report_chunks),
 		cmocka_unit_test(test_chunk_range),
 		cmocka_unit_test(test_range_past_end),
+		cmocka_unit_test(test_stats_members),
+		cmocka_unit_test(test_hinted_bytes_counted_apart),
 		cmocka_unit_test(test_truncated_source),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
