@@ -94,11 +94,6 @@ typedef struct dsv_chunk_ref {
 	int fletcher32; /* stored bytes end with HDF5's Fletcher32 of the rest */
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
 	int grid;       /* a band of an N-d chunk grid, made from its chunks */
-	/* set by the reader, 0 from dsv_source_chunk: it reads on through the
-	 * chunks that follow (the readahead), and a source whose chunks are
-	 * files of their own (Zarr) asks the kernel for the next ones too, as
-	 * the kernel's own readahead does inside one file */
-	int stream;
 } dsv_chunk_ref;
 
 /* True when the chunk's stored bytes are its plain elements (no codec, no

@@ -162,7 +162,7 @@ static int from_tier(dsv_backend *b, uint64_t at, void *out, size_t size)
 }
 
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size,
-		       int stream)
+		       unsigned flags)
 {
 	const dsv_source *s = NULL;
 	dsv_chunk_ref ref;
@@ -183,7 +183,7 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
 		err = dsv_gpu_decode(b->gpu, v, g, out, size, admit ? (int64_t)at : -1);
 	int on_device = err == 0;
 	if (err == DSV_ERR_UNSUPPORTED)
-		err = dsv_cpu_decode(v, g, out, size, stream);
+		err = dsv_cpu_decode(v, g, out, size, flags);
 	if (admit) {
 		/* in: copied on the device, or (emulated) the CPU's whole chunk */
 		int in = !err && (on_device || (b->emu.tier && size == ref.raw_size));

@@ -59,13 +59,12 @@ void dsv_backend_get_stats(const dsv_backend *b, dsv_backend_stats *st);
 
 /* Decodes global chunk g of view v into out: its elements in the source
  * dtype, native little-endian (size must be the chunk's elements times the
- * source element size); from the tier when it holds the chunk. stream: the
- * reader reads on through the chunks that follow (dsv_chunk_ref.stream).
- * Logs the
- * source, chunk and reason on failure.
+ * source element size); from the tier when it holds the chunk. flags: the
+ * read's request's (DSV_READ_*, source/source.h), handed on to the source.
+ * Logs the source, chunk and reason on failure.
  * @return 0 or a negative dsv_err (the read fails with EIO). */
 int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out, size_t size,
-		       int stream);
+		       unsigned flags);
 
 /* The readahead's device path (make.c): output elements [e0, e0 + n) of
  * view v, in the view's dtype as dsv_read makes them, into out, decoded
@@ -86,6 +85,6 @@ int dsv_backend_make(dsv_backend *b, const dsv_view *v, uint64_t e0, uint64_t n,
 int dsv_backend_makes(const dsv_backend *b, const dsv_view *v);
 
 /* The CPU path: every chunk the GPU does not take. */
-int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size, int stream);
+int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size, unsigned flags);
 
 #endif

@@ -29,8 +29,8 @@ static void log_band(void *arg, const dsv_chunk_ref *part, int err, const dsv_er
  * are made, and no buffer for them sits on its stack, while chunks
  * succeed. Only on failure, and the cache keeps partial reads from
  * retrying the whole chunk for a second (dsv_cache_failed_lately). */
-static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, int err, void *buf,
-			size_t size)
+static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, unsigned flags,
+			int err, void *buf, size_t size)
 {
 	const dsv_source *s = v->sources[si];
 	uint64_t band = dsv_source_fallback_band(s);
@@ -45,25 +45,24 @@ static void log_failure(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, 
 		return;
 	if (ref->grid && err != DSV_ERR_NOMEM && (eb = malloc(sizeof(*eb)))) {
 		dsv_errbuf_clear(eb);
-		(void)dsv_source_decode_chunk(s, ref, buf, size, eb);
+		(void)dsv_source_decode_chunk_as(s, ref, flags, buf, size, eb);
 	}
 	dsv_view_log_chunk_error(v, si, ref, err, eb);
 	free(eb);
 }
 
-int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size, int stream)
+int dsv_cpu_decode(const dsv_view *v, uint64_t g, void *out, size_t size, unsigned flags)
 {
 	dsv_chunk_ref ref;
 	size_t si;
 	int err = dsv_view_chunk_ref(v, g, &si, &ref);
 	if (err)
 		return err;
-	ref.stream = stream;
 	const dsv_source *s = v->sources[si];
 	if (size != ref.nelems * dsv_dtype_size(dsv_source_get_info(s)->dtype))
 		return DSV_ERR_INTERNAL;
-	err = dsv_source_decode_chunk(s, &ref, out, size, NULL);
+	err = dsv_source_decode_chunk_as(s, &ref, flags, out, size, NULL);
 	if (err)
-		log_failure(v, si, &ref, err, out, size);
+		log_failure(v, si, &ref, flags, err, out, size);
 	return err;
 }

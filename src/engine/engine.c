@@ -12,9 +12,20 @@
  * Nothing below calls up; the engine knows no front end, only the sink
  * it is given.
  *
+ * One maker (dsv_engine_make, read.c) makes a file's bytes for every
+ * request: a reader's, the readahead's and the hinted rows'. It gets a
+ * request (dsv_read_req: the range and how to read it) and decides where
+ * the bytes are made: a read that streams (the readahead) of a view the
+ * device makes goes to the device whole (dsv_backend_make); everything
+ * else, and what the device declines, goes down the read path. The
+ * request's flags (DSV_READ_*) go down as they are, through the cache's
+ * fill to the backend and the source; what the read did comes back
+ * apart, in a dsv_read_info.
+ *
  * The cache's fill is here (fill below): the read path says, through
- * dsv_read_fill, which chunk of which view an entry is, and the backend
- * decodes it; tiles of windows the read path makes itself.
+ * dsv_read_fill, which chunk of which view an entry is and the request's
+ * flags, and the backend decodes it; tiles of windows the read path makes
+ * itself.
  *
  * Readahead (prefetch.h, pages.c): every read tells the prefetcher which
  * segments (dsv_view_seg_range: chunks, or about a chunk's rows of a view
@@ -69,9 +80,9 @@ static int fill(void *ctx, const void *arg, uint32_t key, uint64_t chunk, void *
 	if (dsv_view_chunk_ref(job.v, job.g, &si, &ref))
 		return DSV_ERR_INTERNAL;
 	atomic_fetch_add(&e->bytes_decoded, ref.nelems * job.v->out_esize);
-	if (job.stream)
+	if (job.flags & DSV_READ_STREAM)
 		atomic_fetch_add(&e->stream_fills, 1);
-	return dsv_backend_decode(e->backend, job.v, job.g, buf, size, job.stream);
+	return dsv_backend_decode(e->backend, job.v, job.g, buf, size, job.flags);
 }
 
 int dsv_engine_new(dsv_manifest *m, const dsv_engine_opts *o, dsv_engine **out, dsv_errbuf *eb)

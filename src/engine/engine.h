@@ -106,18 +106,12 @@ uint64_t dsv_engine_view_disk(const dsv_engine *e, size_t view);
 
 /* ---- reads ---- */
 
-/* How a read is asked for. */
-enum {
-	/* the reader reads on (dsv_read's DSV_READ_STREAM) */
-	DSV_ENGINE_STREAM = 1u,
-};
-
-/* Bytes [off, off + len) of file into dst, read as flags ask; counted,
- * timed, told to the readahead. The range must lie inside the file.
+/* Bytes [off, off + len) of file into dst, for a reader's request (the
+ * engine's own readahead is the read that streams); counted, timed, told
+ * to the readahead. The range must lie inside the file.
  * @return 0 or a negative dsv_err (DSV_ERR_NOMEM, a chunk's failure,
  * logged with the source, chunk and reason). */
-int dsv_engine_read(dsv_engine *e, uint32_t file, uint64_t off, size_t len, void *dst,
-		    unsigned flags);
+int dsv_engine_read(dsv_engine *e, uint32_t file, uint64_t off, size_t len, void *dst);
 /* Queues view rows rows[0 .. n) of file to be made and stored ahead of
  * the reader (the sink; without one they are checked and dropped).
  * @return 0, DSV_ERR_INVALID (a row outside the view, a negative one

@@ -4,7 +4,8 @@
  *
  *   engine.c    the engine's life: new, start (backend, caches), stop,
  *               free; the cache's fill; what is served
- *   read.c      reads, hints, opens: the counted, timed calls
+ *   read.c      the one maker of a file's bytes (dsv_engine_make); reads,
+ *               hints, opens: the counted, timed calls
  *   pages.c     what goes to the sink without a request (readahead,
  *               hinted rows) and what is dropped from it (behind a pass,
  *               the page budget's oldest regions)
@@ -81,10 +82,16 @@ static inline const dsv_view *file_view(const dsv_engine *e, uint32_t file, uint
 }
 
 /* read.c */
-/* Bytes [off, off + len) of file (inside it) into buf, read as flags
- * (dsv_read's) ask; info as dsv_read fills it. Not counted as served. */
-int dsv_engine_file_bytes(dsv_engine *e, uint32_t file, uint64_t off, size_t len, char *buf,
-			  unsigned flags, dsv_read_info *info);
+/* The one maker of a file's bytes: [req->off, req->off + req->len) of
+ * file (inside it) into buf, the .npy header where it lies in the range,
+ * then the view's output, read as req->flags ask. A read that streams
+ * (the readahead) of a view the device makes (dsv_backend_makes) is made
+ * there whole (dsv_backend_make); any other, and one the device declines
+ * or fails, by the read path (dsv_read), which reports a bad chunk.
+ * info: what the read path did (nothing noted for the device's). Not
+ * counted as served. */
+int dsv_engine_make(dsv_engine *e, uint32_t file, const dsv_read_req *req, char *buf,
+		    dsv_read_info *info);
 /* Counts one request of work that began at t0 (CLOCK_MONOTONIC) and ended
  * at t1 into h. */
 void dsv_engine_lat_add(lat_hist *h, const struct timespec *t0, const struct timespec *t1);

@@ -20,7 +20,10 @@
  * to the page where the next one starts, so consecutive chunks tile the
  * file in whole pages (a page stored in two parts would never be up to
  * date); a tripwire chunk (prefetch.h) leaves its first page to the
- * reader. Stores go in pieces of at most the sink's max_store bytes. */
+ * reader. Stores go in pieces of at most the sink's max_store bytes. The
+ * bytes are made as a read's are, by dsv_engine_make (read.c), which
+ * decides where (the device, or the read path): pages.c only decides how
+ * much one request asks for. */
 /* Decoded (source) bytes ahead of a stream: DSVIEW_READAHEAD_KB, 8 MiB
  * unless set (common/knobs.c). */
 #define PREFETCH_THREADS 2
@@ -39,53 +42,24 @@ static int store(dsv_engine *e, _Atomic uint64_t *count, uint32_t file, uint64_t
 	return 0;
 }
 
-/* Makes bytes [off, end) of file (whole pages, or up to its end), read as
- * flags (dsv_read's) ask, and stores them, in pieces of at most
- * max_store bytes, counted in *count. */
-static int store_pages(dsv_engine *e, _Atomic uint64_t *count, uint32_t file, uint64_t off,
-		       uint64_t end, unsigned flags)
+/* Makes bytes [off, end) of file (whole pages, or up to its end) in one
+ * request of flags (dsv_engine_make, which decides where they are made),
+ * and stores them in pieces of at most max_store bytes, all but the page
+ * at skip (a tripwire's; UINT64_MAX: none), counted in *count. */
+static int make_store(dsv_engine *e, _Atomic uint64_t *count, uint32_t file, uint64_t off,
+		      uint64_t end, uint64_t skip, unsigned flags)
 {
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	dsv_read_req req = { .off = off, .len = (size_t)(end - off), .flags = flags };
+	char *buf = dsv_tls_buf(DSV_TLS_OUT, req.len ? req.len : 1);
 	dsv_read_info info;
-	while (off < end) {
-		size_t k = (size_t)(end - off < e->sink.max_store ? end - off : e->sink.max_store);
-		char *buf = dsv_tls_buf(DSV_TLS_OUT, k);
-		int err;
-		if (!buf)
-			return DSV_ERR_NOMEM;
-		if ((err = dsv_engine_file_bytes(e, file, off, k, buf, flags, &info)) ||
-		    (err = store(e, count, file, off, buf, k)))
-			return err;
-		off += k;
-	}
-	return 0;
-}
-
-/* The same on the device path (backend.h, dsv_backend_make): [off, end)
- * made at once from the stored chunks under it, then stored in pieces,
- * all but the page at skip (a tripwire's; UINT64_MAX: none). @return 0,
- * or non-zero for the CPU path to make them (and report what is wrong),
- * or DSV_ERR_IO when the kernel refused a store. */
-static int store_made(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end, uint64_t skip)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), hdr;
-	const dsv_view *v = file_view(e, file, &hdr);
-	uint64_t oes = v->out_esize, o = off;
-	char *buf;
 	int err;
 
-	if (!dsv_backend_makes(e->backend, v) || off >= end ||
-	    !(buf = dsv_tls_buf(DSV_TLS_OUT, (size_t)(end - off))))
-		return DSV_ERR_UNSUPPORTED;
-	if (o < hdr) { /* the .npy header */
-		o = end < hdr ? end : hdr;
-		memcpy(buf, v->npy_header + off, (size_t)(o - off));
-	}
-	if ((o - hdr) % oes || (end - hdr) % oes)
-		return DSV_ERR_UNSUPPORTED; /* pages hold whole elements: never */
-	if (end > o && (err = dsv_backend_make(e->backend, v, (o - hdr) / oes, (end - o) / oes,
-					       buf + (o - off))))
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	if ((err = dsv_engine_make(e, file, &req, buf, &info)))
 		return err;
-	for (o = off; o < end;) {
+	for (uint64_t o = off; o < end;) {
 		uint64_t k = end - o < e->sink.max_store ? end - o : e->sink.max_store;
 		if (o == skip) {
 			o += page;
@@ -93,9 +67,31 @@ static int store_made(dsv_engine *e, uint32_t file, uint64_t off, uint64_t end, 
 		}
 		if (o < skip && o + k > skip)
 			k = skip - o;
-		if (store(e, &e->bytes_readahead, file, o, buf + (o - off), (size_t)k))
-			return DSV_ERR_IO;
+		if ((err = store(e, count, file, o, buf + (o - off), (size_t)k)))
+			return err;
 		o += k;
+	}
+	return 0;
+}
+
+/* The same in requests of at most max_store bytes, each stored before the
+ * next is made; the page at skip is not made at all. */
+static int make_store_pieces(dsv_engine *e, _Atomic uint64_t *count, uint32_t file, uint64_t off,
+			     uint64_t end, uint64_t skip, unsigned flags)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	while (off < end) {
+		uint64_t k = end - off < e->sink.max_store ? end - off : e->sink.max_store;
+		int err;
+		if (off == skip) {
+			off += page;
+			continue;
+		}
+		if (off < skip && off + k > skip)
+			k = skip - off;
+		if ((err = make_store(e, count, file, off, off + k, UINT64_MAX, flags)))
+			return err;
+		off += k;
 	}
 	return 0;
 }
@@ -114,28 +110,24 @@ static int chunk_pages(dsv_engine *e, uint32_t file, uint64_t chunk, uint64_t *o
 	return 0;
 }
 
+/* Chunks first..last of file (a batch: several only for a view the device
+ * makes, start_prefetch) made as a read that streams and stored, all but
+ * the tripwire's first page. A view the device makes is asked for in one
+ * request, which it takes in one batch; any other in pieces (the read
+ * path reads on through each chunk, so it is decoded whole, once). */
 static int push_chunks(void *ctx, uint32_t file, uint64_t first, uint64_t last, uint64_t trip)
 {
 	dsv_engine *e = ctx;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off, end, o, c_end, skip = UINT64_MAX;
+	uint64_t off, end, o, c_end, skip = UINT64_MAX, hdr;
 	int err;
 
-	/* on the device: the chunks' pages at once */
 	if ((err = chunk_pages(e, file, first, &off, &o)) ||
 	    (err = chunk_pages(e, file, last, &o, &end)) ||
 	    (trip != DSV_PREFETCH_NO_TRIP && (err = chunk_pages(e, file, trip, &skip, &c_end))))
 		return err;
-	if ((err = store_made(e, file, off, end, skip)) == 0 || err == DSV_ERR_IO)
-		return err;
-	/* on the CPU, chunk by chunk: a stream reads on through each, so it
-	 * is decoded whole, once */
-	for (uint64_t c = first; c <= last; c++) {
-		if ((err = chunk_pages(e, file, c, &o, &c_end)) ||
-		    (err = store_pages(e, &e->bytes_readahead, file, o + (c == trip ? page : 0),
-				       c_end, DSV_READ_STREAM)))
-			return err;
-	}
-	return 0;
+	if (dsv_backend_makes(e->backend, file_view(e, file, &hdr)))
+		return make_store(e, &e->bytes_readahead, file, off, end, skip, DSV_READ_STREAM);
+	return make_store_pieces(e, &e->bytes_readahead, file, off, end, skip, DSV_READ_STREAM);
 }
 
 /* Drops the pages of chunks first..last of file through the sink: a
@@ -205,8 +197,9 @@ static int push_row(void *ctx, uint32_t file, uint64_t row)
 	const dsv_view *v = file_view(e, file, &hdr);
 	uint64_t off = (hdr + row * v->row_bytes) / page * page;
 	uint64_t end = (hdr + (row + 1) * v->row_bytes + page - 1) / page * page;
-	return store_pages(e, &e->bytes_hinted, file, off,
-			   end < e->file_size[file] ? end : e->file_size[file], 0);
+	return make_store_pieces(e, &e->bytes_hinted, file, off,
+				 end < e->file_size[file] ? end : e->file_size[file], UINT64_MAX,
+				 0);
 }
 
 static void start_prefetch(dsv_engine *e)

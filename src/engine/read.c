@@ -1,4 +1,6 @@
-/* Reads, hints and opens: the engine's calls a front end makes for each
+/* The one maker of a file's bytes (dsv_engine_make: on the device or by
+ * the read path), which reads and the pages made ahead both call; and
+ * reads, hints and opens: the engine's calls a front end makes for each
  * request, counted and timed. engine.c's DESIGN has the whole walk. */
 #include <stdatomic.h>
 #include <string.h>
@@ -18,12 +20,36 @@ void dsv_engine_lat_add(lat_hist *h, const struct timespec *t0, const struct tim
 	atomic_fetch_add(&h->sum_us, us);
 }
 
-/* The .npy header where it lies in the range, then the view's output. */
-int dsv_engine_file_bytes(dsv_engine *e, uint32_t file, uint64_t off, size_t len, char *buf,
-			  unsigned flags, dsv_read_info *info)
+/* The device path (backend.h, dsv_backend_make): the range made at once
+ * from the stored chunks under it, the .npy header copied. @return 0, or
+ * non-zero for the read path to make it (and report what is wrong). */
+static int make_on_device(dsv_engine *e, uint32_t file, const dsv_read_req *req, char *buf)
 {
 	uint64_t hdr;
 	const dsv_view *v = file_view(e, file, &hdr);
+	uint64_t oes = v->out_esize, off = req->off, end = off + req->len, o = off;
+
+	if (!(req->flags & DSV_READ_STREAM) || !dsv_backend_makes(e->backend, v) || off >= end)
+		return DSV_ERR_UNSUPPORTED;
+	if (o < hdr) { /* the .npy header */
+		o = end < hdr ? end : hdr;
+		memcpy(buf, v->npy_header + off, (size_t)(o - off));
+	}
+	if ((o - hdr) % oes || (end - hdr) % oes)
+		return DSV_ERR_UNSUPPORTED; /* pages hold whole elements: never */
+	return end > o ? dsv_backend_make(e->backend, v, (o - hdr) / oes, (end - o) / oes,
+					  buf + (o - off))
+		       : 0;
+}
+
+/* The read path: the .npy header where it lies in the range, then the
+ * view's output. */
+static int make_on_cpu(dsv_engine *e, uint32_t file, const dsv_read_req *req, char *buf,
+		       dsv_read_info *info)
+{
+	uint64_t hdr, off = req->off;
+	const dsv_view *v = file_view(e, file, &hdr);
+	size_t len = req->len;
 	int err = 0;
 	if (off < hdr) {
 		size_t h = (size_t)(hdr - off < len ? hdr - off : len);
@@ -32,24 +58,33 @@ int dsv_engine_file_bytes(dsv_engine *e, uint32_t file, uint64_t off, size_t len
 		off += h;
 		len -= h;
 	}
-	memset(info, 0, sizeof(*info));
-	info->first = UINT64_MAX; /* no chunk */
-	if (len)
-		err = dsv_read(e->cache, e->tiles, v, off - hdr, len, buf, flags, info);
+	if (len) {
+		dsv_read_req in_view = { .off = off - hdr, .len = len, .flags = req->flags };
+		err = dsv_read(e->cache, e->tiles, v, &in_view, buf, info);
+	}
 	atomic_fetch_add(&e->bytes_decoded, info->plain_bytes + info->lz4_bytes);
 	return err;
 }
 
-int dsv_engine_read(dsv_engine *e, uint32_t file, uint64_t off, size_t len, void *dst,
-		    unsigned flags)
+int dsv_engine_make(dsv_engine *e, uint32_t file, const dsv_read_req *req, char *buf,
+		    dsv_read_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->first = UINT64_MAX; /* no chunk */
+	if (make_on_device(e, file, req, buf) == 0)
+		return 0;
+	return make_on_cpu(e, file, req, buf, info);
+}
+
+int dsv_engine_read(dsv_engine *e, uint32_t file, uint64_t off, size_t len, void *dst)
 {
 	struct timespec t0, t1;
 	dsv_read_info info;
+	dsv_read_req req = { .off = off, .len = len };
 	if (file >= e->nfiles || off > e->file_size[file] || len > e->file_size[file] - off)
 		return DSV_ERR_INVALID;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int err = dsv_engine_file_bytes(e, file, off, len, dst,
-					flags & DSV_ENGINE_STREAM ? DSV_READ_STREAM : 0, &info);
+	int err = dsv_engine_make(e, file, &req, dst, &info);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	dsv_engine_lat_add(&e->lat_make, &t0, &t1);
 	if (err) {

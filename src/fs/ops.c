@@ -103,7 +103,7 @@ static void read_view(dsv_fs *fs, fuse_req_t req, const node *n, size_t size, ui
 	/* The reply is made in this thread's buffer, reused by every request
 	 * it serves, and written to the kernel synchronously. */
 	char *buf = dsv_tls_buf(DSV_TLS_OUT, size);
-	int err = buf ? dsv_engine_read(fs->engine, n->file, off, size, buf, 0) : DSV_ERR_NOMEM;
+	int err = buf ? dsv_engine_read(fs->engine, n->file, off, size, buf) : DSV_ERR_NOMEM;
 	if (err) {
 		fuse_reply_err(req, dsv_err_to_errno(err));
 		return;

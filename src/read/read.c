@@ -15,7 +15,7 @@ typedef struct read_src_arg {
 	size_t si;
 	int kind;
 	dsv_cache *c;
-	unsigned flags; /* the read's (DSV_READ_*) */
+	const dsv_read_req *req; /* the read that asked (its get's) */
 } read_src_arg;
 
 /* Plain elements are pread and transformed this many source bytes at a
@@ -133,12 +133,12 @@ static int read_blocks(const dsv_view *v, size_t si, const dsv_chunk_ref *ref, u
  * a source share its decoded chunks) and its index in the source. */
 static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chunk_ref *ref,
 		       uint64_t first, uint64_t n, const dsv_xform *x, uint64_t oe, char *dst,
-		       dsv_read_info *info)
+		       const dsv_read_req *req, dsv_read_info *info)
 {
 	const dsv_source_info *in = dsv_source_get_info(v->sources[si]);
 	size_t ses = dsv_dtype_size(in->dtype);
 	uint32_t key = v->src_key[si];
-	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL, info->flags };
+	read_src_arg arg = { v, si, ENTRY_CHUNK, NULL, req };
 	dsv_cache_entry *e;
 	int err;
 
@@ -157,7 +157,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 	 * check) is logged and read from the whole chunk, whose own checksum
 	 * then decides. */
 	if (in->lz4_table && ref->codec == DSV_CODEC_LZ4 && n < ref->nelems &&
-	    !(info->flags & DSV_READ_STREAM)) {
+	    !(req->flags & DSV_READ_STREAM)) {
 		if ((e = dsv_cache_peek(c, key, ref->index))) {
 			emit(x, dst, (const char *)dsv_cache_data(e) + first * ses, n, oe, ses);
 			dsv_cache_put(c, e);
@@ -170,7 +170,7 @@ static int read_cached(dsv_cache *c, const dsv_view *v, size_t si, const dsv_chu
 		dsv_view_log_block_error(v, si, ref, err);
 	}
 	/* a stream's chunk is read once: its buffer is recycled (cache.h) */
-	err = (info->flags & DSV_READ_STREAM ? dsv_cache_get_once : dsv_cache_get)(
+	err = (req->flags & DSV_READ_STREAM ? dsv_cache_get_once : dsv_cache_get)(
 		c, key, ref->index, (size_t)(ref->nelems * ses), &arg, &e);
 	if (err && narrow && err != DSV_ERR_NOMEM)
 		return read_fallback_part(v, si, ref, first, n, x, oe, dst) ? err : 0;
@@ -193,7 +193,8 @@ static void note_unit(dsv_read_info *info, uint64_t u)
  * transformed by x from output element oe, or raw (x NULL). by_chunk:
  * the view's readahead units are its chunks (note them in info). */
 static int read_src(dsv_cache *c, const dsv_view *v, size_t si, uint64_t a, uint64_t n,
-		    const dsv_xform *x, uint64_t oe, char *dst, dsv_read_info *info, int by_chunk)
+		    const dsv_xform *x, uint64_t oe, char *dst, const dsv_read_req *req,
+		    dsv_read_info *info, int by_chunk)
 {
 	const dsv_source *s = v->sources[si];
 	const dsv_source_info *in = dsv_source_get_info(s);
@@ -210,7 +211,7 @@ static int read_src(dsv_cache *c, const dsv_view *v, size_t si, uint64_t a, uint
 			err = read_plain(v, si, &ref, first, m, x, oe, dst);
 			info->plain_bytes += m * v->out_esize;
 		} else {
-			err = read_cached(c, v, si, &ref, first, m, x, oe, dst, info);
+			err = read_cached(c, v, si, &ref, first, m, x, oe, dst, req, info);
 		}
 		if (by_chunk)
 			note_unit(info, v->chunk_base[si] + ref.index);
@@ -227,14 +228,15 @@ static int read_src(dsv_cache *c, const dsv_view *v, size_t si, uint64_t a, uint
 /* Output elements [e, e + n) of a view that is its sources concatenated:
  * long runs, source by source. */
 static int read_concat(dsv_cache *c, const dsv_view *v, uint64_t e, uint64_t n, char *dst,
-		       dsv_read_info *info)
+		       const dsv_read_req *req, dsv_read_info *info)
 {
 	while (n) {
 		size_t si = dsv_view_source_of(v, v->elem_base, e);
 		uint64_t m = v->elem_base[si + 1] - e;
 		if (m > n)
 			m = n;
-		int err = read_src(c, v, si, e - v->elem_base[si], m, v->xf[si], e, dst, info, 1);
+		int err = read_src(c, v, si, e - v->elem_base[si], m, v->xf[si], e, dst, req, info,
+				   1);
 		if (err)
 			return err;
 		dst += m * v->out_esize;
@@ -284,15 +286,15 @@ static void gather_chw(const void *row, void *out, size_t es, uint64_t nc, uint6
  * transformed by x from output element oe, or raw (x NULL). */
 static int read_row_part(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t q,
 			 uint64_t n, const dsv_xform *x, uint64_t oe, char *dst,
-			 dsv_read_info *info)
+			 const dsv_read_req *req, dsv_read_info *info)
 {
 	size_t oes = x ? v->out_esize
 		       : dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	uint64_t p = q / r->len, off = q - p * r->len;
 	while (n) {
 		uint64_t k = r->len - off < n ? r->len - off : n;
-		int err = read_src(c, v, r->si, r->start + p * r->stride + off, k, x, oe, dst, info,
-				   0);
+		int err = read_src(c, v, r->si, r->start + p * r->stride + off, k, x, oe, dst, req,
+				   info, 0);
 		if (err)
 			return err;
 		dst += k * oes;
@@ -311,7 +313,7 @@ static int read_row_part(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r,
  * once. The kernel asks for a row in pieces, and reads ahead into rows a
  * shuffled reader never asks for: each piece costs only its pixels. */
 static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t i, uint64_t q,
-		    uint64_t n, char *dst, dsv_read_info *info)
+		    uint64_t n, char *dst, const dsv_read_req *req, dsv_read_info *info)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	uint64_t hw = v->lay_hw, nc = v->lay_c, k0 = q / hw, k1 = (q + n - 1) / hw;
@@ -332,7 +334,7 @@ static int read_chw(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint
 	for (int k = 0; k < 2; k++)
 		if (to[k] > from[k] &&
 		    (err = read_row_part(c, v, r, from[k] * nc, (to[k] - from[k]) * nc, NULL, 0,
-					 row + from[k] * nc * ses, info)))
+					 row + from[k] * nc * ses, req, info)))
 			return err;
 	gather_chw(row, perm, ses, nc, hw, q, n);
 	dsv_xform_run(v->xf[r->si], dst, perm, n, i * v->row_elems + q);
@@ -366,7 +368,7 @@ static uint64_t window_batch(const dsv_view *v, uint64_t i, uint64_t n, const ds
 
 /* b whole windows from view row i (output element e), the first at r. */
 static int read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t b,
-			uint64_t e, char *dst, dsv_read_info *info)
+			uint64_t e, char *dst, const dsv_read_req *req, dsv_read_info *info)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	uint64_t step = v->stride * (r->len / v->win), span = (b - 1) * step + r->len;
@@ -374,8 +376,8 @@ static int read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, 
 	if (!buf)
 		return DSV_ERR_NOMEM;
 	for (uint64_t p = 0; p < r->nruns; p++) {
-		int err = read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf, info,
-				   0);
+		int err = read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf, req,
+				   info, 0);
 		if (err)
 			return err;
 		for (uint64_t w = 0; w < b; w++) {
@@ -424,10 +426,9 @@ static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 	if ((uint64_t)size != r.nruns * t.span * ses)
 		return DSV_ERR_INTERNAL;
 	memset(&info, 0, sizeof(info));
-	info.flags = a->flags;
 	for (uint64_t p = 0; p < r.nruns; p++) {
 		int err = read_src(a->c, v, a->si, r.start + p * r.stride, t.span, NULL, 0,
-				   (char *)buf + p * t.span * ses, &info, 0);
+				   (char *)buf + p * t.span * ses, a->req, &info, 0);
 		if (err)
 			return err;
 	}
@@ -437,10 +438,11 @@ static int fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size)
 /* Positions [q, q + n) of logical row l, a window of a tiled view, from
  * its tile in the cache: one get for the whole row. */
 static int read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_row_runs *r,
-		      uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst, unsigned flags)
+		      uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst,
+		      const dsv_read_req *req)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
-	read_src_arg arg = { v, r->si, ENTRY_TILE, c, flags };
+	read_src_arg arg = { v, r->si, ENTRY_TILE, c, req };
 	dsv_cache_entry *e;
 	tile_pos t;
 	tile_of(v, r, l, &t);
@@ -467,7 +469,7 @@ static int read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const d
  * row by row, each from its runs of source elements (geom.c), or
  * windows by the stretch. */
 static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t e, uint64_t n,
-		     char *dst, dsv_read_info *info)
+		     char *dst, const dsv_read_req *req, dsv_read_info *info)
 {
 	uint64_t re = v->row_elems;
 	while (n) {
@@ -480,13 +482,13 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 		uint64_t l = dsv_view_lrow(v, i);
 		dsv_view_lrow_runs(v, l, &r);
 		if (v->tile_wins) {
-			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst, info->flags);
+			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst, req);
 		} else if (q == 0 && (b = window_batch(v, i, n, &r)) > 1) {
 			m = b * re;
 			note_unit(info, (i + b - 1) / v->seg_rows);
-			err = read_windows(c, v, &r, b, e, dst, info);
+			err = read_windows(c, v, &r, b, e, dst, req, info);
 		} else if (v->layout_chw) {
-			err = read_chw(c, v, &r, i, q, m, dst, info);
+			err = read_chw(c, v, &r, i, q, m, dst, req, info);
 		} else if (!v->has_window && q == 0 && m == re) {
 			/* whole rows whose logical rows follow on in one source
 			 * (a slice of step 1, a sorted index's runs) are one run */
@@ -496,10 +498,10 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 				k++;
 			m = k * re;
 			note_unit(info, (i + k - 1) / v->seg_rows);
-			err = read_src(c, v, r.si, r.start, k * r.len, v->xf[r.si], e, dst, info,
-				       0);
+			err = read_src(c, v, r.si, r.start, k * r.len, v->xf[r.si], e, dst, req,
+				       info, 0);
 		} else {
-			err = read_row_part(c, v, &r, q, m, v->xf[r.si], e, dst, info);
+			err = read_row_part(c, v, &r, q, m, v->xf[r.si], e, dst, req, info);
 		}
 		if (err)
 			return err;
@@ -511,21 +513,21 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 }
 
 static int read_elems(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t e, uint64_t n,
-		      char *dst, dsv_read_info *info)
+		      char *dst, const dsv_read_req *req, dsv_read_info *info)
 {
-	return v->mapped ? read_rows(c, tiles, v, e, n, dst, info)
-			 : read_concat(c, v, e, n, dst, info);
+	return v->mapped ? read_rows(c, tiles, v, e, n, dst, req, info)
+			 : read_concat(c, v, e, n, dst, req, info);
 }
 
-int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
-	     unsigned flags, dsv_read_info *info)
+int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_read_req *req, void *dst,
+	     dsv_read_info *info)
 {
-	uint64_t oes = v->out_esize, end = off + len;
+	uint64_t off = req->off, oes = v->out_esize, end = off + req->len;
+	size_t len = req->len;
 	char *d = dst, part[8]; /* one element, for ranges that cut one */
 	int err = 0;
 
 	memset(info, 0, sizeof(*info));
-	info->flags = flags;
 	info->first = UINT64_MAX;
 	if (end < off || end > v->nbytes)
 		return DSV_ERR_INVALID;
@@ -534,22 +536,22 @@ int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, si
 	/* whole elements [a, b); at most one cut element on each side */
 	uint64_t a = (off + oes - 1) / oes, b = end / oes;
 	if (a > b) { /* inside one element */
-		if (!(err = read_elems(c, tiles, v, off / oes, 1, part, info)))
+		if (!(err = read_elems(c, tiles, v, off / oes, 1, part, req, info)))
 			memcpy(d, part + off % oes, len);
 		return err;
 	}
 	if (off % oes) {
-		if ((err = read_elems(c, tiles, v, a - 1, 1, part, info)))
+		if ((err = read_elems(c, tiles, v, a - 1, 1, part, req, info)))
 			return err;
 		memcpy(d, part + off % oes, oes - off % oes);
 		d += oes - off % oes;
 	}
 	if (b > a) {
-		if ((err = read_elems(c, tiles, v, a, b - a, d, info)))
+		if ((err = read_elems(c, tiles, v, a, b - a, d, req, info)))
 			return err;
 		d += (b - a) * oes;
 	}
-	if (end % oes && (err = read_elems(c, tiles, v, b, 1, part, info)) == 0)
+	if (end % oes && (err = read_elems(c, tiles, v, b, 1, part, req, info)) == 0)
 		memcpy(d, part, end % oes);
 	return err;
 }
@@ -570,6 +572,6 @@ int dsv_read_fill(const void *arg, uint64_t chunk, void *buf, size_t size, dsv_r
 		return DSV_ERR_INTERNAL;
 	job->v = a->v;
 	job->g = a->v->chunk_base[a->si] + chunk;
-	job->stream = (a->flags & DSV_READ_STREAM) != 0;
+	job->flags = a->req->flags;
 	return 0;
 }

@@ -21,6 +21,12 @@
  * uint8), and is transformed from there. Either way the transform writes
  * once, straight into the caller's buffer (the FUSE reply).
  *
+ * A read is asked for by a request (dsv_read_req: the range and how to
+ * read it) that its caller builds; what the read did comes back apart, in
+ * a dsv_read_info. The request's flags go down as they are: in the
+ * cache's fill to the backend, and from there to the source (source/
+ * source.h, where the flags are).
+ *
  * Thread safety: every function may be called from any number of threads.
  */
 #ifndef DSV_READ_READ_H
@@ -31,40 +37,37 @@
 
 #include "cache/cache.h"
 #include "dsview/view.h"
+#include "source/source.h"
 
-/* How a read is asked for: dsv_read's flags. */
-enum {
-	/* The reader reads on through the chunks that follow (the
-	 * readahead): a piece of an LZ4 chunk with a block table is served
-	 * from the whole chunk, decoded once and cached, and a source whose
-	 * chunks are files of their own (Zarr) asks the kernel for the next
-	 * ones too, as the kernel's readahead does inside one file. Without
-	 * it, a piece comes from the blocks that hold it. */
-	DSV_READ_STREAM = 1u,
-};
+/* What a read asks for, built by its caller and passed down unchanged. */
+typedef struct dsv_read_req {
+	uint64_t off; /* the range's first byte (of the view's output for dsv_read) */
+	size_t len;
+	unsigned flags; /* DSV_READ_* (source/source.h), or 0 */
+} dsv_read_req;
 
-/* What one read did (and, in flags, how it was asked for). */
+/* What one read did. */
 typedef struct dsv_read_info {
-	unsigned flags;       /* dsv_read's flags, for the steps of the read */
 	uint64_t plain_bytes; /* output bytes made from elements pread for this read */
 	uint64_t lz4_bytes;   /* output bytes of the LZ4 blocks this read decoded */
 	uint64_t first, last; /* the first and last readahead unit (segment) read */
 } dsv_read_info;
 
-/* Writes bytes [off, off + len) of view v's output (any alignment) into
- * dst, read as flags (DSV_READ_*, or 0) ask. Tiles of windows go to the
+/* Writes bytes [req->off, req->off + req->len) of view v's output (any
+ * alignment) into dst, read as req->flags ask. Tiles of windows go to the
  * cache tiles (NULL: c): read once each
  * by a sequential pass, they have a small cache of their own, whose
  * buffers are reused, rather than fill c's budget with fresh memory the
  * kernel must zero. Chunks that must be decoded whole come from the cache under their
  * source's key (v->src_key, shared by views of one source); its fill gets
  * the arg of the get, which dsv_read_fill reads: the view and the chunk to
- * decode into the source dtype (dsv_backend_decode), or a tile of windows
- * dsv_read_fill makes itself.
+ * decode into the source dtype (dsv_backend_decode) with the request's
+ * flags, or a tile of windows dsv_read_fill makes itself. info: what the
+ * read did, set afresh.
  * @return 0, or a negative dsv_err: the chunk's failure (logged with the
  * source, chunk and reason), DSV_ERR_INVALID for a range past the end. */
-int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t off, size_t len, void *dst,
-	     unsigned flags, dsv_read_info *info);
+int dsv_read(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_read_req *req, void *dst,
+	     dsv_read_info *info);
 
 /* What a cache fill is to do, told by dsv_read_fill. */
 typedef struct dsv_read_job {
@@ -73,7 +76,7 @@ typedef struct dsv_read_job {
 	 * path's own, and the fill made it (a tile of windows: tile set) */
 	const dsv_view *v;
 	uint64_t g;
-	int stream; /* the get's read had DSV_READ_STREAM */
+	unsigned flags; /* the get's request's (DSV_READ_*) */
 	int tile;
 } dsv_read_job;
 

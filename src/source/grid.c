@@ -216,15 +216,15 @@ static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, ui
 	}
 }
 
-int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
-		       dsv_errbuf *eb)
+int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, unsigned flags, void *dst,
+		       size_t dst_cap, dsv_errbuf *eb)
 {
 	size_t es = dsv_dtype_size(s->info.dtype);
 	uint64_t c0 = ref->index * s->g_band, c1 = c0 + s->g_band;
 
 	if (ref->nelems * es > dst_cap || !s->grid_chunk)
 		return DSV_ERR_INVALID;
-	dsv_grid_io io = { .band = ref->index, .stream = ref->stream, .whole = 1, .eb = eb };
+	dsv_grid_io io = { .band = ref->index, .flags = flags, .whole = 1, .eb = eb };
 	if (s->grid_begin)
 		s->grid_begin(s, &io);
 	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);

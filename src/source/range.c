@@ -3,7 +3,9 @@
  * elements" for the read path, the CPU backend, pack and verify.
  *
  * - dsv_source_decode_chunk: a whole chunk, its stored bytes staged in the
- *   calling thread's buffer (common/tlsbuf.h), so no caller sizes scratch.
+ *   calling thread's buffer (common/tlsbuf.h), so no caller sizes scratch;
+ *   dsv_source_decode_chunk_as the same for a read asked as flags (the
+ *   backend's, DSV_READ_*).
  * - dsv_range_read: any run of elements across chunks, for readers that
  *   walk a source in order (pack): plain pieces are pread straight into
  *   the destination, other chunks are decoded whole once into the reader's
@@ -13,7 +15,7 @@
  *   chunk fails only the band that holds it (the read path's partial
  *   reads, and verify, which reports each bad band).
  *
- * Only the public source API is used here.
+ * Only the source's own reads are used here, nothing of a format's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +27,19 @@
 int dsv_source_decode_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 			    size_t dst_cap, dsv_errbuf *eb)
 {
+	return dsv_source_decode_chunk_as(s, ref, 0, dst, dst_cap, eb);
+}
+
+int dsv_source_decode_chunk_as(const dsv_source *s, const dsv_chunk_ref *ref, unsigned flags,
+			       void *dst, size_t dst_cap, dsv_errbuf *eb)
+{
 	void *stored = NULL;
 
 	if (!ref->fallback && !dsv_chunk_is_plain(ref) &&
 	    !(stored = dsv_tls_buf(DSV_TLS_STORED, (size_t)ref->stored_size)))
 		return DSV_ERR_NOMEM;
-	return dsv_source_read_chunk(s, ref, dst, dst_cap, stored,
-				     stored ? (size_t)ref->stored_size : 0, eb);
+	return dsv_source_read_chunk_as(s, ref, flags, dst, dst_cap, stored,
+					stored ? (size_t)ref->stored_size : 0, eb);
 }
 
 int dsv_range_init(dsv_range *r, const dsv_source *s)

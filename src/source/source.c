@@ -395,13 +395,20 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 int dsv_source_read_chunk(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
 			  void *scratch, size_t scratch_cap, dsv_errbuf *eb)
 {
+	return dsv_source_read_chunk_as(s, ref, 0, dst, dst_cap, scratch, scratch_cap, eb);
+}
+
+int dsv_source_read_chunk_as(const dsv_source *s, const dsv_chunk_ref *ref, unsigned flags,
+			     void *dst, size_t dst_cap, void *scratch, size_t scratch_cap,
+			     dsv_errbuf *eb)
+{
 	uint64_t need = ref->nelems * dsv_dtype_size(s->info.dtype);
 	int err;
 
 	if (dst_cap < need)
 		return DSV_ERR_INVALID;
 	if (ref->grid)
-		return dsv_grid_read_band(s, ref, dst, dst_cap, eb);
+		return dsv_grid_read_band(s, ref, flags, dst, dst_cap, eb);
 	if (ref->fallback)
 		return dsv_source_read_fallback(s, ref, dst, dst_cap);
 	if (!within_file(s, ref->offset, ref->stored_size))

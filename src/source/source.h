@@ -22,6 +22,25 @@
  * thread-safe, as open and close are not. @return s */
 dsv_source *dsv_source_ref(dsv_source *s);
 
+/* How a read is asked for: the flags of a read request (read/read.h's
+ * dsv_read_req). The read path, the backend, the source and a format's
+ * grid hooks each get them as the reader set them, as an argument (a
+ * band's dsv_grid_io for the hooks). */
+enum {
+	/* The reader reads on through the chunks that follow (the
+	 * readahead): a piece of an LZ4 chunk with a block table is served
+	 * from the whole chunk, decoded once and cached, and a source whose
+	 * chunks are files of their own (Zarr) asks the kernel for the next
+	 * ones too, as the kernel's readahead does inside one file. Without
+	 * it, a piece comes from the blocks that hold it. */
+	DSV_READ_STREAM = 1u,
+};
+
+/* As dsv_source_decode_chunk, for a read asked as flags (DSV_READ_*, or
+ * 0, as the public call asks): the backend's way in. */
+int dsv_source_decode_chunk_as(const dsv_source *s, const dsv_chunk_ref *ref, unsigned flags,
+			       void *dst, size_t dst_cap, dsv_errbuf *eb);
+
 /* Reads below a whole chunk's: the read path, the backend and verify. */
 
 /* Chunk ref's stored bytes (ref->stored_size of them) into buf, its

@@ -26,6 +26,11 @@
 /* Reads exactly n bytes at off; DSV_ERR_TRUNCATED if the file ends first,
  * DSV_ERR_IO on a read error. */
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
+/* dsv_source_read_chunk for a read asked as flags (DSV_READ_*): its body,
+ * which the public call enters with 0. */
+int dsv_source_read_chunk_as(const dsv_source *s, const dsv_chunk_ref *ref, unsigned flags,
+			     void *dst, size_t dst_cap, void *scratch, size_t scratch_cap,
+			     dsv_errbuf *eb);
 
 /* One band of a grid source being made (grid.c), handed to the format's
  * grid hooks: which band, and the stored bytes a hook read for it at once
@@ -37,8 +42,8 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off);
  * stack. */
 typedef struct dsv_grid_io {
 	uint64_t band;
-	int stream; /* the reader reads on past it (dsv_chunk_ref.stream) */
-	int whole;  /* the band is made whole (every chunk of it read), not one chunk-row */
+	unsigned flags; /* the read's (DSV_READ_*, source/source.h) */
+	int whole;      /* the band is made whole (every chunk of it read), not one chunk-row */
 	dsv_errbuf
 		*eb; /* which grid chunk failed, for the reader (dsv_grid_fault); NULL: not asked */
 	const unsigned char *held;
@@ -153,10 +158,11 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
  * one chunk-row each, and sets g_band, chunk_rows, chunk_raw_size and
  * info.chunk_elems/nchunks. Needs the shape, gshape and gcount. */
 void dsv_grid_set_bands(dsv_source *s);
-/* Band ref->index of a grid source into dst; on failure eb (may be NULL)
- * names the grid chunk that failed. */
-int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap,
-		       dsv_errbuf *eb);
+/* Band ref->index of a grid source into dst, for a read asked as flags
+ * (DSV_READ_*); on failure eb (may be NULL) names the grid chunk that
+ * failed. */
+int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, unsigned flags, void *dst,
+		       size_t dst_cap, dsv_errbuf *eb);
 /* Elements [part->elem_start, + part->nelems) of a grid source, all in one
  * chunk-row, into dst, from that chunk-row's chunks alone: a band that
  * fails whole still serves its other chunk-rows (range.c). */

@@ -35,6 +35,7 @@
 #include "dsview/xform.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_emu.h"
+#include "source/source.h"
 #include "view/view.h"
 #include "xform/xform_elem.h"
 
@@ -356,8 +357,9 @@ static void *decode_worker(void *arg)
 		size_t size = chunk_size(j->v, g);
 		uint8_t *got = malloc(size ? size : 1), *want = malloc(size ? size : 1);
 		int ok = got && want && size &&
-			 dsv_backend_decode(j->b, j->v, g, got, size, 1) == 0 &&
-			 dsv_cpu_decode(j->v, g, want, size, 1) == 0 && !memcmp(got, want, size);
+			 dsv_backend_decode(j->b, j->v, g, got, size, DSV_READ_STREAM) == 0 &&
+			 dsv_cpu_decode(j->v, g, want, size, DSV_READ_STREAM) == 0 &&
+			 !memcmp(got, want, size);
 		j->chunks++;
 		j->bad += !ok;
 		free(got);
@@ -397,7 +399,7 @@ static int cpu_range(const dsv_view *v, uint64_t e0, uint64_t n, uint8_t *out)
 		uint64_t m = size / es - (e - start);
 		m = m < n ? m : n;
 		uint8_t *raw = malloc(size ? size : 1);
-		int err = !raw || dsv_cpu_decode(v, g, raw, size, 1);
+		int err = !raw || dsv_cpu_decode(v, g, raw, size, DSV_READ_STREAM);
 		if (!err)
 			dsv_xform_run(v->xf[si], out, raw + (e - start) * es, m, e);
 		free(raw);

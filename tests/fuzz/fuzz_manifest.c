@@ -28,10 +28,9 @@ static void read_views(dsv_manifest *m)
 			for (size_t piece = 7; piece <= sizeof(buf); piece += sizeof(buf) - 7)
 				for (uint64_t off = 0; off < nbytes && off < (1u << 20);
 				     off += piece)
-					(void)dsv_engine_read(e, file, off,
-							      nbytes - off < piece ? nbytes - off
-										   : piece,
-							      buf, 0);
+					(void)dsv_engine_read(
+						e, file, off,
+						nbytes - off < piece ? nbytes - off : piece, buf);
 		}
 	dsv_engine_free(e);
 }

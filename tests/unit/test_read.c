@@ -78,14 +78,16 @@ static void write_npy(const char *name, const uint8_t *data, uint64_t rows)
 	write_npy_shape(name, data, rows, ROW, shape);
 }
 
-/* The engine's own read of view v's bytes, with what the read did. */
+/* The engine's own read of view v's bytes, asked as flags (DSV_READ_*),
+ * with what the read did. */
 static int rd(fixture *fx, const dsv_view *v, uint64_t off, size_t len, void *dst, unsigned flags,
 	      dsv_read_info *info)
 {
+	dsv_read_req req = { .off = off, .len = len, .flags = flags };
 	size_t vi = 0;
 	while (fx->m->views[vi] != v)
 		vi++;
-	return dsv_engine_file_bytes(fx->e, DSV_ENGINE_FILE(vi, 0), off, len, dst, flags, info);
+	return dsv_engine_make(fx->e, DSV_ENGINE_FILE(vi, 0), &req, dst, info);
 }
 
 /* Chunks the engine decoded (cache fills of the backend's, not the read
@@ -462,7 +464,7 @@ static void test_stats_members(void **state)
 	uint8_t buf[1000];
 	json_t *before = json_object(), *after = json_object();
 	assert_int_equal(dsv_engine_stats_add(fx->e, before), 0);
-	assert_int_equal(dsv_engine_read(fx->e, DSV_ENGINE_FILE(0, 0), 0, sizeof(buf), buf, 0), 0);
+	assert_int_equal(dsv_engine_read(fx->e, DSV_ENGINE_FILE(0, 0), 0, sizeof(buf), buf), 0);
 	assert_int_equal(dsv_engine_stats_add(fx->e, after), 0);
 	assert_string_equal(json_object_iter_key(json_object_iter(after)), "backend");
 	assert_int_equal(json_object_size(after), json_object_size(before));

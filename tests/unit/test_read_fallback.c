@@ -121,9 +121,9 @@ static int teardown(void **state)
 static int read_rows(fixture *fx, int r0, int r1)
 {
 	static float out[ROWS * COLS];
+	dsv_read_req req = { .off = (uint64_t)r0 * COLS * 4, .len = (size_t)(r1 - r0) * COLS * 4 };
 	dsv_read_info info;
-	int err = dsv_engine_file_bytes(fx->e, DSV_ENGINE_FILE(0, 0), (uint64_t)r0 * COLS * 4,
-					(size_t)(r1 - r0) * COLS * 4, (char *)out, 0, &info);
+	int err = dsv_engine_make(fx->e, DSV_ENGINE_FILE(0, 0), &req, (char *)out, &info);
 	for (int r = r0; !err && r < r1; r++)
 		for (int c = 0; c < COLS; c++)
 			assert_true(out[(r - r0) * COLS + c] == (float)(r * 100 + c));

@@ -213,7 +213,7 @@ static int stored(const zarr_state *z, dsv_grid_io *io, int fd, const char *path
 	if (m->sharded) {
 		/* a shuffled reader wants this inner chunk alone: no readahead
 		 * around it (a sequential one asked for the shard in prefetch) */
-		if (!io->stream)
+		if (!(io->flags & DSV_READ_STREAM))
 			(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 		err = dsv_zarr_index_find(z->shards, m, fd, len, shard, inner, &off, &len, &eb);
 		if (err == DSV_ERR_NOTFOUND)
@@ -293,7 +293,7 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 /* Each chunk is a file of its own, which the kernel never reads ahead
  * across. So: a band's chunk files are asked for side by side while the
  * first are decoded (one chunk a band: nothing to overlap), and a thread
- * that reads on (the readahead: dsv_chunk_ref.stream) asks for the next
+ * that reads on (the readahead: DSV_READ_STREAM) asks for the next
  * two bands' files too, while it decodes this one's (the readahead's two
  * threads each a band ahead). A sequential cold pass of one-chunk bands
  * read 0.8x a dsview store without this and 0.9x with it (docs/benchmarks/grid-zarr.md).
@@ -302,11 +302,11 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
 	const zarr_state *z = s->zarr;
-	if (z->m.ndim == 0 || z->net || (z->m.sharded && !io->stream))
+	if (z->m.ndim == 0 || z->net || (z->m.sharded && !(io->flags & DSV_READ_STREAM)))
 		return; /* objects: no page cache to ask */
 	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2 || z->m.sharded)
 		willneed_band(s, io->band);
-	if (io->stream) {
+	if (io->flags & DSV_READ_STREAM) {
 		willneed_band(s, io->band + 1);
 		willneed_band(s, io->band + 2);
 	}
