@@ -125,10 +125,8 @@ void dsv_source_close(dsv_source *s)
 {
 	if (!s || --s->refs > 0)
 		return;
-	if (s->h5_close)
-		s->h5_close(s->h5);
-	if (s->zarr_close)
-		s->zarr_close(s->zarr);
+	if (s->fmt_close)
+		s->fmt_close(s->fmt);
 	if (s->fd >= 0)
 		close(s->fd);
 	dsv_net_close(s->net);
@@ -249,9 +247,9 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 			     size_t dst_cap)
 {
-	if (!s->h5 || !s->h5_read)
+	if (!s->fmt || !s->lib_read)
 		return DSV_ERR_INTERNAL;
-	return s->h5_read(s, ref, dst, dst_cap);
+	return s->lib_read(s, ref, dst, dst_cap);
 }
 
 uint64_t dsv_source_fallback_band(const dsv_source *s)

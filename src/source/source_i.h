@@ -89,19 +89,22 @@ struct dsv_source {
 	uint64_t table_off, table_blocks;
 	void *table_mem;
 
-	/* HDF5 library state for fallback reads (src/formats/h5 owns it) */
+	/* Fallback sources: chunks only the format's own library decodes
+	 * (HDF5 filters), read through lib_read (h5_read.c) under its lock */
 	int fallback;
 	uint64_t band_elems; /* elements per band of the file's own chunks, or 0 */
-	void *h5;
-	void (*h5_close)(void *h5);
-	/* Reads a chunk through the library (src/formats/h5/h5_read.c); set with h5. */
-	int (*h5_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+	int (*lib_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+	/* The format's own state, private to its folder (the HDF5 library's
+	 * handles for lib_read, a Zarr array's metadata and store), freed by
+	 * fmt_close at the last close; NULL for none. */
+	void *fmt;
+	void (*fmt_close)(void *fmt);
 
-	/* the HDF5 and Zarr folders: storage for info.why when it is composed at open
-	 * (e.g. "filters shuffle+deflate"); lives as long as the source. */
-	char h5_why[96];
-	/* the HDF5 and Zarr folders: the dataset's attributes as JSON text (info.attrs), or
-	 * NULL; zarr.c and h5_dims.c: its axis names (info.dim_names), or NULL */
+	/* storage for info.why when a format composes it at open (e.g.
+	 * "filters shuffle+deflate"); lives as long as the source */
+	char why[96];
+	/* the dataset's attributes as JSON text (info.attrs), and its axis
+	 * names (info.dim_names), where the format has them; else NULL */
 	char *attrs_json, *dims_json;
 
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are

@@ -39,8 +39,8 @@ static const char *filter_name(H5Z_filter_t id)
 
 static void why_filters(dsv_h5_open *o, const H5Z_filter_t *ids, int nf)
 {
-	char *w = o->s->h5_why;
-	size_t cap = sizeof(o->s->h5_why), len;
+	char *w = o->s->why;
+	size_t cap = sizeof(o->s->why), len;
 	len = (size_t)snprintf(w, cap, "filter%s ", nf > 1 ? "s" : "");
 	for (int i = 0; i < nf && len < cap; i++)
 		len += (size_t)snprintf(w + len, cap - len, "%s%s", i ? "+" : "",
@@ -347,7 +347,7 @@ static int serve_rows(dsv_h5_open *o, const pipeline *pl, uint64_t *unwritten)
 				 unwritten, &beyond);
 	if (err == DSV_ERR_UNSUPPORTED) {
 		/* the library reads it (serve_by_library), as h5py does */
-		snprintf(s->h5_why, sizeof(s->h5_why), "%llu indexed chunks outside the extent",
+		snprintf(s->why, sizeof(s->why), "%llu indexed chunks outside the extent",
 			 (unsigned long long)beyond);
 		dsv_h5_drop_chunk_map(s);
 		s->codec = DSV_CODEC_NONE;
@@ -364,20 +364,20 @@ static int serve_rows(dsv_h5_open *o, const pipeline *pl, uint64_t *unwritten)
 
 /* Chunks that split rows, read without the library: the N-d grid.
  * @return 0 or a dsv_err; DSV_ERR_UNSUPPORTED when the grid leaves them
- * to the library (its reason in h5_why). */
+ * to the library (its reason in why). */
 static int serve_grid(dsv_h5_open *o, const pipeline *pl)
 {
 	dsv_source *s = o->s;
 	int err = dsv_h5_open_grid(o, pl->cdims, s->codec != DSV_CODEC_NONE, s->fletcher32);
 	if (err == DSV_ERR_UNSUPPORTED) {
-		s->codec = DSV_CODEC_NONE; /* the library's, with the reason in h5_why */
+		s->codec = DSV_CODEC_NONE; /* the library's, with the reason in why */
 		s->fletcher32 = 0;
 	}
 	return err;
 }
 
 /* Leaves the dataset to the library: every filter has to be one it has
- * built in, since plugins are never loaded. Says why in h5_why and makes
+ * built in, since plugins are never loaded. Says why in why and makes
  * the chunk check the fallback's reads go through. */
 static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 {
@@ -407,11 +407,11 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 					   (int)id, filter_name(id));
 	}
 	if (o->conv)
-		snprintf(s->h5_why, sizeof(s->h5_why), "%s", o->conv_why);
+		snprintf(s->why, sizeof(s->why), "%s", o->conv_why);
 	else if (pl->fast)
-		; /* serve_rows or dsv_h5_open_grid said why in h5_why */
+		; /* serve_rows or dsv_h5_open_grid said why in why */
 	else if (!pl->whole_rows)
-		snprintf(s->h5_why, sizeof(s->h5_why),
+		snprintf(s->why, sizeof(s->why),
 			 "chunks split rows; filters the library "
 			 "decodes");
 	else

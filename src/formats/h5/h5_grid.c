@@ -191,8 +191,8 @@ void dsv_h5_drop_chunk_map(dsv_source *s)
 int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 {
 	dsv_source *s = o->s;
-	char *why = s->h5_why;
-	size_t why_cap = sizeof(s->h5_why);
+	char *why = s->why;
+	size_t why_cap = sizeof(s->why);
 	int nd = s->info.ndim, err;
 	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, unwritten = 0;
 	dsv_h5_bad_chunk bad = { 0 };

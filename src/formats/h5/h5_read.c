@@ -14,7 +14,7 @@
 #include "formats/h5/h5_src.h"
 #include "source/source_i.h"
 
-/* What fallback reads need; owned by the source (s->h5). */
+/* What fallback reads need; owned by the source (s->fmt). */
 typedef struct h5_state {
 	hid_t file;
 	hid_t dset;
@@ -66,9 +66,9 @@ int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc
 		h5_state_free_locked(st);
 		return DSV_ERR_INTERNAL;
 	}
-	s->h5 = st;
-	s->h5_close = h5_state_close;
-	s->h5_read = read_fallback;
+	s->fmt = st;
+	s->fmt_close = h5_state_close;
+	s->lib_read = read_fallback;
 	return 0;
 }
 
@@ -113,7 +113,7 @@ static int select_range(hid_t space, int ndim, const uint64_t *shape, uint64_t s
 
 static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
 {
-	const h5_state *h = s->h5;
+	const h5_state *h = s->fmt;
 	uint64_t esize = dsv_dtype_size(s->info.dtype);
 	hsize_t n = ref->nelems;
 	hid_t fspace, mspace;

@@ -236,7 +236,7 @@ static int stored(const zarr_state *z, dsv_grid_io *io, int fd, const char *path
 static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
 		      size_t size)
 {
-	const zarr_state *z = s->zarr;
+	const zarr_state *z = s->fmt;
 	char key[KEY_MAX], path[4096 + KEY_MAX];
 	uint64_t shard, inner;
 	unsigned char *buf = NULL;
@@ -260,7 +260,7 @@ static int zarr_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
  * shard file once, whole). */
 static void willneed_band(const dsv_source *s, uint64_t band)
 {
-	const zarr_state *z = s->zarr;
+	const zarr_state *z = s->fmt;
 	uint64_t idx[DSV_MAX_DIMS] = { 0 }, shard, inner, last = UINT64_MAX;
 	char key[KEY_MAX], path[4096 + KEY_MAX];
 	int nd = z->m.ndim;
@@ -301,7 +301,7 @@ static void willneed_band(const dsv_source *s, uint64_t band)
  * shuffled one reads just the inner chunks it needs (zarr_chunk). */
 static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 {
-	const zarr_state *z = s->zarr;
+	const zarr_state *z = s->fmt;
 	if (z->m.ndim == 0 || z->net || (z->m.sharded && !(io->flags & DSV_READ_STREAM)))
 		return; /* objects: no page cache to ask */
 	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2 || z->m.sharded)
@@ -354,7 +354,7 @@ static void walk(const dsv_zarr_meta *m, int dfd, char *rel, size_t len, int dow
  * have made a mount four times slower) rather than being done at open. */
 static uint64_t zarr_stored_bytes(const dsv_source *s)
 {
-	zarr_state *z = s->zarr;
+	zarr_state *z = s->fmt;
 	char rel[KEY_MAX];
 	int parts = z->m.ndim + z->m.key_prefix, dfd;
 	if (z->net)
@@ -418,8 +418,8 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 						 : DSV_ERR_IO,
 				   dir, NULL, "%s", strerror(e));
 	}
-	s->zarr = z;
-	s->zarr_close = zarr_close;
+	s->fmt = z;
+	s->fmt_close = zarr_close;
 	dsv_errbuf why = { 0 };
 	err = slurp(z->dir, ".zarray", &text, &len, &st, &why);
 	if (err == DSV_ERR_NOTFOUND) {
@@ -462,13 +462,13 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	const dsv_zarr_meta *m = &z->m;
 	s->info.kind = DSV_SRC_ZARR;
 	s->info.dtype = m->dtype;
-	snprintf(s->h5_why, sizeof(s->h5_why), "zarr v%d, %s%s", m->version,
+	snprintf(s->why, sizeof(s->why), "zarr v%d, %s%s", m->version,
 		 m->sharded ? "sharded, " : "", m->compressor);
 	if (m->sharded && !(z->shards = dsv_zarr_index_cache_create(m))) {
 		dsv_source_close(s);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
-	s->info.why = s->h5_why;
+	s->info.why = s->why;
 	if (dsv_source_set_shape(s, m->ndim, m->shape)) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, dir, NULL, "the array is too large");
