@@ -366,6 +366,7 @@ static int parse_args(int argc, char **argv, mount_args *a)
  * it. @return EXIT_OK with *out set, or the exit status after the error. */
 static int load_manifest(const mount_args *a, dsv_manifest **out)
 {
+	dsv_dtype dt = dsv_dtype_parse(a->dtype ? a->dtype : DSV_DEFAULT_DTYPE);
 	dsv_errbuf eb;
 	int err;
 
@@ -383,18 +384,13 @@ static int load_manifest(const mount_args *a, dsv_manifest **out)
 				      "error is fatal");
 			return EXIT_USER;
 		}
-		err = dsv_manifest_load(a->source, out, &eb);
-	} else {
-		dsv_dtype dt = dsv_dtype_parse(a->dtype ? a->dtype : DSV_DEFAULT_DTYPE);
-		if (!dsv_dtype_is_output(dt)) {
-			dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
-				      "integer type (int8 ... uint64)",
-				      a->dtype);
-			return EXIT_USER;
-		}
-		err = dsv_manifest_from_file(a->source, dt, a->strict ? DSV_FROM_FILE_STRICT : 0,
-					     out, &eb);
+	} else if (!dsv_dtype_is_output(dt)) {
+		dsv_cli_error("--dtype '%s' must be float32, bfloat16, float16 or an "
+			      "integer type (int8 ... uint64)",
+			      a->dtype);
+		return EXIT_USER;
 	}
+	err = dsv_manifest_open(a->source, dt, a->strict ? DSV_FROM_FILE_STRICT : 0, out, &eb);
 	if (err && a->dtype && !strcmp(eb.key, "dtype")) {
 		/* the view's dtype is --dtype's here (clip needs a manifest) */
 		dsv_cli_error("--dtype %s: %s", a->dtype, eb.msg);

@@ -55,6 +55,7 @@
 
 #include "dsview/xform.h"
 #include "engine/engine_i.h"
+#include "manifest/manifest.h"
 
 /* The tiles' cache: a pass reads each tile once, a few threads at a time
  * (an eighth of the chunk cache's budget when that is smaller). */
@@ -106,6 +107,17 @@ int dsv_engine_new(dsv_manifest *m, const dsv_engine_opts *o, dsv_engine **out, 
 	pthread_mutex_init(&e->budget_lock, NULL);
 	*out = e;
 	return 0;
+}
+
+int dsv_engine_open(const char *source, dsv_dtype dtype, unsigned flags, const dsv_engine_opts *o,
+		    dsv_engine **out, dsv_errbuf *eb)
+{
+	dsv_manifest *m;
+	int err = dsv_manifest_open(source, dtype, flags, &m, eb);
+	*out = NULL;
+	if (!err && (err = dsv_engine_new(m, o, out, eb)))
+		dsv_manifest_free(m);
+	return err;
 }
 
 int dsv_engine_start(dsv_engine *e, const dsv_engine_sink *sink, dsv_errbuf *eb)

@@ -17,7 +17,8 @@
  * the kernel's page cache) and drops them again when asked. Without a
  * sink the engine makes only what is read.
  *
- * Use: dsv_engine_new (no threads: safe to fork after it), then in the
+ * Use: dsv_engine_open (or dsv_engine_new over a manifest already
+ * loaded; no threads: safe to fork after either), then in the
  * process that serves dsv_engine_start (backend, caches, threads),
  * reads, dsv_engine_stop, dsv_engine_free.
  *
@@ -68,6 +69,12 @@ typedef struct dsv_engine_sink {
 
 /* Takes ownership of m on success. @return 0, DSV_ERR_NOMEM. */
 int dsv_engine_new(dsv_manifest *m, const dsv_engine_opts *o, dsv_engine **out, dsv_errbuf *eb);
+/* An engine over what `dsview mount source` serves: a manifest (.ini), or
+ * a file, directory or Zarr array or group made into views of dtype
+ * (flags: DSV_FROM_FILE_STRICT refuses it all when one part cannot be
+ * served). Not started. @return 0, or a dsv_err with eb set. */
+int dsv_engine_open(const char *source, dsv_dtype dtype, unsigned flags, const dsv_engine_opts *o,
+		    dsv_engine **out, dsv_errbuf *eb);
 /* Creates the backend and the caches and starts the threads (readahead,
  * hints, the page budget) that sink (NULL: none) is needed for.
  * @return 0 or a dsv_err (eb says why). */

@@ -491,3 +491,11 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	*out = m;
 	return 0;
 }
+
+int dsv_manifest_open(const char *source, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
+		      dsv_errbuf *eb)
+{
+	if (dsv_has_ext(source, ".ini"))
+		return dsv_manifest_load(source, out, eb);
+	return dsv_manifest_from_file(source, dtype, flags, out, eb);
+}

@@ -527,6 +527,34 @@ static void test_hinted_bytes_counted_apart(void **state)
 	dsv_engine_free(e);
 }
 
+/* An engine opened as a mount opens its SOURCE: a .npy as a zero-config
+ * view of the dtype asked for, its bytes those of the view. */
+static void test_engine_open(void **state)
+{
+	fixture *fx = *state;
+	dsv_engine_opts eo = { .cache_size = 1 << 20, .gpu = "off" };
+	float got[ROW];
+	dsv_engine *e;
+	dsv_errbuf eb;
+	assert_int_equal(dsv_engine_open(tpath("a.npy"), DSV_F32, 0, &eo, &e, &eb), 0);
+	assert_int_equal(dsv_engine_start(e, NULL, &eb), 0);
+	assert_int_equal(dsv_engine_nviews(e), 1);
+	assert_string_equal(dsv_engine_view_name(e, 0), "a");
+	assert_int_equal(dsv_engine_file_size(e, DSV_ENGINE_FILE(0, 0)),
+			 (uint64_t)ROWS_A * ROW * 4);
+	assert_int_equal(dsv_engine_read(e, DSV_ENGINE_FILE(0, 0), 7 * ROW * 4, sizeof(got), got),
+			 0);
+	for (size_t i = 0; i < ROW; i++)
+		assert_true(got[i] == (float)fx->x[7 * ROW + i]);
+	dsv_engine_free(e);
+	/* what cannot be opened says why, and leaves nothing */
+	e = (dsv_engine *)1;
+	assert_int_equal(dsv_engine_open(tpath("none.npy"), DSV_F32, 0, &eo, &e, &eb),
+			 DSV_ERR_NOTFOUND);
+	assert_null(e);
+	assert_non_null(strstr(eb.msg, "none.npy"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_stats_members),
 		cmocka_unit_test(test_hinted_bytes_counted_apart),
 		cmocka_unit_test(test_truncated_source),
+		cmocka_unit_test(test_engine_open),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
