@@ -1,5 +1,5 @@
 /*
- * Virtual dataset mappings laid out along axis 0 (h5/vds_map.c): blocks
+ * Virtual dataset mappings laid out along axis 0 (formats/h5/vds_map.c): blocks
  * of whole rows from whole sources, in row order whatever the mappings'
  * order, gaps as fill rows; every other form refused with the mapping and
  * its form named; and where a mapping's source file is looked for.

@@ -1,4 +1,4 @@
-/* Sampler hints' queue (fs/hints.c): every row reaches the function once,
+/* Sampler hints' queue (engine/hints.c): every row reaches the function once,
  * in order; past the capacity the oldest waiting hints are dropped; the
  * counters add up. */
 #include <setjmp.h>
