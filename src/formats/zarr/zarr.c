@@ -117,37 +117,33 @@ static int slurp(const char *dir, const char *name, char **text, size_t *len, st
 	return 0;
 }
 
-/* 2 or 3 when dir holds Zarr metadata of node kind ("array" or "group"):
- * v2's own file (v2name), or a v3 zarr.json naming the kind (open and
- * the group walk parse it for real). */
-static int zarr_node(const char *dir, const char *v2name, const char *kind)
+/* What dir (a directory or an object storage prefix) holds:
+ * DSV_FMT_ARRAY or DSV_FMT_GROUP by v2's own file (.zarray, .zgroup) or
+ * a v3 zarr.json naming its node type (open and the group walk parse it
+ * for real), else 0. Asked in the order that costs an array the fewest
+ * reads (one for v2, two for v3). A store that refuses or fails a read
+ * gives an array, whose open then says how. The registry asks only of
+ * names no file format claims, so an object named as a file costs no GET
+ * here. */
+static int zarr_by_dir(const char *dir)
 {
-	char *text, quoted[16];
+	char *text = NULL;
 	size_t len;
 	struct stat st;
-	int v = 0;
-	if (!dsv_url_scheme_len(dir) && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
+	int kind = 0, url = dsv_url_scheme_len(dir) != 0;
+	if (!url && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
 		return 0;
-	snprintf(quoted, sizeof(quoted), "\"%s\"", kind);
-	int err = slurp(dir, v2name, &text, &len, &st, NULL);
-	if (err == 0)
-		v = 2;
-	else if (err != DSV_ERR_NOTFOUND && dsv_url_scheme_len(dir))
-		return 2; /* the store refused or failed: the open says how */
+	int err = slurp(dir, ".zarray", &text, &len, &st, NULL);
+	if (err == 0 || (err != DSV_ERR_NOTFOUND && url))
+		kind = DSV_FMT_ARRAY;
 	else if (slurp(dir, "zarr.json", &text, &len, &st, NULL) == 0)
-		v = strstr(text, quoted) ? 3 : 0;
+		kind = strstr(text, "\"array\"")   ? DSV_FMT_ARRAY
+		       : strstr(text, "\"group\"") ? DSV_FMT_GROUP
+						   : 0;
+	else if (slurp(dir, ".zgroup", &text, &len, &st, NULL) == 0)
+		kind = DSV_FMT_GROUP;
 	free(text);
-	return v;
-}
-
-/* An array's directory (or prefix), or a group's: the registry asks only
- * of names no file format claims, so an object named as a file costs no
- * GET here. */
-static int zarr_by_dir(const char *path)
-{
-	if (zarr_node(path, ".zarray", "array"))
-		return DSV_FMT_ARRAY;
-	return zarr_node(path, ".zgroup", "group") ? DSV_FMT_GROUP : 0;
+	return kind;
 }
 
 static size_t zarr_by_name(const char *name)
