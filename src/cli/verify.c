@@ -29,7 +29,6 @@
 #include "cli/progress.h"
 #include "cli/target.h"
 #include "common/clock.h"
-#include "dsview/h5info.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
 #include "formats/formats.h"
@@ -135,8 +134,9 @@ static void job_free(vjob *j)
 	free(j->bads);
 }
 
-/* Every dataset of an HDF5 file, or the one named. */
-static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
+/* Every dataset of a file of datasets (HDF5), or the one named, opened as
+ * its format's. */
+static int collect_datasets(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 {
 	char **names = NULL, label[4200];
 	size_t n = 0;
@@ -146,7 +146,7 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 	 * with the library's own reason (dsv_h5_open_failed). */
 	if (t->dataset) {
 		dsv_source *s;
-		if ((err = dsv_source_open_h5(t->file, t->dataset, &s, eb)))
+		if ((err = t->format->open(t->file, t->dataset, &s, eb)))
 			return err;
 		const dsv_source_info *si = dsv_source_get_info(s);
 		err = add_source(j, s, 1,
@@ -158,13 +158,13 @@ static int collect_h5(vjob *j, const dsv_target *t, dsv_errbuf *eb)
 		}
 		return 0;
 	}
-	if ((err = dsv_h5_list_datasets(t->file, &names, &n, NULL, eb)))
+	if ((err = t->format->list(t->file, &names, &n, eb)))
 		return err;
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_source *s = NULL;
 		dsv_errbuf oeb;
 		dsv_target_label(label, sizeof(label), t->file, names[i]);
-		int oerr = dsv_source_open_h5(t->file, names[i], &s, &oeb);
+		int oerr = t->format->open(t->file, names[i], &s, &oeb);
 		if (oerr == DSV_ERR_NOMEM || oerr == DSV_ERR_INTERNAL) {
 			err = dsv_errf(eb, oerr, "%s", oeb.msg);
 			break;
@@ -474,7 +474,7 @@ int dsv_cmd_verify(int argc, char **argv)
 	}
 
 	switch (t.kind) {
-	case DSV_TARGET_DATASETS: err = collect_h5(&j, &t, &eb); break;
+	case DSV_TARGET_DATASETS: err = collect_datasets(&j, &t, &eb); break;
 	case DSV_TARGET_MANIFEST:
 		if (!(err = dsv_manifest_load(t.file, &m, &eb)) &&
 		    dsv_cli_disk_cache(m, disk_arg, disk_size_arg)) {

@@ -58,6 +58,10 @@ typedef struct dsv_format {
 	 * (free). NULL: the one source open gives. */
 	int (*open_parts)(const char *file, const char *dataset, dsv_source ***out, size_t *n,
 			  dsv_errbuf *eb);
+	/* A format of datasets' (DSV_FMT_DATASETS): the paths of file's
+	 * datasets, *names[0 .. *n), each the caller's to free, and the array.
+	 * NULL for other formats. @return 0 or a dsv_err with eb set. */
+	int (*list)(const char *file, char ***names, size_t *n, dsv_errbuf *eb);
 	/* Optional: opens an input of `dsview pack` that cannot be read in
 	 * place (a gzipped image), unpacked once beside output. NULL: open. */
 	int (*open_packed)(const char *input, const char *output, dsv_source **out, dsv_errbuf *eb);

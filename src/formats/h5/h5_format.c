@@ -87,6 +87,12 @@ static int h5_open_parts(const char *file, const char *dataset, dsv_source ***ou
 	return err;
 }
 
+/* The file's own datasets (links to others passed over). */
+static int h5_list(const char *file, char ***names, size_t *n, dsv_errbuf *eb)
+{
+	return dsv_h5_list_datasets(file, names, n, NULL, eb);
+}
+
 const dsv_format dsv_format_h5 = {
 	.name = "hdf5",
 	.noun = "an HDF5 file (.h5)",
@@ -95,4 +101,5 @@ const dsv_format dsv_format_h5 = {
 	.by_magic = h5_by_magic,
 	.open = h5_open,
 	.open_parts = h5_open_parts,
+	.list = h5_list,
 };
