@@ -2,8 +2,9 @@
  * What dsview does when neither an option nor a manifest says otherwise.
  * Each default has one name here, and the usage texts are built from the
  * names, so that a text and its value cannot drift apart: a number's
- * _TEXT is its digits, with the unit a size is written in ("10G"). The man page (doc/dsview.1), README.md and docs/ give the
- * same values in prose: change them together.
+ * _TEXT is its digits, with the unit a size is written in ("10G"). The
+ * man page (doc/dsview.1), README.md and docs/ give the same values in
+ * prose: change them together.
  *
  * The mount's readahead window is DSV_FS_DEFAULT_READAHEAD_KIB in the
  * public dsview/fs.h, where a library user finds it.
