@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from common import E2E, run
+from pagecache import resident_pages
 from refs import reference
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -50,28 +51,46 @@ class Hints(E2E):
             time.sleep(0.02)
         self.fail(f"hints not done: {m.stats()}")
 
+    def hinted_read(self, m, name, rows, queued):
+        """Hints rows of the file name, waits for them to be stored, reads
+        them through a memmap; the read requests that read made."""
+        if name == "v.npy":  # np.load reads the header itself
+            a = np.load(m.path(name), mmap_mode="r")
+        else:
+            a = np.memmap(m.path(name), np.float32, "r", shape=self.ref.shape)
+        fd = os.open(m.path(name), os.O_RDONLY)
+        try:
+            raw_hint(fd, rows)
+        finally:
+            os.close(fd)
+        st = self.wait_idle(m, queued)
+        before = m.stats()["read_requests"]
+        got = np.array(a[rows])
+        del a
+        after = m.stats()["read_requests"]
+        np.testing.assert_array_equal(got, self.ref[rows])
+        # the requests of the .stats.json read that took `before` only
+        return st, after - before
+
     def test_hinted_rows_make_no_request(self):
         for name in ("v.npy", "v.dat"):
             with self.subTest(file=name), self.mount(self.ini) as m:
                 rows = np.sort(np.random.default_rng(1).choice(len(self.x), 256, replace=False))
-                if name == "v.npy":  # np.load reads the header itself
-                    a = np.load(m.path(name), mmap_mode="r")
-                else:
-                    a = np.memmap(m.path(name), np.float32, "r", shape=self.ref.shape)
-                fd = os.open(m.path(name), os.O_RDONLY)
-                try:
-                    raw_hint(fd, rows)
-                finally:
-                    os.close(fd)
-                st = self.wait_idle(m, 256)
+                st, asked = self.hinted_read(m, name, rows, 256)
                 self.check_hinted_bytes(m, st, name, rows)
-                before = m.stats()["read_requests"]
-                got = np.array(a[rows])
-                del a
-                after = m.stats()["read_requests"]
-                np.testing.assert_array_equal(got, self.ref[rows])
-                # the requests of the .stats.json read that took `before` only
-                self.assertLessEqual(after - before, 2, "hinted rows were asked for")
+                if asked > 2:
+                    # The kernel may reclaim stored pages before the reader
+                    # faults them in: once, under a loaded ThreadSanitizer
+                    # run, 11 of them were asked for. Dropped and hinted
+                    # again, they must be found.
+                    fd = os.open(m.path(name), os.O_RDONLY)
+                    try:
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    finally:
+                        os.close(fd)
+                    self.assertEqual(resident_pages(m.path(name))[0], 0)
+                    st, asked = self.hinted_read(m, name, rows, 512)
+                self.assertLessEqual(asked, 2, f"hinted rows were asked for: {st}")
 
     def check_hinted_bytes(self, m, st, name, rows):
         """The hinted rows' pages are counted as hinted bytes, apart from
