@@ -42,7 +42,8 @@ const dsv_format *dsv_format_named(const char *name);
 int dsv_spec_split(const char *spec, char **file, char **dataset);
 /* The format of spec, split as dsv_spec_split does into *file and
  * *dataset (the caller's to free): a spec naming a dataset is a format of
- * datasets' (by its file's name, else by its magic); *dir as for
+ * datasets' (by its file's name, else by its magic, else the first such
+ * format, whose open says why the file is not one); *dir as for
  * dsv_format_detect. @return NULL (no format: *file and *dataset still
  * set), or the format; DSV_ERR_NOMEM in *err. */
 const dsv_format *dsv_format_of_spec(const char *spec, unsigned how, char **file, char **dataset,
