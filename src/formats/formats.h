@@ -49,7 +49,13 @@ int dsv_spec_split(const char *spec, char **file, char **dataset);
 const dsv_format *dsv_format_of_spec(const char *spec, unsigned how, char **file, char **dataset,
 				     int *dir, int *err);
 
-/* Opens the sources file[:dataset] of format f is made of, laid along
+/* Opens file[:dataset] of format f as one source; a format of datasets'
+ * file with no dataset named must hold exactly one, which is opened.
+ * @return 0 or a dsv_err with eb set. */
+int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
+		    dsv_errbuf *eb);
+/* Opens the sources file[:dataset] of format f is made of (the dataset
+ * named as dsv_format_open names it), laid along
  * axis 0 (one, or an HDF5 virtual dataset's parts): *out[0 .. *n), each
  * the caller's to close, and the array (free). */
 int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,

@@ -41,9 +41,9 @@ static const dsv_format *by_magic(const char *path)
 	int fd = dsv_url_scheme_len(path) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	for (size_t i = 0; i < NFORMATS && !found; i++)
-		if (formats[i]->by_magic && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    formats[i]->by_magic(fd))
+	int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	for (size_t i = 0; regular && i < NFORMATS && !found; i++)
+		if (formats[i]->by_magic && formats[i]->by_magic(fd))
 			found = formats[i];
 	close(fd);
 	return found;
@@ -146,24 +146,66 @@ const dsv_format *dsv_format_of_spec(const char *spec, unsigned how, char **file
 	return *dataset ? of_datasets(*file) : dsv_format_detect(*file, how, dir);
 }
 
+/* The dataset of file to open: *dataset, or where that is NULL and f is
+ * a format of datasets, the file's only one (then also in *only, a new
+ * string). @return 0, or a dsv_err with eb set (not exactly one). */
+static int pick_dataset(const dsv_format *f, const char *file, const char **dataset, char **only,
+			dsv_errbuf *eb)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int err;
+
+	*only = NULL;
+	if (*dataset || !(f->traits & DSV_FMT_DATASETS))
+		return 0;
+	if ((err = f->list(file, &names, &n, eb)))
+		return err;
+	if (n != 1)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, NULL,
+				  "has %zu datasets; name one as %s:/dataset", n, file);
+	for (size_t i = 0; i < n; i++)
+		if (i || err)
+			free(names[i]);
+	if (!err)
+		*dataset = *only = names[0];
+	free(names);
+	return err;
+}
+
+int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
+		    dsv_errbuf *eb)
+{
+	char *only;
+	int err = pick_dataset(f, file, &dataset, &only, eb);
+	*out = NULL;
+	if (!err)
+		err = f->open(file, dataset, out, eb);
+	free(only);
+	return err;
+}
+
 int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
 			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
 {
+	dsv_source **one = NULL;
+	char *only;
+	int err = pick_dataset(f, file, &dataset, &only, eb);
+
 	*out = NULL;
 	*n = 0;
-	if (f->open_parts)
-		return f->open_parts(file, dataset, out, n, eb);
-	dsv_source **one = malloc(sizeof(*one));
-	if (!one)
-		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
-	int err = f->open(file, dataset, one, eb);
-	if (err) {
-		free(one);
-		return err;
+	if (!err && f->open_parts)
+		err = f->open_parts(file, dataset, out, n, eb);
+	else if (!err && !(one = malloc(sizeof(*one))))
+		err = dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
+	else if (!err && !(err = f->open(file, dataset, one, eb))) {
+		*out = one;
+		*n = 1;
+		one = NULL;
 	}
-	*out = one;
-	*n = 1;
-	return 0;
+	free(one);
+	free(only);
+	return err;
 }
 
 const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)
@@ -195,7 +237,7 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb)
 	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (f)
-		err = f->open(file, dataset, out, eb);
+		err = dsv_format_open(f, file, dataset, out, eb);
 	else
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, spec, NULL,
 				  "unknown source type (expected %s)",

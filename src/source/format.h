@@ -49,8 +49,10 @@ typedef struct dsv_format {
 	/* DSV_FMT_ARRAY or DSV_FMT_GROUP when path is this directory format's
 	 * array or group (its metadata is there), else 0. */
 	int (*by_dir)(const char *path);
-	/* Opens file (dataset: the named one of a DSV_FMT_DATASETS format, or
-	 * NULL) as one source. @return 0 or a dsv_err with eb set. */
+	/* Opens file (dataset: the named one of a DSV_FMT_DATASETS format,
+	 * never NULL for one: the registry names a file's only dataset where
+	 * a spec names none; NULL for others) as one source. @return 0 or a
+	 * dsv_err with eb set. */
 	int (*open)(const char *file, const char *dataset, dsv_source **out, dsv_errbuf *eb);
 	/* Optional: opens file's dataset as the sources it is made of, laid
 	 * one after the other along axis 0 (an HDF5 virtual dataset's parts),

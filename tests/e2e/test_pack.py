@@ -249,6 +249,9 @@ class PackErrors(E2E):
             f.write(b"\0" * 1001)
         with h5py.File(cls.p(cls, "f.h5"), "w") as f:
             f["d"] = np.zeros((4, 3), np.uint8)
+        with h5py.File(cls.p(cls, "two.h5"), "w") as f:
+            f["a"] = np.zeros((4, 3), np.uint8)
+            f["g/b"] = np.ones((4, 3), np.uint8)
 
     def bad(self, *args, want, out=None):
         out = out or self.p("out.h5")
@@ -266,6 +269,8 @@ class PackErrors(E2E):
     def test_bad_inputs(self):
         self.bad(self.p("missing.npy"), want=["missing.npy", "No such file"])
         self.bad(self.p("f.h5") + ":/nope", want=["f.h5", "/nope"])
+        # a file of datasets named without one must hold exactly one
+        self.bad(self.p("two.h5"), want=["two.h5", "has 2 datasets; name one as "])
         self.bad(self.p("cplx.npy"), want=["cplx.npy", "c8"])
         self.bad("--dtype", "complex64", "--shape", "-1,3", self.p("odd.bin"), want="complex64")
         self.bad("--dtype", "uint16", "--shape", "-1,10", self.p("odd.bin"),
@@ -274,6 +279,13 @@ class PackErrors(E2E):
         self.bad("--codec", "zstandard", self.p("ok.npy"), want="--codec")
         self.bad("--codec", "lz4hc", "--level", "13", self.p("ok.npy"), want="1 to 12")
         self.bad("--dataset", "a/b", self.p("ok.npy"), want="--dataset")
+
+    def test_only_dataset_of_a_file(self):
+        out = self.p("only.h5")
+        self.assertIn("4 rows", run("pack", self.p("f.h5"), out, timeout=60).stdout)
+        with h5py.File(out) as f:
+            np.testing.assert_array_equal(f["f"][()], np.zeros((4, 3), np.uint8))  # named for the file
+        os.unlink(out)
 
     def test_output_directory_missing_or_read_only(self):
         self.bad(self.p("ok.npy"), out=self.p("nodir/out.h5"), want=["nodir", "No such file"])
