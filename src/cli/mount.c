@@ -88,24 +88,6 @@ static const char mount_usage[] =
 	"      --debug          log every FUSE request (implies -f)\n"
 	"  -h, --help           this help\n";
 
-/* Bytes of RAM, or the control group's memory limit lim when that is
- * smaller, or UINT64_MAX when unknown (then nothing is refused). */
-static uint64_t usable_mem(uint64_t lim)
-{
-	uint64_t ram = dsv_ram_bytes();
-	return lim < ram ? lim : ram;
-}
-
-static uint64_t default_cache_size(uint64_t usable)
-{
-	const uint64_t most = (uint64_t)DSV_DEFAULT_CACHE_GIB << 30,
-		       pc = DSV_DEFAULT_CACHE_RAM_PERCENT;
-	if (usable == UINT64_MAX)
-		return most;
-	uint64_t share = usable / 100 * pc + usable % 100 * pc / 100; /* usable * pc / 100 */
-	return share && share < most ? share : most;
-}
-
 static int mkdirs(const char *path)
 {
 	char buf[4096];
@@ -407,7 +389,7 @@ static int load_manifest(const mount_args *a, dsv_manifest **out)
  * default, never above usable memory. @return 0, or -1 after the error. */
 static int cache_size(const mount_args *a, const dsv_manifest *m, uint64_t usable, uint64_t *out)
 {
-	*out = m->has_cache_size ? m->cache_size : default_cache_size(usable);
+	*out = m->has_cache_size ? m->cache_size : dsv_default_cache_size(usable);
 	if (a->cache) {
 		return dsv_cli_size_arg("--cache-size", a->cache, 1, usable,
 					"this machine's memory or memory limit", out);
@@ -427,7 +409,7 @@ static int cache_size(const mount_args *a, const dsv_manifest *m, uint64_t usabl
 static int fs_options(const mount_args *a, const dsv_manifest *m, dsv_fs_opts *o)
 {
 	/* the daemon's control group's memory limit, read once */
-	uint64_t limit = dsv_cgroup_mem_limit(0), usable = usable_mem(limit);
+	uint64_t limit = dsv_cgroup_mem_limit(0), usable = dsv_usable_mem(limit);
 	int gpu_dev;
 
 	*o = (dsv_fs_opts){ .fuse_opts = a->fuse_opts, .debug = a->debug };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "common/cgroup.h"
+#include "common/defaults.h"
 
 /* The smallest memory limit of the control group at path (relative to the
  * controller's root dir) and of its ancestors: file is memory.limit_in_bytes
@@ -78,4 +79,20 @@ uint64_t dsv_ram_bytes(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
 	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
+}
+
+uint64_t dsv_usable_mem(uint64_t lim)
+{
+	uint64_t ram = dsv_ram_bytes();
+	return lim < ram ? lim : ram;
+}
+
+uint64_t dsv_default_cache_size(uint64_t usable)
+{
+	const uint64_t most = (uint64_t)DSV_DEFAULT_CACHE_GIB << 30,
+		       pc = DSV_DEFAULT_CACHE_RAM_PERCENT;
+	if (usable == UINT64_MAX)
+		return most;
+	uint64_t share = usable / 100 * pc + usable % 100 * pc / 100; /* usable * pc / 100 */
+	return share && share < most ? share : most;
 }

@@ -213,6 +213,21 @@ struct timespec dsv_engine_view_mtime(const dsv_engine *e, size_t i)
 	return m.tv_sec > v.tv_sec || (m.tv_sec == v.tv_sec && m.tv_nsec > v.tv_nsec) ? m : v;
 }
 
+void dsv_engine_view_info(const dsv_engine *e, size_t i, dsv_view_info *out)
+{
+	dsv_view_get_info(e->m->views[i], out);
+}
+
+const char *dsv_engine_backend(const dsv_engine *e)
+{
+	return dsv_backend_name(e->backend);
+}
+
+const char *dsv_engine_take_error(void)
+{
+	return dsv_view_take_error();
+}
+
 const char *dsv_engine_skipped_json(const dsv_engine *e)
 {
 	return e->m->skipped_json;

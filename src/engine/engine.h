@@ -102,6 +102,16 @@ struct timespec dsv_engine_mtime(const dsv_engine *e);
 const char *dsv_engine_view_name(const dsv_engine *e, size_t i);
 const char *dsv_engine_view_json(const dsv_engine *e, size_t i);
 struct timespec dsv_engine_view_mtime(const dsv_engine *e, size_t i);
+/* View i described (view.h's dsv_view_info: shape, dtype, row bytes,
+ * sources, the transform). */
+void dsv_engine_view_info(const dsv_engine *e, size_t i, dsv_view_info *out);
+/* Where chunks are decoded: "cpu" or "cuda" (after start). */
+const char *dsv_engine_backend(const dsv_engine *e);
+/* The last chunk failure this thread met in a read, as the log says it
+ * (view, source, chunk, rows, file offset, reason), and forgets it; ""
+ * when none since the last call (another thread decoding the chunk
+ * failed: its log line has it). */
+const char *dsv_engine_take_error(void);
 /* The text of /.skipped.json (a zero-config mount's datasets not
  * served), or NULL. */
 const char *dsv_engine_skipped_json(const dsv_engine *e);

@@ -49,20 +49,19 @@ static int parse_int(const char *s, long long *out)
 	return 0;
 }
 
-int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
+int dsv_manifest_set(dsv_manifest *m, const char *dir, const char *name, const char *value,
+		     int from, dsv_errbuf *eb)
 {
-	dsv_manifest *m = c->m;
 	long long n;
 	if (!strcmp(name, "cache_size")) {
 		if (dsv_parse_size(value, &m->cache_size))
-			return dsv_mf_fail(c, c->line,
-					   "cache_size '%s' is not a size (e.g. 2G, 512M, 0)",
-					   value);
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"cache_size '%s' is not a size (e.g. 2G, 512M, 0)", value);
 		m->has_cache_size = 1;
 	} else if (!strcmp(name, "threads")) {
 		if (parse_int(value, &n) || n < 1 || n > DSV_MAX_THREADS)
-			return dsv_mf_fail(
-				c, c->line,
+			return dsv_errf(
+				eb, DSV_ERR_FORMAT,
 				"threads '%s' must be an integer from 1 to " DSV_MAX_THREADS_TEXT,
 				value);
 		m->threads = (int)n;
@@ -70,43 +69,55 @@ int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
 	} else if (!strcmp(name, "gpu")) {
 		int dev;
 		if (strlen(value) >= sizeof(m->gpu) || dsv_parse_gpu(value, &dev))
-			return dsv_mf_fail(c, c->line,
-					   "gpu '%s' must be auto, off or a device number", value);
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"gpu '%s' must be auto, off or a device number", value);
 		strcpy(m->gpu, value);
 		m->has_gpu = 1;
 	} else if (!strcmp(name, "gpu_cache")) {
 		if (dsv_parse_size(value, &m->gpu_cache))
-			return dsv_mf_fail(c, c->line, "gpu_cache '%s' is not a size (e.g. 16G, 0)",
-					   value);
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"gpu_cache '%s' is not a size (e.g. 16G, 0)", value);
 		m->has_gpu_cache = 1;
 	} else if (!strcmp(name, "disk_cache")) {
 		if (!*value)
-			return dsv_mf_fail(c, c->line, "disk_cache must name a directory");
+			return dsv_errf(eb, DSV_ERR_FORMAT, "disk_cache must name a directory");
 		free(m->disk_cache);
-		if (!(m->disk_cache = dsv_mf_resolve(c->dir, value)))
-			return dsv_mf_fail(c, c->line, "out of memory");
+		if (!(m->disk_cache = dsv_mf_resolve(dir, value)))
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	} else if (!strcmp(name, "disk_cache_size")) {
 		if (dsv_parse_size(value, &m->disk_cache_size) || !m->disk_cache_size)
-			return dsv_mf_fail(c, c->line,
-					   "disk_cache_size '%s' is not a size above 0 (e.g. 100G)",
-					   value);
+			return dsv_errf(eb, DSV_ERR_FORMAT,
+					"disk_cache_size '%s' is not a size above 0 (e.g. 100G)",
+					value);
 		m->has_disk_cache_size = 1;
 	} else if (strstr(name, "secret") || strstr(name, "access_key") || strstr(name, "token")) {
-		return dsv_mf_fail(c, c->line,
-				   "'%s': credentials are never read from a manifest; name a "
-				   "profile of ~/.aws/credentials (s3_profile) or set "
-				   "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-				   name);
+		return dsv_errf(eb, DSV_ERR_FORMAT,
+				"'%s': credentials are never read from a manifest or an option; "
+				"name a profile of ~/.aws/credentials (s3_profile) or set "
+				"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+				name);
 	} else if (!strncmp(name, "s3_", 3)) {
-		dsv_errbuf eb;
-		if (dsv_net_setting(name + 3, value, DSV_NET_FROM_MANIFEST, &eb))
-			return dsv_mf_fail(c, c->line, "%s", eb.reason);
+		dsv_errbuf neb;
+		if (dsv_net_setting(name + 3, value, from, &neb))
+			return dsv_errf(eb, neb.code ? neb.code : DSV_ERR_FORMAT, "%s", neb.reason);
 	} else {
-		return dsv_mf_fail(c, c->line,
-				   "unknown key '%s' in [dsview] (expected cache_size, "
-				   "threads, gpu, gpu_cache, disk_cache, disk_cache_size, "
-				   "s3_endpoint, s3_region, s3_profile, s3_addressing)",
-				   name);
+		return dsv_errf(eb, DSV_ERR_NOTFOUND, "unknown key '%s'", name);
+	}
+	return 0;
+}
+
+int dsv_mf_dsview_key(parse_ctx *c, const char *name, const char *value)
+{
+	dsv_errbuf eb;
+	if (dsv_manifest_set(c->m, c->dir, name, value, DSV_NET_FROM_MANIFEST, &eb)) {
+		if (eb.code == DSV_ERR_NOMEM)
+			return dsv_mf_fail(c, c->line, "out of memory");
+		if (eb.code == DSV_ERR_NOTFOUND)
+			return dsv_mf_fail(
+				c, c->line,
+				"unknown key '%s' in [dsview] (expected " DSV_MANIFEST_KEYS ")",
+				name);
+		return dsv_mf_fail(c, c->line, "%s", eb.reason);
 	}
 	return 1;
 }

@@ -17,6 +17,20 @@
 int dsv_manifest_open(const char *source, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
 		      dsv_errbuf *eb);
 
+/* The keys of a manifest's [dsview] section, as messages list them. */
+#define DSV_MANIFEST_KEYS                                                                 \
+	"cache_size, threads, gpu, gpu_cache, disk_cache, disk_cache_size, s3_endpoint, " \
+	"s3_region, s3_profile, s3_addressing"
+
+/* Sets one key of a manifest's [dsview] section in m, checked as the
+ * manifest's own line is: a relative disk_cache taken from dir (NULL: as
+ * given), an s3_ setting given to net with from (DSV_NET_FROM_*). The
+ * library's options are these keys too. @return 0, or a dsv_err with
+ * eb's reason set (DSV_ERR_NOTFOUND: not a key of [dsview]; eb says no
+ * more, each caller lists DSV_MANIFEST_KEYS its own way). */
+int dsv_manifest_set(dsv_manifest *m, const char *dir, const char *key, const char *value, int from,
+		     dsv_errbuf *eb);
+
 /* For the mount's log line, "4 string, 2 compound": m->skipped counted by kind, most first, into
  * buf as snprintf. @return buf */
 const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap);

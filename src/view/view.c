@@ -443,39 +443,49 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 	return dsv_source_chunk(v->sources[i], g - v->chunk_base[i], ref);
 }
 
+/* The last chunk failure of this thread's reads (dsv_view_take_error). */
+static __thread char last_error[1024];
+
 /* Logs chunk ref of source src with err, then then (a sentence's end);
- * what: what failed inside a grid's band. */
+ * what: what failed inside a grid's band. A failure (then "") is also
+ * kept as this thread's last. */
 static void log_chunk(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
 		      const char *what, const char *then)
 {
 	const dsv_source_info *info = dsv_source_get_info(v->sources[src]);
 	uint64_t row = info->row_elems ? info->row_elems : 1;
+	/* the last row, as verify and pack name them */
+	unsigned long long first = ref->elem_start / row,
+			   last = (ref->elem_start + (ref->nelems ? ref->nelems : 1) + row - 1) /
+					  row -
+				  1;
+	char msg[sizeof(last_error)];
 	/* the kernel retries a failed read: once a minute per chunk and reason */
 	unsigned long long key = (unsigned long long)(uintptr_t)v * 31 + src;
 	key = (key * 1000003 + ref->index) * 131 + (unsigned)err + (*then ? 64 : 0);
-	if (ref->grid) { /* a band of a grid's chunks: name the one that failed */
-		dsv_log_limited(key, DSV_LOG_ERROR, "view %s: source %s%s%s rows %llu-%llu: %s: %s",
-				v->name, info->path, info->dataset ? ":" : "",
-				info->dataset ? info->dataset : "",
-				(unsigned long long)(ref->elem_start / row),
-				(unsigned long long)((ref->elem_start +
-						      (ref->nelems ? ref->nelems : 1) + row - 1) /
-							     row -
-						     1),
-				what, dsv_strerror(err));
-		return;
-	}
-	dsv_log_limited(
-		key, DSV_LOG_ERROR,
-		"view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
-		"%llu bytes): %s%s",
-		v->name, info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
-		(unsigned long long)ref->index, (unsigned long long)(ref->elem_start / row),
-		(unsigned long long)((ref->elem_start + (ref->nelems ? ref->nelems : 1) + row - 1) /
-					     row -
-				     1), /* the last row, as verify and pack name them */
-		(unsigned long long)ref->offset, (unsigned long long)ref->stored_size,
-		dsv_strerror(err), then);
+	if (ref->grid) /* a band of a grid's chunks: name the one that failed */
+		snprintf(msg, sizeof(msg), "view %s: source %s%s%s rows %llu-%llu: %s: %s", v->name,
+			 info->path, info->dataset ? ":" : "", info->dataset ? info->dataset : "",
+			 first, last, what, dsv_strerror(err));
+	else
+		snprintf(msg, sizeof(msg),
+			 "view %s: source %s%s%s chunk %llu (rows %llu-%llu, file offset %llu, "
+			 "%llu bytes): %s%s",
+			 v->name, info->path, info->dataset ? ":" : "",
+			 info->dataset ? info->dataset : "", (unsigned long long)ref->index, first,
+			 last, (unsigned long long)ref->offset,
+			 (unsigned long long)ref->stored_size, dsv_strerror(err), then);
+	dsv_log_limited(key, DSV_LOG_ERROR, "%s", msg);
+	if (!*then)
+		memcpy(last_error, msg, sizeof(msg));
+}
+
+const char *dsv_view_take_error(void)
+{
+	static __thread char taken[sizeof(last_error)];
+	memcpy(taken, last_error, sizeof(taken));
+	last_error[0] = '\0';
+	return taken;
 }
 
 void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,

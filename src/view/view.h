@@ -96,6 +96,9 @@ void dsv_view_lrow_runs(const dsv_view *v, uint64_t l, dsv_row_runs *r);
  * eb may be NULL). */
 void dsv_view_log_chunk_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err,
 			      const dsv_errbuf *eb);
+/* The last chunk failure dsv_view_log_chunk_error logged on this thread,
+ * and forgets it: "" when none since the last call. */
+const char *dsv_view_take_error(void);
 /* As dsv_view_log_chunk_error, for a part of an LZ4 chunk whose blocks
  * failed the block table's check (the chunk is then read whole). */
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);

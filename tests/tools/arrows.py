@@ -32,7 +32,7 @@ RANK = {
     "pack": 6, "backend": 6,
     "read": 7,
     "engine": 8,
-    "fs": 9,
+    "fs": 9, "reader": 9,
     "cli": 10,
 }
 # Rooms whose files under src/ may include only some of the rooms below
@@ -45,7 +45,7 @@ ONLY = {
 OWNER = {
     "dsview.h": "common", "codec.h": "codec", "xform.h": "xform",
     "h5info.h": "formats/h5", "source.h": "source", "view.h": "view", "pack.h": "pack",
-    "fs.h": "fs",
+    "fs.h": "fs", "reader.h": "reader",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # A function declared (a header's prototype) or defined (its body follows

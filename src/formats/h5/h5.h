@@ -98,6 +98,10 @@ typedef void (*dsv_h5_probe_fn)(const char *path);
  * for the caller to meet itself. A missing file returns 0 (the caller
  * reports it). Call without the lock. */
 int dsv_h5_probe(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb);
+/* Around any fork of this process (lib.c's pthread_atfork handlers):
+ * before (1), the probe's lock taken unless this thread holds it; after
+ * (0), in parent and child, given back if it was taken then. */
+void dsv_h5_probe_fork(int before);
 /* Before the library opens path: our own stat, which gives the clearest
  * message, then the probe. @return 0, or DSV_ERR_NOTFOUND/IO/INVALID/FORMAT
  * with eb "path: reason". Call without the lock. */

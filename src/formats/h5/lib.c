@@ -23,6 +23,31 @@ static hid_t ro_fapl = -1; /* file access list selecting the driver */
  * for the library check sizes only for the lock holder (the library's
  * own calls); every other caller gets zlib's and libaec's functions. */
 static __thread int h5_held;
+/* h5_lock was taken for a fork by this thread (before_fork). */
+static __thread int fork_took;
+
+/* A fork while another thread is inside the library would leave the
+ * child a library state half changed and h5_lock held for ever: every
+ * fork waits for the locks (the probe's first, as everywhere), so the
+ * child of a reader's process may use HDF5 (src/reader). A thread that
+ * forks holding them (the probe) keeps them. */
+static void before_fork(void)
+{
+	dsv_h5_probe_fork(1);
+	if (!h5_held) {
+		pthread_mutex_lock(&h5_lock);
+		fork_took = 1;
+	}
+}
+
+static void after_fork(void)
+{
+	if (fork_took) {
+		fork_took = 0;
+		pthread_mutex_unlock(&h5_lock);
+	}
+	dsv_h5_probe_fork(0);
+}
 
 int dsv_h5_lock(void)
 {
@@ -38,6 +63,7 @@ int dsv_h5_lock(void)
 		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 		dsv_h5_decode_init();
 		ro_fapl = dsv_h5_ro_register();
+		pthread_atfork(before_fork, after_fork, after_fork);
 		h5_ready = 1;
 	}
 	/* Debian's library is built thread-safe, so error printing is a

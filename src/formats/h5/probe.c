@@ -45,6 +45,32 @@ static h5_probed probed[H5_PROBED_MAX];
 static unsigned nprobed;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static int in_probe; /* set in the child: no nested probes */
+/* Set while this thread holds probe_lock; fork_took: probe_lock was
+ * taken for a fork (dsv_h5_probe_fork). */
+static __thread int probe_held, fork_took;
+
+static void probe_lock_take(void)
+{
+	pthread_mutex_lock(&probe_lock);
+	probe_held = 1;
+}
+
+static void probe_lock_give(void)
+{
+	probe_held = 0;
+	pthread_mutex_unlock(&probe_lock);
+}
+
+void dsv_h5_probe_fork(int before)
+{
+	if (before && !probe_held) {
+		probe_lock_take();
+		fork_took = 1;
+	} else if (!before && fork_took) {
+		fork_took = 0;
+		probe_lock_give();
+	}
+}
 
 static void probe_child(const char *path, dsv_h5_probe_fn work)
 {
@@ -71,7 +97,7 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 
 	if (in_probe)
 		return 0;
-	pthread_mutex_lock(&probe_lock);
+	probe_lock_take();
 	for (unsigned i = 0; st && i < nprobed && i < H5_PROBED_MAX; i++) {
 		h5_probed *p = &probed[i];
 		if (p->dev == st->st_dev && p->ino == st->st_ino && p->size == st->st_size &&
@@ -91,7 +117,7 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 	}
 	dsv_h5_unlock();
 	if (pid < 0) {
-		pthread_mutex_unlock(&probe_lock);
+		probe_lock_give();
 		return 0; /* cannot probe: go on unprotected, as before */
 	}
 	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
@@ -102,7 +128,7 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 		 * verdict on the file: go on unprobed, as when fork fails,
 		 * and remember nothing, so a later probe can still tell. */
 		int e = errno;
-		pthread_mutex_unlock(&probe_lock);
+		probe_lock_give();
 		dsv_log_warn("%s: cannot wait for the HDF5 probe (%s); opening it unprobed", path,
 			     strerror(e));
 		return 0;
@@ -115,7 +141,7 @@ static int probe_stat(const char *path, const struct stat *st, dsv_h5_probe_fn w
 		probed[nprobed++ % H5_PROBED_MAX] = (h5_probed){ st->st_dev, st->st_ino,
 								 st->st_size, st->st_mtim, sig };
 done:
-	pthread_mutex_unlock(&probe_lock);
+	probe_lock_give();
 	if (sig)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
 				   "damaged HDF5 file: the HDF5 library crashed reading it (%s)",
