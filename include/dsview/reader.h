@@ -18,7 +18,9 @@
  * s3_addressing), which win over the manifest's own, and for a SOURCE
  * that is not a manifest `dtype` (default float32) and `strict` (refuse
  * it all when one dataset cannot be served), as `dsview mount` takes
- * them. `threads` is the number of threads a gather of rows is split
+ * them, and `log_level` (error, warning or info; default warning: the
+ * process's log, stderr, gets what goes wrong, such as a damaged chunk's
+ * line). `threads` is the number of threads a gather of rows is split
  * over (default 1: the calling thread). The s3_ settings and the disk
  * cache are the process's, as they are the daemon's.
  *
@@ -81,8 +83,7 @@ const char *dsv_reader_skipped_json(const dsv_reader *r);
 /* Bytes [off, off + len) of view i's output (the mount's V.dat) into dst.
  * @return 0, or a dsv_err with eb set (DSV_ERR_INVALID: a range outside
  * the view). */
-int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst,
-		    dsv_errbuf *eb);
+int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst, dsv_errbuf *eb);
 /* Rows rows[0 .. n) of view i, in that order (any order, repeats
  * allowed), into dst: n * row_bytes bytes, row k at k * row_bytes. Each
  * run of consecutive rows is made at once, decoded and transformed

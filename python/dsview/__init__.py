@@ -16,8 +16,16 @@ from ._hints import PREFETCH_MAX, hint
 from ._mount import Mount, MountError
 from ._source import ArraySource, batches
 from ._views import info, on_mount
-from ._views import open_view as open
+from ._views import open_any as open
 
 __all__ = ["open", "info", "hint", "Mount", "MountError", "ArraySource", "batches", "on_mount",
-           "PREFETCH_MAX"]
+           "PREFETCH_MAX", "Reader", "Array"]
+
+
+def __getattr__(name):
+    """Reader and Array load libdsview.so when first named."""
+    if name in ("Reader", "Array"):
+        from . import _reader
+        return getattr(_reader, name)
+    raise AttributeError(f"module 'dsview' has no attribute {name!r}")
 __version__ = "0.1.0"

@@ -8,53 +8,112 @@ import numpy as np
 from . import _hints, _views
 
 
-def named_paths(path_or_paths):
-    """{name: path} of one view (name None) or of several read together
-    (Views checks that their rows agree)."""
-    if isinstance(path_or_paths, dict):
-        if not path_or_paths:
+def _handle(v):
+    """What reads one view: a dsview.Array (in-process) as it is, a path
+    on a mount as a MountRows."""
+    if hasattr(v, "read") and hasattr(v, "reader"):
+        return v
+    return MountRows(os.fspath(v))
+
+
+def named_views(views):
+    """{name: reader} of one view (name None) or of several read together
+    (a dict; Views checks that their rows agree). A view is a path on a
+    mount or a dsview.Array."""
+    if isinstance(views, dict):
+        if not views:
             raise ValueError("no views given")
-        return {k: os.fspath(p) for k, p in path_or_paths.items()}
-    return {None: os.fspath(path_or_paths)}
+        return {k: _handle(v) for k, v in views.items()}
+    return {None: _handle(views)}
+
+
+class MountRows:
+    """A view of a mount read with pread, one call per run of rows: its
+    memmap and a descriptor opened in the reading process under one lock
+    (neither is carried across fork, spawn or pickling)."""
+
+    def __init__(self, path):
+        self.path = path
+        v = _views.View(path)
+        self.shape, self.row_bytes, self.rows = v.shape, v.meta["row_bytes"], v.rows
+        self.array, self.fd = None, None
+        self.lock = threading.Lock()
+
+    def open(self):
+        """The view's memmap and a descriptor of its file (None for an
+        empty view, which has no file mapped)."""
+        with self.lock:
+            if self.array is None:
+                self.array = _views.open_view(self.path)
+            if self.fd is None and isinstance(self.array, np.memmap) and self.array.filename:
+                try:
+                    self.fd = os.open(self.array.filename, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError as e:
+                    raise _views._mount_error(self.path, e) from e
+            return self.array, self.fd
+
+    @property
+    def dtype(self):
+        return self.open()[0].dtype
+
+    @property
+    def dsview_dtype(self):
+        return self.open()[0].dsview_dtype
+
+    def read(self, idx, out):
+        a, fd = self.open()
+        if fd is None:  # an empty view: nothing to read
+            return np.take(a, idx, axis=0, out=out)
+        return _pread_rows(fd, a, idx, out, self.path)
+
+    def close(self):
+        with self.lock:
+            fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __getstate__(self):
+        return {"path": self.path, "shape": self.shape, "row_bytes": self.row_bytes,
+                "rows": self.rows}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, array=None, fd=None, lock=threading.Lock())
 
 
 class Views:
-    """One or more views, opened lazily in the process that reads (a memmap
-    or a descriptor is not carried across fork, spawn or pickling)."""
+    """One or more views read together (paths on a mount or dsview.Arrays,
+    see named_views), opened lazily in the process that reads."""
 
-    def __init__(self, path_or_paths):
-        self.paths = named_paths(path_or_paths)
-        self.arrays = None
-        self.fds = None
-        self.lock = threading.Lock()  # the reading threads open them once
-        self.rows = self._check()
-
-    def _check(self):
-        views = {k: _views.View(p) for k, p in self.paths.items()}
-        self.row_bytes = sum(v.meta["row_bytes"] for v in views.values())
-        rows = {k: v.rows for k, v in views.items()}
+    def __init__(self, views):
+        self.views = named_views(views)
+        self.paths = {k: getattr(h, "path", None) for k, h in self.views.items()}
+        self.row_bytes = sum(h.row_bytes for h in self.views.values())
+        rows = {k: h.rows for k, h in self.views.items()}
         if len(set(rows.values())) > 1:
             raise ValueError("views read together must have the same rows: "
-                             + ", ".join(f"{self.paths[k]} has {n}" for k, n in rows.items()))
-        return next(iter(rows.values()))
+                             + ", ".join(f"{self.name(k)} has {n}" for k, n in rows.items()))
+        self.rows = next(iter(rows.values()))
+
+    def name(self, k):
+        h = self.views[k]
+        return h.path if isinstance(h, MountRows) else repr(h)
+
+    @property
+    def first(self):
+        return self.name(next(iter(self.views)))
+
+    def hint_paths(self):
+        """The views a mount can be hinted for (in-process ones have none)."""
+        return [h.path for h in self.views.values() if isinstance(h, MountRows)]
 
     def open(self):
-        with self.lock:
-            return self._open_locked()
-
-    def _open_locked(self):
-        if self.arrays is None:
-            self.arrays = {k: _views.open_view(p) for k, p in self.paths.items()}
-        return self.arrays
+        """{name: an array-like with shape, dtype and dsview_dtype}."""
+        return {k: h.open()[0] if isinstance(h, MountRows) else h for k, h in self.views.items()}
 
     def check_index(self, i):
         if not -self.rows <= i < self.rows:
             raise IndexError(f"{self.first}: row {i} out of range: the view has {self.rows} rows")
         return i % self.rows
-
-    @property
-    def first(self):
-        return next(iter(self.paths.values()))
 
     def batch_index(self, rows):
         idx = np.asarray(rows)
@@ -66,68 +125,37 @@ class Views:
                              f"the view has {self.rows} rows")
         return idx
 
-    def _opened(self):
-        """Each view's memmap and a descriptor of its file, opened in the
-        reading process under one lock (the descriptor is None for an empty
-        view, which has no file mapped)."""
-        with self.lock:
-            arrays = self._open_locked()
-            if self.fds is None:
-                fds = {}
-                try:
-                    for k, a in arrays.items():
-                        fds[k] = os.open(a.filename, os.O_RDONLY | os.O_CLOEXEC) \
-                            if isinstance(a, np.memmap) and a.filename else None
-                except OSError as e:
-                    for fd in fds.values():
-                        if fd is not None:
-                            os.close(fd)
-                    raise _views._mount_error(self.paths[k], e) from e
-                self.fds = fds
-            return arrays, self.fds
-
     def read(self, key, out=None):
         """Row key (an int) or rows key (a sequence) of every view, into out
-        where given ({name: array}). The rows are read with pread, one call
-        per run of consecutive rows, straight into the destination: no page
-        of the view is mapped, so a reader copies each byte once and its RSS
-        holds only what it keeps."""
-        arrays, fds = self._opened()
+        where given ({name: array}). Rows of a mount are read with pread,
+        one call per run of consecutive rows, straight into the
+        destination (no page of the view is mapped, so a reader copies
+        each byte once and its RSS holds only what it keeps); rows of a
+        dsview.Array are made straight into it in this process."""
         one = isinstance(key, (int, np.integer))
         idx = np.array([self.check_index(int(key))]) if one else self.batch_index(key) % self.rows
         got = {}
-        for k, a in arrays.items():
+        for k, h in self.views.items():
             dst = None if out is None else out[k]
             if dst is None:
-                dst = np.empty((len(idx),) + a.shape[1:], a.dtype)
-            if fds[k] is None:  # an empty view: nothing to read
-                got[k] = np.take(a, idx, axis=0, out=dst)
-            else:
-                got[k] = _pread_rows(fds[k], a, idx, dst, self.paths[k])
+                dst = np.empty((len(idx),) + tuple(h.shape[1:]), h.dtype)
+            got[k] = h.read(idx, dst)
             if one:
                 got[k] = got[k][0]
         return got if None not in got else got[None]
 
     def close(self):
-        """Closes the descriptors this process opened (the next read opens
-        them again)."""
-        with self.lock:
-            fds, self.fds = self.fds or {}, None
-        for fd in fds.values():
-            if fd is not None:
-                os.close(fd)
+        """Closes the descriptors this process opened for mounts' views
+        (the next read opens them again)."""
+        for h in self.views.values():
+            if isinstance(h, MountRows):
+                h.close()
 
     def __del__(self):
         try:
             self.close()
         except OSError:
             pass
-
-    def __getstate__(self):
-        return {"paths": self.paths, "rows": self.rows, "row_bytes": self.row_bytes}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state, arrays=None, fds=None, lock=threading.Lock())
 
 
 def _pread_rows(fd, a, idx, dst, path):
@@ -157,12 +185,13 @@ def _pread_rows(fd, a, idx, dst, path):
 
 
 class ArraySource:
-    """A random-access source over one view or several (a dict of paths):
+    """A random-access source over one view or several (a dict of them; a
+    view is a path on a mount or a dsview.Array read in-process):
     len(src) rows, src[i] a numpy row (or a dict of rows). Works as a grain
     RandomAccessDataSource; pickles without its open files."""
 
-    def __init__(self, path_or_paths):
-        self.views = Views(path_or_paths)
+    def __init__(self, views):
+        self.views = Views(views)
 
     def __len__(self):
         return self.views.rows
@@ -171,7 +200,7 @@ class ArraySource:
         return self.views.read(i)
 
     def __repr__(self):
-        return f"dsview.ArraySource({self.views.paths!r})"
+        return f"dsview.ArraySource({self.views.first})"
 
 
 def shuffled_batches(n, batch_size, rng, drop_last, sort):
@@ -190,7 +219,8 @@ def batches(path_or_paths, batch_size=256, shuffle=True, seed=None, drop_last=Fa
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     views = Views(path_or_paths)
-    hinter = _hints.Hinter(views.paths.values())
+    paths = views.hint_paths()
+    hinter = _hints.Hinter(paths) if paths else _hints.NoHints()
     rng = np.random.default_rng(seed)
     try:
         for _ in range(epochs):

@@ -102,6 +102,23 @@ def info(path):
     return View(path).meta
 
 
+def open_any(source, view=None, **options):
+    """A view as an array. source on a dsview mount (V.npy, V.dat, V, or
+    the mountpoint with view naming one): its read-only numpy.memmap (see
+    open_view). Anything else `dsview mount` takes (a manifest, a file, a
+    directory, a Zarr array or group, an s3:// or https:// URL): view
+    (optional when there is one) read in this process, with no mount, as a
+    dsview.Array; options as dsview.Reader takes them."""
+    path = os.fspath(source)
+    if "://" not in path and on_mount(path):
+        if options:
+            raise TypeError(f"{path}: {', '.join(options)} apply to a source read "
+                            "in-process; a mount was set up with its own")
+        return open_view(os.path.join(path, view) if view is not None else path)
+    from . import _reader  # here: it loads libdsview.so, which a mount's reader needs not
+    return _reader.open_source(path, view, **options)
+
+
 def open_view(path):
     """A read-only numpy.memmap of a view (V.npy, V.dat or the name V under a
     mount) with the shape and dtype of its .json. bfloat16 views come back

@@ -56,13 +56,13 @@ def _tensor(a, tdtype):
 
 class ViewDataset(tud.Dataset):
     """A map-style dataset over one view (a path: V.npy, V.dat or V under a
-    mount) or several read together ({"stim": path, "robs": path}: items are
-    dicts). ds[i] is row i as a tensor; ds[[i, j, ...]] is those rows as one
+    mount; or a dsview.Array, read in-process) or several read together
+    ({"stim": path, "robs": path}: items are dicts). ds[i] is row i as a tensor; ds[[i, j, ...]] is those rows as one
     batch tensor, read with pread into it. The views are opened in each
     process at first use, so fork, spawn and forkserver workers all work."""
 
-    def __init__(self, path_or_paths):
-        self.views = _source.Views(path_or_paths)
+    def __init__(self, views):
+        self.views = _source.Views(views)
         self.paths = self.views.paths
         self._types = None
 
@@ -71,7 +71,7 @@ class ViewDataset(tud.Dataset):
 
     def _dtypes(self):
         if self._types is None:
-            self._types = {k: _torch_dtype(a, self.paths[k]) for k, a in self.views.open().items()}
+            self._types = {k: _torch_dtype(a, self.views.name(k)) for k, a in self.views.open().items()}
         return self._types
 
     def __getitem__(self, key):
@@ -113,8 +113,8 @@ class HintedBatchSampler(tud.Sampler):
         if lookahead < 0:
             raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
         self.batches, self.lookahead, self.sort = sampler, lookahead, sort
-        paths = paths.values() if isinstance(paths, dict) else paths
-        self.hinter = _hints.Hinter(paths) if hint else _hints.NoHints()
+        paths = list(paths.values() if isinstance(paths, dict) else paths)
+        self.hinter = _hints.Hinter(paths) if hint and paths else _hints.NoHints()
 
     def __len__(self):
         return len(self.batches)
@@ -147,7 +147,8 @@ AHEAD_BYTES = 512 << 20
 
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
            distributed=None, seed=None, hint=True, workers="threads", **kwargs):
-    """Batches of data (a ViewDataset, a view's path or a dict of paths),
+    """Batches of data (a ViewDataset, a view's path, a dsview.Array or a
+    dict of them),
     read whole and hinted (see the module's doc). shuffle and seed as
     RandomSampler / DistributedSampler take them; distributed: shard by
     rank (default: when torch.distributed is initialised); hint=False sends
@@ -173,7 +174,7 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
         rows = tud.RandomSampler(ds, generator=gen)
     else:
         rows = tud.SequentialSampler(ds)
-    sampler = HintedBatchSampler(rows, list(ds.paths.values()), batch_size, drop_last, lookahead,
+    sampler = HintedBatchSampler(rows, ds.views.hint_paths(), batch_size, drop_last, lookahead,
                                  hint=hint)
     if workers == "threads" and num_workers > 0:
         bad = sorted(set(kwargs) - {"pin_memory"})

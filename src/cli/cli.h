@@ -30,6 +30,7 @@ int dsv_cli_is_helper_call(int argc, char **argv);
 /* One entry of the mount table, its fields decoded (\040 is a space). */
 typedef struct dsv_cli_mount {
 	char point[4096], type[256], source[4096];
+	long uid; /* a FUSE mount's user_id= (who mounted it), -1 when not given */
 } dsv_cli_mount;
 
 /* Calls fn for every entry of /proc/self/mountinfo, in order (the last

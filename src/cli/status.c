@@ -30,7 +30,8 @@ static const char status_usage[] =
 	"(\"bytes_readahead\") and for a loader's hints (\"bytes_hinted\") -- and\n"
 	"their average rate since the start (\"mb_per_s\"), the chunk cache's hit\n"
 	"rate and use, read errors, and where the daemon logs. A mount whose\n"
-	"daemon died is listed as dead (dsview umount detaches it).\n"
+	"daemon died is listed as dead (dsview umount detaches it); one another\n"
+	"user mounted, which this user may not read, as not inspectable.\n"
 	"\n"
 	"options:\n"
 	"  --json       one JSON array, an object per mount (\"started\" in Unix\n"
@@ -60,6 +61,8 @@ int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg
 			continue;
 		dsv_mountinfo_unescape(mnt.point);
 		dsv_mountinfo_unescape(mnt.source);
+		const char *uid = strstr(dash, "user_id=");
+		mnt.uid = uid ? strtol(uid + 8, NULL, 10) : -1;
 		rc = fn(&mnt, arg);
 	}
 	fclose(f);
@@ -107,6 +110,17 @@ static json_t *describe(const dsv_cli_mount *mnt)
 	snprintf(path, sizeof(path), "%s/.stats.json", mnt->point);
 	json_t *st = json_load_file(path, 0, &je), *out;
 	int saved = errno;
+	if (!json_is_object(st) && (saved == EACCES || saved == EPERM)) {
+		/* not ours to read: FUSE lets only the user who mounted it in */
+		char why[160];
+		json_decref(st);
+		snprintf(why, sizeof(why),
+			 "mounted by user %ld: only that user (or -o allow_other) can read it (%s)",
+			 mnt->uid, strerror(saved));
+		return json_pack("{s:s, s:s, s:n, s:s}", "mountpoint",
+				 dsv_cli_escaped(mnt->point, 0), "source",
+				 dsv_cli_escaped(mnt->source, 0), "alive", "why", why);
+	}
 	if (!json_is_object(st)) {
 		json_decref(st);
 		return json_pack(
@@ -210,6 +224,10 @@ static void print_text(const json_t *e)
 {
 	printf("%s  %s\n", dsv_cli_shown(dsv_cli_jstr(e, "mountpoint", "?")),
 	       dsv_cli_shown(dsv_cli_jstr(e, "source", "?")));
+	if (json_is_null(json_object_get(e, "alive"))) {
+		printf("  not inspectable: %s\n", dsv_cli_jstr(e, "why", "?"));
+		return;
+	}
 	if (!json_is_true(json_object_get(e, "alive"))) {
 		printf("  dead: %s\n", dsv_cli_jstr(e, "why", "?"));
 		return;

@@ -28,12 +28,14 @@ static const char umount_usage[] =
 	"  -z, --lazy   detach now even if files are open; the daemon exits when\n"
 	"               the last reader closes\n";
 
-/* Finds mp in the mount table; @return 1 and its type, or 0. */
+/* Finds mp in the mount table; @return 1 and its type and who mounted
+ * it (-1: not said), or 0. */
 typedef struct find_job {
 	const char *mp;
 	char *fstype;
 	size_t cap;
 	int found;
+	long uid;
 } find_job;
 
 static int find_one(const dsv_cli_mount *mnt, void *arg)
@@ -41,15 +43,18 @@ static int find_one(const dsv_cli_mount *mnt, void *arg)
 	find_job *j = arg;
 	if (!strcmp(mnt->point, j->mp)) {
 		snprintf(j->fstype, j->cap, "%s", mnt->type);
+		j->uid = mnt->uid;
 		j->found = 1; /* keep going: the last one is on top */
 	}
 	return 0;
 }
 
-static int find_mount(const char *mp, char *fstype, size_t cap)
+static int find_mount(const char *mp, char *fstype, size_t cap, long *uid)
 {
-	find_job j = { mp, fstype, cap, 0 };
-	return dsv_cli_each_mount(find_one, &j) == 0 && j.found;
+	find_job j = { mp, fstype, cap, 0, -1 };
+	int found = dsv_cli_each_mount(find_one, &j) == 0 && j.found;
+	*uid = j.uid;
+	return found;
 }
 
 /* The first cap - 1 bytes of path as a string in buf. @return 0, or -1 */
@@ -131,12 +136,18 @@ int dsv_cmd_umount(int argc, char **argv)
 	if (dsv_cli_operands("umount", argc, argv, 0, 1, "[MOUNTPOINT]"))
 		return EXIT_USER;
 	dsv_cli_absolute(optind < argc ? argv[optind] : DSV_DEFAULT_MOUNTPOINT, mp, sizeof(mp));
-	if (!find_mount(mp, fstype, sizeof(fstype))) {
+	long uid;
+	if (!find_mount(mp, fstype, sizeof(fstype), &uid)) {
 		dsv_cli_error("%s: not mounted", mp);
 		return EXIT_USER;
 	}
 	if (strcmp(fstype, "fuse.dsview")) {
 		dsv_cli_error("%s: not a dsview mount (type %s)", mp, fstype);
+		return EXIT_USER;
+	}
+	if (geteuid() != 0 && uid >= 0 && uid != (long)geteuid()) {
+		dsv_cli_error("%s: mounted by user %ld: only that user or root can unmount it", mp,
+			      uid);
 		return EXIT_USER;
 	}
 	pid_t pid = daemon_pid(mp); /* 0 when the daemon is dead */
@@ -158,10 +169,9 @@ int dsv_cmd_umount(int argc, char **argv)
 		}
 	} else if (run_fusermount(mp, lazy) < 0 && (lazy || pid || run_fusermount(mp, 1) < 0)) {
 		/* fusermount3 printed why; a dead daemon (no pid) was retried lazily */
-		dsv_cli_error(
-			"%s: cannot unmount (files still open? 'dsview umount -z %s' detaches "
-			"lazily)",
-			mp, mp);
+		dsv_cli_error("%s: cannot unmount: fusermount3 refused (above); if files on it "
+			      "are still open, 'dsview umount -z %s' detaches it lazily",
+			      mp, mp);
 		return EXIT_USER;
 	}
 	/* Wait (up to 10 s) for the daemon to finish, so a new mount here works. */

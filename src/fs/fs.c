@@ -85,6 +85,54 @@ static void keep_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap
 }
 
 /* What libfuse said without its "fuse: " prefix, or dflt */
+/* 1 when an executable named name is on $PATH. */
+static int on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, name);
+		if (access(buf, X_OK) == 0)
+			return 1;
+		path += len + (path[len] == ':');
+	}
+	return 0;
+}
+
+/* 1 when /etc/fuse.conf has a user_allow_other line. */
+static int user_allow_other(void)
+{
+	char line[256];
+	int yes = 0;
+	FILE *f = fopen("/etc/fuse.conf", "r");
+	while (f && !yes && fgets(line, sizeof(line), f))
+		yes = !strncmp(line, "user_allow_other", 16);
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+/* What a failed mount lacked, as far as can be told from here: the
+ * device, the right to open it, fusermount3 (which mounts for a user
+ * other than root), user_allow_other for -o allow_other. */
+static const char *mount_missing(const char *opts)
+{
+	int user = geteuid() != 0;
+	if (access("/dev/fuse", F_OK))
+		return "/dev/fuse is missing (load the fuse module; a container needs "
+		       "--device /dev/fuse)";
+	if (access("/dev/fuse", R_OK | W_OK))
+		return "this user may not open /dev/fuse (its mode is root's alone here: ask for "
+		       "access to it, or mount as root)";
+	if (user && !on_path("fusermount3"))
+		return "fusermount3, which mounts for users other than root, is missing "
+		       "(Debian: fuse3)";
+	if (user && opts && strstr(opts, "allow_other") && !user_allow_other())
+		return "-o allow_other needs a user_allow_other line in /etc/fuse.conf";
+	return "are the -o options ones the kernel knows?";
+}
+
 static const char *fuse_reason(const char *dflt)
 {
 	const char *s = strncmp(fuse_said, "fuse: ", 6) ? fuse_said : fuse_said + 6;
@@ -191,9 +239,9 @@ int dsv_fs_mount(dsv_manifest *m, const char *mountpoint, const dsv_fs_opts *o, 
 	if (fuse_session_mount(fs->se, mountpoint) != 0) {
 		fuse_set_log_func(NULL);
 		err = dsv_errf_at(eb, DSV_ERR_IO, mountpoint, NULL,
-				  "%s (is /dev/fuse usable, and are the -o "
-				  "options ones the kernel knows?)",
-				  fuse_reason("mount failed"));
+				  "%s: %s; without FUSE, read the views in-process: "
+				  "dsview.open(SOURCE, VIEW) in Python, or libdsview's reader",
+				  fuse_reason("mount failed"), mount_missing(o->fuse_opts));
 		goto fail;
 	}
 	fuse_set_log_func(NULL); /* libfuse's own again: stderr (-f, --debug) */

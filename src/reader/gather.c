@@ -76,6 +76,7 @@ static void do_runs(job *j, pthread_mutex_t *lock)
 	size_t i;
 	while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
 		const run *at = &j->runs[i];
+		dsv_engine_count_request(j->e);
 		int err = dsv_engine_read(j->e, j->file, at->off, (size_t)at->len, at->dst);
 		if (err)
 			job_failed(j, at, err, lock);
@@ -174,13 +175,12 @@ static int job_error(const dsv_reader *r, dsv_engine *e, size_t i, const job *j,
 		return dsv_errf_at(eb, j->err, r->source, NULL, "%s", j->why);
 	dsv_engine_view_info(e, i, &vi);
 	rb = vi.row_bytes ? vi.row_bytes : 1;
-	return dsv_errf_at(eb, j->err, r->source, NULL,
-			   "view %s: bytes %llu-%llu (rows %llu-%llu): %s", vi.name,
-			   (unsigned long long)j->err_off,
-			   (unsigned long long)(j->err_off + j->err_len - 1),
-			   (unsigned long long)(j->err_off / rb),
-			   (unsigned long long)((j->err_off + j->err_len - 1) / rb),
-			   dsv_strerror(j->err));
+	return dsv_errf_at(
+		eb, j->err, r->source, NULL, "view %s: bytes %llu-%llu (rows %llu-%llu): %s",
+		vi.name, (unsigned long long)j->err_off,
+		(unsigned long long)(j->err_off + j->err_len - 1),
+		(unsigned long long)(j->err_off / rb),
+		(unsigned long long)((j->err_off + j->err_len - 1) / rb), dsv_strerror(j->err));
 }
 
 /* Reads runs[0 .. n) of view i (bytes in all) into place. */
@@ -196,8 +196,7 @@ static int read_runs(dsv_reader *r, dsv_engine *e, size_t i, const run *runs, si
 	return j.err ? job_error(r, e, i, &j, eb) : 0;
 }
 
-int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst,
-		    dsv_errbuf *eb)
+int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst, dsv_errbuf *eb)
 {
 	dsv_engine *e;
 	uint64_t size;
@@ -220,8 +219,8 @@ int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst
 }
 
 /* rows[0 .. n) of view i as runs of consecutive rows into *out. */
-static int make_runs(dsv_engine *e, size_t i, const int64_t *rows, size_t n, char *dst,
-		     run **out, size_t *nruns, dsv_errbuf *eb)
+static int make_runs(dsv_engine *e, size_t i, const int64_t *rows, size_t n, char *dst, run **out,
+		     size_t *nruns, dsv_errbuf *eb)
 {
 	dsv_view_info vi;
 	size_t k = 0;

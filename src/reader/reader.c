@@ -26,6 +26,7 @@
 
 #include "common/cgroup.h"
 #include "common/defaults.h"
+#include "common/log.h"
 #include "common/str.h"
 #include "manifest/manifest.h"
 #include "net/net.h"
@@ -64,7 +65,15 @@ static int take_option(dsv_reader *r, dsv_manifest *o, const char *s, size_t len
 	if (!strcmp(key, "strict") && (!value || !strcmp(value, "1") || !strcmp(value, "true"))) {
 		r->flags |= DSV_FROM_FILE_STRICT;
 	} else if (!value) {
-		err = dsv_errf_key(eb, DSV_ERR_INVALID, key, "option '%s': expected key=value", key);
+		err = dsv_errf_key(eb, DSV_ERR_INVALID, key, "option '%s': expected key=value",
+				   key);
+	} else if (!strcmp(key, "log_level")) {
+		int level = dsv_log_parse_level(value);
+		if (level < 0)
+			err = dsv_errf_key(eb, DSV_ERR_INVALID, key,
+					   "log_level '%s' must be error, warning or info", value);
+		else
+			dsv_log_set_level(level);
 	} else if (!strcmp(key, "dtype")) {
 		r->dtype = dsv_dtype_parse(value);
 		r->has_dtype = 1;
@@ -76,8 +85,8 @@ static int take_option(dsv_reader *r, dsv_manifest *o, const char *s, size_t len
 	} else if ((err = dsv_manifest_set(o, NULL, key, value, DSV_NET_FROM_OPTION, eb))) {
 		if (err == DSV_ERR_NOTFOUND)
 			err = dsv_errf_key(eb, DSV_ERR_INVALID, key,
-					   "unknown option '%s' (expected dtype, strict, " DSV_MANIFEST_KEYS
-					   ")",
+					   "unknown option '%s' (expected dtype, strict, "
+					   "log_level, " DSV_MANIFEST_KEYS ")",
 					   key);
 		else
 			eb->code = err = DSV_ERR_INVALID;
@@ -93,6 +102,7 @@ static int parse_options(dsv_reader *r, dsv_manifest *o, const char *options, ds
 	int err;
 
 	r->dtype = dsv_dtype_parse(DSV_DEFAULT_DTYPE);
+	dsv_log_set_level(DSV_LOG_WARN); /* a library says what goes wrong, not what it does */
 	while (s && *s) {
 		size_t len = strcspn(s, ",");
 		if (len && (err = take_option(r, o, s, len, eb)))
@@ -111,7 +121,7 @@ static int disk_cache(const dsv_manifest *o, const dsv_manifest *m, dsv_errbuf *
 	uint64_t size;
 	if (!from || !from->disk_cache || (m && o->disk_cache))
 		return 0;
-	size = o->has_disk_cache_size ? o->disk_cache_size
+	size = o->has_disk_cache_size      ? o->disk_cache_size
 	       : from->has_disk_cache_size ? from->disk_cache_size
 					   : (uint64_t)DSV_DEFAULT_DISK_CACHE_GIB << 30;
 	return dsv_net_disk_cache(from->disk_cache, size, eb);
@@ -119,14 +129,13 @@ static int disk_cache(const dsv_manifest *o, const dsv_manifest *m, dsv_errbuf *
 
 /* The engine's settings: the options' over the manifest's over the
  * defaults, as the mount takes them. @return 0 or a dsv_err. */
-static int engine_opts(dsv_reader *r, const dsv_manifest *o, const dsv_manifest *m,
-		       dsv_errbuf *eb)
+static int engine_opts(dsv_reader *r, const dsv_manifest *o, const dsv_manifest *m, dsv_errbuf *eb)
 {
 	uint64_t usable = dsv_usable_mem(dsv_cgroup_mem_limit(0));
 	int dev;
 
 	r->eo = (dsv_engine_opts){ 0 };
-	r->eo.cache_size = o->has_cache_size ? o->cache_size
+	r->eo.cache_size = o->has_cache_size   ? o->cache_size
 			   : m->has_cache_size ? m->cache_size
 					       : dsv_default_cache_size(usable);
 	if (r->eo.cache_size > usable)
@@ -135,7 +144,9 @@ static int engine_opts(dsv_reader *r, const dsv_manifest *o, const dsv_manifest 
 				    "(%.1f GiB)",
 				    (double)usable / (1u << 30));
 	snprintf(r->gpu, sizeof(r->gpu), "%s",
-		 o->has_gpu ? o->gpu : m->has_gpu ? m->gpu : DSV_DEFAULT_GPU);
+		 o->has_gpu   ? o->gpu
+		 : m->has_gpu ? m->gpu
+			      : DSV_DEFAULT_GPU);
 	r->eo.gpu = r->gpu;
 	r->eo.gpu_cache = o->has_gpu_cache ? o->gpu_cache : m->has_gpu_cache ? m->gpu_cache : 0;
 	if (r->eo.gpu_cache && !dsv_parse_gpu(r->gpu, &dev) && dev == DSV_GPU_OFF)
@@ -179,10 +190,11 @@ int dsv_reader_open(const char *source, const char *options, dsv_reader **out, d
 	if ((err = parse_options(r, &r->o, options, eb)))
 		goto fail;
 	if (r->has_dtype && dsv_has_ext(source, ".ini")) {
-		err = dsv_errf_key(eb, DSV_ERR_INVALID, "dtype",
-				   "dtype applies to a SOURCE that is not a manifest; set dtype per "
-				   "view in %s",
-				   source);
+		err = dsv_errf_key(
+			eb, DSV_ERR_INVALID, "dtype",
+			"dtype applies to a SOURCE that is not a manifest; set dtype per "
+			"view in %s",
+			source);
 		goto fail;
 	}
 	if ((err = disk_cache(&r->o, NULL, eb)) || (err = open_engine(r, &e, eb)))
@@ -244,8 +256,9 @@ static int reopen(dsv_reader *r, dsv_errbuf *eb)
 		return err;
 	if (!same_views(e, old)) {
 		dsv_engine_free(e);
-		return dsv_errf_at(eb, DSV_ERR_IO, r->source, NULL,
-				   "changed since this process's parent opened it (its views differ)");
+		return dsv_errf_at(
+			eb, DSV_ERR_IO, r->source, NULL,
+			"changed since this process's parent opened it (its views differ)");
 	}
 	atomic_store(&r->e, e);
 	return dsv_reader_gather_start(r, eb);

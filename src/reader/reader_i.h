@@ -29,7 +29,7 @@ struct dsv_reader {
 	char gpu[16];       /* the engine's gpu setting (eo.gpu points here) */
 	dsv_engine_opts eo; /* the engine's settings */
 	dsv_engine *_Atomic e;
-	atomic_uint gen;   /* the fork generation e was opened in */
+	atomic_uint gen;    /* the fork generation e was opened in */
 	dsv_gather *gather; /* NULL: reads run on the calling thread alone */
 };
 

@@ -1,0 +1,250 @@
+"""The views of a source read in this process, without a mount: what
+`dsview mount SOURCE` would serve, through libdsview.so's engine (the
+same bytes, the same errors)."""
+import ctypes
+import json
+import os
+import threading
+
+import numpy as np
+
+from . import _lib
+
+
+def _numpy_dtype(name):
+    """The numpy dtype a view's output is read as, as dsview.open gives a
+    memmap of the mount: bfloat16 as ml_dtypes.bfloat16 where installed,
+    else uint16."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+            return np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            return np.dtype("<u2")
+    return np.dtype(name).newbyteorder("<")
+
+
+def _options(options):
+    """**options as the library's "key=value,..." string."""
+    parts = []
+    for k, v in options.items():
+        if v is None or v is False:
+            continue
+        v = "1" if v is True else str(v)
+        if "," in v or "," in k:
+            raise ValueError(f"option {k}={v!r}: a value may not hold ','")
+        parts.append(f"{k}={v}")
+    return ",".join(parts)
+
+
+class Reader:
+    """What `dsview mount source` serves (a manifest, a file, a directory,
+    a Zarr array or group, an s3:// or https:// URL), open in this
+    process. options are the manifest's [dsview] keys (cache_size,
+    threads, gpu, gpu_cache, disk_cache, disk_cache_size, s3_endpoint,
+    s3_region, s3_profile, s3_addressing) and, for a source that is not a
+    manifest, dtype and strict. Pickles as its source and options (a
+    worker process opens it again); a process made by fork may go on
+    using it (the library opens it again there by itself)."""
+
+    def __init__(self, source, **options):
+        self.source = os.fspath(source)
+        self.options = _options(options)
+        self._kw = dict(options)
+        self._h = None
+        self._pid = None
+        self._lock = threading.Lock()
+        self._open()
+
+    def _open(self):
+        lib = _lib.lib()
+        h = ctypes.c_void_p()
+        eb = _lib.ErrBuf()
+        if lib.dsv_reader_open(self.source.encode(), self.options.encode() or None,
+                               ctypes.byref(h), ctypes.byref(eb)):
+            raise _lib.error(eb, _lib.FORMAT)
+        self._h, self._pid = h, os.getpid()
+        self._views = {}
+        for i in range(lib.dsv_reader_nviews(h)):
+            d = _lib.ViewDesc()
+            lib.dsv_reader_view_get(h, i, ctypes.byref(d))
+            self._views[d.name.decode()] = i
+
+    def handle(self):
+        """The library's reader, opened again in a process this one was
+        pickled to."""
+        if self._h is None:
+            with self._lock:
+                if self._h is None:
+                    self._open()
+        return self._h
+
+    @property
+    def views(self):
+        """The names of the views, in the mount's order."""
+        self.handle()
+        return list(self._views)
+
+    @property
+    def skipped(self):
+        """What a zero-config source does not serve: [{"path", "reason"}]."""
+        text = _lib.lib().dsv_reader_skipped_json(self.handle())
+        return json.loads(text) if text else []
+
+    def view(self, name=None):
+        """View name as an Array; name may be left out when there is one."""
+        self.handle()
+        if name is None:
+            if len(self._views) != 1:
+                raise KeyError(f"{self.source}: name one of its {len(self._views)} views: "
+                               + ", ".join(self._views))
+            name = next(iter(self._views))
+        if name not in self._views:
+            raise KeyError(f"{self.source}: no view {name!r}; its views: "
+                           + ", ".join(self._views))
+        return Array(self, name)
+
+    def stats(self):
+        """The engine's counters (those of a mount's /.stats.json)."""
+        lib, h = _lib.lib(), self.handle()
+        n = lib.dsv_reader_stats(h, None, 0)
+        buf = ctypes.create_string_buffer(n + 1)
+        lib.dsv_reader_stats(h, buf, n + 1)
+        return json.loads(buf.value)
+
+    def close(self):
+        h, self._h = self._h, None
+        if h is not None and self._pid == os.getpid():
+            _lib.lib().dsv_reader_close(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        return {"source": self.source, "_kw": self._kw}
+
+    def __setstate__(self, state):
+        self.source, self._kw = state["source"], state["_kw"]
+        self.options = _options(self._kw)
+        self._h, self._pid, self._lock = None, None, threading.Lock()
+
+    def __repr__(self):
+        return f"dsview.Reader({self.source!r})"
+
+
+class Array:
+    """One view read in-process: shape, dtype, len(), a[i], a[a:b:s],
+    a[index array], np.asarray(a) and a.read(rows, out=None), each read
+    decoded and transformed straight into the result."""
+
+    def __init__(self, reader, name):
+        self.reader, self.name = reader, name
+        d = _lib.ViewDesc()
+        _lib.lib().dsv_reader_view_get(reader.handle(), reader._views[name], ctypes.byref(d))
+        self.shape = tuple(d.shape[i] for i in range(d.ndim))
+        self.dsview_dtype = _lib.DTYPES[d.dtype]
+        self.dtype = _numpy_dtype(self.dsview_dtype)
+        self.row_bytes = d.row_bytes
+        self.nbytes = d.nbytes
+        self.info = json.loads(d.json.decode())
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    rows = property(lambda self: self.shape[0] if self.shape else 1)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d view")
+        return self.shape[0]
+
+    @property
+    def _i(self):
+        return self.reader._views[self.name]
+
+    def read(self, rows, out=None):
+        """Rows (a sequence of integers, negatives from the end) into out
+        (C-contiguous, len(rows) rows) or a new array."""
+        idx = np.asarray(rows)
+        if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+            raise TypeError(f"{self.name}: rows are a 1-d sequence of integers")
+        n = self.rows
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            bad = idx[(idx < -n) | (idx >= n)][0]
+            raise IndexError(f"{self.name}: row {int(bad)} out of range: the view has {n} rows")
+        idx = np.ascontiguousarray(idx % n if idx.size else idx, dtype=np.int64)
+        if out is None:
+            out = np.empty((len(idx),) + self.shape[1:], self.dtype)
+        elif not out.flags.c_contiguous or out.nbytes != len(idx) * self.row_bytes:
+            raise ValueError(f"{self.name}: out must be a C-contiguous array of "
+                             f"{len(idx)} rows of {self.row_bytes} bytes")
+        if idx.size:
+            eb = _lib.ErrBuf()
+            if _lib.lib().dsv_reader_read_rows(self.reader.handle(), self._i,
+                                               idx.ctypes.data, len(idx), out.ctypes.data,
+                                               ctypes.byref(eb)):
+                raise _lib.error(eb)
+        return out
+
+    def read_bytes(self, off, n):
+        """Bytes [off, off + n) of the view's output (the mount's V.dat)."""
+        out = np.empty(n, np.uint8)
+        eb = _lib.ErrBuf()
+        if _lib.lib().dsv_reader_read(self.reader.handle(), self._i, off, n,
+                                      out.ctypes.data, ctypes.byref(eb)):
+            raise _lib.error(eb)
+        return out.tobytes()
+
+    def __getitem__(self, key):
+        rest = ()
+        if isinstance(key, tuple):
+            key, rest = (key[0], key[1:]) if key else (slice(None), ())
+        if not self.shape:
+            got = np.frombuffer(self.read_bytes(0, self.nbytes), self.dtype).reshape(())
+            return got[(key,) + rest] if key is not Ellipsis else got
+        if isinstance(key, (int, np.integer)):
+            return self.read([int(key)])[0][rest]
+        if isinstance(key, slice):
+            got = self.read(np.arange(*key.indices(self.shape[0])))
+        elif key is Ellipsis:
+            got = self.read(np.arange(self.shape[0]))
+        else:
+            a = np.asarray(key)
+            if a.dtype == bool:
+                if a.shape != (self.shape[0],):
+                    raise IndexError(f"{self.name}: a boolean index must have "
+                                     f"{self.shape[0]} entries")
+                a = np.flatnonzero(a)
+            got = self.read(a)
+        return got[(slice(None),) + rest] if rest else got
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[...]
+        return a if dtype is None else a.astype(dtype)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        return (f"dsview.Array({self.reader.source!r}, view={self.name!r}, shape={self.shape}, "
+                f"dtype={self.dsview_dtype})")
+
+    def __getstate__(self):
+        return {"reader": self.reader, "name": self.name}
+
+    def __setstate__(self, state):
+        self.__init__(state["reader"], state["name"])
+
+
+def open_source(source, view=None, **options):
+    """View view of source read in this process (see Reader)."""
+    return Reader(source, **options).view(view)
