@@ -175,3 +175,24 @@ class PyMount(E2E):
                            env={**os.environ, "PYTHONPATH": site + ":/usr/lib/python3/dist-packages"})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.strip(), inits[0])
+        # the installed package reads in-process through the installed
+        # library, found by the loader's path (here LD_LIBRARY_PATH)
+        lib = os.path.join(prefix, "libdir")
+        os.makedirs(lib)
+        so = os.path.realpath(os.path.join(PYTHON_DIR, "..", "build", "libdsview.so.0"))
+        shutil.copy(so, os.path.join(lib, "libdsview.so.0"))
+        np.save(self.p("x.npy"), np.arange(12, dtype=np.int16).reshape(4, 3))
+        code = f"import dsview; print(dsview.open({self.p('x.npy')!r})[[3, 0]].tolist())"
+        env = {k: v for k, v in os.environ.items() if k != "DSVIEW_LIBRARY"}
+        env["PYTHONPATH"] = site + ":/usr/lib/python3/dist-packages"
+        r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                           env={**env, "LD_LIBRARY_PATH": lib})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "[[9.0, 10.0, 11.0], [0.0, 1.0, 2.0]]")
+        # and says how to get one when it cannot
+        r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                           env={**env, "DSVIEW_LIBRARY": self.p("nope.so")})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("LibraryNotFound", r.stderr)
+        self.assertIn("make install", r.stderr)
+        self.assertIn("DSVIEW_LIBRARY", r.stderr)
