@@ -20,7 +20,7 @@ import nibabel
 import numpy as np
 import zarr
 
-from common import DSVIEW, E2E, flip_byte, run
+from common import DSVIEW, E2E, flip_byte, run, venv_python
 
 PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                           "python"))
@@ -87,6 +87,10 @@ source = f.h5:/plain
 [zarr]
 source = z.zarr
 
+[zarr_v3_sharded]
+source = s3.zarr
+dtype = float16
+
 [nifti]
 source = brain.nii
 
@@ -116,6 +120,14 @@ def write_fixtures(d):
     z = zarr.open(os.path.join(d, "z.zarr"), mode="w", shape=(90, 13), chunks=(16, 5),
                   dtype="<i4")
     z[:] = rng.integers(-100000, 100000, (90, 13), dtype=np.int32)
+    venv_python("import sys, numpy as np, zarr\n"
+                "from zarr.codecs import ShardingCodec, BytesCodec, ZstdCodec\n"
+                "x = np.random.default_rng(4).normal(0, 3, (70, 9, 11)).astype('<f4')\n"
+                "z = zarr.create(shape=x.shape, dtype=x.dtype, chunks=(16, 9, 11),\n"
+                "    zarr_format=3, store=sys.argv[1], fill_value=0,\n"
+                "    codecs=[ShardingCodec(chunk_shape=(4, 3, 11),\n"
+                "        codecs=[BytesCodec(), ZstdCodec()])])\n"
+                "z[...] = x\n", os.path.join(d, "s3.zarr"))
     nibabel.save(nibabel.Nifti1Image(rng.normal(100, 10, (9, 8, 7, 6)).astype(np.float32),
                                      np.eye(4)), os.path.join(d, "brain.nii"))
     r = run("pack", "--codec", "lz4", "--chunk-size", "16k", os.path.join(d, "img.npy"),

@@ -9,8 +9,10 @@ mid-read and started again (EIO, the daemon alive, then the right bytes
 again) - with the secret key absent from every output."""
 import contextlib
 import errno
+import hashlib
 import os
 import subprocess
+import sys
 import time
 
 import h5py
@@ -288,6 +290,35 @@ class S3(E2E):
         with self.mount_s3(ini) as m:
             check_whole(self, m, "z", reference(self.z3, dtype="bfloat16"), "bfloat16")
             self.assertEqual(m.stats()["net_failures"], 0)  # the missing chunk: no failure
+
+    def test_in_process_equals_the_mount(self):
+        # the library reads the objects itself, in a process with the
+        # store's settings, and makes the mount's bytes
+        ini = self.write_ini(
+            f"[store]\nsource = {self.url('h5/a-lz4.h5')}\nscale = 0.5\n"
+            f"[z]\nsource = {self.url('zarr/v3.zarr/')}\n"
+            f"[g]\nsource = {self.url('h5/run1.h5')}:/grid\ndtype = bfloat16\n"
+            f"[c]\nsource = {self.url('raw/c.i16')}\nsource_dtype = int16\n"
+            f"source_shape = -1, 257\nmean = 10\nstd = 1000\n", "inproc.ini")
+        code = ("import hashlib, sys\nsys.path.insert(0, sys.argv[2])\nimport dsview\n"
+                "r = dsview.Reader(sys.argv[1], threads=2)\n"
+                "for v in sorted(r.views):\n"
+                "    a = r.view(v)\n"
+                "    print(v, hashlib.sha256(a.read_bytes(0, a.nbytes)).hexdigest())\n"
+                "print('gets', r.stats()['net_gets'])\n")
+        python_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "python")
+        p = subprocess.run([sys.executable, "-c", code, ini, python_dir], capture_output=True,
+                           text=True, env=self.store.env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.split("\n")
+        self.assertGreater(int(lines[4].split()[1]), 0)
+        with self.mount_s3(ini) as m:
+            for line in lines[:4]:
+                name, digest = line.split()
+                with open(m.path(name + ".dat"), "rb") as f:
+                    self.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest, name)
+        self.assertNotIn(SECRET, p.stdout + p.stderr)
 
     def test_http_url(self):
         # the filer's own HTTP port serves the bucket's files without
