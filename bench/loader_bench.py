@@ -14,6 +14,8 @@
   dsv_proc the same with workers="processes": DataLoader worker processes
   rows     the view in a plain DataLoader(ViewDataset): one row per
            __getitem__, no hints
+  inproc   dsview.torch.loader over dsview.open(manifest, "v"): the same
+           view read in the loader's process by libdsview.so, no mount
 
 Each epoch runs in a fresh process (fork workers) after the source files'
 pages are evicted; dsview's on a fresh mount. Reported: rows/s over the
@@ -22,7 +24,9 @@ served, and the peak RSS of the main process (VmHWM) and of the largest
 worker process (0 for threads), memmapped file pages included.
 ROUNDS (default 1) interleaved rounds, medians; LOADER_SIZES="150 KB" runs
 one size; LOADER_JSON=FILE writes the results. Targets (against python, then f32, same workers): dsview >= 2.0x
-python with 1 worker, >= 1.3x with 4 and 8, >= 1.0x f32 everywhere.
+python with 1 worker, >= 1.3x with 4 and 8, >= 1.0x f32 everywhere;
+inproc >= 4x python with 1 worker and >= 1.5x dsview (the mount) with
+150 KB rows.
 
   DSVIEW=build/dsview LOADER_MB=256 /usr/bin/python3 bench/loader_bench.py"""
 import json
@@ -45,7 +49,8 @@ WORKERS = [int(w) for w in os.environ.get("LOADER_WORKERS", "0,1,4,8").split(","
 ROUNDS = int(os.environ.get("ROUNDS", "1"))
 SIZES = {k: v for k, v in {"12 KB": 64, "150 KB": 224}.items()
          if k in os.environ.get("LOADER_SIZES", "12 KB,150 KB").split(",")}
-PEERS = ("python", "f32", "dsview", "dsv_proc", "rows")
+PEERS = tuple(p for p in ("python", "f32", "dsview", "dsv_proc", "rows", "inproc")
+              if p in os.environ.get("LOADER_PEERS", "python,f32,dsview,dsv_proc,rows,inproc"))
 MEAN32, STD32 = L.MEAN.astype(np.float32), L.STD.astype(np.float32)
 
 
@@ -73,6 +78,7 @@ class Rows:
 def child(peer, workers, path):
     """One epoch; prints rows, seconds and peak RSS (kB) as JSON."""
     import torch
+    import dsview
     import dsview.torch
     dl = torch.utils.data.DataLoader
     if peer == "dsview":
@@ -80,6 +86,9 @@ def child(peer, workers, path):
     elif peer == "dsv_proc":
         loader = dsview.torch.loader(path, batch_size=L.BATCH, num_workers=workers,
                                      workers="processes")
+    elif peer == "inproc":
+        loader = dsview.torch.loader(dsview.open(path, "v"), batch_size=L.BATCH,
+                                     num_workers=workers)
     elif peer == "rows":
         loader = dl(dsview.torch.ViewDataset(path), batch_size=L.BATCH, shuffle=True,
                     num_workers=workers)
@@ -108,6 +117,8 @@ def run_child(peer, workers, path):
 def one_run(work, files, peer, workers):
     for f in files.values():
         L.evict(f)
+    if peer == "inproc":
+        return run_child(peer, workers, files["ini"])
     if peer not in ("dsview", "dsv_proc", "rows"):
         return run_child(peer, workers, files["u8" if peer == "python" else "f32"])
     mnt = os.path.join(work, "mnt")
@@ -152,7 +163,9 @@ def report(results, sizes):
             rss = (max(r["rss_main"] for r in d) / 1024, max(r["rss_worker"] for r in d) / 1024)
             print(f"{label:>7} {w:>7} " + " ".join(f"{med[p]:14,.0f}" for p in PEERS)
                   + f" {med['dsview'] / med['python']:8.2f}x {med['dsview'] / med['f32']:6.2f}x"
-                  f" {cpu:11.2f} {rss[0]:9.0f}/{rss[1]:<9.0f}")
+                  f" {cpu:11.2f} {rss[0]:9.0f}/{rss[1]:<9.0f}"
+                  + (f" {med['inproc'] / med['python']:12.2f}x {med['inproc'] / med['dsview']:12.2f}x"
+                     if "inproc" in med else ""))
     print("\npeak RSS main/worker of each peer (MB):")
     for label in sizes:
         for w in WORKERS:

@@ -109,13 +109,23 @@ bench-tree: deps
 # The PyTorch loaders (bench/loader_bench.py): one shuffled DataLoader
 # epoch, cold, batch 256, over 12 KB and 150 KB rows with 0, 1, 4 and 8
 # workers: the Python way (uint8 memmap + numpy per row in the workers),
-# the materialised float32 file, and dsview.torch.loader (threads, then
-# worker processes), rows/s side by side, daemon CPU s/GB, peak RSS.
+# the materialised float32 file, dsview.torch.loader over the mount
+# (threads, then worker processes) and over the in-process reader, rows/s
+# side by side, daemon CPU s/GB, peak RSS.
 # LOADER_MB (default 1024) per row size; LOADER_WORKERS="0,1,4,8";
 # ROUNDS (1); LOADER_JSON=FILE also writes the results.
 bench-loader: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/loader_bench.py
+
+# The in-process reader against FUSE (bench/inproc_bench.py): one cold
+# sequential pass of a normalised float32 view read in-process, through a
+# mount and from nullfs (the FUSE ceiling), and of its LZ4 store in-process
+# and through a mount. INPROC_MB (default 512); ROUNDS (3).
+bench-inproc: deps
+	$(MAKE) all $(BUILD)/bench/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
+	  $(PYTHON) bench/inproc_bench.py
 
 # Zarr v3 sharding (bench/shard_bench.py): shuffled rows and read
 # amplification of a sharded array against the same data unsharded in its

@@ -3,7 +3,8 @@
  * run of consecutive rows one engine read straight into the caller's
  * memory (decoded and transformed there, as a FUSE reply is).
  *
- * With threads > 1 a gather's runs are shared out: the caller posts its
+ * With threads > 1 a gather's runs, long ones cut into pieces of about
+ * GATHER_PIECE, are shared out: the caller posts its
  * job on a list, the gather threads and the caller take runs from it by
  * an atomic counter until none is left, and the caller waits for the
  * threads inside its job to leave it. Jobs of several callers may be on
@@ -24,6 +25,11 @@
 /* A gather smaller than this is read by the calling thread alone: handing
  * it out costs more than it saves. */
 #define GATHER_MIN_BYTES (256u << 10)
+/* With gather threads, a run longer than this is cut into pieces of about
+ * this size (whole rows where rows are at least as long), so one long
+ * read (a sequential pass, np.asarray) decodes its chunks on every
+ * thread too. */
+#define GATHER_PIECE (1u << 20)
 
 typedef struct run {
 	uint64_t off; /* in the view's output */
@@ -183,16 +189,46 @@ static int job_error(const dsv_reader *r, dsv_engine *e, size_t i, const job *j,
 		(unsigned long long)((j->err_off + j->err_len - 1) / rb), dsv_strerror(j->err));
 }
 
-/* Reads runs[0 .. n) of view i (bytes in all) into place. */
+/* runs[0 .. *n) with every run longer than GATHER_PIECE cut into pieces
+ * of whole units of unit bytes (a row; 1 for a byte range), in a new
+ * array (NULL: out of memory), *n updated. */
+static run *cut_runs(const run *runs, size_t *n, uint64_t unit)
+{
+	uint64_t piece = unit >= GATHER_PIECE ? unit : GATHER_PIECE / unit * unit;
+	size_t total = 0, k = 0;
+	run *out;
+	for (size_t i = 0; i < *n; i++)
+		total += (size_t)((runs[i].len + piece - 1) / piece);
+	if (!(out = malloc(total * sizeof(*out))))
+		return NULL;
+	for (size_t i = 0; i < *n; i++)
+		for (uint64_t at = 0; at < runs[i].len; at += piece)
+			out[k++] = (run){ .off = runs[i].off + at,
+					  .len = runs[i].len - at < piece ? runs[i].len - at
+									  : piece,
+					  .dst = runs[i].dst + at };
+	*n = k;
+	return out;
+}
+
+/* Reads runs[0 .. n) of view i (bytes in all; unit: the bytes a piece of
+ * a run holds whole) into place. */
 static int read_runs(dsv_reader *r, dsv_engine *e, size_t i, const run *runs, size_t n,
-		     uint64_t bytes, dsv_errbuf *eb)
+		     uint64_t bytes, uint64_t unit, dsv_errbuf *eb)
 {
 	job j = { .e = e, .file = DSV_ENGINE_FILE(i, 0), .runs = runs, .n = n };
+	run *cut = NULL;
 	(void)dsv_engine_take_error(); /* none of an earlier call's */
-	if (r->gather && n > 1 && bytes >= GATHER_MIN_BYTES)
+	if (r->gather && bytes >= GATHER_MIN_BYTES) {
+		if (!(cut = cut_runs(runs, &j.n, unit ? unit : 1)))
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		j.runs = cut;
+	}
+	if (j.n > 1 && cut)
 		run_shared(r->gather, &j);
 	else
 		do_runs(&j, NULL);
+	free(cut);
 	return j.err ? job_error(r, e, i, &j, eb) : 0;
 }
 
@@ -215,7 +251,7 @@ int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst
 	if (!len)
 		return 0;
 	run one = { .off = off, .len = len, .dst = dst };
-	return read_runs(r, e, i, &one, 1, len, eb);
+	return read_runs(r, e, i, &one, 1, len, 1, eb);
 }
 
 /* rows[0 .. n) of view i as runs of consecutive rows into *out. */
@@ -264,7 +300,7 @@ int dsv_reader_read_rows(dsv_reader *r, size_t i, const int64_t *rows, size_t n,
 		return err;
 	dsv_view_info vi;
 	dsv_engine_view_info(e, i, &vi);
-	err = read_runs(r, e, i, runs, nruns, (uint64_t)n * vi.row_bytes, eb);
+	err = read_runs(r, e, i, runs, nruns, (uint64_t)n * vi.row_bytes, vi.row_bytes, eb);
 	free(runs);
 	return err;
 }

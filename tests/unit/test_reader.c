@@ -27,7 +27,8 @@ static void write_npy(void)
 {
 	char head[128];
 	int n = snprintf(head + 10, sizeof(head) - 10,
-			 "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d), }", ROWS, ROW);
+			 "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d), }", ROWS,
+			 ROW);
 	memset(head + 10 + n, ' ', (size_t)(128 - 10 - n));
 	head[127] = '\n';
 	memcpy(head, "\x93NUMPY\x01\x00", 8);
@@ -209,8 +210,10 @@ static void test_fork(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_views_described), cmocka_unit_test(test_gathers_any_order),
-		cmocka_unit_test(test_byte_ranges),     cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_views_described),
+		cmocka_unit_test(test_gathers_any_order),
+		cmocka_unit_test(test_byte_ranges),
+		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_fork),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
