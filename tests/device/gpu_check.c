@@ -21,6 +21,9 @@
  *       second pass from the tier), and every view the readahead's device
  *       path makes made in ranges, against the CPU's decode
  *       (dsv_cpu_decode) and transform.
+ *   gpu_check reader MANIFEST GPU  the in-process reader (dsview/reader.h)
+ *       with gpu=GPU against one with gpu=off: every view read whole in
+ *       shuffled gathers of rows from 4 gather threads, byte for byte.
  *
  * Exit status: 0 when every row is ok or "no device", 1 when one failed.
  */
@@ -31,6 +34,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "dsview/reader.h"
 #include "dsview/codec.h"
 #include "dsview/xform.h"
 #include "gpu/gpu.h"
@@ -481,6 +485,74 @@ static int cmd_backend(const char *manifest, const char *gpu, uint64_t tier)
 	return failures ? 1 : 0;
 }
 
+/* Every row of view i of a and b, in shuffled gathers of 64: rows that
+ * differ, or UINT64_MAX when a read failed (printed). */
+static uint64_t reader_diff(dsv_reader *a, dsv_reader *b, size_t i)
+{
+	dsv_reader_view v;
+	dsv_errbuf eb;
+	uint64_t bad = 0;
+	dsv_reader_view_get(a, i, &v);
+	int64_t *rows = malloc(v.rows * sizeof(*rows));
+	uint8_t *x = malloc(64 * v.row_bytes), *y = malloc(64 * v.row_bytes);
+	for (uint64_t r = 0; r < v.rows; r++)
+		rows[r] = (int64_t)r;
+	for (uint64_t r = v.rows; r > 1; r--) {
+		uint64_t k = rnd() % r, t = (uint64_t)rows[r - 1];
+		rows[r - 1] = rows[k];
+		rows[k] = (int64_t)t;
+	}
+	for (uint64_t r = 0; r < v.rows && bad != UINT64_MAX; r += 64) {
+		size_t n = v.rows - r < 64 ? (size_t)(v.rows - r) : 64;
+		if (dsv_reader_read_rows(a, i, rows + r, n, x, &eb) ||
+		    dsv_reader_read_rows(b, i, rows + r, n, y, &eb)) {
+			printf("  %s\n", eb.msg);
+			bad = UINT64_MAX;
+			break;
+		}
+		for (size_t k = 0; k < n; k++)
+			bad += memcmp(x + k * v.row_bytes, y + k * v.row_bytes, v.row_bytes) != 0;
+	}
+	free(rows);
+	free(x);
+	free(y);
+	return bad;
+}
+
+static int cmd_reader(const char *manifest, const char *gpu)
+{
+	char opts[64], stats[16384];
+	dsv_reader *dev, *cpu;
+	dsv_errbuf eb;
+	snprintf(opts, sizeof(opts), "gpu=%s,threads=4", gpu);
+	if (dsv_reader_open(manifest, opts, &dev, &eb) ||
+	    dsv_reader_open(manifest, "gpu=off,threads=4", &cpu, &eb)) {
+		row(0, "reader: %s", eb.msg);
+		return 1;
+	}
+	dsv_reader_stats(dev, stats, sizeof(stats));
+	const char *backend = strstr(stats, "\"gpu_emulated\":true")  ? "emulated"
+			      : strstr(stats, "\"backend\":\"cuda\"") ? "cuda"
+								      : "cpu";
+	for (size_t i = 0; i < dsv_reader_nviews(dev); i++) {
+		dsv_reader_view v;
+		dsv_reader_view_get(dev, i, &v);
+		uint64_t bad = reader_diff(dev, cpu, i);
+		row(bad == 0, "reader gpu=%s (%s): view %s, %llu rows in shuffled gathers, %s", gpu,
+		    backend, v.name, (unsigned long long)v.rows,
+		    bad == UINT64_MAX ? "a read failed"
+		    : bad             ? "rows differ from gpu=off"
+				      : "same bytes");
+	}
+	dsv_reader_stats(dev, stats, sizeof(stats));
+	const char *chunks = strstr(stats, "\"gpu_chunks\":");
+	printf("%-9s reader gpu=%s: backend %s, %.*s\n", "ok", gpu, backend,
+	       chunks ? (int)strcspn(chunks, ",}") : 0, chunks ? chunks : "");
+	dsv_reader_close(dev);
+	dsv_reader_close(cpu);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "probe"))
@@ -489,7 +561,9 @@ int main(int argc, char **argv)
 		return cmd_compare(argc < 3 ? 0 : !strcmp(argv[2], "--full") ? 3 : 1);
 	if (argc >= 4 && !strcmp(argv[1], "backend"))
 		return cmd_backend(argv[2], argv[3], argc >= 5 ? strtoull(argv[4], NULL, 0) : 0);
+	if (argc >= 4 && !strcmp(argv[1], "reader"))
+		return cmd_reader(argv[2], argv[3]);
 	fprintf(stderr, "usage: gpu_check probe | compare [--full | --quick] | backend MANIFEST "
-			"GPU [TIER]\n");
+			"GPU [TIER] | reader MANIFEST GPU\n");
 	return 2;
 }

@@ -8,7 +8,8 @@
 #   (gpu_check compare); bench/gpu_bench (kernel only and end to end
 #   against the CPU on every core); the backend without a mount on a
 #   packed store (gpu_check backend: chunks from 16 threads, the tier,
-#   the readahead's device path); with /dev/fuse, the e2e GPU tests and
+#   the readahead's device path); the in-process reader on the device
+#   against gpu=off (gpu_check reader); with /dev/fuse, the e2e GPU tests and
 #   the mount rows (bench/gpu_mount_bench.py); compute-sanitizer's
 #   memcheck and racecheck over the comparison.
 # One summary file, $OUT/device-check.txt (OUT unset: build-device/out/),
@@ -173,6 +174,15 @@ if [ $device = 1 ]; then
 else
 	export DSVIEW_GPU_EMULATE=1
 	step backend 120 "$bin/gpu_check" backend "$ini" auto 67108864
+	unset DSVIEW_GPU_EMULATE
+fi
+
+# the in-process reader on the device backend against gpu=off
+if [ $device = 1 ]; then
+	step reader 120 "$bin/gpu_check" reader "$ini" 0
+else
+	export DSVIEW_GPU_EMULATE=1
+	step reader 60 "$bin/gpu_check" reader "$ini" auto
 	unset DSVIEW_GPU_EMULATE
 fi
 
