@@ -46,7 +46,7 @@ typedef struct job {
 	int active;         /* gather threads inside, under the pool's lock */
 	int err;            /* the first failure, under the pool's lock */
 	uint64_t err_off, err_len;
-	char why[1024];
+	char why[5120]; /* as the log line (view.c) */
 	struct job *link;
 } job;
 

@@ -10,7 +10,7 @@
  * threads, curl connections or device context, and possibly locks other
  * threads held. pthread_atfork's child handler counts forks; a call that
  * finds its reader opened in an earlier generation opens the source
- * again (engine_of) and leaves the parent's engine untouched (its memory
+ * again (dsv_reader_engine) and leaves the parent's engine untouched (its memory
  * is shared with the parent until written; freeing it could take a lock
  * a parent's thread held). The HDF5 locks are taken around every fork
  * (src/formats/h5/lib.c), so the library's state the child inherits is

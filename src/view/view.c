@@ -444,7 +444,7 @@ int dsv_view_chunk_ref(const dsv_view *v, uint64_t g, size_t *src, dsv_chunk_ref
 }
 
 /* The last chunk failure of this thread's reads (dsv_view_take_error). */
-static __thread char last_error[1024];
+static __thread char last_error[5120]; /* a path, a dataset and the words */
 
 /* Logs chunk ref of source src with err, then then (a sentence's end);
  * what: what failed inside a grid's band. A failure (then "") is also
