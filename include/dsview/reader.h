@@ -21,8 +21,9 @@
  * them, and `log_level` (error, warning or info; default warning: the
  * process's log, stderr, gets what goes wrong, such as a damaged chunk's
  * line). `threads` is the number of threads a gather of rows is split
- * over (default 1: the calling thread). The s3_ settings and the disk
- * cache are the process's, as they are the daemon's.
+ * over, the calling one among them (default 4; 1: the calling thread
+ * alone). The s3_ settings and the disk cache are the process's, as
+ * they are the daemon's.
  *
  * Memory: each reader holds its chunk cache (cache_size: by default the
  * smaller of 1 GiB and 10% of the machine's memory or memory limit;

@@ -24,6 +24,10 @@
 #define DSV_DEFAULT_THREADS 8
 #define DSV_DEFAULT_THREADS_TEXT DSV_STR(DSV_DEFAULT_THREADS)
 #define DSV_MAX_THREADS 256
+/* the in-process reader's gather threads (its `threads` option): a gather
+ * of rows shared by this many, the caller among them, so the reads of a
+ * batch overlap their I/O and decode */
+#define DSV_DEFAULT_READER_THREADS 4
 #define DSV_MAX_THREADS_TEXT DSV_STR(DSV_MAX_THREADS)
 
 /* mount --cache-size, [dsview] cache_size: the smaller of this many GiB

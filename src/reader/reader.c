@@ -109,7 +109,7 @@ static int parse_options(dsv_reader *r, dsv_manifest *o, const char *options, ds
 			return err;
 		s += len + (s[len] == ',');
 	}
-	r->threads = o->has_threads ? o->threads : 1;
+	r->threads = o->has_threads ? o->threads : DSV_DEFAULT_READER_THREADS;
 	return 0;
 }
 
