@@ -118,6 +118,12 @@ bench-loader: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/loader_bench.py
 
+# The loader's order and state (bench/loader_state_bench.py): the first
+# batch of a shuffled 50 M-window view, peak RSS, the cost of state_dict().
+bench-loader-state: deps
+	$(MAKE) all
+	$(PYTHON) bench/loader_state_bench.py
+
 # The in-process reader against FUSE (bench/inproc_bench.py): one cold
 # sequential pass of a normalised float32 view read in-process, through a
 # mount and from nullfs (the FUSE ceiling), and of its LZ4 store in-process

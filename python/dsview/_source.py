@@ -154,7 +154,7 @@ class Views:
     def __del__(self):
         try:
             self.close()
-        except OSError:
+        except (OSError, AttributeError):  # AttributeError: a constructor that failed
             pass
 
 

@@ -1,26 +1,30 @@
-"""PyTorch over a dsview mount: a map-style dataset of one view or several
-read together, a batch sampler that hints each batch's rows to the mount
-ahead of the reads, and loader(), the DataLoader that puts them together:
+"""PyTorch over dsview's views (on a mount, or read in-process): a
+map-style dataset of one view or several read together, a batch sampler
+that hints each batch's rows to the mount ahead of the reads, and
+loader(), a Loader that puts them together:
 
     loader = dsview.torch.loader("/mnt/dsview/stim.npy", batch_size=256, num_workers=4)
     for x in loader:        # float32 (or bfloat16, ...) tensors, normalised by the mount
         ...
+    state = loader.state_dict()          # resume later: loader.load_state_dict(state)
 
 loader() hands whole batches to the dataset: each batch's rows ascending
 (batches shuffled), read with one pread per run of consecutive rows
-straight into the batch's tensor, by
-threads of the calling process (num_workers of them) or, with
-workers="processes", by DataLoader worker processes, each straight into the
-shared memory the batch travels in. Under
-torch.distributed each rank reads and hints only its DistributedSampler
-shard; call loader.sampler.set_epoch(e) each epoch as with any
-DistributedSampler. A plain DataLoader(ViewDataset(...), batch_size=...)
-works too, one row per __getitem__ and unhinted."""
+straight into the batch's tensor, by threads of the calling process
+(num_workers of them) or, with workers="processes", by DataLoader worker
+processes, each straight into the shared memory the batch travels in.
+Under torch.distributed each rank reads and hints only its share of each
+global step; the order is a function of the seed and the epoch alone, so
+a saved state resumes on the same or another number of ranks
+(docs/long-jobs.md). An epoch run to its end moves to the next by itself.
+A plain DataLoader(ViewDataset(...), batch_size=...) works too, one row
+per __getitem__ and unhinted."""
 import numpy as np
 import torch
 import torch.utils.data as tud
 
-from . import _hints, _source
+from . import _hints, _order, _source
+from ._loader import Loader
 
 
 def _torch_dtype(a, path):
@@ -145,37 +149,58 @@ def _distributed(distributed):
 AHEAD_BYTES = 512 << 20
 
 
+def _world(distributed, world_size, rank):
+    """(world size, rank): as given, else torch.distributed's where it is
+    initialised (distributed None) or asked for, else (1, 0)."""
+    if world_size is not None or rank is not None:
+        if world_size is None or rank is None:
+            raise ValueError("give world_size and rank together")
+        return int(world_size), int(rank)
+    if _distributed(distributed):
+        return torch.distributed.get_world_size(), torch.distributed.get_rank()
+    return 1, 0
+
+
+def _dataset(data):
+    if isinstance(data, ViewDataset):
+        return data
+    if isinstance(data, tud.Dataset):
+        raise TypeError(f"loader takes a ViewDataset, a view's path, a dsview.Array or a dict "
+                        f"of them, not a {type(data).__name__} (for a subset of rows, name them "
+                        f"in the manifest: rows = @idx.npy)")
+    return ViewDataset(data)
+
+
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
-           distributed=None, seed=None, hint=True, workers="threads", **kwargs):
+           distributed=None, seed=None, hint=True, workers="threads", world_size=None,
+           rank=None, **kwargs):
     """Batches of data (a ViewDataset, a view's path, a dsview.Array or a
-    dict of them),
-    read whole and hinted (see the module's doc). shuffle and seed as
-    RandomSampler / DistributedSampler take them; distributed: shard by
-    rank (default: when torch.distributed is initialised); hint=False sends
-    no hints (to measure what they bring).
+    dict of them), read whole and hinted (see the module's doc), as a
+    dsview.torch.Loader: state_dict() / load_state_dict() resume an epoch
+    where it stopped (docs/long-jobs.md), stats() says how long the loop
+    waited. shuffle and seed (default 0) give the order, the same in every
+    process; distributed: shard by rank (default: when torch.distributed
+    is initialised), or world_size and rank given; hint=False sends no
+    hints (to measure what they bring).
 
     num_workers readers: with workers="threads" (the default) threads of
     this process, since a batch is one copy out of the page cache (the GIL
     is released during it) and needs no process to cross; 0 reads in the
     caller's thread; at most AHEAD_BYTES of batches are read ahead, so
-    large rows get fewer threads than asked. workers="processes" gives a DataLoader with worker
-    processes, for datasets that do Python work per batch; DataLoader's
-    keywords (persistent_workers, prefetch_factor, multiprocessing_context,
-    pin_memory, ...) go to it. With threads only pin_memory is taken."""
-    ds = data if isinstance(data, ViewDataset) else ViewDataset(data)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    large rows get fewer threads than asked. workers="processes" reads
+    with DataLoader worker processes, for datasets that do Python work per
+    batch; DataLoader's keywords (persistent_workers, prefetch_factor,
+    multiprocessing_context, pin_memory, ...) go to it. With threads only
+    pin_memory is taken."""
+    ds = _dataset(data)
     if workers not in ("threads", "processes"):
         raise ValueError(f"workers must be 'threads' or 'processes', not {workers!r}")
-    if _distributed(distributed):
-        rows = tud.DistributedSampler(ds, shuffle=shuffle, seed=seed or 0, drop_last=drop_last)
-    elif shuffle:
-        gen = torch.Generator().manual_seed(seed) if seed is not None else None
-        rows = tud.RandomSampler(ds, generator=gen)
-    else:
-        rows = tud.SequentialSampler(ds)
-    sampler = HintedBatchSampler(rows, ds.views.hint_paths(), batch_size, drop_last, lookahead,
-                                 hint=hint)
+    if lookahead < 0:
+        raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
+    world, me = _world(distributed, world_size, rank)
+    plan = _order.Plan(len(ds), batch_size, world, me, shuffle, 0 if seed is None else seed,
+                       drop_last)
+    depth = 0
     if workers == "threads" and num_workers > 0:
         bad = sorted(set(kwargs) - {"pin_memory"})
         if bad:
@@ -183,46 +208,5 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
                             f"pass workers='processes'")
         fit = AHEAD_BYTES // max(1, batch_size * ds.views.row_bytes)
         depth = max(2, min(num_workers + 1, fit))
-        return ThreadLoader(ds, sampler, min(num_workers, depth), depth,
-                            pin_memory=kwargs.get("pin_memory", False))
-    return tud.DataLoader(ds, sampler=sampler, batch_size=None,
-                          num_workers=num_workers if workers == "processes" else 0, **kwargs)
-
-
-class ThreadLoader:
-    """Batches of a HintedBatchSampler read over a dataset by `threads`
-    threads of this process, up to `depth` batches ahead, yielded in the
-    sampler's order. The copy out of the page cache releases the GIL, so
-    the threads overlap their page faults with each other and with the
-    training step, and a batch reaches the caller without crossing a
-    process."""
-
-    def __init__(self, dataset, sampler, threads, depth=None, pin_memory=False):
-        self.dataset, self.sampler = dataset, sampler
-        self.threads, self.depth = threads, depth or threads + 1
-        self.pin = pin_memory and torch.cuda.is_available()
-
-    def _read(self, batch):
-        got = self.dataset[batch]
-        if not self.pin:
-            return got
-        return {k: t.pin_memory() for k, t in got.items()} if isinstance(got, dict) \
-            else got.pin_memory()
-
-    def __len__(self):
-        return len(self.sampler)
-
-    def __iter__(self):
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-        ahead = deque()
-        try:
-            with ThreadPoolExecutor(self.threads, thread_name_prefix="dsview-read") as pool:
-                for b in self.sampler:
-                    ahead.append(pool.submit(self._read, b))
-                    if len(ahead) >= self.depth:
-                        yield ahead.popleft().result()
-                while ahead:
-                    yield ahead.popleft().result()
-        finally:
-            self.dataset.views.close()  # the mount stays free to unmount between epochs
+        num_workers = min(num_workers, depth)
+    return Loader(ds, plan, num_workers, workers, lookahead, hint, depth, kwargs)

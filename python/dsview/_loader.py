@@ -1,0 +1,180 @@
+"""dsview.torch.loader's loader: one type whatever reads the batches
+(threads of this process, or DataLoader worker processes), with a state
+that resumes an epoch where it stopped, on the same or another number of
+ranks (the order: _order.py), and a measure of how long the training loop
+waited for data."""
+import time
+import weakref
+from collections import deque
+
+import torch
+import torch.utils.data as tud
+
+from . import _hints, _order
+
+STATE_VERSION = 1
+
+
+class _PlanSampler(tud.Sampler):
+    """The loader's batches from its cursor on, each batch's rows
+    ascending, hinted lookahead batches ahead: what a DataLoader's
+    sampler yields (asked anew at every epoch, so persistent workers
+    stay)."""
+
+    def __init__(self, loader):
+        self._loader = weakref.ref(loader)  # no cycle: a loader let go closes its files
+
+    @property
+    def loader(self):
+        return self._loader()
+
+    def __len__(self):
+        return self.loader.plan.batches_from(self.loader.cursor)
+
+    def __iter__(self):
+        return self.loader._hinted_batches()
+
+    def set_epoch(self, epoch):
+        self.loader.set_epoch(epoch)
+
+
+class Loader:
+    """Batches of a ViewDataset in the order of an _order.Plan. Iterating
+    runs the rest of the current epoch (all of it after set_epoch or at
+    the start), then moves to the next epoch. state_dict() / load_state_dict()
+    save and restore the epoch, the seed and the global sample cursor (the
+    StatefulDataLoader protocol, so torchdata can drive it)."""
+
+    def __init__(self, dataset, plan, num_workers, workers, lookahead, hint, depth, kwargs):
+        self.dataset, self.plan, self.lookahead = dataset, plan, lookahead
+        self.epoch, self.cursor = 0, 0
+        self._stats = {"batches": 0, "rows": 0, "bytes": 0, "wait_s": 0.0}
+        paths = dataset.views.hint_paths()
+        self.hinter = _hints.Hinter(paths) if hint and paths else _hints.NoHints()
+        self.threads = num_workers if workers == "threads" else 0
+        self.depth, self.pin = depth, kwargs.get("pin_memory", False) and torch.cuda.is_available()
+        self.sampler = _PlanSampler(self)
+        self._dl = None
+        if workers == "processes" or num_workers == 0:
+            self._dl = tud.DataLoader(dataset, sampler=self.sampler, batch_size=None,
+                                      num_workers=num_workers if workers == "processes" else 0,
+                                      **kwargs)
+
+    def __len__(self):
+        """Batches of this rank in the rest of the current epoch."""
+        return self.plan.batches_from(self.cursor)
+
+    def set_epoch(self, epoch):
+        """Starts epoch `epoch` from its beginning at the next iteration
+        (as DistributedSampler.set_epoch; not needed: an epoch run to its
+        end moves to the next by itself)."""
+        self.epoch, self.cursor = int(epoch), 0
+
+    def _batches(self):
+        """(rows ascending, cursor after) of the rest of the epoch."""
+        for rows, after in self.plan.batches(self.epoch, self._start):
+            # ascending: runs of rows read at once
+            rows.sort()
+            yield rows.tolist(), after
+
+    def _hinted_batches(self):
+        self._after = deque()
+        try:
+            for rows, after in _hints.hinted(self._batches(), _HintPair(self.hinter),
+                                             self.lookahead):
+                self._after.append(after)
+                yield rows
+        finally:
+            self.hinter.close()  # the mount stays free to unmount between epochs
+
+    def _read(self, rows):
+        got = self.dataset[rows]
+        if not self.pin:
+            return got
+        return {k: t.pin_memory() for k, t in got.items()} if isinstance(got, dict) \
+            else got.pin_memory()
+
+    def _threaded(self):
+        from concurrent.futures import ThreadPoolExecutor
+        ahead = deque()
+        try:
+            with ThreadPoolExecutor(self.threads, thread_name_prefix="dsview-read") as pool:
+                for rows in self._hinted_batches():
+                    ahead.append(pool.submit(self._read, rows))
+                    if len(ahead) >= self.depth:
+                        yield ahead.popleft().result()
+                while ahead:
+                    yield ahead.popleft().result()
+        finally:
+            self.dataset.views.close()
+
+    def __iter__(self):
+        if self.cursor >= self.plan.n:  # a state saved at an epoch's end
+            self.set_epoch(self.epoch + 1)
+        self._start = self.cursor  # an epoch left part way goes on from there
+        source = iter(self._dl) if self._dl is not None else self._threaded()
+        try:
+            while True:
+                t = time.perf_counter()
+                try:
+                    batch = next(source)
+                except StopIteration:
+                    break
+                self._count(batch, time.perf_counter() - t)
+                self.cursor = self._after.popleft()
+                yield batch
+            self.set_epoch(self.epoch + 1)
+        finally:
+            if self._dl is None or self._dl.num_workers == 0:
+                self.dataset.views.close()  # the mount stays free to unmount between epochs
+
+    def _count(self, batch, waited):
+        parts = batch.values() if isinstance(batch, dict) else (batch,)
+        first = next(iter(parts))
+        self._stats["batches"] += 1
+        self._stats["rows"] += int(first.shape[0])
+        self._stats["bytes"] += sum(t.numel() * t.element_size() for t in parts)
+        self._stats["wait_s"] += waited
+
+    def stats(self):
+        """What the training loop got and how long it waited for it:
+        batches, rows, bytes, wait_s (seconds blocked in next())."""
+        return dict(self._stats)
+
+    def state_dict(self):
+        """The position to resume from: nothing that depends on this
+        process, so it restores in a new one (and on another number of
+        ranks). Taken between batches, it stands after the last batch
+        yielded."""
+        return {"version": STATE_VERSION, "epoch": self.epoch, "cursor": self.cursor,
+                "seed": self.plan.seed, "shuffle": self.plan.shuffle, "samples": self.plan.n,
+                "world_size": self.plan.world_size, "batch_size": self.plan.batch_size,
+                "drop_last": self.plan.drop_last}
+
+    def load_state_dict(self, state):
+        """Resumes at state's epoch and cursor with its seed: the next
+        iteration yields the batches the saved loader had still to yield
+        (the rest of the epoch split over this loader's ranks where the
+        world size changed)."""
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"a loader state of version {state.get('version')!r}; this "
+                             f"dsview reads version {STATE_VERSION}")
+        if state["samples"] != self.plan.n:
+            raise ValueError(f"the state is of {state['samples']} samples; this loader has "
+                             f"{self.plan.n}: a state resumes the same data")
+        if state["cursor"] % (state["world_size"] * state["batch_size"]) and \
+                state["cursor"] != state["samples"]:
+            raise ValueError(f"cursor {state['cursor']} is not at a whole step of "
+                             f"{state['world_size']} x {state['batch_size']} samples")
+        self.plan.seed, self.plan.shuffle = state["seed"], state["shuffle"]
+        self.epoch, self.cursor = state["epoch"], state["cursor"]
+
+
+class _HintPair:
+    """A Hinter over (rows, cursor) pairs: hints the rows."""
+
+    def __init__(self, hinter):
+        self.hinter = hinter
+
+    def __call__(self, pair):
+        self.hinter(pair[0])
