@@ -7,13 +7,9 @@ import subprocess
 import tempfile
 
 from . import _views
+from ._views import MountError
 
 LIVE = {}  # id -> Mount: unmounted at interpreter exit if still mounted
-
-
-class MountError(OSError):
-    """A mount that failed (the CLI's one-line reason) or whose daemon died
-    (the daemon's log path)."""
 
 
 def dsview_binary():

@@ -15,6 +15,11 @@ _NUMPY = {
 _EXTS = (".npy", ".dat", ".json")
 
 
+class MountError(OSError):
+    """A mount that failed (the CLI's one-line reason) or whose daemon died
+    (the daemon's log path)."""
+
+
 def _unescape(s):
     out, i = "", 0
     while i < len(s):
@@ -76,14 +81,15 @@ class View:
 
 
 def _mount_error(path, e):
-    """The OSError of a read on a mount whose daemon is gone: it says so and
-    names the daemon's log where `dsview status` knows it."""
+    """The error of a read on a mount: a MountError (an OSError) when its
+    daemon is gone, saying so and naming the daemon's log where `dsview
+    status` knows it; e itself otherwise."""
     if e.errno not in (errno.ENOTCONN, errno.ECONNABORTED):
         return e
     mp = mount_of(path)[0]
     log = _log_of(mp)
     where = f"; its log: {log}" if log else f"; 'dsview umount {mp}' detaches it"
-    return OSError(e.errno, f"{path}: the dsview daemon of {mp} is gone{where}")
+    return MountError(e.errno, f"{path}: the dsview daemon of {mp} is gone{where}")
 
 
 def _log_of(mp):

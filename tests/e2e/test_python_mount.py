@@ -120,7 +120,7 @@ class PyMount(E2E):
             with self.assertRaises(dsview.MountError) as cm:
                 m.stats()
             self.assertIn(f"its log: {m.log}", str(cm.exception))
-            with self.assertRaises(OSError) as cm:
+            with self.assertRaises(dsview.MountError) as cm:  # an OSError
                 dsview.open(m.path("v.npy"))
             self.assertIn(f"is gone; its log: {m.log}", str(cm.exception))
         finally:
@@ -132,7 +132,7 @@ class PyMount(E2E):
         with self.mount(self.ini, expect_exit=True) as cm_mount:
             os.kill(cm_mount.pid, signal.SIGKILL)
             time.sleep(0.2)
-            with self.assertRaises(OSError) as cm:
+            with self.assertRaises(dsview.MountError) as cm:
                 dsview.open(cm_mount.path("w"))
             self.assertIn(f"w: the dsview daemon of {cm_mount.mp} is gone; 'dsview umount "
                           f"{cm_mount.mp}' detaches it", str(cm.exception))
