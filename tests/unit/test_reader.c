@@ -181,6 +181,9 @@ static void test_bad_options(void **state)
 static void test_fork(void **state)
 {
 	(void)state;
+#ifdef __SANITIZE_THREAD__
+	skip(); /* ThreadSanitizer cannot start threads after a multi-threaded fork */
+#endif
 	dsv_reader *r = open_ok(ini, "threads=3");
 	int64_t rows[200];
 	float *want = malloc(200 * ROW * sizeof(float)), *got = malloc(200 * ROW * sizeof(float));
