@@ -16,7 +16,8 @@
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
-	&dsv_format_npy, &dsv_format_nifti, &dsv_format_h5, &dsv_format_zarr, &dsv_format_raw,
+	&dsv_format_npy, &dsv_format_nifti, &dsv_format_h5, &dsv_format_npz, &dsv_format_zarr,
+	&dsv_format_raw,
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 

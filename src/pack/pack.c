@@ -125,7 +125,7 @@ static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (f && f->open_packed)
-		err = f->open_packed(file, o->output, src, eb);
+		err = f->open_packed(file, dataset, o->output, src, eb);
 	else if (f)
 		err = dsv_format_open(f, file, dataset, src, eb);
 	else /* its words for a spec no format claims */

@@ -65,8 +65,10 @@ typedef struct dsv_format {
 	 * NULL for other formats. @return 0 or a dsv_err with eb set. */
 	int (*list)(const char *file, char ***names, size_t *n, dsv_errbuf *eb);
 	/* Optional: opens an input of `dsview pack` that cannot be read in
-	 * place (a gzipped image), unpacked once beside output. NULL: open. */
-	int (*open_packed)(const char *input, const char *output, dsv_source **out, dsv_errbuf *eb);
+	 * place (a gzipped image, a deflated .npz member: dataset as for
+	 * open, or NULL), unpacked once beside output. NULL: open. */
+	int (*open_packed)(const char *input, const char *dataset, const char *output,
+			   dsv_source **out, dsv_errbuf *eb);
 } dsv_format;
 
 #endif

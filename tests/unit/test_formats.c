@@ -172,8 +172,8 @@ static void test_nouns(void **state)
 	char buf[512];
 	(void)state;
 	assert_string_equal(dsv_format_nouns(DSV_FMT_RAW, buf, sizeof(buf)),
-			    "a .npy, a NIfTI image (.nii), an HDF5 file (.h5), or a Zarr array or "
-			    "group");
+			    "a .npy, a NIfTI image (.nii), an HDF5 file (.h5), a .npz, or a Zarr "
+			    "array or group");
 	assert_string_equal(
 		dsv_format_nouns(DSV_FMT_RAW | DSV_FMT_DIR | DSV_FMT_DATASETS, buf, sizeof(buf)),
 		"a .npy, or a NIfTI image (.nii)");
