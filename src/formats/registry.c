@@ -12,12 +12,14 @@
 #include "formats/nifti/nifti.h"
 #include "formats/npy/npy.h"
 #include "formats/raw/raw.h"
+#include "formats/tokens/tokens.h"
 #include "formats/zarr/zarr.h"
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
-	&dsv_format_npy, &dsv_format_nifti, &dsv_format_h5, &dsv_format_npz, &dsv_format_zarr,
-	&dsv_format_raw,
+	&dsv_format_npy,      &dsv_format_nifti,   &dsv_format_h5,
+	&dsv_format_npz,      &dsv_format_zarr,    &dsv_format_llmc,
+	&dsv_format_megatron, &dsv_format_litdata, &dsv_format_raw,
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 

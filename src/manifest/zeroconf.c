@@ -59,6 +59,7 @@ static int add_view_of(dsv_manifest *m, const char *name, const char *hdf5_path,
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
 	v->dtype = dtype;
+	v->decl->dtype_given = m->dtype_given;
 	if ((err = dsv_view_finish(v, eb))) {
 		dsv_view_free(v);
 		return err;
@@ -472,9 +473,10 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	*out = NULL;
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	m->dtype_given = (flags & DSV_FROM_FILE_DTYPE) != 0;
 	struct stat st;
 	int kind, is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	const dsv_format *f = dsv_format_detect(path, 0, &kind), *named;
+	const dsv_format *f = dsv_format_detect(path, DSV_DETECT_MAGIC, &kind), *named;
 	char what[512];
 	if ((f && kind) ||
 	    (is_dir && (named = dsv_format_by_name(path, NULL)) && (named->traits & DSV_FMT_DIR)))

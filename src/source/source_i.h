@@ -177,6 +177,20 @@ int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst
 void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where, const char *fmt,
 		    ...) __attribute__((format(printf, 5, 6)));
 
+/* One run of a source's elements (runs.c): count elements at byte off of
+ * the file open as fd. */
+typedef struct dsv_run {
+	int fd;
+	uint64_t off, count;
+} dsv_run;
+/* Makes s (its dtype set, nothing else of its layout) the 1-D
+ * concatenation of runs[0 .. n) (taken: freed with s, and each fd
+ * other than s->fd closed with it, whatever the result): a band of
+ * the read path is read by one pread per run it crosses. Each run must
+ * lie inside its file (the caller checks). Uses s->fmt and fmt_close.
+ * @return 0, DSV_ERR_OVERFLOW or DSV_ERR_NOMEM. */
+int dsv_source_set_runs(dsv_source *s, dsv_run *runs, size_t n);
+
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */
 void dsv_source_note_lz4_block(dsv_source *s);

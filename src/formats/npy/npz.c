@@ -84,8 +84,8 @@ static int open_stored(dsv_source *s, const dsv_zip_member *m, dsv_errbuf *eb)
 
 /* A source of file's member named dataset, its file open and its header
  * still to be read, in *out; the member in *m (m->name the caller's). */
-static int open_member(const char *file, const char *dataset, dsv_source **out,
-		       dsv_zip_member *m, dsv_errbuf *eb)
+static int open_member(const char *file, const char *dataset, dsv_source **out, dsv_zip_member *m,
+		       dsv_errbuf *eb)
 {
 	dsv_source *s = dsv_source_alloc(file, dataset);
 	int err;
@@ -119,11 +119,12 @@ static int npz_open(const char *file, const char *dataset, dsv_source **out, dsv
 	if (err)
 		return err;
 	if (m.method != 0)
-		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, file, dataset,
-				  "the member is %s (zip method %u) and cannot be read in place; "
-				  "convert it once with `dsview pack %s:%s OUT.h5` and serve OUT.h5",
-				  method_name(m.method), m.method, file,
-				  dataset[0] == '/' ? dataset + 1 : dataset);
+		err = dsv_errf_at(
+			eb, DSV_ERR_UNSUPPORTED, file, dataset,
+			"the member is %s (zip method %u) and cannot be read in place; "
+			"convert it once with `dsview pack %s:%s OUT.h5` and serve OUT.h5",
+			method_name(m.method), m.method, file,
+			dataset[0] == '/' ? dataset + 1 : dataset);
 	else
 		err = open_stored(s, &m, eb);
 	free(m.name);
@@ -144,8 +145,7 @@ static int npz_list(const char *file, char ***names, size_t *n, dsv_errbuf *eb)
 
 	*names = NULL;
 	*n = 0;
-	if (!err && (err = dsv_zip_list(read_src, s, s->file_size, &all, &count, why,
-					sizeof(why))))
+	if (!err && (err = dsv_zip_list(read_src, s, s->file_size, &all, &count, why, sizeof(why))))
 		err = dsv_errf_at(eb, err, file, NULL, "%s", why);
 	char **out = err ? NULL : calloc(count ? count : 1, sizeof(*out));
 	if (!err && !out)
@@ -214,9 +214,10 @@ static int inflate_to(const dsv_source *s, uint64_t off, const dsv_zip_member *m
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)
-				err = dsv_errf(eb, DSV_ERR_IO,
-					       "cannot write the unpacked member beside the output: %s",
-					       strerror(errno));
+				err = dsv_errf(
+					eb, DSV_ERR_IO,
+					"cannot write the unpacked member beside the output: %s",
+					strerror(errno));
 			else
 				done += (size_t)w;
 		}

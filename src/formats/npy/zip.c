@@ -105,8 +105,7 @@ static int find_central(dsv_zip_read rd, void *arg, uint64_t size, central *c, c
 
 /* The zip64 extra field's values (id 1) for the saturated ones among
  * usize, csize, off, in that order, from the extra bytes x[0 .. n). */
-static int zip64_extra(const uint8_t *x, size_t n, uint64_t *usize, uint64_t *csize,
-		       uint64_t *off)
+static int zip64_extra(const uint8_t *x, size_t n, uint64_t *usize, uint64_t *csize, uint64_t *off)
 {
 	while (n >= 4) {
 		unsigned id = le16(x), len = le16(x + 2);
@@ -133,8 +132,8 @@ static int zip64_extra(const uint8_t *x, size_t n, uint64_t *usize, uint64_t *cs
 
 /* Entry at *at of the central directory cd[0 .. len) into m; *at moves
  * past it. */
-static int parse_entry(const uint8_t *cd, uint64_t len, uint64_t *at, dsv_zip_member *m,
-		       char *why, size_t cap)
+static int parse_entry(const uint8_t *cd, uint64_t len, uint64_t *at, dsv_zip_member *m, char *why,
+		       size_t cap)
 {
 	const uint8_t *p = cd + *at;
 	if (len - *at < CENTRAL_LEN || dsv_load_le32(p) != CENTRAL_SIG)
@@ -200,7 +199,8 @@ int dsv_zip_data_at(dsv_zip_read rd, void *arg, uint64_t size, const dsv_zip_mem
 		return fail(why, cap, DSV_ERR_UNSUPPORTED, "the member is encrypted");
 	if (m->local_off > size || size - m->local_off < LOCAL_LEN ||
 	    rd(arg, h, LOCAL_LEN, m->local_off))
-		return fail(why, cap, DSV_ERR_TRUNCATED, "local header lies past the end of the file");
+		return fail(why, cap, DSV_ERR_TRUNCATED,
+			    "local header lies past the end of the file");
 	if (dsv_load_le32(h) != LOCAL_SIG)
 		return fail(why, cap, DSV_ERR_FORMAT, "local header signature is wrong");
 	*off = m->local_off + LOCAL_LEN + le16(h + 26) + le16(h + 28);

@@ -1,0 +1,137 @@
+/*
+ * Sources made of runs (source_i.h: dsv_source_set_runs): a 1-D array
+ * whose elements lie in several contiguous pieces, of one file (an Arrow
+ * IPC file's record batches, one values buffer each) or of several (a
+ * LitData dataset's chunk files). Served as a chunk grid of one axis
+ * (grid.c): grid chunk i is elements [i * G, (i + 1) * G), G about
+ * DSV_RUNS_CHUNK_BYTES of them, read by one pread per run it crosses
+ * into the band itself. The run a chunk starts in is found by binary
+ * search of the runs' first elements.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/arith.h"
+#include "source/source_i.h"
+
+/* Bytes of a grid chunk: the read path's unit over runs; the band
+ * grouping (dsv_grid_set_bands) takes it as one chunk-row. */
+#define DSV_RUNS_CHUNK_BYTES (256u << 10)
+
+typedef struct runs {
+	dsv_run *r;
+	uint64_t *first; /* first[i]: the element run i starts at; first[n]: all */
+	size_t n;
+	int own_fd; /* the source's own fd, not closed here */
+} runs;
+
+static void runs_close(void *p)
+{
+	runs *rs = p;
+	if (!rs)
+		return;
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->r[i].fd >= 0 && rs->r[i].fd != rs->own_fd) {
+			int fd = rs->r[i].fd;
+			for (size_t k = i; k < rs->n; k++) /* each fd closed once */
+				if (rs->r[k].fd == fd)
+					rs->r[k].fd = -1;
+			close(fd);
+		}
+	free(rs->r);
+	free(rs->first);
+	free(rs);
+}
+
+/* The run element e lies in: the last i with first[i] <= e. */
+static size_t run_of(const runs *rs, uint64_t e)
+{
+	size_t lo = 0, hi = rs->n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rs->first[mid] <= e)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int runs_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
+		      size_t size)
+{
+	const runs *rs = s->fmt;
+	size_t es = dsv_dtype_size(s->info.dtype);
+	uint64_t e = idx[0] * s->gshape[0], end = e + s->gshape[0];
+	unsigned char *out = dst;
+
+	if (end > s->info.nelems)
+		end = s->info.nelems;
+	if ((end - e) * es < size) /* the short last chunk, stored whole */
+		memset(out + (end - e) * es, 0, size - (size_t)((end - e) * es));
+	for (size_t i = run_of(rs, e); e < end; i++) {
+		const dsv_run *r = &rs->r[i];
+		uint64_t at = e - rs->first[i], n = rs->first[i + 1] - e;
+		if (n > end - e)
+			n = end - e;
+		int err = dsv_pread_fd(r->fd, out, (size_t)(n * es), r->off + at * es);
+		if (err) {
+			dsv_grid_fault(io, err, NULL, NULL,
+				       "run %zu (%llu elements at byte %llu): %s", i,
+				       (unsigned long long)r->count, (unsigned long long)r->off,
+				       err == DSV_ERR_TRUNCATED ? "the file ends before it"
+								: "read error");
+			return err;
+		}
+		out += n * es;
+		e += n;
+	}
+	return 0;
+}
+
+int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n)
+{
+	runs *rs = calloc(1, sizeof(*rs));
+	size_t es = dsv_dtype_size(s->info.dtype);
+	uint64_t total = 0, g = DSV_RUNS_CHUNK_BYTES / es;
+	int err = 0;
+
+	if (!rs || !(rs->first = malloc((n + 1) * sizeof(*rs->first)))) {
+		if (rs)
+			free(rs);
+		rs = NULL;
+		err = DSV_ERR_NOMEM;
+	}
+	if (rs) {
+		rs->r = r;
+		rs->n = n;
+		rs->own_fd = s->fd;
+		s->fmt = rs;
+		s->fmt_close = runs_close;
+	}
+	for (size_t i = 0; !err && i < n; i++) {
+		rs->first[i] = total;
+		if (dsv_add_u64(total, r[i].count, &total))
+			err = DSV_ERR_OVERFLOW;
+	}
+	if (!rs) {
+		for (size_t i = 0; i < n; i++)
+			if (r[i].fd >= 0 && r[i].fd != s->fd)
+				close(r[i].fd);
+		free(r);
+	}
+	if (err)
+		return err;
+	rs->first[n] = total;
+	if ((err = dsv_source_set_shape(s, 1, &total)))
+		return err;
+	s->info.kind = DSV_SRC_RUNS;
+	s->grid = s->chunked = 1;
+	s->gshape[0] = g ? g : 1;
+	s->gcount[0] = (total + s->gshape[0] - 1) / s->gshape[0];
+	s->grid_chunk = runs_chunk;
+	dsv_grid_set_bands(s);
+	s->info.stored_bytes = total * es;
+	return 0;
+}
