@@ -43,8 +43,9 @@ typedef enum dsv_source_kind {
 	DSV_SRC_ZARR,        /* a Zarr v2 or v3 array: a directory of chunk files */
 	DSV_SRC_NIFTI,       /* a NIfTI-1 or NIfTI-2 .nii image: flat, dim reversed */
 	DSV_SRC_FILL,        /* rows of one value: a virtual dataset's unmapped or missing rows */
-	DSV_SRC_TOKENS, /* a token file's tokens in one run (llm.c, Megatron, LitData, Arrow) */
-	DSV_SRC_RUNS,   /* elements in several runs of one or more files (Arrow record
+	DSV_SRC_RUN,         /* elements in one run of a file, at an offset its header gives (llm.c,
+			 Megatron, an Arrow column of one record batch) */
+	DSV_SRC_RUNS,        /* elements in several runs of one or more files (Arrow record
 				batches, LitData chunk files): served in bands of whole runs' pieces */
 } dsv_source_kind;
 

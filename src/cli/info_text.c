@@ -385,9 +385,10 @@ static void print_manifest(const json_t *root, int group)
 
 	const char *kind = jshown(root, "kind");
 	printf("%s: %s, %llu %s%s\n", jshown(root, "path"),
-	       !group                       ? "manifest"
-	       : !strcmp(kind, "npz-group") ? ".npz"
-					    : "Zarr group",
+	       !group                         ? "manifest"
+	       : !strcmp(kind, "npz-group")   ? ".npz"
+	       : !strcmp(kind, "arrow-group") ? "Arrow IPC file"
+					      : "Zarr group",
 	       (unsigned long long)n, group ? "array" : "view", n == 1 ? "" : "s");
 	for (size_t i = 0; i < json_array_size(views); i++)
 		print_view(json_array_get(views, i));

@@ -2,17 +2,22 @@
  * Sources made of runs (source_i.h: dsv_source_set_runs): a 1-D array
  * whose elements lie in several contiguous pieces, of one file (an Arrow
  * IPC file's record batches, one values buffer each) or of several (a
- * LitData dataset's chunk files). Served as a chunk grid of one axis
- * (grid.c): grid chunk i is elements [i * G, (i + 1) * G), G about
- * DSV_RUNS_CHUNK_BYTES of them, read by one pread per run it crosses
- * into the band itself. The run a chunk starts in is found by binary
- * search of the runs' first elements.
+ * LitData dataset's chunk files), as a 1-D array or as rows of a fixed
+ * length (an Arrow fixed_size_list). Served as a chunk grid along axis 0
+ * (grid.c): grid chunk i is rows [i * G, (i + 1) * G), G rows about
+ * DSV_RUNS_CHUNK_BYTES, read by one pread per plain run it crosses into
+ * the band itself; a compressed run (an Arrow buffer in an LZ4 or zstd
+ * frame) is decoded whole and its part copied. The run a chunk starts in
+ * is found by binary search of the runs' first elements.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "common/arith.h"
+#include "common/tlsbuf.h"
+#include "dsview/codec.h"
 #include "source/source_i.h"
 
 /* Bytes of a grid chunk: the read path's unit over runs; the band
@@ -58,12 +63,33 @@ static size_t run_of(const runs *rs, uint64_t e)
 	return lo;
 }
 
+/* Elements [at, at + n) of compressed run r into out. */
+static int read_packed(const dsv_run *r, uint64_t at, uint64_t n, size_t es, void *out)
+{
+	unsigned char *in = dsv_tls_buf(DSV_TLS_RUN_IN, (size_t)r->stored);
+	unsigned char *raw = dsv_tls_buf(DSV_TLS_RUN_OUT, (size_t)r->raw);
+	int64_t got;
+	int err;
+	if (!in || !raw)
+		return DSV_ERR_NOMEM;
+	if ((err = dsv_pread_fd(r->fd, in, (size_t)r->stored, r->off)))
+		return err;
+	got = r->codec == DSV_RUN_LZ4F
+		      ? dsv_lz4f_decode(raw, (size_t)r->raw, in, (size_t)r->stored)
+		      : dsv_zstd_decode(raw, (size_t)r->raw, in, (size_t)r->stored);
+	if (got < 0 || (uint64_t)got != r->raw)
+		return DSV_ERR_CORRUPT;
+	memcpy(out, raw + r->skip + at * es, (size_t)(n * es));
+	return 0;
+}
+
 static int runs_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
 		      size_t size)
 {
 	const runs *rs = s->fmt;
 	size_t es = dsv_dtype_size(s->info.dtype);
-	uint64_t e = idx[0] * s->gshape[0], end = e + s->gshape[0];
+	uint64_t row = s->info.row_elems;
+	uint64_t e = idx[0] * s->gshape[0] * row, end = e + s->gshape[0] * row;
 	unsigned char *out = dst;
 
 	if (end > s->info.nelems)
@@ -75,12 +101,14 @@ static int runs_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 		uint64_t at = e - rs->first[i], n = rs->first[i + 1] - e;
 		if (n > end - e)
 			n = end - e;
-		int err = dsv_pread_fd(r->fd, out, (size_t)(n * es), r->off + at * es);
+		int err = r->codec ? read_packed(r, at, n, es, out)
+				   : dsv_pread_fd(r->fd, out, (size_t)(n * es), r->off + at * es);
 		if (err) {
 			dsv_grid_fault(io, err, NULL, NULL,
 				       "run %zu (%llu elements at byte %llu): %s", i,
 				       (unsigned long long)r->count, (unsigned long long)r->off,
 				       err == DSV_ERR_TRUNCATED ? "the file ends before it"
+				       : err == DSV_ERR_CORRUPT ? "its frame does not decode"
 								: "read error");
 			return err;
 		}
@@ -90,11 +118,11 @@ static int runs_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	return 0;
 }
 
-int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n)
+int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 {
 	runs *rs = calloc(1, sizeof(*rs));
 	size_t es = dsv_dtype_size(s->info.dtype);
-	uint64_t total = 0, g = DSV_RUNS_CHUNK_BYTES / es;
+	uint64_t total = 0, g = row ? DSV_RUNS_CHUNK_BYTES / es / row : 0;
 	int err = 0;
 
 	if (!rs || !(rs->first = malloc((n + 1) * sizeof(*rs->first)))) {
@@ -124,14 +152,21 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n)
 	if (err)
 		return err;
 	rs->first[n] = total;
-	if ((err = dsv_source_set_shape(s, 1, &total)))
+	if (!row || total % row)
+		return DSV_ERR_INVALID;
+	uint64_t shape[2] = { total / row, row };
+	if ((err = dsv_source_set_shape(s, row == 1 ? 1 : 2, shape)))
 		return err;
 	s->info.kind = DSV_SRC_RUNS;
 	s->grid = s->chunked = 1;
 	s->gshape[0] = g ? g : 1;
-	s->gcount[0] = (total + s->gshape[0] - 1) / s->gshape[0];
+	s->gshape[1] = row;
+	s->gcount[0] = (shape[0] + s->gshape[0] - 1) / s->gshape[0];
+	s->gcount[1] = 1;
 	s->grid_chunk = runs_chunk;
 	dsv_grid_set_bands(s);
-	s->info.stored_bytes = total * es;
+	s->info.stored_bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		s->info.stored_bytes += r[i].codec ? r[i].stored : r[i].count * es;
 	return 0;
 }

@@ -170,7 +170,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";
 	case DSV_SRC_ZARR: return "zarr";
-	case DSV_SRC_TOKENS: return "tokens";
+	case DSV_SRC_RUN: return "run";
 	case DSV_SRC_RUNS: return "runs";
 	}
 	return "unknown";
@@ -179,7 +179,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 int dsv_source_kind_flat(dsv_source_kind k)
 {
 	return k == DSV_SRC_NPY || k == DSV_SRC_RAW || k == DSV_SRC_NIFTI || k == DSV_SRC_FILL ||
-	       k == DSV_SRC_H5_CONTIGUOUS || k == DSV_SRC_TOKENS;
+	       k == DSV_SRC_H5_CONTIGUOUS || k == DSV_SRC_RUN;
 }
 
 int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)

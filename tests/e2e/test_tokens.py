@@ -46,7 +46,7 @@ class TokensTest(E2E):
             meta = check_whole(self, m, "shard_000.bin", int_reference(self.gpt2, "int64"),
                                "int64")
             src = meta["sources"][0]
-            self.assertEqual((src["kind"], src["dtype"]), ("tokens", "uint16"))
+            self.assertEqual((src["kind"], src["dtype"]), ("run", "uint16"))
             check_preads(self, m, "shard_000.bin", int_reference(self.gpt2, "int64"),
                          rows=(0, 6999))
         with self.mount(self.p("tok/shard_001.bin"), "--dtype", "float32") as m:

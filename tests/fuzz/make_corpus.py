@@ -38,6 +38,8 @@ def main():
     corpus_codecs.quirk_seeds()
     corpus_net.s3list_seeds()
     corpus_tokens.npz_seeds()
+    corpus_tokens.token_seeds()
+    corpus_tokens.arrow_seeds()
 
 
 if __name__ == "__main__":

@@ -138,8 +138,8 @@ static int read_chunk(const char *dir, const char *idx, size_t c, const json_t *
 	uint8_t *off = NULL;
 	if (!err && (n > LIT_MAX_ITEMS || 4 * (n + 2) > size))
 		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
-				  "item count %llu does not fit its %llu bytes", (unsigned long long)n,
-				  (unsigned long long)size);
+				  "item count %llu does not fit its %llu bytes",
+				  (unsigned long long)n, (unsigned long long)size);
 	if (!err && !(off = malloc(4 * (n + 1))))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (!err && dsv_pread_fd(r->fd, off, 4 * (n + 1), 4))
@@ -211,7 +211,7 @@ static int lit_open(const char *file, const char *dataset, dsv_source **out, dsv
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (!err && !(err = dsv_source_open_file(s, eb))) {
 		s->info.dtype = dtype;
-		err = dsv_source_set_runs(s, runs, n); /* takes runs */
+		err = dsv_source_set_runs(s, runs, n, 1); /* takes runs */
 		runs = NULL;
 		if (err)
 			err = dsv_errf_at(eb, err, idx, NULL, "too many tokens");

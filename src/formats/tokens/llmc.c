@@ -61,16 +61,17 @@ static int llmc_open(const char *file, const char *dataset, dsv_source **out, ds
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, file, NULL,
 				   "header token count %d is negative", count);
 	if (size != sizeof(h) + (uint64_t)count * dsv_dtype_size(dtype))
-		return dsv_errf_at(eb, size < sizeof(h) + (uint64_t)count * dsv_dtype_size(dtype)
-					       ? DSV_ERR_TRUNCATED
-					       : DSV_ERR_FORMAT,
-				   file, NULL,
-				   "file is %llu bytes but its header's token count %d takes %llu "
-				   "(1024 + %d x %s)",
-				   (unsigned long long)size, count,
-				   (unsigned long long)(sizeof(h) +
-							(uint64_t)count * dsv_dtype_size(dtype)),
-				   count, dsv_dtype_name(dtype));
+		return dsv_errf_at(
+			eb,
+			size < sizeof(h) + (uint64_t)count * dsv_dtype_size(dtype)
+				? DSV_ERR_TRUNCATED
+				: DSV_ERR_FORMAT,
+			file, NULL,
+			"file is %llu bytes but its header's token count %d takes %llu "
+			"(1024 + %d x %s)",
+			(unsigned long long)size, count,
+			(unsigned long long)(sizeof(h) + (uint64_t)count * dsv_dtype_size(dtype)),
+			count, dsv_dtype_name(dtype));
 	snprintf(why, sizeof(why), "llm.c %s tokens, version %u",
 		 magic == LLMC_GPT2 ? "GPT-2" : "Llama 3", version);
 	return dsv_tokens_open_run(file, dtype, sizeof(h), (uint64_t)count, why, out, eb);

@@ -73,14 +73,14 @@ static int check_sequences(meg *g, dsv_errbuf *eb)
 						  "sequence_lengths[%llu] is %d",
 						  (unsigned long long)(i0 + k), l);
 			else if (p != bytes)
-				err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, g->idx, NULL,
-						  "sequence_pointers[%llu] is %llu, not %llu where the "
-						  "sequences before it end (dsview serves a .bin "
-						  "whose sequences lie one after the other)",
-						  (unsigned long long)(i0 + k),
-						  (unsigned long long)p, (unsigned long long)bytes);
-			else if (dsv_add_u64(at, (uint64_t)l, &at) ||
-				 dsv_mul_u64(at, es, &bytes))
+				err = dsv_errf_at(
+					eb, DSV_ERR_UNSUPPORTED, g->idx, NULL,
+					"sequence_pointers[%llu] is %llu, not %llu where the "
+					"sequences before it end (dsview serves a .bin "
+					"whose sequences lie one after the other)",
+					(unsigned long long)(i0 + k), (unsigned long long)p,
+					(unsigned long long)bytes);
+			else if (dsv_add_u64(at, (uint64_t)l, &at) || dsv_mul_u64(at, es, &bytes))
 				err = dsv_errf_at(eb, DSV_ERR_OVERFLOW, g->idx, NULL,
 						  "sequence_lengths overflow");
 		}
@@ -106,11 +106,12 @@ static int check_documents(const meg *g, dsv_errbuf *eb)
 			uint64_t v = dsv_load_le64(d + k * 8), i = i0 + k;
 			if ((i == 0 && v != 0) || v < prev || v > g->nseq ||
 			    (i == g->ndoc - 1 && v != g->nseq))
-				err = dsv_errf_at(eb, DSV_ERR_FORMAT, g->idx, NULL,
-						  "document_indices[%llu] is %llu (they rise from 0 "
-						  "to the sequence count %llu)",
-						  (unsigned long long)i, (unsigned long long)v,
-						  (unsigned long long)g->nseq);
+				err = dsv_errf_at(
+					eb, DSV_ERR_FORMAT, g->idx, NULL,
+					"document_indices[%llu] is %llu (they rise from 0 "
+					"to the sequence count %llu)",
+					(unsigned long long)i, (unsigned long long)v,
+					(unsigned long long)g->nseq);
 			prev = v;
 		}
 	}
@@ -149,11 +150,12 @@ static int read_header(meg *g, dsv_errbuf *eb)
 				   (unsigned long long)g->nseq, (unsigned long long)g->ndoc,
 				   (unsigned long long)size);
 	if (size != need && size != need + g->nseq) /* with modes[S]: multimodal */
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, g->idx, NULL,
-				   "is %llu bytes, not the %llu its sequence count %llu and document "
-				   "count %llu make",
-				   (unsigned long long)size, (unsigned long long)need,
-				   (unsigned long long)g->nseq, (unsigned long long)g->ndoc);
+		return dsv_errf_at(
+			eb, DSV_ERR_FORMAT, g->idx, NULL,
+			"is %llu bytes, not the %llu its sequence count %llu and document "
+			"count %llu make",
+			(unsigned long long)size, (unsigned long long)need,
+			(unsigned long long)g->nseq, (unsigned long long)g->ndoc);
 	if (g->ndoc == 0)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, g->idx, NULL,
 				   "document count is 0 (document_indices starts with 0)");
@@ -199,8 +201,8 @@ static int meg_open(const char *file, const char *dataset, dsv_source **out, dsv
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
 	if (!(err = dsv_source_open_file(g.s, eb)) && !(err = read_header(&g, eb)) &&
 	    !(err = check_sequences(&g, eb)) && !(err = check_documents(&g, eb))) {
-		if (asprintf(&bin, "%.*s.bin", (int)(dsv_has_ext(file, ".idx") ? n - 4 : n),
-			     file) < 0) {
+		if (asprintf(&bin, "%.*s.bin", (int)(dsv_has_ext(file, ".idx") ? n - 4 : n), file) <
+		    0) {
 			bin = NULL;
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		}

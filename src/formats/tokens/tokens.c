@@ -53,7 +53,7 @@ int dsv_tokens_open_run(const char *path, dsv_dtype dtype, uint64_t off, uint64_
 		goto fail;
 	}
 	s->data_offset = off;
-	s->info.kind = DSV_SRC_TOKENS;
+	s->info.kind = DSV_SRC_RUN;
 	s->info.stored_bytes = bytes;
 	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 	dsv_tokens_mark(s, why);
