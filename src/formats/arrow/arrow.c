@@ -25,8 +25,8 @@
 #include "source/source_i.h"
 
 /* why an indices file is not served */
-#define INDICES_WHY                                                                             \
-	"a Hugging Face indices file (the row order a shuffle or select keeps over another "    \
+#define INDICES_WHY                                                                          \
+	"a Hugging Face indices file (the row order a shuffle or select keeps over another " \
 	"cache file), not data: serve the data file, or flatten_indices() and save_to_disk()"
 /* a compressed buffer decoded whole at a read: at most this */
 #define ARROW_MAX_RAW (1ull << 30)
@@ -77,7 +77,7 @@ static int buffer_run(const opened *o, size_t bi, int k, dsv_run *r)
 		return 0;
 	if (raw < 0 || (uint64_t)raw > ARROW_MAX_RAW)
 		return bad(o, DSV_ERR_FORMAT, bi, "compressed buffer %d: decoded length %lld", k,
-			    (long long)raw);
+			   (long long)raw);
 	r->codec = b->codec == 0 ? DSV_RUN_LZ4F : DSV_RUN_ZSTD;
 	r->stored = b->size[k] - 8;
 	r->raw = (uint64_t)raw;
@@ -128,8 +128,8 @@ static int batch_run(const opened *o, size_t bi, dsv_run *r)
 	const dsv_arrow_col *c = o->col;
 	size_t es = dsv_dtype_size(c->dtype);
 	int vk = c->type == ARROW_LIST || c->type == ARROW_LARGE_LIST ? 3
-		 : c->type == ARROW_FIXED_LIST			      ? 2
-									      : 1;
+		 : c->type == ARROW_FIXED_LIST                        ? 2
+								      : 1;
 	uint64_t first = 0, count = (uint64_t)b->length;
 	int err;
 
@@ -164,9 +164,11 @@ static int batch_run(const opened *o, size_t bi, dsv_run *r)
 	if ((err = buffer_run(o, bi, vk, r)))
 		return err;
 	if (r->raw / es < first + count)
-		return bad(o, DSV_ERR_FORMAT, bi, "values buffer of %llu bytes holds fewer than "
-			   "%llu %s", (unsigned long long)r->raw,
-			   (unsigned long long)(first + count), dsv_dtype_name(c->dtype));
+		return bad(o, DSV_ERR_FORMAT, bi,
+			   "values buffer of %llu bytes holds fewer than "
+			   "%llu %s",
+			   (unsigned long long)r->raw, (unsigned long long)(first + count),
+			   dsv_dtype_name(c->dtype));
 	r->count = count;
 	if (r->codec)
 		r->skip = first * es;
@@ -184,7 +186,7 @@ static int is_indices(const dsv_arrow_file *a)
 
 static const char *type_name(const dsv_arrow_col *c)
 {
-	return c->type == ARROW_LIST	     ? "list"
+	return c->type == ARROW_LIST         ? "list"
 	       : c->type == ARROW_LARGE_LIST ? "large_list"
 	       : c->type == ARROW_FIXED_LIST ? "fixed_size_list"
 					     : "";
@@ -222,9 +224,10 @@ static int make_source(opened *o)
 	if (err)
 		return err;
 	snprintf(s->why, sizeof(s->why), "Arrow IPC %s, %s%s%s%s, %zu batch%s%s",
-		 o->a.file_form ? "file" : "stream", type_name(o->col), *type_name(o->col) ? "<" : "",
-		 dsv_dtype_name(o->col->dtype), *type_name(o->col) ? ">" : "", n,
-		 n == 1 ? "" : "es", packed ? ", compressed" : "");
+		 o->a.file_form ? "file" : "stream", type_name(o->col),
+		 *type_name(o->col) ? "<" : "", dsv_dtype_name(o->col->dtype),
+		 *type_name(o->col) ? ">" : "", n, n == 1 ? "" : "es",
+		 packed ? ", compressed" : "");
 	s->info.why = s->why;
 	s->info.tokens = (o->col->type == ARROW_LIST || o->col->type == ARROW_LARGE_LIST) &&
 			 dsv_dtype_is_int(o->col->dtype);
@@ -300,8 +303,8 @@ static int arrow_list(const char *file, char ***names, size_t *n, dsv_errbuf *eb
 
 static size_t arrow_by_name(const char *name)
 {
-	return dsv_has_ext(name, ".arrow")	 ? 6
-	       : dsv_has_ext(name, ".arrows")	 ? 7
+	return dsv_has_ext(name, ".arrow")     ? 6
+	       : dsv_has_ext(name, ".arrows")  ? 7
 	       : dsv_has_ext(name, ".feather") ? 8
 					       : 0;
 }

@@ -19,7 +19,8 @@ int fb_table_at(const fb_buf *b, size_t pos, fb_table *t)
 		return -1;
 	unsigned vsize = (unsigned)(b->p[vt] | b->p[vt + 1] << 8);
 	unsigned tsize = (unsigned)(b->p[vt + 2] | b->p[vt + 3] << 8);
-	if (vsize < 4 || (vsize & 1) || !in(b, (size_t)vt, vsize) || tsize < 4 || !in(b, pos, tsize))
+	if (vsize < 4 || (vsize & 1) || !in(b, (size_t)vt, vsize) || tsize < 4 ||
+	    !in(b, pos, tsize))
 		return -1;
 	t->b = b;
 	t->pos = pos;

@@ -92,7 +92,8 @@ static int read_message(reader *r, uint64_t off, message *m)
 		return 0;
 	}
 	if (len < 0 || (uint32_t)len > MAX_META || (uint64_t)len > r->size - at)
-		return fail(r, DSV_ERR_FORMAT, "message at byte %llu: metadata length %d is invalid",
+		return fail(r, DSV_ERR_FORMAT,
+			    "message at byte %llu: metadata length %d is invalid",
 			    (unsigned long long)off, len);
 	if (!(m->meta = malloc((size_t)len)))
 		return fail(r, DSV_ERR_NOMEM, "out of memory");
@@ -145,8 +146,10 @@ static dsv_dtype prim_dtype(const fb_table *field, uint8_t type)
 	if (type == ARROW_INT && !fb_i32(&t, 0, 0, &bits) && !fb_u8(&t, 1, 0, &sign))
 		return int_dtype(bits, sign);
 	if (type == ARROW_FLOAT && !fb_i16(&t, 0, 0, &prec))
-		return prec == 1 ? DSV_F32 : prec == 2 ? DSV_F64 : prec == 0 ? DSV_F16
-									  : DSV_DTYPE_INVALID;
+		return prec == 1   ? DSV_F32
+		       : prec == 2 ? DSV_F64
+		       : prec == 0 ? DSV_F16
+				   : DSV_DTYPE_INVALID;
 	return DSV_DTYPE_INVALID;
 }
 
@@ -161,11 +164,23 @@ static int type_buffers(uint8_t type)
 	case ARROW_FIXED_LIST: return 1;
 	case ARROW_INT:
 	case ARROW_FLOAT:
-	case 6: case 7: case 8: case 9: case 10: case 11: case 15: case 18:
+	case 6:
+	case 7:
+	case 8:
+	case 9:
+	case 10:
+	case 11:
+	case 15:
+	case 18:
 	case ARROW_LIST:
 	case ARROW_LARGE_LIST:
 	case 17: return 2; /* Map */
-	case 4: case ARROW_UTF8: case 19: case 20: case 25: case 26: return 3;
+	case 4:
+	case ARROW_UTF8:
+	case 19:
+	case 20:
+	case 25:
+	case 26: return 3;
 	default: return -1;
 	}
 }
@@ -236,8 +251,8 @@ static void describe(const fb_table *f, dsv_arrow_col *col)
 		if (col->dtype == DSV_DTYPE_INVALID)
 			snprintf(col->why, sizeof(col->why),
 				 "a list of other than integers or floats");
-		if (type == ARROW_FIXED_LIST && (fb_sub(f, 3, &t) || fb_i32(&t, 0, 0, &size) ||
-						 size <= 0)) {
+		if (type == ARROW_FIXED_LIST &&
+		    (fb_sub(f, 3, &t) || fb_i32(&t, 0, 0, &size) || size <= 0)) {
 			col->dtype = DSV_DTYPE_INVALID;
 			snprintf(col->why, sizeof(col->why), "a fixed_size_list of size %d",
 				 (int)size);
@@ -336,8 +351,8 @@ static int read_batch(reader *r, const message *m)
 		return fail(r, DSV_ERR_FORMAT, "record batch %zu: compression is malformed", i);
 	if (cr == 0) {
 		if (codec != 0 && codec != 1)
-			return fail(r, DSV_ERR_UNSUPPORTED, "record batch %zu: compression codec %d",
-				    i, codec);
+			return fail(r, DSV_ERR_UNSUPPORTED,
+				    "record batch %zu: compression codec %d", i, codec);
 		b->codec = codec;
 	}
 	for (int k = 0; k < nnodes; k++) {
@@ -397,7 +412,8 @@ static int read_stream(reader *r)
 		} else if (!err && m.type == MSG_BATCH)
 			err = read_batch(r, &m);
 		else if (!err && m.type != MSG_DICT)
-			err = fail(r, DSV_ERR_FORMAT, "message %zu: type %d in a stream", k, m.type);
+			err = fail(r, DSV_ERR_FORMAT, "message %zu: type %d in a stream", k,
+				   m.type);
 		off = m.next;
 		free(m.meta);
 	}
@@ -423,8 +439,8 @@ static int read_file_form(reader *r)
 	fb_buf b = { foot, (size_t)len };
 	fb_table root, schema;
 	size_t n = 0, start = 0;
-	if (r->rd(r->arg, foot, (size_t)len, r->size - 10 - (uint64_t)len) ||
-	    fb_root(&b, &root) || fb_sub(&root, 1, &schema) || fb_vector(&root, 3, 24, &n, &start) < 0)
+	if (r->rd(r->arg, foot, (size_t)len, r->size - 10 - (uint64_t)len) || fb_root(&b, &root) ||
+	    fb_sub(&root, 1, &schema) || fb_vector(&root, 3, 24, &n, &start) < 0)
 		err = fail(r, DSV_ERR_FORMAT, "footer is malformed");
 	if (!err && !(err = read_schema(r, &schema)))
 		err = choose(r);

@@ -31,13 +31,13 @@ enum {
 /* A top-level column: its name and what it holds. */
 typedef struct dsv_arrow_col {
 	char name[128];
-	int type;    /* the Type union's member */
-	dsv_dtype dtype; /* primitive or the list's values: INVALID when neither */
-	int64_t list_size;   /* FIXED_LIST: values per row */
-	int dict;            /* dictionary-encoded */
-	size_t node, buf;    /* its first FieldNode and buffer in a record batch */
-	int counted;         /* node and buf are known (no union or view before it) */
-	char why[96];        /* why it is not served, or "" */
+	int type;          /* the Type union's member */
+	dsv_dtype dtype;   /* primitive or the list's values: INVALID when neither */
+	int64_t list_size; /* FIXED_LIST: values per row */
+	int dict;          /* dictionary-encoded */
+	size_t node, buf;  /* its first FieldNode and buffer in a record batch */
+	int counted;       /* node and buf are known (no union or view before it) */
+	char why[96];      /* why it is not served, or "" */
 } dsv_arrow_col;
 
 /* One record batch, for the chosen column: its nodes (the column's, and
