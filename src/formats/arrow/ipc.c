@@ -449,8 +449,10 @@ static int read_file_form(reader *r)
 		uint64_t off = dsv_load_le64(blk), blen = dsv_load_le64(blk + 16);
 		int32_t mlen = (int32_t)dsv_load_le32(blk + 8);
 		message m;
-		if ((err = read_message(r, off, &m)))
+		if ((err = read_message(r, off, &m))) {
+			free(m.meta);
 			break;
+		}
 		if (m.eos || m.type != MSG_BATCH || mlen <= 0 || m.body != off + (uint64_t)mlen ||
 		    m.body_len != blen)
 			err = fail(r, DSV_ERR_FORMAT,
