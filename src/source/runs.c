@@ -3,12 +3,15 @@
  * whose elements lie in several contiguous pieces, of one file (an Arrow
  * IPC file's record batches, one values buffer each) or of several (a
  * LitData dataset's chunk files), as a 1-D array or as rows of a fixed
- * length (an Arrow fixed_size_list). Served as a chunk grid along axis 0
- * (grid.c): grid chunk i is rows [i * G, (i + 1) * G), G rows about
- * DSV_RUNS_CHUNK_BYTES, read by one pread per plain run it crosses into
- * the band itself; a compressed run (an Arrow buffer in an LZ4 or zstd
- * frame) is decoded whole and its part copied. The run a chunk starts in
- * is found by binary search of the runs' first elements.
+ * length (an Arrow fixed_size_list). Runs stored as they are make a flat
+ * source whose file is virtual: element i at byte i * esize, read through
+ * s->vpread by one pread per run a read crosses, so the read path reads
+ * only what a request needs, as from a .npy. Where a run is compressed
+ * (an Arrow buffer in an LZ4 or zstd frame) the source is a chunk grid
+ * along axis 0 (grid.c): grid chunk i is rows [i * G, (i + 1) * G), G
+ * rows about DSV_RUNS_CHUNK_BYTES, each compressed run it crosses decoded
+ * whole and its part copied. The run an element lies in is found by
+ * binary search of the runs' first elements.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +83,30 @@ static int read_packed(const dsv_run *r, uint64_t at, uint64_t n, size_t es, voi
 	if (got < 0 || (uint64_t)got != r->raw)
 		return DSV_ERR_CORRUPT;
 	memcpy(out, raw + r->skip + at * es, (size_t)(n * es));
+	return 0;
+}
+
+/* The flat layout's bytes [off, off + n) (element i at i * esize). */
+static int runs_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
+{
+	const runs *rs = s->fmt;
+	size_t es = dsv_dtype_size(s->info.dtype);
+	unsigned char *out = buf;
+	uint64_t total = rs->first[rs->n] * es;
+
+	if (off > total || n > total - off)
+		return DSV_ERR_TRUNCATED;
+	for (size_t i = n ? run_of(rs, off / es) : rs->n; n; i++) {
+		const dsv_run *r = &rs->r[i];
+		uint64_t at = off - rs->first[i] * es, left = rs->first[i + 1] * es - off;
+		size_t k = left < n ? (size_t)left : n;
+		int err = dsv_pread_fd(r->fd, out, k, r->off + at);
+		if (err)
+			return err;
+		out += k;
+		off += k;
+		n -= k;
+	}
 	return 0;
 }
 
@@ -158,6 +185,17 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 	if ((err = dsv_source_set_shape(s, row == 1 ? 1 : 2, shape)))
 		return err;
 	s->info.kind = DSV_SRC_RUNS;
+	int packed = 0;
+	for (size_t i = 0; i < n; i++)
+		packed |= r[i].codec != DSV_RUN_PLAIN;
+	if (!packed) { /* flat, through runs_pread */
+		s->vpread = runs_pread;
+		s->data_offset = 0;
+		s->file_size = total * es;
+		s->info.stored_bytes = total * es;
+		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
+		return 0;
+	}
 	s->grid = s->chunked = 1;
 	s->gshape[0] = g ? g : 1;
 	s->gshape[1] = row;

@@ -241,6 +241,8 @@ int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off)
 
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 {
+	if (s->vpread)
+		return s->vpread(s, buf, n, off);
 	if (s->net)
 		return dsv_net_pread(s->net, buf, n, off);
 	return dsv_pread_fd(s->fd, buf, n, off);

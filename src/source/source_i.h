@@ -126,6 +126,10 @@ struct dsv_source {
 	 * one by one (e.g. to ask the kernel for all of them at once, so
 	 * their disk reads overlap) */
 	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
+	/* optional: a source whose elements lie in runs of one or more
+	 * files, not at their offsets in its own (runs.c): dsv_source_pread
+	 * reads their flat layout (element i at byte i * esize) through it */
+	int (*vpread)(const dsv_source *s, void *buf, size_t n, uint64_t off);
 	/* optional: the data's bytes on disk, when counting them costs too
 	 * much for open (dsv_source_stored_bytes; thread-safe) */
 	uint64_t (*stored_count)(const dsv_source *s);

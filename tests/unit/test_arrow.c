@@ -69,8 +69,7 @@ static void check_form(const char *fixture, int file_form)
 			 DSV_ERR_UNSUPPORTED);
 	assert_non_null(strstr(why, "column text is a column of Arrow type 5"));
 	dsv_arrow_free(&f);
-	assert_int_equal(dsv_arrow_open(rd, &m, n, "nope", &f, why, sizeof(why)),
-			 DSV_ERR_NOTFOUND);
+	assert_int_equal(dsv_arrow_open(rd, &m, n, "nope", &f, why, sizeof(why)), DSV_ERR_NOTFOUND);
 	assert_string_equal(why, "no column nope");
 	dsv_arrow_free(&f);
 	free(p);
@@ -128,7 +127,8 @@ static void test_cut_and_flipped(void **state)
 			int err = dsv_arrow_open(rd, &m, n, "input_ids", &f, why, sizeof(why));
 			for (size_t b = 0; !err && b < f.nbatches; b++)
 				for (int k = 0; k < 4; k++)
-					assert_true(f.batches[b].off[k] + f.batches[b].size[k] <= n);
+					assert_true(f.batches[b].off[k] + f.batches[b].size[k] <=
+						    n);
 			dsv_arrow_free(&f);
 			p[at] ^= 0xFF;
 		}
