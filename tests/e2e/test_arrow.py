@@ -190,6 +190,8 @@ class ArrowTest(E2E):
                    ["nulls.arrow", "record batch 1", "1 null entries"])
         refused_at(self, "[v]\nsource = cache-indices.arrow\n", 2,
                    ["cache-indices.arrow", "indices file", "flatten_indices"])
+        refused_at(self, "[v]\nsource = cache-indices.arrow:indices\n", 2,
+                   ["cache-indices.arrow", "indices file"])
         refused_at(self, "[v]\nsource = hf/cache-00000.arrow:text\n", 2,
                    ["cache-00000.arrow", "column text"])
         refused_at(self, "[v]\nsource = hf/cache-00000.arrow:nope\n", 2, ["no column nope"])

@@ -246,7 +246,7 @@ static int arrow_open(const char *file, const char *dataset, dsv_source **out, d
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
 	if (!(err = dsv_source_open_file(o.s, eb))) {
 		err = dsv_arrow_open(read_src, o.s, o.s->file_size, column, &o.a, why, sizeof(why));
-		if (err && is_indices(&o.a))
+		if (is_indices(&o.a)) /* its column named or not */
 			err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, file, NULL, INDICES_WHY);
 		else if (err)
 			err = dsv_errf_at(eb, err, file, dataset, "%s", why);
