@@ -9,6 +9,7 @@ windows never cross files. Nulls, indices files and damaged files are
 refused naming the file, the column or the batch."""
 import json
 import os
+import re
 
 import numpy as np
 
@@ -216,6 +217,21 @@ class ArrowTest(E2E):
         bad[-10 - flen:-10] = b"\xff" * flen
         put("foot.arrow", bytes(bad))
         refused_at(self, "[v]\nsource = foot.arrow\n", 2, ["foot.arrow", "footer"])
+        # a damaged zstd frame of input_ids' values: verify names the run,
+        # a read of it fails, the other columns are served
+        z = bytearray(open(self.p("zstd.arrow"), "rb").read())
+        frames = [m.start() for m in re.finditer(re.escape(b"\x28\xb5\x2f\xfd"), bytes(z))]
+        at = frames[1] + 30  # a batch's offsets frame, then its values frame
+        z[at:at + 40] = bytes(x ^ 0xFF for x in z[at:at + 40])
+        put("zbad.arrow", bytes(z))
+        r = run("verify", self.p("zbad.arrow") + ":input_ids")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("its frame does not decode", r.stdout + r.stderr)
+        with self.mount(self.p("zbad.arrow"), expect_errors=[r"its frame does not decode"]) as m:
+            with self.assertRaises(OSError):
+                read_all(m.path("input_ids.dat"))
+            check_whole(self, m, "score", round_out(self.ref("zstd.arrow", "score"), "float32"),
+                        "float32")
         # the good file beside them is still served
         with self.mount(self.p("one.arrow")) as m:
             check_whole(self, m, "input_ids", self.ref("one.arrow", "input_ids").astype(np.int64),
