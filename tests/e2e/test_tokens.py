@@ -135,7 +135,7 @@ class TokensTest(E2E):
         os.mkdir(d)
         idx = open(self.p("tok/meg.idx"), "rb").read()
         binb = open(self.p("tok/meg.bin"), "rb").read()
-        S, D = len(self.docs), len(self.docs) + 1
+        S = len(self.docs)
 
         def bad(name, data, bin_data=binb):
             with open(os.path.join(d, name + ".idx"), "wb") as f:
