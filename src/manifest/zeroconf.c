@@ -389,11 +389,25 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 	return err;
 }
 
-/* `dsview mount DIR`: every .npy and .nii (a view named for the file, mapped as
- * HDF5 names are) and HDF5 file or .npz (a directory named for the file, holding
+/* `dsview mount DIR`: every .npy, .nii, token file (a view named for the file, mapped as
+ * HDF5 names are) and HDF5 file, .npz or .arrow (a directory named for the file, holding
  * its datasets) of dir, not its subdirectories, in natural order; what
  * cannot be served, a whole file or one dataset, is skipped as in a file
  * mount, and the load fails only when nothing can be served. */
+/* The format of dir's file name: the one its name says, else one with no
+ * name of its own that its first bytes say (an llm.c token file's .bin;
+ * a name another format claims is never read). NULL: not served. */
+static const dsv_format *entry_format(const char *dir, const char *name)
+{
+	const dsv_format *f = dsv_format_by_name(name, NULL);
+	char *path = NULL;
+	if (f || name[0] == '.' || asprintf(&path, "%s/%s", dir, name) < 0)
+		return f;
+	f = dsv_format_detect(path, DSV_DETECT_MAGIC, NULL);
+	free(path);
+	return f && !f->by_name ? f : NULL;
+}
+
 static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
 		    dsv_errbuf *eb)
 {
@@ -407,7 +421,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL,
 				   "%s", strerror(errno));
 	while (!err && (de = readdir(d))) {
-		const dsv_format *f = dsv_format_by_name(de->d_name, NULL);
+		const dsv_format *f = entry_format(dir, de->d_name);
 		if (de->d_name[0] == '.' || !f || (f->traits & DSV_FMT_DIR))
 			continue;
 		if (n == cap) {
@@ -443,7 +457,11 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			free(path);
 			continue; /* a directory called x.h5, a dangling link */
 		}
-		const dsv_format *f = dsv_format_by_name(names[i], NULL);
+		const dsv_format *f = entry_format(dir, names[i]);
+		if (!f) { /* changed since it was listed */
+			free(path);
+			continue;
+		}
 		if (f->traits & DSV_FMT_DATASETS)
 			e = h5_views(m, f, path, names[i], dtype, flags, &first, &sub);
 		else

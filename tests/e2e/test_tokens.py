@@ -70,9 +70,13 @@ class TokensTest(E2E):
 
     def test_directory_of_token_files(self):
         """A directory mount serves the .idx (a Megatron index names
-        itself) and, given as a directory, a LitData dataset."""
+        itself) and the llm.c shards (their magic), and, given as a
+        directory, a LitData dataset."""
         with self.mount(self.p("tok")) as m:
             check_whole(self, m, "meg", self.meg.astype(np.int64), "int64")
+            check_whole(self, m, "shard_000.bin", self.gpt2.astype(np.int64), "int64")
+            check_whole(self, m, "shard_001.bin", self.llama.astype(np.int64), "int64")
+            self.assertFalse(os.path.exists(m.path("meg.bin.npy")))  # a Megatron .bin: raw
         with self.mount(self.p("tok/lit")) as m:
             meta = check_whole(self, m, "lit", self.lit.astype(np.int64), "int64")
             self.assertEqual(meta["sources"][0]["kind"], "runs")
