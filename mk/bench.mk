@@ -91,6 +91,14 @@ bench-nifti: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
 
+# Arrow token windows (a Hugging Face datasets cache: list<int32>, one
+# values buffer per record batch) against the same tokens as a raw .bin
+# (bench/tokens_bench.py): cold sequential GB/s and random windows/s of
+# (n, 1025) int64 windows, the ratio arrow / raw; TOKENS_MB sets the size.
+bench-tokens: deps venv
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/tokens_bench.py
+
 # Where a shuffled pass's time goes (bench/shuffle_profile.py): per
 # configuration, requests and bytes made per row, the daemon's time per
 # request (.stats.json histograms), and the disk's own latency.

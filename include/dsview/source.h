@@ -43,6 +43,10 @@ typedef enum dsv_source_kind {
 	DSV_SRC_ZARR,        /* a Zarr v2 or v3 array: a directory of chunk files */
 	DSV_SRC_NIFTI,       /* a NIfTI-1 or NIfTI-2 .nii image: flat, dim reversed */
 	DSV_SRC_FILL,        /* rows of one value: a virtual dataset's unmapped or missing rows */
+	DSV_SRC_RUN,         /* elements in one run of a file, at an offset its header gives (llm.c,
+			 Megatron, an Arrow column of one record batch) */
+	DSV_SRC_RUNS,        /* elements in several runs of one or more files (Arrow record
+				batches, LitData chunk files): served in bands of whole runs' pieces */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {
@@ -80,6 +84,9 @@ typedef struct dsv_source_info {
 	 * has_scale 0: none (scale 1, offset 0) */
 	int has_scale;
 	double scale, offset;
+	/* 1 for a token stream (a token file's 1-D stream of integer ids): a
+	 * view of token streams alone serves int64 unless it asks otherwise */
+	int tokens;
 } dsv_source_info;
 
 /* Where one chunk's bytes are and how to turn them into elements. */

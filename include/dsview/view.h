@@ -45,6 +45,8 @@ typedef struct dsv_manifest {
 	dsv_skipped *skipped;
 	size_t nskipped;
 	char *skipped_json;
+	/* zero-config only: the dtype was asked for (DSV_FROM_FILE_DTYPE) */
+	int dtype_given;
 	/* [dsview] defaults; has_* tells whether the manifest set them */
 	int has_cache_size, has_threads, has_gpu, has_gpu_cache, has_disk_cache_size;
 	uint64_t cache_size, gpu_cache, disk_cache_size;
@@ -88,6 +90,9 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb);
  * served (eb then gives the reasons), or, with DSV_FROM_FILE_STRICT, at
  * the first dataset that cannot be served. */
 #define DSV_FROM_FILE_STRICT 1
+/* The dtype was asked for (--dtype): a token stream's view is cast to it
+ * too; without, token streams are served as int64 (others as dtype). */
+#define DSV_FROM_FILE_DTYPE 2
 int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
 			   dsv_errbuf *eb);
 void dsv_manifest_free(dsv_manifest *m); /* accepts NULL */

@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/info_i.h"
 #include "cli/target.h"
+#include "source/format.h"
 #include "common/str.h"
 
 static const char info_usage[] =
@@ -154,6 +155,10 @@ int dsv_cmd_info(int argc, char **argv)
 		return err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;
 	}
 
+	/* a file of datasets other than HDF5 (a .npz): its one named array,
+	 * or all of them as the views a mount of it serves */
+	if (t.kind == DSV_TARGET_DATASETS && strcmp(t.format->name, "hdf5"))
+		t.kind = t.dataset ? DSV_TARGET_ARRAY : DSV_TARGET_GROUP;
 	root = json_object();
 	err = dsv_info_build(&t, dtype, ndim, shape, root, &eb);
 	if (err) {

@@ -358,7 +358,7 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 	dsv_source *s;
 	int err = t->format->traits & DSV_FMT_RAW
 			  ? dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb)
-			  : t->format->open(t->file, NULL, &s, eb);
+			  : t->format->open(t->file, t->dataset, &s, eb);
 	if (err)
 		return err;
 	json_object_set_new(root, "source", jsource(s));

@@ -373,7 +373,7 @@ static void print_view(const json_t *v)
 	}
 }
 
-/* A manifest's views, or a Zarr group's arrays (each a view) and what
+/* A manifest's views, or a Zarr group's or .npz's arrays (each a view) and what
  * of it is not served. */
 static void print_manifest(const json_t *root, int group)
 {
@@ -383,7 +383,12 @@ static void print_manifest(const json_t *root, int group)
 	uint64_t n = dsv_cli_jint(t, "views"), virt = dsv_cli_jint(t, "virtual_bytes");
 	uint64_t disk = dsv_cli_jint(t, "stored_bytes");
 
-	printf("%s: %s, %llu %s%s\n", jshown(root, "path"), group ? "Zarr group" : "manifest",
+	const char *kind = jshown(root, "kind");
+	printf("%s: %s, %llu %s%s\n", jshown(root, "path"),
+	       !group                         ? "manifest"
+	       : !strcmp(kind, "npz-group")   ? ".npz"
+	       : !strcmp(kind, "arrow-group") ? "Arrow IPC file"
+					      : "Zarr group",
 	       (unsigned long long)n, group ? "array" : "view", n == 1 ? "" : "s");
 	for (size_t i = 0; i < json_array_size(views); i++)
 		print_view(json_array_get(views, i));

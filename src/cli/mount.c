@@ -372,7 +372,10 @@ static int load_manifest(const mount_args *a, dsv_manifest **out)
 			      a->dtype);
 		return EXIT_USER;
 	}
-	err = dsv_manifest_open(a->source, dt, a->strict ? DSV_FROM_FILE_STRICT : 0, out, &eb);
+	err = dsv_manifest_open(a->source, dt,
+				(a->strict ? DSV_FROM_FILE_STRICT : 0) |
+					(a->dtype ? DSV_FROM_FILE_DTYPE : 0),
+				out, &eb);
 	if (err && a->dtype && !strcmp(eb.key, "dtype")) {
 		/* the view's dtype is --dtype's here (clip needs a manifest) */
 		dsv_cli_error("--dtype %s: %s", a->dtype, eb.msg);

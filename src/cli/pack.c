@@ -68,7 +68,8 @@ static int input_format(const char *input)
 {
 	char *file, *dataset;
 	int dir, err;
-	const dsv_format *f = dsv_format_of_spec(input, 0, &file, &dataset, &dir, &err);
+	const dsv_format *f = dsv_format_of_spec(input, DSV_DETECT_MAGIC, &file, &dataset, &dir,
+						 &err);
 	free(file);
 	free(dataset);
 	return f && dir != DSV_FMT_GROUP;

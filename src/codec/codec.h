@@ -33,6 +33,11 @@ size_t dsv_bshuf_default_block(size_t elem_size);
  */
 int64_t dsv_lz4_sized_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
 
+/* An LZ4 frame (lz4frame.h's format: Arrow IPC's LZ4_FRAME buffers),
+ * lz4frame.c: exactly dst_size bytes, the frame ending with the input.
+ * @return dst_size, DSV_ERR_CORRUPT or DSV_ERR_NOMEM. */
+int64_t dsv_lz4f_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
+
 /* Blosc2, HDF5 filter 32026 (blosc2.c), decoded by libblosc2 loaded at
  * the first call. @return 0 when it is loaded, else DSV_ERR_UNSUPPORTED
  * with why in eb (may be NULL): not found, or too old. */

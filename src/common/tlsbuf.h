@@ -26,6 +26,8 @@ enum {
 	DSV_TLS_DEV_EDGE,  /* the device's output of chunks a readahead range covers in part */
 	DSV_TLS_DISK,      /* the pages of a disk cache entry read (net/disk_cache.c) */
 	DSV_TLS_SHARD_RUN, /* a run of a shard object's inner chunks, one GET (zarr/zarr.c) */
+	DSV_TLS_RUN_IN,    /* a compressed run's stored frame (source/runs.c) */
+	DSV_TLS_RUN_OUT,   /* a compressed run decoded whole (source/runs.c) */
 	DSV_TLS_NSLOTS
 };
 

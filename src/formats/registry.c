@@ -8,15 +8,19 @@
 
 #include "common/str.h"
 #include "formats/formats.h"
+#include "formats/arrow/arrow.h"
 #include "formats/h5/h5_format.h"
 #include "formats/nifti/nifti.h"
 #include "formats/npy/npy.h"
 #include "formats/raw/raw.h"
+#include "formats/tokens/tokens.h"
 #include "formats/zarr/zarr.h"
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
-	&dsv_format_npy, &dsv_format_nifti, &dsv_format_h5, &dsv_format_zarr, &dsv_format_raw,
+	&dsv_format_npy,     &dsv_format_nifti, &dsv_format_h5,   &dsv_format_npz,
+	&dsv_format_arrow,   &dsv_format_zarr,  &dsv_format_llmc, &dsv_format_megatron,
+	&dsv_format_litdata, &dsv_format_raw,
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
@@ -147,8 +151,9 @@ const dsv_format *dsv_format_of_spec(const char *spec, unsigned how, char **file
 }
 
 /* The dataset of file to open: *dataset, or where that is NULL and f is
- * a format of datasets, the file's only one (then also in *only, a new
- * string). @return 0, or a dsv_err with eb set (not exactly one). */
+ * a format of datasets, the file's only one, or its default dataset
+ * where it has that among others (then also in *only, a new string).
+ * @return 0, or a dsv_err with eb set (none of those). */
 static int pick_dataset(const dsv_format *f, const char *file, const char **dataset, char **only,
 			dsv_errbuf *eb)
 {
@@ -161,6 +166,15 @@ static int pick_dataset(const dsv_format *f, const char *file, const char **data
 		return 0;
 	if ((err = f->list(file, &names, &n, eb)))
 		return err;
+	for (size_t i = 0; n != 1 && f->default_dataset && i < n; i++)
+		if (!strcmp(names[i], f->default_dataset)) { /* it goes first, alone */
+			char *t = names[0];
+			names[0] = names[i];
+			names[i] = t;
+			for (size_t k = 1; k < n; k++)
+				free(names[k]);
+			n = 1;
+		}
 	if (n != 1)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, NULL,
 				  "has %zu datasets; name one as %s:/dataset", n, file);

@@ -179,6 +179,14 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 			v->rows_kind = DSV_ROWS_INDEX;
 			return take_file(c, name, value, &pv->rows_file);
 		}
+		if (!strcmp(value, "documents"))
+			return dsv_mf_fail(
+				c, c->line,
+				"rows = documents: a view's rows all have one shape, and a token "
+				"file's documents differ in length; serve the stream with window = "
+				"W "
+				"(fixed-length examples), or pad the documents to one length and "
+				"serve them as a raw (documents, length) source");
 		if (parse_slice(value, sl))
 			return dsv_mf_fail(
 				c, c->line,
@@ -259,6 +267,7 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 					   "integer type (int8 ... int64, uint8 ... uint64)",
 					   value);
 		pv->dtype_line = c->line;
+		v->decl->dtype_given = 1;
 	} else if (!strcmp(name, "scale") || !strcmp(name, "offset")) {
 		if (parse_doubles(value, d, 1) != 1)
 			return dsv_mf_fail(c, c->line, "%s '%s' is not a finite number", name,

@@ -61,7 +61,10 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 	char *file, *dataset;
 	struct stat st;
 	int err;
-	const dsv_format *f = dsv_format_of_spec(path, 0, &file, &dataset, NULL, &err);
+	/* a name no format claims: its first bytes (an llm.c token file's
+	 * .bin), unless the line says it is raw */
+	const dsv_format *f = dsv_format_of_spec(path, raw ? 0 : DSV_DETECT_MAGIC, &file, &dataset,
+						 NULL, &err);
 
 	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");

@@ -59,6 +59,7 @@ static int add_view_of(dsv_manifest *m, const char *name, const char *hdf5_path,
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
 	v->dtype = dtype;
+	v->decl->dtype_given = m->dtype_given;
 	if ((err = dsv_view_finish(v, eb))) {
 		dsv_view_free(v);
 		return err;
@@ -74,14 +75,14 @@ static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_pat
 	return add_view_of(m, name, hdf5_path, &s, 1, dtype, eb);
 }
 
-/* A view of the HDF5 dataset dset of path: itself, or a virtual
- * dataset's parts (dsv_h5_open_parts). */
-static int add_h5_view(dsv_manifest *m, const char *name, const char *path, const char *dset,
-		       dsv_dtype dtype, dsv_errbuf *eb)
+/* A view of the dataset dset of path, a file of format f's: itself, or
+ * the parts it is made of (an HDF5 virtual dataset's, dsv_h5_open_parts). */
+static int add_h5_view(dsv_manifest *m, const dsv_format *f, const char *name, const char *path,
+		       const char *dset, dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_source **parts;
 	size_t n;
-	int err = dsv_h5_open_parts(path, dset, &parts, &n, eb);
+	int err = dsv_format_open_parts(f, path, dset, &parts, &n, eb);
 	if (!err)
 		err = add_view_of(m, name, dset, parts, n, dtype, eb);
 	free(parts);
@@ -161,19 +162,21 @@ static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf
 	return err;
 }
 
-/* Every dataset of the HDF5 file at path, each as a view or in m->skipped.
- * in: NULL for a file mount; in a directory mount, the file's name, whose
+/* Every dataset of the file at path (an HDF5 file, or another format of
+ * datasets f: a .npz), each as a view or in m->skipped. in: NULL for a file mount; in a directory mount, the file's name, whose
  * mapped form prefixes every view name (the file becomes a directory).
  * *first gets the first dataset's error (for a file of one). @return 0,
  * an error of the whole file (not listed, no datasets), or a fatal one. */
-static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype dtype,
-		    unsigned flags, dsv_errbuf *first, dsv_errbuf *eb)
+static int h5_views(dsv_manifest *m, const dsv_format *f, const char *path, const char *in,
+		    dsv_dtype dtype, unsigned flags, dsv_errbuf *first, dsv_errbuf *eb)
 {
 	int strict = flags & DSV_FROM_FILE_STRICT;
 	char **names = NULL, *prefix = NULL, label[4400];
 	dsv_h5_unlisted *bad = NULL;
 	size_t n = 0, nbad = 0, links[2] = { 0, 0 };
-	int err = dsv_h5_list_all(path, &names, &n, links, &bad, &nbad, eb);
+	int h5 = f == &dsv_format_h5;
+	int err = h5 ? dsv_h5_list_all(path, &names, &n, links, &bad, &nbad, eb)
+		     : f->list(path, &names, &n, eb);
 
 	first->code = 0;
 	if (err)
@@ -211,7 +214,7 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		else if (!e && prefix && asprintf(&full, "%s/%s", prefix, name) < 0)
 			e = dsv_errf(&sub, DSV_ERR_NOMEM, "out of memory");
 		else if (!e)
-			e = add_h5_view(m, full ? full : name, path, names[i], dtype, &sub);
+			e = add_h5_view(m, f, full ? full : name, path, names[i], dtype, &sub);
 		free(name);
 		free(full);
 		if (!e)
@@ -231,8 +234,10 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 		char *value = NULL;
 		if (part_len)
 			snprintf(kind, sizeof(kind), "name");
-		else
+		else if (h5)
 			dsv_mf_skip_kind(path, names[i], kind, sizeof(kind), &value);
+		else
+			snprintf(kind, sizeof(kind), "unsupported");
 		if (dsv_mf_skip_value(m, dsv_mf_skip_path(in, names[i], label, sizeof(label)),
 				      sub.reason, kind, value))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -247,12 +252,13 @@ static int h5_views(dsv_manifest *m, const char *path, const char *in, dsv_dtype
 	return err;
 }
 
-/* Every dataset of the HDF5 file at path, each as a view or in m->skipped. */
-static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
-		   dsv_errbuf *eb)
+/* Every dataset of the file of datasets at path (format f), each as a
+ * view or in m->skipped. */
+static int from_h5(dsv_manifest *m, const dsv_format *f, const char *path, dsv_dtype dtype,
+		   unsigned flags, dsv_errbuf *eb)
 {
 	dsv_errbuf first; /* the first dataset's error, for a file of one */
-	int err = h5_views(m, path, NULL, dtype, flags, &first, eb);
+	int err = h5_views(m, f, path, NULL, dtype, flags, &first, eb);
 
 	if (!err && m->nviews == 0 && m->nskipped == 1)
 		err = dsv_errf(eb, first.code, "%s", first.msg);
@@ -383,11 +389,25 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 	return err;
 }
 
-/* `dsview mount DIR`: every .npy and .nii (a view named for the file, mapped as
- * HDF5 names are) and HDF5 file (a directory named for the file, holding
+/* `dsview mount DIR`: every .npy, .nii, token file (a view named for the file, mapped as
+ * HDF5 names are) and HDF5 file, .npz or .arrow (a directory named for the file, holding
  * its datasets) of dir, not its subdirectories, in natural order; what
  * cannot be served, a whole file or one dataset, is skipped as in a file
  * mount, and the load fails only when nothing can be served. */
+/* The format of dir's file name: the one its name says, else one with no
+ * name of its own that its first bytes say (an llm.c token file's .bin;
+ * a name another format claims is never read). NULL: not served. */
+static const dsv_format *entry_format(const char *dir, const char *name)
+{
+	const dsv_format *f = dsv_format_by_name(name, NULL);
+	char *path = NULL;
+	if (f || name[0] == '.' || asprintf(&path, "%s/%s", dir, name) < 0)
+		return f;
+	f = dsv_format_detect(path, DSV_DETECT_MAGIC, NULL);
+	free(path);
+	return f && !f->by_name ? f : NULL;
+}
+
 static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
 		    dsv_errbuf *eb)
 {
@@ -401,7 +421,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL,
 				   "%s", strerror(errno));
 	while (!err && (de = readdir(d))) {
-		const dsv_format *f = dsv_format_by_name(de->d_name, NULL);
+		const dsv_format *f = entry_format(dir, de->d_name);
 		if (de->d_name[0] == '.' || !f || (f->traits & DSV_FMT_DIR))
 			continue;
 		if (n == cap) {
@@ -437,9 +457,13 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			free(path);
 			continue; /* a directory called x.h5, a dangling link */
 		}
-		const dsv_format *f = dsv_format_by_name(names[i], NULL);
+		const dsv_format *f = entry_format(dir, names[i]);
+		if (!f) { /* changed since it was listed */
+			free(path);
+			continue;
+		}
 		if (f->traits & DSV_FMT_DATASETS)
-			e = h5_views(m, path, names[i], dtype, flags, &first, &sub);
+			e = h5_views(m, f, path, names[i], dtype, flags, &first, &sub);
 		else
 			e = file_view(m, f, path, dtype, &sub);
 		if (e && fatal(e, flags))
@@ -467,9 +491,10 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	*out = NULL;
 	if (!m)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	m->dtype_given = (flags & DSV_FROM_FILE_DTYPE) != 0;
 	struct stat st;
 	int kind, is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	const dsv_format *f = dsv_format_detect(path, 0, &kind), *named;
+	const dsv_format *f = dsv_format_detect(path, DSV_DETECT_MAGIC, &kind), *named;
 	char what[512];
 	if ((f && kind) ||
 	    (is_dir && (named = dsv_format_by_name(path, NULL)) && (named->traits & DSV_FMT_DIR)))
@@ -477,7 +502,7 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	else if (is_dir)
 		err = from_dir(m, path, dtype, flags, eb);
 	else if (f && (f->traits & DSV_FMT_DATASETS))
-		err = from_h5(m, path, dtype, flags, eb);
+		err = from_h5(m, f, path, dtype, flags, eb);
 	else if (f)
 		err = file_view(m, f, path, dtype, eb);
 	else

@@ -121,11 +121,12 @@ static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 					   eb);
 	char *file, *dataset;
 	int err;
-	const dsv_format *f = dsv_format_of_spec(o->input, 0, &file, &dataset, NULL, &err);
+	const dsv_format *f = dsv_format_of_spec(o->input, DSV_DETECT_MAGIC, &file, &dataset, NULL,
+						 &err);
 	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (f && f->open_packed)
-		err = f->open_packed(file, o->output, src, eb);
+		err = f->open_packed(file, dataset, o->output, src, eb);
 	else if (f)
 		err = dsv_format_open(f, file, dataset, src, eb);
 	else /* its words for a spec no format claims */

@@ -64,9 +64,15 @@ typedef struct dsv_format {
 	 * datasets, *names[0 .. *n), each the caller's to free, and the array.
 	 * NULL for other formats. @return 0 or a dsv_err with eb set. */
 	int (*list)(const char *file, char ***names, size_t *n, dsv_errbuf *eb);
+	/* Optional, a format of datasets': the dataset a spec naming none
+	 * opens where the file holds several and this one among them (an
+	 * Arrow file's "/input_ids"). NULL: the file must hold exactly one. */
+	const char *default_dataset;
 	/* Optional: opens an input of `dsview pack` that cannot be read in
-	 * place (a gzipped image), unpacked once beside output. NULL: open. */
-	int (*open_packed)(const char *input, const char *output, dsv_source **out, dsv_errbuf *eb);
+	 * place (a gzipped image, a deflated .npz member: dataset as for
+	 * open, or NULL), unpacked once beside output. NULL: open. */
+	int (*open_packed)(const char *input, const char *dataset, const char *output,
+			   dsv_source **out, dsv_errbuf *eb);
 } dsv_format;
 
 #endif

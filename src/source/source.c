@@ -170,6 +170,8 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";
 	case DSV_SRC_ZARR: return "zarr";
+	case DSV_SRC_RUN: return "run";
+	case DSV_SRC_RUNS: return "runs";
 	}
 	return "unknown";
 }
@@ -177,7 +179,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 int dsv_source_kind_flat(dsv_source_kind k)
 {
 	return k == DSV_SRC_NPY || k == DSV_SRC_RAW || k == DSV_SRC_NIFTI || k == DSV_SRC_FILL ||
-	       k == DSV_SRC_H5_CONTIGUOUS;
+	       k == DSV_SRC_H5_CONTIGUOUS || k == DSV_SRC_RUN;
 }
 
 int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
@@ -239,6 +241,8 @@ int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off)
 
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 {
+	if (s->vpread)
+		return s->vpread(s, buf, n, off);
 	if (s->net)
 		return dsv_net_pread(s->net, buf, n, off);
 	return dsv_pread_fd(s->fd, buf, n, off);

@@ -126,6 +126,10 @@ struct dsv_source {
 	 * one by one (e.g. to ask the kernel for all of them at once, so
 	 * their disk reads overlap) */
 	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
+	/* optional: a source whose elements lie in runs of one or more
+	 * files, not at their offsets in its own (runs.c): dsv_source_pread
+	 * reads their flat layout (element i at byte i * esize) through it */
+	int (*vpread)(const dsv_source *s, void *buf, size_t n, uint64_t off);
 	/* optional: the data's bytes on disk, when counting them costs too
 	 * much for open (dsv_source_stored_bytes; thread-safe) */
 	uint64_t (*stored_count)(const dsv_source *s);
@@ -176,6 +180,27 @@ int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst
  * the words alone (they name the chunk themselves). */
 void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *where, const char *fmt,
 		    ...) __attribute__((format(printf, 5, 6)));
+
+/* One run of a source's elements (runs.c): count elements at byte off of
+ * the file open as fd; or, compressed (codec: DSV_RUN_LZ4F, DSV_RUN_ZSTD),
+ * a frame of stored bytes at off that decodes to raw bytes, the run's
+ * elements skip bytes into them. */
+enum { DSV_RUN_PLAIN, DSV_RUN_LZ4F, DSV_RUN_ZSTD };
+typedef struct dsv_run {
+	int fd;
+	uint64_t off, count;
+	int codec;
+	uint64_t stored, raw, skip;
+} dsv_run;
+/* Makes s (its dtype set, nothing else of its layout) the concatenation
+ * of runs[0 .. n) (taken: freed with s, and each fd other than s->fd
+ * closed with it, whatever the result), as rows of row elements (1: a
+ * 1-D array): a band of the read path is read by one pread per plain run
+ * it crosses, a compressed run decoded whole. Each run must lie inside
+ * its file and its decoded bytes (the caller checks). Uses s->fmt and
+ * fmt_close. @return 0, DSV_ERR_INVALID (the runs are not whole rows),
+ * DSV_ERR_OVERFLOW or DSV_ERR_NOMEM. */
+int dsv_source_set_runs(dsv_source *s, dsv_run *runs, size_t n, uint64_t row);
 
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */

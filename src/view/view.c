@@ -387,6 +387,20 @@ static int build_json(dsv_view *v)
 	return 0;
 }
 
+/* A view of token streams alone, no dtype asked for and no transform:
+ * served as the token ids they are, int64. */
+static int tokens_as_int64(const dsv_view *v)
+{
+	const struct dsv_view_decl *d = v->decl;
+	if (d->dtype_given || d->scale != 1.0 || d->offset != 0.0 || d->nchan || d->mean_file ||
+	    d->std_file || d->has_clip)
+		return 0;
+	for (size_t i = 0; i < v->nsources; i++)
+		if (!dsv_source_get_info(v->sources[i])->tokens)
+			return 0;
+	return 1;
+}
+
 int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 {
 	static uint32_t next_key; /* loading is single-threaded */
@@ -415,6 +429,8 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 	}
 	v->nchunks = v->chunk_base[v->nsources];
 	v->decl->max_chunk_raw = max_chunk;
+	if (tokens_as_int64(v))
+		v->dtype = DSV_I64;
 	v->out_esize = dsv_dtype_size(v->dtype);
 	if (v->rows_kind == DSV_ROWS_INDEX && (err = dsv_view_load_index(v, &nindex, eb)))
 		return err;

@@ -32,6 +32,9 @@ struct dsv_view_decl {
 	unsigned char *xf_own; /* per source: xf[i] is freed with the view */
 
 	char *hdf5_path; /* zero-config HDF5: the dataset's own path, or NULL */
+	/* the dtype was asked for (a manifest's dtype key, --dtype): else a
+	 * view of token streams alone, with no transform, serves int64 */
+	int dtype_given;
 };
 
 #define DSV_VIEW_NAME_MAX 200

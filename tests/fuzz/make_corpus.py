@@ -13,6 +13,7 @@ import numpy as np
 import corpus_codecs
 import corpus_net
 import corpus_sources
+import corpus_tokens
 import corpus_zarr
 
 
@@ -36,6 +37,9 @@ def main():
     corpus_codecs.devlz4_seeds()
     corpus_codecs.quirk_seeds()
     corpus_net.s3list_seeds()
+    corpus_tokens.npz_seeds()
+    corpus_tokens.token_seeds()
+    corpus_tokens.arrow_seeds()
 
 
 if __name__ == "__main__":

@@ -290,9 +290,10 @@ static int nifti_open(const char *file, const char *dataset, dsv_source **out, d
 	return dsv_source_open_nifti(file, out, eb);
 }
 
-static int nifti_open_packed(const char *input, const char *output, dsv_source **out,
-			     dsv_errbuf *eb)
+static int nifti_open_packed(const char *input, const char *dataset, const char *output,
+			     dsv_source **out, dsv_errbuf *eb)
 {
+	(void)dataset;
 	if (dsv_has_ext(input, ".nii.gz"))
 		return dsv_nifti_open_gz(input, output, out, eb);
 	return dsv_source_open_nifti(input, out, eb);

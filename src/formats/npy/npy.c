@@ -108,7 +108,7 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 		skip_ws(&c);
 		if (!strcmp(key, "descr")) {
 			if (parse_str(&c, descr, sizeof(descr)))
-				return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+				return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 						   "structured or unknown dtype in .npy header");
 			have_descr = 1;
 		} else if (!strcmp(key, "fortran_order")) {
@@ -142,11 +142,11 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 	if (!have_descr || !have_order || !have_shape)
 		goto bad;
 	if (fortran)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 				   "Fortran-order .npy is not supported; save it in C order "
 				   "(np.save(p, np.ascontiguousarray(a)))");
 	if (descr[0] == '>' && strcmp(descr + 1, "u1") && strcmp(descr + 1, "i1"))
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 				   "big-endian dtype '%s' is not supported; convert with "
 				   "a.astype(a.dtype.newbyteorder('<'))",
 				   descr);
@@ -158,94 +158,87 @@ static int parse_header(dsv_source *s, const char *h, size_t len, dsv_errbuf *eb
 	     strcmp(descr + 1, dsv_dtype_npy_descr(s->info.dtype) + 1)))
 		s->info.dtype = DSV_DTYPE_INVALID;
 	if (s->info.dtype == DSV_DTYPE_INVALID || s->info.dtype == DSV_BF16)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL, "unsupported dtype '%s'",
-				   descr);
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
+				   "unsupported dtype '%s'", descr);
 	if (ndim == 0)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, NULL,
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 				   "0-d arrays are not supported");
 	if (dsv_source_set_shape(s, ndim, shape))
-		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, NULL, ".npy shape overflows");
+		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
+				   ".npy shape overflows");
 	return 0;
 bad:
-	return dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, NULL, "malformed .npy header");
+	return dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, s->dataset, "malformed .npy header");
 }
 
-int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
+int dsv_npy_read_header(dsv_source *s, uint64_t base, uint64_t len, dsv_errbuf *eb)
 {
+	const char *path = s->path;
 	unsigned char pre[12];
 	char *hdr = NULL;
 	uint64_t hlen, nbytes;
 	size_t pre_len;
 	int err;
-	dsv_source *s = dsv_source_alloc(path, NULL);
 
-	*out = NULL;
-	if (!s)
-		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
-	err = dsv_source_open_file(s, eb);
-	if (err)
-		goto fail;
-	err = dsv_source_pread(s, pre, 10, 0);
-	if (err || memcmp(pre, NPY_MAGIC, 6)) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "not a .npy file (bad magic)");
-		goto fail;
-	}
+	if (len < 10 || dsv_source_pread(s, pre, 10, base) || memcmp(pre, NPY_MAGIC, 6))
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, path, s->dataset,
+				   "not a .npy file (bad magic)");
 	if (pre[6] == 1) {
 		hlen = pre[8] | (uint64_t)pre[9] << 8;
 		pre_len = 10;
 	} else if (pre[6] == 2 || pre[6] == 3) {
-		if ((err = dsv_source_pread(s, pre, 12, 0))) {
-			err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "truncated .npy header");
-			goto fail;
-		}
+		if (len < 12 || dsv_source_pread(s, pre, 12, base))
+			return dsv_errf_at(eb, DSV_ERR_FORMAT, path, s->dataset,
+					   "truncated .npy header");
 		hlen = dsv_load_le32(pre + 8);
 		pre_len = 12;
 	} else {
-		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
-				  ".npy format version %d.%d is not supported", pre[6], pre[7]);
-		goto fail;
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, s->dataset,
+				   ".npy format version %d.%d is not supported", pre[6], pre[7]);
 	}
-	if (hlen > NPY_MAX_HEADER || pre_len + hlen > s->file_size) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
-				  ".npy header length %llu is invalid", (unsigned long long)hlen);
-		goto fail;
-	}
-	hdr = malloc(hlen + 1);
-	if (!hdr) {
-		err = dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
-		goto fail;
-	}
-	if ((err = dsv_source_pread(s, hdr, hlen, pre_len))) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "truncated .npy header");
-		goto fail;
-	}
-	hdr[hlen] = '\0';
-	if (memchr(hdr, '\0', hlen)) {
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL, "malformed .npy header");
-		goto fail;
-	}
-	err = parse_header(s, hdr, hlen, eb);
+	if (hlen > NPY_MAX_HEADER || pre_len + hlen > len)
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, path, s->dataset,
+				   ".npy header length %llu is invalid", (unsigned long long)hlen);
+	if (!(hdr = malloc(hlen + 1)))
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
+	if (dsv_source_pread(s, hdr, hlen, base + pre_len))
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, s->dataset, "truncated .npy header");
+	else if (hdr[hlen] = '\0', memchr(hdr, '\0', hlen))
+		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, s->dataset, "malformed .npy header");
+	else
+		err = parse_header(s, hdr, hlen, eb);
+	free(hdr);
 	if (err)
-		goto fail;
-	s->data_offset = pre_len + hlen;
+		return err;
+	s->data_offset = base + pre_len + hlen;
 	nbytes = s->info.nelems * dsv_dtype_size(s->info.dtype); /* checked by set_shape */
-	if (nbytes > s->file_size - s->data_offset) {
-		err = dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
-				  "file is %llu bytes but its header declares %llu bytes of data",
-				  (unsigned long long)s->file_size,
-				  (unsigned long long)(s->data_offset + nbytes));
-		goto fail;
-	}
+	if (nbytes > len - pre_len - hlen)
+		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, s->dataset,
+				   "%s is %llu bytes but its header declares %llu bytes of data",
+				   base ? "the member" : "file", (unsigned long long)len,
+				   (unsigned long long)(pre_len + hlen + nbytes));
 	s->info.kind = DSV_SRC_NPY;
 	s->info.stored_bytes = nbytes;
 	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
-	free(hdr);
+	return 0;
+}
+
+int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb)
+{
+	dsv_source *s = dsv_source_alloc(path, NULL);
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
+	if (!(err = dsv_source_open_file(s, eb)))
+		err = dsv_npy_read_header(s, 0, s->file_size, eb);
+	if (err) {
+		dsv_source_close(s);
+		return err;
+	}
 	*out = s;
 	return 0;
-fail:
-	free(hdr);
-	dsv_source_close(s);
-	return err;
 }
 
 static size_t npy_by_name(const char *name)

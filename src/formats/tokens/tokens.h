@@ -1,0 +1,29 @@
+/* Token files of LLM trainers, each served as one 1-D token stream
+ * (info.tokens): llm.c's .bin (llmc.c), Megatron-Core's .bin + .idx
+ * (megatron.c), LitData's TokensLoader chunks with their index.json
+ * (litdata.c); tokens.c holds what they share. */
+#ifndef DSV_FORMATS_TOKENS_H
+#define DSV_FORMATS_TOKENS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "source/format.h"
+
+extern const dsv_format dsv_format_llmc;
+extern const dsv_format dsv_format_megatron;
+extern const dsv_format dsv_format_litdata;
+
+/* Opens path (dataset NULL) as a token stream of count elements of dtype
+ * at byte off of the file, one run: the run checked against the file's
+ * size. why: what info says of it (copied). @return 0 or a dsv_err. */
+int dsv_tokens_open_run(const char *path, dsv_dtype dtype, uint64_t off, uint64_t count,
+			const char *why, dsv_source **out, dsv_errbuf *eb);
+/* Reads the first n bytes of file into buf (what: the header's name, for
+ * the error of a shorter file); *size gets the file's size. */
+int dsv_tokens_read_head(const char *file, void *buf, size_t n, const char *what, uint64_t *size,
+			 dsv_errbuf *eb);
+/* Marks s, opened by a token format, a token stream whose info says why. */
+void dsv_tokens_mark(dsv_source *s, const char *why);
+
+#endif
