@@ -452,6 +452,11 @@ int dsv_xform_force_kernel(const char *name)
 	return DSV_ERR_UNSUPPORTED;
 }
 
+const char *dsv_xform_kernel_at(size_t i)
+{
+	return i < sizeof(kernel_sets) / sizeof(kernel_sets[0]) ? kernel_sets[i].name : NULL;
+}
+
 /* ---- plans ---- */
 
 static int out_index(dsv_dtype d)
