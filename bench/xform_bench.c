@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < block * 4; i++)
 		src[i] = (unsigned char)(i * 2654435761u >> 13);
-	fprintf(stderr, "%-8s %-42s %8s %8s %7s\n", "kernel", "case", "out GB/s", "memcpy",
+	fprintf(stderr, "%-10s %-42s %8s %8s %7s\n", "kernel", "case", "out GB/s", "memcpy",
 		"ratio");
 	for (size_t k = 0; dsv_xform_kernel_at(k); k++) {
 		const char *kname = dsv_xform_kernel_at(k);
@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 			size_t osize = dsv_dtype_size(bc->dst);
 			size_t calls = mb * 1000000 / (block * osize) + 1;
 			double gx[MAX_ROUNDS], gm[MAX_ROUNDS], ratio[MAX_ROUNDS];
+			xform_gbps(x, dst, src, block, osize, calls / 4 + 1); /* warm-up */
 			for (size_t r = 0; r < rounds; r++) {
 				gx[r] = xform_gbps(x, dst, src, block, osize, calls);
 				gm[r] = memcpy_gbps(dst, msrc, block * osize, calls);
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
 			printf("{\"kernel\": \"%s\", \"case\": \"%s\", \"out_GBps\": %.2f, "
 			       "\"memcpy_GBps\": %.2f, \"ratio\": %.3f, \"rounds\": %zu}\n",
 			       kname, bc->name, mx, mm, mr, rounds);
-			fprintf(stderr, "%-8s %-42s %8.2f %8.2f %6.2fx\n", kname, bc->name, mx, mm,
+			fprintf(stderr, "%-10s %-42s %8.2f %8.2f %6.2fx\n", kname, bc->name, mx, mm,
 				mr);
 			fflush(stdout);
 			dsv_xform_destroy(x);
@@ -160,7 +161,7 @@ int main(int argc, char **argv)
 		printf("{\"kernel\": \"memcpy\", \"case\": \"memcpy %zu KiB\", \"out_GBps\": "
 		       "%.2f, \"memcpy_GBps\": %.2f, \"ratio\": 1.000, \"rounds\": %zu}\n",
 		       block * os >> 10, mm, mm, nsamples[os]);
-		fprintf(stderr, "%-8s %4zu KiB per call %-25s %8.2f  (median of all %zu rounds)\n",
+		fprintf(stderr, "%-10s %4zu KiB per call %-25s %8.2f  (median of all %zu rounds)\n",
 			"memcpy", block * os >> 10, "", mm, nsamples[os]);
 	}
 	free(src);

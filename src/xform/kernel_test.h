@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-/* Forces a variant ("scalar", "avx2", "avx512": tests compare them);
+/* Forces a variant ("scalar", "avx2", "avx512", "avx512vbmi": tests compare them);
  * returns 0, or DSV_ERR_UNSUPPORTED when the processor lacks it or there
  * is none of that name. Not thread-safe: call before any run. */
 int dsv_xform_force_kernel(const char *name);

@@ -395,6 +395,7 @@ static const kernel_set kernel_sets[] = {
 #if defined(__x86_64__)
 	{ "avx2", lut_avx2, direct_avx2, dsv_xform_int_avx2 },
 	{ "avx512", lut_avx512, direct_avx512, dsv_xform_int_avx512 },
+	{ "avx512vbmi", dsv_xform_lut_vbmi, direct_avx512, dsv_xform_int_avx512 },
 #endif
 };
 
@@ -410,6 +411,8 @@ static int cpu_has(const char *name)
 	if (!strcmp(name, "avx512"))
 		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+	if (!strcmp(name, "avx512vbmi"))
+		return cpu_has("avx512") && __builtin_cpu_supports("avx512vbmi");
 #endif
 	return !strcmp(name, "scalar");
 }
@@ -481,6 +484,22 @@ static uint64_t make_period(int nchan, uint64_t chan_inner)
 	if (nchan <= 1 || chan_inner != 1 || nc >= PERIOD_MIN)
 		return nc;
 	return nc * ((PERIOD_MIN + nc - 1) / nc);
+}
+
+/* x->lut's bytes as planes (xform_i.h). @return 0 or -1 (no memory). */
+static int make_planes(dsv_xform *x)
+{
+	size_t os = dsv_dtype_size(x->dst);
+	unsigned flip = x->src == DSV_I8 ? 0x80u : 0u; /* the table is indexed by x + 128 */
+	x->planes = malloc((size_t)x->nchan * os * 256);
+	if (!x->planes)
+		return -1;
+	for (size_t c = 0; c < (size_t)x->nchan; c++)
+		for (size_t b = 0; b < os; b++)
+			for (unsigned v = 0; v < 256; v++)
+				x->planes[(c * os + b) * 256 + v] =
+					((const uint8_t *)x->lut)[(c * 256 + (v ^ flip)) * os + b];
+	return 0;
 }
 
 int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xform_params *p,
@@ -573,6 +592,8 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 					((uint16_t *)x->lut)[k] = dsv_elem_f32_to_f16(f);
 			}
 		}
+		if (make_planes(x))
+			goto nomem;
 	}
 	*out = x;
 	return 0;
@@ -588,6 +609,7 @@ void dsv_xform_destroy(dsv_xform *x)
 	free(x->mean);
 	free(x->std);
 	free(x->lut);
+	free(x->planes);
 	free(x);
 }
 

@@ -73,6 +73,14 @@ extern const xform_int_fn dsv_xform_int_avx2[XI_NTYPES][XI_NTYPES];
 extern const xform_int_fn dsv_xform_int_avx512[XI_NTYPES][XI_NTYPES];
 #endif
 
+#if defined(__x86_64__)
+/* The 8-bit table lookups with AVX-512 VBMI permutes (lut_vbmi.c): the
+ * same bytes as the table, read 64 elements at a time. */
+struct dsv_xform;
+void dsv_xform_lut_vbmi(const struct dsv_xform *x, void *dst, const void *src, uint64_t n,
+			uint64_t e0);
+#endif
+
 /* A plan (xform.c). */
 struct dsv_xform {
 	dsv_dtype src, dst;
@@ -85,7 +93,10 @@ struct dsv_xform {
 	uint64_t period;
 	int has_clip;
 	double lo, hi;
-	void *lut;  /* nchan * 256 entries of the output type, or NULL */
+	void *lut; /* nchan * 256 entries of the output type, or NULL */
+	/* with lut: its bytes as planes, per channel and output byte 256
+	 * bytes, indexed by the raw source byte (lut_vbmi.c) */
+	uint8_t *planes;
 	int is_int; /* an integer output: ip is the plan, nothing else is used */
 	xform_int ip;
 };
