@@ -212,6 +212,54 @@ static void test_i16_every_value(void **state)
 	check_source(DSV_I16);
 }
 
+#if defined(__x86_64__)
+/* The avx512 direct kernels' float32 -> float16/bfloat16 conversions
+ * (vcvtps2ph; the integer rounding; vcvtneps2bf16, which reads subnormals
+ * as zero, with its fallback) against dsv_f32_to_f16/bf16 on every high
+ * half of a float (every sign, exponent and top mantissa) with low halves
+ * at and around the rounding ties, in order and shuffled (vectors mixing
+ * subnormal and normal lanes). */
+static void test_half_conversions(void **state)
+{
+	static const uint16_t lows[] = { 0x0000, 0x0001, 0x0002, 0x3fff, 0x4000, 0x7ffe,
+					 0x7fff, 0x8000, 0x8001, 0x8002, 0xbfff, 0xc000,
+					 0xfffe, 0xffff, 0x1234, 0x9abc };
+	size_t nl = sizeof(lows) / sizeof(lows[0]), n = 65536 * nl;
+	float *f = malloc(n * sizeof(float));
+	uint16_t *got = malloc(n * sizeof(uint16_t));
+	unsigned seed = 7;
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(got);
+	for (size_t i = 0; i < n; i++)
+		f[i] = f32((uint32_t)(i / nl) << 16 | lows[i % nl]);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) /* shuffled */
+			for (size_t i = n - 1; i > 0; i--) {
+				seed = seed * 1103515245u + 12345u;
+				size_t j = (seed >> 4) % (i + 1);
+				float t = f[i];
+				f[i] = f[j];
+				f[j] = t;
+			}
+		for (int how = 0; how < 3; how++) {
+			if (dsv_xform_force_kernel(how < 2 ? "avx512" : "avx512bf16"))
+				continue; /* this processor lacks it */
+			dsv_xform_halves_avx512(got, f, n, how);
+			for (size_t i = 0; i < n; i++) {
+				uint16_t want = how ? dsv_f32_to_bf16(f[i]) : dsv_f32_to_f16(f[i]);
+				if (got[i] != want)
+					fail_msg("conversion %d of 0x%08x: got 0x%04x, want 0x%04x",
+						 how, bits(f[i]), got[i], want);
+			}
+		}
+	}
+	assert_int_equal(dsv_xform_force_kernel("scalar"), 0);
+	free(f);
+	free(got);
+}
+#endif
+
 /* The variants the tests above force: scalar always, and every name is
  * one dsv_xform_force_kernel knows. */
 static void test_variant_list(void **state)
@@ -234,6 +282,9 @@ int main(void)
 		cmocka_unit_test(test_u8_every_value),
 		cmocka_unit_test(test_i8_every_value),
 		cmocka_unit_test(test_i16_every_value),
+#if defined(__x86_64__)
+		cmocka_unit_test(test_half_conversions),
+#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
