@@ -56,6 +56,25 @@ static inline __attribute__((always_inline)) VBMI __m512i plane_look(const uint8
 			       _mm512_maskz_permutex2var_epi8(khi, t2, idx, t3));
 }
 
+/* 64 elements' os byte planes r (in pre_perm's order) interleaved into o. */
+static inline __attribute__((always_inline)) VBMI void store_block(uint8_t *o, size_t os,
+								   const __m512i r[4])
+{
+	if (os == 2) {
+		_mm512_storeu_si512(o, _mm512_unpacklo_epi8(r[0], r[1]));
+		_mm512_storeu_si512(o + 64, _mm512_unpackhi_epi8(r[0], r[1]));
+	} else {
+		__m512i a = _mm512_unpacklo_epi8(r[0], r[1]);
+		__m512i b = _mm512_unpackhi_epi8(r[0], r[1]);
+		__m512i c = _mm512_unpacklo_epi8(r[2], r[3]);
+		__m512i d = _mm512_unpackhi_epi8(r[2], r[3]);
+		_mm512_storeu_si512(o, _mm512_unpacklo_epi16(a, c));
+		_mm512_storeu_si512(o + 64, _mm512_unpackhi_epi16(a, c));
+		_mm512_storeu_si512(o + 128, _mm512_unpacklo_epi16(b, d));
+		_mm512_storeu_si512(o + 192, _mm512_unpackhi_epi16(b, d));
+	}
+}
+
 /* n / 64 blocks of 64 elements from element 0 of channel c0; planes are
  * the first channel's (channel c's at + c * os * 256). chmask[c0][c]: the
  * positions (after the permute) of channel c's elements in a block whose
@@ -82,19 +101,7 @@ blocks(const uint8_t *planes, size_t os, int nchan, const uint64_t chmask[3][3],
 						       plane_look(pl, idx, kc & ~k7, kc & k7));
 			}
 		}
-		if (os == 2) {
-			_mm512_storeu_si512(o + 2 * i, _mm512_unpacklo_epi8(r[0], r[1]));
-			_mm512_storeu_si512(o + 2 * i + 64, _mm512_unpackhi_epi8(r[0], r[1]));
-		} else {
-			__m512i a = _mm512_unpacklo_epi8(r[0], r[1]);
-			__m512i b = _mm512_unpackhi_epi8(r[0], r[1]);
-			__m512i c = _mm512_unpacklo_epi8(r[2], r[3]);
-			__m512i d = _mm512_unpackhi_epi8(r[2], r[3]);
-			_mm512_storeu_si512(o + 4 * i, _mm512_unpacklo_epi16(a, c));
-			_mm512_storeu_si512(o + 4 * i + 64, _mm512_unpackhi_epi16(a, c));
-			_mm512_storeu_si512(o + 4 * i + 128, _mm512_unpacklo_epi16(b, d));
-			_mm512_storeu_si512(o + 4 * i + 192, _mm512_unpackhi_epi16(b, d));
-		}
+		store_block(o + os * i, os, r);
 		if (nchan == 3)
 			c0 = c0 == 2 ? 0 : c0 + 1; /* 64 = 1 mod 3 */
 	}
@@ -138,6 +145,72 @@ VBMI static void run_one(const dsv_xform *x, size_t os, const uint8_t perm[64], 
 	tail(x, os, dst, src, i, n, c, 0);
 }
 
+/* Three-channel HWC pixels 192 elements (64 pixels) at a time, element 0
+ * of channel c0: the three source vectors are split into one vector per
+ * channel (two permutes each), each looked up in its own channel's planes
+ * only, and the results put back in pixel order, and pre_perm's, by two
+ * permutes per plane and output block: a third fewer permutes than
+ * masking every channel's lookups over every block. Element e of the
+ * group is channel (c0 + e) % 3's element e / 3. Returns the elements
+ * done. */
+static inline __attribute__((always_inline)) VBMI uint64_t groups3(const uint8_t *planes, size_t os,
+								   int c0, uint8_t *o,
+								   const uint8_t *src, uint64_t n,
+								   const uint8_t perm[64])
+{
+	uint8_t split[3][64], join[3][64];
+	uint64_t ksplit[3] = { 0 }, kjoin[3] = { 0 };
+	uint64_t i = 0;
+	for (int c = 0; c < 3; c++) {
+		unsigned r = (unsigned)(c - c0 + 3) % 3; /* the channel's first element */
+		for (unsigned j = 0; j < 64; j++) {
+			unsigned e = 3 * j + r; /* < 192; >= 128 from the third vector */
+			split[c][j] = (uint8_t)(e & 127);
+			ksplit[c] |= (uint64_t)(e >= 128) << j;
+		}
+	}
+	for (unsigned k = 0; k < 3; k++) {
+		for (unsigned q = 0; q < 64; q++) {
+			unsigned e = 64 * k + perm[q], c = (c0 + e) % 3;
+			/* channels 0 and 1 by one permute (bit 6: channel 1), 2 by
+			 * a masked one reading the low 6 bits */
+			join[k][q] = (uint8_t)(e / 3 + (c == 1 ? 64 : 0));
+			kjoin[k] |= (uint64_t)(c == 2) << q;
+		}
+	}
+	__m512i sv[3], jv[3];
+	for (int c = 0; c < 3; c++) {
+		sv[c] = _mm512_loadu_si512(split[c]);
+		jv[c] = _mm512_loadu_si512(join[c]);
+	}
+	for (; i + 192 <= n; i += 192) {
+		__m512i v0 = _mm512_loadu_si512(src + i), v1 = _mm512_loadu_si512(src + i + 64);
+		__m512i v2 = _mm512_loadu_si512(src + i + 128);
+		__m512i look[3][4];
+#pragma GCC unroll 3
+		for (int c = 0; c < 3; c++) {
+			__m512i xc = _mm512_mask_permutexvar_epi8(
+				_mm512_permutex2var_epi8(v0, sv[c], v1), ksplit[c], sv[c], v2);
+			__mmask64 k7 = _mm512_movepi8_mask(xc);
+#pragma GCC unroll 4
+			for (size_t b = 0; b < os; b++)
+				look[c][b] = plane_look(planes + ((size_t)c * os + b) * 256, xc,
+							~k7, k7);
+		}
+#pragma GCC unroll 3
+		for (unsigned k = 0; k < 3; k++) {
+			__m512i r[4];
+#pragma GCC unroll 4
+			for (size_t b = 0; b < os; b++)
+				r[b] = _mm512_mask_permutexvar_epi8(
+					_mm512_permutex2var_epi8(look[0][b], jv[k], look[1][b]),
+					kjoin[k], jv[k], look[2][b]);
+			store_block(o + os * (i + 64 * k), os, r);
+		}
+	}
+	return i;
+}
+
 /* HWC pixels: 2 or 3 channels advancing with every element. */
 VBMI static void run_hwc(const dsv_xform *x, size_t os, const uint8_t perm[64], void *dst,
 			 const uint8_t *src, uint64_t n, uint64_t e0)
@@ -148,10 +221,15 @@ VBMI static void run_hwc(const dsv_xform *x, size_t os, const uint8_t perm[64], 
 	channel_masks(chmask, nchan, perm);
 	if (os == 4)
 		i = nchan == 2 ? blocks(x->planes, 4, 2, chmask, c0, dst, src, n, perm)
-			       : blocks(x->planes, 4, 3, chmask, c0, dst, src, n, perm);
+			       : groups3(x->planes, 4, c0, dst, src, n, perm);
 	else
 		i = nchan == 2 ? blocks(x->planes, 2, 2, chmask, c0, dst, src, n, perm)
-			       : blocks(x->planes, 2, 3, chmask, c0, dst, src, n, perm);
+			       : groups3(x->planes, 2, c0, dst, src, n, perm);
+	if (nchan == 3 && n - i >= 64) /* what is left: 64 at a time, channel c0 again */
+		i += os == 4 ? blocks(x->planes, 4, 3, chmask, c0, (char *)dst + 4 * i, src + i,
+				      n - i, perm)
+			     : blocks(x->planes, 2, 3, chmask, c0, (char *)dst + 2 * i, src + i,
+				      n - i, perm);
 	tail(x, os, dst, src, i, n, (int)((e0 + i) % (uint64_t)nchan), nchan);
 }
 

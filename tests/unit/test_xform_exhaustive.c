@@ -96,15 +96,17 @@ static void put(dsv_dtype S, unsigned char *p, uint64_t i, int64_t v)
 	}
 }
 
-/* Runs the plan over [0, n) in pieces of the given sizes, each piece's
- * output at an odd address. */
+/* Runs the plan over [0, n) in pieces, each one's output at an odd
+ * address: sizes in turn, or with first, a piece of first elements and then
+ * pieces of 700. */
 static void run_split(const dsv_xform *x, size_t os, size_t es, unsigned char *out,
-		      const unsigned char *src, uint64_t n, unsigned char *bounce)
+		      const unsigned char *src, uint64_t n, unsigned char *bounce, uint64_t first)
 {
-	static const uint64_t sizes[] = { 1, 5, 63, 64, 65, 2, 129, 1000, 47, 4096, 3, 17 };
+	static const uint64_t sizes[] = { 1, 5, 63, 64, 65, 2, 129, 1000, 47, 4096, 3, 17, 700 };
 	uint64_t e = 0;
 	for (size_t k = 0; e < n; k = (k + 1) % (sizeof(sizes) / sizeof(sizes[0]))) {
-		uint64_t len = sizes[k] < n - e ? sizes[k] : n - e;
+		uint64_t want = !first ? sizes[k] : e == 0 ? first : 700;
+		uint64_t len = want < n - e ? want : n - e;
 		memcpy(bounce + 1, src + e * es, len * es);
 		dsv_xform_run(x, bounce + 1 + len * es + 3, bounce + 1, len, e);
 		memcpy(out + e * os, bounce + 1 + len * es + 3, len * os);
@@ -155,10 +157,13 @@ static void check_case(dsv_dtype S, dsv_dtype D, const kind *k)
 		const char *name = dsv_xform_kernel_at(lv);
 		if (dsv_xform_force_kernel(name))
 			continue; /* this processor lacks it */
-		for (int split = 0; split < 2; split++) {
+		/* whole; split in odd sizes; split after a first piece of 1 or
+		 * 2 elements, so long pieces start at every channel of a pixel */
+		for (int split = 0; split < 4; split++) {
 			memset(got, 0xa5, l.n * os + 3);
 			if (split)
-				run_split(x, os, es, got + 3, src + 1, l.n, bounce);
+				run_split(x, os, es, got + 3, src + 1, l.n, bounce,
+					  (uint64_t)split - 1);
 			else
 				dsv_xform_run(x, got + 3, src + 1, l.n, 0);
 			for (uint64_t i = 0; i < l.n; i++) {
