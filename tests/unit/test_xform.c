@@ -303,8 +303,8 @@ static void test_cancellation(void **state)
 
 static void test_kernels_identical(void **state)
 {
-	static const dsv_dtype srcs[] = { DSV_U8,  DSV_I8,  DSV_I16, DSV_F32, DSV_F16,
-					  DSV_F64, DSV_U32, DSV_U64, DSV_I64 };
+	static const dsv_dtype srcs[] = { DSV_U8,  DSV_I8,  DSV_I16, DSV_F32, DSV_F16, DSV_F64,
+					  DSV_U16, DSV_U32, DSV_I32, DSV_U64, DSV_I64 };
 	static const dsv_dtype outs[] = { DSV_F32, DSV_BF16, DSV_F16 };
 	double mean[3] = { 0.1, -2, 3 }, std[3] = { 0.3, 7, 0.01 };
 	size_t n = 100003;
