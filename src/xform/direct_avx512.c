@@ -32,22 +32,47 @@
 #define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define AVX512 AVX512BF16
 #define INLINE static inline __attribute__((always_inline))
+#define ESIZE(S) ((S) == DSV_I16 || (S) == DSV_U16 ? 2u : 4u) /* a constant where inlined */
 
-/* 16 elements of S at s as 32-bit integers (signed, or unsigned bits). */
-INLINE AVX512 __m512i load16(dsv_dtype S, const void *s)
+/* The first m (<= 16) elements of S at s as 32-bit integers (signed, or
+ * unsigned bits); masked loads read nothing past them. */
+INLINE AVX512 __m512i load16(dsv_dtype S, const void *s, unsigned m)
 {
+	__mmask16 km = (__mmask16)((1u << m) - 1);
+	if (m == 16) /* a constant where inlined: plain loads */
+		return S == DSV_I16   ? _mm512_cvtepi16_epi32(_mm256_loadu_si256(s))
+		       : S == DSV_U16 ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(s))
+				      : _mm512_loadu_si512(s);
 	switch (S) {
-	case DSV_I16: return _mm512_cvtepi16_epi32(_mm256_loadu_si256(s));
-	case DSV_U16: return _mm512_cvtepu16_epi32(_mm256_loadu_si256(s));
-	default: return _mm512_loadu_si512(s);
+	case DSV_I16: return _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, s));
+	case DSV_U16: return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(km, s));
+	default: return _mm512_maskz_loadu_epi32(km, s);
 	}
 }
 
-/* The low (hi = 0) or high 8 lanes of v as float64. */
-INLINE AVX512 __m512d widen(dsv_dtype S, __m512i v, int hi)
+/* The first m (<= 8) elements of S at s as float64, exactly: widened to
+ * 64-bit integers q (|q| < 2^51), whose sum with the bits of 2^52 + 2^51
+ * are the bits of the double 2^52 + 2^51 + q, from which subtracting
+ * 2^52 + 2^51 leaves q (xform_bench: faster here than vcvtdq2pd). */
+INLINE AVX512 __m512d load8_pd(dsv_dtype S, const void *s, unsigned m)
 {
-	__m256i h = _mm512_extracti64x4_epi64(v, hi);
-	return S == DSV_U32 ? _mm512_cvtepu32_pd(h) : _mm512_cvtepi32_pd(h);
+	__mmask8 km = (__mmask8)((1u << m) - 1);
+	__m512i q;
+	if (m == 8) /* a constant where inlined: plain loads */
+		q = S == DSV_I16   ? _mm512_cvtepi16_epi64(_mm_loadu_si128(s))
+		    : S == DSV_U16 ? _mm512_cvtepu16_epi64(_mm_loadu_si128(s))
+		    : S == DSV_I32 ? _mm512_cvtepi32_epi64(_mm256_loadu_si256(s))
+				   : _mm512_cvtepu32_epi64(_mm256_loadu_si256(s));
+	else
+		switch (S) {
+		case DSV_I16: q = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(km, s)); break;
+		case DSV_U16: q = _mm512_cvtepu16_epi64(_mm_maskz_loadu_epi16(km, s)); break;
+		case DSV_I32: q = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, s)); break;
+		default: q = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(km, s)); break;
+		}
+	__m512i magic = _mm512_set1_epi64(0x4338000000000000ll);
+	return _mm512_sub_pd(_mm512_castsi512_pd(_mm512_add_epi64(q, magic)),
+			     _mm512_set1_pd(6755399441055744.0));
 }
 
 typedef struct coef {
@@ -71,13 +96,27 @@ INLINE AVX512 __m512d formula(const coef *k, __m512d d)
 	return d;
 }
 
-/* 16 elements as float32, rounded once. */
-INLINE AVX512 __m512 to_f32(dsv_dtype S, const coef *k, __m512i v)
+/* The first m (<= 16) elements of S at s, formula applied (mode >= 1), as
+ * float32 rounded once: elements 0-7 in *lo, 8-15 in *hi. */
+INLINE AVX512 void halves(dsv_dtype S, const coef *k, const void *s, unsigned m, __m256 *lo,
+			  __m256 *hi)
 {
-	if (k->mode == 0)
+	*lo = _mm512_cvtpd_ps(formula(k, load8_pd(S, s, m < 8 ? m : 8)));
+	*hi = _mm256_setzero_ps();
+	if (m > 8)
+		*hi = _mm512_cvtpd_ps(
+			formula(k, load8_pd(S, (const char *)s + 8 * ESIZE(S), m - 8)));
+}
+
+/* The first m (<= 16) elements of S at s as float32, rounded once. */
+INLINE AVX512 __m512 to_f32(dsv_dtype S, const coef *k, const void *s, unsigned m)
+{
+	__m256 lo, hi;
+	if (k->mode == 0) {
+		__m512i v = load16(S, s, m);
 		return S == DSV_U32 ? _mm512_cvtepu32_ps(v) : _mm512_cvtepi32_ps(v);
-	__m256 lo = _mm512_cvtpd_ps(formula(k, widen(S, v, 0)));
-	__m256 hi = _mm512_cvtpd_ps(formula(k, widen(S, v, 1)));
+	}
+	halves(S, k, s, m, &lo, &hi);
 	return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
 
@@ -117,17 +156,7 @@ INLINE AVX512 __m256i f16_16(__m512 f)
 INLINE AVX512BF16 void one_block(dsv_dtype S, dsv_dtype D, int hw, const coef *k, void *o,
 				 const void *s, unsigned m)
 {
-	__m512i v;
-	__m512 f;
-	if (m == 16)
-		v = load16(S, s);
-	else if (S == DSV_I16)
-		v = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16((__mmask16)((1u << m) - 1), s));
-	else if (S == DSV_U16)
-		v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16((__mmask16)((1u << m) - 1), s));
-	else
-		v = _mm512_maskz_loadu_epi32((__mmask16)((1u << m) - 1), s);
-	f = to_f32(S, k, v);
+	__m512 f = to_f32(S, k, s, m);
 	if (D == DSV_F32) {
 		if (m == 16)
 			_mm512_storeu_ps(o, f);
@@ -146,16 +175,29 @@ INLINE AVX512BF16 void one_block(dsv_dtype S, dsv_dtype D, int hw, const coef *k
 INLINE AVX512BF16 void run(dsv_dtype S, dsv_dtype D, int hw, int mode, const coef *k, void *o,
 			   const void *s, uint64_t n)
 {
-	size_t es = dsv_dtype_size(S), os = dsv_dtype_size(D);
+	size_t es = ESIZE(S), os = D == DSV_F32 ? 4 : 2;
 	coef kc = *k;
 	uint64_t i = 0;
 	kc.mode = mode; /* a constant where this is inlined */
-	if (D == DSV_BF16 && hw) {
-		/* 32 at a time, two float32 vectors to one of bfloat16 */
+	if (D == DSV_BF16 && hw && mode) {
+		/* two float32 halves to 16 bfloat16 in one instruction */
+		for (; i + 16 <= n; i += 16) {
+			__m256 lo, hi;
+			__m256i h;
+			halves(S, &kc, (const char *)s + i * es, 16, &lo, &hi);
+			if (_mm256_fpclass_ps_mask(lo, 0x20) | _mm256_fpclass_ps_mask(hi, 0x20))
+				h = bf16_16(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
+			else
+				h = (__m256i)_mm256_cvtne2ps_pbh(hi, lo);
+			_mm256_storeu_si256((void *)((char *)o + 2 * i), h);
+		}
+	}
+	if (D == DSV_BF16 && hw && !mode) {
+		/* a plain cast: two float32 vectors to one of bfloat16 */
 		for (; i + 32 <= n; i += 32) {
 			const char *si = (const char *)s + i * es;
-			__m512 f0 = to_f32(S, &kc, load16(S, si));
-			__m512 f1 = to_f32(S, &kc, load16(S, si + 16 * es));
+			__m512 f0 = to_f32(S, &kc, si, 16);
+			__m512 f1 = to_f32(S, &kc, si + 16 * es, 16);
 			__m512i h;
 			if (_mm512_fpclass_ps_mask(f0, 0x20) | _mm512_fpclass_ps_mask(f1, 0x20))
 				h = _mm512_inserti64x4(_mm512_castsi256_si512(bf16_16(f0)),

@@ -79,11 +79,24 @@ typedef struct layout {
 	int64_t vmin, nvals;
 } layout;
 
+/* A bijection of [0, mask + 1), mask + 1 a power of two: odd multiplies
+ * and xor-shifts, so neighbours land anywhere (a lone multiply by the
+ * golden ratio spreads any 8 neighbours over the whole range, and a vector
+ * of them never holds only large or only small values). */
+static uint64_t mix(uint64_t k, uint64_t mask)
+{
+	uint64_t h = (k * 40503u) & mask;
+	h ^= h >> 5;
+	h = (h * 0x9e3779b1u) & mask;
+	h ^= h >> 7;
+	return (h * 2654435761u) & mask;
+}
+
 static void elem_at(const layout *l, uint64_t i, int64_t *v, int *c)
 {
 	uint64_t run = i / l->inner, kth = run / (uint64_t)l->nchan * l->inner + i % l->inner;
 	*c = (int)(run % (uint64_t)l->nchan);
-	*v = l->vmin + (int64_t)((kth * 40503u + (uint64_t)*c * 977u) % (uint64_t)l->nvals);
+	*v = l->vmin + (int64_t)mix(kth + (uint64_t)*c * 977u, (uint64_t)l->nvals - 1);
 }
 
 static void put(dsv_dtype S, unsigned char *p, uint64_t i, int64_t v)
