@@ -3,9 +3,9 @@
  *
  * Strategies, chosen per plan at create:
  *  - integer outputs: exact integer casts and clamps (xform_int.c).
- *  - 8-bit sources where channels come in runs or are at most 3 (RGB):
- *    a table per channel (tables.c), one load per element, or 64 elements
- *    at a time through VBMI byte permutes (lut_vbmi.c).
+ *  - 8-bit sources where channels come in runs or are at most 3 (RGB),
+ *    but for a plain cast to float32: a table per channel (tables.c), one
+ *    load per element, or 64 at a time through VBMI permutes (lut_vbmi.c).
  *  - chan_inner == 1 otherwise (per-element mean/std, HWC channels):
  *    dsv_elem_apply over stretches of consecutive channels, the mean/std
  *    arrays indexed with the element (run_elems), so the loop vectorises.
@@ -562,14 +562,14 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 		x->std[k] = p->nchan ? p->std[c] : 1.0;
 	}
 	/* A table per channel is one load per element, but with chan_inner 1
-	 * and more than 3 channels (a table per element of a row) those loads
-	 * scatter and run_elems' vectorised formula is faster (xform_bench:
-	 * 4.5 against 12 GB/s, AVX-512, 8 channels and up). */
+	 * and more than 3 channels those loads scatter and run_elems' formula
+	 * is faster (xform_bench: 4.5 against 12 GB/s, 8 channels and up); a
+	 * plain cast to float32 is one exact conversion, faster than a table. */
+	int cast_f32 = dst == DSV_F32 && p->scale == 1.0 && p->offset == 0.0 && !p->nchan &&
+		       !p->has_clip;
 	if ((src == DSV_U8 || src == DSV_I8) && (uint64_t)x->nchan * 256 <= LUT_MAX_ENTRIES &&
-	    (x->chan_inner > 1 || x->nchan <= 3)) {
-		if (dsv_xform_make_tables(x))
-			goto nomem;
-	}
+	    (x->chan_inner > 1 || x->nchan <= 3) && !cast_f32 && dsv_xform_make_tables(x))
+		goto nomem;
 	*out = x;
 	return 0;
 nomem:
