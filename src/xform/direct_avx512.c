@@ -1,19 +1,22 @@
 /*
  * The avx512 variants' direct kernel for 16- and 32-bit integer sources
  * (int16, uint16, int32, uint32) in runs of one channel, written with
- * intrinsics so bfloat16 and float16 outputs cost what float32 does: 16
- * elements at a time, widened to float64, the formula in the order
- * dsv_elem_apply does it (multiply, add, subtract, divide: separate IEEE
- * operations, no FMA), rounded once to float32 by vcvtpd2ps (round to
- * nearest even, as the C conversion), then to the output:
+ * intrinsics so bfloat16 and float16 outputs cost about what float32
+ * does: elements widened exactly to float64 (load8_pd), the formula in
+ * the order dsv_elem_apply does it (multiply, add, subtract, divide, clip:
+ * separate IEEE operations, no FMA), rounded once to float32 by vcvtpd2ps
+ * (round to nearest even, as the C conversion), then to the output:
  *  - bfloat16: dsv_elem_f32_to_bf16's integer rounding on 16 lanes (the
- *    same adds, shifts and NaN select), narrowed by vpmovdw;
- *  - float16: vcvtps2ph, round to nearest even, whose results equal
- *    dsv_elem_f32_to_f16's on every float (test_xform_exhaustive checks
- *    patterns of every class, and every int16 through each transform).
- * A plain cast converts to float32 directly (vcvtdq2ps, vcvtudq2ps: one
- * rounding, as the C cast). The scalar, avx2 and avx512 kernels give the
- * same bytes; the unit tests compare them.
+ *    same adds, shifts and NaN select), narrowed by vpmovdw; in the
+ *    avx512bf16 variant vcvtne(2)ps2bf16, except for vectors holding a
+ *    subnormal float32, which it reads as zero;
+ *  - float16: vcvtps2ph, round to nearest even.
+ * test_half_conversions compares these conversions with dsv_f32_to_bf16
+ * and dsv_f32_to_f16 on every high half of a float (low halves at and
+ * around the ties), and test_xform_exhaustive every int16 through each
+ * output and transform. A plain cast converts to float32 directly
+ * (vcvtdq2ps, vcvtudq2ps: one rounding, as the C cast). Every variant
+ * gives the same bytes; the unit tests compare them.
  */
 #include <stdint.h>
 #include <string.h>
@@ -22,13 +25,15 @@
 #include "xform/xform_elem.h"
 #include "xform/xform_i.h"
 
+int dsv_xform_hw_bf16; /* xform_i.h */
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* Every function here may inline bf16_16_hw, so all are built for AVX512
- * BF16; the only BF16 instruction is bf16_16_hw's, which runs in the
- * avx512bf16 variant alone (hw 1: objdump shows vcvtneps2bf16 in the
- * run_*_BF16_1 functions and dsv_xform_halves_avx512 only). */
+/* Every function here may inline the BF16 conversions, so all are built
+ * for AVX512 BF16; those instructions run in the avx512bf16 variant alone
+ * (hw 1: objdump shows vcvtne(2)ps2bf16 in the run_*_BF16_1 functions and
+ * dsv_xform_halves_avx512 only). */
 #define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define AVX512 AVX512BF16
 #define INLINE static inline __attribute__((always_inline))
@@ -242,8 +247,6 @@ typedef void (*run16_fn)(const coef *k, void *o, const void *s, uint64_t n);
 			run_##S##_DSV_BF16_1                                    \
 	}
 static const run16_fn runs[4][4] = { ROW(DSV_I16), ROW(DSV_U16), ROW(DSV_I32), ROW(DSV_U32) };
-
-int dsv_xform_hw_bf16;
 
 AVX512 int dsv_xform_run16_avx512(const dsv_xform *x, dsv_dtype S, dsv_dtype D, void *dst,
 				  const void *src, uint64_t n, int c)

@@ -1,6 +1,6 @@
 /*
  * The 8-bit sources' table lookups with AVX-512 VBMI byte permutes (the
- * "avx512vbmi" variant's lut kernel; xform.c chooses it).
+ * lut kernel of the "avx512vbmi" and "avx512bf16" variants, xform.c).
  *
  * A plan's table (x->lut: per channel, 256 outputs of 2 or 4 bytes) is
  * kept a second time as byte planes (x->planes: per channel and output
@@ -13,11 +13,13 @@
  * into the order that makes the unpacked outputs come out in sequence.
  *
  * HWC pixels of 2 or 3 channels: element i of a 64-byte block has channel
- * (c0 + i) % nchan, c0 the block's first; each channel's lookups are
- * zero-masked to that channel's positions (after the permute) and ORed,
- * so no element branches. The outputs are the table's bytes, so they are
- * identical to every other variant's by construction; what is left over
- * from a block of 64 goes through the table one element at a time.
+ * (c0 + i) % nchan, c0 the block's first. Two channels: each channel's
+ * lookups are zero-masked to its positions (after the permute) and ORed.
+ * Three: 64 pixels at a time are split into one vector per channel and
+ * joined again after the lookups (groups3). No element branches. The
+ * outputs are the table's bytes, so they are identical to every other
+ * variant's by construction; what is left over from a block of 64 goes
+ * through the table one element at a time.
  */
 #include <stdint.h>
 #include <string.h>

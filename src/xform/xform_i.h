@@ -78,6 +78,11 @@ extern const xform_int_fn dsv_xform_int_avx512[XI_NTYPES][XI_NTYPES];
 struct dsv_xform;
 int dsv_xform_make_tables(struct dsv_xform *x);
 
+/* Set by the dispatch (xform.c): the avx512bf16 variant runs, so
+ * dsv_xform_run16_avx512's bfloat16 outputs use vcvtne(2)ps2bf16
+ * (direct_avx512.c; 0 on other processors). */
+extern int dsv_xform_hw_bf16;
+
 #if defined(__x86_64__)
 /* The 8-bit table lookups with AVX-512 VBMI permutes (lut_vbmi.c): the
  * same bytes as the table, read 64 elements at a time. */
@@ -88,9 +93,6 @@ void dsv_xform_lut_vbmi(const struct dsv_xform *x, void *dst, const void *src, u
  * to D (direct_avx512.c): 1, or 0 (another source) for run_direct. */
 int dsv_xform_run16_avx512(const struct dsv_xform *x, dsv_dtype S, dsv_dtype D, void *dst,
 			   const void *src, uint64_t n, int c);
-/* Set by the dispatch (xform.c): the avx512bf16 variant runs, so the
- * bfloat16 outputs above use vcvtneps2bf16. */
-extern int dsv_xform_hw_bf16;
 #endif
 
 /* A plan (xform.c). */
