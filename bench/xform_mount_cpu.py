@@ -12,6 +12,7 @@ the default. ROUNDS (3) interleaved, medians.
 
   DSVIEW=build/dsview /usr/bin/python3 bench/xform_mount_cpu.py
 """
+import json
 import os
 import statistics
 import subprocess
@@ -40,7 +41,7 @@ def one_pass(ini, mnt, log, view, kernel):
     subprocess.run([DSVIEW, "mount", "--log", log, ini, mnt], check=True, env=env)
     try:
         with open(os.path.join(mnt, ".stats.json")) as f:
-            st = __import__("json").load(f)
+            st = json.load(f)
         pid = st["pid"]
         cpu0, t0, got = B.proc_cpu(pid), time.perf_counter(), 0
         with open(os.path.join(mnt, view + ".dat"), "rb", buffering=0) as f:
