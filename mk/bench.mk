@@ -83,6 +83,16 @@ bench-grid: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
 
+# The transform kernels: bench/xform_bench.c (each case's output GB/s per
+# kernel variant, one core, as a ratio to memcpy of the same output size in
+# the same rounds; MB and rounds as its arguments), then
+# bench/xform_mount_cpu.py (the mount daemon's CPU s/GB on a float32 and a
+# bfloat16 pass, per variant; XMOUNT_MB, 256, ROUNDS, 3).
+bench-xform: deps
+	$(MAKE) all $(BUILD)/bench/xform_bench
+	$(BUILD)/bench/xform_bench
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/xform_mount_cpu.py
+
 # NIfTI images against .npy (bench/nifti_bench.py): one int16 4-D image
 # with scl_slope/scl_inter as a .nii and as a .npy with the same scale and
 # offset in its manifest; cold sequential GB/s and shuffled rows/s, the

@@ -64,7 +64,8 @@ void dsv_xform_run(const dsv_xform *x, void *dst, const void *src, uint64_t n, u
  * round to nearest. For mean/std arrays read from files. */
 void dsv_elems_to_f64(dsv_dtype t, const void *src, uint64_t n, double *out);
 
-/* "avx512", "avx2" or "scalar": the kernel variant this process uses. */
+/* "avx512bf16", "avx512vbmi", "avx512", "avx2" or "scalar": the kernel variant this
+ * process uses. */
 const char *dsv_xform_kernel_name(void);
 
 /* Bit-exact conversions (round to nearest even; NaN stays quiet NaN). */

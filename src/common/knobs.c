@@ -13,7 +13,8 @@
 #include "common/knobs.h"
 #include "common/log.h"
 
-static const char *const kernel_names[] = { "scalar", "avx2", "avx512", NULL };
+static const char *const kernel_names[] = { "scalar",     "avx2",       "avx512",
+					    "avx512vbmi", "avx512bf16", NULL };
 
 /* The order of enum dsv_knob. Defaults that name a constant elsewhere say
  * where: keep the two equal. */
@@ -26,9 +27,9 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 			       "0: HDF5 chunks that split rows are read through the HDF5 library "
 			       "(make bench-grid compares the two)" },
 	[DSV_KNOB_KERNEL] = { "DSVIEW_KERNEL", -1, 0, 0, kernel_names,
-			      "the CPU transform kernel (scalar, avx2, avx512); unset: the widest "
-			      "the "
-			      "processor has" },
+			      "the CPU transform kernel (scalar, avx2, avx512, avx512vbmi, "
+			      "avx512bf16); unset: "
+			      "the widest the processor has" },
 	[DSV_KNOB_GPU_EMULATE] = { "DSVIEW_GPU_EMULATE", 0, 0, 1, NULL,
 				   "1: with --gpu auto and no device, the device readahead runs "
 				   "the host build "

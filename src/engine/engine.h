@@ -89,7 +89,7 @@ dsv_manifest *dsv_engine_forget(dsv_engine *e);
 
 /* ---- what is served ---- */
 
-/* The transform kernel the CPU runs (xform's: "avx512", "avx2", "scalar"). */
+/* The transform kernel the CPU runs (xform's: "avx512bf16" ... "scalar"). */
 const char *dsv_engine_kernel(void);
 
 size_t dsv_engine_nviews(const dsv_engine *e);

@@ -3,21 +3,20 @@
  *
  * Strategies, chosen per plan at create:
  *  - integer outputs: exact integer casts and clamps (xform_int.c).
- *  - 8-bit sources (uint8, int8) where channels come in runs (chan_inner >
- *    1) or are at most 3 (RGB pixels): a lookup table per channel, built in
- *    float64 through dsv_elem_apply and stored in the output type, so a run
- *    is one table load per element.
+ *  - 8-bit sources where channels come in runs or are at most 3 (RGB),
+ *    but for a plain cast to float32: a table per channel (tables.c), one
+ *    load per element, or 64 at a time through VBMI permutes (lut_vbmi.c).
  *  - chan_inner == 1 otherwise (per-element mean/std, HWC channels):
  *    dsv_elem_apply over stretches of consecutive channels, the mean/std
  *    arrays indexed with the element (run_elems), so the loop vectorises.
  *  - everything else: dsv_elem_apply per element, over runs of elements that
- *    share a channel, so the loop body has constant coefficients.
- * The kernels are written once (DEFINE_KERNELS below) and stamped out for the
- * generic target, AVX2 and AVX-512; the variant is chosen once per process.
- * They are the same C, built with -ffp-contract=off, doing the same IEEE
- * operations in the same order, so every variant gives identical bytes (the
- * unit tests compare them).
- */
+ *    share a channel, so the loop body has constant coefficients (16- and
+ *    32-bit integers: intrinsics in the AVX-512 variants, direct_avx512.c).
+ * DEFINE_KERNELS stamps the kernels out for the generic target, AVX2 and
+ * AVX-512; the variant is chosen once per process. All do the same IEEE
+ * operations in the same order (-ffp-contract=off) or read the same tables:
+ * identical bytes (the unit tests compare them, exhaustively for 8- and
+ * 16-bit sources). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +260,7 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 
 /* HWC-style layouts (chan_inner == 1) have runs of one element; walk them
  * with a channel counter instead of calling a loop per element. */
-#define DEFINE_KERNELS(SUF, ATTR)                                                              \
+#define DEFINE_KERNELS(SUF, ATTR, FAST)                                                        \
 	ATTR static void lut_##SUF(const dsv_xform *x, void *dst, const void *src, uint64_t n, \
 				   uint64_t e0)                                                \
 	{                                                                                      \
@@ -320,17 +319,17 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 		FOR_CHANNEL_RUNS(x, dst, src, n, e0, 1, os,                                    \
 				 run_lut(x, x->src, os, d_, s_, len_, c_));                    \
 	}                                                                                      \
-	DEFINE_DIRECT(SUF, ATTR, DSV_U8, u8)                                                   \
-	DEFINE_DIRECT(SUF, ATTR, DSV_I8, i8)                                                   \
-	DEFINE_DIRECT(SUF, ATTR, DSV_U16, u16)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_I16, i16)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_U32, u32)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_I32, i32)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_U64, u64)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_I64, i64)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_F16, f16)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_F32, f32)                                                 \
-	DEFINE_DIRECT(SUF, ATTR, DSV_F64, f64)                                                 \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U8, u8, FAST)                                             \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I8, i8, FAST)                                             \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U16, u16, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I16, i16, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U32, u32, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I32, i32, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_U64, u64, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_I64, i64, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_F16, f16, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_F32, f32, FAST)                                           \
+	DEFINE_DIRECT(SUF, ATTR, DSV_F64, f64, FAST)                                           \
 	static const run_fn direct_##SUF[DSV_DTYPE__COUNT][3] = {                              \
 		[DSV_U8] = { d_u8_f32_##SUF, d_u8_bf16_##SUF, d_u8_f16_##SUF },                \
 		[DSV_I8] = { d_i8_f32_##SUF, d_i8_bf16_##SUF, d_i8_f16_##SUF },                \
@@ -345,15 +344,16 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 		[DSV_F64] = { d_f64_f32_##SUF, d_f64_bf16_##SUF, d_f64_f16_##SUF },            \
 	};
 
-#define DEFINE_DIRECT(SUF, ATTR, S, sname)                  \
-	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F32, f32)   \
-	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16) \
-	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F16, f16)
+#define DEFINE_DIRECT(SUF, ATTR, S, sname, FAST)                  \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F32, f32, FAST)   \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_BF16, bf16, FAST) \
+	DEFINE_DIRECT1(SUF, ATTR, S, sname, DSV_F16, f16, FAST)
 
 /* The stretch loops (e_ per element, r_ per channel run) are functions of
  * their own: inlined into the walk that calls them, GCC 12 no longer
- * vectorises them. */
-#define DEFINE_DIRECT1(SUF, ATTR, S, sname, D, dname)                                          \
+ * vectorises them. FAST(x, S, D, dst, src, n, c) runs a channel run with
+ * hand-written vectors and returns 1, or returns 0 for run_direct. */
+#define DEFINE_DIRECT1(SUF, ATTR, S, sname, D, dname, FAST)                                    \
 	ATTR DSV_VECTORISE __attribute__((noinline)) static void e_##sname##_##dname##_##SUF(  \
 		const dsv_xform *x, void *dst, const void *src, uint64_t n,                    \
 		const double *restrict mean, const double *restrict sd)                        \
@@ -363,7 +363,8 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 	ATTR DSV_VECTORISE __attribute__((noinline)) static void r_##sname##_##dname##_##SUF(  \
 		const dsv_xform *x, void *dst, const void *src, uint64_t n, int c)             \
 	{                                                                                      \
-		run_direct(x, S, D, dst, src, n, c);                                           \
+		if (!FAST(x, S, D, dst, src, n, c))                                            \
+			run_direct(x, S, D, dst, src, n, c);                                   \
 	}                                                                                      \
 	ATTR static void d_##sname##_##dname##_##SUF(const dsv_xform *x, void *dst,            \
 						     const void *src, uint64_t n, uint64_t e0) \
@@ -377,10 +378,12 @@ static inline __attribute__((always_inline)) void run_lut(const dsv_xform *x, ds
 				 r_##sname##_##dname##_##SUF(x, d_, s_, len_, c_));            \
 	}
 
-DEFINE_KERNELS(scalar, )
+#define NO_FAST(x, S, D, dst, src, n, c) 0
+DEFINE_KERNELS(scalar, , NO_FAST)
 #if defined(__x86_64__)
-DEFINE_KERNELS(avx2, __attribute__((target("avx2"))))
-DEFINE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
+DEFINE_KERNELS(avx2, __attribute__((target("avx2"))), NO_FAST)
+DEFINE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))),
+	       dsv_xform_run16_avx512)
 #endif
 
 typedef struct kernel_set {
@@ -388,6 +391,7 @@ typedef struct kernel_set {
 	run_fn lut;
 	const run_fn (*direct)[3];
 	const xform_int_fn (*ints)[XI_NTYPES]; /* xform_int.c */
+	int hw_bf16;                           /* dsv_xform_hw_bf16 */
 } kernel_set;
 
 static const kernel_set kernel_sets[] = {
@@ -395,9 +399,12 @@ static const kernel_set kernel_sets[] = {
 #if defined(__x86_64__)
 	{ "avx2", lut_avx2, direct_avx2, dsv_xform_int_avx2 },
 	{ "avx512", lut_avx512, direct_avx512, dsv_xform_int_avx512 },
+	{ "avx512vbmi", dsv_xform_lut_vbmi, direct_avx512, dsv_xform_int_avx512 },
+	{ "avx512bf16", dsv_xform_lut_vbmi, direct_avx512, dsv_xform_int_avx512, 1 },
 #endif
 };
 
+#define N_SETS (sizeof(kernel_sets) / sizeof(kernel_sets[0]))
 static const kernel_set *active;
 static pthread_once_t active_once = PTHREAD_ONCE_INIT;
 
@@ -410,6 +417,10 @@ static int cpu_has(const char *name)
 	if (!strcmp(name, "avx512"))
 		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+	if (!strcmp(name, "avx512vbmi"))
+		return cpu_has("avx512") && __builtin_cpu_supports("avx512vbmi");
+	if (!strcmp(name, "avx512bf16"))
+		return cpu_has("avx512vbmi") && __builtin_cpu_supports("avx512bf16");
 #endif
 	return !strcmp(name, "scalar");
 }
@@ -417,9 +428,8 @@ static int cpu_has(const char *name)
 static void choose_kernels(void)
 {
 	const char *force = dsv_knob_name(DSV_KNOB_KERNEL);
-	size_t n = sizeof(kernel_sets) / sizeof(kernel_sets[0]);
 	active = &kernel_sets[0];
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < N_SETS; i++) {
 		if (force) {
 			if (!strcmp(force, kernel_sets[i].name) && cpu_has(kernel_sets[i].name))
 				active = &kernel_sets[i];
@@ -427,6 +437,7 @@ static void choose_kernels(void)
 			active = &kernel_sets[i]; /* the last supported is the widest */
 		}
 	}
+	dsv_xform_hw_bf16 = active->hw_bf16;
 	if (force && strcmp(force, active->name))
 		dsv_log_warn("DSVIEW_KERNEL='%s': this processor lacks it: %s used", force,
 			     active->name);
@@ -441,15 +452,21 @@ const char *dsv_xform_kernel_name(void)
 int dsv_xform_force_kernel(const char *name)
 {
 	pthread_once(&active_once, choose_kernels);
-	for (size_t i = 0; i < sizeof(kernel_sets) / sizeof(kernel_sets[0]); i++) {
+	for (size_t i = 0; i < N_SETS; i++) {
 		if (!strcmp(name, kernel_sets[i].name)) {
 			if (!cpu_has(name))
 				return DSV_ERR_UNSUPPORTED;
 			active = &kernel_sets[i];
+			dsv_xform_hw_bf16 = active->hw_bf16;
 			return 0;
 		}
 	}
 	return DSV_ERR_UNSUPPORTED;
+}
+
+const char *dsv_xform_kernel_at(size_t i)
+{
+	return i < N_SETS ? kernel_sets[i].name : NULL;
 }
 
 /* ---- plans ---- */
@@ -545,30 +562,14 @@ int dsv_xform_create(dsv_xform **out, dsv_dtype src, dsv_dtype dst, const dsv_xf
 		x->std[k] = p->nchan ? p->std[c] : 1.0;
 	}
 	/* A table per channel is one load per element, but with chan_inner 1
-	 * and more than 3 channels (a table per element of a row) those loads
-	 * scatter and run_elems' vectorised formula is faster (xform_bench:
-	 * 4.5 against 12 GB/s, AVX-512, 8 channels and up). */
+	 * and more than 3 channels those loads scatter and run_elems' formula
+	 * is faster (xform_bench: 4.5 against 12 GB/s, 8 channels and up); a
+	 * plain cast to float32 is one exact conversion, faster than a table. */
+	int cast_f32 = dst == DSV_F32 && p->scale == 1.0 && p->offset == 0.0 && !p->nchan &&
+		       !p->has_clip;
 	if ((src == DSV_U8 || src == DSV_I8) && (uint64_t)x->nchan * 256 <= LUT_MAX_ENTRIES &&
-	    (x->chan_inner > 1 || x->nchan <= 3)) {
-		size_t os = dsv_dtype_size(dst);
-		x->lut = malloc((size_t)x->nchan * 256 * os);
-		if (!x->lut)
-			goto nomem;
-		for (int c = 0; c < x->nchan; c++) {
-			for (int v = 0; v < 256; v++) {
-				double xv = src == DSV_I8 ? (double)(v - 128) : (double)v;
-				float f = dsv_elem_apply(xv, x->scale, x->offset, x->mean[c],
-							 x->std[c], x->has_clip, x->lo, x->hi);
-				size_t k = (size_t)c * 256 + (size_t)v;
-				if (dst == DSV_F32)
-					((float *)x->lut)[k] = f;
-				else if (dst == DSV_BF16)
-					((uint16_t *)x->lut)[k] = dsv_elem_f32_to_bf16(f);
-				else
-					((uint16_t *)x->lut)[k] = dsv_elem_f32_to_f16(f);
-			}
-		}
-	}
+	    (x->chan_inner > 1 || x->nchan <= 3) && !cast_f32 && dsv_xform_make_tables(x))
+		goto nomem;
 	*out = x;
 	return 0;
 nomem:
@@ -583,6 +584,7 @@ void dsv_xform_destroy(dsv_xform *x)
 	free(x->mean);
 	free(x->std);
 	free(x->lut);
+	free(x->planes);
 	free(x);
 }
 

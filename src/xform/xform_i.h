@@ -73,6 +73,28 @@ extern const xform_int_fn dsv_xform_int_avx2[XI_NTYPES][XI_NTYPES];
 extern const xform_int_fn dsv_xform_int_avx512[XI_NTYPES][XI_NTYPES];
 #endif
 
+/* Fills x->lut and x->planes for an 8-bit source x (tables.c).
+ * @return 0 or -1 (out of memory; the plan's destroy frees what was made). */
+struct dsv_xform;
+int dsv_xform_make_tables(struct dsv_xform *x);
+
+/* Set by the dispatch (xform.c): the avx512bf16 variant runs, so
+ * dsv_xform_run16_avx512's bfloat16 outputs use vcvtne(2)ps2bf16
+ * (direct_avx512.c; 0 on other processors). */
+extern int dsv_xform_hw_bf16;
+
+#if defined(__x86_64__)
+/* The 8-bit table lookups with AVX-512 VBMI permutes (lut_vbmi.c): the
+ * same bytes as the table, read 64 elements at a time. */
+struct dsv_xform;
+void dsv_xform_lut_vbmi(const struct dsv_xform *x, void *dst, const void *src, uint64_t n,
+			uint64_t e0);
+/* A run of n elements of channel c from a 16- or 32-bit integer source S
+ * to D (direct_avx512.c): 1, or 0 (another source) for run_direct. */
+int dsv_xform_run16_avx512(const struct dsv_xform *x, dsv_dtype S, dsv_dtype D, void *dst,
+			   const void *src, uint64_t n, int c);
+#endif
+
 /* A plan (xform.c). */
 struct dsv_xform {
 	dsv_dtype src, dst;
@@ -85,7 +107,10 @@ struct dsv_xform {
 	uint64_t period;
 	int has_clip;
 	double lo, hi;
-	void *lut;  /* nchan * 256 entries of the output type, or NULL */
+	void *lut; /* nchan * 256 entries of the output type, or NULL */
+	/* with lut: its bytes as planes, per channel and output byte 256
+	 * bytes, indexed by the raw source byte (lut_vbmi.c) */
+	uint8_t *planes;
 	int is_int; /* an integer output: ip is the plan, nothing else is used */
 	xform_int ip;
 };

@@ -177,7 +177,7 @@ static void test_bad_values(void **state)
 	check_bad("DSVIEW_GPU_MIN_BLOCKS", "0", DSV_KNOB_GPU_MIN_BLOCKS, 16,
 		  "a whole number in [1, 1048576]: 16 used");
 	check_bad("DSVIEW_KERNEL", "sse", DSV_KNOB_KERNEL, -1,
-		  "one of scalar, avx2, avx512: unset");
+		  "one of scalar, avx2, avx512, avx512vbmi, avx512bf16: unset");
 	assert_null(dsv_knob_name(DSV_KNOB_KERNEL));
 	unset_all();
 	dsv_knobs_reload();

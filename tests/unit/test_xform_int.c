@@ -19,7 +19,6 @@
 
 static const dsv_dtype ints[] = { DSV_U8,  DSV_I8,  DSV_U16, DSV_I16,
 				  DSV_U32, DSV_I32, DSV_U64, DSV_I64 };
-static const char *const kernels[] = { "scalar", "avx2", "avx512" };
 
 typedef __int128 i128; /* the reference: every value of every type, exactly */
 
@@ -96,8 +95,8 @@ static void run_pair(dsv_dtype s, dsv_dtype d, const dsv_xform_params *p, int ex
 		fail_msg("%s->%s: %s", dsv_dtype_name(s), dsv_dtype_name(d), eb.msg);
 	for (size_t i = 0; i < n; i++)
 		put(s, src + 1 + i * dsv_dtype_size(s), v[i]); /* unaligned on purpose */
-	for (size_t k = 0; k < 3; k++) {
-		if (dsv_xform_force_kernel(kernels[k]))
+	for (size_t k = 0; dsv_xform_kernel_at(k); k++) {
+		if (dsv_xform_force_kernel(dsv_xform_kernel_at(k)))
 			continue;
 		memset(out, 0xa5, sizeof(out));
 		dsv_xform_run(x, out + 3, src + 1, n, 0);
@@ -110,9 +109,9 @@ static void run_pair(dsv_dtype s, dsv_dtype d, const dsv_xform_params *p, int ex
 			i128 got = get(d, out + 3 + i * dsv_dtype_size(d));
 			if (got != want)
 				fail_msg("%s %s->%s clip %d: elem %zu = %lld got %lld want %lld",
-					 kernels[k], dsv_dtype_name(s), dsv_dtype_name(d),
-					 p->has_clip, i, (long long)v[i], (long long)got,
-					 (long long)want);
+					 dsv_xform_kernel_at(k), dsv_dtype_name(s),
+					 dsv_dtype_name(d), p->has_clip, i, (long long)v[i],
+					 (long long)got, (long long)want);
 		}
 		assert_int_equal(out[2], 0xa5); /* nothing before or after */
 		assert_int_equal(out[3 + n * dsv_dtype_size(d)], 0xa5);
@@ -309,8 +308,8 @@ static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uin
 		memcpy(ref + i * os, &w, os);
 	}
 	assert_int_equal(dsv_xform_create(&x, S, D, &p, NULL), 0);
-	for (size_t k = 0; k < 3; k++) {
-		if (dsv_xform_force_kernel(kernels[k]))
+	for (size_t k = 0; dsv_xform_kernel_at(k); k++) {
+		if (dsv_xform_force_kernel(dsv_xform_kernel_at(k)))
 			continue;
 		/* in pieces that start and stop mid-row, as reads do */
 		for (uint64_t at = 0; at < n;) {
@@ -323,8 +322,8 @@ static void check_elementwise(dsv_dtype S, dsv_dtype D, int nchan, int clip, uin
 		for (uint64_t i = 0; i < n; i++)
 			if (memcmp(got + 2 + i * os, ref + i * os, os))
 				fail_msg("%s %s->%s nchan %d clip %d: elem %llu differs",
-					 kernels[k], dsv_dtype_name(S), dsv_dtype_name(D), nchan,
-					 clip, (unsigned long long)i);
+					 dsv_xform_kernel_at(k), dsv_dtype_name(S),
+					 dsv_dtype_name(D), nchan, clip, (unsigned long long)i);
 	}
 	assert_int_equal(dsv_xform_force_kernel("scalar"), 0);
 	dsv_xform_destroy(x);

@@ -20,15 +20,14 @@
  * on every kernel variant this CPU has; checks the bits. */
 static void check_plain_elem(dsv_dtype S, uint64_t in, const uint32_t want[3])
 {
-	static const char *const kernels[] = { "scalar", "avx2", "avx512" };
 	static const dsv_dtype outs[] = { DSV_F32, DSV_BF16, DSV_F16 };
 	/* a run of 37 copies, so the vector loops and their tails both see it */
 	unsigned char src[37 * 8 + 1], dst[37 * 4 + 1];
 	size_t es = dsv_dtype_size(S);
 	for (size_t i = 0; i < 37; i++)
 		memcpy(src + 1 + i * es, &in, es); /* little-endian host */
-	for (size_t k = 0; k < 3; k++) {
-		if (dsv_xform_force_kernel(kernels[k]))
+	for (size_t k = 0; dsv_xform_kernel_at(k); k++) {
+		if (dsv_xform_force_kernel(dsv_xform_kernel_at(k)))
 			continue;
 		for (size_t b = 0; b < 3; b++) {
 			dsv_xform_params p;
@@ -42,7 +41,7 @@ static void check_plain_elem(dsv_dtype S, uint64_t in, const uint32_t want[3])
 				memcpy(&got, dst + 1 + i * os, os);
 				if (got != want[b])
 					fail_msg("%s %s(0x%llx) -> %s [%zu]: got 0x%x want 0x%x",
-						 kernels[k], dsv_dtype_name(S),
+						 dsv_xform_kernel_at(k), dsv_dtype_name(S),
 						 (unsigned long long)in, dsv_dtype_name(outs[b]), i,
 						 got, want[b]);
 			}
