@@ -39,10 +39,6 @@ static int open_parts(dsv_view *v, const dsv_format *f, const char *file, const 
 	size_t n, k = 0;
 	int err = dsv_format_open_parts(f, file, dataset, &parts, &n, eb);
 
-	if (!err && n > DSV_VIEW_MAX_SOURCES - v->nsources)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, dataset,
-				  "a virtual dataset of %zu parts (at most %d sources)", n,
-				  DSV_VIEW_MAX_SOURCES);
 	for (; !err && k < n; k++) /* each taken, added or closed */
 		err = add_checked(v, parts[k], eb);
 	for (; k < n; k++)
@@ -95,12 +91,7 @@ static int open_glob(dsv_view *v, const char *file, const char *dataset, const d
 	if (rc)
 		return dsv_errf_at(eb, rc == GLOB_NOSPACE ? DSV_ERR_NOMEM : DSV_ERR_IO, file, NULL,
 				   "cannot expand the pattern");
-	if (g.gl_pathc > DSV_VIEW_MAX_SOURCES - v->nsources)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, NULL,
-				  "the pattern matches %zu files (at most %d sources)",
-				  (size_t)g.gl_pathc, DSV_VIEW_MAX_SOURCES);
-	else
-		dsv_natural_sort(g.gl_pathv, g.gl_pathc);
+	dsv_natural_sort(g.gl_pathv, g.gl_pathc);
 	for (size_t k = 0; !err && k < g.gl_pathc; k++) {
 		char *one;
 		if (asprintf(&one, "%s%s%s", g.gl_pathv[k], dataset ? ":" : "",
