@@ -36,7 +36,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static dsv_source *head, *tail; /* most recently read first */
 static size_t nopen, budget;
-static unsigned long long reopens, replaced;
+static uint64_t reopens, replaced;
 
 /* The budget, from the knob or the soft limit, once (under lock). */
 static size_t get_budget(void)
@@ -187,8 +187,8 @@ static int reopen(const dsv_source *s)
 	replaced++;
 	pthread_mutex_unlock(&lock);
 	dsv_log_limited((unsigned long long)(uintptr_t)s, DSV_LOG_ERROR,
-			"%s: cannot open it again to read: %s%s; its reads fail (EIO)",
-			s->shown, why, fd < 0 ? dsv_source_open_hint(e) : "");
+			"%s: cannot open it again to read: %s%s; its reads fail (EIO)", s->shown,
+			why, fd < 0 ? dsv_source_open_hint(e) : "");
 	return -1;
 }
 

@@ -117,10 +117,10 @@ int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *b
  * files, one budget for the process, the least recently read closed past
  * it and opened again (checked) at their next read. */
 typedef struct dsv_source_fd_stats {
-	size_t open;                 /* sources' descriptors open now */
-	size_t budget;               /* at most this many (DSVIEW_OPEN_FILES or the limit) */
-	unsigned long long reopens;  /* descriptors opened again after the cache closed them */
-	unsigned long long replaced; /* reopens refused: the file was replaced or changed */
+	uint64_t open;     /* sources' descriptors open now */
+	uint64_t budget;   /* at most this many (DSVIEW_OPEN_FILES or the limit) */
+	uint64_t reopens;  /* descriptors opened again after the cache closed them */
+	uint64_t replaced; /* reopens refused: the file was replaced or changed */
 } dsv_source_fd_stats;
 void dsv_source_fd_counts(dsv_source_fd_stats *out);
 /* Raises the soft limit of open files to the hard limit and sizes the
