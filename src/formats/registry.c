@@ -82,6 +82,22 @@ const dsv_format *dsv_format_by_name(const char *name, size_t *ext)
 	return NULL;
 }
 
+void dsv_format_prepare(char *const *files, size_t n)
+{
+	char **mine = malloc((n ? n : 1) * sizeof(*mine));
+	for (size_t i = 0; mine && i < NFORMATS; i++) {
+		size_t m = 0;
+		if (!formats[i]->prepare)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (by_name(files[k], 0) == formats[i])
+				mine[m++] = files[k];
+		if (m)
+			formats[i]->prepare(mine, m);
+	}
+	free(mine);
+}
+
 const dsv_format *dsv_format_named(const char *name)
 {
 	for (size_t i = 0; i < NFORMATS; i++)

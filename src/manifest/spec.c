@@ -169,6 +169,7 @@ static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	atomic_init(&b.next, 0);
 	pthread_mutex_init(&b.lock, NULL);
+	dsv_format_prepare(files, n);
 	open_batch(&b);
 	pthread_mutex_destroy(&b.lock);
 	for (size_t k = 0; k < n; k++) {

@@ -388,6 +388,21 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
  * its datasets) of dir, not its subdirectories, in natural order; what
  * cannot be served, a whole file or one dataset, is skipped as in a file
  * mount, and the load fails only when nothing can be served. */
+/* The formats' preparation of dir's files names[0 .. n) (the HDF5 probe
+ * of them all at once); skipped when out of memory. */
+static void prepare_files(const char *dir, char **names, size_t n)
+{
+	char **paths = calloc(n ? n : 1, sizeof(*paths));
+	size_t k = 0;
+	while (paths && k < n && asprintf(&paths[k], "%s/%s", dir, names[k]) >= 0)
+		k++;
+	if (paths && k == n)
+		dsv_format_prepare(paths, n);
+	for (size_t i = 0; paths && i < k; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
 		    dsv_errbuf *eb)
 {
@@ -422,8 +437,10 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL,
 				  "no file in it is one dsview reads (%s)",
 				  dsv_format_nouns(DSV_FMT_DIR | DSV_FMT_RAW, what, sizeof(what)));
-	if (!err)
+	if (!err) {
 		dsv_natural_sort(names, n);
+		prepare_files(dir, names, n);
+	}
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub, first;
 		char *path = NULL;

@@ -6,6 +6,7 @@ its descriptor was closed fails its reads with EIO and a log line, and
 the others are served. Globs reach into nested directories, in natural
 order."""
 import errno
+import json
 import os
 import time
 
@@ -161,3 +162,32 @@ class Collections(E2E):
         ini = self.write_ini(f"[v]\nsource = {self.p('ds')}/sub-*/eeg/*_eeg.npy\n")
         with self.mount(ini) as m:
             np.testing.assert_array_equal(np.load(m.path("v.npy")), np.concatenate(want))
+
+    def test_damaged_hdf5_file_among_many(self):
+        # found by make fuzz: the HDF5 library crashes reading this file; the
+        # files of a glob or a directory are probed in one child, which dies
+        # on it: that file is refused, and the files after it are probed too
+        crash = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
+                             "h5", "crash-h5lvisit-null-copy")
+        d = self.p("h5bad")
+        os.makedirs(d)
+        arrays = []
+        for i in range(200):
+            a = np.full((2, 3), i, np.int16)
+            with h5py.File(os.path.join(d, f"s{i}.h5"), "w") as f:
+                f["x"] = a
+            arrays.append(a)
+        with open(crash, "rb") as f, open(os.path.join(d, "s99x.h5"), "wb") as g:
+            g.write(f.read())
+        ini = self.write_ini(f"[v]\nsource = {d}/s*.h5:/x\n")
+        line = self.refused(ini, want=("s99x.h5", "damaged HDF5 file"))
+        self.assertIn(ini, line)
+        with self.mount(d, expect_errors=[r"1 of 201 datasets skipped"]) as m:
+            with open(m.path(".skipped.json")) as f:
+                skipped = json.load(f)
+            self.assertEqual(len(skipped), 1, skipped)
+            self.assertIn("s99x.h5", skipped[0]["path"])
+            self.assertIn("damaged HDF5 file", skipped[0]["reason"])
+            for i in (0, 99, 100, 199):
+                np.testing.assert_array_equal(np.load(m.path(f"s{i}.h5/x.npy")),
+                                              arrays[i].astype(np.float32))

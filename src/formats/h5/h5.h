@@ -98,6 +98,13 @@ typedef void (*dsv_h5_probe_fn)(const char *path);
  * for the caller to meet itself. A missing file returns 0 (the caller
  * reports it). Call without the lock. */
 int dsv_h5_probe(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb);
+/* Probes the local files paths[0 .. n) not probed yet in as few child
+ * processes as it can: one runs through them all, and after a crash the
+ * next starts past the file that crashed (remembered as damaged, its
+ * open then refused as dsv_h5_probe's). Their opens then find them
+ * probed: a view of thousands of HDF5 files forks a few times, not once
+ * a file. Call without the lock. */
+void dsv_h5_probe_many(char *const *paths, size_t n, dsv_h5_probe_fn work);
 /* Before the library opens path: our own stat, which gives the clearest
  * message, then the probe. @return 0, or DSV_ERR_NOTFOUND/IO/INVALID/FORMAT
  * with eb "path: reason". Call without the lock. */
