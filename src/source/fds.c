@@ -125,6 +125,11 @@ static int open_shedding(const char *path)
 	return fd;
 }
 
+int dsv_source_open_path(const char *path)
+{
+	return open_shedding(path);
+}
+
 const char *dsv_source_open_hint(int e)
 {
 	return e == EMFILE || e == ENFILE ? " (the limit of open files: raise it with ulimit -n)"

@@ -127,6 +127,11 @@ void dsv_source_fd_counts(dsv_source_fd_stats *out);
  * cache's budget from it again. @return the new soft limit, or -1 when
  * it cannot be read or is unlimited. */
 long dsv_source_raise_fd_limit(void);
+/* open(2) of path read-only for a descriptor outside the cache (the HDF5
+ * library's files): at the process's limit (EMFILE), the cache closes
+ * some of its idle descriptors and the open is tried once more. @return
+ * the descriptor, or -1 with errno set. */
+int dsv_source_open_path(const char *path);
 /* " (the limit of open files: raise it with ulimit -n)" for an open(2)
  * that failed with e = EMFILE or ENFILE, else "": for messages. */
 const char *dsv_source_open_hint(int e);

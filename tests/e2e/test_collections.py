@@ -13,7 +13,7 @@ import time
 import h5py
 import numpy as np
 
-from common import E2E, mm_npy
+from common import E2E, dsview_pids_for, mm_npy, run
 
 NOFILE = 1024
 LIMITED = ("prlimit", f"--nofile={NOFILE}:{NOFILE}", "--")
@@ -191,3 +191,29 @@ class Collections(E2E):
             for i in (0, 99, 100, 199):
                 np.testing.assert_array_equal(np.load(m.path(f"s{i}.h5/x.npy")),
                                               arrays[i].astype(np.float32))
+
+    def test_descriptor_limit_named_in_the_error(self):
+        # HDF5 datasets read through the library (gzip here) keep the
+        # library's descriptor each, outside the budget: past the limit the
+        # mount fails saying so, naming ulimit -n (not --log, not "damaged")
+        d = self.p("gz")
+        os.makedirs(d)
+        for i in range(100):
+            with h5py.File(os.path.join(d, f"g{i}.h5"), "w") as f:
+                f.create_dataset("x", data=np.full((4, 8), i, np.float32), compression="gzip")
+        tiny = ("prlimit", "--nofile=64:64", "--")
+        ini = self.write_ini(f"[v]\nsource = {d}/g*.h5:/x\n")
+        cases = [("--log", self.p("gz.log"), ini)]
+        if not os.path.exists("/dev/log"):  # no syslog: the default log is a file
+            cases.append((d,))
+        for args in cases:
+            mp = self.p("mnt-gz")
+            r = run("mount", *args, mp, wrap=tiny)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn("Too many open files (the limit of open files: raise it with ulimit -n)",
+                          lines[0])
+            self.assertNotIn("--log", lines[0])
+            self.assertNotIn("damaged", lines[0])
+            self.assertEqual(dsview_pids_for(mp), [])

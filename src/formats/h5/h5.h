@@ -86,6 +86,10 @@ int dsv_h5_same_file(hid_t file, int fd, const struct dsv_net_obj *net);
 int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf, haddr_t *addr,
 			unsigned *mask);
 
+/* driver.c: errno of this thread's last open of a file by the read-only
+ * driver that failed, 0 when the last did not fail. */
+int dsv_h5_ro_open_errno(void);
+
 /* probe.c */
 
 /* The work of a probe child: read path with the library as a mount or
