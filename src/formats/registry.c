@@ -13,6 +13,7 @@
 #include "formats/npy/npy.h"
 #include "formats/raw/raw.h"
 #include "formats/zarr/zarr.h"
+#include "source/source.h"
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
@@ -38,7 +39,7 @@ static const dsv_format *by_magic(const char *path)
 {
 	const dsv_format *found = NULL;
 	struct stat st;
-	int fd = dsv_url_scheme_len(path) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	int fd = dsv_url_scheme_len(path) ? -1 : dsv_source_open_path(path);
 	if (fd < 0)
 		return NULL;
 	int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
