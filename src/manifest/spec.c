@@ -208,6 +208,23 @@ static int open_glob(dsv_view *v, const char *file, const char *dataset, const d
 	return err;
 }
 
+/* A source spec whose s3:// URL holds a pattern: every object it
+ * matches (s3glob.c), in natural order, each with the spec's dataset. */
+static int open_s3_glob(dsv_view *v, const char *file, const char *dataset, const dsv_raw_spec *raw,
+			dsv_errbuf *eb)
+{
+	char **urls;
+	size_t n;
+	int err = dsv_s3_glob(file, &urls, &n, eb);
+	if (err)
+		return err;
+	err = open_files(v, urls, n, dataset, raw, eb);
+	for (size_t i = 0; i < n; i++)
+		free(urls[i]);
+	free(urls);
+	return err;
+}
+
 int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb)
 {
 	char *file, *dataset;
@@ -216,9 +233,11 @@ int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, d
 
 	if (dsv_spec_split(path, &file, &dataset))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	/* an object URL is never a pattern ('?' starts its query) */
+	/* an object URL is a pattern by '*' and '[' alone ('?' starts its query) */
 	if (!dsv_url_scheme_len(file) && dsv_has_glob(file) && stat(file, &st) < 0)
 		err = open_glob(v, file, dataset, raw, eb);
+	else if (!strncmp(file, "s3://", 5) && strpbrk(file + 5, "*["))
+		err = open_s3_glob(v, file, dataset, raw, eb);
 	else {
 		opened o;
 		err = open_sources(path, raw, &o, eb);
