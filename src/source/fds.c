@@ -11,7 +11,9 @@
  * match what the open learnt about them.
  *
  * One mutex guards the list, every source's fd and pins, and the counts;
- * files are opened outside it.
+ * files are opened outside it. A fork waits for it (pthread_atfork), so
+ * a child (the HDF5 probe's, which opens files through here) never
+ * starts with it held by a thread it does not have.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +39,23 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static dsv_source *head, *tail; /* most recently read first */
 static size_t nopen, budget;
 static uint64_t reopens, replaced;
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void lock_it(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void unlock_it(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void register_atfork(void)
+{
+	(void)pthread_atfork(lock_it, unlock_it, unlock_it);
+}
 
 /* The budget, from the knob or the soft limit, once (under lock). */
 static size_t get_budget(void)
@@ -127,6 +146,7 @@ static int open_shedding(const char *path)
 
 int dsv_source_open_path(const char *path)
 {
+	pthread_once(&atfork_once, register_atfork);
 	return open_shedding(path);
 }
 
@@ -139,9 +159,10 @@ const char *dsv_source_open_hint(int e)
 int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb)
 {
 	struct stat st;
-	int fd = open_shedding(s->path);
+	int fd;
 
-	if (fd < 0) {
+	pthread_once(&atfork_once, register_atfork);
+	if ((fd = open_shedding(s->path)) < 0) {
 		int e = errno;
 		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, s->path, NULL,
 				   "%s%s", strerror(e), dsv_source_open_hint(e));
