@@ -162,6 +162,7 @@ int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb)
 	int fd;
 
 	pthread_once(&atfork_once, register_atfork);
+	dsv_source_fd_close(s); /* a source opened again (HDF5's retry) */
 	if ((fd = open_shedding(s->path)) < 0) {
 		int e = errno;
 		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, s->path, NULL,
