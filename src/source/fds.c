@@ -240,11 +240,11 @@ int dsv_source_fd_get(const dsv_source *cs)
 		return -1;
 	pthread_mutex_lock(&lock);
 	reopens++;
+	s->fd_pins++; /* first: the shedding add_open may do passes over it */
 	if (s->fd >= 0) /* another reader opened it meanwhile */
 		close(fd);
 	else
 		add_open(s, fd);
-	s->fd_pins++;
 	fd = s->fd;
 	pthread_mutex_unlock(&lock);
 	return fd;

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,40 @@ static void test_reads_under_a_budget(void **state)
 	assert_int_equal(st.replaced, 0);
 }
 
+/* Readers on threads, each source read right, the budget held: a
+ * descriptor in use by one reader is never closed under it. */
+#define READERS 8
+#define READS 2000
+
+static void *reader(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg, bad = 0;
+	int32_t got[NELEMS];
+	for (int r = 0; r < READS; r++) {
+		int i = 1 + (int)(rand_r(&seed) % (NFILES - 1)); /* f00 is replaced below */
+		if (read_all(srcs[i], got) || got[0] != 1000 * i || got[NELEMS - 1] != 1000 * i + 15)
+			bad++;
+	}
+	return (void *)(uintptr_t)bad;
+}
+
+static void test_readers_on_threads(void **state)
+{
+	(void)state;
+	pthread_t t[READERS];
+	dsv_source_fd_stats st;
+	for (uintptr_t k = 0; k < READERS; k++)
+		assert_int_equal(pthread_create(&t[k], NULL, reader, (void *)(k + 1)), 0);
+	for (int k = 0; k < READERS; k++) {
+		void *bad;
+		pthread_join(t[k], &bad);
+		assert_int_equal((uintptr_t)bad, 0);
+	}
+	dsv_source_fd_counts(&st);
+	assert_true(st.open <= BUDGET);
+	assert_int_equal(st.replaced, 0);
+}
+
 static void test_replaced_file_refused(void **state)
 {
 	(void)state;
@@ -148,6 +183,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reads_under_a_budget),
+		cmocka_unit_test(test_readers_on_threads),
 		cmocka_unit_test(test_replaced_file_refused),
 		cmocka_unit_test(test_open_hint),
 		cmocka_unit_test(test_raise_limit),
