@@ -240,7 +240,7 @@ int dsv_source_fd_get(const dsv_source *cs)
 		return -1;
 	pthread_mutex_lock(&lock);
 	reopens++;
-	s->fd_pins++; /* first: the shedding add_open may do passes over it */
+	s->fd_pins++;   /* before add_open, whose shedding must pass it over */
 	if (s->fd >= 0) /* another reader opened it meanwhile */
 		close(fd);
 	else

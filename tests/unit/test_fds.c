@@ -114,7 +114,8 @@ static void *reader(void *arg)
 	int32_t got[NELEMS];
 	for (int r = 0; r < READS; r++) {
 		int i = 1 + (int)(rand_r(&seed) % (NFILES - 1)); /* f00 is replaced below */
-		if (read_all(srcs[i], got) || got[0] != 1000 * i || got[NELEMS - 1] != 1000 * i + 15)
+		if (read_all(srcs[i], got) || got[0] != 1000 * i ||
+		    got[NELEMS - 1] != 1000 * i + 15)
 			bad++;
 	}
 	return (void *)(uintptr_t)bad;
