@@ -10,13 +10,11 @@
 #include <errno.h>
 #include <glob.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/defaults.h"
 #include "common/str.h"
 #include "formats/formats.h"
 #include "formats/raw/raw.h"
@@ -103,58 +101,41 @@ typedef struct batch {
 	const dsv_raw_spec *raw;
 	opened *out;
 	size_t n;
-	atomic_size_t next;
 	pthread_mutex_t lock;
 	size_t failed; /* the first file in order that failed (n: none), under lock */
 	int err;
 	dsv_errbuf eb; /* its error */
 } batch;
 
-static void *open_worker(void *arg)
+/* Opens file k of the batch (dsv_mf_parallel's work); nonzero once a
+ * file before it failed: nothing after a failure is added. */
+static int open_one_of(void *arg, size_t k)
 {
 	batch *b = arg;
-	for (;;) {
-		size_t k = atomic_fetch_add(&b->next, 1);
-		dsv_errbuf eb;
-		char *one;
-		int err;
+	dsv_errbuf eb;
+	char *one;
+	int err;
 
-		pthread_mutex_lock(&b->lock);
-		int past = k >= b->n || k > b->failed; /* nothing after a failure is added */
-		pthread_mutex_unlock(&b->lock);
-		if (past)
-			return NULL;
-		if (asprintf(&one, "%s%s%s", b->files[k], b->dataset ? ":" : "",
-			     b->dataset ? b->dataset : "") < 0)
-			err = dsv_errf(&eb, DSV_ERR_NOMEM, "out of memory");
-		else {
-			err = open_sources(one, b->raw, &b->out[k], &eb);
-			free(one);
-		}
-		pthread_mutex_lock(&b->lock);
-		if (err && k < b->failed) {
-			b->failed = k;
-			b->err = err;
-			b->eb = eb;
-		}
-		pthread_mutex_unlock(&b->lock);
+	pthread_mutex_lock(&b->lock);
+	int past = k > b->failed;
+	pthread_mutex_unlock(&b->lock);
+	if (past)
+		return 1;
+	if (asprintf(&one, "%s%s%s", b->files[k], b->dataset ? ":" : "",
+		     b->dataset ? b->dataset : "") < 0)
+		err = dsv_errf(&eb, DSV_ERR_NOMEM, "out of memory");
+	else {
+		err = open_sources(one, b->raw, &b->out[k], &eb);
+		free(one);
 	}
-}
-
-/* Opens b's files with up to DSV_OPEN_THREADS threads (here alone when
- * they are few or none can be started). */
-static void open_batch(batch *b)
-{
-	pthread_t t[DSV_OPEN_THREADS];
-	size_t nt = 0, want = b->n / DSV_OPEN_PER_THREAD;
-
-	if (want > DSV_OPEN_THREADS)
-		want = DSV_OPEN_THREADS;
-	while (nt < want && pthread_create(&t[nt], NULL, open_worker, b) == 0)
-		nt++;
-	open_worker(b);
-	while (nt)
-		pthread_join(t[--nt], NULL);
+	pthread_mutex_lock(&b->lock);
+	if (err && k < b->failed) {
+		b->failed = k;
+		b->err = err;
+		b->eb = eb;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return 0;
 }
 
 /* Opens files (each with dataset) and adds their sources to v in their
@@ -167,10 +148,9 @@ static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
 
 	if (!(b.out = calloc(n ? n : 1, sizeof(*b.out))))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	atomic_init(&b.next, 0);
 	pthread_mutex_init(&b.lock, NULL);
 	dsv_format_prepare(files, n);
-	open_batch(&b);
+	dsv_mf_parallel(n, open_one_of, &b);
 	pthread_mutex_destroy(&b.lock);
 	for (size_t k = 0; k < n; k++) {
 		if (!err && k == b.failed) {
