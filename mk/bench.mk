@@ -124,6 +124,14 @@ bench-tree: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/tree_bench.py
 
+# A view of many small files (bench/scale_bench.py): mount time cold and
+# warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
+# 10^5 .npy sources and 10^3, 10^4 HDF5 files, against numpy opening
+# them all (docs/benchmarks/scale.md).
+bench-scale: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/scale_bench.py
+
 # The PyTorch loaders (bench/loader_bench.py): one shuffled DataLoader
 # epoch, cold, batch 256, over 12 KB and 150 KB rows with 0, 1, 4 and 8
 # workers: the Python way (uint8 memmap + numpy per row in the workers),

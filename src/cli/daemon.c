@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "source/source.h"
 #include "dsview/fs.h"
 
 /* The child's start-up result, over a pipe to the parent: one status
@@ -198,8 +199,13 @@ int dsv_cli_default_log(const char *mountpoint, char *path, size_t cap)
 		return -1;
 	}
 	if (dsv_log_open(path)) {
-		dsv_cli_error("%s: cannot open log file: %s; name one with --log FILE", path,
-			      strerror(errno));
+		int e = errno;
+		if (e == EMFILE || e == ENFILE) /* another file would fail the same way */
+			dsv_cli_error("%s: cannot open log file: %s%s", path, strerror(e),
+				      dsv_source_open_hint(e));
+		else
+			dsv_cli_error("%s: cannot open log file: %s; name one with --log FILE",
+				      path, strerror(e));
 		return -1;
 	}
 	return 0;

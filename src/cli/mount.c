@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #include "dsview/view.h"
 #include "net/net.h"
 #include "manifest/manifest.h"
+#include "source/source.h"
 #include "view/view.h"
 
 /* The readahead default's text; the number is the public header's. */
@@ -452,7 +454,8 @@ static int fs_options(const mount_args *a, const dsv_manifest *m, dsv_fs_opts *o
 static int prepare_mountpoint(const mount_args *a, char *real_mp, char *default_log, size_t cap)
 {
 	if (a->log_path && dsv_log_open(a->log_path)) {
-		dsv_cli_error("%s: cannot open log file: %s", a->log_path, strerror(errno));
+		dsv_cli_error("%s: cannot open log file: %s%s", a->log_path, strerror(errno),
+			      dsv_source_open_hint(errno));
 		return -1;
 	}
 	if (check_mountpoint(a->mountpoint, a->nonempty))
@@ -511,6 +514,7 @@ static int mount_and_serve(const mount_args *a, dsv_manifest *m, const dsv_fs_op
 		dsv_cli_error(
 			"served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
 			nserved, nserved + nskipped, a->source, nskipped, kinds, mountpoint);
+	malloc_trim(0); /* what loading freed (a large view's JSON made once) */
 	if (a->foreground)
 		return serve_here(fs);
 	return dsv_cli_daemonise(fs, mountpoint, use_syslog, a->source, nskipped, nserved, kinds);
@@ -526,6 +530,9 @@ int dsv_cmd_mount(int argc, char **argv)
 
 	if (status != GO_ON)
 		return status;
+	/* a view of many files: their descriptors are budgeted under the
+	 * limit (source/fds.c), the higher the better */
+	dsv_source_raise_fd_limit();
 	if ((status = load_manifest(&a, &m)))
 		return status;
 	if (fs_options(&a, m, &o) ||

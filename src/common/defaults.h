@@ -23,6 +23,12 @@
 /* mount --threads, [dsview] threads: FUSE worker threads, and the most */
 #define DSV_DEFAULT_THREADS 8
 #define DSV_DEFAULT_THREADS_TEXT DSV_STR(DSV_DEFAULT_THREADS)
+/* Threads that open a glob's or a directory's files at once (reading
+ * their headers), one more for each DSV_OPEN_PER_THREAD files: a view of
+ * thousands of files waits on the disk's latency, not one read at a
+ * time. */
+#define DSV_OPEN_THREADS 8
+#define DSV_OPEN_PER_THREAD 64
 #define DSV_MAX_THREADS 256
 /* the in-process reader's gather threads (its `threads` option): a gather
  * of rows shared by this many, the caller among them, so the reads of a

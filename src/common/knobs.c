@@ -26,6 +26,10 @@ static const dsv_knob_def table[DSV_KNOB__COUNT] = {
 	[DSV_KNOB_H5_GRID] = { "DSVIEW_H5_GRID", 1, 0, 1, NULL,
 			       "0: HDF5 chunks that split rows are read through the HDF5 library "
 			       "(make bench-grid compares the two)" },
+	[DSV_KNOB_OPEN_FILES] = { "DSVIEW_OPEN_FILES", 0, 0, 1 << 24, NULL,
+				  "descriptors the sources keep open at once (the rest are "
+				  "reopened when read); 0: three quarters of the descriptor "
+				  "limit" },
 	[DSV_KNOB_KERNEL] = { "DSVIEW_KERNEL", -1, 0, 0, kernel_names,
 			      "the CPU transform kernel (scalar, avx2, avx512, avx512vbmi, "
 			      "avx512bf16); unset: "

@@ -22,6 +22,7 @@
 typedef enum dsv_knob {
 	DSV_KNOB_GRID_BAND_KB,   /* source: bytes of a band of an N-d chunk grid */
 	DSV_KNOB_H5_GRID,        /* source: 0 leaves row-splitting chunks to HDF5 */
+	DSV_KNOB_OPEN_FILES,     /* source: descriptors the sources keep open, 0 from the limit */
 	DSV_KNOB_KERNEL,         /* xform: the CPU kernel variant, by name */
 	DSV_KNOB_GPU_EMULATE,    /* backend: the device path on the CPU, for tests */
 	DSV_KNOB_GPU_MIN_KB,     /* gpu: smaller chunks stay on the CPU */

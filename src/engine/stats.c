@@ -15,6 +15,7 @@
 #include "dsview/xform.h"
 #include "engine/engine_i.h"
 #include "net/net.h"
+#include "source/source.h"
 
 /* What a counter is: how it moves and how it is written. */
 typedef enum stat_kind {
@@ -37,6 +38,8 @@ typedef struct stats_snap {
 	uint64_t chunks_decoded, readahead_chunks, bytes_readahead, bytes_hinted;
 	uint64_t bytes_dropped, page_budget, page_budget_held, bytes_shed, tiles_made;
 	uint64_t make_us[DSV_LAT_BUCKETS], make_us_sum, reply_us[DSV_LAT_BUCKETS], reply_us_sum;
+	dsv_source_fd_stats fds;
+	uint64_t source_fds, source_fd_budget;
 	uint64_t errors;
 } stats_snap;
 
@@ -89,6 +92,11 @@ static const stat_row ROWS[] = {
 	BYTES("bytes_decoded", bytes_decoded),
 	COUNT("read_errors", read_errors),
 	COUNT("opens", opens),
+	/* the sources' descriptors (source/fds.c, dsv_source_fd_stats) */
+	GAUGE("source_fds", source_fds),
+	GAUGE("source_fd_budget", source_fd_budget),
+	COUNT("source_reopens", fds.reopens),
+	COUNT("source_replaced", fds.replaced),
 	/* the chunk cache (cache.h, dsv_cache_stats) */
 	COUNT("chunks_decoded", chunks_decoded),
 	COUNT("decode_errors", cache.fill_errors),
@@ -160,6 +168,9 @@ static void gather(dsv_engine *e, stats_snap *s)
 	s->bytes_decoded = atomic_load(&e->bytes_decoded);
 	s->read_errors = atomic_load(&e->read_errors);
 	s->opens = atomic_load(&e->opens);
+	dsv_source_fd_counts(&s->fds);
+	s->source_fds = s->fds.open;
+	s->source_fd_budget = s->fds.budget;
 	s->chunks_decoded = s->cache.fills - s->cache.fill_errors;
 	s->readahead_chunks = dsv_prefetch_done(e->prefetch);
 	s->bytes_readahead = atomic_load(&e->bytes_readahead);

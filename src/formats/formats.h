@@ -27,6 +27,11 @@ enum { DSV_DETECT_MAGIC = 1u };
  * the note above says; *dir (may be NULL) gets a directory format's
  * DSV_FMT_ARRAY or DSV_FMT_GROUP, else 0. @return NULL when none. */
 const dsv_format *dsv_format_detect(const char *path, unsigned how, int *dir);
+/* Readies files[0 .. n) for their opens soon after: each format with a
+ * prepare step gets the files its name says are its own (the HDF5
+ * library's probe of them all in one child process). Best effort: what
+ * it could not do is done at each open. */
+void dsv_format_prepare(char *const *files, size_t n);
 /* The format whose name name has (a file format's first, then a
  * directory format's: "x.zarr"), with no I/O; *ext (may be NULL) gets the
  * bytes of name that say so (".npy": 4, ".nii.gz": 7), 0 with NULL. */

@@ -15,6 +15,7 @@
 #include "formats/raw/raw.h"
 #include "formats/tokens/tokens.h"
 #include "formats/zarr/zarr.h"
+#include "source/source.h"
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
@@ -42,7 +43,7 @@ static const dsv_format *by_magic(const char *path)
 {
 	const dsv_format *found = NULL;
 	struct stat st;
-	int fd = dsv_url_scheme_len(path) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	int fd = dsv_url_scheme_len(path) ? -1 : dsv_source_open_path(path);
 	if (fd < 0)
 		return NULL;
 	int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -84,6 +85,22 @@ const dsv_format *dsv_format_by_name(const char *name, size_t *ext)
 	if (ext)
 		*ext = 0;
 	return NULL;
+}
+
+void dsv_format_prepare(char *const *files, size_t n)
+{
+	char **mine = malloc((n ? n : 1) * sizeof(*mine));
+	for (size_t i = 0; mine && i < NFORMATS; i++) {
+		size_t m = 0;
+		if (!formats[i]->prepare)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (by_name(files[k], 0) == formats[i])
+				mine[m++] = files[k];
+		if (m)
+			formats[i]->prepare(mine, m);
+	}
+	free(mine);
 }
 
 const dsv_format *dsv_format_named(const char *name)

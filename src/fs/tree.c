@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "fs/fs_i.h"
 
 /* node.disk of a V.dat not counted yet (dsv_fs_node_disk) */
@@ -20,9 +21,7 @@
  * it fills. FNV-1a of the name, mixed with the parent. */
 static size_t child_hash(fuse_ino_t parent, const char *name, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	uint64_t h = dsv_hash_bytes(DSV_HASH_SEED, name, len);
 	h ^= (uint64_t)parent * 0x9e3779b97f4a7c15ull;
 	h ^= h >> 29;
 	return (size_t)h;

@@ -247,9 +247,6 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 	if (!strcmp(name, "source")) {
 		if (!*value)
 			return dsv_mf_fail(c, c->line, "empty source");
-		if (pv->nspecs >= DSV_VIEW_MAX_SOURCES)
-			return dsv_mf_fail(c, c->line, "too many sources (at most %d)",
-					   DSV_VIEW_MAX_SOURCES);
 		char **s = realloc(pv->specs, (pv->nspecs + 1) * sizeof(*s));
 		int *l = s ? realloc(pv->spec_lines, (pv->nspecs + 1) * sizeof(*l)) : NULL;
 		if (s)

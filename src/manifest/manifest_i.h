@@ -20,6 +20,16 @@ dsv_manifest *dsv_manifest_new(const char *path);
  * unless the view declares a raw layout. Each source is added to v and
  * checked against its first. @return 0, or a dsv_err with eb set. */
 int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb);
+/* parallel.c: fn(ctx, k) for each k in [0, n), on up to DSV_OPEN_THREADS
+ * threads (one more each DSV_OPEN_PER_THREAD items; the caller's among
+ * them), each taking the next k; a thread stops when fn returns nonzero.
+ * fn must be safe on several threads (distinct k). */
+void dsv_mf_parallel(size_t n, int (*fn)(void *ctx, size_t k), void *ctx);
+/* s3glob.c: the objects an s3:// URL whose key holds '*' or '[' matches,
+ * *urls[0 .. *n) (each and all the caller's to free), in natural order.
+ * @return 0; DSV_ERR_NOTFOUND (none), DSV_ERR_INVALID (no prefix before
+ * the first wildcard), or a listing's error; eb names the pattern. */
+int dsv_s3_glob(const char *pattern, char ***urls, size_t *n, dsv_errbuf *eb);
 
 typedef struct pending_view {
 	dsv_view *v;

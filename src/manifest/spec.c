@@ -2,11 +2,14 @@
  * A manifest's source line: one file ("x.npy", "x.nii", "x.h5:/dset", "x.h5:dset",
  * a Zarr array's directory, a raw file with source_dtype and source_shape),
  * or a glob(3) pattern in its file part ("/data/s*.h5:/betas") that
- * expands to every match, in natural order, each opened as a source of the
- * view, in the format the registry (formats/formats.h) tells.
+ * expands to every match, in natural order (wildcards may stand in
+ * directories too, as in a BIDS tree's sub-NN/eeg/ folders), each opened as a source of the
+ * view, in the format the registry (formats/formats.h) tells; a glob's
+ * files are opened by a few threads at once.
  */
 #include <errno.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,32 +33,33 @@ static int add_checked(dsv_view *v, dsv_source *s, dsv_errbuf *eb)
 	return v->nsources > 1 ? dsv_view_check_source(v, v->nsources - 1, eb) : 0;
 }
 
-/* The sources spec's file[:dataset] of format f is made of into v: one,
- * or an HDF5 virtual dataset's parts. */
-static int open_parts(dsv_view *v, const dsv_format *f, const char *file, const char *dataset,
-		      dsv_errbuf *eb)
-{
+/* What one source spec opened: its source, or an HDF5 virtual dataset's
+ * parts, parts[0 .. n), each owned, and the array. */
+typedef struct opened {
 	dsv_source **parts;
-	size_t n, k = 0;
-	int err = dsv_format_open_parts(f, file, dataset, &parts, &n, eb);
+	size_t n;
+} opened;
 
-	if (!err && n > DSV_VIEW_MAX_SOURCES - v->nsources)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, dataset,
-				  "a virtual dataset of %zu parts (at most %d sources)", n,
-				  DSV_VIEW_MAX_SOURCES);
-	for (; !err && k < n; k++) /* each taken, added or closed */
-		err = add_checked(v, parts[k], eb);
-	for (; k < n; k++)
-		dsv_source_close(parts[k]);
-	free(parts);
+/* Adds o's sources (taken: added or closed) to v in order. */
+static int add_opened(dsv_view *v, opened *o, dsv_errbuf *eb)
+{
+	size_t k = 0;
+	int err = 0;
+	for (; !err && k < o->n; k++)
+		err = add_checked(v, o->parts[k], eb);
+	for (; k < o->n; k++)
+		dsv_source_close(o->parts[k]);
+	free(o->parts);
+	*o = (opened){ 0 };
 	return err;
 }
 
-/* Opens one source (a resolved path, "file.h5:/dset" included) into the
- * view: the format the registry tells, or, for a file no format claims,
- * raw elements where the line gives their dtype and shape.
+/* Opens one source (a resolved path, "file.h5:/dset" included) into o:
+ * the format the registry tells, or, for a file no format claims, raw
+ * elements where the line gives their dtype and shape. Sources of
+ * different paths may be opened in parallel threads.
  * @return 0, or a dsv_err with eb set. */
-static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb)
+static int open_sources(const char *path, const dsv_raw_spec *raw, opened *o, dsv_errbuf *eb)
 {
 	dsv_source *s = NULL;
 	char *file, *dataset;
@@ -66,21 +70,104 @@ static int open_one(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_
 	const dsv_format *f = dsv_format_of_spec(path, raw ? 0 : DSV_DETECT_MAGIC, &file, &dataset,
 						 NULL, &err);
 
+	*o = (opened){ 0 };
 	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (f)
-		err = open_parts(v, f, file, dataset, eb);
+		err = dsv_format_open_parts(f, file, dataset, &o->parts, &o->n, eb);
 	else if (raw)
 		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
 	else if (!dsv_url_scheme_len(file) && stat(file, &st) < 0)
 		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
-				  "%s", strerror(errno));
+				  "%s%s", strerror(errno), dsv_source_open_hint(errno));
 	else
 		err = dsv_format_raw.open(path, NULL, &s, eb);
 	free(file);
 	free(dataset);
-	if (!err && s)
-		err = add_checked(v, s, eb);
+	if (!err && s) {
+		if (!(o->parts = malloc(sizeof(*o->parts)))) {
+			dsv_source_close(s);
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+		}
+		o->parts[0] = s;
+		o->n = 1;
+	}
+	return err;
+}
+
+/* A glob's matches opened by a few threads, each taking the next file:
+ * their headers are read in parallel (a view of thousands of files
+ * waits on the disk, not on one read at a time). */
+typedef struct batch {
+	char **files;
+	const char *dataset;
+	const dsv_raw_spec *raw;
+	opened *out;
+	size_t n;
+	pthread_mutex_t lock;
+	size_t failed; /* the first file in order that failed (n: none), under lock */
+	int err;
+	dsv_errbuf eb; /* its error */
+} batch;
+
+/* Opens file k of the batch (dsv_mf_parallel's work); nonzero once a
+ * file before it failed: nothing after a failure is added. */
+static int open_one_of(void *arg, size_t k)
+{
+	batch *b = arg;
+	dsv_errbuf eb;
+	char *one;
+	int err;
+
+	pthread_mutex_lock(&b->lock);
+	int past = k > b->failed;
+	pthread_mutex_unlock(&b->lock);
+	if (past)
+		return 1;
+	if (asprintf(&one, "%s%s%s", b->files[k], b->dataset ? ":" : "",
+		     b->dataset ? b->dataset : "") < 0)
+		err = dsv_errf(&eb, DSV_ERR_NOMEM, "out of memory");
+	else {
+		err = open_sources(one, b->raw, &b->out[k], &eb);
+		free(one);
+	}
+	pthread_mutex_lock(&b->lock);
+	if (err && k < b->failed) {
+		b->failed = k;
+		b->err = err;
+		b->eb = eb;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+/* Opens files (each with dataset) and adds their sources to v in their
+ * order. @return 0, or the first failure in order with eb set. */
+static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
+		      const dsv_raw_spec *raw, dsv_errbuf *eb)
+{
+	batch b = { .files = files, .dataset = dataset, .raw = raw, .n = n, .failed = n };
+	int err = 0;
+
+	if (!(b.out = calloc(n ? n : 1, sizeof(*b.out))))
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	pthread_mutex_init(&b.lock, NULL);
+	dsv_format_prepare(files, n);
+	dsv_mf_parallel(n, open_one_of, &b);
+	pthread_mutex_destroy(&b.lock);
+	for (size_t k = 0; k < n; k++) {
+		if (!err && k == b.failed) {
+			err = b.err;
+			*eb = b.eb;
+		}
+		if (!err)
+			err = add_opened(v, &b.out[k], eb);
+		for (size_t j = 0; err && j < b.out[k].n; j++)
+			dsv_source_close(b.out[k].parts[j]);
+		if (err)
+			free(b.out[k].parts);
+	}
+	free(b.out);
 	return err;
 }
 
@@ -91,30 +178,33 @@ static int open_glob(dsv_view *v, const char *file, const char *dataset, const d
 		     dsv_errbuf *eb)
 {
 	glob_t g;
-	int rc = glob(file, GLOB_ERR, NULL, &g), err = 0;
+	int rc = glob(file, GLOB_ERR, NULL, &g), err;
 
 	if (rc == GLOB_NOMATCH)
 		return dsv_errf_at(eb, DSV_ERR_NOTFOUND, file, NULL, "the pattern matches no file");
 	if (rc)
 		return dsv_errf_at(eb, rc == GLOB_NOSPACE ? DSV_ERR_NOMEM : DSV_ERR_IO, file, NULL,
 				   "cannot expand the pattern");
-	if (g.gl_pathc > DSV_VIEW_MAX_SOURCES - v->nsources)
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, NULL,
-				  "the pattern matches %zu files (at most %d sources)",
-				  (size_t)g.gl_pathc, DSV_VIEW_MAX_SOURCES);
-	else
-		dsv_natural_sort(g.gl_pathv, g.gl_pathc);
-	for (size_t k = 0; !err && k < g.gl_pathc; k++) {
-		char *one;
-		if (asprintf(&one, "%s%s%s", g.gl_pathv[k], dataset ? ":" : "",
-			     dataset ? dataset : "") < 0)
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else {
-			err = open_one(v, one, raw, eb);
-			free(one);
-		}
-	}
+	dsv_natural_sort(g.gl_pathv, g.gl_pathc);
+	err = open_files(v, g.gl_pathv, g.gl_pathc, dataset, raw, eb);
 	globfree(&g);
+	return err;
+}
+
+/* A source spec whose s3:// URL holds a pattern: every object it
+ * matches (s3glob.c), in natural order, each with the spec's dataset. */
+static int open_s3_glob(dsv_view *v, const char *file, const char *dataset, const dsv_raw_spec *raw,
+			dsv_errbuf *eb)
+{
+	char **urls;
+	size_t n;
+	int err = dsv_s3_glob(file, &urls, &n, eb);
+	if (err)
+		return err;
+	err = open_files(v, urls, n, dataset, raw, eb);
+	for (size_t i = 0; i < n; i++)
+		free(urls[i]);
+	free(urls);
 	return err;
 }
 
@@ -126,11 +216,17 @@ int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, d
 
 	if (dsv_spec_split(path, &file, &dataset))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	/* an object URL is never a pattern ('?' starts its query) */
+	/* an object URL is a pattern by '*' and '[' alone ('?' starts its query) */
 	if (!dsv_url_scheme_len(file) && dsv_has_glob(file) && stat(file, &st) < 0)
 		err = open_glob(v, file, dataset, raw, eb);
-	else
-		err = open_one(v, path, raw, eb);
+	else if (!strncmp(file, "s3://", 5) && strpbrk(file + 5, "*["))
+		err = open_s3_glob(v, file, dataset, raw, eb);
+	else {
+		opened o;
+		err = open_sources(path, raw, &o, eb);
+		if (!err)
+			err = add_opened(v, &o, eb);
+	}
 	free(file);
 	free(dataset);
 	return err;

@@ -272,20 +272,68 @@ static int from_h5(dsv_manifest *m, const dsv_format *f, const char *path, dsv_d
 /* The view of a file of one array (a .npy, a .nii), named for the file
  * less its extension (file_view_name), opened as its format f says (a
  * .nii.gz is refused with the way to convert it). */
-static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv_dtype dtype,
-		     dsv_errbuf *eb)
-{
+/* A file opened ahead of its view (pre_open), or how its open failed. */
+typedef struct opened_file {
 	dsv_source *s;
-	char *name;
+	int err;
+	dsv_errbuf *eb; /* the failure's words, or NULL */
+} opened_file;
+
+/* A view of the file at path (format f): the source o opened ahead
+ * (taken), or, with no o, opened now. */
+static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv_dtype dtype,
+		     opened_file *o, dsv_errbuf *eb)
+{
+	dsv_source *s = o ? o->s : NULL;
+	char *name = NULL;
 	size_t ext;
+	int err;
+
+	if (o)
+		o->s = NULL;
 	dsv_format_by_name(path, &ext);
-	int err = file_view_name(path, ext, &name, eb);
-	if (!err)
+	err = file_view_name(path, ext, &name, eb);
+	if (!err && o && o->err) {
+		*eb = *o->eb;
+		err = o->err;
+	}
+	if (!err && !s)
 		err = f->open(path, NULL, &s, eb);
 	if (!err)
-		err = add_file_view(m, name, NULL, s, dtype, eb);
+		err = add_file_view(m, name, NULL, s, dtype, eb); /* s taken */
+	else
+		dsv_source_close(s);
 	free(name);
 	return err;
+}
+
+/* The files of a directory opened ahead on threads (dsv_mf_parallel):
+ * the single-array formats' (a .npy, a .nii); a file of datasets is
+ * opened as it is walked. */
+typedef struct pre_open {
+	const char *dir;
+	char **names;
+	opened_file *out;
+} pre_open;
+
+static int open_ahead(void *arg, size_t k)
+{
+	pre_open *p = arg;
+	const dsv_format *f = dsv_format_by_name(p->names[k], NULL);
+	opened_file *o = &p->out[k];
+	dsv_errbuf eb;
+	char *path;
+	struct stat st;
+
+	if (f->traits & DSV_FMT_DATASETS || asprintf(&path, "%s/%s", p->dir, p->names[k]) < 0)
+		return 0; /* opened in the walk */
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (o->err = f->open(path, NULL, &o->s, &eb)) && !(o->eb = malloc(sizeof(*o->eb))))
+		o->err = 0; /* no room for the words: opened again in the walk */
+	else if (o->err)
+		*o->eb = eb;
+	free(path);
+	return 0;
 }
 
 /* The names one level under the object prefix dir (a listing: its
@@ -408,6 +456,21 @@ static const dsv_format *entry_format(const char *dir, const char *name)
 	return f && !f->by_name ? f : NULL;
 }
 
+/* The formats' preparation of dir's files names[0 .. n) (the HDF5 probe
+ * of them all at once); skipped when out of memory. */
+static void prepare_files(const char *dir, char **names, size_t n)
+{
+	char **paths = calloc(n ? n : 1, sizeof(*paths));
+	size_t k = 0;
+	while (paths && k < n && asprintf(&paths[k], "%s/%s", dir, names[k]) >= 0)
+		k++;
+	if (paths && k == n)
+		dsv_format_prepare(paths, n);
+	for (size_t i = 0; paths && i < k; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
 		    dsv_errbuf *eb)
 {
@@ -442,8 +505,14 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL,
 				  "no file in it is one dsview reads (%s)",
 				  dsv_format_nouns(DSV_FMT_DIR | DSV_FMT_RAW, what, sizeof(what)));
-	if (!err)
+	opened_file *ahead = NULL;
+	if (!err) {
 		dsv_natural_sort(names, n);
+		prepare_files(dir, names, n);
+		pre_open p = { dir, names, calloc(n ? n : 1, sizeof(*p.out)) };
+		if ((ahead = p.out))
+			dsv_mf_parallel(n, open_ahead, &p);
+	}
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub, first;
 		char *path = NULL;
@@ -465,15 +534,21 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		if (f->traits & DSV_FMT_DATASETS)
 			e = h5_views(m, f, path, names[i], dtype, flags, &first, &sub);
 		else
-			e = file_view(m, f, path, dtype, &sub);
+			e = file_view(m, f, path, dtype, ahead ? &ahead[i] : NULL, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		free(path);
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (ahead) {
+			dsv_source_close(ahead[i].s); /* not taken: the walk stopped */
+			free(ahead[i].eb);
+		}
 		free(names[i]);
+	}
+	free(ahead);
 	free(names);
 	if (!err && m->nviews == 0)
 		err = dsv_mf_nothing_served(m, dir, eb);
@@ -504,7 +579,7 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	else if (f && (f->traits & DSV_FMT_DATASETS))
 		err = from_h5(m, f, path, dtype, flags, eb);
 	else if (f)
-		err = file_view(m, f, path, dtype, eb);
+		err = file_view(m, f, path, dtype, NULL, eb);
 	else
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				  "expected a manifest (.ini), %s, or a directory of them",

@@ -1,9 +1,9 @@
 /*
  * A bucket's listing: ListObjectsV2 with a delimiter ('/'), the "one
  * level down" of a prefix, as S3 serves it in XML, parsed with expat. Only
- * what a listing of children needs is kept: each CommonPrefixes/Prefix,
- * IsTruncated and NextContinuationToken; keys, sizes and the rest are
- * skipped. The reply is untrusted bytes from the network: values are
+ * what a listing of children needs is kept: each CommonPrefixes/Prefix
+ * (the child prefixes), each Contents/Key (the objects), IsTruncated and
+ * NextContinuationToken; sizes and the rest are skipped. The reply is untrusted bytes from the network: values are
  * bounded (LIST_VALUE_MAX), so are their count (LIST_MAX), and a reply
  * that is not well-formed XML, or not a ListBucketResult, is refused.
  * dsv_net_dir_list pages through a listing by its continuation tokens.
@@ -21,14 +21,15 @@
 #define LIST_REPLY_MAX (16u << 20) /* a page: 1,000 entries, well under */
 #define LIST_PAGES_MAX 1000
 
-enum { IN_NONE, IN_PREFIX, IN_TRUNCATED, IN_TOKEN };
+enum { IN_NONE, IN_PREFIX, IN_KEY, IN_TRUNCATED, IN_TOKEN };
 
 typedef struct parse_state {
 	dsv_net_listing *out;
-	int depth;     /* elements open */
-	int root_ok;   /* the root is ListBucketResult */
-	int in_common; /* inside a CommonPrefixes at depth 2 */
-	int in;        /* which value the text is for */
+	int depth;       /* elements open */
+	int root_ok;     /* the root is ListBucketResult */
+	int in_common;   /* inside a CommonPrefixes at depth 2 */
+	int in_contents; /* inside a Contents at depth 2 */
+	int in;          /* which value the text is for */
 	char text[LIST_VALUE_MAX + 1];
 	size_t len;
 	int err; /* DSV_ERR_*: stop */
@@ -45,6 +46,10 @@ static void on_start(void *user, const XML_Char *name, const XML_Char **attrs)
 		p->in_common = 1;
 	else if (p->depth == 3 && p->in_common && !strcmp(name, "Prefix"))
 		p->in = IN_PREFIX;
+	else if (p->depth == 2 && !strcmp(name, "Contents"))
+		p->in_contents = 1;
+	else if (p->depth == 3 && p->in_contents && !strcmp(name, "Key"))
+		p->in = IN_KEY;
 	else if (p->depth == 2 && !strcmp(name, "IsTruncated"))
 		p->in = IN_TRUNCATED;
 	else if (p->depth == 2 && !strcmp(name, "NextContinuationToken"))
@@ -76,16 +81,18 @@ static void keep(parse_state *p)
 		free(l->token);
 		if (!(l->token = strdup(p->text)))
 			p->err = DSV_ERR_NOMEM;
-	} else if (l->n >= LIST_MAX) {
+	} else if (l->n + l->nkeys >= LIST_MAX) {
 		p->err = DSV_ERR_OVERFLOW;
 	} else {
-		char **nn = realloc(l->prefixes, (l->n + 1) * sizeof(*nn));
+		char ***v = p->in == IN_KEY ? &l->keys : &l->prefixes;
+		size_t *n = p->in == IN_KEY ? &l->nkeys : &l->n;
+		char **nn = realloc(*v, (*n + 1) * sizeof(*nn));
 		if (nn)
-			l->prefixes = nn;
-		if (!nn || !(nn[l->n] = strdup(p->text)))
+			*v = nn;
+		if (!nn || !(nn[*n] = strdup(p->text)))
 			p->err = DSV_ERR_NOMEM;
 		else
-			l->n++;
+			++*n;
 	}
 }
 
@@ -97,7 +104,7 @@ static void on_end(void *user, const XML_Char *name)
 		keep(p);
 	p->in = IN_NONE;
 	if (p->depth == 2)
-		p->in_common = 0;
+		p->in_common = p->in_contents = 0;
 	p->depth--;
 }
 
@@ -136,32 +143,39 @@ void dsv_net_listing_free(dsv_net_listing *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->prefixes[i]);
 	free(l->prefixes);
+	for (size_t i = 0; i < l->nkeys; i++)
+		free(l->keys[i]);
+	free(l->keys);
 	free(l->token);
 	memset(l, 0, sizeof(*l));
 }
 
 /* The child names of one page: each common prefix less pfx (the listed
- * prefix) and its trailing '/', appended to *names. */
-static int take_page(const dsv_net_listing *l, const char *pfx, char ***names, size_t *n)
+ * prefix) and its trailing '/', or with objects each object's key less
+ * pfx, appended to *names. */
+static int take_page(const dsv_net_listing *l, const char *pfx, int objects, char ***names,
+		     size_t *n)
 {
-	size_t plen = strlen(pfx);
-	for (size_t i = 0; i < l->n; i++) {
-		const char *c = l->prefixes[i];
-		size_t len = strlen(c);
-		if (len <= plen + 1 || strncmp(c, pfx, plen) || c[len - 1] != '/')
+	size_t plen = strlen(pfx), count = objects ? l->nkeys : l->n;
+	for (size_t i = 0; i < count; i++) {
+		const char *c = objects ? l->keys[i] : l->prefixes[i];
+		size_t len = strlen(c), trail = !objects;
+		if (len <= plen + trail || strncmp(c, pfx, plen) ||
+		    (objects ? memchr(c + plen, '/', len - plen) != NULL : c[len - 1] != '/'))
 			continue; /* not one level under pfx: not a child */
 		char **nn = realloc(*names, (*n + 1) * sizeof(*nn));
 		if (!nn)
 			return DSV_ERR_NOMEM;
 		*names = nn;
-		if (!(nn[*n] = strndup(c + plen, len - plen - 1)))
+		if (!(nn[*n] = strndup(c + plen, len - plen - trail)))
 			return DSV_ERR_NOMEM;
 		++*n;
 	}
 	return 0;
 }
 
-int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb)
+/* dsv_net_dir_list's child prefixes, or with objects the objects. */
+static int list_level(const dsv_net_dir *d, int objects, char ***names, size_t *n, dsv_errbuf *eb)
 {
 	const char *url;
 	const dsv_net_config *c = dsv_net_dir_config(d, &url);
@@ -192,7 +206,7 @@ int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf 
 		free(req);
 		req = NULL;
 		if (!err && !(err = dsv_net_list_parse(body, got, &l, eb))) {
-			err = take_page(&l, pfx, names, n);
+			err = take_page(&l, pfx, objects, names, n);
 			free(token);
 			token = l.truncated && l.token && *l.token ? strdup(l.token) : NULL;
 			if (l.truncated && !token && !err)
@@ -218,4 +232,14 @@ int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf 
 		*n = 0;
 	}
 	return err;
+}
+
+int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb)
+{
+	return list_level(d, 0, names, n, eb);
+}
+
+int dsv_net_dir_list_objects(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb)
+{
+	return list_level(d, 1, names, n, eb);
 }

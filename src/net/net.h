@@ -105,6 +105,9 @@ int dsv_net_dir_range(const dsv_net_dir *d, const char *key, void *buf, size_t n
  * nothing); DSV_ERR_IO (the store refused or failed); DSV_ERR_FORMAT (a
  * reply that is not a listing); eb naming the prefix and why. */
 int dsv_net_dir_list(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb);
+/* As dsv_net_dir_list, the objects one level under d's prefix (the keys
+ * x.zarr/a and x.zarr/b: "a" and "b"; not x.zarr/c/d). */
+int dsv_net_dir_list_objects(const dsv_net_dir *d, char ***names, size_t *n, dsv_errbuf *eb);
 
 /* The GET as one URL (s3:// is made an https:// or the endpoint's URL,
  * path-style) into *out (the caller frees it). For tests and `info`.

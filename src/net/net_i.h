@@ -117,6 +117,8 @@ const dsv_net_config *dsv_net_dir_config(const dsv_net_dir *d, const char **name
 typedef struct dsv_net_listing {
 	char **prefixes; /* CommonPrefixes/Prefix, as sent */
 	size_t n;
+	char **keys; /* Contents/Key, as sent: the objects */
+	size_t nkeys;
 	int truncated; /* IsTruncated: another page follows */
 	char *token;   /* NextContinuationToken, or NULL */
 } dsv_net_listing;

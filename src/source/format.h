@@ -73,6 +73,10 @@ typedef struct dsv_format {
 	 * open, or NULL), unpacked once beside output. NULL: open. */
 	int (*open_packed)(const char *input, const char *dataset, const char *output,
 			   dsv_source **out, dsv_errbuf *eb);
+	/* Optional: readies files[0 .. n), this format's by their names, for
+	 * their opens soon after (the HDF5 library's probe of many files in
+	 * one child process). NULL: nothing to ready. */
+	void (*prepare)(char *const *files, size_t n);
 } dsv_format;
 
 #endif

@@ -26,7 +26,8 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 	s->fd = -1;
 	s->refs = 1;
 	s->path = strdup(path);
-	s->shown = strndup(path, dsv_url_shown_len(path));
+	size_t shown = dsv_url_shown_len(path);
+	s->shown = shown == strlen(path) ? s->path : strndup(path, shown);
 	s->dataset = dataset ? strdup(dataset) : NULL;
 	if (!s->path || !s->shown || (dataset && !s->dataset)) {
 		dsv_source_close(s);
@@ -36,6 +37,19 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 	s->info.dataset = s->dataset;
 	s->info.why = "";
 	return s;
+}
+
+int dsv_source_dims(dsv_source *s)
+{
+	if (!s->gshape) {
+		uint64_t *d = calloc(3 * DSV_MAX_DIMS, sizeof(*d));
+		if (!d)
+			return DSV_ERR_NOMEM;
+		s->gshape = d;
+		s->gcount = d + DSV_MAX_DIMS;
+		s->blosc2_shape = d + 2 * DSV_MAX_DIMS;
+	}
+	return 0;
 }
 
 /* An object by its URL: what its HEAD said stands for fstat. */
@@ -51,22 +65,9 @@ static int open_object(dsv_source *s, dsv_errbuf *eb)
 
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb)
 {
-	struct stat st;
 	if (dsv_url_scheme_len(s->path))
 		return open_object(s, eb);
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0) {
-		int e = errno;
-		return dsv_errf_at(eb, e == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, s->path, NULL,
-				   "%s", strerror(e));
-	}
-	if (fstat(s->fd, &st) < 0)
-		return dsv_errf_at(eb, DSV_ERR_IO, s->path, NULL, "%s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return dsv_errf_at(eb, DSV_ERR_INVALID, s->path, NULL, "not a regular file");
-	s->file_size = (uint64_t)st.st_size;
-	s->info.mtime = st.st_mtim;
-	return 0;
+	return dsv_source_fd_first(s, eb);
 }
 
 int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape)
@@ -127,15 +128,16 @@ void dsv_source_close(dsv_source *s)
 		return;
 	if (s->fmt_close)
 		s->fmt_close(s->fmt);
-	if (s->fd >= 0)
-		close(s->fd);
+	dsv_source_fd_close(s);
 	dsv_net_close(s->net);
 	free(s->table_mem);
 	free(s->chunk_off);
 	free(s->chunk_size);
 	free(s->chunk_mask);
+	if (s->shown != s->path)
+		free(s->shown);
 	free(s->path);
-	free(s->shown);
+	free(s->gshape);
 	free(s->dataset);
 	free(s->attrs_json);
 	free(s->dims_json);
@@ -245,7 +247,12 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 		return s->vpread(s, buf, n, off);
 	if (s->net)
 		return dsv_net_pread(s->net, buf, n, off);
-	return dsv_pread_fd(s->fd, buf, n, off);
+	int fd = dsv_source_fd_get(s), err;
+	if (fd < 0)
+		return DSV_ERR_IO;
+	err = dsv_pread_fd(fd, buf, n, off);
+	dsv_source_fd_put(s);
+	return err;
 }
 
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,

@@ -113,4 +113,27 @@ void dsv_range_free(dsv_range *r);
  * that failed. @return 0 or the chunk's dsv_err. */
 int dsv_range_read(dsv_range *r, uint64_t e0, uint64_t n, void *dst, uint64_t *bad);
 
+/* The descriptor cache (fds.c): the descriptors of the sources that read
+ * files, one budget for the process, the least recently read closed past
+ * it and opened again (checked) at their next read. */
+typedef struct dsv_source_fd_stats {
+	uint64_t open;     /* sources' descriptors open now */
+	uint64_t budget;   /* at most this many (DSVIEW_OPEN_FILES or the limit) */
+	uint64_t reopens;  /* descriptors opened again after the cache closed them */
+	uint64_t replaced; /* reopens refused: the file was replaced or changed */
+} dsv_source_fd_stats;
+void dsv_source_fd_counts(dsv_source_fd_stats *out);
+/* Raises the soft limit of open files to the hard limit and sizes the
+ * cache's budget from it again. @return the new soft limit, or -1 when
+ * it cannot be read or is unlimited. */
+long dsv_source_raise_fd_limit(void);
+/* open(2) of path read-only for a descriptor outside the cache (the HDF5
+ * library's files): at the process's limit (EMFILE), the cache closes
+ * some of its idle descriptors and the open is tried once more. @return
+ * the descriptor, or -1 with errno set. */
+int dsv_source_open_path(const char *path);
+/* " (the limit of open files: raise it with ulimit -n)" for an open(2)
+ * that failed with e = EMFILE or ENFILE, else "": for messages. */
+const char *dsv_source_open_hint(int e);
+
 #endif

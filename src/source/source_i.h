@@ -17,6 +17,7 @@
 #define DSV_SOURCE_I_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "dsview/source.h"
 #include "source/source.h"
@@ -57,7 +58,16 @@ struct dsv_source {
 	char *path;  /* what is opened: a URL with its query */
 	char *shown; /* what info.path shows: path without a URL's query */
 	char *dataset;
+	/* The file's descriptor, or -1 while the descriptor cache (fds.c)
+	 * has it closed: read it only between dsv_source_fd_get and _put.
+	 * The cache's list and pins, and what the first open found (the
+	 * file a reopen must be: dev, ino, file_size, info.mtime). */
 	int fd;
+	unsigned fd_pins;
+	unsigned char fd_file; /* fd is the cache's (a file was opened) */
+	struct dsv_source *fd_prev, *fd_next;
+	dev_t dev;
+	ino_t ino;
 	/* an object in object storage or on an https:// server (src/net),
 	 * read by ranged GETs where a file is read with pread; fd is then -1 */
 	struct dsv_net_obj *net;
@@ -80,8 +90,9 @@ struct dsv_source {
 	/* bitshuffle's cd_values: element size, block size (elements, 0:
 	 * default), compression (DSV_BSHUF_*); checked at open */
 	unsigned bshuf_elem, bshuf_block, bshuf_comp;
-	/* Blosc2: the chunk's shape, which a B2ND frame's must be */
-	uint64_t blosc2_shape[DSV_MAX_DIMS];
+	/* Blosc2: the chunk's shape, which a B2ND frame's must be (ndim
+	 * values in the block dsv_source_dims gives; NULL until then) */
+	uint64_t *blosc2_shape;
 	/* LZ4 stores with a block table (h5_table.c): its file offset and
 	 * blocks per chunk (0: none; chunks are decoded whole); for a source
 	 * in object storage the whole table as stored, read once at open
@@ -115,9 +126,9 @@ struct dsv_source {
 	 * order and byte order, or returns DSV_ERR_NOTFOUND for a chunk never
 	 * written (read as g_fill). */
 	int grid;
-	uint64_t gshape[DSV_MAX_DIMS];
-	uint64_t gcount[DSV_MAX_DIMS]; /* grid chunks along each axis */
-	uint64_t g_band;               /* chunk-rows a band (dsv_grid_set_bands) */
+	uint64_t *gshape; /* ndim values each, in the block dsv_source_dims gives */
+	uint64_t *gcount; /* grid chunks along each axis */
+	uint64_t g_band;  /* chunk-rows a band (dsv_grid_set_bands) */
 	int g_fortran, g_big_endian;
 	unsigned char g_fill[8]; /* one element, little-endian */
 	int (*grid_chunk)(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, void *dst,
@@ -139,6 +150,10 @@ struct dsv_source {
 
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
 dsv_source *dsv_source_alloc(const char *path, const char *dataset);
+/* Gives s the room for gshape, gcount and blosc2_shape (DSV_MAX_DIMS
+ * values each), once: a flat source, the most common, keeps none, so a
+ * view of many small sources stays small. @return 0 or DSV_ERR_NOMEM. */
+int dsv_source_dims(dsv_source *s);
 /* Splits a flat source into chunks of whole rows of about target_bytes of
  * source elements (a row larger than that is split into equal pieces). */
 void dsv_source_flat_chunks(dsv_source *s, uint64_t target_bytes);
@@ -148,6 +163,18 @@ int dsv_source_set_shape(dsv_source *s, int ndim, const uint64_t *shape);
 /* Opens s->path read-only, fills fd, file_size, mtime; a URL
  * (dsv_url_scheme_len) is opened as an object instead (net, by a HEAD). */
 int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
+
+/* Implemented in fds.c, the descriptor cache. The file s->path opened the
+ * first time, its descriptor put in the cache: fd, file_size, info.mtime,
+ * dev, ino. */
+int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb);
+/* s's descriptor for a read (opened again, checked, when the cache had
+ * closed it), kept open until dsv_source_fd_put; -1 when it cannot be
+ * opened or is no longer the same file (logged once a minute). */
+int dsv_source_fd_get(const dsv_source *s);
+void dsv_source_fd_put(const dsv_source *s);
+/* Closes s's descriptor and takes it out of the cache (s's last close). */
+void dsv_source_fd_close(dsv_source *s);
 
 /* Reads exactly n bytes of fd at off; DSV_ERR_TRUNCATED if the file ends
  * first, DSV_ERR_IO on a read error (dsv_source_pread for any fd). */

@@ -282,6 +282,10 @@ static void source_scale(const dsv_view *v, const dsv_source_info *si, dsv_xform
 	}
 }
 
+/* Plans a source may share with the sources before it: of the last this
+ * many made. */
+#define PLANS_SEEN 16
+
 int dsv_view_plans(dsv_view *v, dsv_errbuf *eb)
 {
 	dsv_xform_params p;
@@ -309,16 +313,20 @@ int dsv_view_plans(dsv_view *v, dsv_errbuf *eb)
 	v->decl->xf_own = calloc(v->nsources, 1);
 	if (!v->xf || !v->decl->xf_own)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	/* the sources that made the last PLANS_SEEN plans, looked through
+	 * for one to share: a view of many sources has few plans */
+	size_t seen[PLANS_SEEN], nseen = 0;
 	for (size_t i = 0; i < v->nsources; i++) {
 		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
-		size_t j = 0;
-		while (!v->decl->per_source && j < i &&
-		       !same_plan(si, dsv_source_get_info(v->sources[j])))
-			j++;
-		if (!v->decl->per_source && j < i) {
-			v->xf[i] = v->xf[j];
+		size_t k = 0, lim = nseen < PLANS_SEEN ? nseen : PLANS_SEEN;
+		while (!v->decl->per_source && k < lim &&
+		       !same_plan(si, dsv_source_get_info(v->sources[seen[k]])))
+			k++;
+		if (!v->decl->per_source && k < lim) {
+			v->xf[i] = v->xf[seen[k]];
 			continue;
 		}
+		seen[nseen++ % PLANS_SEEN] = i;
 		if (si->has_scale && dsv_dtype_is_int(v->dtype))
 			return dsv_errf_key(
 				eb, DSV_ERR_INVALID, "dtype",

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/arith.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/str.h"
 #include "view/view_i.h"
@@ -109,35 +110,67 @@ static int same_source(const dsv_source_info *a, const dsv_source_info *b)
 	return !memcmp(a->shape, b->shape, sizeof(a->shape));
 }
 
+static uint64_t file_hash(const dsv_source_info *a)
+{
+	uint64_t h = dsv_hash_bytes(DSV_HASH_SEED, a->path, strlen(a->path) + 1);
+	return a->dataset ? dsv_hash_bytes(h, a->dataset, strlen(a->dataset)) : h;
+}
+
+/* The first open of each data, found by its file's hash: open addressing
+ * with linear probing, at most half full. */
+typedef struct {
+	dsv_source **slot;
+	uint32_t *key;
+	size_t mask;
+} share_table;
+
+/* The source already in t that s is another open of (its key in *key),
+ * or NULL after s was put in t with key. */
+static dsv_source *share_find(share_table *t, dsv_source *s, uint32_t *key)
+{
+	const dsv_source_info *a = dsv_source_get_info(s);
+	size_t i = (size_t)file_hash(a) & t->mask;
+	for (; t->slot[i]; i = (i + 1) & t->mask)
+		if (same_source(dsv_source_get_info(t->slot[i]), a)) {
+			*key = t->key[i];
+			return t->slot[i];
+		}
+	t->slot[i] = s;
+	t->key[i] = *key;
+	return NULL;
+}
+
 void dsv_manifest_share(dsv_manifest *m)
 {
-	for (size_t i = 0; i < m->nviews; i++) {
+	size_t n = 0, cap = 2;
+	for (size_t i = 0; i < m->nviews; i++)
+		n += m->views[i]->nsources;
+	while (cap < 2 * n)
+		cap *= 2;
+	share_table t = { calloc(cap, sizeof(*t.slot)), calloc(cap, sizeof(*t.key)), cap - 1 };
+	for (size_t i = 0; t.slot && t.key && i < m->nviews; i++) {
 		dsv_view *v = m->views[i];
 		for (size_t k = 0; k < v->nsources; k++) {
-			const dsv_source_info *a = dsv_source_get_info(v->sources[k]);
-			for (size_t j = 0; j <= i; j++) {
-				dsv_view *w = m->views[j];
-				size_t lim = j == i ? k : w->nsources, q = 0;
-				while (q < lim &&
-				       !same_source(dsv_source_get_info(w->sources[q]), a))
-					q++;
-				if (q == lim)
-					continue;
+			dsv_source *first = share_find(&t, v->sources[k], &v->src_key[k]);
+			if (first) {
 				dsv_source_close(v->sources[k]);
-				v->sources[k] = dsv_source_ref(w->sources[q]);
-				v->src_key[k] = w->src_key[q];
-				break;
+				v->sources[k] = dsv_source_ref(first);
 			}
 		}
 	}
+	free(t.slot);
+	free(t.key);
 }
 
 int dsv_view_add_source(dsv_view *v, dsv_source *s)
 {
-	dsv_source **n = realloc(v->sources, (v->nsources + 1) * sizeof(*n));
-	if (!n)
-		return DSV_ERR_NOMEM;
-	v->sources = n;
+	size_t k = v->nsources;
+	if (!(k & (k - 1))) { /* 0, 1, 2, 4, ...: full, doubled */
+		dsv_source **n = realloc(v->sources, (k ? 2 * k : 1) * sizeof(*n));
+		if (!n)
+			return DSV_ERR_NOMEM;
+		v->sources = n;
+	}
 	v->sources[v->nsources++] = s;
 	return 0;
 }

@@ -38,7 +38,6 @@ struct dsv_view_decl {
 };
 
 #define DSV_VIEW_NAME_MAX 200
-#define DSV_VIEW_MAX_SOURCES 4096
 
 /* A raw source's declared layout (source_dtype, source_shape). */
 typedef struct dsv_raw_spec {
@@ -50,7 +49,8 @@ typedef struct dsv_raw_spec {
 /* Makes the views of m that read the same data (the same file and
  * dataset, opened the same way) share one source, and so one cache key:
  * a chunk decoded for one view is there for the others (train/val/test
- * splits of one store). Call once every view is finished. */
+ * splits of one store). Call once every view is finished. Found by a
+ * hash of each source's file; with no memory for it, none are shared. */
 void dsv_manifest_share(dsv_manifest *m);
 dsv_view *dsv_view_new(const char *name);
 void dsv_view_free(dsv_view *v);

@@ -10,6 +10,7 @@ again) - with the secret key absent from every output."""
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -222,6 +223,37 @@ class S3(E2E):
             c = reference(self.raw, mean=[10.0], std=[1000.0])
             check_whole(self, m, "c", c, "float32")
             check_preads(self, m, "c", c, rows=(0, 300, 612), n_random=10)
+
+    def test_pattern_over_prefixes(self):
+        # 3 x 60 objects (so the opens run on threads), wildcards in a
+        # directory part and the last, natural order; others not matched
+        s3 = self.store.client()
+        want = []
+        for sub in (1, 2, 10):
+            for k in range(60):
+                a = np.full((1 + k % 3, 5), 1000 * sub + k, np.int32)
+                key = f"coll/sub-{sub}/eeg/sub-{sub}_run{k}_eeg.npy"
+                s3.put_object(Bucket=BUCKET, Key=key, Body=npy_bytes(a))
+                want.append((sub, k, a))
+            s3.put_object(Bucket=BUCKET, Key=f"coll/sub-{sub}/eeg/sub-{sub}_events.npy",
+                          Body=npy_bytes(np.zeros((2, 5), np.int32)))
+            s3.put_object(Bucket=BUCKET, Key=f"coll/sub-{sub}/anat/sub-{sub}_run0_eeg.npy",
+                          Body=npy_bytes(np.zeros((2, 5), np.int32)))
+        want.sort(key=lambda w: (w[0], w[1]))
+        ref = np.concatenate([w[2] for w in want]).astype(np.float32)
+        ini = self.write_ini(f"[v]\nsource = {self.url('coll/sub-*/eeg/*_eeg.npy')}\n")
+        with self.mount_s3(ini) as m:
+            check_whole(self, m, "v", ref, "float32")
+            with open(m.path("v.json")) as f:
+                paths = [s["path"] for s in json.load(f)["sources"]]
+            self.assertEqual(paths, [self.url(f"coll/sub-{s}/eeg/sub-{s}_run{k}_eeg.npy")
+                                     for s, k, _ in want])
+        none = self.write_ini(f"[v]\nsource = {self.url('coll/sub-*/eeg/*.nii')}\n", "none.ini")
+        r = run("mount", "--log", self.p("none.log"), none, self.p("mnt-none"),
+                env=self.store.env())
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr.strip(), f"dsview: {none}:2: "
+                         f"{self.url('coll/sub-*/eeg/*.nii')}: the pattern matches no object")
 
     def test_hdf5_zero_config(self):
         with self.mount_s3(self.url("h5/run1.h5")) as m:

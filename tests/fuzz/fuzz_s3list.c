@@ -1,6 +1,6 @@
 /* A bucket listing as an object store sends it (ListObjectsV2's XML):
- * parsed with expat by src/net/list.c; whatever parses has its names,
- * truncation and token read back. */
+ * parsed with expat by src/net/list.c; whatever parses has its names
+ * (prefixes and keys), truncation and token read back. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -14,6 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dsv_net_list_parse((const char *)data, size, &l, &eb) == 0) {
 		for (size_t i = 0; i < l.n; i++)
 			total += strlen(l.prefixes[i]);
+		for (size_t i = 0; i < l.nkeys; i++)
+			total += strlen(l.keys[i]);
 		total += l.token ? strlen(l.token) : 0;
 		total += (size_t)l.truncated;
 		dsv_net_listing_free(&l);

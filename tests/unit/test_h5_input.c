@@ -303,6 +303,44 @@ static void test_probe_when_waitpid_fails(void **state)
 	assert_non_null(strstr(eb.reason, "damaged HDF5 file"));
 }
 
+/* Crashes on the files whose names hold "bad", as the library does on a
+ * damaged file. */
+static void probe_crash_bad(const char *path)
+{
+	if (strstr(path, "bad"))
+		raise(SIGSEGV);
+}
+
+/* Many files probed by batch children: the sound ones remembered as
+ * sound (a crashing probe is not run on them again), each that crashed
+ * remembered as damaged (a sound probe is not run on it again), and the
+ * files after a crash probed too. */
+static void test_probe_many(void **state)
+{
+	static const char *names[] = { "m0.h5",    "m1.h5", "m2bad.h5", "m3.h5",
+				       "m4bad.h5", "m5.h5", "m6.h5" };
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	char paths[N][256], *ps[N];
+	dsv_errbuf eb = { 0 };
+	(void)state;
+
+	for (int i = 0; i < N; i++) {
+		H5Fclose(new_file(names[i], 0));
+		ps[i] = (char *)tpath(paths[i], sizeof(paths[i]), names[i]);
+	}
+	dsv_h5_probe_many(ps, N, probe_crash_bad);
+	for (int i = 0; i < N; i++) {
+		int bad = strstr(names[i], "bad") != NULL;
+		int err = dsv_h5_check_input(ps[i], bad ? probe_nothing : probe_crash, &eb);
+		if (bad) {
+			assert_int_equal(err, DSV_ERR_FORMAT);
+			assert_non_null(strstr(eb.reason, "damaged HDF5 file"));
+		} else if (err) {
+			fail_msg("%s: probed again after the batch: %s", names[i], eb.msg);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_integer_kinds),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_probe_when_waitpid_fails),
+		cmocka_unit_test(test_probe_many),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

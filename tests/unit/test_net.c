@@ -235,6 +235,8 @@ static void listings_parsed_and_asked_for(void **state)
 	assert_int_equal(l.n, 2);
 	assert_string_equal(l.prefixes[0], "g.zarr/a/");
 	assert_string_equal(l.prefixes[1], "g.zarr/b & c/");
+	assert_int_equal(l.nkeys, 1);
+	assert_string_equal(l.keys[0], "g.zarr/.zgroup");
 	assert_true(l.truncated);
 	assert_string_equal(l.token, "t/1=");
 	dsv_net_listing_free(&l);
@@ -244,6 +246,7 @@ static void listings_parsed_and_asked_for(void **state)
 		assert_int_equal(dsv_net_list_parse(bad[i], strlen(bad[i]), &l, &eb),
 				 DSV_ERR_FORMAT);
 		assert_null(l.prefixes);
+		assert_null(l.keys);
 		assert_null(l.token);
 	}
 	/* the query in SigV4's canonical order, every value encoded */

@@ -51,6 +51,7 @@
 #include "formats/h5/driver_test.h"
 #include "formats/h5/h5.h"
 #include "net/net.h"
+#include "source/source.h"
 
 /* An object's metadata blocks: RO_BLOCKS of RO_BLOCK bytes, the oldest
  * fetched replaced first. */
@@ -99,6 +100,14 @@ static H5FD_t *ro_open_object(const char *name)
 	return &f->pub;
 }
 
+/* Why this thread's last open of a file failed (0: it did not fail). */
+static __thread int ro_errno;
+
+int dsv_h5_ro_open_errno(void)
+{
+	return ro_errno;
+}
+
 static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxaddr)
 {
 	struct stat st;
@@ -109,13 +118,16 @@ static H5FD_t *ro_open(const char *name, unsigned flags, hid_t fapl, haddr_t max
 	if ((flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT)) || maxaddr == 0 ||
 	    maxaddr == HADDR_UNDEF || maxaddr > RO_MAXADDR)
 		return NULL;
+	ro_errno = 0;
 	if (dsv_h5_ro_open_hook)
 		dsv_h5_ro_open_hook(name);
 	if (dsv_url_scheme_len(name))
 		return ro_open_object(name);
-	fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	fd = dsv_source_open_path(name);
+	if (fd < 0) {
+		ro_errno = errno;
 		return NULL;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f || fstat(fd, &st) < 0) {
 		free(f);

@@ -86,6 +86,10 @@ int dsv_h5_same_file(hid_t file, int fd, const struct dsv_net_obj *net);
 int dsv_h5_locate_chunk(hid_t dset, const hsize_t *coord, hsize_t size, void *buf, haddr_t *addr,
 			unsigned *mask);
 
+/* driver.c: errno of this thread's last open of a file by the read-only
+ * driver that failed, 0 when the last did not fail. */
+int dsv_h5_ro_open_errno(void);
+
 /* probe.c */
 
 /* The work of a probe child: read path with the library as a mount or
@@ -102,6 +106,13 @@ int dsv_h5_probe(const char *path, dsv_h5_probe_fn work, dsv_errbuf *eb);
  * before (1), the probe's lock taken unless this thread holds it; after
  * (0), in parent and child, given back if it was taken then. */
 void dsv_h5_probe_fork(int before);
+/* Probes the local files paths[0 .. n) not probed yet in as few child
+ * processes as it can: one runs through them all, and after a crash the
+ * next starts past the file that crashed (remembered as damaged, its
+ * open then refused as dsv_h5_probe's). Their opens then find them
+ * probed: a view of thousands of HDF5 files forks a few times, not once
+ * a file. Call without the lock. */
+void dsv_h5_probe_many(char *const *paths, size_t n, dsv_h5_probe_fn work);
 /* Before the library opens path: our own stat, which gives the clearest
  * message, then the probe. @return 0, or DSV_ERR_NOTFOUND/IO/INVALID/FORMAT
  * with eb "path: reason". Call without the lock. */

@@ -317,7 +317,7 @@ static int read_filters(dsv_h5_open *o, pipeline *pl)
 
 /* A fast pipeline, read without the library: its codec and Fletcher32
  * and the filter bits that say a chunk skipped them. */
-static void take_pipeline(dsv_source *s, const pipeline *pl)
+static int take_pipeline(dsv_source *s, const pipeline *pl)
 {
 	dsv_codec codec = DSV_CODEC_NONE;
 	int fl32 = 0;
@@ -333,9 +333,12 @@ static void take_pipeline(dsv_source *s, const pipeline *pl)
 	}
 	s->codec = codec;
 	s->fletcher32 = fl32;
+	if (dsv_source_dims(s))
+		return DSV_ERR_NOMEM;
 	for (int k = 0; k < s->info.ndim; k++)
 		s->blosc2_shape[k] = pl->cdims[k];
 	s->info.kind = DSV_SRC_H5_CHUNKED;
+	return 0;
 }
 
 /* Chunks of whole rows, read without the library: the chunk map. */
@@ -439,7 +442,8 @@ int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint6
 	/* DSVIEW_H5_GRID=0 leaves chunks that split rows to the library, for
 	 * measuring the N-d grid against it (make bench-grid). */
 	if (pl.fast && !o->conv && (pl.whole_rows || dsv_knob_int(DSV_KNOB_H5_GRID))) {
-		take_pipeline(o->s, &pl);
+		if (take_pipeline(o->s, &pl))
+			return dsv_errf(o->eb, DSV_ERR_NOMEM, "out of memory");
 		*fallback = 0;
 		err = pl.whole_rows ? serve_rows(o, &pl, unwritten) : serve_grid(o, &pl);
 		if (err != DSV_ERR_UNSUPPORTED)

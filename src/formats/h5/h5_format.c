@@ -7,7 +7,9 @@
 
 #include "common/str.h"
 #include "dsview/source.h"
+#include "formats/h5/h5.h"
 #include "formats/h5/h5_format.h"
+#include "formats/h5/h5_src.h"
 #include "formats/h5/h5_vds.h"
 #include "source/source_i.h"
 
@@ -46,6 +48,11 @@ static int h5_list(const char *file, char ***names, size_t *n, dsv_errbuf *eb)
 	return dsv_h5_list_datasets(file, names, n, NULL, eb);
 }
 
+static void h5_prepare(char *const *files, size_t n)
+{
+	dsv_h5_probe_many(files, n, dsv_h5_probe_all);
+}
+
 const dsv_format dsv_format_h5 = {
 	.name = "hdf5",
 	.noun = "an HDF5 file (.h5)",
@@ -55,4 +62,5 @@ const dsv_format dsv_format_h5 = {
 	.open = h5_open,
 	.open_parts = dsv_h5_open_parts,
 	.list = h5_list,
+	.prepare = h5_prepare,
 };

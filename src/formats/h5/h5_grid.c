@@ -147,16 +147,19 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 {
 	uint64_t first, end, stop_off, i;
+	int fd = s->net ? -1 : dsv_source_fd_get(s); /* an object has no page cache to ask */
+
+	if (fd < 0)
+		return;
 	band_chunks(s, io->band, &first, &end);
 	if ((i = next_stored(s, first, end)) < end)
 		i = next_stored(s, run_end(s, i, end, &stop_off), end);
 	while (i < end) {
 		uint64_t off = s->chunk_off[i], next = run_end(s, i, end, &stop_off);
-		if (s->fd >= 0) /* an object has no page cache to ask */
-			(void)posix_fadvise(s->fd, (off_t)off, (off_t)(stop_off - off),
-					    POSIX_FADV_WILLNEED);
+		(void)posix_fadvise(fd, (off_t)off, (off_t)(stop_off - off), POSIX_FADV_WILLNEED);
 		i = next_stored(s, next, end);
 	}
+	dsv_source_fd_put(s);
 }
 
 /* The dataset's fill value, one element as stored, into s->g_fill: what
@@ -197,6 +200,8 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, unwritten = 0;
 	dsv_h5_bad_chunk bad = { 0 };
 
+	if (dsv_source_dims(s))
+		return dsv_errf(o->eb, DSV_ERR_NOMEM, "out of memory");
 	for (int k = 0; k < nd; k++) {
 		s->gshape[k] = cdims[k];
 		s->gcount[k] = s->info.shape[k] / cdims[k] + (s->info.shape[k] % cdims[k] != 0);

@@ -103,7 +103,14 @@ static int open_file(dsv_h5_open *o, const char *path, int *locked, dsv_errbuf *
 		o->file = H5Fopen(path, H5F_ACC_RDONLY, dsv_h5_ro_fapl());
 		if (o->file < 0)
 			return dsv_h5_open_failed(path, eb);
-		err = dsv_h5_same_file(o->file, s->fd, s->net);
+		if (s->net) {
+			err = dsv_h5_same_file(o->file, -1, s->net);
+		} else {
+			int fd = dsv_source_fd_get(s);
+			err = fd < 0 ? DSV_ERR_IO : dsv_h5_same_file(o->file, fd, NULL);
+			if (fd >= 0)
+				dsv_source_fd_put(s);
+		}
 		if (err == 1)
 			return 0;
 		if (err < 0)
@@ -119,9 +126,7 @@ static int open_file(dsv_h5_open *o, const char *path, int *locked, dsv_errbuf *
 		o->file = o->lapl = -1;
 		dsv_h5_unlock();
 		*locked = 0;
-		if (s->fd >= 0)
-			close(s->fd);
-		s->fd = -1;
+		dsv_source_fd_close(s);
 		dsv_net_close(s->net);
 		s->net = NULL;
 	}

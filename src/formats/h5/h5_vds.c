@@ -162,6 +162,10 @@ static int fill_source(const char *path, const char *dname, const dsv_h5_vds *v,
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, dname, "shape too large");
 	}
 	s->grid = s->chunked = 1;
+	if (dsv_source_dims(s)) {
+		dsv_source_close(s);
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
+	}
 	for (int k = 0; k < v->ndim; k++) {
 		s->gshape[k] = k ? shape[k] : 1;
 		s->gcount[k] = k ? 1 : rows;

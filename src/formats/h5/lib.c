@@ -11,10 +11,13 @@
  */
 #include <hdf5.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "formats/h5/h5.h"
+#include "source/source.h"
 
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
 static int h5_ready;       /* under h5_lock */
@@ -117,7 +120,10 @@ const char *dsv_h5_error_reason(char *buf, size_t cap, int *truncated)
 int dsv_h5_open_failed(const char *path, dsv_errbuf *eb)
 {
 	char why[256];
-	int truncated;
+	int truncated, e = dsv_h5_ro_open_errno();
+	if (e == EMFILE || e == ENFILE) /* the file was never read */
+		return dsv_errf_at(eb, DSV_ERR_IO, path, NULL, "%s%s", strerror(e),
+				   dsv_source_open_hint(e));
 	dsv_h5_error_reason(why, sizeof(why), &truncated);
 	if (truncated)
 		return dsv_errf_at(

@@ -474,6 +474,10 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	s->g_fortran = m->fortran;
 	s->g_big_endian = m->big_endian;
 	memcpy(s->g_fill, m->fill, sizeof(s->g_fill));
+	if (dsv_source_dims(s)) {
+		dsv_source_close(s);
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
 	for (int k = 0; k < m->ndim; k++) {
 		s->gshape[k] = m->chunks[k];
 		s->gcount[k] = m->grid[k];
