@@ -57,6 +57,11 @@ static void register_atfork(void)
 	(void)pthread_atfork(lock_it, unlock_it, unlock_it);
 }
 
+void dsv_source_fds_atfork(void)
+{
+	pthread_once(&atfork_once, register_atfork);
+}
+
 /* The budget, from the knob or the soft limit, once (under lock). */
 static size_t get_budget(void)
 {

@@ -31,7 +31,6 @@ typedef struct runs {
 	dsv_run *r;
 	uint64_t *first; /* first[i]: the element run i starts at; first[n]: all */
 	size_t n;
-	int own_fd; /* the source's own fd, not closed here */
 } runs;
 
 static void runs_close(void *p)
@@ -40,7 +39,7 @@ static void runs_close(void *p)
 	if (!rs)
 		return;
 	for (size_t i = 0; i < rs->n; i++)
-		if (rs->r[i].fd >= 0 && rs->r[i].fd != rs->own_fd) {
+		if (rs->r[i].fd >= 0) {
 			int fd = rs->r[i].fd;
 			for (size_t k = i; k < rs->n; k++) /* each fd closed once */
 				if (rs->r[k].fd == fd)
@@ -66,8 +65,33 @@ static size_t run_of(const runs *rs, uint64_t e)
 	return lo;
 }
 
-/* Elements [at, at + n) of compressed run r into out. */
-static int read_packed(const dsv_run *r, uint64_t at, uint64_t n, size_t es, void *out)
+/* The descriptor run r of s is read through: its own, or s's from the
+ * descriptor cache (given back by run_fd_put); -1: cannot be opened. */
+static int run_fd(const dsv_source *s, const dsv_run *r)
+{
+	return r->fd == DSV_RUN_OWN_FD ? dsv_source_fd_get(s) : r->fd;
+}
+
+static void run_fd_put(const dsv_source *s, const dsv_run *r)
+{
+	if (r->fd == DSV_RUN_OWN_FD)
+		dsv_source_fd_put(s);
+}
+
+/* n bytes of run r of s at byte off of its file into out. */
+static int run_pread(const dsv_source *s, const dsv_run *r, void *out, size_t n, uint64_t off)
+{
+	int fd = run_fd(s, r), err;
+	if (fd < 0)
+		return DSV_ERR_IO;
+	err = dsv_pread_fd(fd, out, n, off);
+	run_fd_put(s, r);
+	return err;
+}
+
+/* Elements [at, at + n) of compressed run r of s into out. */
+static int read_packed(const dsv_source *s, const dsv_run *r, uint64_t at, uint64_t n, size_t es,
+		       void *out)
 {
 	unsigned char *in = dsv_tls_buf(DSV_TLS_RUN_IN, (size_t)r->stored);
 	unsigned char *raw = dsv_tls_buf(DSV_TLS_RUN_OUT, (size_t)r->raw);
@@ -75,7 +99,7 @@ static int read_packed(const dsv_run *r, uint64_t at, uint64_t n, size_t es, voi
 	int err;
 	if (!in || !raw)
 		return DSV_ERR_NOMEM;
-	if ((err = dsv_pread_fd(r->fd, in, (size_t)r->stored, r->off)))
+	if ((err = run_pread(s, r, in, (size_t)r->stored, r->off)))
 		return err;
 	got = r->codec == DSV_RUN_LZ4F
 		      ? dsv_lz4f_decode(raw, (size_t)r->raw, in, (size_t)r->stored)
@@ -100,7 +124,7 @@ static int runs_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 		const dsv_run *r = &rs->r[i];
 		uint64_t at = off - rs->first[i] * es, left = rs->first[i + 1] * es - off;
 		size_t k = left < n ? (size_t)left : n;
-		int err = dsv_pread_fd(r->fd, out, k, r->off + at);
+		int err = run_pread(s, r, out, k, r->off + at);
 		if (err)
 			return err;
 		out += k;
@@ -128,8 +152,8 @@ static int runs_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 		uint64_t at = e - rs->first[i], n = rs->first[i + 1] - e;
 		if (n > end - e)
 			n = end - e;
-		int err = r->codec ? read_packed(r, at, n, es, out)
-				   : dsv_pread_fd(r->fd, out, (size_t)(n * es), r->off + at * es);
+		int err = r->codec ? read_packed(s, r, at, n, es, out)
+				   : run_pread(s, r, out, (size_t)(n * es), r->off + at * es);
 		if (err) {
 			dsv_grid_fault(io, err, NULL, NULL,
 				       "run %zu (%llu elements at byte %llu): %s", i,
@@ -161,7 +185,6 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 	if (rs) {
 		rs->r = r;
 		rs->n = n;
-		rs->own_fd = s->fd;
 		s->fmt = rs;
 		s->fmt_close = runs_close;
 	}
@@ -172,7 +195,7 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 	}
 	if (!rs) {
 		for (size_t i = 0; i < n; i++)
-			if (r[i].fd >= 0 && r[i].fd != s->fd)
+			if (r[i].fd >= 0)
 				close(r[i].fd);
 		free(r);
 	}

@@ -175,6 +175,12 @@ int dsv_source_fd_get(const dsv_source *s);
 void dsv_source_fd_put(const dsv_source *s);
 /* Closes s's descriptor and takes it out of the cache (s's last close). */
 void dsv_source_fd_close(dsv_source *s);
+/* Registers the cache's fork handlers now, once. Fork handlers that
+ * prepare run in the reverse order of their registration: a room whose
+ * locks are taken before the cache's (the HDF5 library's: its driver
+ * sheds descriptors under its lock) calls this before registering its
+ * own, so a fork takes them in that order too. */
+void dsv_source_fds_atfork(void);
 
 /* Reads exactly n bytes of fd at off; DSV_ERR_TRUNCATED if the file ends
  * first, DSV_ERR_IO on a read error (dsv_source_pread for any fd). */
@@ -209,10 +215,12 @@ void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *wher
 		    ...) __attribute__((format(printf, 5, 6)));
 
 /* One run of a source's elements (runs.c): count elements at byte off of
- * the file open as fd; or, compressed (codec: DSV_RUN_LZ4F, DSV_RUN_ZSTD),
+ * the file open as fd (DSV_RUN_OWN_FD: the source's own file, whose
+ * descriptor the cache holds: fds.c); or, compressed (codec: DSV_RUN_LZ4F, DSV_RUN_ZSTD),
  * a frame of stored bytes at off that decodes to raw bytes, the run's
  * elements skip bytes into them. */
 enum { DSV_RUN_PLAIN, DSV_RUN_LZ4F, DSV_RUN_ZSTD };
+#define DSV_RUN_OWN_FD (-2)
 typedef struct dsv_run {
 	int fd;
 	uint64_t off, count;
@@ -220,8 +228,8 @@ typedef struct dsv_run {
 	uint64_t stored, raw, skip;
 } dsv_run;
 /* Makes s (its dtype set, nothing else of its layout) the concatenation
- * of runs[0 .. n) (taken: freed with s, and each fd other than s->fd
- * closed with it, whatever the result), as rows of row elements (1: a
+ * of runs[0 .. n) (taken: freed with s, and each fd of its own closed
+ * with it, whatever the result), as rows of row elements (1: a
  * 1-D array): a band of the read path is read by one pread per plain run
  * it crosses, a compressed run decoded whole. Each run must lie inside
  * its file and its decoded bytes (the caller checks). Uses s->fmt and

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "formats/h5/h5.h"
+#include "source/source_i.h"
 #include "source/source.h"
 
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -66,6 +67,7 @@ int dsv_h5_lock(void)
 		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 		dsv_h5_decode_init();
 		ro_fapl = dsv_h5_ro_register();
+		dsv_source_fds_atfork(); /* its lock after ours in a fork (source_i.h) */
 		pthread_atfork(before_fork, after_fork, after_fork);
 		h5_ready = 1;
 	}
