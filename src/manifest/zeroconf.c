@@ -325,8 +325,10 @@ static int open_ahead(void *arg, size_t k)
 	char *path;
 	struct stat st;
 
-	if (f->traits & DSV_FMT_DATASETS || asprintf(&path, "%s/%s", p->dir, p->names[k]) < 0)
-		return 0; /* opened in the walk */
+	/* no format by its name (told by its magic) or a file of datasets:
+	 * opened in the walk */
+	if (!f || f->traits & DSV_FMT_DATASETS || asprintf(&path, "%s/%s", p->dir, p->names[k]) < 0)
+		return 0;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 	    (o->err = f->open(path, NULL, &o->s, &eb)) && !(o->eb = malloc(sizeof(*o->eb))))
 		o->err = 0; /* no room for the words: opened again in the walk */

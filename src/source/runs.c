@@ -219,6 +219,8 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 		return 0;
 	}
+	if (dsv_source_dims(s))
+		return DSV_ERR_NOMEM;
 	s->grid = s->chunked = 1;
 	s->gshape[0] = g ? g : 1;
 	s->gshape[1] = row;
