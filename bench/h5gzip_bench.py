@@ -134,7 +134,7 @@ def main():
                 print(f"{lay:10s} {p:10s} {med:9.3f} {mb / med:8.1f} {base / med:7.2f}")
             for p in ("verify", "mmap"):
                 med = float(np.median(runs[(lay, p)]))
-                print(L.target(f"{lay} {p} / h5py", base / med, ">=", 2.0))
+                L.target(f"{lay} {p} / h5py", base / med, ">=", 2.0)
         print(f"\n{ROUNDS} rounds, cold, {time.time() - t0:.0f} s in all")
     finally:
         L.remove_work(work, os.path.join(work, "mnt"))
