@@ -15,7 +15,8 @@
 static void pattern(uint8_t *p, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(i % 997 < 400 ? (i / 16 + seed) % 7 : (i * 2654435761u + seed) >> 24);
+		p[i] = (uint8_t)(i % 997 < 400 ? (i / 16 + seed) % 7
+					       : (i * 2654435761u + seed) >> 24);
 }
 
 static size_t zdeflate(uint8_t *dst, size_t cap, const uint8_t *src, size_t n, int level)
@@ -210,7 +211,8 @@ static void test_deflate_shuffle_fast_path(void **state)
 	/* shuffle after deflate, and deflate twice: the library's */
 	for (int k = 0; k < 2; k++) {
 		s = open_ok("deflate.h5", k ? "/dd" : "/ds");
-		check_info(s, DSV_SRC_H5_FALLBACK, DSV_I16, 3, (uint64_t[]){ 45, 6, 5 }, UINT64_MAX);
+		check_info(s, DSV_SRC_H5_FALLBACK, DSV_I16, 3, (uint64_t[]){ 45, 6, 5 },
+			   UINT64_MAX);
 		assert_string_equal(dsv_source_get_info(s)->why,
 				    k ? "filters deflate+deflate" : "filters deflate+shuffle");
 		read_check(s, a, sizeof(a));
