@@ -15,6 +15,7 @@ import zlib
 from unittest import mock
 
 import h5py
+import hdf5plugin
 import numpy as np
 
 from common import E2E, check_preads, check_whole, read_all, run
@@ -221,6 +222,24 @@ class Gzip(E2E):
                     self.assertEqual(os.pread(fd, row, 30 * row), ref[30].tobytes(), name)
                 finally:
                     os.close(fd)
+
+    def test_shuffle_in_front_of_other_codecs(self):
+        # shuffle=True with LZF (h5py's own) and LZ4 (hdf5plugin): dsview
+        # decodes the codec and undoes the shuffle, rows whole or split
+        path = self.p("shuf.h5")
+        names = []
+        with h5py.File(path, "w") as f:
+            for n in ("i16_ramp", "f32_rand", "f64_smooth"):
+                x = self.arrays[n]
+                for codec, kw in (("lzf", dict(compression="lzf")), ("lz4", hdf5plugin.LZ4())):
+                    for split in (False, True):
+                        name = f"{n}_{codec}{'_split' if split else ''}"
+                        f.create_dataset(name, data=x, chunks=chunks_of(x, split), shuffle=True,
+                                         **kw)
+                        names.append(name)
+        want = self.served(path, names)
+        for n in names:
+            np.testing.assert_array_equal(want[n], self.arrays[n.rsplit("_l", 1)[0]], n)
 
     def test_other_pipelines_stay_with_the_library(self):
         # shuffle after the codec, and gzip of big-endian data (the library
