@@ -96,7 +96,8 @@ typedef struct dsv_chunk_ref {
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
 	int grid;       /* a band of an N-d chunk grid, made from its chunks */
 	/* the codec's output (the stored bytes, with no codec) is HDF5-shuffled
-	 * elements of this many bytes (dsv_unshuffle); 0: not shuffled */
+	 * elements of this many bytes (dsv_unshuffle); 0: not shuffled, or
+	 * elements of 1 byte, which the shuffle leaves as they are */
 	unsigned shuffle;
 } dsv_chunk_ref;
 

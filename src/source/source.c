@@ -336,6 +336,17 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
 }
 
+/* need bytes at dst of a chunk of raw bytes at src that HDF5 shuffled.
+ * @return 0 or DSV_ERR_CORRUPT (src shorter than the chunk). */
+static int unshuffle(const dsv_chunk_ref *ref, void *dst, size_t need, const void *src,
+		     size_t src_size)
+{
+	if (src_size < ref->raw_size ||
+	    dsv_unshuffle(dst, need, src, (size_t)ref->raw_size, ref->shuffle))
+		return DSV_ERR_CORRUPT;
+	return 0;
+}
+
 /* The codec's part of a chunk's stored bytes, after its Fletcher32 (when
  * it has one) is checked and taken off. */
 static int payload_of(const dsv_chunk_ref *ref, const void *stored, size_t *payload)
@@ -369,10 +380,7 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 		return 0;
 	}
 	if (ref->codec == DSV_CODEC_NONE) /* shuffled, stored without a codec */
-		return payload < ref->raw_size || dsv_unshuffle(dst, need, stored,
-								(size_t)ref->raw_size, ref->shuffle)
-			       ? DSV_ERR_CORRUPT
-			       : 0;
+		return unshuffle(ref, dst, need, stored, payload);
 	uint64_t raw = ref->raw_size;
 	/* The frames that carry a raw size must carry this one: checked
 	 * before anything is allocated from it (a zstd frame may declare
@@ -392,8 +400,7 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 		return DSV_ERR_NOMEM;
 	err = decode(s, ref->codec, tmp, (size_t)raw, stored, payload);
 	if (!err && ref->shuffle)
-		err = dsv_unshuffle(dst, need, tmp, (size_t)raw, ref->shuffle) ? DSV_ERR_CORRUPT
-									       : 0;
+		err = unshuffle(ref, dst, need, tmp, (size_t)raw);
 	else if (!err)
 		memcpy(dst, tmp, need);
 	free(tmp);

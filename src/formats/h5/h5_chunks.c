@@ -4,7 +4,8 @@
  * The filter pipeline decides (dsv_h5_open_chunked): chunks of whole rows
  * with no filter or one codec dsview decodes itself (deflate 1, LZ4 32004,
  * Zstandard 32015, LZF 32000, Blosc 32001, bitshuffle 32008), shuffle (2)
- * in front of it and/or Fletcher32 after it, become a chunk map that source.c reads with pread from any thread;
+ * in front of it and/or Fletcher32 after it, become a chunk map that
+ * source.c reads with pread from any thread;
  * chunks that split rows with such a pipeline go to the N-d grid
  * (h5_grid.c); everything else the library can decode is left to it
  * (h5_source.c keeps the handles, h5_read.c reads), with the reason in info.why.
@@ -341,7 +342,8 @@ static void take_pipeline(dsv_source *s, const pipeline *pl)
 	s->shuffle = 0;
 	for (int i = 0; i < pl->nf; i++) {
 		if (pl->ids[i] == H5Z_FILTER_SHUFFLE) {
-			s->shuffle = pl->cds[i][0];
+			/* 1-byte elements: the shuffle leaves them as they are */
+			s->shuffle = pl->cds[i][0] > 1 ? pl->cds[i][0] : 0;
 			s->shuffle_filter_bit = (unsigned)i;
 		} else if (own_codec(pl->ids[i])) {
 			codec = own_codec(pl->ids[i]);
