@@ -417,9 +417,9 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 		if (id == DSV_H5Z_FILTER_BLOSC2)
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 					   "filter 32026 (blosc2) is decoded by dsview only as "
-					   "the one filter of a little-endian dataset (Fletcher32 "
-					   "after it allowed); this dataset needs the HDF5 "
-					   "library, which has no Blosc2");
+					   "the one codec of a little-endian dataset (shuffle "
+					   "before it and Fletcher32 after it allowed); this "
+					   "dataset needs the HDF5 library, which has no Blosc2");
 		if (H5Zfilter_avail(id) <= 0 || H5Zget_filter_info(id, &cfg) < 0 ||
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
