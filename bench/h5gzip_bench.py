@@ -13,6 +13,8 @@ interleaved rounds, medians:
   verify     `dsview verify FILE:/name` (every chunk decoded and checked)
   mmap       a fresh `dsview mount` of the dataset as a float32 view, one
              sequential pass of np.memmap slices of 64 rows
+  mmap_npy   the same pass over a mount of the uint8 rows as a .npy (no
+             decode): what the mount costs without gzip
   verify_old / mmap_old  the same with DSVIEW_OLD (a dsview binary built
              at another commit), when that is set: before/after in one run
 Reported: seconds and MB/s of uint8 source, ratios against h5py's read of
@@ -61,6 +63,8 @@ def make(work, n):
     for name in chosen():
         with open(os.path.join(work, name + ".ini"), "w") as f:
             f.write(f"[v]\nsource = {os.path.join(work, 'g.h5')}:/{name}\n")
+    with open(os.path.join(work, "npy.ini"), "w") as f:
+        f.write(f"[v]\nsource = {path}\n")
     return x
 
 
@@ -93,7 +97,7 @@ def verify(binary, work, name):
     return time.perf_counter() - t, cpu(resource.RUSAGE_CHILDREN) - c
 
 
-def mmap_pass(binary, work, name, x):
+def mmap_pass(binary, work, name, x, ini=None):
     n = x.shape[0]
 
     mnt = os.path.join(work, "mnt")
@@ -109,8 +113,8 @@ def mmap_pass(binary, work, name, x):
         assert np.array_equal(blk, x[i:i + 64].astype(np.float32)), "mount differs"
         return dt, dc
 
-    return L.cold_view(binary, os.path.join(work, name + ".ini"), mnt, os.path.join(work, "log"),
-                       x.shape, one)
+    return L.cold_view(binary, ini or os.path.join(work, name + ".ini"), mnt,
+                       os.path.join(work, "log"), x.shape, one)
 
 
 def main():
@@ -122,7 +126,7 @@ def main():
         print(f"h5gzip bench: {n} rows of {H}x{W}x3 uint8 ({n * ROW / 1e6:.0f} MB), "
               f"gzip 4, {ROUNDS} rounds, cold", flush=True)
         x = make(work, n)
-        peers = ["h5py", "verify", "mmap"]
+        peers = ["h5py", "verify", "mmap", "mmap_npy"]
         if DSVIEW_OLD:
             peers += ["verify_old", "mmap_old"]
         runs = {(lay, p): [] for lay in chosen() for p in peers}
@@ -134,6 +138,8 @@ def main():
                         dt = h5py_read(work, lay, x)
                     elif p.startswith("verify"):
                         dt = verify(binary, work, lay)
+                    elif p == "mmap_npy":
+                        dt = mmap_pass(binary, work, lay, x, os.path.join(work, "npy.ini"))
                     else:
                         dt = mmap_pass(binary, work, lay, x)
                     runs[(lay, p)].append(dt)
