@@ -92,6 +92,14 @@ bench-xform: deps
 	$(MAKE) all $(BUILD)/bench/xform_bench
 	$(BUILD)/bench/xform_bench
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/xform_mount_cpu.py
+# HDF5 gzip as h5py writes it (bench/h5gzip_bench.py): h5py's own read
+# of a gzip-4 uint8 dataset (whole-row chunks, with shuffle, h5py's own
+# chunk shape, with Fletcher32) against `dsview verify` and a memmap pass
+# of the mount, cold; DSVIEW_OLD=path/to/dsview adds another build's
+# verify and mount to the same run (before/after). H5GZIP_MB (60), ROUNDS (3).
+bench-h5gzip: deps
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/h5gzip_bench.py
 
 # NIfTI images against .npy (bench/nifti_bench.py): one int16 4-D image
 # with scl_slope/scl_inter as a .nii and as a .npy with the same scale and

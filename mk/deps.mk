@@ -12,7 +12,8 @@
 #   its bucket listings' XML (src/net/list.c); python3-boto3:
 #   the object-storage tests make buckets and upload fixtures with it;
 #   libssl-dev, libdeflate-dev: the disk cache's SHA-256 names of objects
-#   and CRC-32 checks of its entries;
+#   and CRC-32 checks of its entries; libdeflate also inflates HDF5 gzip
+#   chunks on the fast path (src/codec/deflate.c);
 #   squashfuse, squashfs-tools: the squashfuse_ll peer of bench-store.
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \

@@ -2,7 +2,8 @@
  * Codecs for stored chunks: the HDF5 LZ4 filter (id 32004) framing, the
  * Zstandard filter (32015), h5py's LZF filter (32000), the Blosc filter
  * (32001, decoded by libblosc), bitshuffle (32008), HDF5's Fletcher32
- * checksum (filter id 3), and zlib/gzip streams (Zarr). What only the
+ * checksum (filter id 3), deflate (id 1) and shuffle (id 2), and zlib/gzip
+ * streams (Zarr). What only the
  * library's other rooms use is in src/codec/codec.h; the encoders only
  * tests use, in src/codec/codec_test.h.
  *
@@ -238,5 +239,23 @@ void dsv_fletcher32_append(void *buf, size_t len);
  * DSV_ERR_CORRUPT / DSV_ERR_NOMEM / DSV_ERR_OVERFLOW (sizes over 4 GiB).
  */
 int64_t dsv_zlib_decode(void *dst, size_t dst_size, const void *src, size_t src_size, int gzip);
+
+/*
+ * HDF5's deflate (filter id 1, h5py's "gzip") and shuffle (id 2) filters
+ * (src/codec/deflate.c), decoded without the library.
+ */
+
+/* Inflates the zlib stream at src (libdeflate) into exactly dst_size
+ * bytes; bytes after the stream are not read (the library's rule). Never
+ * reads or writes out of bounds. @return dst_size, DSV_ERR_NOMEM, or
+ * DSV_ERR_CORRUPT (not a zlib stream, damaged, a wrong Adler-32, a stream
+ * that makes other than dst_size bytes). */
+int64_t dsv_deflate_decode(void *dst, size_t dst_size, const void *src, size_t src_size);
+
+/* Undoes the shuffle of a whole chunk src[0, src_size) of esize-byte
+ * elements, writing its first dst_size bytes (<= src_size) to dst, which
+ * must not overlap src. @return 0, or DSV_ERR_INVALID (esize 0, dst_size
+ * past src_size). */
+int dsv_unshuffle(void *dst, size_t dst_size, const void *src, size_t src_size, size_t esize);
 
 #endif

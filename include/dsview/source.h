@@ -31,14 +31,15 @@ typedef enum dsv_codec {
 	DSV_CODEC_BSHUF = 5, /* HDF5 filter 32008: bitshuffle [+ LZ4 or zstd] */
 	/* HDF5 filter 32026: one Blosc2 frame, decoded by libblosc2 */
 	DSV_CODEC_BLOSC2 = 6,
+	DSV_CODEC_DEFLATE = 7, /* HDF5 filter 1 (h5py's "gzip"): one zlib stream */
 } dsv_codec;
 
 typedef enum dsv_source_kind {
 	DSV_SRC_NPY,
 	DSV_SRC_RAW,
 	DSV_SRC_H5_CONTIGUOUS,
-	DSV_SRC_H5_CHUNKED,  /* chunked, no filter or one of LZ4, zstd, LZF, Blosc, bitshuffle
-			      [+ Fletcher32]: fast path */
+	DSV_SRC_H5_CHUNKED,  /* chunked, no filter or [shuffle +] one of deflate, LZ4,
+			      zstd, LZF, Blosc, bitshuffle [+ Fletcher32]: fast path */
 	DSV_SRC_H5_FALLBACK, /* filters only the HDF5 library decodes: serialised */
 	DSV_SRC_ZARR,        /* a Zarr v2 or v3 array: a directory of chunk files */
 	DSV_SRC_NIFTI,       /* a NIfTI-1 or NIfTI-2 .nii image: flat, dim reversed */
@@ -101,6 +102,10 @@ typedef struct dsv_chunk_ref {
 	int fletcher32; /* stored bytes end with HDF5's Fletcher32 of the rest */
 	int fallback;   /* read with dsv_source_read_fallback, not pread */
 	int grid;       /* a band of an N-d chunk grid, made from its chunks */
+	/* the codec's output (the stored bytes, with no codec) is HDF5-shuffled
+	 * elements of this many bytes (dsv_unshuffle); 0: not shuffled, or
+	 * elements of 1 byte, which the shuffle leaves as they are */
+	unsigned shuffle;
 } dsv_chunk_ref;
 
 /* True when the chunk's stored bytes are its plain elements (no codec, no
@@ -108,7 +113,8 @@ typedef struct dsv_chunk_ref {
  * can be pread alone. */
 static inline int dsv_chunk_is_plain(const dsv_chunk_ref *r)
 {
-	return r->codec == DSV_CODEC_NONE && !r->fletcher32 && !r->fallback && !r->grid;
+	return r->codec == DSV_CODEC_NONE && !r->fletcher32 && !r->shuffle && !r->fallback &&
+	       !r->grid;
 }
 
 /* Opens "x.npy", "x.h5:/path/to/dset" or "x.h5" (a file with exactly one dataset). */

@@ -172,7 +172,7 @@ int dsv_backend_decode(dsv_backend *b, const dsv_view *v, uint64_t g, void *out,
 
 	/* the tier holds whole decoded LZ4 chunks, of any view of the source */
 	if (b->tier && dsv_view_chunk_ref(v, g, &si, &ref) == 0 && ref.codec == DSV_CODEC_LZ4 &&
-	    !ref.fallback && !ref.grid && size <= ref.raw_size) {
+	    !ref.shuffle && !ref.fallback && !ref.grid && size <= ref.raw_size) {
 		s = v->sources[si];
 		if (dsv_gpu_tier_find(b->tier, s, ref.index, &at) &&
 		    from_tier(b, at, out, size) == 0)

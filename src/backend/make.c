@@ -22,11 +22,12 @@
 
 #define MAX_ITEMS 64 /* chunks in one range; a longer range stays on the CPU */
 
-/* Is the chunk at r one the device decodes, of elements of es bytes? */
+/* Is the chunk at r one the device decodes, of elements of es bytes?
+ * (LZ4 alone: the device does not undo HDF5's shuffle) */
 static int device_chunk(const dsv_chunk_ref *r, size_t es)
 {
-	return r->codec == DSV_CODEC_LZ4 && !r->fallback && !r->grid && r->nelems > 0 &&
-	       r->raw_size % es == 0 && r->raw_size / es >= r->nelems &&
+	return r->codec == DSV_CODEC_LZ4 && !r->shuffle && !r->fallback && !r->grid &&
+	       r->nelems > 0 && r->raw_size % es == 0 && r->raw_size / es >= r->nelems &&
 	       r->stored_size >= (r->fletcher32 ? 4u : 0u);
 }
 

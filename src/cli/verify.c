@@ -352,7 +352,11 @@ static const char *bad_reason(const vbad *b)
 		case DSV_CODEC_BLOSC: return "Blosc data corrupt or decodes to the wrong size";
 		case DSV_CODEC_BSHUF: return "bitshuffle data corrupt or decodes to the wrong size";
 		case DSV_CODEC_BLOSC2: return "Blosc2 data corrupt or decodes to the wrong size";
-		case DSV_CODEC_NONE: break;
+		case DSV_CODEC_DEFLATE: return "deflate data corrupt or decodes to the wrong size";
+		case DSV_CODEC_NONE:
+			if (b->ref.shuffle)
+				return "shuffled chunk shorter than its data";
+			break;
 		}
 		return b->ref.grid ? "corrupt, or decodes to the wrong size"
 				   : "stored chunk shorter than its data";

@@ -159,7 +159,7 @@ static void turn_off(dsv_gpu *g, int k, int err)
 static int takes(const dsv_gpu *g, const dsv_source *s, const dsv_chunk_ref *ref, size_t size)
 {
 	const dsv_source_info *in = dsv_source_get_info(s);
-	if (ref->codec != DSV_CODEC_LZ4 || ref->fallback || ref->grid ||
+	if (ref->codec != DSV_CODEC_LZ4 || ref->shuffle || ref->fallback || ref->grid ||
 	    ref->raw_size < g->min_bytes || ref->raw_size > g->batch || ref->stored_size > g->batch)
 		return 0;
 	/* the CPU says what is wrong with a size that does not fit */

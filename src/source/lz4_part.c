@@ -43,8 +43,8 @@ static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64
 /* A chunk of this source that its table covers. */
 static int covered(const dsv_source *s, const dsv_chunk_ref *ref)
 {
-	return s->table_blocks && ref->codec == DSV_CODEC_LZ4 && !ref->fallback && !ref->grid &&
-	       ref->raw_size == s->chunk_raw_size && ref->index < s->info.nchunks &&
+	return s->table_blocks && ref->codec == DSV_CODEC_LZ4 && !ref->shuffle && !ref->fallback &&
+	       !ref->grid && ref->raw_size == s->chunk_raw_size && ref->index < s->info.nchunks &&
 	       ref->stored_size >= (ref->fletcher32 ? 4u : 0u);
 }
 

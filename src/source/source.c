@@ -216,6 +216,7 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 		 * filter's bit set (optional filters: LZF, zstd). */
 		r->codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE;
 		r->fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit));
+		r->shuffle = !(mask & (1u << s->shuffle_filter_bit)) ? s->shuffle : 0;
 		if (r->offset == DSV_SRC_UNALLOCATED)
 			r->fallback = 1;
 	}
@@ -272,7 +273,7 @@ uint64_t dsv_source_fallback_band(const dsv_source *s)
 
 size_t dsv_source_scratch_size(const dsv_source *s)
 {
-	if (!s->chunked || (s->codec == DSV_CODEC_NONE && !s->fletcher32))
+	if (!s->chunked || (s->codec == DSV_CODEC_NONE && !s->fletcher32 && !s->shuffle))
 		return 0;
 	uint64_t max = 0;
 	for (uint64_t i = 0; s->chunk_size && i < s->info.nchunks; i++)
@@ -340,9 +341,21 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	case DSV_CODEC_BLOSC2:
 		got = dsv_blosc2_decode(dst, raw, src, src_size, s->info.ndim, s->blosc2_shape);
 		break;
+	case DSV_CODEC_DEFLATE: got = dsv_deflate_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_NONE: break;
 	}
 	return got == (int64_t)raw ? 0 : DSV_ERR_CORRUPT;
+}
+
+/* need bytes at dst of a chunk of raw bytes at src that HDF5 shuffled.
+ * @return 0 or DSV_ERR_CORRUPT (src shorter than the chunk). */
+static int unshuffle(const dsv_chunk_ref *ref, void *dst, size_t need, const void *src,
+		     size_t src_size)
+{
+	if (src_size < ref->raw_size ||
+	    dsv_unshuffle(dst, need, src, (size_t)ref->raw_size, ref->shuffle))
+		return DSV_ERR_CORRUPT;
+	return 0;
 }
 
 /* The codec's part of a chunk's stored bytes, after its Fletcher32 (when
@@ -371,12 +384,14 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 	int err = payload_of(ref, stored, &payload);
 	if (err)
 		return err;
-	if (ref->codec == DSV_CODEC_NONE) {
+	if (ref->codec == DSV_CODEC_NONE && !ref->shuffle) {
 		if (payload < need)
 			return DSV_ERR_CORRUPT;
 		memcpy(dst, stored, need);
 		return 0;
 	}
+	if (ref->codec == DSV_CODEC_NONE) /* shuffled, stored without a codec */
+		return unshuffle(ref, dst, need, stored, payload);
 	uint64_t raw = ref->raw_size;
 	/* The frames that carry a raw size must carry this one: checked
 	 * before anything is allocated from it (a zstd frame may declare
@@ -388,14 +403,16 @@ int dsv_source_decode_stored(const dsv_source *s, const dsv_chunk_ref *ref, cons
 	      (raw != DSV_ZSTD_SIZE_UNKNOWN && raw != ref->raw_size))))
 		return DSV_ERR_CORRUPT;
 	raw = ref->raw_size;
-	if (raw == need)
+	if (raw == need && !ref->shuffle)
 		return decode(s, ref->codec, dst, (size_t)raw, stored, payload);
-	/* Edge chunk: decodes to more than we keep. */
+	/* An edge chunk (decodes to more than we keep) or a shuffled one. */
 	void *tmp = malloc((size_t)raw);
 	if (!tmp)
 		return DSV_ERR_NOMEM;
 	err = decode(s, ref->codec, tmp, (size_t)raw, stored, payload);
-	if (!err)
+	if (!err && ref->shuffle)
+		err = unshuffle(ref, dst, need, tmp, (size_t)raw);
+	else if (!err)
 		memcpy(dst, tmp, need);
 	free(tmp);
 	return err;
@@ -423,7 +440,7 @@ int dsv_source_read_chunk_as(const dsv_source *s, const dsv_chunk_ref *ref, unsi
 	if (!within_file(s, ref->offset, ref->stored_size))
 		return DSV_ERR_TRUNCATED;
 
-	if (ref->codec == DSV_CODEC_NONE && !ref->fletcher32) {
+	if (ref->codec == DSV_CODEC_NONE && !ref->fletcher32 && !ref->shuffle) {
 		/* Raw: read straight into dst; an HDF5 edge chunk stores a full
 		 * chunk but only the first nelems elements are ours. */
 		return dsv_source_pread(s, dst, (size_t)need, ref->offset);

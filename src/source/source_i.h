@@ -87,6 +87,9 @@ struct dsv_source {
 	int fletcher32;
 	unsigned codec_filter_bit; /* bit in chunk_mask meaning "codec skipped" */
 	unsigned fl32_filter_bit;  /* bit meaning "Fletcher32 skipped" */
+	/* HDF5 shuffle in front of the codec: element bytes (0: none), and
+	 * the bit meaning "shuffle skipped" */
+	unsigned shuffle, shuffle_filter_bit;
 	/* bitshuffle's cd_values: element size, block size (elements, 0:
 	 * default), compression (DSV_BSHUF_*); checked at open */
 	unsigned bshuf_elem, bshuf_block, bshuf_comp;

@@ -39,10 +39,13 @@ with h5py.File(os.path.join(root, "b2.h5"), "w") as f:
     for name, (data, chunks, cname, filt, fl32) in cases.items():
         f.create_dataset(name, data=data, chunks=chunks, fletcher32=fl32,
                          **B(cname=cname, clevel=5, filters=filt))
-    # Blosc2 behind the HDF5 shuffle filter: a pipeline only the library
-    # could run, and it has no Blosc2
+    # Blosc2 behind the HDF5 shuffle filter, h5py's order: dsview's too
     f.create_dataset("behind_shuffle", data=smooth, chunks=(16, 24), shuffle=True,
                      **B(cname="lz4", clevel=5, filters=B.NOFILTER))
+    # big-endian data: only the library could convert it, and it has no
+    # Blosc2
+    f.create_dataset("big_endian", data=smooth.astype(">f4"), chunks=(16, 24),
+                     **B(cname="lz4", clevel=5, filters=B.NOFILTER))
 with h5py.File(os.path.join(root, "b2.h5"), "r") as f:
-    for name in cases:
+    for name in list(cases) + ["behind_shuffle"]:
         np.save(os.path.join(root, name + ".npy"), f[name][...])

@@ -1,8 +1,8 @@
 """HDF5 files compressed the way users write them with LZF (h5py's own
 filter, 32000) and Zstandard (32015): dsview decodes both itself on the fast
 path (docs/sources.md), and the HDF5 library decodes them with dsview's
-own codecs where it must read a dataset for us (rows split across chunks,
-shuffle in front). Every mount is compared byte for byte with numpy's
+own codecs where it must read a dataset for us (big-endian data, which
+it converts). Every mount is compared byte for byte with numpy's
 astype(float32), and a damaged chunk fails its reads with EIO, naming the
 chunk in the log, while the rest of the file stays readable.
 
@@ -254,10 +254,10 @@ class Filters(E2E):
         self.check_one_bad_chunk("badzstd", x, lambda f, a: write_zstd(f, "x", a, 10), where=5)
 
     def test_through_the_library_with_our_decoders(self):
-        # chunks that split rows, and shuffle in front of the codec, take
-        # the library path; it has no zstd or LZF plugin, only dsview's
-        # decoders, registered in-process (big-endian data: the library
-        # converts it, so it reads these chunks, split rows or not)
+        # big-endian data takes the library path (the library converts
+        # it, so it reads these chunks, split rows, shuffled or not); it
+        # has no zstd or LZF plugin, only dsview's decoders, registered
+        # in-process
         x = self.arrays["i16_ramp"].reshape(83, 30)
         path = self.p("lib.h5")
         self.write_split(path, x, ">i2")
@@ -269,14 +269,15 @@ class Filters(E2E):
 
     def test_split_rows_on_the_fast_path(self):
         # the same little-endian: chunks that split rows go through the N-d
-        # grid (pread and dsview's decoders, no library), and the short
-        # chunk fails rows 18-26 alone, named by its grid position
+        # grid (pread and dsview's decoders, no library), shuffle in front
+        # of LZF is dsview's too, and the short chunk fails rows 18-26
+        # alone, named by its grid position
         x = self.arrays["i16_ramp"].reshape(83, 30)
         path = self.p("grid.h5")
         self.write_split(path, x, "<i2")
         r = run("info", path)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("3 fast path, 1 library fallback, 0 refused", r.stdout)
+        self.assertIn("4 fast path, 0 library fallback, 0 refused", r.stdout)
         check_short_chunk(self, path, "zstd_short", ("lzf_split", "lzf_shuffle", "zstd_split"), x,
                           (72, 9), grid=True)
 

@@ -188,8 +188,8 @@ class Untrusted(E2E):
                     self.assertFalse(os.path.exists(marker), "dsview loaded a filter plugin")
         self.assertFalse(os.path.exists(self.p("packed.h5")))
 
-        # LZ4 is dsview's own, gzip/shuffle/fletcher32 the library's: served,
-        # with the plugin path offered, and still nothing loaded
+        # LZ4 and gzip/shuffle/fletcher32 are dsview's own: served, with
+        # the plugin path offered, and still nothing loaded
         for name in ("lz4.h5", "gz.h5"):
             with self.subTest(file=name):
                 ini = self.write_ini(f"[v]\nsource = {name}:/x\n", "pl.ini")

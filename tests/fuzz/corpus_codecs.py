@@ -159,7 +159,8 @@ def blosc2_seeds():
 
 
 def zlib_seeds():
-    """zlib/gzip chunks: byte 0 bit 0 = gzip, bytes 1-2 = decoded size."""
+    """zlib/gzip chunks: byte 0 bit 0 = gzip, bytes 1-2 = decoded size;
+    zlib streams are also HDF5 deflate chunks, shuffled as byte 0 says."""
     import gzip
     import zlib
     data = bytes(range(256)) * 8 + b"dsview" * 100
@@ -173,6 +174,14 @@ def zlib_seeds():
     seed("gzip_cut", 1, len(data), gzip.compress(data, mtime=0)[:-9])
     seed("zlib_stored", 0, 100, zlib.compress(data[:100], 0))
     seed("garbage", 1, 4096, bytes(range(255, 0, -1)))
+    # HDF5's deflate filter: byte 0 bits 4-7 the shuffle's element size
+    # less 1, bits 1-3 how many bytes short of the chunk a read keeps; a
+    # chunk h5py writes with shuffle=True (float32, with a leftover byte),
+    # and one with bytes after its stream (the filter does not read them)
+    f = np.sin(np.arange(301, dtype=np.float32) / 9).tobytes() + b"x"
+    planes = b"".join(f[k:1204:4] for k in range(4)) + f[1204:]
+    seed("deflate_shuffled_f32", 3 << 4 | 2 << 1, len(f), zlib.compress(planes, 4))
+    seed("deflate_trailing", 7 << 4, len(data), zlib.compress(data, 4) + b"\0" * 8)
 
 
 def devlz4_seeds():

@@ -1,4 +1,5 @@
-/* The read path over a chunk the HDF5 library decodes (gzip) when one of
+/* The read path over a chunk the HDF5 library decodes (gzip of big-endian
+ * data, which the library converts) when one of
  * the file's own chunks in it is damaged: reads of good rows succeed, reads
  * of the bad rows fail, and once the whole chunk has failed, small reads of
  * it go band by band instead of decoding the whole chunk again, under the
@@ -43,7 +44,8 @@ static void mark_fills(fixture *fx)
 	fx->fills0 += fills(fx);
 }
 
-/* gzip.h5:/x, int16 (ROWS, COLS) in chunks of 2 rows, x[r][c] = r * 100 + c;
+/* gzip.h5:/x, big-endian int16 (ROWS, COLS) in chunks of 2 rows,
+ * x[r][c] = r * 100 + c;
  * then the stored bytes of the chunk holding BAD_ROW are overwritten. */
 static int make_file(const char *path)
 {
@@ -60,7 +62,7 @@ static int make_file(const char *path)
 	hid_t sp = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	H5Pset_chunk(dcpl, 2, cdims);
 	H5Pset_deflate(dcpl, 6);
-	hid_t d = H5Dcreate2(f, "x", H5T_STD_I16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	hid_t d = H5Dcreate2(f, "x", H5T_STD_I16BE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0)
 		return -1;
 	H5Fflush(f, H5F_SCOPE_GLOBAL);

@@ -2,9 +2,10 @@
  * HDF5 chunked datasets: which path serves one, and where its chunks are.
  *
  * The filter pipeline decides (dsv_h5_open_chunked): chunks of whole rows
- * with no filter or one codec dsview decodes itself (LZ4 32004, Zstandard
- * 32015, LZF 32000, Blosc 32001, bitshuffle 32008), and/or Fletcher32,
- * become a chunk map that source.c reads with pread from any thread;
+ * with no filter or one codec dsview decodes itself (deflate 1, LZ4 32004,
+ * Zstandard 32015, LZF 32000, Blosc 32001, bitshuffle 32008), shuffle (2)
+ * in front of it and/or Fletcher32 after it, become a chunk map that
+ * source.c reads with pread from any thread;
  * chunks that split rows with such a pipeline go to the N-d grid
  * (h5_grid.c); everything else the library can decode is left to it
  * (h5_source.c keeps the handles, h5_read.c reads), with the reason in info.why.
@@ -59,8 +60,9 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 	int nd = s->info.ndim, err = 0;
 	/* LZ4 frames are about raw + raw/255 + 16 bytes per block, zstd
 	 * frames raw + raw/256 + 64, LZF streams raw + raw/32 + 1, Blosc
-	 * buffers raw + 16 (stored) at worst; anything far beyond that is
-	 * not a chunk we should allocate scratch for. */
+	 * buffers raw + 16 (stored), zlib streams raw + raw/1000 + 13 at
+	 * worst; anything far beyond that is not a chunk we should allocate
+	 * scratch for. */
 	uint64_t max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
 
 	*unwritten = 0;
@@ -207,6 +209,7 @@ static int resolve_chunks(dsv_h5_open *o, hsize_t chunk_rows, int codec, int fl3
 static dsv_codec own_codec(H5Z_filter_t id)
 {
 	switch (id) {
+	case H5Z_FILTER_DEFLATE: return DSV_CODEC_DEFLATE;
 	case DSV_H5Z_FILTER_LZ4: return DSV_CODEC_LZ4;
 	case DSV_H5Z_FILTER_ZSTD: return DSV_CODEC_ZSTD;
 	case DSV_H5Z_FILTER_LZF: return DSV_CODEC_LZF;
@@ -273,12 +276,30 @@ static int take_bshuf(dsv_h5_open *o, const pipeline *pl, int i)
 	return 0;
 }
 
+/* dsview decodes [shuffle] [codec] [fletcher32] itself, each optional,
+ * in this order (h5py's: shuffle=True, compression=..., fletcher32=True),
+ * shuffle only of the dataset's own element size; anything else (two
+ * codecs, shuffle after a codec, nbit, scaleoffset) is the library's. */
+static int own_pipeline(const pipeline *pl, size_t type_size)
+{
+	int i = 0;
+	if (i < pl->nf && pl->ids[i] == H5Z_FILTER_SHUFFLE) {
+		if (pl->ncds[i] < 1 || pl->cds[i][0] != type_size)
+			return 0;
+		i++;
+	}
+	if (i < pl->nf && own_codec(pl->ids[i]))
+		i++;
+	if (i < pl->nf && pl->ids[i] == H5Z_FILTER_FLETCHER32)
+		i++;
+	return i == pl->nf;
+}
+
 /* The filters, each with parameters that fit the chunk; then whether
  * dsview decodes the pipeline itself (pl->fast). */
 static int read_filters(dsv_h5_open *o, pipeline *pl)
 {
 	dsv_source *s = o->s;
-	const H5Z_filter_t *ids = pl->ids;
 	int nf = pl->nf = H5Pget_nfilters(o->dcpl), err;
 
 	if (nf < 0 || nf > (int)(sizeof(pl->ids) / sizeof(pl->ids[0])))
@@ -302,11 +323,7 @@ static int read_filters(dsv_h5_open *o, pipeline *pl)
 		if (pl->ids[i] == DSV_H5Z_FILTER_BSHUF && (err = take_bshuf(o, pl, i)))
 			return err;
 	}
-	/* dsview decodes [codec], [codec, fletcher32] and [fletcher32]
-	 * itself; anything else (shuffle in front, two codecs) is the
-	 * library's. */
-	pl->fast = nf == 0 || (nf == 1 && (own_codec(ids[0]) || ids[0] == H5Z_FILTER_FLETCHER32)) ||
-		   (nf == 2 && own_codec(ids[0]) && ids[1] == H5Z_FILTER_FLETCHER32);
+	pl->fast = own_pipeline(pl, H5Tget_size(o->ftype));
 	/* With this option HDF5 stores partial edge chunks unfiltered without
 	 * saying so in the filter mask: only the library knows. */
 	if (nf > 0 && H5Pget_chunk_opts(o->dcpl, &pl->opts) >= 0 &&
@@ -315,15 +332,20 @@ static int read_filters(dsv_h5_open *o, pipeline *pl)
 	return 0;
 }
 
-/* A fast pipeline, read without the library: its codec and Fletcher32
- * and the filter bits that say a chunk skipped them. */
+/* A fast pipeline, read without the library: its shuffle, codec and
+ * Fletcher32 and the filter bits that say a chunk skipped them. */
 static int take_pipeline(dsv_source *s, const pipeline *pl)
 {
 	dsv_codec codec = DSV_CODEC_NONE;
 	int fl32 = 0;
 
+	s->shuffle = 0;
 	for (int i = 0; i < pl->nf; i++) {
-		if (own_codec(pl->ids[i])) {
+		if (pl->ids[i] == H5Z_FILTER_SHUFFLE) {
+			/* 1-byte elements: the shuffle leaves them as they are */
+			s->shuffle = pl->cds[i][0] > 1 ? pl->cds[i][0] : 0;
+			s->shuffle_filter_bit = (unsigned)i;
+		} else if (own_codec(pl->ids[i])) {
 			codec = own_codec(pl->ids[i]);
 			s->codec_filter_bit = (unsigned)i;
 		} else {
@@ -355,6 +377,7 @@ static int serve_rows(dsv_h5_open *o, const pipeline *pl, uint64_t *unwritten)
 		dsv_h5_drop_chunk_map(s);
 		s->codec = DSV_CODEC_NONE;
 		s->fletcher32 = 0;
+		s->shuffle = 0;
 		*unwritten = 0;
 		return err;
 	}
@@ -375,6 +398,7 @@ static int serve_grid(dsv_h5_open *o, const pipeline *pl)
 	if (err == DSV_ERR_UNSUPPORTED) {
 		s->codec = DSV_CODEC_NONE; /* the library's, with the reason in why */
 		s->fletcher32 = 0;
+		s->shuffle = 0;
 	}
 	return err;
 }
@@ -396,9 +420,9 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 		if (id == DSV_H5Z_FILTER_BLOSC2)
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,
 					   "filter 32026 (blosc2) is decoded by dsview only as "
-					   "the one filter of a little-endian dataset (Fletcher32 "
-					   "after it allowed); this dataset needs the HDF5 "
-					   "library, which has no Blosc2");
+					   "the one codec of a little-endian dataset (shuffle "
+					   "before it and Fletcher32 after it allowed); this "
+					   "dataset needs the HDF5 library, which has no Blosc2");
 		if (H5Zfilter_avail(id) <= 0 || H5Zget_filter_info(id, &cfg) < 0 ||
 		    !(cfg & H5Z_FILTER_CONFIG_DECODE_ENABLED))
 			return dsv_errf_at(o->eb, DSV_ERR_UNSUPPORTED, s->path, s->dataset,

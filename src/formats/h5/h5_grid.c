@@ -121,6 +121,7 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 		.stored_size = s->chunk_size[lin],
 		.codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE,
 		.fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit)),
+		.shuffle = !(mask & (1u << s->shuffle_filter_bit)) ? s->shuffle : 0,
 	};
 	int err = 0;
 	if (!io->held || lin < io->held_first || lin >= io->held_end)

@@ -111,6 +111,31 @@ static int select_range(hid_t space, int ndim, const uint64_t *shape, uint64_t s
 	return 0;
 }
 
+/*
+ * The memory dataspace for elements [start, start + n): a range of whole
+ * rows is one box of the file, and memory gets the same shape, (rows,
+ * shape[1:]), so that the library copies each chunk's part of it as one
+ * block of the same shape; any other range is the union of boxes
+ * select_range makes, read into a 1-D space (element by element through
+ * the selection, many times slower, but only reads of part of a row take
+ * it). Call with the HDF5 lock held.
+ */
+static hid_t memory_space(const dsv_source *s, uint64_t start, uint64_t n)
+{
+	uint64_t row = s->info.row_elems;
+	hsize_t dims[DSV_MAX_DIMS];
+	int nd = s->info.ndim;
+
+	if (nd < 2 || row == 0 || start % row || n % row) {
+		dims[0] = n;
+		return H5Screate_simple(1, dims, NULL);
+	}
+	dims[0] = n / row;
+	for (int k = 1; k < nd; k++)
+		dims[k] = s->info.shape[k];
+	return H5Screate_simple(nd, dims, NULL);
+}
+
 static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
 {
 	const h5_state *h = s->fmt;
@@ -131,7 +156,7 @@ static int read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *ds
 	fspace = H5Dget_space(h->dset);
 	if (fspace < 0)
 		goto out;
-	mspace = H5Screate_simple(1, &n, NULL);
+	mspace = memory_space(s, ref->elem_start, n);
 	if (mspace < 0)
 		goto out_fspace;
 	if (select_range(fspace, s->info.ndim, s->info.shape, ref->elem_start, ref->nelems) < 0)
