@@ -170,6 +170,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_H5_CHUNKED: return "hdf5-chunked";
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";
 	case DSV_SRC_ZARR: return "zarr";
+	case DSV_SRC_EDF: return "edf";
 	}
 	return "unknown";
 }
