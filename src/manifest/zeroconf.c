@@ -20,6 +20,7 @@
  * name passes DSV_VIEW_NAME_MAX bytes is skipped with that reason.
  */
 #include <dirent.h>
+#include <jansson.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,11 +264,36 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	return err;
 }
 
-/* The view of a file of one array (a .npy, a .nii), named for the file
- * less its extension (file_view_name), opened as its format f says (a
- * .nii.gz is refused with the way to convert it). */
-static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv_dtype dtype,
-		     dsv_errbuf *eb)
+/* The signals of a recording its source leaves out (an EEG file's other
+ * sample rates and annotations: its attributes' "skipped_signals"), each
+ * in m->skipped as "label" (in: the file's name in a directory mount,
+ * then "file:label") with the reason. */
+static int skip_signals(dsv_manifest *m, const char *in, const dsv_source *s)
+{
+	const char *attrs = dsv_source_get_info(s)->attrs;
+	json_t *o = attrs ? json_loads(attrs, 0, NULL) : NULL, *k;
+	json_t *list = json_object_get(o, "skipped_signals");
+	char label[4400];
+	size_t i;
+	int err = 0;
+	json_array_foreach(list, i, k)
+	{
+		const char *l = json_string_value(json_object_get(k, "label"));
+		const char *why = json_string_value(json_object_get(k, "reason"));
+		if (!err && l && why &&
+		    dsv_mf_skip(m, dsv_mf_skip_path(in, l, label, sizeof(label)), why, "signal"))
+			err = DSV_ERR_NOMEM;
+	}
+	json_decref(o);
+	return err;
+}
+
+/* The view of a file of one array (a .npy, a .nii, a recording), named
+ * for the file less its extension (file_view_name), opened as its format
+ * f says (a .nii.gz is refused with the way to convert it); in: the
+ * file's name in a directory mount, else NULL. */
+static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, const char *in,
+		     dsv_dtype dtype, dsv_errbuf *eb)
 {
 	dsv_source *s;
 	char *name;
@@ -276,6 +302,10 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv
 	int err = file_view_name(path, ext, &name, eb);
 	if (!err)
 		err = f->open(path, NULL, &s, eb);
+	if (!err && skip_signals(m, in, s)) {
+		dsv_source_close(s);
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
 	if (!err)
 		err = add_file_view(m, name, NULL, s, dtype, eb);
 	free(name);
@@ -441,7 +471,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		if (f->traits & DSV_FMT_DATASETS)
 			e = h5_views(m, path, names[i], dtype, flags, &first, &sub);
 		else
-			e = file_view(m, f, path, dtype, &sub);
+			e = file_view(m, f, path, names[i], dtype, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
@@ -478,9 +508,11 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 		err = from_dir(m, path, dtype, flags, eb);
 	else if (f && (f->traits & DSV_FMT_DATASETS))
 		err = from_h5(m, path, dtype, flags, eb);
-	else if (f)
-		err = file_view(m, f, path, dtype, eb);
-	else
+	else if (f) {
+		err = file_view(m, f, path, NULL, dtype, eb);
+		if (!err && m->nskipped && dsv_mf_skipped_render(m))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	} else
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				  "expected a manifest (.ini), %s, or a directory of them",
 				  dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));

@@ -71,6 +71,10 @@ def chans(n, rate, secs, unit="uV", prefix="E"):
 hbn = chans(9, 100, 37) + [("Cz", 100, eeg(1, 3700)[0], "uV")]
 write("hbn_like.bdf", pyedflib.FILETYPE_BDFPLUS, hbn,
       annotations=[(0.5, -1, "break cnt"), (12.25, 0.5, "stim")])
+# the challenge's full width: 128 channels + Cz, 80 s (dsview reads it in
+# several chunks, each a few channels' whole time)
+write("hbn_full.bdf", pyedflib.FILETYPE_BDFPLUS,
+      chans(128, 100, 80) + [("Cz", 100, eeg(1, 8000)[0], "uV")])
 # two more recordings of other lengths, for a collection
 write("hbn_b.bdf", pyedflib.FILETYPE_BDFPLUS, chans(10, 100, 23))
 write("hbn_c.bdf", pyedflib.FILETYPE_BDFPLUS, chans(10, 100, 5))
@@ -80,4 +84,4 @@ write("clinic.edf", pyedflib.FILETYPE_EDFPLUS,
       annotations=[(1.0, -1, "eyes closed")])
 # plain EDF and plain BDF (no annotation signal)
 write("plain.edf", pyedflib.FILETYPE_EDF, chans(3, 128, 11))
-write("plain.bdf", pyedflib.FILETYPE_BDF, chans(4, 50, 9))
+write("plain24.bdf", pyedflib.FILETYPE_BDF, chans(4, 50, 9))

@@ -174,7 +174,8 @@ static char *edf_attrs(const edf_state *st)
 {
 	json_t *o = json_object(), *labels = json_array(), *units = json_array();
 	json_t *skipped = json_array();
-	const char *fmt = st->h.bdf ? (st->h.plus ? "BDF+C" : "BDF") : (st->h.plus ? "EDF+C" : "EDF");
+	const char *fmt = st->h.bdf ? (st->h.plus ? "BDF+C" : "BDF")
+				    : (st->h.plus ? "EDF+C" : "EDF");
 	char why[96];
 	for (size_t c = 0; c < st->nchan; c++) {
 		json_array_append_new(labels, ascii(st->h.sig[st->sig[c]].label));
@@ -188,7 +189,8 @@ static char *edf_attrs(const edf_state *st)
 		skip_reason(st, i, why, sizeof(why));
 		json_t *k = json_object();
 		json_object_set_new(k, "label", ascii(st->h.sig[i].label));
-		json_object_set_new(k, "samples_per_record", json_integer((json_int_t)st->h.sig[i].spr));
+		json_object_set_new(k, "samples_per_record",
+				    json_integer((json_int_t)st->h.sig[i].spr));
 		json_object_set_new(k, "reason", json_string(why));
 		json_array_append_new(skipped, k);
 	}
@@ -210,7 +212,8 @@ static int pick_channels(edf_state *st, const char *path, dsv_errbuf *eb)
 {
 	dsv_edf_hdr *h = &st->h;
 	if (!(st->sig = calloc(h->ns, sizeof(*st->sig))) ||
-	    !(st->gain = calloc(h->ns, sizeof(double))) || !(st->lo = calloc(h->ns, sizeof(double))))
+	    !(st->gain = calloc(h->ns, sizeof(double))) ||
+	    !(st->lo = calloc(h->ns, sizeof(double))))
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	st->spr = dsv_edf_pick(h, st->sig, &st->nchan);
 	if (!st->spr)

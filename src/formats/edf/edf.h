@@ -41,9 +41,9 @@ typedef struct dsv_edf_signal {
 
 /* What an EDF/BDF header says. */
 typedef struct dsv_edf_hdr {
-	int bdf;        /* 1: BDF (24-bit samples), 0: EDF (16-bit) */
-	int plus;       /* DSV_EDF_PLAIN, _PLUS_C or _PLUS_D */
-	uint64_t bytes; /* header bytes: 256 * (ns + 1) */
+	int bdf;               /* 1: BDF (24-bit samples), 0: EDF (16-bit) */
+	int plus;              /* DSV_EDF_PLAIN, _PLUS_C or _PLUS_D */
+	uint64_t bytes;        /* header bytes: 256 * (ns + 1) */
 	int64_t records_field; /* number of data records as stored (-1: unknown) */
 	uint64_t records;      /* data records (from the file size where -1) */
 	double duration;       /* seconds a data record */

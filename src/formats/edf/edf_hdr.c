@@ -92,9 +92,8 @@ static int parse_reserved(const uint8_t *p, dsv_edf_hdr *h, dsv_errbuf *eb)
 	const char *plus = h->bdf ? "BDF+" : "EDF+";
 	const char *other = h->bdf ? "EDF+" : "BDF+";
 	if (!memcmp(p, other, 4))
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "reserved",
-				   "says %.5s in a%s header", (const char *)p,
-				   h->bdf ? " BDF" : "n EDF");
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "reserved", "says %.5s in a%s header",
+				   (const char *)p, h->bdf ? " BDF" : "n EDF");
 	if (memcmp(p, plus, 4))
 		return 0;
 	if (p[4] == 'C')
@@ -171,18 +170,15 @@ static int parse_digital(const uint8_t *buf, const dsv_edf_hdr *h, size_t i, dsv
 	field_text(sig_field(buf, h->ns, 120, 8, i), 8, t);
 	if (field_int(sig_field(buf, h->ns, 120, 8, i), 8, &s->dmin) || s->dmin < lo ||
 	    s->dmin > hi)
-		return sig_bad(eb, i, s, "digital minimum",
-			       "'%s' is not a %d-bit integer", shown(t, v, sizeof(v)),
-			       h->bdf ? 24 : 16);
+		return sig_bad(eb, i, s, "digital minimum", "'%s' is not a %d-bit integer",
+			       shown(t, v, sizeof(v)), h->bdf ? 24 : 16);
 	field_text(sig_field(buf, h->ns, 128, 8, i), 8, t);
 	if (field_int(sig_field(buf, h->ns, 128, 8, i), 8, &s->dmax) || s->dmax < lo ||
 	    s->dmax > hi)
-		return sig_bad(eb, i, s, "digital maximum",
-			       "'%s' is not a %d-bit integer", shown(t, v, sizeof(v)),
-			       h->bdf ? 24 : 16);
+		return sig_bad(eb, i, s, "digital maximum", "'%s' is not a %d-bit integer",
+			       shown(t, v, sizeof(v)), h->bdf ? 24 : 16);
 	if (s->dmax <= s->dmin)
-		return sig_bad(eb, i, s, "digital maximum",
-			       "'%s' is not above the digital minimum",
+		return sig_bad(eb, i, s, "digital maximum", "'%s' is not above the digital minimum",
 			       shown(t, v, sizeof(v)));
 	return 0;
 }
@@ -223,8 +219,7 @@ static int parse_signal(const uint8_t *buf, dsv_edf_hdr *h, size_t i, dsv_errbuf
 	if (field_int(sig_field(buf, h->ns, 216, 8, i), 8, &spr) || spr < 0 ||
 	    spr > (int64_t)1 << 40)
 		return sig_bad(eb, i, s, "number of samples in each data record",
-			       "'%s' is not a count of samples",
-			       shown(t, v, sizeof(v)));
+			       "'%s' is not a count of samples", shown(t, v, sizeof(v)));
 	s->spr = (uint64_t)spr;
 	return 0;
 }
@@ -236,8 +231,8 @@ int dsv_edf_parse_signals(const uint8_t *buf, size_t len, dsv_edf_hdr *h, dsv_er
 
 	if (len < h->ns * DSV_EDF_SIGNAL)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "header",
-				   "%zu bytes of signal fields, %zu signals need %zu",
-				   len, h->ns, h->ns * DSV_EDF_SIGNAL);
+				   "%zu bytes of signal fields, %zu signals need %zu", len, h->ns,
+				   h->ns * DSV_EDF_SIGNAL);
 	free(h->sig);
 	if (!(h->sig = calloc(h->ns, sizeof(*h->sig))))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -248,7 +243,8 @@ int dsv_edf_parse_signals(const uint8_t *buf, size_t len, dsv_edf_hdr *h, dsv_er
 		rec += h->sig[i].spr * dsv_edf_bps(h); /* each below 2^42, ns <= 4096 */
 	}
 	if (rec == 0)
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "number of samples in each data record",
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL,
+				   "number of samples in each data record",
 				   "0 for every signal: the data records hold nothing");
 	h->record_bytes = rec;
 	return 0;
@@ -258,25 +254,26 @@ int dsv_edf_check_size(dsv_edf_hdr *h, uint64_t file_size, dsv_errbuf *eb)
 {
 	if (file_size < h->bytes)
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, NULL, "number of bytes in header",
-				   "%llu, but the file is %llu bytes",
-				   (unsigned long long)h->bytes, (unsigned long long)file_size);
+				   "%llu, but the file is %llu bytes", (unsigned long long)h->bytes,
+				   (unsigned long long)file_size);
 	uint64_t data = file_size - h->bytes, whole = data / h->record_bytes;
 	uint64_t rest = data % h->record_bytes;
 	if (h->records_field == -1 && rest)
-		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, NULL, "number of data records",
-				   "-1 (unknown), and the file's %llu bytes of data are %llu "
-				   "records of %llu bytes and %llu bytes more (a short last record)",
-				   (unsigned long long)data, (unsigned long long)whole,
-				   (unsigned long long)h->record_bytes, (unsigned long long)rest);
+		return dsv_errf_at(
+			eb, DSV_ERR_TRUNCATED, NULL, "number of data records",
+			"-1 (unknown), and the file's %llu bytes of data are %llu "
+			"records of %llu bytes and %llu bytes more (a short last record)",
+			(unsigned long long)data, (unsigned long long)whole,
+			(unsigned long long)h->record_bytes, (unsigned long long)rest);
 	if (h->records_field >= 0 && (rest || whole != (uint64_t)h->records_field))
-		return dsv_errf_at(eb, whole < (uint64_t)h->records_field ? DSV_ERR_TRUNCATED
-									    : DSV_ERR_FORMAT,
-				   NULL, "number of data records",
-				   "%lld records of %llu bytes, but the file holds %llu bytes of "
-				   "data (%llu records%s)",
-				   (long long)h->records_field, (unsigned long long)h->record_bytes,
-				   (unsigned long long)data, (unsigned long long)whole,
-				   rest ? " and a short last record" : "");
+		return dsv_errf_at(
+			eb, whole < (uint64_t)h->records_field ? DSV_ERR_TRUNCATED : DSV_ERR_FORMAT,
+			NULL, "number of data records",
+			"%lld records of %llu bytes, but the file holds %llu bytes of "
+			"data (%llu records%s)",
+			(long long)h->records_field, (unsigned long long)h->record_bytes,
+			(unsigned long long)data, (unsigned long long)whole,
+			rest ? " and a short last record" : "");
 	h->records = whole;
 	return 0;
 }
