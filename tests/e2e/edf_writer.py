@@ -28,8 +28,11 @@ def eeg(n, t):
 
 def header(label, rate, x, bits, unit="uV"):
     lim = 2 ** (bits - 1)
+    # emgio's extrema: the channel's own, here to 2 decimals or whole
+    q = 100.0 if len(label) % 2 else 1.0
     return {"label": label, "dimension": unit, "sample_frequency": rate,
-            "physical_min": float(np.floor(x.min())), "physical_max": float(np.ceil(x.max())),
+            "physical_min": float(np.floor(x.min() * q) / q),
+            "physical_max": float(np.ceil(x.max() * q) / q),
             "digital_min": -lim, "digital_max": lim - 1, "transducer": "", "prefilter": ""}
 
 

@@ -1,9 +1,8 @@
 """EDF/EDF+ and BDF/BDF+ recordings written by pyedflib (edf_writer.py, run
 under the project venv), served through real mounts: one recording is one
-row (channels, time) in physical units, each value the float64
-(d - dmin) * ((pmax - pmin) / (dmax - dmin)) + pmin of pyedflib's own
-digital read rounded once, and equal to pyedflib's physical read rounded
-once. The channels at the most common sample rate are served, the others
+row (channels, time) in physical units: pyedflib's readSignal() (float64,
+EDFlib's gain * (d + pmax / gain - dmax), written out again here in
+numpy from its digital read and header) rounded once. The channels at the most common sample rate are served, the others
 and the annotation signals are listed (V.json, /.skipped.json). Also:
 directories, a collection windowed over time (never across recordings)
 with a transform, info, verify, pack, and every malformed header field
@@ -43,30 +42,30 @@ class EdfTest(E2E):
 
     def ref(self, stem):
         """(1, C, T) float64 physical values of the channels served (those
-        at the most common rate, the first such rate on a tie), from
-        pyedflib's digital read; pyedflib's physical read of them; the
-        saved header; the channels' indices."""
+        at the most common rate, the first such rate on a tie): pyedflib's
+        readSignal(); the same computed here in numpy from its digital
+        read and the header (EDFlib's arithmetic); the saved header; the
+        channels' indices."""
         z = np.load(self.p(stem + ".ref.npz"))
         rates = list(z["rates"])
         rate = max(rates, key=lambda r: (rates.count(r), -rates.index(r)))
         chans = [i for i in range(len(rates)) if rates[i] == rate]
-        want, theirs = [], []
+        theirs, ours = [], []
         for i in chans:
             d = z[f"digital{i}"].astype(np.float64)
             gain = (z["pmax"][i] - z["pmin"][i]) / float(z["dmax"][i] - z["dmin"][i])
-            want.append((d - float(z["dmin"][i])) * gain + z["pmin"][i])
+            ours.append(gain * ((z["pmax"][i] / gain - float(z["dmax"][i])) + d))
             theirs.append(z[f"physical{i}"])
-        return np.array(want)[None], np.array(theirs)[None], z, chans
+        return np.array(theirs)[None], np.array(ours)[None], z, chans
 
     def test_each_recording(self):
         for view, (fname, rate, nchan, skipped) in FILES.items():
             stem = fname.rsplit(".", 1)[0]
             with self.subTest(fname):
-                want, theirs, z, chans = self.ref(stem)
+                want, ours, z, chans = self.ref(stem)
                 self.assertEqual(want.shape[1], nchan)
-                # pyedflib's own physical values round to the same float32
-                self.assertTrue(np.array_equal(round_out(want, "float32"),
-                                               round_out(theirs, "float32")))
+                # the arithmetic written out in numpy gives pyedflib's bits
+                self.assertTrue(np.array_equal(want.view(np.uint64), ours.view(np.uint64)))
                 with self.mount(self.p(fname)) as m:
                     meta = check_whole(self, m, stem, round_out(want, "float32"), "float32")
                     check_preads(self, m, stem, round_out(want, "float32"), seed=nchan)

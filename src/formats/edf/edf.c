@@ -11,8 +11,9 @@
  * the annotation signals are named in the source's attributes with why
  * (V.json, and /.skipped.json of a zero-configuration mount).
  *
- * Values are served in physical units, each channel's
- * (d - dmin) * (pmax - pmin) / (dmax - dmin) + pmin computed in float64:
+ * Values are served in physical units, each channel's linear map of
+ * [dmin, dmax] onto [pmin, pmax] computed in float64 as EDFlib (and so
+ * pyedflib's readSignal) computes it, gain * (d + pmax / gain - dmax):
  * the source's elements are float64, which the view's transform takes as
  * they are and rounds once to its output type. The elements are gathered
  * from the records at read time (edf_read, the source's lib_read): any
@@ -45,8 +46,11 @@
 typedef struct edf_state {
 	dsv_edf_hdr h;
 	size_t nchan;
-	size_t *sig;        /* the signal of each channel */
-	double *gain, *lo;  /* (pmax - pmin) / (dmax - dmin), pmin */
+	size_t *sig; /* the signal of each channel */
+	/* a channel's value is gain * (off + d): gain = (pmax - pmin) /
+	 * (dmax - dmin), off = pmax / gain - dmax (EDFlib's and pyedflib's
+	 * arithmetic, so the float64 values are theirs bit for bit) */
+	double *gain, *off;
 	uint64_t spr, time; /* samples a record, samples a channel */
 } edf_state;
 
@@ -58,30 +62,29 @@ static void edf_state_free(void *p)
 	dsv_edf_hdr_free(&st->h);
 	free(st->sig);
 	free(st->gain);
-	free(st->lo);
+	free(st->off);
 	free(st);
 }
 
 /* n samples of signal s of the record at rec (its first byte) from sample
  * k on, in physical units, into out. */
-static void decode(const edf_state *st, size_t sig, double gain, double lo, const uint8_t *rec,
+static void decode(const edf_state *st, size_t sig, double gain, double off, const uint8_t *rec,
 		   uint64_t k, uint64_t n, double *out)
 {
 	const dsv_edf_signal *s = &st->h.sig[sig];
-	double dmin = (double)s->dmin;
 	if (st->h.bdf) {
 		const uint8_t *p = rec + s->rec_off + 3 * k;
 		for (uint64_t i = 0; i < n; i++, p += 3) {
 			uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
 			int32_t d = (int32_t)(u << 8) >> 8;
-			out[i] = ((double)d - dmin) * gain + lo;
+			out[i] = gain * (off + (double)d);
 		}
 		return;
 	}
 	const uint8_t *p = rec + s->rec_off + 2 * k;
 	for (uint64_t i = 0; i < n; i++, p += 2) {
 		int16_t d = (int16_t)((uint16_t)p[0] | (uint16_t)p[1] << 8);
-		out[i] = ((double)d - dmin) * gain + lo;
+		out[i] = gain * (off + (double)d);
 	}
 }
 
@@ -101,7 +104,7 @@ static void gather_record(const edf_state *st, const uint8_t *rec, uint64_t r, u
 			b = e + n;
 		if (a >= b)
 			continue;
-		decode(st, st->sig[c], st->gain[c], st->lo[c], rec, a - c * T - t0, b - a,
+		decode(st, st->sig[c], st->gain[c], st->off[c], rec, a - c * T - t0, b - a,
 		       out + (a - e));
 	}
 }
@@ -213,7 +216,7 @@ static int pick_channels(edf_state *st, const char *path, dsv_errbuf *eb)
 	dsv_edf_hdr *h = &st->h;
 	if (!(st->sig = calloc(h->ns, sizeof(*st->sig))) ||
 	    !(st->gain = calloc(h->ns, sizeof(double))) ||
-	    !(st->lo = calloc(h->ns, sizeof(double))))
+	    !(st->off = calloc(h->ns, sizeof(double))))
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	st->spr = dsv_edf_pick(h, st->sig, &st->nchan);
 	if (!st->spr)
@@ -226,7 +229,7 @@ static int pick_channels(edf_state *st, const char *path, dsv_errbuf *eb)
 	for (size_t c = 0; c < st->nchan; c++) {
 		const dsv_edf_signal *g = &h->sig[st->sig[c]];
 		st->gain[c] = (g->pmax - g->pmin) / ((double)g->dmax - (double)g->dmin);
-		st->lo[c] = g->pmin;
+		st->off[c] = g->pmax / st->gain[c] - (double)g->dmax;
 	}
 	return 0;
 }
