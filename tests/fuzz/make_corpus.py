@@ -12,6 +12,7 @@ import numpy as np
 
 import corpus_codecs
 import corpus_net
+import corpus_eeg
 import corpus_sources
 import corpus_zarr
 
@@ -36,6 +37,7 @@ def main():
     corpus_codecs.devlz4_seeds()
     corpus_codecs.quirk_seeds()
     corpus_net.s3list_seeds()
+    corpus_eeg.edf_seeds()
 
 
 if __name__ == "__main__":

@@ -66,14 +66,14 @@ static void edf_state_free(void *p)
 	free(st);
 }
 
-/* n samples of signal s of the record at rec (its first byte) from sample
- * k on, in physical units, into out. */
+/* n samples of signal sig from sample k on, in physical units, into out;
+ * rec holds a record's bytes from its byte base on. */
 static void decode(const edf_state *st, size_t sig, double gain, double off, const uint8_t *rec,
-		   uint64_t k, uint64_t n, double *out)
+		   uint64_t base, uint64_t k, uint64_t n, double *out)
 {
 	const dsv_edf_signal *s = &st->h.sig[sig];
 	if (st->h.bdf) {
-		const uint8_t *p = rec + s->rec_off + 3 * k;
+		const uint8_t *p = rec + (s->rec_off - base) + 3 * k;
 		for (uint64_t i = 0; i < n; i++, p += 3) {
 			uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
 			int32_t d = (int32_t)(u << 8) >> 8;
@@ -81,7 +81,7 @@ static void decode(const edf_state *st, size_t sig, double gain, double off, con
 		}
 		return;
 	}
-	const uint8_t *p = rec + s->rec_off + 2 * k;
+	const uint8_t *p = rec + (s->rec_off - base) + 2 * k;
 	for (uint64_t i = 0; i < n; i++, p += 2) {
 		int16_t d = (int16_t)((uint16_t)p[0] | (uint16_t)p[1] << 8);
 		out[i] = gain * (off + (double)d);
@@ -90,10 +90,9 @@ static void decode(const edf_state *st, size_t sig, double gain, double off, con
 
 /* The part of record r that channels [c0, c1] need, from elements
  * [e, e + n) of the source, decoded into out (element e at out[0]); rec
- * holds the record's bytes from the first channel's signal on (its byte
- * base there). */
-static void gather_record(const edf_state *st, const uint8_t *rec, uint64_t r, uint64_t e,
-			  uint64_t n, size_t c0, size_t c1, double *out)
+ * holds the record's bytes from byte base on (the first channel's). */
+static void gather_record(const edf_state *st, const uint8_t *rec, uint64_t base, uint64_t r,
+			  uint64_t e, uint64_t n, size_t c0, size_t c1, double *out)
 {
 	uint64_t T = st->time, t0 = r * st->spr, t1 = t0 + st->spr;
 	for (size_t c = c0; c <= c1; c++) {
@@ -104,7 +103,7 @@ static void gather_record(const edf_state *st, const uint8_t *rec, uint64_t r, u
 			b = e + n;
 		if (a >= b)
 			continue;
-		decode(st, st->sig[c], st->gain[c], st->off[c], rec, a - c * T - t0, b - a,
+		decode(st, st->sig[c], st->gain[c], st->off[c], rec, base, a - c * T - t0, b - a,
 		       out + (a - e));
 	}
 }
@@ -141,7 +140,7 @@ static int edf_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, si
 		if (err)
 			return err;
 		for (uint64_t j = 0; j < k; j++)
-			gather_record(st, buf + j * RB - lo, r + j, e, n, c0, c1, dst);
+			gather_record(st, buf + j * RB, lo, r + j, e, n, c0, c1, dst);
 	}
 	return 0;
 }

@@ -1,0 +1,62 @@
+"""Seeds of the EEG recordings' fuzz target (fuzz_edf): EDF and BDF files
+built field by field as edfplus.info lays them out (a leading byte: 1 for
+the .bdf name, 0 for .edf), then their malformations. Run by
+make_corpus.py; alone, from tests/fuzz:
+/usr/bin/python3 -c 'import corpus_eeg as c; c.edf_seeds()'."""
+import os
+import shutil
+
+import numpy as np
+
+from seedlib import OUT, put
+
+
+def field(text, width):
+    return text.encode("latin-1")[:width].ljust(width, b" ")
+
+
+def edf(bdf=True, spr=(4, 4, 2, 3), labels=None, records=3, reserved="BDF+C", nrec=None,
+        duration="1", rng=None):
+    """A recording: the fixed header, the signal fields (arrays over the
+    signals), then records of random samples, signal after signal."""
+    ns = len(spr)
+    labels = labels or [f"E{i}" for i in range(ns - 1)] + ["BDF Annotations" if bdf
+                                                          else "EDF Annotations"]
+    bits = 24 if bdf else 16
+    head = (b"\xffBIOSEMI" if bdf else field("0", 8)) + field("X", 80) + field("X", 80)
+    head += field("06.12.26", 8) + field("04.45.00", 8) + field(str(256 * (ns + 1)), 8)
+    head += field(reserved, 44) + field(str(records if nrec is None else nrec), 8)
+    head += field(duration, 8) + field(str(ns), 4)
+    cols = [(16, labels), (80, ["x"] * ns), (8, ["uV"] * ns), (8, ["-300.5"] * ns),
+            (8, ["299.25"] * ns), (8, [str(-2 ** (bits - 1))] * ns),
+            (8, [str(2 ** (bits - 1) - 1)] * ns), (80, [""] * ns), (8, [str(s) for s in spr]),
+            (32, [""] * ns)]
+    for width, vals in cols:
+        head += b"".join(field(v, width) for v in vals)
+    n = sum(spr) * records
+    v = rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), n, dtype=np.int64)
+    data = b"".join(int(x).to_bytes(bits // 8, "little", signed=True) for x in v)
+    return bytes([1 if bdf else 0]) + head + data
+
+
+def edf_seeds():
+    shutil.rmtree(os.path.join(OUT, "edf"), ignore_errors=True)
+    rng = np.random.default_rng(39)
+    good = {
+        "bdf_plus": edf(rng=rng),
+        "edf_plus": edf(False, spr=(6, 6, 6, 2), reserved="EDF+C", rng=rng),
+        "bdf_plain": edf(spr=(3, 3), labels=["A", "B"], reserved="24BIT", rng=rng),
+        "edf_rates": edf(False, spr=(8, 2, 8, 1, 4), reserved="", records=2, rng=rng),
+        "unknown_count": edf(nrec="-1", rng=rng),
+    }
+    for name, b in good.items():
+        put("edf", name, b)
+    b = good["bdf_plus"]
+    put("edf", "plus_d", edf(reserved="BDF+D", rng=rng))
+    put("edf", "cut_record", b[:-2])
+    put("edf", "cut_header", b[:700])
+    put("edf", "count_wrong", edf(nrec="9", rng=rng))
+    put("edf", "duration_zero", edf(duration="0", rng=rng))
+    put("edf", "ns_huge", b[:253] + b"9999" + b[257:])
+    put("edf", "spr_huge", edf(spr=(4, 99999999, 2, 3), records=1, rng=rng)[:1400])
+    put("edf", "annotations_only", edf(spr=(5,), labels=["BDF Annotations"], rng=rng))
