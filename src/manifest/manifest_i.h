@@ -90,4 +90,10 @@ int dsv_mf_nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *e
  * (a file's name in a directory mount) is not NULL; in buf. */
 const char *dsv_mf_skip_path(const char *in, const char *dset, char *buf, size_t cap);
 
+/* The files a directory mount of dir serves, as paths below it (every
+ * file of a format at its top level, recordings of tree formats below it:
+ * dir_files.c), in natural order: *names[0 .. *n), each the caller's to
+ * free, and the array. @return 0 or a dsv_err with eb set (dir unread). */
+int dsv_mf_dir_files(const char *dir, char ***names, size_t *n, dsv_errbuf *eb);
+
 #endif

@@ -264,6 +264,23 @@ static int from_h5(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned 
 	return err;
 }
 
+/* The view name of a file below a directory mount's top level: its path
+ * there (rel) less strip bytes (".bdf"), each part mapped as HDF5 names
+ * are ("sub-01/eeg/sub-01_task-rest_eeg"), in a new string *out. */
+static int tree_view_name(const char *rel, size_t strip, char **out, dsv_errbuf *eb)
+{
+	char *stem = strndup(rel, strlen(rel) - strip);
+	size_t part_len = 0;
+	int err = stem ? map_name(stem, out, &part_len) : DSV_ERR_NOMEM;
+	free(stem);
+	if (err == DSV_ERR_INVALID)
+		return dsv_errf_at(eb, err, rel, NULL,
+				   "name too long once mapped to a view name (a part of %zu "
+				   "bytes, at most %d)",
+				   part_len, DSV_VIEW_NAME_MAX);
+	return err ? dsv_errf(eb, err, "out of memory") : 0;
+}
+
 /* The signals of a recording its source leaves out (an EEG file's other
  * sample rates and annotations: its attributes' "skipped_signals"), each
  * in m->skipped as "label" (in: the file's name in a directory mount,
@@ -299,7 +316,8 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 	char *name;
 	size_t ext;
 	dsv_format_by_name(path, &ext);
-	int err = file_view_name(path, ext, &name, eb);
+	int err = in && strchr(in, '/') ? tree_view_name(in, ext, &name, eb)
+					: file_view_name(path, ext, &name, eb);
 	if (!err)
 		err = f->open(path, NULL, &s, eb);
 	if (!err && skip_signals(m, in, s)) {
@@ -415,45 +433,23 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 
 /* `dsview mount DIR`: every .npy and .nii (a view named for the file, mapped as
  * HDF5 names are) and HDF5 file (a directory named for the file, holding
- * its datasets) of dir, not its subdirectories, in natural order; what
- * cannot be served, a whole file or one dataset, is skipped as in a file
- * mount, and the load fails only when nothing can be served. */
+ * its datasets) of dir, and its recordings at any depth (a BIDS tree: a
+ * view named for each one's path, dsv_mf_dir_files), in natural order;
+ * what cannot be served, a whole file or one dataset, is skipped as in a
+ * file mount, and the load fails only when nothing can be served. */
 static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
 		    dsv_errbuf *eb)
 {
-	DIR *d = opendir(dir);
 	char **names = NULL, what[512];
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int err = 0;
+	size_t n = 0;
+	int err = dsv_mf_dir_files(dir, &names, &n, eb);
 
-	if (!d)
-		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL,
-				   "%s", strerror(errno));
-	while (!err && (de = readdir(d))) {
-		const dsv_format *f = dsv_format_by_name(de->d_name, NULL);
-		if (de->d_name[0] == '.' || !f || (f->traits & DSV_FMT_DIR))
-			continue;
-		if (n == cap) {
-			char **nn = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*nn));
-			if (!nn) {
-				err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-				break;
-			}
-			names = nn;
-		}
-		if (!(names[n] = strdup(de->d_name)))
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else
-			n++;
-	}
-	closedir(d);
+	if (err)
+		return err;
 	if (!err && n == 0)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL,
 				  "no file in it is one dsview reads (%s)",
 				  dsv_format_nouns(DSV_FMT_DIR | DSV_FMT_RAW, what, sizeof(what)));
-	if (!err)
-		dsv_natural_sort(names, n);
 	for (size_t i = 0; !err && i < n; i++) {
 		dsv_errbuf sub, first;
 		char *path = NULL;

@@ -116,6 +116,31 @@ class EdfTest(E2E):
             check_preads(self, m, "w", round_out(wins, "float32"), rows=(0, 1, 31, 32, 33))
             check_whole(self, m, "t", reference(wins, 0.001, 2.5, dtype="bfloat16"), "bfloat16")
 
+    def test_bids_tree(self):
+        """A BIDS dataset (sub-*/eeg/*_eeg.bdf, as eegdash caches the
+        challenge's copy): one view per recording, named for its path; the
+        other files of the tree, and arrays below the top level, are not
+        served."""
+        d = self.p("ds005505-bdf")
+        layout = {"sub-01/eeg/sub-01_task-RestingState_eeg.bdf": "hbn_like",
+                  "sub-01/eeg/sub-01_task-DespicableMe_eeg.bdf": "hbn_c",
+                  "sub-02/eeg/sub-02_task-RestingState_eeg.bdf": "hbn_b"}
+        for rel, stem in layout.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            shutil.copy(self.p(stem + ".bdf"), os.path.join(d, rel))
+        with open(os.path.join(d, "participants.tsv"), "w") as f:
+            f.write("participant_id\nsub-01\nsub-02\n")
+        with open(os.path.join(d, "sub-01/eeg/sub-01_task-RestingState_events.tsv"), "w") as f:
+            f.write("onset\tduration\n")
+        np.save(os.path.join(d, "sub-02/scores.npy"), np.arange(3.0))
+        with self.mount(d) as m:
+            for rel, stem in layout.items():
+                check_whole(self, m, rel[:-4], round_out(self.ref(stem)[0], "float32"),
+                            "float32")
+            self.assertEqual(sorted(os.listdir(m.path("sub-02"))), ["eeg"])
+            got = [e["path"] for e in json.loads(read_all(m.path(".skipped.json")))]
+            self.assertEqual(got, [rel + ":BDF Annotations" for rel in sorted(layout)])
+
     def test_info_verify_pack(self):
         path = self.p("hbn_like.bdf")
         r = run("info", "--json", path)

@@ -191,11 +191,14 @@ static void test_malformed(void **state)
 	bad(b, len, 244, "inf     ", DSV_ERR_FORMAT, "duration of a data record");
 	bad(b, len, 252, "x   ", DSV_ERR_FORMAT, "number of signals");
 	bad(b, len, 252, "9999", DSV_ERR_FORMAT, "number of signals");
-	bad(b, len, S + ns * 104 + 8, "1e999   ", DSV_ERR_FORMAT, "signal 1 (Fp2): physical minimum");
+	bad(b, len, S + ns * 104 + 8, "1e999   ", DSV_ERR_FORMAT,
+	    "signal 1 (Fp2): physical minimum");
 	bad(b, len, S + ns * 112 + 16, "-252.5  ", DSV_ERR_FORMAT,
 	    "signal 2 (SpO2): physical maximum");
-	bad(b, len, S + ns * 120 + 24, "-9000000", DSV_ERR_FORMAT, "signal 3 (C3): digital minimum");
-	bad(b, len, S + ns * 128 + 0, "-8000000", DSV_ERR_FORMAT, "signal 0 (Fp1): digital maximum");
+	bad(b, len, S + ns * 120 + 24, "-9000000", DSV_ERR_FORMAT,
+	    "signal 3 (C3): digital minimum");
+	bad(b, len, S + ns * 128 + 0, "-8000000", DSV_ERR_FORMAT,
+	    "signal 0 (Fp1): digital maximum");
 	bad(b, len, S + ns * 216 + 40, "5.5     ", DSV_ERR_FORMAT,
 	    "signal 5 (C4): number of samples in each data record");
 	/* cut short: inside the fixed part, the signal fields, a record */

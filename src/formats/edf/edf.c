@@ -339,6 +339,7 @@ static int edf_open(const char *file, const char *dataset, dsv_source **out, dsv
 const dsv_format dsv_format_edf = {
 	.name = "edf",
 	.noun = "an EDF or BDF recording (.edf, .bdf)",
+	.traits = DSV_FMT_TREE,
 	.by_name = edf_by_name,
 	.by_magic = edf_by_magic,
 	.open = edf_open,
