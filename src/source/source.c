@@ -171,6 +171,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_H5_FALLBACK: return "hdf5-library";
 	case DSV_SRC_ZARR: return "zarr";
 	case DSV_SRC_EDF: return "edf";
+	case DSV_SRC_EEGLAB: return "eeglab";
 	}
 	return "unknown";
 }

@@ -173,10 +173,12 @@ static void test_nouns(void **state)
 	(void)state;
 	assert_string_equal(dsv_format_nouns(DSV_FMT_RAW, buf, sizeof(buf)),
 			    "a .npy, a NIfTI image (.nii), an HDF5 file (.h5), a Zarr array or "
-			    "group, or an EDF or BDF recording (.edf, .bdf)");
+			    "group, an EDF or BDF recording (.edf, .bdf), or an EEGLAB dataset "
+			    "(.set)");
 	assert_string_equal(
 		dsv_format_nouns(DSV_FMT_RAW | DSV_FMT_DIR | DSV_FMT_DATASETS, buf, sizeof(buf)),
-		"a .npy, a NIfTI image (.nii), or an EDF or BDF recording (.edf, .bdf)");
+		"a .npy, a NIfTI image (.nii), an EDF or BDF recording (.edf, .bdf), or an "
+		"EEGLAB dataset (.set)");
 	/* cut short, never past the buffer */
 	assert_string_equal(dsv_format_nouns(0, buf, 8), "a .npy,");
 }
