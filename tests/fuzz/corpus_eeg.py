@@ -1,7 +1,7 @@
-"""Seeds of the EEG recordings' fuzz target (fuzz_edf): EDF and BDF files
+"""Seeds of the EEG recordings' fuzz targets: fuzz_edf, EDF and BDF files
 built field by field as edfplus.info lays them out (a leading byte: 1 for
-the .bdf name, 0 for .edf), then their malformations. Run by
-make_corpus.py; alone, from tests/fuzz:
+the .bdf name, 0 for .edf), then their malformations; fuzz_eeglab, .set
+files. Run by make_corpus.py; one family alone, from tests/fuzz:
 /usr/bin/python3 -c 'import corpus_eeg as c; c.edf_seeds()'."""
 import os
 import shutil
@@ -60,3 +60,45 @@ def edf_seeds():
     put("edf", "ns_huge", b[:253] + b"9999" + b[257:])
     put("edf", "spr_huge", edf(spr=(4, 99999999, 2, 3), records=1, rng=rng)[:1400])
     put("edf", "annotations_only", edf(spr=(5,), labels=["BDF Annotations"], rng=rng))
+
+
+def eeglab_seeds():
+    """EEGLAB .set files (fuzz_eeglab) written by scipy.io.savemat in
+    EEGLAB's layout: today's variables, the older EEG struct, epoched data,
+    a .fdt's name, -v7 compression; then cut and patched ones."""
+    import io
+
+    import scipy.io
+    shutil.rmtree(os.path.join(OUT, "eeglab"), ignore_errors=True)
+    rng = np.random.default_rng(41)
+
+    def mat(d, **kw):
+        b = io.BytesIO()
+        scipy.io.savemat(b, d, **kw)
+        return b.getvalue()
+
+    def fields(data, fdt=None):
+        c, t = data.shape[:2]
+        cl = np.zeros((1, c), dtype=[("labels", "O"), ("X", "O")])
+        for i in range(c):
+            cl[0, i] = (f"E{i}", float(i))
+        return {"setname": "x", "nbchan": float(c), "pnts": float(t),
+                "trials": float(data.shape[2] if data.ndim == 3 else 1), "srate": 100.0,
+                "data": fdt or data, "chanlocs": cl, "etc": {"v": "1"}}
+
+    a = rng.standard_normal((3, 20)).astype(np.float32)
+    good = {
+        "today": mat(fields(a)),
+        "old_struct": mat({"EEG": fields(a)}),
+        "epochs": mat(fields(rng.standard_normal((2, 5, 3)).astype(np.float32))),
+        "int16": mat(fields(rng.integers(-99, 99, (2, 9)).astype(np.int16))),
+        "fdt_name": mat(fields(a, "x.fdt")),
+        "compressed": mat(fields(a), do_compression=True),
+    }
+    for name, b in good.items():
+        put("eeglab", name, b)
+    b = good["today"]
+    put("eeglab", "cut", b[:-40])
+    put("eeglab", "cut_header", b[:100])
+    put("eeglab", "big_endian", b[:126] + b"MI" + b[128:])
+    put("eeglab", "len_huge", b[:132] + b"\xff\xff\xff\x7f" + b[136:])

@@ -38,6 +38,7 @@ def main():
     corpus_codecs.quirk_seeds()
     corpus_net.s3list_seeds()
     corpus_eeg.edf_seeds()
+    corpus_eeg.eeglab_seeds()
 
 
 if __name__ == "__main__":

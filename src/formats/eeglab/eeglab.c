@@ -170,13 +170,14 @@ static json_t *labels(const eeg_scope *sc, uint64_t C)
 	dsv_errbuf eb;
 	json_t *a = NULL;
 	char t[64];
-	if (v && !get(sc, "chanlocs", &cl, &eb) && !dsv_mat_field(sc->m, &cl, "labels", v, C, &eb)) {
+	if (v && !get(sc, "chanlocs", &cl, &eb) &&
+	    !dsv_mat_field(sc->m, &cl, "labels", v, C, &eb)) {
 		a = json_array();
 		for (uint64_t i = 0; a && i < C; i++)
-			json_array_append_new(a, json_string(dsv_mat_string(sc->m, &v[i], t, sizeof(t),
-									     &eb)
-								      ? ""
-								      : t));
+			json_array_append_new(
+				a,
+				json_string(dsv_mat_string(sc->m, &v[i], t, sizeof(t), &eb) ? ""
+											    : t));
 	}
 	free(v);
 	return a;
@@ -211,8 +212,8 @@ static int open_fdt(dsv_source *s, const eeg_scope *sc, const dsv_mat_var *data,
 	if (err)
 		return err;
 	if (strchr(name, '/'))
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "data", "names '%s', not a file beside it",
-				   name);
+		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "data",
+				   "names '%s', not a file beside it", name);
 	snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - s->path + 1) : 0, s->path,
 		 name);
 	if ((st->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -223,8 +224,8 @@ static int open_fdt(dsv_source *s, const eeg_scope *sc, const dsv_mat_var *data,
 	uint64_t want = st->C * st->T * st->K * 4;
 	if (size < 0 || (uint64_t)size != want)
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, NULL, "data",
-				   "'%s' is %lld bytes, not nbchan * pnts * trials * 4 = %llu", name,
-				   (long long)size, (unsigned long long)want);
+				   "'%s' is %lld bytes, not nbchan * pnts * trials * 4 = %llu",
+				   name, (long long)size, (unsigned long long)want);
 	s->info.dtype = DSV_F32;
 	s->info.stored_bytes = want;
 	return 0;
@@ -239,15 +240,16 @@ static int embedded(dsv_source *s, const dsv_mat_var *d, eeg_state *st, dsv_errb
 		k *= d->dims[i];
 	if (d->cls < 6 || d->cls > 15 || d->complex || dtype_of(d->type) == DSV_DTYPE_INVALID)
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, NULL, "data",
-				   "not a real numeric matrix (class %d, stored as type %d)", d->cls,
-				   d->type);
+				   "not a real numeric matrix (class %d, stored as type %d)",
+				   d->cls, d->type);
 	if (d->dims[0] != st->C || d->dims[1] != st->T || k != st->K)
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "data",
-				   "is %llu x %llu x %llu, but nbchan, pnts, trials are %llu, %llu, "
-				   "%llu",
-				   (unsigned long long)d->dims[0], (unsigned long long)d->dims[1],
-				   (unsigned long long)k, (unsigned long long)st->C,
-				   (unsigned long long)st->T, (unsigned long long)st->K);
+		return dsv_errf_at(
+			eb, DSV_ERR_FORMAT, NULL, "data",
+			"is %llu x %llu x %llu, but nbchan, pnts, trials are %llu, %llu, "
+			"%llu",
+			(unsigned long long)d->dims[0], (unsigned long long)d->dims[1],
+			(unsigned long long)k, (unsigned long long)st->C, (unsigned long long)st->T,
+			(unsigned long long)st->K);
 	st->es = dsv_mat_type_size(d->type);
 	if (d->data_len / st->es != d->numel || d->data_len % st->es)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "data",

@@ -164,8 +164,9 @@ int dsv_mat_check_header(const dsv_mat *m, dsv_errbuf *eb)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "header",
 				   "not a MATLAB 5.0 MAT-file (its text does not say so)");
 	if (h[126] == 'M' && h[127] == 'I')
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, NULL, "header",
-				   "a big-endian MAT-file; save it again on a little-endian machine");
+		return dsv_errf_at(
+			eb, DSV_ERR_UNSUPPORTED, NULL, "header",
+			"a big-endian MAT-file; save it again on a little-endian machine");
 	if (h[126] != 'I' || h[127] != 'M')
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "header",
 				   "endian indicator is neither IM nor MI");
@@ -206,7 +207,8 @@ int dsv_mat_field(const dsv_mat *m, const dsv_mat_var *st, const char *field, ds
 		return dsv_errf(eb, DSV_ERR_NOTFOUND, "'%s' is not a struct of %llu elements",
 				st->name, (unsigned long long)n);
 	for (; k < st->nfields; k++) {
-		if ((err = m->read(m->arg, fname, st->field_len, st->names_off + k * st->field_len)))
+		if ((err = m->read(m->arg, fname, st->field_len,
+				   st->names_off + k * st->field_len)))
 			return dsv_errf(eb, err, "cannot read a struct's field names");
 		fname[st->field_len] = '\0';
 		if (!strcmp(fname, field))
@@ -250,8 +252,7 @@ int dsv_mat_scalar(const dsv_mat *m, const dsv_mat_var *v, double *out, dsv_errb
 	return 0;
 }
 
-int dsv_mat_string(const dsv_mat *m, const dsv_mat_var *v, char *out, size_t cap,
-		   dsv_errbuf *eb)
+int dsv_mat_string(const dsv_mat *m, const dsv_mat_var *v, char *out, size_t cap, dsv_errbuf *eb)
 {
 	uint8_t b[1024];
 	size_t es = dsv_mat_type_size(v->type);

@@ -90,7 +90,6 @@ int dsv_mat_scalar(const dsv_mat *m, const dsv_mat_var *v, double *out, dsv_errb
 
 /* A char array (one row) as ASCII in out (bytes that are not, as '?').
  * @return 0 or DSV_ERR_FORMAT (not a char array, or longer than cap). */
-int dsv_mat_string(const dsv_mat *m, const dsv_mat_var *v, char *out, size_t cap,
-		   dsv_errbuf *eb);
+int dsv_mat_string(const dsv_mat *m, const dsv_mat_var *v, char *out, size_t cap, dsv_errbuf *eb);
 
 #endif
