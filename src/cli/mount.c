@@ -46,7 +46,7 @@ static const char mount_usage[] =
 	"\n"
 	"SOURCE is a manifest (.ini), a single .npy / .h5 file (every array in it\n"
 	"becomes a view, cast to --dtype), or a directory of them (each .h5 file a\n"
-	"directory of its arrays; .edf/.bdf recordings also in its subdirectories,\n"
+	"directory of its arrays; .edf/.bdf/.set recordings also in its subdirectories,\n"
 	"a BIDS tree). MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT "\n"
 	"and is created if missing. Returns once the mount answers. Datasets of an\n"
 	"HDF5 SOURCE that cannot be served (strings, tables, ...) are listed in\n"
