@@ -45,6 +45,7 @@ typedef enum dsv_source_kind {
 	DSV_SRC_FILL,        /* rows of one value: a virtual dataset's unmapped or missing rows */
 	DSV_SRC_EDF,         /* an EDF/BDF recording: samples gathered from its data records */
 	DSV_SRC_EEGLAB,      /* an EEGLAB .set: time-major samples gathered by channel */
+	DSV_SRC_BV,          /* a BrainVision recording: samples times each channel's resolution */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {

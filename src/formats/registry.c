@@ -8,6 +8,7 @@
 
 #include "common/str.h"
 #include "formats/formats.h"
+#include "formats/bv/bv.h"
 #include "formats/edf/edf.h"
 #include "formats/eeglab/eeglab.h"
 #include "formats/h5/h5_format.h"
@@ -18,8 +19,8 @@
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
-	&dsv_format_npy, &dsv_format_nifti,  &dsv_format_h5,  &dsv_format_zarr,
-	&dsv_format_edf, &dsv_format_eeglab, &dsv_format_raw,
+	&dsv_format_npy, &dsv_format_nifti,  &dsv_format_h5, &dsv_format_zarr,
+	&dsv_format_edf, &dsv_format_eeglab, &dsv_format_bv, &dsv_format_raw,
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 

@@ -172,6 +172,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_ZARR: return "zarr";
 	case DSV_SRC_EDF: return "edf";
 	case DSV_SRC_EEGLAB: return "eeglab";
+	case DSV_SRC_BV: return "brainvision";
 	}
 	return "unknown";
 }

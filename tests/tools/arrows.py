@@ -24,7 +24,7 @@ RANK = {
     "codec": 1, "xform": 1, "net": 1,
     "source": 2,
     # one room a format (src/formats/NAME), none including another
-    "formats/npy": 3, "formats/raw": 3, "formats/nifti": 3, "formats/edf": 3, "formats/eeglab": 3,
+    "formats/npy": 3, "formats/raw": 3, "formats/nifti": 3, "formats/edf": 3, "formats/eeglab": 3, "formats/bv": 3,
     "formats/h5": 3, "formats/zarr": 3,
     # the registry of formats (src/formats/*.c), above every format
     "formats": 4, "view": 4, "cache": 4,
