@@ -1,7 +1,7 @@
 """Seeds of the EEG recordings' fuzz targets: fuzz_edf, EDF and BDF files
 built field by field as edfplus.info lays them out (a leading byte: 1 for
 the .bdf name, 0 for .edf), then their malformations; fuzz_eeglab, .set
-files. Run by make_corpus.py; one family alone, from tests/fuzz:
+files; fuzz_bv, BrainVision headers. Run by make_corpus.py; one family alone, from tests/fuzz:
 /usr/bin/python3 -c 'import corpus_eeg as c; c.edf_seeds()'."""
 import os
 import shutil
@@ -102,3 +102,33 @@ def eeglab_seeds():
     put("eeglab", "cut_header", b[:100])
     put("eeglab", "big_endian", b[:126] + b"MI" + b[128:])
     put("eeglab", "len_huge", b[:132] + b"\xff\xff\xff\x7f" + b[136:])
+
+
+def bv_seeds():
+    """BrainVision headers (fuzz_bv; its x.eeg is 960 bytes): both
+    orientations, every binary format, resolutions, a comment section;
+    then the entries dsview refuses."""
+    shutil.rmtree(os.path.join(OUT, "bv"), ignore_errors=True)
+
+    def vhdr(c=4, fmt="INT_16", orient="MULTIPLEXED", res="0.1", extra="", chans=None):
+        ch = chans if chans is not None else "".join(
+            f"Ch{i + 1}=E{i + 1},,{res},\u00b5V\n" for i in range(c))
+        return ("Brain Vision Data Exchange Header File Version 1.0\n; x\n\n[Common Infos]\n"
+                f"Codepage=UTF-8\nDataFile=x.eeg\nMarkerFile=x.vmrk\nDataFormat=BINARY\n"
+                f"DataOrientation={orient}\nNumberOfChannels={c}\nSamplingInterval=2000\n{extra}"
+                f"\n[Binary Infos]\nBinaryFormat={fmt}\n\n[Channel Infos]\n{ch}\n"
+                "[Comment]\nA m p\n  indented\n").encode("utf-8")
+
+    put("bv", "mux_i16", vhdr())
+    put("bv", "vec_i32", vhdr(3, "INT_32", "VECTORIZED", "2.5"))
+    put("bv", "mux_f32", vhdr(6, "IEEE_FLOAT_32", res=""))
+    put("bv", "vec_u16", vhdr(5, "UINT_16", "VECTORIZED"))
+    put("bv", "ascii", vhdr(extra="DataFormat=ASCII\n"))
+    put("bv", "big_endian", vhdr().replace(b"BinaryFormat=INT_16", b"BinaryFormat=INT_16\n"
+                                                                 b"UseBigEndianOrder=YES"))
+    put("bv", "missing_channel", vhdr(chans="Ch1=a,,1,uV\n"))
+    put("bv", "channel_past", vhdr(chans="Ch9=a,,1,uV\n"))
+    put("bv", "bad_resolution", vhdr(res="x"))
+    put("bv", "channels_huge", vhdr(c=4096, chans=""))
+    put("bv", "latin1_units", vhdr().replace("\u00b5".encode("utf-8"), b"\xb5"))
+    put("bv", "not_a_header", b"[Common Infos]\nDataFile=x.eeg\n")

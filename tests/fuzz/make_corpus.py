@@ -39,6 +39,7 @@ def main():
     corpus_net.s3list_seeds()
     corpus_eeg.edf_seeds()
     corpus_eeg.eeglab_seeds()
+    corpus_eeg.bv_seeds()
 
 
 if __name__ == "__main__":

@@ -199,7 +199,9 @@ static int binary_format(bv_state *st, const char *v)
 	static const struct {
 		const char *name;
 		dsv_dtype t;
-	} f[] = { { "INT_16", DSV_I16 }, { "UINT_16", DSV_U16 }, { "INT_32", DSV_I32 },
+	} f[] = { { "INT_16", DSV_I16 },
+		  { "UINT_16", DSV_U16 },
+		  { "INT_32", DSV_I32 },
 		  { "IEEE_FLOAT_32", DSV_F32 } };
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (!strcasecmp(v, f[i].name)) {
@@ -207,7 +209,8 @@ static int binary_format(bv_state *st, const char *v)
 			st->es = dsv_dtype_size(f[i].t);
 			return 0;
 		}
-	note_bad(st, "Binary Infos", "BinaryFormat", "not INT_16, UINT_16, INT_32 or IEEE_FLOAT_32");
+	note_bad(st, "Binary Infos", "BinaryFormat",
+		 "not INT_16, UINT_16, INT_32 or IEEE_FLOAT_32");
 	return 0;
 }
 
@@ -223,7 +226,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		else if (!strcasecmp(name, "DataType") && strcasecmp(value, "TIMEDOMAIN"))
 			note_bad(st, section, name, "not TIMEDOMAIN");
 		else if (!strcasecmp(name, "DataOrientation"))
-			st->vectorized = !strcasecmp(value, "VECTORIZED")     ? 1
+			st->vectorized = !strcasecmp(value, "VECTORIZED")    ? 1
 					 : !strcasecmp(value, "MULTIPLEXED") ? 0
 									     : -1;
 		else if (!strcasecmp(name, "SamplingInterval") &&
@@ -232,7 +235,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		else if (!strcasecmp(name, "NumberOfChannels") && !st->names) {
 			long c = strtol(value, &end, 10);
 			if (*end || c < 1 || c > BV_MAX_CHANNELS)
-				note_bad(st, section, name, "not a number of channels from 1 to 4096");
+				note_bad(st, section, name,
+					 "not a number of channels from 1 to 4096");
 			else if (!(st->names = calloc((size_t)c, sizeof(char *))) ||
 				 !(st->units = calloc((size_t)c, sizeof(char *))) ||
 				 !(st->res = calloc((size_t)c, sizeof(double))))
@@ -267,9 +271,11 @@ static int parse_header(dsv_source *s, bv_state *st, dsv_errbuf *eb)
 	int err = dsv_source_pread(s, text, (size_t)s->file_size, 0);
 	text[s->file_size] = '\0';
 	const char *t = text + (!strncmp(text, "\xef\xbb\xbf", 3) ? 3 : 0); /* a UTF-8 BOM */
-	if (!err && strncmp(t, magic1, sizeof(magic1) - 1) && strncmp(t, magic2, sizeof(magic2) - 1))
-		err = dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, "header",
-				  "its first line is not \"Brain Vision Data Exchange Header File\"");
+	if (!err && strncmp(t, magic1, sizeof(magic1) - 1) &&
+	    strncmp(t, magic2, sizeof(magic2) - 1))
+		err = dsv_errf_at(
+			eb, DSV_ERR_FORMAT, s->path, "header",
+			"its first line is not \"Brain Vision Data Exchange Header File\"");
 	else if (err)
 		err = dsv_errf_at(eb, err, s->path, NULL, "cannot read the header");
 	else if (ini_parse_string(t, handler, st) < 0 || (!st->names && st->C == 0 && !st->bad[0]))
@@ -284,7 +290,8 @@ static int parse_header(dsv_source *s, bv_state *st, dsv_errbuf *eb)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, "[Common Infos] DataFile",
 				   "missing, or not a file beside the header");
 	if (st->vectorized < 0)
-		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, "[Common Infos] DataOrientation",
+		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path,
+				   "[Common Infos] DataOrientation",
 				   "neither MULTIPLEXED nor VECTORIZED");
 	if (!st->es)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, "[Binary Infos] BinaryFormat",
