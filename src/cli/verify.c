@@ -39,7 +39,7 @@ static const char verify_usage[] =
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
-	"(file.h5:/path/dset), a .npy, a .nii, an .edf/.bdf/.set recording, a\n"
+	"(file.h5:/path/dset), a .npy, a .nii, an .edf/.bdf/.set/.vhdr recording, a\n"
 	"Zarr array, a Zarr group (every array), or a manifest (every source of\n"
 	"every view, each once); a Zarr array or group may be an s3:// prefix. Bad\n"
 	"chunks are printed one per line, sorted, with the row range and the\n"

@@ -137,8 +137,9 @@ class Info(E2E):
         self.assertEqual(j["kind"], "hdf5")
         r = self.info(self.p("x.bin"), rc=1)
         self.assertIn("not a manifest (.ini), a .npy, a NIfTI image (.nii), an HDF5 file (.h5), "
-                      "a Zarr array or group, an EDF or BDF recording (.edf, .bdf), or an "
-                      "EEGLAB dataset (.set); a raw file needs --dtype and --shape", r.stderr)
+                      "a Zarr array or group, an EDF or BDF recording (.edf, .bdf), an EEGLAB "
+                      "dataset (.set), or a BrainVision header (.vhdr); a raw file needs "
+                      "--dtype and --shape", r.stderr)
 
     def test_raw(self):
         for shape in ("-1,64,32", "1000,64,32"):

@@ -173,12 +173,12 @@ static void test_nouns(void **state)
 	(void)state;
 	assert_string_equal(dsv_format_nouns(DSV_FMT_RAW, buf, sizeof(buf)),
 			    "a .npy, a NIfTI image (.nii), an HDF5 file (.h5), a Zarr array or "
-			    "group, an EDF or BDF recording (.edf, .bdf), or an EEGLAB dataset "
-			    "(.set)");
+			    "group, an EDF or BDF recording (.edf, .bdf), an EEGLAB dataset "
+			    "(.set), or a BrainVision header (.vhdr)");
 	assert_string_equal(
 		dsv_format_nouns(DSV_FMT_RAW | DSV_FMT_DIR | DSV_FMT_DATASETS, buf, sizeof(buf)),
-		"a .npy, a NIfTI image (.nii), an EDF or BDF recording (.edf, .bdf), or an "
-		"EEGLAB dataset (.set)");
+		"a .npy, a NIfTI image (.nii), an EDF or BDF recording (.edf, .bdf), an "
+		"EEGLAB dataset (.set), or a BrainVision header (.vhdr)");
 	/* cut short, never past the buffer */
 	assert_string_equal(dsv_format_nouns(0, buf, 8), "a .npy,");
 }
