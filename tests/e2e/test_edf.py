@@ -7,6 +7,7 @@ and the annotation signals are listed (V.json, /.skipped.json). Also:
 directories, a collection windowed over time (never across recordings)
 with a transform, info, verify, pack, and every malformed header field
 and truncation refused with the file and the field named."""
+import errno
 import json
 import os
 import shutil
@@ -246,6 +247,22 @@ class EdfTest(E2E):
                 self.assertEqual(got[name]["kind"], "unreadable")
                 self.assertIn(words[-1], got[name]["reason"])
         shutil.rmtree(self.p("mnt-refused"), ignore_errors=True)
+
+    def test_truncated_while_mounted(self):
+        """A recording cut short after the mount: reads of its lost records
+        fail with EIO and the log names the file; the recording beside it
+        is still served."""
+        d = self.p("cut_later")
+        os.makedirs(d, exist_ok=True)
+        for f in ("hbn_full.bdf", "hbn_c.bdf"):
+            shutil.copy(self.p(f), d)
+        with self.mount(d, expect_errors=[r"hbn_full\.bdf"]) as m:
+            os.truncate(os.path.join(d, "hbn_full.bdf"), 40000)
+            with self.assertRaises(OSError) as e:
+                read_all(m.path("hbn_full.dat"))
+            self.assertEqual(e.exception.errno, errno.EIO)
+            check_whole(self, m, "hbn_c", round_out(self.ref("hbn_c")[0], "float32"), "float32")
+            self.assertTrue(any("hbn_full.bdf" in line for line in m.log_lines()))
 
     def test_unknown_record_count(self):
         """number of data records = -1 (a recording still being written):
