@@ -141,7 +141,9 @@ static void test_target_parse(void **state)
 
 	snprintf(want, sizeof(want),
 		 "%s: not a manifest (.ini), a .npy, a NIfTI image (.nii), an HDF5 file "
-		 "(.h5), or a Zarr array or group; a raw file needs --dtype and --shape",
+		 "(.h5), a Zarr array or group, an EDF or BDF recording (.edf, .bdf), an "
+		 "EEGLAB dataset (.set), or a BrainVision header (.vhdr); a raw file needs "
+		 "--dtype and --shape",
 		 plain);
 	expect_error(plain, 0, DSV_ERR_INVALID, want);
 	snprintf(want, sizeof(want), "%s: No such file or directory", in_dir("missing.npy"));
