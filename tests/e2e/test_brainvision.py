@@ -124,6 +124,13 @@ class BrainVisionTest(E2E):
                                                                       [1, 8, 3001]))
         r = run("verify", os.path.join(self.d, "big.vhdr"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        store = self.p("mux_res.h5")
+        r = run("pack", os.path.join(self.d, "mux_res.vhdr"), store)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with self.mount(store) as m:
+            check_whole(self, m, "mux_res",
+                        round_out(want_of(os.path.join(self.d, "mux_res.vhdr")), "float32"),
+                        "float32")
 
     def test_windows_over_a_glob(self):
         ini = self.write_ini(f"[w]\nsource = {self.d}/vec_*.vhdr\nwindow = 100\nstride = 64\n"

@@ -112,6 +112,10 @@ class EeglabTest(E2E):
             check_preads(self, m, "big", want(a), n_random=40)
         r = run("verify", p)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = run("pack", p, os.path.join(self.d, "big.h5"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with self.mount(os.path.join(self.d, "big.h5")) as m:
+            check_whole(self, m, "big", want(a), "float32")
 
     def test_fdt(self):
         a = (RNG.standard_normal((6, 500, 3)) * 30).astype(np.float32)
