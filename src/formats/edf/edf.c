@@ -25,6 +25,7 @@
  * record included; a record count of -1 is taken from the size), a record
  * duration of 0 with samples in it.
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,12 @@ static int edf_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, si
 	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)((batch - 1) * RB + span));
 	if (!buf)
 		return DSV_ERR_NOMEM;
+	/* A span a record is read a few KiB every record's length apart: the
+	 * kernel is asked for the records whole, in large reads, first (the
+	 * pages the other channels' chunks read next). */
+	if (batch == 1 && s->fd >= 0)
+		(void)posix_fadvise(s->fd, (off_t)(st->h.bytes + r0 * RB), (off_t)((r1 - r0) * RB),
+				    POSIX_FADV_WILLNEED);
 	for (uint64_t r = r0; r < r1; r += batch) {
 		uint64_t k = r1 - r < batch ? r1 - r : batch;
 		int err = dsv_source_pread(s, buf, (size_t)((k - 1) * RB + span),
