@@ -14,6 +14,7 @@
 #   make bench-nifti   NIfTI images against .npy (NIFTI_MB=64 ROUNDS=1: ~1 min)
 #   make bench-tokens  Arrow token windows against a raw .bin (TOKENS_MB=64 ROUNDS=1: ~1 min)
 #   make bench-xform   the transform kernels against memcpy; daemon CPU s/GB (~2 min)
+#   make bench-eeg     random 2 s windows of BDF+ recordings: MNE, pyedflib, .npy, dsview
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
 #   make fuzz       libFuzzer on every tests/fuzz target (FUZZ_SECONDS each)
 #   make bench-gpu  the GPU backend against the CPU (one line and exit 0 without a device)
@@ -134,7 +135,7 @@ SO_MAP := $(BUILD)/libdsview.map
 PIC_OBJS := $(LIB_OBJS:$(BUILD)/%=$(BUILD)/pic/%)
 PIC_FLAGS := -fPIC -fno-semantic-interposition
 
-.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-h5gzip bench-nifti bench-tokens bench-xform bench-shard bench-tree bench-scale bench-loader bench-inproc bench-loader-state bench-store bench-s3 install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-h5gzip bench-nifti bench-eeg bench-tokens bench-xform bench-shard bench-tree bench-scale bench-loader bench-inproc bench-loader-state bench-store bench-s3 install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN) $(SO)
 
 $(BUILD)/%.o: %.c

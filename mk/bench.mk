@@ -116,6 +116,14 @@ bench-nifti: deps
 bench-tokens: deps venv
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/tokens_bench.py
+# Random 2 s windows of a BDF+ collection (bench/eeg_bench.py): MNE (where
+# it imports), pyedflib, the same data pre-converted to float32 .npy, and
+# dsview (a memmap of the windows view, the package's hinted batches),
+# cold; windows/s and the ratios memmap / npy, batches / MNE. Run under the
+# venv's Python (pyedflib). EEG_MB (default 270) and EEG_RECS (30) scale it.
+bench-eeg: deps venv
+	$(MAKE) all
+	DSVIEW=$(abspath $(BIN)) $(VENV_PY) bench/eeg_bench.py
 
 # Where a shuffled pass's time goes (bench/shuffle_profile.py): per
 # configuration, requests and bytes made per row, the daemon's time per

@@ -8,6 +8,8 @@
 #   python3-setuptools: the build backend of `pip install ./python`;
 #   python3-venv: the project-local venv of the writers Debian lacks (mk/venv.mk);
 #   python3-nibabel: the NIfTI tests' images and references (test_nifti.py);
+#   python3-scipy: the EEGLAB tests' .set files, written and read back by
+#   scipy.io's savemat and loadmat (test_eeglab.py, the fuzz seeds);
 #   libcurl4-openssl-dev: the object-storage client (src/net); libexpat1-dev:
 #   its bucket listings' XML (src/net/list.c); python3-boto3:
 #   the object-storage tests make buckets and upload fixtures with it;
@@ -21,7 +23,7 @@ DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev l
             python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format \
             python3-setuptools python3-venv python3-nibabel libcurl4-openssl-dev libexpat1-dev \
             python3-boto3 squashfuse squashfs-tools libssl-dev libdeflate-dev \
-            iproute2 s3fs
+            iproute2 s3fs python3-scipy
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:

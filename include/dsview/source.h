@@ -48,6 +48,9 @@ typedef enum dsv_source_kind {
 			 Megatron, an Arrow column of one record batch) */
 	DSV_SRC_RUNS,        /* elements in several runs of one or more files (Arrow record
 				batches, LitData chunk files): served in bands of whole runs' pieces */
+	DSV_SRC_EDF,         /* an EDF/BDF recording: samples gathered from its data records */
+	DSV_SRC_EEGLAB,      /* an EEGLAB .set: time-major samples gathered by channel */
+	DSV_SRC_BV,          /* a BrainVision recording: samples times each channel's resolution */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {

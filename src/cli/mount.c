@@ -48,8 +48,9 @@ static const char mount_usage[] =
 	"\n"
 	"SOURCE is a manifest (.ini), a single .npy / .h5 file (every array in it\n"
 	"becomes a view, cast to --dtype), or a directory of them (each .h5 file a\n"
-	"directory of its arrays). MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT "\n"
-	"and is created if missing. Returns once the mount answers. Datasets of an\n"
+	"directory of its arrays; EEG recordings, .edf/.bdf/.set/.vhdr, also in its\n"
+	"subdirectories, a BIDS tree). MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT
+	"\nand is created if missing. Returns once the mount answers. Datasets of an\n"
 	"HDF5 SOURCE that cannot be served (strings, tables, ...) are listed in\n"
 	"MOUNTPOINT/.skipped.json and the rest are served.\n"
 	"\n"

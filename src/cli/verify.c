@@ -39,12 +39,13 @@ static const char verify_usage[] =
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
-	"(file.h5:/path/dset), a .npy, a .nii, a Zarr array, a Zarr group (every\n"
-	"array), or a manifest (every source of every view, each once); a Zarr array\n"
-	"or group may be an s3:// prefix. Bad chunks are printed one per line,\n"
-	"sorted, with the row range and the reason (for data the HDF5 library\n"
-	"decodes, the rows of the file's own bad chunk); a dataset dsview refuses\n"
-	"to serve is reported as not checked. Then one summary line.\n"
+	"(file.h5:/path/dset), a .npy, a .nii, an .edf/.bdf/.set/.vhdr recording, a\n"
+	"Zarr array, a Zarr group (every array), or a manifest (every source of\n"
+	"every view, each once); a Zarr array or group may be an s3:// prefix. Bad\n"
+	"chunks are printed one per line, sorted, with the row range and the\n"
+	"reason (for data the HDF5 library decodes, the rows of the file's own bad\n"
+	"chunk); a dataset dsview refuses to serve is reported as not checked.\n"
+	"Then one summary line.\n"
 	"\n"
 	"Exit status: 0 every dataset checked and every chunk good, 1 a bad chunk\n"
 	"(or PATH cannot be opened), 3 no bad chunk but some datasets not checked\n"
@@ -335,7 +336,14 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static const char *bad_reason(const vbad *b)
+/* b's chunk is read through the HDF5 library (not a recording's records,
+ * which its format gathers itself). */
+static int through_h5(const vjob *j, const vbad *b)
+{
+	return b->ref.fallback && dsv_source_get_info(j->srcs[b->src].s)->kind != DSV_SRC_EDF;
+}
+
+static const char *bad_reason(const vjob *j, const vbad *b)
 {
 	if (b->table && b->err == DSV_ERR_CORRUPT)
 		return "its row of the block table does not match it (reads of a few rows "
@@ -362,8 +370,8 @@ static const char *bad_reason(const vbad *b)
 				   : "stored chunk shorter than its data";
 	case DSV_ERR_TRUNCATED: return "lies past the end of the file";
 	case DSV_ERR_IO:
-		return b->ref.fallback ? "the HDF5 library could not read or decode it"
-				       : "read error";
+		return through_h5(j, b) ? "the HDF5 library could not read or decode it"
+					: "read error";
 	}
 	return dsv_strerror(b->err);
 }
@@ -390,14 +398,16 @@ static void print_bad(const vjob *j, const vbad *b)
 	else
 		printf("elements %llu-%llu", (unsigned long long)first,
 		       (unsigned long long)(end - 1));
-	if (b->ref.fallback)
+	if (through_h5(j, b))
 		printf(" (through the HDF5 library)");
+	else if (b->ref.fallback)
+		printf(" (gathered from the data records)");
 	else if (b->ref.grid)
 		printf(" (%s)", b->file);
 	else
 		printf(" (%llu bytes at offset %llu)", (unsigned long long)b->ref.stored_size,
 		       (unsigned long long)b->ref.offset);
-	printf(": %s\n", bad_reason(b));
+	printf(": %s\n", bad_reason(j, b));
 }
 
 /* Runs the workers, drawing progress until they are done. @return the

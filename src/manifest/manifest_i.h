@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "manifest/manifest.h"
+#include "source/format.h"
 #include "view/view_i.h"
 
 /* An empty manifest for path (gpu "auto"), or NULL when out of memory. */
@@ -99,5 +100,15 @@ int dsv_mf_nothing_served(const dsv_manifest *m, const char *path, dsv_errbuf *e
 /* The .skipped.json path of dataset dset: dset alone, or "in:dset" when in
  * (a file's name in a directory mount) is not NULL; in buf. */
 const char *dsv_mf_skip_path(const char *in, const char *dset, char *buf, size_t cap);
+
+/* The files a directory mount of dir serves, as paths below it (every
+ * file of a format at its top level, recordings of tree formats below it:
+ * dir_files.c), in natural order: *names[0 .. *n), each the caller's to
+ * free, and the array. @return 0 or a dsv_err with eb set (dir unread). */
+int dsv_mf_dir_files(const char *dir, char ***names, size_t *n, dsv_errbuf *eb);
+/* The format of dir's file name: the one its name says, else one with no
+ * name of its own that its first bytes say (an llm.c token file's .bin;
+ * a name another format claims is never read). NULL: not served. */
+const dsv_format *dsv_mf_entry_format(const char *dir, const char *name);
 
 #endif

@@ -20,6 +20,7 @@
  * name passes DSV_VIEW_NAME_MAX bytes is skipped with that reason.
  */
 #include <dirent.h>
+#include <jansson.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,9 +270,47 @@ static int from_h5(dsv_manifest *m, const dsv_format *f, const char *path, dsv_d
 	return err;
 }
 
-/* The view of a file of one array (a .npy, a .nii), named for the file
- * less its extension (file_view_name), opened as its format f says (a
- * .nii.gz is refused with the way to convert it). */
+/* The view name of a file below a directory mount's top level: its path
+ * there (rel) less strip bytes (".bdf"), each part mapped as HDF5 names
+ * are ("sub-01/eeg/sub-01_task-rest_eeg"), in a new string *out. */
+static int tree_view_name(const char *rel, size_t strip, char **out, dsv_errbuf *eb)
+{
+	char *stem = strndup(rel, strlen(rel) - strip);
+	size_t part_len = 0;
+	int err = stem ? map_name(stem, out, &part_len) : DSV_ERR_NOMEM;
+	free(stem);
+	if (err == DSV_ERR_INVALID)
+		return dsv_errf_at(eb, err, rel, NULL,
+				   "name too long once mapped to a view name (a part of %zu "
+				   "bytes, at most %d)",
+				   part_len, DSV_VIEW_NAME_MAX);
+	return err ? dsv_errf(eb, err, "out of memory") : 0;
+}
+
+/* The signals of a recording its source leaves out (an EEG file's other
+ * sample rates and annotations: its attributes' "skipped_signals"), each
+ * in m->skipped as "label" (in: the file's name in a directory mount,
+ * then "file:label") with the reason. */
+static int skip_signals(dsv_manifest *m, const char *in, const dsv_source *s)
+{
+	const char *attrs = dsv_source_get_info(s)->attrs;
+	json_t *o = attrs ? json_loads(attrs, 0, NULL) : NULL, *k;
+	json_t *list = json_object_get(o, "skipped_signals");
+	char label[4400];
+	size_t i;
+	int err = 0;
+	json_array_foreach(list, i, k)
+	{
+		const char *l = json_string_value(json_object_get(k, "label"));
+		const char *why = json_string_value(json_object_get(k, "reason"));
+		if (!err && l && why &&
+		    dsv_mf_skip(m, dsv_mf_skip_path(in, l, label, sizeof(label)), why, "signal"))
+			err = DSV_ERR_NOMEM;
+	}
+	json_decref(o);
+	return err;
+}
+
 /* A file opened ahead of its view (pre_open), or how its open failed. */
 typedef struct opened_file {
 	dsv_source *s;
@@ -279,10 +318,13 @@ typedef struct opened_file {
 	dsv_errbuf *eb; /* the failure's words, or NULL */
 } opened_file;
 
-/* A view of the file at path (format f): the source o opened ahead
- * (taken), or, with no o, opened now. */
-static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv_dtype dtype,
-		     opened_file *o, dsv_errbuf *eb)
+/* The view of a file of one array (a .npy, a .nii, a recording), named
+ * for the file less its extension (file_view_name), opened as its format
+ * f says (a .nii.gz is refused with the way to convert it): the source o
+ * opened ahead (taken), or, with no o, opened now; in: the file's name in
+ * a directory mount, else NULL. */
+static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, const char *in,
+		     dsv_dtype dtype, opened_file *o, dsv_errbuf *eb)
 {
 	dsv_source *s = o ? o->s : NULL;
 	char *name = NULL;
@@ -292,13 +334,18 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, dsv
 	if (o)
 		o->s = NULL;
 	dsv_format_by_name(path, &ext);
-	err = file_view_name(path, ext, &name, eb);
+	err = in && strchr(in, '/') ? tree_view_name(in, ext, &name, eb)
+				   : file_view_name(path, ext, &name, eb);
 	if (!err && o && o->err) {
 		*eb = *o->eb;
 		err = o->err;
 	}
 	if (!err && !s)
 		err = f->open(path, NULL, &s, eb);
+	if (!err && skip_signals(m, in, s)) {
+		dsv_source_close(s);
+		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	}
 	if (!err)
 		err = add_file_view(m, name, NULL, s, dtype, eb); /* s taken */
 	else
@@ -439,25 +486,6 @@ static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigne
 	return err;
 }
 
-/* `dsview mount DIR`: every .npy, .nii, token file (a view named for the file, mapped as
- * HDF5 names are) and HDF5 file, .npz or .arrow (a directory named for the file, holding
- * its datasets) of dir, not its subdirectories, in natural order; what
- * cannot be served, a whole file or one dataset, is skipped as in a file
- * mount, and the load fails only when nothing can be served. */
-/* The format of dir's file name: the one its name says, else one with no
- * name of its own that its first bytes say (an llm.c token file's .bin;
- * a name another format claims is never read). NULL: not served. */
-static const dsv_format *entry_format(const char *dir, const char *name)
-{
-	const dsv_format *f = dsv_format_by_name(name, NULL);
-	char *path = NULL;
-	if (f || name[0] == '.' || asprintf(&path, "%s/%s", dir, name) < 0)
-		return f;
-	f = dsv_format_detect(path, DSV_DETECT_MAGIC, NULL);
-	free(path);
-	return f && !f->by_name ? f : NULL;
-}
-
 /* The formats' preparation of dir's files names[0 .. n) (the HDF5 probe
  * of them all at once); skipped when out of memory. */
 static void prepare_files(const char *dir, char **names, size_t n)
@@ -473,36 +501,22 @@ static void prepare_files(const char *dir, char **names, size_t n)
 	free(paths);
 }
 
+/* `dsview mount DIR`: every .npy, .nii, token file (a view named for the
+ * file, mapped as HDF5 names are) and HDF5 file, .npz or .arrow (a
+ * directory named for the file, holding its datasets) of dir, and its
+ * recordings at any depth (a BIDS tree: a view named for each one's path,
+ * dsv_mf_dir_files), in natural order; what cannot be served, a whole
+ * file or one dataset, is skipped as in a file mount, and the load fails
+ * only when nothing can be served. */
 static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned flags,
 		    dsv_errbuf *eb)
 {
-	DIR *d = opendir(dir);
 	char **names = NULL, what[512];
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int err = 0;
+	size_t n = 0;
+	int err = dsv_mf_dir_files(dir, &names, &n, eb);
 
-	if (!d)
-		return dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, dir, NULL,
-				   "%s", strerror(errno));
-	while (!err && (de = readdir(d))) {
-		const dsv_format *f = entry_format(dir, de->d_name);
-		if (de->d_name[0] == '.' || !f || (f->traits & DSV_FMT_DIR))
-			continue;
-		if (n == cap) {
-			char **nn = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*nn));
-			if (!nn) {
-				err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-				break;
-			}
-			names = nn;
-		}
-		if (!(names[n] = strdup(de->d_name)))
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else
-			n++;
-	}
-	closedir(d);
+	if (err)
+		return err;
 	if (!err && n == 0)
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, dir, NULL,
 				  "no file in it is one dsview reads (%s)",
@@ -528,7 +542,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			free(path);
 			continue; /* a directory called x.h5, a dangling link */
 		}
-		const dsv_format *f = entry_format(dir, names[i]);
+		const dsv_format *f = dsv_mf_entry_format(dir, names[i]);
 		if (!f) { /* changed since it was listed */
 			free(path);
 			continue;
@@ -536,7 +550,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 		if (f->traits & DSV_FMT_DATASETS)
 			e = h5_views(m, f, path, names[i], dtype, flags, &first, &sub);
 		else
-			e = file_view(m, f, path, dtype, ahead ? &ahead[i] : NULL, &sub);
+			e = file_view(m, f, path, names[i], dtype, ahead ? &ahead[i] : NULL, &sub);
 		if (e && fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
@@ -580,9 +594,11 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 		err = from_dir(m, path, dtype, flags, eb);
 	else if (f && (f->traits & DSV_FMT_DATASETS))
 		err = from_h5(m, f, path, dtype, flags, eb);
-	else if (f)
-		err = file_view(m, f, path, dtype, NULL, eb);
-	else
+	else if (f) {
+		err = file_view(m, f, path, NULL, dtype, NULL, eb);
+		if (!err && m->nskipped && dsv_mf_skipped_render(m))
+			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	} else
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				  "expected a manifest (.ini), %s, or a directory of them",
 				  dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));

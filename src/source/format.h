@@ -26,6 +26,10 @@ enum {
 	/* elements with no header at all: never detected, opened only where
 	 * the caller gives the dtype and shape (dsv_source_open_raw) */
 	DSV_FMT_RAW = 4u,
+	/* found below a directory mount's top level too: the recordings of a
+	 * BIDS tree (sub-01/eeg/sub-01_task-rest_eeg.bdf), each a view named
+	 * for its path */
+	DSV_FMT_TREE = 8u,
 };
 
 /* What by_dir finds at a path. */

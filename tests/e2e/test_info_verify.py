@@ -140,8 +140,9 @@ class Info(E2E):
         self.assertEqual(j["kind"], "hdf5")
         r = self.info(self.p("x.bin"), rc=1)
         self.assertIn("not a manifest (.ini), a .npy, a NIfTI image (.nii), an HDF5 file (.h5), "
-                      "a .npz, an Arrow IPC file (.arrow), a Zarr array or group, an llm.c "
-                      ".bin, a Megatron .idx, or a LitData directory (index.json); a raw file "
+                      "a .npz, an Arrow IPC file (.arrow), a Zarr array or group, an EDF or BDF "
+                      "recording (.edf, .bdf), an EEGLAB dataset (.set), a BrainVision header "
+                      "(.vhdr), an llm.c .bin, a Megatron .idx, or a LitData directory (index.json); a raw file "
                       "needs --dtype and --shape", r.stderr)
 
     def test_raw(self):

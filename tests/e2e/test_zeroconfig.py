@@ -209,7 +209,7 @@ class Directory(E2E):
         # nothing servable: refused with the reasons
         e = self.p("empty")
         os.makedirs(e)
-        self.refused(e, want=[e, "no file in it is one dsview reads (a .npy, a NIfTI image (.nii), an HDF5 file (.h5), a .npz, an Arrow IPC file (.arrow), an llm.c .bin, or a Megatron .idx)"])
+        self.refused(e, want=[e, "no file in it is one dsview reads (a .npy, a NIfTI image (.nii), an HDF5 file (.h5), a .npz, an Arrow IPC file (.arrow), an EDF or BDF recording (.edf, .bdf), an EEGLAB dataset (.set), a BrainVision header (.vhdr), an llm.c .bin, or a Megatron .idx)"])
         with open(os.path.join(e, "bad.h5"), "wb") as f:
             f.write(b"junk" * 100)
         self.refused(e, want=[e, "no dataset can be served", "bad.h5: "])

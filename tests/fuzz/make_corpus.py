@@ -12,6 +12,7 @@ import numpy as np
 
 import corpus_codecs
 import corpus_net
+import corpus_eeg
 import corpus_sources
 import corpus_tokens
 import corpus_zarr
@@ -40,6 +41,9 @@ def main():
     corpus_tokens.npz_seeds()
     corpus_tokens.token_seeds()
     corpus_tokens.arrow_seeds()
+    corpus_eeg.edf_seeds()
+    corpus_eeg.eeglab_seeds()
+    corpus_eeg.bv_seeds()
 
 
 if __name__ == "__main__":

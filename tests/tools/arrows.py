@@ -26,7 +26,7 @@ RANK = {
     # one room a format (src/formats/NAME), none including another
     "formats/npy": 3, "formats/raw": 3, "formats/nifti": 3,
     "formats/h5": 3, "formats/zarr": 3, "formats/tokens": 3,
-    "formats/arrow": 3,
+    "formats/arrow": 3, "formats/edf": 3, "formats/eeglab": 3, "formats/bv": 3,
     # the registry of formats (src/formats/*.c), above every format
     "formats": 4, "view": 4, "cache": 4,
     "manifest": 5, "gpu": 5,

@@ -174,11 +174,14 @@ static void test_nouns(void **state)
 	assert_string_equal(
 		dsv_format_nouns(DSV_FMT_RAW, buf, sizeof(buf)),
 		"a .npy, a NIfTI image (.nii), an HDF5 file (.h5), a .npz, an Arrow IPC "
-		"file (.arrow), a Zarr array or group, an llm.c .bin, a Megatron .idx, or "
-		"a LitData directory (index.json)");
+		"file (.arrow), a Zarr array or group, an EDF or BDF recording (.edf, "
+		".bdf), an EEGLAB dataset (.set), a BrainVision header (.vhdr), an llm.c "
+		".bin, a Megatron .idx, or a LitData directory (index.json)");
 	assert_string_equal(
 		dsv_format_nouns(DSV_FMT_RAW | DSV_FMT_DIR | DSV_FMT_DATASETS, buf, sizeof(buf)),
-		"a .npy, a NIfTI image (.nii), an llm.c .bin, or a Megatron .idx");
+		"a .npy, a NIfTI image (.nii), an EDF or BDF recording (.edf, .bdf), an "
+		"EEGLAB dataset (.set), a BrainVision header (.vhdr), an llm.c .bin, or a "
+		"Megatron .idx");
 	/* cut short, never past the buffer */
 	assert_string_equal(dsv_format_nouns(0, buf, 8), "a .npy,");
 }
