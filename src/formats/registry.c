@@ -22,9 +22,9 @@
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
-	&dsv_format_npy,     &dsv_format_nifti, &dsv_format_h5,     &dsv_format_npz,
-	&dsv_format_arrow,   &dsv_format_zarr,  &dsv_format_edf,    &dsv_format_eeglab,
-	&dsv_format_bv,      &dsv_format_llmc,  &dsv_format_megatron, &dsv_format_litdata,
+	&dsv_format_npy,   &dsv_format_nifti, &dsv_format_h5,       &dsv_format_npz,
+	&dsv_format_arrow, &dsv_format_zarr,  &dsv_format_edf,      &dsv_format_eeglab,
+	&dsv_format_bv,    &dsv_format_llmc,  &dsv_format_megatron, &dsv_format_litdata,
 	&dsv_format_raw,
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))

@@ -335,7 +335,7 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 		o->s = NULL;
 	dsv_format_by_name(path, &ext);
 	err = in && strchr(in, '/') ? tree_view_name(in, ext, &name, eb)
-				   : file_view_name(path, ext, &name, eb);
+				    : file_view_name(path, ext, &name, eb);
 	if (!err && o && o->err) {
 		*eb = *o->eb;
 		err = o->err;

@@ -143,7 +143,8 @@ static void test_target_parse(void **state)
 		 "%s: not a manifest (.ini), a .npy, a NIfTI image (.nii), an HDF5 file "
 		 "(.h5), a .npz, an Arrow IPC file (.arrow), a Zarr array or group, an EDF or "
 		 "BDF recording (.edf, .bdf), an EEGLAB dataset (.set), a BrainVision header "
-		 "(.vhdr), an llm.c .bin, a Megatron .idx, or a LitData directory (index.json); a raw file needs "
+		 "(.vhdr), an llm.c .bin, a Megatron .idx, or a LitData directory (index.json); a "
+		 "raw file needs "
 		 "--dtype and --shape",
 		 plain);
 	expect_error(plain, 0, DSV_ERR_INVALID, want);

@@ -142,9 +142,12 @@ static int edf_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, si
 	/* A span a record is read a few KiB every record's length apart: the
 	 * kernel is asked for the records whole, in large reads, first (the
 	 * pages the other channels' chunks read next). */
-	if (batch == 1 && s->fd >= 0)
-		(void)posix_fadvise(s->fd, (off_t)(st->h.bytes + r0 * RB), (off_t)((r1 - r0) * RB),
+	int fd = batch == 1 ? dsv_source_fd_get(s) : -1; /* the descriptor cache's (fds.c) */
+	if (fd >= 0) {
+		(void)posix_fadvise(fd, (off_t)(st->h.bytes + r0 * RB), (off_t)((r1 - r0) * RB),
 				    POSIX_FADV_WILLNEED);
+		dsv_source_fd_put(s);
+	}
 	for (uint64_t r = r0; r < r1; r += batch) {
 		uint64_t k = r1 - r < batch ? r1 - r : batch;
 		int err = dsv_source_pread(s, buf, (size_t)((k - 1) * RB + span),
