@@ -193,14 +193,16 @@ class Collections(E2E):
                                               arrays[i].astype(np.float32))
 
     def test_descriptor_limit_named_in_the_error(self):
-        # HDF5 datasets read through the library (gzip here) keep the
-        # library's descriptor each, outside the budget: past the limit the
-        # mount fails saying so, naming ulimit -n (not --log, not "damaged")
+        # HDF5 datasets read through the library (scaleoffset here: gzip
+        # is dsview's own) keep the library's descriptor each, outside the
+        # budget: past the limit the mount fails saying so, naming ulimit -n
+        # (not --log, not "damaged")
         d = self.p("gz")
         os.makedirs(d)
         for i in range(100):
             with h5py.File(os.path.join(d, f"g{i}.h5"), "w") as f:
-                f.create_dataset("x", data=np.full((4, 8), i, np.float32), compression="gzip")
+                f.create_dataset("x", data=np.full((4, 8), i, np.int32), chunks=(2, 8),
+                                 scaleoffset=0)
         tiny = ("prlimit", "--nofile=64:64", "--")
         ini = self.write_ini(f"[v]\nsource = {d}/g*.h5:/x\n")
         cases = [("--log", self.p("gz.log"), ini)]
