@@ -39,7 +39,9 @@ class _PlanSampler(tud.Sampler):
 
 
 class Loader:
-    """Batches of a ViewDataset in the order of an _order.Plan. Iterating
+    """Batches of a ViewDataset in the order of an _order.Plan (or, over a
+    MixtureDataset, (dataset index, batch) pairs in the order of an
+    _order.MixturePlan). Iterating
     runs the rest of the current epoch (all of it after set_epoch or at
     the start), then moves to the next epoch. state_dict() / load_state_dict()
     save and restore the epoch, the seed and the global sample cursor (the
@@ -49,13 +51,13 @@ class Loader:
         self.dataset, self.plan, self.lookahead = dataset, plan, lookahead
         self.epoch, self.cursor = 0, 0
         self._stats = {"batches": 0, "rows": 0, "bytes": 0, "wait_s": 0.0}
-        paths = dataset.views.hint_paths()
-        self.hinter = _hints.Hinter(paths) if hint and paths else _hints.NoHints()
+        self.hinter = dataset.make_hinter(hint)
         self.threads = num_workers if workers == "threads" else 0
         self.depth, self.pin = depth, kwargs.get("pin_memory", False) and torch.cuda.is_available()
         self.sampler = _PlanSampler(self)
         self._dl = None
         if workers == "processes" or num_workers == 0:
+            kwargs = {"collate_fn": _as_is, **kwargs}  # a mixture's (d, batch) stays a tuple
             self._dl = tud.DataLoader(dataset, sampler=self.sampler, batch_size=None,
                                       num_workers=num_workers if workers == "processes" else 0,
                                       **kwargs)
@@ -71,11 +73,12 @@ class Loader:
         self.epoch, self.cursor = int(epoch), 0
 
     def _batches(self):
-        """(rows ascending, cursor after) of the rest of the epoch."""
-        for rows, after in self.plan.batches(self.epoch, self._start):
-            # ascending: runs of rows read at once
-            rows.sort()
-            yield rows.tolist(), after
+        """(rows ascending, or (dataset, rows ascending) in a mixture,
+        cursor after) of the rest of the epoch."""
+        for item, after in self.plan.batches(self.epoch, self._start):
+            d, rows = item if isinstance(item, tuple) else (None, item)
+            rows.sort()  # ascending: runs of rows read at once
+            yield (rows.tolist() if d is None else (d, rows.tolist())), after
 
     def _hinted_batches(self):
         self._after = deque()
@@ -87,12 +90,11 @@ class Loader:
         finally:
             self.hinter.close()  # the mount stays free to unmount between epochs
 
-    def _read(self, rows):
-        got = self.dataset[rows]
+    def _read(self, item):
+        got = self.dataset[item]
         if not self.pin:
             return got
-        return {k: t.pin_memory() for k, t in got.items()} if isinstance(got, dict) \
-            else got.pin_memory()
+        return _pinned(got)
 
     def _threaded(self):
         from concurrent.futures import ThreadPoolExecutor
@@ -129,6 +131,8 @@ class Loader:
                 self.dataset.views.close()  # the mount stays free to unmount between epochs
 
     def _count(self, batch, waited):
+        if isinstance(batch, tuple):  # a mixture's (dataset, batch)
+            batch = batch[1]
         parts = batch.values() if isinstance(batch, dict) else (batch,)
         first = next(iter(parts))
         self._stats["batches"] += 1
@@ -147,9 +151,7 @@ class Loader:
         ranks). Taken between batches, it stands after the last batch
         yielded."""
         return {"version": STATE_VERSION, "epoch": self.epoch, "cursor": self.cursor,
-                "seed": self.plan.seed, "shuffle": self.plan.shuffle, "samples": self.plan.n,
-                "world_size": self.plan.world_size, "batch_size": self.plan.batch_size,
-                "drop_last": self.plan.drop_last}
+                **self.plan.state()}
 
     def load_state_dict(self, state):
         """Resumes at state's epoch and cursor with its seed: the next
@@ -159,15 +161,63 @@ class Loader:
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"a loader state of version {state.get('version')!r}; this "
                              f"dsview reads version {STATE_VERSION}")
-        if state["samples"] != self.plan.n:
-            raise ValueError(f"the state is of {state['samples']} samples; this loader has "
-                             f"{self.plan.n}: a state resumes the same data")
-        if state["cursor"] % (state["world_size"] * state["batch_size"]) and \
-                state["cursor"] != state["samples"]:
-            raise ValueError(f"cursor {state['cursor']} is not at a whole step of "
-                             f"{state['world_size']} x {state['batch_size']} samples")
-        self.plan.seed, self.plan.shuffle = state["seed"], state["shuffle"]
+        self.plan.restore(state)
         self.epoch, self.cursor = state["epoch"], state["cursor"]
+
+
+def _as_is(batch):
+    """A DataLoader's collate_fn for whole batches the dataset made."""
+    return batch
+
+
+def _pinned(got):
+    if isinstance(got, tuple):
+        return got[0], _pinned(got[1])
+    return {k: t.pin_memory() for k, t in got.items()} if isinstance(got, dict) \
+        else got.pin_memory()
+
+
+class MixtureDataset(tud.Dataset):
+    """Several datasets (ViewDatasets) read by (index, rows) items: item
+    (d, rows) is (d, datasets[d][rows])."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        self.views = _AllViews([ds.views for ds in self.datasets])
+
+    def __len__(self):
+        return sum(len(ds) for ds in self.datasets)
+
+    def __getitem__(self, item):
+        d, rows = item
+        return d, self.datasets[d][rows]
+
+    def make_hinter(self, hint):
+        return _MixHinter([ds.make_hinter(hint) for ds in self.datasets])
+
+
+class _AllViews:
+    def __init__(self, views):
+        self.all = views
+
+    def close(self):
+        for v in self.all:
+            v.close()
+
+
+class _MixHinter:
+    """Hints a mixture's (dataset, rows) batches to that dataset's views."""
+
+    def __init__(self, hinters):
+        self.hinters = hinters
+
+    def __call__(self, item):
+        d, rows = item
+        self.hinters[d](rows)
+
+    def close(self):
+        for h in self.hinters:
+            h.close()
 
 
 class _HintPair:

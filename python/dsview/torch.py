@@ -24,7 +24,7 @@ import torch
 import torch.utils.data as tud
 
 from . import _hints, _order, _source
-from ._loader import Loader
+from ._loader import Loader, MixtureDataset
 
 
 def _torch_dtype(a, path):
@@ -99,6 +99,12 @@ class ViewDataset(tud.Dataset):
         self.views.read(idx, out=dst)
         return out if None not in out else out[None]
 
+    def make_hinter(self, hint=True):
+        """What tells a mount the rows that come next (nothing for views
+        read in-process, or with hint False)."""
+        paths = self.views.hint_paths()
+        return _hints.Hinter(paths) if hint and paths else _hints.NoHints()
+
     def __getstate__(self):
         return {"views": self.views, "paths": self.paths, "_types": None}
 
@@ -171,6 +177,43 @@ def _dataset(data):
     return ViewDataset(data)
 
 
+def _readers(num_workers, workers, batch_size, row_bytes, kwargs):
+    """(readers, depth) of a loader: threads up to what AHEAD_BYTES of
+    batches allow, checked against the keywords given."""
+    if workers not in ("threads", "processes"):
+        raise ValueError(f"workers must be 'threads' or 'processes', not {workers!r}")
+    if workers != "threads" or num_workers == 0:
+        return num_workers, 0
+    bad = sorted(set(kwargs) - {"pin_memory"})
+    if bad:
+        raise TypeError(f"loader: {', '.join(bad)} apply to worker processes: "
+                        f"pass workers='processes'")
+    fit = AHEAD_BYTES // max(1, batch_size * row_bytes)
+    depth = max(2, min(num_workers + 1, fit))
+    return min(num_workers, depth), depth
+
+
+def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=False,
+            lookahead=4, distributed=None, seed=None, hint=True, workers="threads",
+            world_size=None, rank=None, **kwargs):
+    """(dataset index, batch) pairs over several datasets (each a
+    ViewDataset, a view's path, a dsview.Array or a dict of them read
+    together), every batch from one of them, shuffled by seed and epoch.
+    Without weights an epoch reads every sample of every dataset once
+    (datasets in proportion to their sizes); with weights (one a dataset)
+    the epoch's batches are shared out by weight. A Loader: state_dict(),
+    load_state_dict() and the other keywords as loader() takes them."""
+    sets = [_dataset(d) for d in datasets]
+    if lookahead < 0:
+        raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
+    world, me = _world(distributed, world_size, rank)
+    plan = _order.MixturePlan([len(d) for d in sets], batch_size, weights, world, me,
+                              0 if seed is None else seed, drop_last)
+    readers, depth = _readers(num_workers, workers, batch_size,
+                              max(d.views.row_bytes for d in sets), kwargs)
+    return Loader(MixtureDataset(sets), plan, readers, workers, lookahead, hint, depth, kwargs)
+
+
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
            distributed=None, seed=None, hint=True, workers="threads", world_size=None,
            rank=None, **kwargs):
@@ -193,20 +236,10 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
     multiprocessing_context, pin_memory, ...) go to it. With threads only
     pin_memory is taken."""
     ds = _dataset(data)
-    if workers not in ("threads", "processes"):
-        raise ValueError(f"workers must be 'threads' or 'processes', not {workers!r}")
     if lookahead < 0:
         raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
     world, me = _world(distributed, world_size, rank)
     plan = _order.Plan(len(ds), batch_size, world, me, shuffle, 0 if seed is None else seed,
                        drop_last)
-    depth = 0
-    if workers == "threads" and num_workers > 0:
-        bad = sorted(set(kwargs) - {"pin_memory"})
-        if bad:
-            raise TypeError(f"loader: {', '.join(bad)} apply to worker processes: "
-                            f"pass workers='processes'")
-        fit = AHEAD_BYTES // max(1, batch_size * ds.views.row_bytes)
-        depth = max(2, min(num_workers + 1, fit))
-        num_workers = min(num_workers, depth)
-    return Loader(ds, plan, num_workers, workers, lookahead, hint, depth, kwargs)
+    readers, depth = _readers(num_workers, workers, batch_size, ds.views.row_bytes, kwargs)
+    return Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs)

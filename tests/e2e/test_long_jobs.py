@@ -158,3 +158,73 @@ class LongJobs(E2E):
             dtorch.loader(x, world_size=2)
         with self.assertRaisesRegex(ValueError, "rank 2 of a world of 2"):
             dtorch.loader(x, world_size=2, rank=2)
+
+
+class Mixtures(E2E):
+    """dsview.torch.mixture: (dataset index, batch) pairs; every sample of
+    every dataset once an epoch without weights, batches shared by weight
+    with them; resumable and reshardable as a loader."""
+
+    SIZES = (301, 97, 1000)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for d, n in enumerate(cls.SIZES):  # dataset d's samples are d * 10000 + row
+            np.save(os.path.join(cls.tmp, f"d{d}.npy"), d * 10000 + np.arange(n, dtype=np.int64))
+
+    def setUp(self):
+        super().setUp()
+        if torch is None:
+            self.skipTest("no torch")
+        self.sets = [dsview.open(self.p(f"d{d}.npy"), dtype="int64")
+                     for d in range(len(self.SIZES))]
+
+    def epoch(self, loader, stop=None):
+        out = []
+        for d, b in loader:
+            rows = b.numpy().tolist()
+            self.assertTrue(all(r // 10000 == d for r in rows), "a batch carries its dataset")
+            out.append((d, rows))
+            if stop is not None and len(out) == stop:
+                break
+        return out
+
+    def test_every_sample_once_and_by_weight(self):
+        whole = self.epoch(dtorch.mixture(self.sets, batch_size=32, seed=1, num_workers=2))
+        want = sorted(d * 10000 + i for d, n in enumerate(self.SIZES) for i in range(n))
+        self.assertEqual(sorted(sum((r for _, r in whole), [])), want)
+        self.assertNotEqual([d for d, _ in whole], sorted(d for d, _ in whole), "interleaved")
+        weighted = self.epoch(dtorch.mixture(self.sets, weights=[2, 1, 1], batch_size=32,
+                                             seed=1, drop_last=True))
+        counts = np.bincount([d for d, _ in weighted], minlength=3)
+        self.assertEqual(counts.sum(), sum(n // 32 for n in self.SIZES))
+        np.testing.assert_allclose(counts / counts.sum(), [0.5, 0.25, 0.25], atol=0.05)
+        self.assertTrue(all(len(r) == 32 for _, r in weighted))
+
+    def test_resume_and_reshard(self):
+        kw = dict(batch_size=25, seed=4)
+        whole = self.epoch(dtorch.mixture(self.sets, **kw))
+        first = dtorch.mixture(self.sets, **kw)
+        head = self.epoch(first, stop=7)
+        state = pickle.loads(pickle.dumps(first.state_dict()))
+        resumed = dtorch.mixture(self.sets, num_workers=2, workers="processes",
+                                 multiprocessing_context="spawn", **kw)
+        resumed.load_state_dict(state)
+        self.assertEqual(head + self.epoch(resumed), whole)
+        # two ranks save after 3 steps; three ranks read the rest, each batch once
+        done = []
+        for r in (0, 1):
+            lo = dtorch.mixture(self.sets, world_size=2, rank=r, **kw)
+            done += self.epoch(lo, stop=3)
+            state = lo.state_dict()
+        for r in range(3):
+            lo = dtorch.mixture(self.sets, world_size=3, rank=r, **kw)
+            lo.load_state_dict(state)
+            done += self.epoch(lo)
+        self.assertEqual(sorted(map(tuple, (b for _, b in done))),
+                         sorted(map(tuple, (b for _, b in whole))))
+        with self.assertRaisesRegex(ValueError, "another mixture"):
+            dtorch.mixture(self.sets[:2], **kw).load_state_dict(state)
+        with self.assertRaisesRegex(ValueError, "one a dataset"):
+            dtorch.mixture(self.sets, weights=[1, 1], **kw)
