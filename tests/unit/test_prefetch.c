@@ -312,14 +312,18 @@ static void test_drop_behind(void **state)
 	long long hi = dropped_to(&r, 0);
 	assert_true(hi >= 40 && hi < 59 - 12);
 	assert_int_equal(dropped_to(&r, 1), -1);
-	/* runs that follow one another from the stream's start */
+	dsv_prefetch_stop(p); /* no drop comes after this */
+	/* runs that follow one another from the stream's start, in whatever
+	 * order the threads reported them */
 	uint64_t next = 0;
-	for (int i = 0; i < r.ndrops; i++) {
-		assert_int_equal(r.drop_first[i], next);
+	for (int k = 0; k < r.ndrops; k++) {
+		int i = 0;
+		while (i < r.ndrops && r.drop_first[i] != next)
+			i++;
+		assert_true(i < r.ndrops); /* a gap, or a chunk dropped twice */
 		assert_true(r.drop_last[i] - r.drop_first[i] + 1 >= 5);
 		next = r.drop_last[i] + 1;
 	}
-	dsv_prefetch_stop(p);
 }
 
 /* A second reader a little behind the first in the same part (an
