@@ -125,7 +125,10 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb);
 /* A NIfTI-1 or NIfTI-2 single-file image (.nii). */
 int dsv_source_open_nifti(const char *path, dsv_source **out, dsv_errbuf *eb);
-/* shape[0] may be -1: rows inferred from the file size. */
+/* A raw file of dtype elements in C order, its shape given: any one
+ * dimension may be -1 (its length from the file size); the elements must
+ * fill the file exactly, so a shape that covers part of it is refused
+ * (DSV_ERR_INVALID; DSV_ERR_TRUNCATED for more than the file holds). */
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
 			dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out, dsv_errbuf *eb);

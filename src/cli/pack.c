@@ -53,7 +53,7 @@ static const char pack_usage[] =
 	"                      lz4hc: 1..12 (default 9); zstd: 1..22 (default 6); blosc-*:\n"
 	"                      1..9 (default 5); bitshuffle-zstd: 1..22 (default 3)\n"
 	"  --dtype T           raw input: element type (uint8, int16, float32, ...)\n"
-	"  --shape A,B,...     raw input: shape; the first may be -1 (rows from the file size)\n"
+	"  --shape A,B,...     raw input: shape; any one may be -1 (from the file size)\n"
 	"  --threads N         compression threads (default: all cores)\n"
 	"  --disk-cache DIR    keep the stored bytes that objects' GETs fetch (s3://,\n"
 	"                      https://) in DIR, as mount does\n"

@@ -112,7 +112,7 @@ static int is_shape_separator(char c)
 
 int dsv_parse_shape(const char *s, int *ndim, int64_t shape[DSV_MAX_DIMS])
 {
-	int n = 0;
+	int n = 0, unknown = 0;
 
 	for (;;) {
 		char *end;
@@ -124,7 +124,8 @@ int dsv_parse_shape(const char *s, int *ndim, int64_t shape[DSV_MAX_DIMS])
 			return DSV_ERR_INVALID;
 		errno = 0;
 		long long v = strtoll(s, &end, 10);
-		if (end == s || errno || v < (n == 0 ? -1 : 1))
+		if (end == s || errno || v < -1 || (v == 0 && n > 0) || (v == -1 && unknown++) ||
+		    (*end && !is_shape_separator(*end))) /* "3-1" is no shape */
 			return DSV_ERR_INVALID;
 		shape[n++] = v;
 		s = end;

@@ -53,14 +53,14 @@ int dsv_parse_gpu(const char *s, int *device);
 /* A shape as --shape and source_shape take it: integers separated by any
  * run of commas, spaces, tabs, 'x' and parentheses ("1000,64,64,3",
  * "1000 64 64 3", "1000x64x64x3", "(1000, 64, 64, 3)", "(5,)"). 1 to
- * DSV_MAX_DIMS of them, each at least 1, except the first, which may be 0
- * (no rows) or -1 (rows from the file size). @return 0, or
+ * DSV_MAX_DIMS of them, each at least 1, except that the first may be 0
+ * (no rows) and any one may be -1 (its length from the file size). @return 0, or
  * DSV_ERR_INVALID (then *ndim and shape are unspecified). */
 int dsv_parse_shape(const char *s, int *ndim, int64_t shape[DSV_MAX_DIMS]);
 /* What dsv_parse_shape accepts, in words, for a message that reads
  * "NAME 'VALUE' " DSV_SHAPE_RULE. */
-#define DSV_SHAPE_RULE                                                        \
-	"must be positive integers like 1000,64,64,3 (the first may be -1), " \
+#define DSV_SHAPE_RULE                                                      \
+	"must be positive integers like 1000,64,64,3 (any one may be -1), " \
 	"at most " DSV_STR(DSV_MAX_DIMS)
 
 /* The longest name dsv_name_ok accepts, in bytes. */

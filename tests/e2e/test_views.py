@@ -343,6 +343,29 @@ class EEG(ViewCheck):
             self.assertEqual(list(row[8:12].view(np.uint16)), [0x7BFF, 0x7BFF, 0x7C00, 0x7C00])
             self.check_view(m, "eeg_scaled", reference(x, 0.001, 0.5, dtype="float16"), "float16")
 
+    def test_raw_time_axis_from_the_file_and_short_shapes_refused(self):
+        # channel-major recordings of different lengths: (1, channels, -1)
+        # takes each one's time from its size, and windows run along it
+        recs = [np.random.default_rng(k).normal(0, 1, (1, 6, t)).astype(np.float32)
+                for k, t in enumerate((500, 333))]
+        for k, r in enumerate(recs):
+            r.tofile(self.p(f"rec{k}.f32"))
+        ini = self.write_ini("[w]\nsource = rec0.f32\nsource = rec1.f32\nsource_dtype = float32\n"
+                             "source_shape = 1, 6, -1\nwindow = 100\nstride = 50\n", "rec.ini")
+        want = np.concatenate([np.stack([r[0, :, i:i + 100]
+                                         for i in range(0, r.shape[2] - 99, 50)])
+                               for r in recs])
+        with self.mount(ini) as m:
+            self.check_view(m, "w", reference(want), "float32")
+        # a shape that covers part of the file is refused, naming both sizes
+        self.refused(self.write_ini("[v]\nsource = rec0.f32\nsource_dtype = float32\n"
+                                    "source_shape = 1, 6, 400\n", "short.ini"),
+                     want=["source_shape covers 9600 of the file's 12000 bytes", "rows = a:b"])
+        self.refused(self.write_ini("[v]\nsource = rec1.f32\nsource_dtype = float32\n"
+                                    "source_shape = 7, -1\n", "odd.ini"),
+                     want=["size 7992 is not a whole number of steps along source_shape's "
+                           "-1 axis of 28 bytes"])
+
 
 class ZeroConfig(ViewCheck):
     def test_npy_file(self):

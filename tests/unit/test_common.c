@@ -169,6 +169,8 @@ static void test_parse_shape(void **state)
 		{ "-1", 1, { -1 } },
 		{ "2x3, 4", 3, { 2, 3, 4 } },
 		{ "9223372036854775807", 1, { INT64_MAX } },
+		{ "129, -1", 2, { 129, -1 } }, /* any one axis from the file size */
+		{ "4 -1 2", 3, { 4, -1, 2 } },
 	};
 	static const char *const bad[] = {
 		"",
@@ -176,7 +178,9 @@ static void test_parse_shape(void **state)
 		"()",
 		" ",
 		"3,0",
-		"3,-1",
+		"-1,-1",
+		"3,-1,-1",
+		"3,-2",
 		"-2,3",
 		"3,a",
 		"a",

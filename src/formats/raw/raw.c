@@ -6,10 +6,69 @@
 #include "formats/raw/raw.h"
 #include "source/source_i.h"
 
+/* The bytes of shape's elements but its -1 one (at *unknown, -1: none)
+ * into *bytes. @return 0, or a dsv_err with eb set. */
+static int known_bytes(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
+		       int *unknown, uint64_t *bytes, dsv_errbuf *eb)
+{
+	*unknown = -1;
+	*bytes = dsv_dtype_size(dtype);
+	for (int i = 0; i < ndim; i++) {
+		if (shape[i] == -1 && *unknown < 0) {
+			*unknown = i;
+			continue;
+		}
+		if (shape[i] < (i ? 1 : 0))
+			return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+					   "source_shape dimension %d must be positive (or the "
+					   "one -1)",
+					   i);
+		if (dsv_mul_u64(*bytes, (uint64_t)shape[i], bytes))
+			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, NULL,
+					   "source_shape overflows");
+	}
+	return 0;
+}
+
+/* dims from shape and the file's size: the -1 one from the size; the
+ * elements must fill the file exactly (a shape that covers part of it
+ * is refused: `rows` serves part of a view). */
+static int fit_shape(const dsv_source *s, int ndim, const int64_t *shape, uint64_t *dims,
+		     dsv_errbuf *eb)
+{
+	const char *path = s->path;
+	uint64_t bytes, size = s->file_size;
+	int unknown, err = known_bytes(path, s->info.dtype, ndim, shape, &unknown, &bytes, eb);
+	if (err)
+		return err;
+	for (int i = 0; i < ndim; i++)
+		dims[i] = (uint64_t)shape[i];
+	if (unknown >= 0) {
+		if (!bytes || size % bytes)
+			return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+					   "size %llu is not a whole number of %s of %llu bytes",
+					   (unsigned long long)size,
+					   unknown ? "steps along source_shape's -1 axis" : "rows",
+					   (unsigned long long)bytes);
+		dims[unknown] = size / bytes;
+		return 0;
+	}
+	if (bytes > size)
+		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
+				   "source_shape declares %llu bytes but the file holds %llu",
+				   (unsigned long long)bytes, (unsigned long long)size);
+	if (bytes < size)
+		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
+				   "source_shape covers %llu of the file's %llu bytes (give -1 on "
+				   "one axis to take them all; a view's rows = a:b serves part)",
+				   (unsigned long long)bytes, (unsigned long long)size);
+	return 0;
+}
+
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
 			dsv_source **out, dsv_errbuf *eb)
 {
-	uint64_t dims[DSV_MAX_DIMS], row_bytes = dsv_dtype_size(dtype);
+	uint64_t dims[DSV_MAX_DIMS];
 	int err;
 	dsv_source *s;
 
@@ -19,46 +78,20 @@ int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64
 	if (ndim < 1 || ndim > DSV_MAX_DIMS)
 		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				   "source_shape needs 1 to %d dimensions", DSV_MAX_DIMS);
-	for (int i = 1; i < ndim; i++) {
-		if (shape[i] <= 0)
-			return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-					   "source_shape dimension %d must be positive", i);
-		if (dsv_mul_u64(row_bytes, (uint64_t)shape[i], &row_bytes))
-			return dsv_errf_at(eb, DSV_ERR_OVERFLOW, path, NULL,
-					   "source_shape overflows");
-	}
-	if (shape[0] < -1)
-		return dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-				   "source_shape rows must be -1 or >= 0");
-
 	s = dsv_source_alloc(path, NULL);
 	if (!s)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	if ((err = dsv_source_open_file(s, eb)))
 		goto fail;
 	s->info.dtype = dtype;
-	if (s->file_size % row_bytes) {
-		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-				  "size %llu is not a whole number of rows of %llu bytes",
-				  (unsigned long long)s->file_size, (unsigned long long)row_bytes);
+	if ((err = fit_shape(s, ndim, shape, dims, eb)))
 		goto fail;
-	}
-	dims[0] = shape[0] < 0 ? s->file_size / row_bytes : (uint64_t)shape[0];
-	for (int i = 1; i < ndim; i++)
-		dims[i] = (uint64_t)shape[i];
-	if (dims[0] > s->file_size / row_bytes) {
-		err = dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL,
-				  "source_shape declares %llu rows but the file holds %llu",
-				  (unsigned long long)dims[0],
-				  (unsigned long long)(s->file_size / row_bytes));
-		goto fail;
-	}
 	if ((err = dsv_source_set_shape(s, ndim, dims))) {
 		err = dsv_errf_at(eb, err, path, NULL, "source_shape overflows");
 		goto fail;
 	}
 	s->info.kind = DSV_SRC_RAW;
-	s->info.stored_bytes = dims[0] * row_bytes;
+	s->info.stored_bytes = s->file_size;
 	dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 	*out = s;
 	return 0;
