@@ -221,6 +221,7 @@ static int reopen(const dsv_source *s)
 	dsv_log_limited((unsigned long long)(uintptr_t)s, DSV_LOG_ERROR,
 			"%s: cannot open it again to read: %s%s; its reads fail (EIO)", s->shown,
 			why, fd < 0 ? dsv_source_open_hint(e) : "");
+	errno = fd < 0 ? e : ESTALE; /* for a caller that says why itself */
 	return -1;
 }
 

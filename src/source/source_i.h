@@ -173,7 +173,8 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
 int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb);
 /* s's descriptor for a read (opened again, checked, when the cache had
  * closed it), kept open until dsv_source_fd_put; -1 when it cannot be
- * opened or is no longer the same file (logged once a minute). */
+ * opened (errno says why) or is no longer the same file (errno ESTALE),
+ * logged once a minute. */
 int dsv_source_fd_get(const dsv_source *s);
 void dsv_source_fd_put(const dsv_source *s);
 /* Closes s's descriptor and takes it out of the cache (s's last close). */

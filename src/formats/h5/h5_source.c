@@ -39,6 +39,7 @@
 #endif
 #include <hdf5.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,10 +107,14 @@ static int open_file(dsv_h5_open *o, const char *path, int *locked, dsv_errbuf *
 		if (s->net) {
 			err = dsv_h5_same_file(o->file, -1, s->net);
 		} else {
-			int fd = dsv_source_fd_get(s);
-			err = fd < 0 ? DSV_ERR_IO : dsv_h5_same_file(o->file, fd, NULL);
-			if (fd >= 0)
-				dsv_source_fd_put(s);
+			int fd = dsv_source_fd_get(s), e = errno;
+			if (fd < 0)
+				return dsv_errf_at(eb, DSV_ERR_IO, path, NULL,
+						   "cannot open it again to check it is the file "
+						   "HDF5 opened: %s%s",
+						   strerror(e), dsv_source_open_hint(e));
+			err = dsv_h5_same_file(o->file, fd, NULL);
+			dsv_source_fd_put(s);
 		}
 		if (err == 1)
 			return 0;
