@@ -10,7 +10,7 @@ from collections import deque
 import torch
 import torch.utils.data as tud
 
-from . import _hints, _order
+from . import _hints
 
 STATE_VERSION = 1
 

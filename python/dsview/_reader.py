@@ -8,20 +8,7 @@ import threading
 
 import numpy as np
 
-from . import _lib
-
-
-def _numpy_dtype(name):
-    """The numpy dtype a view's output is read as, as dsview.open gives a
-    memmap of the mount: bfloat16 as ml_dtypes.bfloat16 where installed,
-    else uint16."""
-    if name == "bfloat16":
-        try:
-            import ml_dtypes
-            return np.dtype(ml_dtypes.bfloat16)
-        except ImportError:
-            return np.dtype("<u2")
-    return np.dtype(name).newbyteorder("<")
+from . import _lib, _views
 
 
 def _options(options):
@@ -152,7 +139,7 @@ class Array:
         _lib.lib().dsv_reader_view_get(reader.handle(), reader._views[name], ctypes.byref(d))
         self.shape = tuple(d.shape[i] for i in range(d.ndim))
         self.dsview_dtype = _lib.DTYPES[d.dtype]
-        self.dtype = _numpy_dtype(self.dsview_dtype)
+        self.dtype = _views.numpy_dtype(self.dsview_dtype)
         self.row_bytes = d.row_bytes
         self.nbytes = d.nbytes
         self.info = json.loads(d.json.decode())

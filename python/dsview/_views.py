@@ -15,6 +15,19 @@ _NUMPY = {
 _EXTS = (".npy", ".dat", ".json")
 
 
+def numpy_dtype(name):
+    """The numpy dtype a view's output dtype (its .json "dtype") is read
+    as: bfloat16 as ml_dtypes.bfloat16 where that package is installed,
+    else its bits as uint16."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+            return np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            pass
+    return np.dtype(_NUMPY[name])
+
+
 class MountError(OSError):
     """A mount that failed (the CLI's one-line reason) or whose daemon died
     (the daemon's log path)."""
@@ -141,10 +154,6 @@ def open_view(path):
     except OSError as e:
         raise _mount_error(v.data, e) from e
     if v.dtype == "bfloat16":
-        try:
-            import ml_dtypes
-            a = a.view(ml_dtypes.bfloat16)
-        except ImportError:
-            pass
+        a = a.view(numpy_dtype(v.dtype))
     a.dsview_dtype = v.dtype
     return a

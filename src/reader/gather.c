@@ -232,16 +232,24 @@ static int read_runs(dsv_reader *r, dsv_engine *e, size_t i, const run *runs, si
 	return j.err ? job_error(r, e, i, &j, eb) : 0;
 }
 
+/* r's engine into *e (reopened after a fork) where it has a view i.
+ * @return 0, or a dsv_err with eb set. */
+static int engine_view(dsv_reader *r, size_t i, dsv_engine **e, dsv_errbuf *eb)
+{
+	int err = dsv_reader_engine(r, e, eb);
+	if (!err && i >= dsv_engine_nviews(*e))
+		err = dsv_errf(eb, DSV_ERR_INVALID, "no view %zu: %s has %zu", i, r->source,
+			       dsv_engine_nviews(*e));
+	return err;
+}
+
 int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst, dsv_errbuf *eb)
 {
 	dsv_engine *e;
 	uint64_t size;
-	int err = dsv_reader_engine(r, &e, eb);
+	int err = engine_view(r, i, &e, eb);
 	if (err)
 		return err;
-	if (i >= dsv_engine_nviews(e))
-		return dsv_errf(eb, DSV_ERR_INVALID, "no view %zu: %s has %zu", i, r->source,
-				dsv_engine_nviews(e));
 	size = dsv_engine_file_size(e, DSV_ENGINE_FILE(i, 0));
 	if (off > size || len > size - off)
 		return dsv_errf(eb, DSV_ERR_INVALID,
@@ -254,22 +262,20 @@ int dsv_reader_read(dsv_reader *r, size_t i, uint64_t off, size_t len, void *dst
 	return read_runs(r, e, i, &one, 1, len, 1, eb);
 }
 
-/* rows[0 .. n) of view i as runs of consecutive rows into *out. */
-static int make_runs(dsv_engine *e, size_t i, const int64_t *rows, size_t n, char *dst, run **out,
+/* rows[0 .. n) of view vi as runs of consecutive rows into *out. */
+static int make_runs(const dsv_view_info *vi, const int64_t *rows, size_t n, char *dst, run **out,
 		     size_t *nruns, dsv_errbuf *eb)
 {
-	dsv_view_info vi;
+	uint64_t nrows = vi->ndim ? vi->shape[0] : 1, rb = vi->row_bytes;
 	size_t k = 0;
 	run *runs;
 
-	dsv_engine_view_info(e, i, &vi);
-	uint64_t nrows = vi.ndim ? vi.shape[0] : 1, rb = vi.row_bytes;
 	for (size_t s = 0; s < n; s++)
 		if (rows[s] < 0 || (uint64_t)rows[s] >= nrows)
 			return dsv_errf(eb, DSV_ERR_INVALID,
 					"view %s: row %lld out of range: it has %llu rows (nothing "
 					"read)",
-					vi.name, (long long)rows[s], (unsigned long long)nrows);
+					vi->name, (long long)rows[s], (unsigned long long)nrows);
 	if (!(runs = malloc((n ? n : 1) * sizeof(*runs))))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	for (size_t s = 0; s < n; s++) {
@@ -288,18 +294,15 @@ int dsv_reader_read_rows(dsv_reader *r, size_t i, const int64_t *rows, size_t n,
 			 dsv_errbuf *eb)
 {
 	dsv_engine *e;
+	dsv_view_info vi;
 	run *runs = NULL;
 	size_t nruns = 0;
-	int err = dsv_reader_engine(r, &e, eb);
+	int err = engine_view(r, i, &e, eb);
 	if (err)
 		return err;
-	if (i >= dsv_engine_nviews(e))
-		return dsv_errf(eb, DSV_ERR_INVALID, "no view %zu: %s has %zu", i, r->source,
-				dsv_engine_nviews(e));
-	if ((err = make_runs(e, i, rows, n, dst, &runs, &nruns, eb)))
-		return err;
-	dsv_view_info vi;
 	dsv_engine_view_info(e, i, &vi);
+	if ((err = make_runs(&vi, rows, n, dst, &runs, &nruns, eb)))
+		return err;
 	err = read_runs(r, e, i, runs, nruns, (uint64_t)n * vi.row_bytes, vi.row_bytes, eb);
 	free(runs);
 	return err;

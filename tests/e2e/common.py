@@ -26,6 +26,9 @@ import numpy as np
 
 from refs import OUT_DESCR, diff_report, nan_tolerant, out_np, same_bits
 
+# the Python package in this tree (tests put it first on sys.path)
+PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                          "python"))
 DSVIEW = os.environ.get("DSVIEW") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "dsview")
 

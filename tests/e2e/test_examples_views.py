@@ -11,11 +11,10 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, check_preads, check_whole, forked_batches, run
+from common import E2E, PYTHON_DIR, check_preads, check_whole, forked_batches, run
 from refs import reference, windows_ref
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 S300 = 0.0033333333333333335
 

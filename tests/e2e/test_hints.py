@@ -13,11 +13,11 @@ import time
 
 import numpy as np
 
-from common import E2E, run
+from common import E2E, PYTHON_DIR, run
 from pagecache import resident_pages
 from refs import reference
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, PYTHON_DIR)
 from dsview import _hints as ps  # noqa: E402
 
 

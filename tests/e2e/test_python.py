@@ -13,11 +13,9 @@ import textwrap
 
 import numpy as np
 
-from common import E2E
+from common import E2E, PYTHON_DIR
 from refs import reference
 
-PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                          "python"))
 sys.path.insert(0, PYTHON_DIR)
 import dsview  # noqa: E402
 

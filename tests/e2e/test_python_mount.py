@@ -14,11 +14,9 @@ import time
 
 import numpy as np
 
-from common import DSVIEW, E2E, alive, dsview_pids_for, mounted
+from common import DSVIEW, E2E, PYTHON_DIR, alive, dsview_pids_for, mounted
 from refs import reference
 
-PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                          "python"))
 sys.path.insert(0, PYTHON_DIR)
 import dsview  # noqa: E402
 

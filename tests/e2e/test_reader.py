@@ -20,10 +20,8 @@ import nibabel
 import numpy as np
 import zarr
 
-from common import DSVIEW, E2E, flip_byte, run, venv_python
+from common import DSVIEW, E2E, PYTHON_DIR, flip_byte, run, venv_python
 
-PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                          "python"))
 sys.path.insert(0, PYTHON_DIR)
 import dsview  # noqa: E402
 

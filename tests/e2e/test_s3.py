@@ -20,7 +20,7 @@ import h5py
 import hdf5plugin  # noqa: F401 (the LZ4 filter of the packed stores)
 import numpy as np
 
-from common import E2E, check_preads, check_whole, mounted, run, venv_python
+from common import E2E, PYTHON_DIR, check_preads, check_whole, mounted, run, venv_python
 from netns import NetnsUnavailable, Node
 from objstore import SECRET, npy_bytes, start_for, stop_for, upload_tree
 from refs import reference
@@ -338,9 +338,7 @@ class S3(E2E):
                 "    a = r.view(v)\n"
                 "    print(v, hashlib.sha256(a.read_bytes(0, a.nbytes)).hexdigest())\n"
                 "print('gets', r.stats()['net_gets'])\n")
-        python_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                  "python")
-        p = subprocess.run([sys.executable, "-c", code, ini, python_dir], capture_output=True,
+        p = subprocess.run([sys.executable, "-c", code, ini, PYTHON_DIR], capture_output=True,
                            text=True, env=self.store.env(), timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.split("\n")
