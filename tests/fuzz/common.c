@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "formats/formats.h"
 
 static char dir[64];
 
@@ -91,4 +92,23 @@ void fuzz_read_chunks(const dsv_source *s)
 		free(dst);
 	}
 	free(scratch);
+}
+
+void fuzz_open_all(const char *format, const char *path)
+{
+	const dsv_format *f = dsv_format_named(format);
+	char **names = NULL;
+	size_t n = 0;
+	dsv_errbuf eb;
+	if (!f || f->list(path, &names, &n, &eb) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		dsv_source *s;
+		if (f->open(path, names[i], &s, &eb) == 0) {
+			fuzz_read_chunks(s);
+			dsv_source_close(s);
+		}
+		free(names[i]);
+	}
+	free(names);
 }

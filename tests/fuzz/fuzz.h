@@ -22,6 +22,9 @@ const char *fuzz_write(const char *name, const void *data, size_t size);
 /* Reads every chunk of s (at most 256 of them), as a mount would; errors are
  * expected and ignored. Chunks needing more than 64 MiB are skipped. */
 void fuzz_read_chunks(const dsv_source *s);
+/* Lists the datasets of the file at path as the named format sees them,
+ * opens each and reads its chunks (fuzz_read_chunks). */
+void fuzz_open_all(const char *format, const char *path);
 /* A little-endian NPY 1.0 file of shape (rows, cols) holding data. */
 const char *fuzz_write_npy(const char *name, const char *descr, uint64_t rows, uint64_t cols,
 			   const void *data, size_t size);

@@ -2,7 +2,8 @@
  * The fixtures beside the unit tests (tests/unit/fixtures/): their paths,
  * reading one whole, and the data pattern the generator scripts write
  * (gen_h5plugin.py and gen_bshuf.py: pattern()); a test's scratch
- * directory and files written into it. Needs cmocka included first.
+ * directory and files written into it; bytes in memory behind a reader
+ * callback. Needs cmocka included first.
  */
 #ifndef DSV_TESTS_FIXTURE_H
 #define DSV_TESTS_FIXTURE_H
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "dsview/dsview.h"
 
 /* __FILE__ is this header's path: make runs tests from the repo root. */
 static inline void fixture_path(char *out, size_t cap, const char *name)
@@ -65,6 +68,22 @@ static inline const char *scratch_write(const char *dir, const char *name, const
 	assert_int_equal(fwrite(data, 1, n, f), n);
 	fclose(f);
 	return path;
+}
+
+/* Bytes in memory read through the formats' reader callbacks
+ * (fn(arg, buf, n, off)): mem_read(&m, ...) with a mem {p, n}. */
+typedef struct mem {
+	const uint8_t *p;
+	size_t n;
+} mem;
+
+static inline int mem_read(void *arg, void *buf, size_t n, uint64_t off)
+{
+	const mem *m = arg;
+	if (off > m->n || n > m->n - off)
+		return DSV_ERR_TRUNCATED;
+	memcpy(buf, m->p + off, n);
+	return 0;
 }
 
 /* The generators' pattern(): runs of i % 7 and pseudo-random bytes. */

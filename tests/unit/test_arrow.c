@@ -15,20 +15,6 @@
 #include "fixture.h"
 #include "formats/arrow/ipc.h"
 
-typedef struct mem {
-	const uint8_t *p;
-	size_t n;
-} mem;
-
-static int rd(void *arg, void *buf, size_t n, uint64_t off)
-{
-	const mem *m = arg;
-	if (off > m->n || n > m->n - off)
-		return DSV_ERR_TRUNCATED;
-	memcpy(buf, m->p + off, n);
-	return 0;
-}
-
 /* The token values of batch b (list<int32>): its offsets' first to last. */
 static void expect_values(const mem *m, const dsv_arrow_batch *b, int32_t first, int n)
 {
@@ -47,7 +33,7 @@ static void check_form(const char *fixture, int file_form)
 	mem m = { p, n };
 	dsv_arrow_file f;
 	char why[256];
-	assert_int_equal(dsv_arrow_open(rd, &m, n, "input_ids", &f, why, sizeof(why)), 0);
+	assert_int_equal(dsv_arrow_open(mem_read, &m, n, "input_ids", &f, why, sizeof(why)), 0);
 	assert_int_equal(f.file_form, file_form);
 	assert_int_equal(f.ncols, 3);
 	assert_string_equal(f.cols[0].name, "text");
@@ -65,11 +51,12 @@ static void check_form(const char *fixture, int file_form)
 	assert_int_equal(f.batches[1].length, 2);
 	expect_values(&m, &f.batches[1], 6, 5);
 	dsv_arrow_free(&f);
-	assert_int_equal(dsv_arrow_open(rd, &m, n, "text", &f, why, sizeof(why)),
+	assert_int_equal(dsv_arrow_open(mem_read, &m, n, "text", &f, why, sizeof(why)),
 			 DSV_ERR_UNSUPPORTED);
 	assert_non_null(strstr(why, "column text is a column of Arrow type 5"));
 	dsv_arrow_free(&f);
-	assert_int_equal(dsv_arrow_open(rd, &m, n, "nope", &f, why, sizeof(why)), DSV_ERR_NOTFOUND);
+	assert_int_equal(dsv_arrow_open(mem_read, &m, n, "nope", &f, why, sizeof(why)),
+			 DSV_ERR_NOTFOUND);
 	assert_string_equal(why, "no column nope");
 	dsv_arrow_free(&f);
 	free(p);
@@ -96,7 +83,7 @@ static void test_metadata_length(void **state)
 	char why[256];
 	(void)state;
 	p[7] = 0x7f; /* the schema's metadata length, past the file */
-	assert_int_equal(dsv_arrow_open(rd, &m, n, "input_ids", &f, why, sizeof(why)),
+	assert_int_equal(dsv_arrow_open(mem_read, &m, n, "input_ids", &f, why, sizeof(why)),
 			 DSV_ERR_FORMAT);
 	assert_non_null(strstr(why, "metadata length"));
 	dsv_arrow_free(&f);
@@ -115,7 +102,8 @@ static void test_cut_and_flipped(void **state)
 		for (size_t cut = 0; cut < n; cut++) {
 			mem m = { p, cut };
 			dsv_arrow_file f;
-			int err = dsv_arrow_open(rd, &m, cut, "input_ids", &f, why, sizeof(why));
+			int err = dsv_arrow_open(mem_read, &m, cut, "input_ids", &f, why,
+						 sizeof(why));
 			assert_true(err || f.nbatches <= 2);
 			assert_true(!err || why[0]);
 			dsv_arrow_free(&f);
@@ -124,7 +112,8 @@ static void test_cut_and_flipped(void **state)
 			p[at] ^= 0xFF;
 			mem m = { p, n };
 			dsv_arrow_file f;
-			int err = dsv_arrow_open(rd, &m, n, "input_ids", &f, why, sizeof(why));
+			int err = dsv_arrow_open(mem_read, &m, n, "input_ids", &f, why,
+						 sizeof(why));
 			for (size_t b = 0; !err && b < f.nbatches; b++)
 				for (int k = 0; k < 4; k++)
 					assert_true(f.batches[b].off[k] + f.batches[b].size[k] <=

@@ -10,21 +10,8 @@
 #include <string.h>
 
 #include "dsview/dsview.h"
+#include "fixture.h"
 #include "formats/npy/zip.h"
-
-typedef struct mem {
-	const uint8_t *p;
-	size_t n;
-} mem;
-
-static int rd(void *arg, void *buf, size_t n, uint64_t off)
-{
-	const mem *m = arg;
-	if (off > m->n || n > m->n - off)
-		return DSV_ERR_TRUNCATED;
-	memcpy(buf, m->p + off, n);
-	return 0;
-}
 
 static void le16(uint8_t *p, unsigned v)
 {
@@ -106,12 +93,13 @@ static void test_list_and_data(void **state)
 		size_t n;
 		uint64_t off;
 		char why[128];
-		assert_int_equal(dsv_zip_list(rd, &m, m.n, &all, &n, why, sizeof(why)), 0);
+		assert_int_equal(dsv_zip_list(mem_read, &m, m.n, &all, &n, why, sizeof(why)), 0);
 		assert_int_equal(n, 1);
 		assert_string_equal(all[0].name, "a.npy");
 		assert_int_equal(all[0].method, 0);
 		assert_int_equal(all[0].csize, 5);
-		assert_int_equal(dsv_zip_data_at(rd, &m, m.n, &all[0], &off, why, sizeof(why)), 0);
+		assert_int_equal(
+			dsv_zip_data_at(mem_read, &m, m.n, &all[0], &off, why, sizeof(why)), 0);
 		assert_memory_equal(z + off, "HELLO", 5);
 		dsv_zip_free(all, n);
 	}
@@ -133,9 +121,9 @@ static void refused(int zip64, size_t at, uint32_t v, int n, int code, const cha
 		le32(z + at, v);
 	else
 		m.n = at; /* cut there */
-	int err = dsv_zip_list(rd, &m, m.n, &all, &count, why, sizeof(why));
+	int err = dsv_zip_list(mem_read, &m, m.n, &all, &count, why, sizeof(why));
 	if (!err) {
-		err = dsv_zip_data_at(rd, &m, m.n, &all[0], &off, why, sizeof(why));
+		err = dsv_zip_data_at(mem_read, &m, m.n, &all[0], &off, why, sizeof(why));
 		dsv_zip_free(all, count);
 	}
 	assert_int_equal(err, code);
