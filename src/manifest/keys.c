@@ -311,24 +311,28 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		v->decl->clip_lo = d[0];
 		v->decl->clip_hi = d[1];
 	} else if (!strcmp(name, "source_dtype")) {
-		pv->raw_dtype = dsv_dtype_parse(value);
-		if (pv->raw_dtype == DSV_DTYPE_INVALID || pv->raw_dtype == DSV_BF16)
-			return dsv_mf_fail(c, c->line,
-					   "source_dtype '%s' is not a supported source dtype",
+		if (dsv_raw_dtype_parse(value, &pv->raw))
+			return dsv_mf_fail(c, c->line, "source_dtype '%s' " DSV_RAW_DTYPE_RULE,
 					   value);
 		pv->has_raw_dtype = 1;
 		pv->raw_dtype_line = c->line;
 	} else if (!strcmp(name, "source_shape")) {
-		if (dsv_parse_shape(value, &pv->raw_ndim, pv->raw_shape))
+		if (dsv_parse_shape(value, &pv->raw.ndim, pv->raw.shape))
 			return dsv_mf_fail(c, c->line, "source_shape '%s' " DSV_SHAPE_RULE, value);
 		pv->raw_shape_line = c->line;
+	} else if (!strcmp(name, "source_offset")) {
+		if (dsv_parse_offset(value, &pv->raw.offset))
+			return dsv_mf_fail(c, c->line, "source_offset '%s' " DSV_OFFSET_RULE,
+					   value);
+		pv->raw_offset_line = c->line;
 	} else {
-		return dsv_mf_fail(c, c->line,
-				   "unknown key '%s' (expected source, dtype, scale, offset, mean, "
-				   "std, channel_axis, clip, source_dtype, source_shape, rows, "
-				   "window, stride, "
-				   "window_axis, layout, per_source)",
-				   name);
+		return dsv_mf_fail(
+			c, c->line,
+			"unknown key '%s' (expected source, dtype, scale, offset, mean, "
+			"std, channel_axis, clip, source_dtype, source_shape, source_offset, rows, "
+			"window, stride, "
+			"window_axis, layout, per_source)",
+			name);
 	}
 	return 1;
 }

@@ -253,9 +253,13 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 	dsv_view *v = pv->v;
 	if (pv->nspecs == 0)
 		return dsv_mf_fail(c, pv->line, "view '%s' has no source", v->name);
-	if ((pv->has_raw_dtype != 0) != (pv->raw_ndim != 0))
+	if ((pv->has_raw_dtype != 0) != (pv->raw.ndim != 0))
 		return dsv_mf_fail(c, pv->has_raw_dtype ? pv->raw_dtype_line : pv->raw_shape_line,
 				   "source_dtype and source_shape must be given together");
+	if (pv->raw_offset_line && !pv->has_raw_dtype)
+		return dsv_mf_fail(c, pv->raw_offset_line,
+				   "source_offset needs source_dtype and source_shape (a raw "
+				   "source)");
 	if (!v->has_window && (pv->stride_line || pv->waxis_line))
 		return dsv_mf_fail(c, pv->stride_line ? pv->stride_line : pv->waxis_line,
 				   "%s needs window = W",
@@ -266,13 +270,12 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		v->win_axis = -1;
 	if (!resolve_files(c, pv))
 		return 0;
-	dsv_raw_spec raw = { pv->raw_dtype, pv->raw_ndim, pv->raw_shape };
 	for (size_t i = 0; i < pv->nspecs; i++) {
 		char *path = dsv_mf_resolve(c->dir, pv->specs[i]);
 		int err;
 		if (!path)
 			return dsv_mf_fail(c, pv->spec_lines[i], "out of memory");
-		err = dsv_view_open_spec(v, path, pv->has_raw_dtype ? &raw : NULL, &eb);
+		err = dsv_view_open_spec(v, path, pv->has_raw_dtype ? &pv->raw : NULL, &eb);
 		free(path);
 		if (err)
 			return dsv_mf_fail(c, pv->spec_lines[i], "%s", eb.msg);

@@ -38,9 +38,10 @@ typedef struct pending_view {
 	char **specs; /* source specs as written */
 	int *spec_lines;
 	size_t nspecs;
-	int has_raw_dtype, raw_dtype_line, raw_ndim, raw_shape_line;
-	dsv_dtype raw_dtype;
-	int64_t raw_shape[DSV_MAX_DIMS];
+	/* source_dtype, source_shape, source_offset: raw.dtype set (and
+	 * raw_dtype_line) when given */
+	dsv_raw_layout raw;
+	int has_raw_dtype, raw_dtype_line, raw_shape_line, raw_offset_line;
 	int mean_line, std_line, axis_line, dtype_line, clip_line;
 	int nmean, nstd;
 	char *mean_file, *std_file, *rows_file; /* '@' values, as written */
