@@ -46,8 +46,9 @@ int dsv_cli_raw_layout(const char *cmd, const char *path, const dsv_cli_raw *r,
 		return 0;
 	if (!r->dtype || !r->shape) {
 		dsv_cli_error("%s: a raw file needs both --source-dtype and --source-shape%s", path,
-			      r->offset && !r->dtype && !r->shape ? " (--source-offset is its header)"
-								  : "");
+			      r->offset && !r->dtype && !r->shape
+				      ? " (--source-offset is its header)"
+				      : "");
 		return -1;
 	}
 	if (dsv_raw_dtype_parse(r->dtype, l)) {

@@ -20,19 +20,21 @@ enum {
 };
 
 /* The long options, for a command's table. */
-#define DSV_CLI_RAW_LONGOPTS                                                           \
-	{ "source-dtype", required_argument, NULL, DSV_CLI_OPT_SOURCE_DTYPE },         \
-		{ "source-shape", required_argument, NULL, DSV_CLI_OPT_SOURCE_SHAPE }, \
+#define DSV_CLI_RAW_LONGOPTS                                                             \
+	{ "source-dtype", required_argument, NULL, DSV_CLI_OPT_SOURCE_DTYPE },           \
+		{ "source-shape", required_argument, NULL, DSV_CLI_OPT_SOURCE_SHAPE },   \
 		{ "source-offset", required_argument, NULL, DSV_CLI_OPT_SOURCE_OFFSET }, \
-		{ "shape", required_argument, NULL, DSV_CLI_OPT_OLD_SHAPE }
+	{                                                                                \
+		"shape", required_argument, NULL, DSV_CLI_OPT_OLD_SHAPE                  \
+	}
 
 /* Their lines of a usage text. */
-#define DSV_CLI_RAW_USAGE                                                           \
+#define DSV_CLI_RAW_USAGE                                                              \
 	"  --source-dtype T  a raw file's element type: uint8, int16, int24 (3-byte\n" \
-	"                    signed, as BDF writes), float32, ... (source_dtype)\n"   \
-	"  --source-shape S  its shape, e.g. -1,64,64,3 (any one axis -1: from the\n" \
+	"                    signed, as BDF writes), float32, ... (source_dtype)\n"    \
+	"  --source-shape S  its shape, e.g. -1,64,64,3 (any one axis -1: from the\n"  \
 	"                    file's size; source_shape)\n"                             \
-	"  --source-offset N bytes of header before the data (default 0;\n"          \
+	"  --source-offset N bytes of header before the data (default 0;\n"            \
 	"                    source_offset)\n"
 
 /* What the command line said of a raw file, as given. */

@@ -104,6 +104,29 @@ class TokensTest(E2E):
                                            "p.ini")) as m:
                 check_whole(self, m, "v", want.astype(np.int64), "int64")
 
+    def test_litdata_chunk_files_under_the_descriptor_budget(self):
+        """A LitData dataset of more chunk files than the limit of open
+        files: each chunk file's descriptor is the cache's, under its
+        budget (48 of 64), closed and opened again as the stream is read."""
+        chunks = [[RNG.integers(0, 32000, RNG.integers(1, 40)) for _ in range(3)]
+                  for _ in range(200)]
+        tw.litdata(self.p("many_lit"), chunks)
+        want = np.concatenate([np.concatenate(c) for c in chunks]).astype(np.int64)
+        tiny = ("prlimit", "--nofile=64:64", "--")
+        with self.mount(self.p("many_lit"), wrap=tiny) as m:
+            for _ in range(2):  # the second pass reopens what the first closed
+                check_whole(self, m, "many_lit", want, "int64")
+            st = m.stats()
+            self.assertEqual(st["source_fd_budget"], 48)
+            self.assertLessEqual(st["source_fds"], 48)
+            self.assertGreater(st["source_reopens"], 0)
+            self.assertLess(len(os.listdir(f"/proc/{m.pid}/fd")), 64)
+        r = run("verify", self.p("many_lit"), wrap=tiny)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("OK", r.stdout)
+        r = run("pack", "--force", self.p("many_lit"), self.p("many_lit.h5"), wrap=tiny)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_rows_documents_refused(self):
         refused_at(self, "[v]\nsource = tok/meg.idx\nrows = documents\n", 3,
                    ["rows = documents", "differ in length", "window"])
