@@ -51,6 +51,8 @@ typedef enum dsv_source_kind {
 	DSV_SRC_EDF,         /* an EDF/BDF recording: samples gathered from its data records */
 	DSV_SRC_EEGLAB,      /* an EEGLAB .set: time-major samples gathered by channel */
 	DSV_SRC_BV,          /* a BrainVision recording: samples times each channel's resolution */
+	DSV_SRC_DOCUMENTS,   /* a Megatron index's documents as rows, each cut or padded to
+				one length: tokens gathered from the .bin */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {

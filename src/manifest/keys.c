@@ -166,8 +166,11 @@ static int take_file(parse_ctx *c, const char *name, const char *value, char **o
 	return 1;
 }
 
-/* window, stride, window_axis, layout, per_source, rows: the keys of
- * the views. @return 1 handled, 0 failed, -1 not one of them. */
+/* A document's tokens a row of rows = documents, at most. */
+#define DSV_SEQ_LEN_MAX (1 << 24)
+
+/* window, stride, window_axis, layout, per_source, rows, seq_len,
+ * pad_token: the keys of the views. @return 1 handled, 0 failed, -1 not one of them. */
 static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, const char *value)
 {
 	dsv_view *v = pv->v;
@@ -179,14 +182,10 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 			v->rows_kind = DSV_ROWS_INDEX;
 			return take_file(c, name, value, &pv->rows_file);
 		}
-		if (!strcmp(value, "documents"))
-			return dsv_mf_fail(
-				c, c->line,
-				"rows = documents: a view's rows all have one shape, and a token "
-				"file's documents differ in length; serve the stream with window = "
-				"W "
-				"(fixed-length examples), or pad the documents to one length and "
-				"serve them as a raw (documents, length) source");
+		if (!strcmp(value, "documents")) {
+			pv->docs_line = c->line; /* a Megatron index's: seq_len, pad_token */
+			return 1;
+		}
 		if (parse_slice(value, sl))
 			return dsv_mf_fail(
 				c, c->line,
@@ -197,6 +196,18 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 		v->decl->rows_start = sl[0];
 		v->decl->rows_stop = sl[1];
 		v->decl->rows_step = sl[2];
+	} else if (!strcmp(name, "seq_len")) {
+		if (parse_int(value, &n) || n < 1 || n > DSV_SEQ_LEN_MAX)
+			return dsv_mf_fail(c, c->line,
+					   "seq_len '%s' must be an integer from 1 to %d", value,
+					   DSV_SEQ_LEN_MAX);
+		pv->docs.seq_len = (uint64_t)n;
+		pv->seq_len_line = c->line;
+	} else if (!strcmp(name, "pad_token")) {
+		if (parse_int(value, &n))
+			return dsv_mf_fail(c, c->line, "pad_token '%s' must be an integer", value);
+		pv->docs.pad = n;
+		pv->pad_line = c->line;
 	} else if (!strcmp(name, "window") || !strcmp(name, "stride")) {
 		int w = name[0] == 'w';
 		if (parse_int(value, &n) || n < 1)
@@ -326,13 +337,13 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 					   value);
 		pv->raw_offset_line = c->line;
 	} else {
-		return dsv_mf_fail(
-			c, c->line,
-			"unknown key '%s' (expected source, dtype, scale, offset, mean, "
-			"std, channel_axis, clip, source_dtype, source_shape, source_offset, rows, "
-			"window, stride, "
-			"window_axis, layout, per_source)",
-			name);
+		return dsv_mf_fail(c, c->line,
+				   "unknown key '%s' (expected source, dtype, scale, offset, mean, "
+				   "std, channel_axis, clip, source_dtype, source_shape, "
+				   "source_offset, rows, seq_len, pad_token, "
+				   "window, stride, "
+				   "window_axis, layout, per_source)",
+				   name);
 	}
 	return 1;
 }
