@@ -61,7 +61,8 @@ static const char mount_usage[] =
 	"      --dtype T        output dtype for a .npy/.h5/raw SOURCE (default " DSV_DEFAULT_DTYPE
 	"):\n"
 	"                       float32, bfloat16, float16, or an integer type for\n"
-	"                       integer data (int8 ... uint64; values must fit)\n" DSV_CLI_RAW_USAGE
+	"                       integer data (int8 ... uint64; values must "
+	"fit)\n" DSV_CLI_RAW_USAGE_MOUNT
 	"      --strict         an .h5 or directory SOURCE: refuse it all when one of\n"
 	"                       its datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"

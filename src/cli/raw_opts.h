@@ -28,14 +28,21 @@ enum {
 		"shape", required_argument, NULL, DSV_CLI_OPT_OLD_SHAPE                  \
 	}
 
-/* Their lines of a usage text. */
+/* Their lines of a usage text: info's, verify's and pack's indents, and
+ * mount's. */
 #define DSV_CLI_RAW_USAGE                                                              \
 	"  --source-dtype T  a raw file's element type: uint8, int16, int24 (3-byte\n" \
 	"                    signed, as BDF writes), float32, ... (source_dtype)\n"    \
-	"  --source-shape S  its shape, e.g. -1,64,64,3 (any one axis -1: from the\n"  \
-	"                    file's size; source_shape)\n"                             \
+	"  --source-shape S  its shape, e.g. -1,64,64,3 (any one axis -1: from\n"      \
+	"                    the file's size; source_shape)\n"                         \
 	"  --source-offset N bytes of header before the data (default 0;\n"            \
 	"                    source_offset)\n"
+#define DSV_CLI_RAW_USAGE_MOUNT                                                          \
+	"      --source-dtype T a raw SOURCE's element type: uint8, int16, int24\n"      \
+	"                       (3-byte signed, as BDF writes), float32, ...\n"          \
+	"      --source-shape S its shape, e.g. -1,64,64,3 (any one axis -1: from the\n" \
+	"                       file's size); one view, in --dtype\n"                    \
+	"      --source-offset N  bytes of header before the data (default 0)\n"
 
 /* What the command line said of a raw file, as given. */
 typedef struct dsv_cli_raw {

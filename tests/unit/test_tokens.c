@@ -53,8 +53,8 @@ static const char *write_lit(void)
 	p += sprintf(p, "{\"chunks\": [");
 	for (int c = 0; c < NCHUNKS; c++) {
 		write_lit_chunk(c);
-		p += sprintf(p, "%s{\"filename\": \"chunk-0-%d.bin\", \"dim\": %d}", c ? ", " : "", c,
-			     ITEMS * (c + 1));
+		p += sprintf(p, "%s{\"filename\": \"chunk-0-%d.bin\", \"dim\": %d}", c ? ", " : "",
+			     c, ITEMS * (c + 1));
 	}
 	sprintf(p, "], \"config\": {\"item_loader\": \"TokensLoader\", \"compression\": null, "
 		   "\"data_format\": [\"no_header_tensor:16\"]}}");

@@ -71,7 +71,8 @@ static int doc_starts(const dsv_meg *g, docs *d, dsv_errbuf *eb)
 		for (uint64_t k = 0; !err && k < n; k++) {
 			uint64_t v = dsv_load_le64(di + k * 8);
 			for (; seq < v; seq++) {
-				if (seq - lo == MEG_BLOCK && (err = read_lengths(g, len, lo = seq, eb)))
+				if (seq - lo == MEG_BLOCK &&
+				    (err = read_lengths(g, len, lo = seq, eb)))
 					break;
 				tok += dsv_load_le32(len + 4 * (seq - lo));
 			}
@@ -150,7 +151,8 @@ static int read_row(const dsv_source *s, const docs *d, uint64_t r, uint64_t col
 		uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)((t - col) * es));
 		if (!buf)
 			return DSV_ERR_NOMEM;
-		int err = dsv_source_pread(s, buf, (size_t)((t - col) * es), (d->start[r] + col) * es);
+		int err = dsv_source_pread(s, buf, (size_t)((t - col) * es),
+					   (d->start[r] + col) * es);
 		if (err)
 			return err;
 		for (uint64_t c = col; c < t; c++)
@@ -188,8 +190,8 @@ static int docs_layout(dsv_source *s, const dsv_meg *g, docs *d, dsv_errbuf *eb)
 	s->info.dtype = d->out;
 	if (dsv_source_set_shape(s, 2, shape))
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, g->idx, NULL,
-				   "%llu documents of seq_len %llu overflow", (unsigned long long)d->n,
-				   (unsigned long long)d->len);
+				   "%llu documents of seq_len %llu overflow",
+				   (unsigned long long)d->n, (unsigned long long)d->len);
 	s->info.kind = DSV_SRC_DOCUMENTS;
 	s->info.stored_bytes = g->total * dsv_dtype_size(g->dtype);
 	snprintf(s->why, sizeof(s->why), "Megatron, %llu documents cut or padded to %llu tokens",
@@ -218,8 +220,8 @@ int dsv_megatron_open_documents(const char *idx, const dsv_doc_rows *r, dsv_sour
 		 (unsigned long long)r->seq_len, (long long)r->pad);
 	if (!dsv_dtype_is_int(g.dtype))
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, idx, NULL,
-				  "rows = documents serves token ids; its dtype code %d is %s", g.code,
-				  dsv_dtype_name(g.dtype));
+				  "rows = documents serves token ids; its dtype code %d is %s",
+				  g.code, dsv_dtype_name(g.dtype));
 	else if (!(d = calloc(1, sizeof(*d))) || !(s = dsv_source_alloc(g.bin, how)))
 		err = dsv_errf_at(eb, DSV_ERR_NOMEM, idx, NULL, "out of memory");
 	if (!err) {
