@@ -41,6 +41,7 @@
 
 #include "dsview/dsview.h"
 #include "dsview/h5info.h" /* DSV_STORE_ATTR */
+#include "dsview/source.h" /* dsv_raw_layout */
 
 #define DSV_STORE_FORMAT "dsview-store"
 #define DSV_STORE_FORMAT_VERSION 1
@@ -141,10 +142,8 @@ typedef struct dsv_pack_opts {
 	const char *input;   /* "x.npy", "x.h5:/dset", or a raw file */
 	const char *output;  /* final path */
 	const char *dataset; /* dataset name in the store; NULL: input's base name */
-	/* raw input only: dtype and shape (shape[0] may be -1) */
-	dsv_dtype raw_dtype;
-	int raw_ndim;
-	int64_t raw_shape[DSV_MAX_DIMS];
+	/* a raw input: its layout (raw.dtype DSV_DTYPE_INVALID: not raw) */
+	dsv_raw_layout raw;
 	uint64_t chunk_bytes; /* 0: DSV_PACK_DEFAULT_CHUNK; rounded to whole rows */
 	dsv_pack_codec codec;
 	/* LZ4 raw bytes per block wanted: 0: DSV_PACK_DEFAULT_BLOCK; else

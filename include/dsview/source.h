@@ -51,6 +51,8 @@ typedef enum dsv_source_kind {
 	DSV_SRC_EDF,         /* an EDF/BDF recording: samples gathered from its data records */
 	DSV_SRC_EEGLAB,      /* an EEGLAB .set: time-major samples gathered by channel */
 	DSV_SRC_BV,          /* a BrainVision recording: samples times each channel's resolution */
+	DSV_SRC_DOCUMENTS,   /* a Megatron index's documents as rows, each cut or padded to
+				one length: tokens gathered from the .bin */
 } dsv_source_kind;
 
 typedef struct dsv_source_info {
@@ -125,10 +127,30 @@ int dsv_source_open(const char *spec, dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_npy(const char *path, dsv_source **out, dsv_errbuf *eb);
 /* A NIfTI-1 or NIfTI-2 single-file image (.nii). */
 int dsv_source_open_nifti(const char *path, dsv_source **out, dsv_errbuf *eb);
-/* A raw file of dtype elements in C order, its shape given: any one
- * dimension may be -1 (its length from the file size); the elements must
- * fill the file exactly, so a shape that covers part of it is refused
- * (DSV_ERR_INVALID; DSV_ERR_TRUNCATED for more than the file holds). */
+/* A raw file's layout, as source_dtype, source_shape and source_offset
+ * (or --source-dtype, --source-shape, --source-offset) give it: offset
+ * bytes of header, then little-endian elements of dtype in C order. With
+ * int24 set the elements are 3-byte signed samples (BDF's), served
+ * sign-extended as dtype DSV_I32. */
+typedef struct dsv_raw_layout {
+	dsv_dtype dtype;
+	int int24;
+	int ndim;
+	int64_t shape[DSV_MAX_DIMS];
+	uint64_t offset;
+} dsv_raw_layout;
+
+/* Sets l's dtype (and int24) from a source dtype name: any dtype but
+ * bfloat16, or int24 (i3, <i3). @return 0, or -1 for a name it is not. */
+int dsv_raw_dtype_parse(const char *name, dsv_raw_layout *l);
+/* A raw file opened as l says: any one dimension of the shape may be -1
+ * (its length from the file's size after the offset); the elements must
+ * fill the file after the offset exactly, so a shape that covers part of
+ * it is refused (DSV_ERR_INVALID; DSV_ERR_TRUNCATED for more than the
+ * file holds). */
+int dsv_source_open_raw_layout(const char *path, const dsv_raw_layout *l, dsv_source **out,
+			       dsv_errbuf *eb);
+/* dsv_source_open_raw_layout with no header and a dtype of its own. */
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
 			dsv_source **out, dsv_errbuf *eb);
 int dsv_source_open_h5(const char *path, const char *dataset, dsv_source **out, dsv_errbuf *eb);

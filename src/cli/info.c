@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/raw_opts.h"
 #include "cli/info_i.h"
 #include "cli/target.h"
 #include "source/format.h"
@@ -26,10 +27,11 @@
 
 static const char info_usage[] =
 	"usage: dsview info [--json] [--disk-cache DIR] PATH\n"
-	"       dsview info [--json] --dtype T --shape A,B,... RAWFILE\n"
+	"       dsview info [--json] --source-dtype T --source-shape A,B,...\n"
+	"                   [--source-offset N] RAWFILE\n"
 	"\n"
 	"Describes PATH: a .npy, a NIfTI image (.nii), an EEG recording (.edf, .bdf,\n"
-	".set, .vhdr), a raw file (with --dtype and --shape; the first dimension may be\n"
+	".set, .vhdr), a raw file (with --source-dtype and --source-shape, any one axis\n"
 	"-1), an HDF5 file (every dataset) or one dataset of it\n"
 	"(file.h5:/path/dset), a dsview store, a Zarr array, a Zarr group (every array,\n"
 	"as a mount serves it), or a manifest (.ini: every view). A Zarr array or group\n"
@@ -39,9 +41,7 @@ static const char info_usage[] =
 	"library fallback (through HDF5, serialised) or refused, with the reason.\n"
 	"\n"
 	"options:\n"
-	"  --json        print one JSON document instead of text\n"
-	"  --dtype T     raw file: element type (uint8, int16, float32, ...)\n"
-	"  --shape S     raw file: shape, e.g. -1,64,64,3\n"
+	"  --json        print one JSON document instead of text\n" DSV_CLI_RAW_USAGE
 	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
 	"                (s3://, https://) in DIR, as mount does\n"
 	"  --disk-cache-size S  the most DIR holds (default " DSV_DEFAULT_DISK_CACHE_TEXT ")\n"
@@ -103,16 +103,16 @@ int dsv_cmd_info(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "dtype", required_argument, NULL, 'D' },
-		{ "shape", required_argument, NULL, 'S' },
+		DSV_CLI_RAW_LONGOPTS,
 		{ "disk-cache", required_argument, NULL, 'K' },
 		{ "disk-cache-size", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dtype_arg = NULL, *shape_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
-	dsv_dtype dtype = DSV_DTYPE_INVALID;
-	int64_t shape[DSV_MAX_DIMS];
-	int c, json_out = 0, ndim = 0, err;
+	const char *dtype_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
+	dsv_cli_raw raw_args = { 0 };
+	dsv_raw_layout raw;
+	int c, json_out = 0, err, is_raw;
 	dsv_target t;
 	dsv_errbuf eb;
 	json_t *root;
@@ -122,37 +122,23 @@ int dsv_cmd_info(int argc, char **argv)
 		switch (c) {
 		case 'j': json_out = 1; break;
 		case 'D': dtype_arg = optarg; break;
-		case 'S': shape_arg = optarg; break;
 		case 'K': disk_arg = optarg; break;
 		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(info_usage, stdout); return EXIT_OK;
-		default: return EXIT_USER;
+		default:
+			if (dsv_cli_raw_opt(c, optarg, &raw_args))
+				break;
+			return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("info", argc, argv, 1, 1, "PATH"))
 		return EXIT_USER;
 	const char *spec = argv[optind];
-	if (!!dtype_arg != !!shape_arg) {
-		dsv_cli_error("%s: a raw file needs both --dtype and --shape", spec);
+	if ((is_raw = dsv_cli_raw_layout("info", spec, &raw_args, dtype_arg, &raw)) < 0)
 		return EXIT_USER;
-	}
-	if (dtype_arg) {
-		dtype = dsv_dtype_parse(dtype_arg);
-		if (dtype == DSV_DTYPE_INVALID || dtype == DSV_BF16) {
-			dsv_cli_error(
-				"--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
-				"int32, uint64, int64, float16, float32, float64)",
-				dtype_arg);
-			return EXIT_USER;
-		}
-		if (dsv_parse_shape(shape_arg, &ndim, shape)) {
-			dsv_cli_error("--shape '%s' " DSV_SHAPE_RULE, shape_arg);
-			return EXIT_USER;
-		}
-	}
 	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
 		return EXIT_USER;
-	if ((err = dsv_target_parse(spec, dtype_arg != NULL, &t, &eb))) {
+	if ((err = dsv_target_parse(spec, is_raw, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
 		return err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;
 	}
@@ -162,7 +148,7 @@ int dsv_cmd_info(int argc, char **argv)
 	if (t.kind == DSV_TARGET_DATASETS && strcmp(t.format->name, "hdf5"))
 		t.kind = t.dataset ? DSV_TARGET_ARRAY : DSV_TARGET_GROUP;
 	root = json_object();
-	err = dsv_info_build(&t, dtype, ndim, shape, root, &eb);
+	err = dsv_info_build(&t, &raw, root, &eb);
 	if (err) {
 		dsv_cli_error("%s", eb.msg);
 		json_decref(root);

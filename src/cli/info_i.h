@@ -11,13 +11,13 @@
 
 #include "cli/target.h"
 #include "dsview/dsview.h"
+#include "dsview/source.h"
 
 /* Fills root (an empty object) with the document describing t: "path",
  * "kind", "file_bytes" and the kind's own fields. dtype, ndim and shape
  * are a raw file's (unused otherwise). @return 0, or the dsv_err with eb
  * set when t cannot be described at all; root may then be partly filled. */
-int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t *shape,
-		   json_t *root, dsv_errbuf *eb);
+int dsv_info_build(const dsv_target *t, const dsv_raw_layout *raw, json_t *root, dsv_errbuf *eb);
 
 /* Prints the document dsv_info_build made for a target of kind as text
  * on stdout. */

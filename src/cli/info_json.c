@@ -352,13 +352,11 @@ static int build_manifest(const dsv_target *t, json_t *root, dsv_errbuf *eb)
 	return 0;
 }
 
-static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t *shape,
-		      json_t *root, dsv_errbuf *eb)
+static int build_flat(const dsv_target *t, const dsv_raw_layout *raw, json_t *root, dsv_errbuf *eb)
 {
 	dsv_source *s;
-	int err = t->format->traits & DSV_FMT_RAW
-			  ? dsv_source_open_raw(t->file, dtype, ndim, shape, &s, eb)
-			  : t->format->open(t->file, t->dataset, &s, eb);
+	int err = t->format->traits & DSV_FMT_RAW ? dsv_source_open_raw_layout(t->file, raw, &s, eb)
+						  : t->format->open(t->file, t->dataset, &s, eb);
 	if (err)
 		return err;
 	json_object_set_new(root, "source", jsource(s));
@@ -366,8 +364,7 @@ static int build_flat(const dsv_target *t, dsv_dtype dtype, int ndim, const int6
 	return 0;
 }
 
-int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t *shape,
-		   json_t *root, dsv_errbuf *eb)
+int dsv_info_build(const dsv_target *t, const dsv_raw_layout *raw, json_t *root, dsv_errbuf *eb)
 {
 	char kind[64] = "manifest";
 	int err = 0;
@@ -380,7 +377,7 @@ int dsv_info_build(const dsv_target *t, dsv_dtype dtype, int ndim, const int64_t
 	if (t->kind != DSV_TARGET_MANIFEST)
 		json_object_set_new(root, "file_bytes", json_integer((json_int_t)t->file_bytes));
 	switch (t->kind) {
-	case DSV_TARGET_ARRAY: err = build_flat(t, dtype, ndim, shape, root, eb); break;
+	case DSV_TARGET_ARRAY: err = build_flat(t, raw, root, eb); break;
 	case DSV_TARGET_DATASETS: err = build_h5(t, root, eb); break;
 	case DSV_TARGET_MANIFEST:
 	case DSV_TARGET_GROUP: err = build_manifest(t, root, eb); break;

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/raw_opts.h"
 #include "cli/cli.h"
 #include "common/cgroup.h"
 #include "common/log.h"
@@ -47,7 +48,8 @@ static const char mount_usage[] =
 	"usage: dsview mount [OPTIONS] SOURCE [MOUNTPOINT]\n"
 	"\n"
 	"SOURCE is a manifest (.ini), a single .npy / .h5 file (every array in it\n"
-	"becomes a view, cast to --dtype), or a directory of them (each .h5 file a\n"
+	"becomes a view, cast to --dtype), a raw file (with --source-dtype and\n"
+	"--source-shape), or a directory of them (each .h5 file a\n"
 	"directory of its arrays; EEG recordings, .edf/.bdf/.set/.vhdr, also in its\n"
 	"subdirectories, a BIDS tree). MOUNTPOINT defaults to " DSV_DEFAULT_MOUNTPOINT
 	"\nand is created if missing. Returns once the mount answers. Datasets of an\n"
@@ -56,10 +58,11 @@ static const char mount_usage[] =
 	"\n"
 	"options:\n"
 	"  -f, --foreground     stay in the foreground (log to stderr)\n"
-	"      --dtype T        output dtype for a .npy/.h5 SOURCE (default " DSV_DEFAULT_DTYPE
+	"      --dtype T        output dtype for a .npy/.h5/raw SOURCE (default " DSV_DEFAULT_DTYPE
 	"):\n"
 	"                       float32, bfloat16, float16, or an integer type for\n"
-	"                       integer data (int8 ... uint64; values must fit)\n"
+	"                       integer data (int8 ... uint64; values must "
+	"fit)\n" DSV_CLI_RAW_USAGE_MOUNT
 	"      --strict         an .h5 or directory SOURCE: refuse it all when one of\n"
 	"                       its datasets cannot be served\n"
 	"      --cache-size S   chunk cache budget, e.g. 2G, 512M; 0 disables it\n"
@@ -271,6 +274,7 @@ typedef struct mount_args {
 	const char *source, *mountpoint;
 	const char *dtype, *cache, *readahead, *gpu, *gpu_cache, *disk, *disk_size, *log_path;
 	const char *fuse_opts; /* -o's FUSE options, or NULL */
+	dsv_cli_raw raw;       /* --source-dtype, --source-shape, --source-offset */
 	int foreground, debug, strict, nonempty, threads, log_level;
 } mount_args;
 
@@ -295,6 +299,7 @@ static int parse_args(int argc, char **argv, mount_args *a)
 		{ "log-level", required_argument, NULL, 'V' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 'S' },
+		DSV_CLI_RAW_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -334,7 +339,10 @@ static int parse_args(int argc, char **argv, mount_args *a)
 		case 'd': a->debug = a->foreground = 1; break;
 		case 'S': a->strict = 1; break;
 		case 'h': fputs(mount_usage, stdout); return EXIT_OK;
-		default: return EXIT_USER;
+		default:
+			if (dsv_cli_raw_opt(c, optarg, &a->raw))
+				break;
+			return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("mount", argc, argv, 1, 2, "SOURCE [MOUNTPOINT]"))
@@ -353,11 +361,20 @@ static int load_manifest(const mount_args *a, dsv_manifest **out)
 {
 	dsv_dtype dt = dsv_dtype_parse(a->dtype ? a->dtype : DSV_DEFAULT_DTYPE);
 	dsv_errbuf eb;
-	int err;
+	dsv_raw_layout raw;
+	int err, is_raw;
 
-	if (dsv_cli_disk_cache(NULL, a->disk, a->disk_size))
+	if (dsv_cli_disk_cache(NULL, a->disk, a->disk_size) ||
+	    (is_raw = dsv_cli_raw_layout("mount", a->source, &a->raw, a->dtype, &raw)) < 0)
 		return EXIT_USER;
 	if (dsv_has_ext(a->source, ".ini")) {
+		if (is_raw) {
+			dsv_cli_error(
+				"--source-dtype and --source-shape apply to a raw SOURCE; set "
+				"source_dtype and source_shape per view in %s",
+				a->source);
+			return EXIT_USER;
+		}
 		if (a->dtype) {
 			dsv_cli_error(
 				"--dtype applies to a .npy/.h5 SOURCE; set dtype per view in %s",
@@ -375,10 +392,11 @@ static int load_manifest(const mount_args *a, dsv_manifest **out)
 			      a->dtype);
 		return EXIT_USER;
 	}
-	err = dsv_manifest_open(a->source, dt,
-				(a->strict ? DSV_FROM_FILE_STRICT : 0) |
-					(a->dtype ? DSV_FROM_FILE_DTYPE : 0),
-				out, &eb);
+	err = is_raw ? dsv_manifest_from_raw(a->source, &raw, dt, out, &eb)
+		     : dsv_manifest_open(a->source, dt,
+					 (a->strict ? DSV_FROM_FILE_STRICT : 0) |
+						 (a->dtype ? DSV_FROM_FILE_DTYPE : 0),
+					 out, &eb);
 	if (err && a->dtype && !strcmp(eb.key, "dtype")) {
 		/* the view's dtype is --dtype's here (clip needs a manifest) */
 		dsv_cli_error("--dtype %s: %s", a->dtype, eb.msg);

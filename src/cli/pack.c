@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/raw_opts.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/target.h"
@@ -29,7 +30,8 @@ static const char pack_usage[] =
 	"temporary beside OUTPUT), x.h5:/path/to/dataset, a Zarr array's directory\n"
 	"(x.zarr, x.zarr/group/array), an EEG recording (x.edf, x.bdf: its\n"
 	"physical values as float64; x.set: EEGLAB's data in its own type; x.vhdr:\n"
-	"BrainVision, as float64), or a raw file with --dtype and --shape.\n"
+	"BrainVision, as float64), or a raw file with --source-dtype and\n"
+	"--source-shape (and --source-offset for a header; int24 served as int32).\n"
 	"\n"
 	"options:\n"
 	"  --dataset NAME      dataset name in the store (default: the input's base name)\n"
@@ -51,10 +53,8 @@ static const char pack_usage[] =
 	"                      ratio that decodes faster than the storage delivers\n"
 	"  --level N           lz4: acceleration, 1 (default) = best ratio .. higher = faster;\n"
 	"                      lz4hc: 1..12 (default 9); zstd: 1..22 (default 6); blosc-*:\n"
-	"                      1..9 (default 5); bitshuffle-zstd: 1..22 (default 3)\n"
-	"  --dtype T           raw input: element type (uint8, int16, float32, ...)\n"
-	"  --shape A,B,...     raw input: shape; any one may be -1 (from the file size)\n"
-	"  --threads N         compression threads (default: all cores)\n"
+	"                      1..9 (default 5); bitshuffle-zstd: 1..22 (default "
+	"3)\n" DSV_CLI_RAW_USAGE "  --threads N         compression threads (default: all cores)\n"
 	"  --disk-cache DIR    keep the stored bytes that objects' GETs fetch (s3://,\n"
 	"                      https://) in DIR, as mount does\n"
 	"  --disk-cache-size S the most DIR holds (default 10G)\n"
@@ -99,7 +99,7 @@ int dsv_cmd_pack(int argc, char **argv)
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "level", required_argument, NULL, 'l' },
 		{ "dtype", required_argument, NULL, 'D' },
-		{ "shape", required_argument, NULL, 'S' },
+		DSV_CLI_RAW_LONGOPTS,
 		{ "threads", required_argument, NULL, 'T' },
 		{ "storage", required_argument, NULL, 'R' },
 		{ "force", no_argument, NULL, 'f' },
@@ -112,7 +112,8 @@ int dsv_cmd_pack(int argc, char **argv)
 	dsv_pack_result res;
 	dsv_progress bar;
 	dsv_errbuf eb;
-	const char *dtype_arg = NULL, *shape_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
+	const char *dtype_arg = NULL, *disk_arg = NULL, *disk_size_arg = NULL;
+	dsv_cli_raw raw_args = { 0 };
 	char *end, a[32], b[32];
 	int c, err;
 	long v;
@@ -157,7 +158,6 @@ int dsv_cmd_pack(int argc, char **argv)
 			o.level = (int)v;
 			break;
 		case 'D': dtype_arg = optarg; break;
-		case 'S': shape_arg = optarg; break;
 		case 'T':
 			if (dsv_cli_int_arg("--threads", optarg, 1, 256, &o.threads))
 				return EXIT_USER;
@@ -174,7 +174,10 @@ int dsv_cmd_pack(int argc, char **argv)
 		case 'K': disk_arg = optarg; break;
 		case 'k': disk_size_arg = optarg; break;
 		case 'h': fputs(pack_usage, stdout); return EXIT_OK;
-		default: return EXIT_USER;
+		default:
+			if (dsv_cli_raw_opt(c, optarg, &raw_args))
+				break;
+			return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("pack", argc, argv, 2, 2, "INPUT OUTPUT.h5"))
@@ -184,28 +187,16 @@ int dsv_cmd_pack(int argc, char **argv)
 	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
 		return EXIT_USER;
 
-	if (!!dtype_arg != !!shape_arg) {
-		dsv_cli_error("%s: a raw input needs both --dtype and --shape", o.input);
-		return EXIT_USER;
-	}
-	if (dtype_arg) {
-		o.raw_dtype = dsv_dtype_parse(dtype_arg);
-		if (o.raw_dtype == DSV_DTYPE_INVALID || o.raw_dtype == DSV_BF16) {
-			dsv_cli_error(
-				"--dtype '%s': unsupported (uint8, int8, uint16, int16, uint32, "
-				"int32, uint64, int64, float16, float32, float64)",
-				dtype_arg);
+	switch (dsv_cli_raw_layout("pack", o.input, &raw_args, dtype_arg, &o.raw)) {
+	case -1: return EXIT_USER;
+	case 0:
+		if (!input_format(o.input)) {
+			char what[512];
+			dsv_cli_error("%s: not %s; a raw file needs --source-dtype and "
+				      "--source-shape",
+				      o.input, dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
 			return EXIT_USER;
 		}
-		if (dsv_parse_shape(shape_arg, &o.raw_ndim, o.raw_shape)) {
-			dsv_cli_error("--shape '%s' " DSV_SHAPE_RULE, shape_arg);
-			return EXIT_USER;
-		}
-	} else if (!input_format(o.input)) {
-		char what[512];
-		dsv_cli_error("%s: not %s; a raw file needs --dtype and --shape", o.input,
-			      dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
-		return EXIT_USER;
 	}
 
 	struct sigaction sa = { .sa_handler = on_signal };

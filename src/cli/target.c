@@ -31,10 +31,10 @@ static int classify(dsv_target *t, const dsv_format *f, int dir, dsv_errbuf *eb)
 	else if (dsv_has_ext(t->file, ".ini") && !dsv_url_scheme_len(t->file))
 		t->kind = DSV_TARGET_MANIFEST;
 	else
-		return dsv_errf_at(
-			eb, DSV_ERR_INVALID, t->file, NULL,
-			"not a manifest (.ini), %s; a raw file needs --dtype and --shape",
-			dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
+		return dsv_errf_at(eb, DSV_ERR_INVALID, t->file, NULL,
+				   "not a manifest (.ini), %s; a raw file needs --source-dtype and "
+				   "--source-shape",
+				   dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
 	return 0;
 }
 

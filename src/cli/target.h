@@ -29,7 +29,7 @@ typedef struct dsv_target {
 } dsv_target;
 
 /*
- * Classifies spec. raw: the caller has --dtype/--shape, so a file that is
+ * Classifies spec. raw: the caller has --source-dtype/--source-shape, so a file that is
  * not .npy/.ini/HDF5 is raw; without, such a file is an error.
  * @return 0, or a dsv_err with eb holding "<file>: <reason>".
  */

@@ -27,6 +27,7 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/raw_opts.h"
 #include "cli/target.h"
 #include "common/clock.h"
 #include "dsview/source.h"
@@ -36,6 +37,7 @@
 
 static const char verify_usage[] =
 	"usage: dsview verify [--threads N] [--disk-cache DIR] PATH\n"
+	"       dsview verify --source-dtype T --source-shape S [--source-offset N] RAWFILE\n"
 	"\n"
 	"Reads and decodes every chunk, as a mount would, and checks every\n"
 	"checksum. PATH: an HDF5 file (every dataset), one dataset of it\n"
@@ -56,8 +58,8 @@ static const char verify_usage[] =
 	"  --disk-cache DIR     keep the stored bytes that objects' GETs fetch\n"
 	"                (s3://, https://) in DIR, as mount does (a manifest's\n"
 	"                disk_cache too): a mount of them next reads DIR\n"
-	"  --disk-cache-size S  the most DIR holds (default " DSV_DEFAULT_DISK_CACHE_TEXT ")\n"
-	"  -h, --help    this help\n";
+	"  --disk-cache-size S  the most DIR holds (default " DSV_DEFAULT_DISK_CACHE_TEXT
+	")\n" DSV_CLI_RAW_USAGE "  -h, --help    this help\n";
 
 /* Exit status: nothing damaged, but some datasets were not checked. */
 #define EXIT_UNCHECKED 3
@@ -453,6 +455,8 @@ int dsv_cmd_verify(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'T' },
 		{ "disk-cache", required_argument, NULL, 'K' },
 		{ "disk-cache-size", required_argument, NULL, 'k' },
+		{ "dtype", required_argument, NULL, 'D' },
+		DSV_CLI_RAW_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -460,8 +464,10 @@ int dsv_cmd_verify(int argc, char **argv)
 	dsv_manifest *m = NULL;
 	dsv_target t;
 	dsv_errbuf eb;
-	const char *disk_arg = NULL, *disk_size_arg = NULL;
-	int c, err, nthreads = 0, rc = EXIT_OK;
+	const char *disk_arg = NULL, *disk_size_arg = NULL, *dtype_arg = NULL;
+	dsv_cli_raw raw_args = { 0 };
+	dsv_raw_layout raw;
+	int c, err, nthreads = 0, rc = EXIT_OK, is_raw;
 	uint64_t refused = 0, checked = 0;
 	char a[32];
 
@@ -474,15 +480,20 @@ int dsv_cmd_verify(int argc, char **argv)
 			break;
 		case 'K': disk_arg = optarg; break;
 		case 'k': disk_size_arg = optarg; break;
+		case 'D': dtype_arg = optarg; break;
 		case 'h': fputs(verify_usage, stdout); return EXIT_OK;
-		default: return EXIT_USER;
+		default:
+			if (dsv_cli_raw_opt(c, optarg, &raw_args))
+				break;
+			return EXIT_USER;
 		}
 	}
 	if (dsv_cli_operands("verify", argc, argv, 1, 1, "PATH"))
 		return EXIT_USER;
-	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg))
+	if (dsv_cli_disk_cache(NULL, disk_arg, disk_size_arg) ||
+	    (is_raw = dsv_cli_raw_layout("verify", argv[optind], &raw_args, dtype_arg, &raw)) < 0)
 		return EXIT_USER;
-	if ((err = dsv_target_parse(argv[optind], 0, &t, &eb))) {
+	if ((err = dsv_target_parse(argv[optind], is_raw, &t, &eb))) {
 		dsv_cli_error("%s", eb.msg);
 		return err == DSV_ERR_NOMEM ? EXIT_INTERNAL : EXIT_USER;
 	}
@@ -503,10 +514,10 @@ int dsv_cmd_verify(int argc, char **argv)
 			err = collect_group(&j, m, &eb);
 		break;
 	case DSV_TARGET_ARRAY: {
-		/* dsv_target_parse gives raw only when asked for it: its open
-		 * says a raw file needs its dtype and shape */
+		/* dsv_target_parse gives raw only when asked for it */
 		dsv_source *s;
-		if (!(err = t.format->open(t.file, NULL, &s, &eb)) &&
+		if (!(err = is_raw ? dsv_source_open_raw_layout(t.file, &raw, &s, &eb)
+				   : t.format->open(t.file, NULL, &s, &eb)) &&
 		    (err = add_source(&j, s, 1, t.file, NULL))) {
 			dsv_source_close(s);
 			err = dsv_errf(&eb, err, "out of memory");

@@ -26,6 +26,14 @@ static inline uint32_t dsv_load_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* A little-endian signed 24-bit sample (BDF's, a raw int24 source's),
+ * sign-extended. */
+static inline int32_t dsv_load_le24s(const uint8_t *p)
+{
+	uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+	return (int32_t)(u << 8) >> 8;
+}
+
 static inline uint64_t dsv_load_le64(const uint8_t *p)
 {
 	return (uint64_t)dsv_load_le32(p) | (uint64_t)dsv_load_le32(p + 4) << 32;

@@ -134,6 +134,23 @@ int dsv_parse_shape(const char *s, int *ndim, int64_t shape[DSV_MAX_DIMS])
 	return n > 0 ? 0 : DSV_ERR_INVALID;
 }
 
+int dsv_parse_offset(const char *s, uint64_t *out)
+{
+	char *end;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s < '0' || *s > '9')
+		return DSV_ERR_INVALID;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (*end || errno || v > INT64_MAX)
+		return DSV_ERR_INVALID;
+	*out = v;
+	return 0;
+}
+
 int dsv_name_ok(const char *name)
 {
 	size_t n = strlen(name);

@@ -63,6 +63,16 @@ int dsv_parse_shape(const char *s, int *ndim, int64_t shape[DSV_MAX_DIMS]);
 	"must be positive integers like 1000,64,64,3 (any one may be -1), " \
 	"at most " DSV_STR(DSV_MAX_DIMS)
 
+/* A raw file's header bytes as --source-offset and source_offset take
+ * them: a whole number of bytes, 0 or more. @return 0, or
+ * DSV_ERR_INVALID. */
+int dsv_parse_offset(const char *s, uint64_t *out);
+#define DSV_OFFSET_RULE "must be a whole number of bytes (0 or more)"
+/* What dsv_raw_dtype_parse accepts, for "NAME 'VALUE' " DSV_RAW_DTYPE_RULE. */
+#define DSV_RAW_DTYPE_RULE                                                          \
+	"is not a source dtype (uint8, int8, uint16, int16, int24, uint32, int32, " \
+	"uint64, int64, float16, float32, float64)"
+
 /* The longest name dsv_name_ok accepts, in bytes. */
 #define DSV_NAME_MAX 200
 

@@ -166,8 +166,11 @@ static int take_file(parse_ctx *c, const char *name, const char *value, char **o
 	return 1;
 }
 
-/* window, stride, window_axis, layout, per_source, rows: the keys of
- * the views. @return 1 handled, 0 failed, -1 not one of them. */
+/* A document's tokens a row of rows = documents, at most. */
+#define DSV_SEQ_LEN_MAX (1 << 24)
+
+/* window, stride, window_axis, layout, per_source, rows, seq_len,
+ * pad_token: the keys of the views. @return 1 handled, 0 failed, -1 not one of them. */
 static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, const char *value)
 {
 	dsv_view *v = pv->v;
@@ -179,14 +182,10 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 			v->rows_kind = DSV_ROWS_INDEX;
 			return take_file(c, name, value, &pv->rows_file);
 		}
-		if (!strcmp(value, "documents"))
-			return dsv_mf_fail(
-				c, c->line,
-				"rows = documents: a view's rows all have one shape, and a token "
-				"file's documents differ in length; serve the stream with window = "
-				"W "
-				"(fixed-length examples), or pad the documents to one length and "
-				"serve them as a raw (documents, length) source");
+		if (!strcmp(value, "documents")) {
+			pv->docs_line = c->line; /* a Megatron index's: seq_len, pad_token */
+			return 1;
+		}
 		if (parse_slice(value, sl))
 			return dsv_mf_fail(
 				c, c->line,
@@ -197,6 +196,18 @@ static int handle_shape_key(parse_ctx *c, pending_view *pv, const char *name, co
 		v->decl->rows_start = sl[0];
 		v->decl->rows_stop = sl[1];
 		v->decl->rows_step = sl[2];
+	} else if (!strcmp(name, "seq_len")) {
+		if (parse_int(value, &n) || n < 1 || n > DSV_SEQ_LEN_MAX)
+			return dsv_mf_fail(c, c->line,
+					   "seq_len '%s' must be an integer from 1 to %d", value,
+					   DSV_SEQ_LEN_MAX);
+		pv->docs.seq_len = (uint64_t)n;
+		pv->seq_len_line = c->line;
+	} else if (!strcmp(name, "pad_token")) {
+		if (parse_int(value, &n))
+			return dsv_mf_fail(c, c->line, "pad_token '%s' must be an integer", value);
+		pv->docs.pad = n;
+		pv->pad_line = c->line;
 	} else if (!strcmp(name, "window") || !strcmp(name, "stride")) {
 		int w = name[0] == 'w';
 		if (parse_int(value, &n) || n < 1)
@@ -311,21 +322,25 @@ int dsv_mf_view_key(parse_ctx *c, pending_view *pv, const char *name, const char
 		v->decl->clip_lo = d[0];
 		v->decl->clip_hi = d[1];
 	} else if (!strcmp(name, "source_dtype")) {
-		pv->raw_dtype = dsv_dtype_parse(value);
-		if (pv->raw_dtype == DSV_DTYPE_INVALID || pv->raw_dtype == DSV_BF16)
-			return dsv_mf_fail(c, c->line,
-					   "source_dtype '%s' is not a supported source dtype",
+		if (dsv_raw_dtype_parse(value, &pv->raw))
+			return dsv_mf_fail(c, c->line, "source_dtype '%s' " DSV_RAW_DTYPE_RULE,
 					   value);
 		pv->has_raw_dtype = 1;
 		pv->raw_dtype_line = c->line;
 	} else if (!strcmp(name, "source_shape")) {
-		if (dsv_parse_shape(value, &pv->raw_ndim, pv->raw_shape))
+		if (dsv_parse_shape(value, &pv->raw.ndim, pv->raw.shape))
 			return dsv_mf_fail(c, c->line, "source_shape '%s' " DSV_SHAPE_RULE, value);
 		pv->raw_shape_line = c->line;
+	} else if (!strcmp(name, "source_offset")) {
+		if (dsv_parse_offset(value, &pv->raw.offset))
+			return dsv_mf_fail(c, c->line, "source_offset '%s' " DSV_OFFSET_RULE,
+					   value);
+		pv->raw_offset_line = c->line;
 	} else {
 		return dsv_mf_fail(c, c->line,
 				   "unknown key '%s' (expected source, dtype, scale, offset, mean, "
-				   "std, channel_axis, clip, source_dtype, source_shape, rows, "
+				   "std, channel_axis, clip, source_dtype, source_shape, "
+				   "source_offset, rows, seq_len, pad_token, "
 				   "window, stride, "
 				   "window_axis, layout, per_source)",
 				   name);

@@ -247,15 +247,44 @@ static int resolve_files(parse_ctx *c, pending_view *pv)
 	return 1;
 }
 
+/* rows = documents and its keys: seq_len given, pad_token -1 unless
+ * given. @return 1, or 0 after the error. */
+static int check_documents(parse_ctx *c, pending_view *pv)
+{
+	if (!pv->docs_line) {
+		int line = pv->seq_len_line ? pv->seq_len_line : pv->pad_line;
+		return line ? dsv_mf_fail(c, line, "%s needs rows = documents",
+					  pv->seq_len_line ? "seq_len" : "pad_token")
+			    : 1;
+	}
+	if (!pv->seq_len_line)
+		return dsv_mf_fail(c, pv->docs_line,
+				   "rows = documents needs seq_len = L: a view's rows have one "
+				   "shape, so each document is cut or padded to L tokens");
+	if (pv->has_raw_dtype)
+		return dsv_mf_fail(c, pv->docs_line,
+				   "rows = documents serves a Megatron index's documents, not a "
+				   "raw source's rows");
+	if (!pv->pad_line)
+		pv->docs.pad = -1;
+	return 1;
+}
+
 static int open_view_sources(parse_ctx *c, pending_view *pv)
 {
 	dsv_errbuf eb;
 	dsv_view *v = pv->v;
 	if (pv->nspecs == 0)
 		return dsv_mf_fail(c, pv->line, "view '%s' has no source", v->name);
-	if ((pv->has_raw_dtype != 0) != (pv->raw_ndim != 0))
+	if ((pv->has_raw_dtype != 0) != (pv->raw.ndim != 0))
 		return dsv_mf_fail(c, pv->has_raw_dtype ? pv->raw_dtype_line : pv->raw_shape_line,
 				   "source_dtype and source_shape must be given together");
+	if (pv->raw_offset_line && !pv->has_raw_dtype)
+		return dsv_mf_fail(c, pv->raw_offset_line,
+				   "source_offset needs source_dtype and source_shape (a raw "
+				   "source)");
+	if (!check_documents(c, pv))
+		return 0;
 	if (!v->has_window && (pv->stride_line || pv->waxis_line))
 		return dsv_mf_fail(c, pv->stride_line ? pv->stride_line : pv->waxis_line,
 				   "%s needs window = W",
@@ -266,13 +295,14 @@ static int open_view_sources(parse_ctx *c, pending_view *pv)
 		v->win_axis = -1;
 	if (!resolve_files(c, pv))
 		return 0;
-	dsv_raw_spec raw = { pv->raw_dtype, pv->raw_ndim, pv->raw_shape };
+	dsv_spec_opts so = { pv->has_raw_dtype ? &pv->raw : NULL,
+			     pv->docs_line ? &pv->docs : NULL };
 	for (size_t i = 0; i < pv->nspecs; i++) {
 		char *path = dsv_mf_resolve(c->dir, pv->specs[i]);
 		int err;
 		if (!path)
 			return dsv_mf_fail(c, pv->spec_lines[i], "out of memory");
-		err = dsv_view_open_spec(v, path, pv->has_raw_dtype ? &raw : NULL, &eb);
+		err = dsv_view_open_spec(v, path, &so, &eb);
 		free(path);
 		if (err)
 			return dsv_mf_fail(c, pv->spec_lines[i], "%s", eb.msg);

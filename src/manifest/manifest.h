@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "dsview/source.h"
 #include "dsview/view.h"
 
 /* What `dsview mount SOURCE` serves: a manifest (.ini), or any other
@@ -16,6 +17,12 @@
  * or a dsv_err with eb set. */
 int dsv_manifest_open(const char *source, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
 		      dsv_errbuf *eb);
+
+/* The one view of a raw file laid out as l says (`dsview mount
+ * --source-dtype T --source-shape S [--source-offset N]`), named for the
+ * file, served as dtype. @return 0 or a dsv_err with eb set. */
+int dsv_manifest_from_raw(const char *path, const dsv_raw_layout *l, dsv_dtype dtype,
+			  dsv_manifest **out, dsv_errbuf *eb);
 
 /* The keys of a manifest's [dsview] section, as messages list them. */
 #define DSV_MANIFEST_KEYS                                                                 \

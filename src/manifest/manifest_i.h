@@ -10,17 +10,26 @@
 #include <stdio.h>
 
 #include "manifest/manifest.h"
+#include "formats/tokens/tokens.h"
 #include "source/format.h"
 #include "view/view_i.h"
 
 /* An empty manifest for path (gpu "auto"), or NULL when out of memory. */
 dsv_manifest *dsv_manifest_new(const char *path);
 
+/* How a view's source lines are opened where its keys say: raw, the
+ * layout of raw files (source_dtype, ...); docs, a Megatron index's
+ * documents as rows (rows = documents). NULL: as the registry tells. */
+typedef struct dsv_spec_opts {
+	const dsv_raw_layout *raw;
+	const dsv_doc_rows *docs;
+} dsv_spec_opts;
+
 /* Opens the sources of one manifest source line (spec.c): path is the
- * line's value resolved against the manifest's directory; raw is NULL
- * unless the view declares a raw layout. Each source is added to v and
- * checked against its first. @return 0, or a dsv_err with eb set. */
-int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb);
+ * line's value resolved against the manifest's directory; so NULL, or
+ * how the view's keys say its sources are opened. Each source is added to
+ * v and checked against its first. @return 0, or a dsv_err with eb set. */
+int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_spec_opts *so, dsv_errbuf *eb);
 /* parallel.c: fn(ctx, k) for each k in [0, n), on up to DSV_OPEN_THREADS
  * threads (one more each DSV_OPEN_PER_THREAD items; the caller's among
  * them), each taking the next k; a thread stops when fn returns nonzero.
@@ -38,9 +47,13 @@ typedef struct pending_view {
 	char **specs; /* source specs as written */
 	int *spec_lines;
 	size_t nspecs;
-	int has_raw_dtype, raw_dtype_line, raw_ndim, raw_shape_line;
-	dsv_dtype raw_dtype;
-	int64_t raw_shape[DSV_MAX_DIMS];
+	/* source_dtype, source_shape, source_offset: raw.dtype set (and
+	 * raw_dtype_line) when given */
+	dsv_raw_layout raw;
+	int has_raw_dtype, raw_dtype_line, raw_shape_line, raw_offset_line;
+	/* rows = documents (docs_line), seq_len, pad_token */
+	dsv_doc_rows docs;
+	int docs_line, seq_len_line, pad_line;
 	int mean_line, std_line, axis_line, dtype_line, clip_line;
 	int nmean, nstd;
 	char *mean_file, *std_file, *rows_file; /* '@' values, as written */

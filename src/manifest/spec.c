@@ -18,6 +18,7 @@
 #include "common/str.h"
 #include "formats/formats.h"
 #include "formats/raw/raw.h"
+#include "formats/tokens/tokens.h"
 #include "source/source.h"
 #include "manifest/manifest_i.h"
 #include "view/view_i.h"
@@ -59,7 +60,7 @@ static int add_opened(dsv_view *v, opened *o, dsv_errbuf *eb)
  * elements where the line gives their dtype and shape. Sources of
  * different paths may be opened in parallel threads.
  * @return 0, or a dsv_err with eb set. */
-static int open_sources(const char *path, const dsv_raw_spec *raw, opened *o, dsv_errbuf *eb)
+static int open_sources(const char *path, const dsv_spec_opts *so, opened *o, dsv_errbuf *eb)
 {
 	dsv_source *s = NULL;
 	char *file, *dataset;
@@ -67,16 +68,23 @@ static int open_sources(const char *path, const dsv_raw_spec *raw, opened *o, ds
 	int err;
 	/* a name no format claims: its first bytes (an llm.c token file's
 	 * .bin), unless the line says it is raw */
+	const dsv_raw_layout *raw = so ? so->raw : NULL;
 	const dsv_format *f = dsv_format_of_spec(path, raw ? 0 : DSV_DETECT_MAGIC, &file, &dataset,
 						 NULL, &err);
 
 	*o = (opened){ 0 };
 	if (err)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (f)
+	if (so && so->docs && f != &dsv_format_megatron)
+		err = dsv_errf_at(eb, DSV_ERR_INVALID, file, NULL,
+				  "rows = documents: not a Megatron index (.idx), whose documents "
+				  "it serves");
+	else if (so && so->docs)
+		err = dsv_megatron_open_documents(file, so->docs, &s, eb);
+	else if (f)
 		err = dsv_format_open_parts(f, file, dataset, &o->parts, &o->n, eb);
 	else if (raw)
-		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
+		err = dsv_source_open_raw_layout(path, raw, &s, eb);
 	else if (!dsv_url_scheme_len(file) && stat(file, &st) < 0)
 		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
 				  "%s%s", strerror(errno), dsv_source_open_hint(errno));
@@ -101,7 +109,7 @@ static int open_sources(const char *path, const dsv_raw_spec *raw, opened *o, ds
 typedef struct batch {
 	char **files;
 	const char *dataset;
-	const dsv_raw_spec *raw;
+	const dsv_spec_opts *so;
 	opened *out;
 	size_t n;
 	pthread_mutex_t lock;
@@ -128,7 +136,7 @@ static int open_one_of(void *arg, size_t k)
 		     b->dataset ? b->dataset : "") < 0)
 		err = dsv_errf(&eb, DSV_ERR_NOMEM, "out of memory");
 	else {
-		err = open_sources(one, b->raw, &b->out[k], &eb);
+		err = open_sources(one, b->so, &b->out[k], &eb);
 		free(one);
 	}
 	pthread_mutex_lock(&b->lock);
@@ -144,9 +152,9 @@ static int open_one_of(void *arg, size_t k)
 /* Opens files (each with dataset) and adds their sources to v in their
  * order. @return 0, or the first failure in order with eb set. */
 static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
-		      const dsv_raw_spec *raw, dsv_errbuf *eb)
+		      const dsv_spec_opts *so, dsv_errbuf *eb)
 {
-	batch b = { .files = files, .dataset = dataset, .raw = raw, .n = n, .failed = n };
+	batch b = { .files = files, .dataset = dataset, .so = so, .n = n, .failed = n };
 	int err = 0;
 
 	if (!(b.out = calloc(n ? n : 1, sizeof(*b.out))))
@@ -174,7 +182,7 @@ static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
 /* A source spec whose file part is a glob pattern (and no file of that
  * name): every file it matches, in natural order ("s2" before "s10"),
  * each with the spec's dataset. @return 0, or a dsv_err with eb set. */
-static int open_glob(dsv_view *v, const char *file, const char *dataset, const dsv_raw_spec *raw,
+static int open_glob(dsv_view *v, const char *file, const char *dataset, const dsv_spec_opts *so,
 		     dsv_errbuf *eb)
 {
 	glob_t g;
@@ -186,14 +194,14 @@ static int open_glob(dsv_view *v, const char *file, const char *dataset, const d
 		return dsv_errf_at(eb, rc == GLOB_NOSPACE ? DSV_ERR_NOMEM : DSV_ERR_IO, file, NULL,
 				   "cannot expand the pattern");
 	dsv_natural_sort(g.gl_pathv, g.gl_pathc);
-	err = open_files(v, g.gl_pathv, g.gl_pathc, dataset, raw, eb);
+	err = open_files(v, g.gl_pathv, g.gl_pathc, dataset, so, eb);
 	globfree(&g);
 	return err;
 }
 
 /* A source spec whose s3:// URL holds a pattern: every object it
  * matches (s3glob.c), in natural order, each with the spec's dataset. */
-static int open_s3_glob(dsv_view *v, const char *file, const char *dataset, const dsv_raw_spec *raw,
+static int open_s3_glob(dsv_view *v, const char *file, const char *dataset, const dsv_spec_opts *so,
 			dsv_errbuf *eb)
 {
 	char **urls;
@@ -201,14 +209,14 @@ static int open_s3_glob(dsv_view *v, const char *file, const char *dataset, cons
 	int err = dsv_s3_glob(file, &urls, &n, eb);
 	if (err)
 		return err;
-	err = open_files(v, urls, n, dataset, raw, eb);
+	err = open_files(v, urls, n, dataset, so, eb);
 	for (size_t i = 0; i < n; i++)
 		free(urls[i]);
 	free(urls);
 	return err;
 }
 
-int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, dsv_errbuf *eb)
+int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_spec_opts *so, dsv_errbuf *eb)
 {
 	char *file, *dataset;
 	struct stat st;
@@ -218,12 +226,12 @@ int dsv_view_open_spec(dsv_view *v, const char *path, const dsv_raw_spec *raw, d
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	/* an object URL is a pattern by '*' and '[' alone ('?' starts its query) */
 	if (!dsv_url_scheme_len(file) && dsv_has_glob(file) && stat(file, &st) < 0)
-		err = open_glob(v, file, dataset, raw, eb);
+		err = open_glob(v, file, dataset, so, eb);
 	else if (!strncmp(file, "s3://", 5) && strpbrk(file + 5, "*["))
-		err = open_s3_glob(v, file, dataset, raw, eb);
+		err = open_s3_glob(v, file, dataset, so, eb);
 	else {
 		opened o;
-		err = open_sources(path, raw, &o, eb);
+		err = open_sources(path, so, &o, eb);
 		if (!err)
 			err = add_opened(v, &o, eb);
 	}

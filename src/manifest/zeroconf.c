@@ -33,6 +33,7 @@
 #include "formats/formats.h"
 #include "formats/h5/h5_format.h"
 #include "formats/h5/h5_vds.h"
+#include "formats/raw/raw.h"
 #include "manifest/manifest_i.h"
 #include "source/source.h"
 #include "view/view_i.h"
@@ -603,6 +604,26 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 				  "expected a manifest (.ini), %s, or a directory of them",
 				  dsv_format_nouns(DSV_FMT_RAW, what, sizeof(what)));
 	if (err) {
+		dsv_manifest_free(m);
+		return err;
+	}
+	*out = m;
+	return 0;
+}
+
+int dsv_manifest_from_raw(const char *path, const dsv_raw_layout *l, dsv_dtype dtype,
+			  dsv_manifest **out, dsv_errbuf *eb)
+{
+	dsv_manifest *m = dsv_manifest_new(path);
+	opened_file o = { 0 };
+	int err;
+
+	*out = NULL;
+	if (!m)
+		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	m->dtype_given = 1;
+	if ((err = dsv_source_open_raw_layout(path, l, &o.s, eb)) ||
+	    (err = file_view(m, &dsv_format_raw, path, NULL, dtype, &o, eb))) {
 		dsv_manifest_free(m);
 		return err;
 	}

@@ -31,7 +31,7 @@
 void dsv_pack_opts_init(dsv_pack_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->raw_dtype = DSV_DTYPE_INVALID;
+	o->raw.dtype = DSV_DTYPE_INVALID;
 	o->codec = DSV_PACK_LZ4;
 	o->level = -1;
 }
@@ -116,9 +116,8 @@ static void geometry(packer *p, uint64_t want)
 
 static int open_input(const dsv_pack_opts *o, dsv_source **src, dsv_errbuf *eb)
 {
-	if (o->raw_dtype != DSV_DTYPE_INVALID)
-		return dsv_source_open_raw(o->input, o->raw_dtype, o->raw_ndim, o->raw_shape, src,
-					   eb);
+	if (o->raw.dtype != DSV_DTYPE_INVALID)
+		return dsv_source_open_raw_layout(o->input, &o->raw, src, eb);
 	char *file, *dataset;
 	int err;
 	const dsv_format *f = dsv_format_of_spec(o->input, DSV_DETECT_MAGIC, &file, &dataset, NULL,

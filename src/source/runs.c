@@ -33,19 +33,25 @@ typedef struct runs {
 	size_t n;
 } runs;
 
+/* Closes the runs' files of their own, each once. */
+static void close_files(dsv_run *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].file) {
+			dsv_source *f = r[i].file;
+			for (size_t k = i; k < n; k++)
+				if (r[k].file == f)
+					r[k].file = NULL;
+			dsv_source_close(f);
+		}
+}
+
 static void runs_close(void *p)
 {
 	runs *rs = p;
 	if (!rs)
 		return;
-	for (size_t i = 0; i < rs->n; i++)
-		if (rs->r[i].fd >= 0) {
-			int fd = rs->r[i].fd;
-			for (size_t k = i; k < rs->n; k++) /* each fd closed once */
-				if (rs->r[k].fd == fd)
-					rs->r[k].fd = -1;
-			close(fd);
-		}
+	close_files(rs->r, rs->n);
 	free(rs->r);
 	free(rs->first);
 	free(rs);
@@ -65,27 +71,16 @@ static size_t run_of(const runs *rs, uint64_t e)
 	return lo;
 }
 
-/* The descriptor run r of s is read through: its own, or s's from the
- * descriptor cache (given back by run_fd_put); -1: cannot be opened. */
-static int run_fd(const dsv_source *s, const dsv_run *r)
-{
-	return r->fd == DSV_RUN_OWN_FD ? dsv_source_fd_get(s) : r->fd;
-}
-
-static void run_fd_put(const dsv_source *s, const dsv_run *r)
-{
-	if (r->fd == DSV_RUN_OWN_FD)
-		dsv_source_fd_put(s);
-}
-
-/* n bytes of run r of s at byte off of its file into out. */
+/* n bytes of run r of s at byte off of its file (its own, or s's) into
+ * out, through the descriptor cache. */
 static int run_pread(const dsv_source *s, const dsv_run *r, void *out, size_t n, uint64_t off)
 {
-	int fd = run_fd(s, r), err;
+	const dsv_source *f = r->file ? r->file : s;
+	int fd = dsv_source_fd_get(f), err;
 	if (fd < 0)
 		return DSV_ERR_IO;
 	err = dsv_pread_fd(fd, out, n, off);
-	run_fd_put(s, r);
+	dsv_source_fd_put(f);
 	return err;
 }
 
@@ -194,9 +189,7 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 			err = DSV_ERR_OVERFLOW;
 	}
 	if (!rs) {
-		for (size_t i = 0; i < n; i++)
-			if (r[i].fd >= 0)
-				close(r[i].fd);
+		close_files(r, n);
 		free(r);
 	}
 	if (err)

@@ -174,6 +174,7 @@ const char *dsv_source_kind_name(dsv_source_kind k)
 	case DSV_SRC_ZARR: return "zarr";
 	case DSV_SRC_RUN: return "run";
 	case DSV_SRC_RUNS: return "runs";
+	case DSV_SRC_DOCUMENTS: return "documents";
 	case DSV_SRC_EDF: return "edf";
 	case DSV_SRC_EEGLAB: return "eeglab";
 	case DSV_SRC_BV: return "brainvision";

@@ -219,20 +219,20 @@ void dsv_grid_fault(dsv_grid_io *io, int err, const char *file, const char *wher
 		    ...) __attribute__((format(printf, 5, 6)));
 
 /* One run of a source's elements (runs.c): count elements at byte off of
- * the file open as fd (DSV_RUN_OWN_FD: the source's own file, whose
- * descriptor the cache holds: fds.c); or, compressed (codec: DSV_RUN_LZ4F, DSV_RUN_ZSTD),
- * a frame of stored bytes at off that decodes to raw bytes, the run's
- * elements skip bytes into them. */
+ * file (NULL: the source's own file), a source of its own opened with
+ * dsv_source_open_file, so that its descriptor too is the cache's (fds.c)
+ * and counts in its budget (a LitData chunk file); or, compressed (codec:
+ * DSV_RUN_LZ4F, DSV_RUN_ZSTD), a frame of stored bytes at off that
+ * decodes to raw bytes, the run's elements skip bytes into them. */
 enum { DSV_RUN_PLAIN, DSV_RUN_LZ4F, DSV_RUN_ZSTD };
-#define DSV_RUN_OWN_FD (-2)
 typedef struct dsv_run {
-	int fd;
+	dsv_source *file;
 	uint64_t off, count;
 	int codec;
 	uint64_t stored, raw, skip;
 } dsv_run;
 /* Makes s (its dtype set, nothing else of its layout) the concatenation
- * of runs[0 .. n) (taken: freed with s, and each fd of its own closed
+ * of runs[0 .. n) (taken: freed with s, and each file of its own closed
  * with it, whatever the result), as rows of row elements (1: a
  * 1-D array): a band of the read path is read by one pread per plain run
  * it crosses, a compressed run decoded whole. Each run must lie inside

@@ -39,13 +39,6 @@ struct dsv_view_decl {
 
 #define DSV_VIEW_NAME_MAX 200
 
-/* A raw source's declared layout (source_dtype, source_shape). */
-typedef struct dsv_raw_spec {
-	dsv_dtype dtype;
-	int ndim;
-	const int64_t *shape;
-} dsv_raw_spec;
-
 /* Makes the views of m that read the same data (the same file and
  * dataset, opened the same way) share one source, and so one cache key:
  * a chunk decoded for one view is there for the others (train/val/test

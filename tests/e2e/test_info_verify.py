@@ -143,17 +143,17 @@ class Info(E2E):
                       "a .npz, an Arrow IPC file (.arrow), a Zarr array or group, an EDF or BDF "
                       "recording (.edf, .bdf), an EEGLAB dataset (.set), a BrainVision header "
                       "(.vhdr), an llm.c .bin, a Megatron .idx, or a LitData directory (index.json); a raw file "
-                      "needs --dtype and --shape", r.stderr)
+                      "needs --source-dtype and --source-shape", r.stderr)
 
     def test_raw(self):
         for shape in ("-1,64,32", "1000,64,32"):
-            j = self.info_json("--dtype", "uint8", "--shape", shape, self.p("x.bin"))
+            j = self.info_json("--source-dtype", "uint8", "--source-shape", shape, self.p("x.bin"))
             self.assertEqual(j["kind"], "raw")
             self.check_source(j["source"], "raw", self.x.shape, "uint8", self.x.nbytes)
         # int16 view of the same bytes: half the rows
-        j = self.info_json("--dtype", "int16", "--shape", "-1,32,32", self.p("x.bin"))
+        j = self.info_json("--source-dtype", "int16", "--source-shape", "-1,32,32", self.p("x.bin"))
         self.check_source(j["source"], "raw", (1000, 32, 32), "int16", self.x.nbytes)
-        out = self.info(self.p("x.bin"), "--dtype", "uint8", "--shape", "-1,64,32").stdout
+        out = self.info(self.p("x.bin"), "--source-dtype", "uint8", "--source-shape", "-1,64,32").stdout
         self.assertIn("raw", out)
         self.assertIn("(1000, 64, 32) uint8", out)
         self.assertNotIn("chunk", out)
@@ -284,11 +284,12 @@ class Info(E2E):
         cases = [
             ((self.p("nope.h5"),), "nope.h5", "No such file"),
             ((self.p("nope.npy"),), "nope.npy", "No such file"),
-            ((self.p("x.bin"),), "x.bin", "--dtype and --shape"),
-            (("--dtype", "uint8", self.p("x.bin")), "x.bin", "--shape"),
-            (("--dtype", "uint8", "--shape", "-1,7,7", self.p("x.bin")), "x.bin", "whole number"),
-            (("--dtype", "uint8", "--shape", "7,0", self.p("x.bin")), "--shape '7,0'",
-             "must be positive integers like"),
+            ((self.p("x.bin"),), "x.bin", "--source-dtype and --source-shape"),
+            (("--source-dtype", "uint8", self.p("x.bin")), "x.bin", "--source-shape"),
+            (("--source-dtype", "uint8", "--source-shape", "-1,7,7", self.p("x.bin")), "x.bin",
+             "whole number"),
+            (("--source-dtype", "uint8", "--source-shape", "7,0", self.p("x.bin")),
+             "--source-shape '7,0'", "must be positive integers like"),
             ((self.p("f.h5") + ":/nope",), "f.h5", "no such dataset"),
             ((self.p("f.h5") + ":/grp",), "f.h5", "not a dataset"),
             ((self.p("x.npy") + ":/x",), "x.npy", "not an HDF5 file"),

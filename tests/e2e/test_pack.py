@@ -152,7 +152,7 @@ class Pack(E2E):
 
     def test_raw_input_rows_inferred(self):
         out = self.p("eeg.h5")
-        self.pack("--dtype", "float32", "--shape", "-1,16,50", self.p("eeg.bin"), out)
+        self.pack("--source-dtype", "float32", "--source-shape", "-1,16,50", self.p("eeg.bin"), out)
         with h5py.File(out, "r") as f:
             self.assertTrue(np.array_equal(f["eeg"][...], self.eeg))
         with self.mount(self.write_ini("[e]\nsource = eeg.h5:/eeg\ndtype = float16\n", "e.ini")) as m:
@@ -272,10 +272,11 @@ class PackErrors(E2E):
         # a file of datasets named without one must hold exactly one
         self.bad(self.p("two.h5"), want=["two.h5", "has 2 datasets; name one as "])
         self.bad(self.p("cplx.npy"), want=["cplx.npy", "c8"])
-        self.bad("--dtype", "complex64", "--shape", "-1,3", self.p("odd.bin"), want="complex64")
-        self.bad("--dtype", "uint16", "--shape", "-1,10", self.p("odd.bin"),
+        self.bad("--source-dtype", "complex64", "--source-shape", "-1,3", self.p("odd.bin"),
+                 want="complex64")
+        self.bad("--source-dtype", "uint16", "--source-shape", "-1,10", self.p("odd.bin"),
                  want=["odd.bin", "whole number of rows"])
-        self.bad(self.p("odd.bin"), want=["odd.bin", "--dtype and --shape"])
+        self.bad(self.p("odd.bin"), want=["odd.bin", "--source-dtype and --source-shape"])
         self.bad("--codec", "zstandard", self.p("ok.npy"), want="--codec")
         self.bad("--codec", "lz4hc", "--level", "13", self.p("ok.npy"), want="1 to 12")
         self.bad("--dataset", "a/b", self.p("ok.npy"), want="--dataset")

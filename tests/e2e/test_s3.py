@@ -366,7 +366,8 @@ class S3(E2E):
         r = run("verify", self.url("f32/b.npy"), env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("OK", r.stdout)
-        r = run("info", "--dtype", "int16", "--shape", "-1,257", self.url("raw/c.i16"), env=env)
+        r = run("info", "--source-dtype", "int16", "--source-shape", "-1,257", self.url("raw/c.i16"),
+                env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("(613, 257) int16", r.stdout)
         r = run("info", self.url("zarr/v3.zarr"), env=env)

@@ -104,9 +104,32 @@ class TokensTest(E2E):
                                            "p.ini")) as m:
                 check_whole(self, m, "v", want.astype(np.int64), "int64")
 
-    def test_rows_documents_refused(self):
+    def test_litdata_chunk_files_under_the_descriptor_budget(self):
+        """A LitData dataset of more chunk files than the limit of open
+        files: each chunk file's descriptor is the cache's, under its
+        budget (48 of 64), closed and opened again as the stream is read."""
+        chunks = [[RNG.integers(0, 32000, RNG.integers(1, 40)) for _ in range(3)]
+                  for _ in range(200)]
+        tw.litdata(self.p("many_lit"), chunks)
+        want = np.concatenate([np.concatenate(c) for c in chunks]).astype(np.int64)
+        tiny = ("prlimit", "--nofile=64:64", "--")
+        with self.mount(self.p("many_lit"), wrap=tiny) as m:
+            for _ in range(2):  # the second pass reopens what the first closed
+                check_whole(self, m, "many_lit", want, "int64")
+            st = m.stats()
+            self.assertEqual(st["source_fd_budget"], 48)
+            self.assertLessEqual(st["source_fds"], 48)
+            self.assertGreater(st["source_reopens"], 0)
+            self.assertLess(len(os.listdir(f"/proc/{m.pid}/fd")), 64)
+        r = run("verify", self.p("many_lit"), wrap=tiny)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("OK", r.stdout)
+        r = run("pack", "--force", self.p("many_lit"), self.p("many_lit.h5"), wrap=tiny)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_rows_documents_needs_seq_len(self):
         refused_at(self, "[v]\nsource = tok/meg.idx\nrows = documents\n", 3,
-                   ["rows = documents", "differ in length", "window"])
+                   ["rows = documents needs seq_len = L", "cut or padded"])
 
     def put(self, name, data):
         with open(self.p(name), "wb") as f:
@@ -229,3 +252,100 @@ class TokensTest(E2E):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+def idx_documents(prefix):
+    """A Megatron index's documents, decoded in numpy from its documented
+    layout (megatron/core/datasets/indexed_dataset.py): the header, then
+    sequence_lengths, sequence_pointers and document_indices, each
+    document the .bin's tokens of its sequences."""
+    raw = open(prefix + ".idx", "rb").read()
+    assert raw[:9] == b"MMIDIDX\x00\x00" and struct.unpack("<Q", raw[9:17])[0] == 1
+    dt = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 8: np.uint16}[raw[17]]
+    S, D = struct.unpack("<QQ", raw[18:34])
+    lengths = np.frombuffer(raw, np.int32, S, 34)
+    pointers = np.frombuffer(raw, np.int64, S, 34 + 4 * S)
+    doc_idx = np.frombuffer(raw, np.int64, D, 34 + 12 * S)
+    tokens = np.fromfile(prefix + ".bin", dt)
+    size = np.dtype(dt).itemsize
+    seqs = [tokens[p // size:p // size + n] for p, n in zip(pointers, lengths)]
+    return [np.concatenate([np.zeros(0, dt)] + seqs[a:b]) for a, b in zip(doc_idx[:-1], doc_idx[1:])]
+
+
+def cut_or_pad(documents, seq_len, pad):
+    out = np.full((len(documents), seq_len), pad, np.int64)
+    for i, d in enumerate(documents):
+        out[i, :min(len(d), seq_len)] = d[:seq_len]
+    return out
+
+
+class MegatronDocuments(E2E):
+    """rows = documents: a Megatron index's documents (document_indices
+    grouping its sequences) as rows of seq_len tokens, cut or padded."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        rng = np.random.default_rng(77)
+        # 40 sequences in 17 documents of 1 to 4 sequences, some empty
+        seqs = [rng.integers(0, 65535, rng.integers(0, 90)) for _ in range(40)]
+        seqs[7] = seqs[8] = seqs[10] = np.zeros(0, np.int64)  # document 4: empty
+        ends = np.cumsum([1, 4, 2, 3, 1, 2, 4, 1, 3, 2, 1, 4, 2, 3, 3, 3, 1])
+        assert ends[-1] == 40
+        cls.prefix = os.path.join(cls.tmp, "docs")
+        tw.megatron(cls.prefix, seqs, doc_idx=[0, *ends])
+        tw.megatron(os.path.join(cls.tmp, "other"), seqs[:5], np.int32)
+        tw.megatron(os.path.join(cls.tmp, "flt"), seqs[:3], np.float32)
+        cls.docs = idx_documents(cls.prefix)
+        assert len(cls.docs) == 17 and any(len(d) == 0 for d in cls.docs)
+
+    def test_cut_and_padded(self):
+        ini = self.write_ini(
+            "[d64]\nsource = docs.idx\nrows = documents\nseq_len = 64\n"
+            "[d300]\nsource = docs.idx\nrows = documents\nseq_len = 300\npad_token = 50256\n"
+            "dtype = int32\n"
+            "[both]\nsource = docs.idx\nsource = other.idx\nrows = documents\nseq_len = 9\n"
+            "pad_token = 0\n"
+            "[win]\nsource = docs.idx\nrows = documents\nseq_len = 64\nwindow = 16\nstride = 16\n"
+            "[f32]\nsource = docs.idx\nrows = documents\nseq_len = 5\ndtype = float32\n", "d.ini")
+        d64 = cut_or_pad(self.docs, 64, -1)
+        with self.mount(ini) as m:
+            meta = check_whole(self, m, "d64", d64, "int64")
+            src = meta["sources"][0]
+            self.assertEqual((src["kind"], src["dtype"]), ("documents", "int32"))
+            check_preads(self, m, "d64", d64, rows=(1, 7, 16))
+            check_whole(self, m, "d300", cut_or_pad(self.docs, 300, 50256).astype(np.int32),
+                        "int32")
+            other = idx_documents(os.path.join(self.tmp, "other"))
+            check_whole(self, m, "both", np.concatenate([cut_or_pad(self.docs, 9, 0),
+                                                         cut_or_pad(other, 9, 0)]), "int64")
+            check_whole(self, m, "win", d64.reshape(17, 4, 16).reshape(68, 16), "int64")
+            check_whole(self, m, "f32", round_out(cut_or_pad(self.docs, 5, -1).astype(np.float64),
+                                                  "float32"), "float32")
+
+    def test_refused(self):
+        refused_at(self, "[v]\nsource = docs.idx\nseq_len = 8\n", 3,
+                   ["seq_len needs rows = documents"])
+        refused_at(self, "[v]\nsource = docs.idx\npad_token = 8\n", 3,
+                   ["pad_token needs rows = documents"])
+        refused_at(self, "[v]\nsource = docs.idx\nrows = documents\nseq_len = 0\n", 4,
+                   ["seq_len '0' must be an integer from 1 to"])
+        refused_at(self, "[v]\nsource = docs.idx\nrows = documents\nseq_len = 8\n"
+                   "pad_token = x\n", 5, ["pad_token 'x' must be an integer"])
+        refused_at(self, "[v]\nsource = docs.bin\nsource_dtype = uint16\nsource_shape = -1\n"
+                   "rows = documents\nseq_len = 8\n", 5, ["not a raw source's rows"])
+        refused_at(self, "[v]\nsource = flt.idx\nrows = documents\nseq_len = 8\n", 2,
+                   ["flt.idx", "dtype code 7 is float32"])
+        with open(self.p("tok.bin"), "wb") as f:  # an llm.c file: no documents
+            f.write(struct.pack("<256i", 20240520, 1, 3, *([0] * 253)) + b"\1\0\2\0\3\0")
+        refused_at(self, "[v]\nsource = tok.bin\nrows = documents\nseq_len = 8\n", 2,
+                   ["tok.bin", "not a Megatron index"])
+        # the default pad (-1) makes uint16 tokens int32 rows: a uint16
+        # output is refused as any narrowing is
+        refused_at(self, "[v]\nsource = docs.idx\nrows = documents\nseq_len = 8\n"
+                   "dtype = uint16\n", 5, ["int32 values may not fit uint16"])
+        # nothing else broke: the same index with a pad that fits
+        ini = self.write_ini("[v]\nsource = docs.idx\nrows = documents\nseq_len = 8\n"
+                             "dtype = uint16\npad_token = 65535\n", "ok.ini")
+        with self.mount(ini) as m:
+            check_whole(self, m, "v", cut_or_pad(self.docs, 8, 65535).astype(np.uint16), "uint16")

@@ -27,8 +27,10 @@ def llmc(path, toks, model="gpt-2"):
     return path
 
 
-def megatron(prefix, docs, dtype=np.uint16):
-    """docs: a list of documents, each one sequence of tokens."""
+def megatron(prefix, docs, dtype=np.uint16, doc_idx=None):
+    """docs: a list of sequences of tokens, each a document of its own
+    unless doc_idx (Megatron's document_indices: 0, then the sequence each
+    document ends at) groups them."""
     docs = [np.asarray(d, dtype=dtype) for d in docs]
     with open(prefix + ".bin", "wb") as f:
         for d in docs:
@@ -37,7 +39,7 @@ def megatron(prefix, docs, dtype=np.uint16):
     pointers = np.zeros(len(docs), dtype=np.int64)
     if len(docs) > 1:
         pointers[1:] = np.cumsum(lengths[:-1].astype(np.int64)) * np.dtype(dtype).itemsize
-    doc_idx = np.arange(len(docs) + 1, dtype=np.int64)
+    doc_idx = np.asarray(np.arange(len(docs) + 1) if doc_idx is None else doc_idx, np.int64)
     with open(prefix + ".idx", "wb") as f:
         f.write(b"MMIDIDX\x00\x00")
         f.write(struct.pack("<Q", 1))

@@ -61,10 +61,10 @@ static void pack_raw_opts(dsv_pack_opts *o, const char *out)
 	dsv_pack_opts_init(o);
 	o->input = tpath("in.bin");
 	o->output = out;
-	o->raw_dtype = DSV_U16;
-	o->raw_ndim = 2;
-	o->raw_shape[0] = -1;
-	o->raw_shape[1] = COLS;
+	o->raw.dtype = DSV_U16;
+	o->raw.ndim = 2;
+	o->raw.shape[0] = -1;
+	o->raw.shape[1] = COLS;
 }
 
 /* Every chunk of store s decodes on the fast path (codec, Fletcher32,

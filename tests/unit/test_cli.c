@@ -129,7 +129,7 @@ static void test_target_parse(void **state)
 	expect_kind(npymagic, 0, DSV_TARGET_ARRAY, "npy", npymagic, NULL);
 	expect_kind(ini, 0, DSV_TARGET_MANIFEST, NULL, ini, NULL);
 	expect_kind(plain, 1, DSV_TARGET_ARRAY, "raw", plain, NULL);
-	/* --dtype/--shape: raw, whatever the name */
+	/* --source-dtype/--source-shape: raw, whatever the name */
 	expect_kind(npy, 1, DSV_TARGET_ARRAY, "raw", npy, NULL);
 
 	/* file.h5:/dset: split at the last ":/"; a file of datasets whatever
@@ -145,7 +145,7 @@ static void test_target_parse(void **state)
 		 "BDF recording (.edf, .bdf), an EEGLAB dataset (.set), a BrainVision header "
 		 "(.vhdr), an llm.c .bin, a Megatron .idx, or a LitData directory (index.json); a "
 		 "raw file needs "
-		 "--dtype and --shape",
+		 "--source-dtype and --source-shape",
 		 plain);
 	expect_error(plain, 0, DSV_ERR_INVALID, want);
 	snprintf(want, sizeof(want), "%s: No such file or directory", in_dir("missing.npy"));
@@ -292,12 +292,27 @@ static void test_info_options(void **state)
 	assert_int_equal(run(dsv_cmd_info, "info", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", "--bogus", npy, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", npy, npy, NULL), EXIT_USER);
+	/* the old spellings: --dtype is the output's, --shape is --source-shape */
 	assert_int_equal(run(dsv_cmd_info, "info", "--dtype", "uint8", npy, NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", "--shape", "4", npy, NULL), EXIT_USER);
-	assert_int_equal(
-		run(dsv_cmd_info, "info", "--dtype", "bfloat16", "--shape", "4", npy, NULL),
-		EXIT_USER);
-	assert_int_equal(run(dsv_cmd_info, "info", "--dtype", "uint8", "--shape", "4,0", npy, NULL),
+	assert_int_equal(run(dsv_cmd_info, "info", "--dtype", "uint8", "--source-dtype", "uint8",
+			     "--source-shape", "4", npy, NULL),
+			 EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-dtype", "uint8", npy, NULL),
+			 EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-shape", "4", npy, NULL), EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-offset", "4", npy, NULL), EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-dtype", "bfloat16", "--source-shape",
+			     "4", npy, NULL),
+			 EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-dtype", "uint8", "--source-shape",
+			     "4,0", npy, NULL),
+			 EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-dtype", "uint8", "--source-shape",
+			     "-1", "--source-offset", "-3", npy, NULL),
+			 EXIT_USER);
+	assert_int_equal(run(dsv_cmd_info, "info", "--source-dtype", "uint8", "--source-shape",
+			     "-1", "--source-offset", "2k", npy, NULL),
 			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", in_dir("missing.npy"), NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_info, "info", "--json", "--help", NULL), EXIT_OK);
@@ -313,6 +328,11 @@ static void test_verify_options(void **state)
 	assert_int_equal(run(dsv_cmd_verify, "verify", "--bogus", "x.h5", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", "a.h5", "b.h5", NULL), EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", in_dir("missing.h5"), NULL), EXIT_USER);
+	assert_int_equal(run(dsv_cmd_verify, "verify", "--dtype", "uint8", "x.bin", NULL),
+			 EXIT_USER);
+	assert_int_equal(run(dsv_cmd_verify, "verify", "--source-dtype", "int23", "--source-shape",
+			     "-1", "x.bin", NULL),
+			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_verify, "verify", "-h", NULL), EXIT_OK);
 }
 
@@ -336,8 +356,11 @@ static void test_pack_options(void **state)
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--dtype", "uint8", "in.bin", out, NULL),
 			 EXIT_USER);
 	assert_int_equal(
-		run(dsv_cmd_pack, "pack", "--dtype", "nope", "--shape", "4", "in.bin", out, NULL),
+		run(dsv_cmd_pack, "pack", "--dtype", "uint8", "--shape", "4", "in.bin", out, NULL),
 		EXIT_USER);
+	assert_int_equal(run(dsv_cmd_pack, "pack", "--source-dtype", "nope", "--source-shape", "4",
+			     "in.bin", out, NULL),
+			 EXIT_USER);
 	assert_int_equal(run(dsv_cmd_pack, "pack", "in.bin", out, NULL),
 			 EXIT_USER); /* raw, no dtype */
 	assert_int_equal(run(dsv_cmd_pack, "pack", "--help", NULL), EXIT_OK);

@@ -148,7 +148,35 @@ static void test_parse_gpu(void **state)
 	assert_int_equal(d, 99);
 }
 
-/* dsv_parse_shape: one grammar for --shape and source_shape. */
+/* dsv_parse_offset: --source-offset and source_offset, whole bytes. */
+static void test_parse_offset(void **state)
+{
+	static const char *bad[] = { "",
+				     " ",
+				     "-1",
+				     "+4",
+				     "4k",
+				     "1.5",
+				     "0x10",
+				     "4 4",
+				     "9223372036854775808",
+				     "99999999999999999999" };
+	uint64_t v = 7;
+	(void)state;
+	assert_int_equal(dsv_parse_offset("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(dsv_parse_offset(" 256 ", &v), 0);
+	assert_int_equal(v, 256);
+	assert_int_equal(dsv_parse_offset("9223372036854775807", &v), 0);
+	assert_int_equal(v, INT64_MAX);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		assert_int_equal(dsv_parse_offset(bad[i], &v), DSV_ERR_INVALID);
+		assert_int_equal(v, 7);
+	}
+}
+
+/* dsv_parse_shape: one grammar for --source-shape and source_shape. */
 static void test_parse_shape(void **state)
 {
 	static const struct {
@@ -479,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_natural_order),
 		cmocka_unit_test(test_parse_gpu),
 		cmocka_unit_test(test_parse_shape),
+		cmocka_unit_test(test_parse_offset),
 		cmocka_unit_test(test_errbuf_fields),
 		cmocka_unit_test(test_strerror_table),
 		cmocka_unit_test(test_log_escapes_names),

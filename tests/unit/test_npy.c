@@ -256,6 +256,86 @@ static void test_flat_chunks_and_truncation(void **state)
 	free(data);
 }
 
+/* A header skipped by source_offset; the shape from the bytes after it. */
+static void test_raw_offset(void **state)
+{
+	unsigned char data[37 + 60];
+	dsv_raw_layout l = { .dtype = DSV_U16, .ndim = 2, .shape = { -1, 5 }, .offset = 37 };
+	dsv_source *s;
+	dsv_errbuf eb;
+	dsv_chunk_ref r;
+	uint16_t out[30];
+	(void)state;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 13 + 1);
+	const char *p = write_file("hdr.bin", data, sizeof(data));
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), 0);
+	assert_int_equal(dsv_source_get_info(s)->nrows, 6);
+	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
+	assert_int_equal(r.nelems, 30);
+	assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0, NULL), 0);
+	assert_memory_equal(out, data + 37, 60);
+	dsv_source_close(s);
+	/* 59 bytes after a 38-byte header: no whole rows, the offset named */
+	l.offset = 38;
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), DSV_ERR_INVALID);
+	assert_non_null(strstr(eb.msg, "size 59 after source_offset"));
+	l.shape[0] = 7;
+	l.offset = 37;
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), DSV_ERR_TRUNCATED);
+	assert_non_null(strstr(eb.msg, "declares 70 bytes but the file holds 60 after"));
+	l.shape[0] = 5;
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), DSV_ERR_INVALID);
+	assert_non_null(strstr(eb.msg, "covers 50 of the file's 60 bytes after source_offset"));
+	l.offset = 98;
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), DSV_ERR_TRUNCATED);
+	assert_non_null(strstr(eb.msg, "source_offset 98 is past the end of the file's 97"));
+}
+
+/* int24: 3-byte little-endian samples, sign-extended to int32. */
+static void test_raw_int24(void **state)
+{
+	static const int32_t want[8] = { 0, 1, -1, 8388607, -8388608, 123456, -654321, 256 };
+	unsigned char data[4 + 24];
+	dsv_raw_layout l = { .ndim = 2, .shape = { 2, -1 }, .offset = 4 };
+	dsv_source *s;
+	dsv_errbuf eb;
+	dsv_chunk_ref r;
+	int32_t out[8];
+	(void)state;
+	memcpy(data, "HDR!", 4);
+	for (int i = 0; i < 8; i++) {
+		uint32_t u = (uint32_t)want[i];
+		data[4 + 3 * i] = (unsigned char)u;
+		data[5 + 3 * i] = (unsigned char)(u >> 8);
+		data[6 + 3 * i] = (unsigned char)(u >> 16);
+	}
+	assert_int_equal(dsv_raw_dtype_parse("int23", &l), -1);
+	assert_int_equal(dsv_raw_dtype_parse("bfloat16", &l), -1);
+	assert_int_equal(dsv_raw_dtype_parse("<i2", &l), 0);
+	assert_int_equal(l.dtype, DSV_I16);
+	assert_int_equal(dsv_raw_dtype_parse("int24", &l), 0);
+	assert_true(l.int24 && l.dtype == DSV_I32);
+	const char *p = write_file("s.i24", data, sizeof(data));
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), 0);
+	const dsv_source_info *in = dsv_source_get_info(s);
+	assert_int_equal(in->dtype, DSV_I32);
+	assert_int_equal(in->nrows, 2);
+	assert_int_equal(in->row_elems, 4);
+	assert_int_equal(in->stored_bytes, 24);
+	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
+	assert_int_equal(r.nelems, 8);
+	assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0, NULL), 0);
+	assert_memory_equal(out, want, sizeof(want));
+	dsv_source_close(s);
+	/* the 21 bytes after a 7-byte header are no whole rows of 3 samples */
+	l.shape[1] = 3;
+	l.shape[0] = -1;
+	l.offset = 7;
+	assert_int_equal(dsv_source_open_raw_layout(p, &l, &s, &eb), DSV_ERR_INVALID);
+	assert_non_null(strstr(eb.msg, "rows of 9 bytes"));
+}
+
 static void test_huge_rows_split(void **state)
 {
 	/* one row of 3 MiB float32 = 786432 elements: split into equal pieces */
@@ -293,6 +373,8 @@ int main(void)
 		cmocka_unit_test(test_npy_hostile),
 		cmocka_unit_test(test_npy_bad_magic_and_lengths),
 		cmocka_unit_test(test_flat_chunks_and_truncation),
+		cmocka_unit_test(test_raw_offset),
+		cmocka_unit_test(test_raw_int24),
 		cmocka_unit_test(test_huge_rows_split),
 		cmocka_unit_test(test_dispatch_errors),
 	};

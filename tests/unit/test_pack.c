@@ -181,7 +181,7 @@ static void test_refusals_leave_nothing(void **state)
 	o.dataset = "a/b";
 	assert_int_equal(dsv_pack(&o, &res, &eb), DSV_ERR_INVALID);
 	o.dataset = NULL;
-	o.raw_shape[1] = 47; /* 74000 bytes are not whole rows of 94 */
+	o.raw.shape[1] = 47; /* 74000 bytes are not whole rows of 94 */
 	assert_true(dsv_pack(&o, &res, &eb) < 0);
 	assert_non_null(strstr(eb.msg, "whole number of rows"));
 	assert_int_equal(count_files("bad.h5"), 0);

@@ -271,7 +271,7 @@ static void test_auto_measures(void **state)
 	fclose(f);
 	raw_opts(&o, tpath("big.h5"));
 	o.input = tpath("big.bin");
-	o.raw_shape[1] = C;
+	o.raw.shape[1] = C;
 	o.chunk_bytes = 128 << 10; /* 8 chunks: samples 0, 2, 4, 6 */
 	o.codec = DSV_PACK_AUTO;
 	assert_int_equal(dsv_pack(&o, &res, &eb), 0);

@@ -62,7 +62,7 @@ static int buffer_run(const opened *o, size_t bi, int k, dsv_run *r)
 {
 	const dsv_arrow_batch *b = &o->a.batches[bi];
 	uint8_t len[8];
-	r->fd = DSV_RUN_OWN_FD;
+	r->file = NULL; /* the source's own file */
 	r->off = b->off[k];
 	r->codec = DSV_RUN_PLAIN;
 	r->raw = b->size[k];

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/arith.h"
+#include "common/bytes.h"
 #include "common/str.h"
 #include "common/tlsbuf.h"
 #include "dsview/source.h"
@@ -80,11 +81,8 @@ static void decode(const edf_state *st, size_t sig, double gain, double off, con
 	const dsv_edf_signal *s = &st->h.sig[sig];
 	if (st->h.bdf) {
 		const uint8_t *p = rec + (s->rec_off - base) + 3 * k;
-		for (uint64_t i = 0; i < n; i++, p += 3) {
-			uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
-			int32_t d = (int32_t)(u << 8) >> 8;
-			out[i] = gain * (off + (double)d);
-		}
+		for (uint64_t i = 0; i < n; i++, p += 3)
+			out[i] = gain * (off + (double)dsv_load_le24s(p));
 		return;
 	}
 	const uint8_t *p = rec + (s->rec_off - base) + 2 * k;

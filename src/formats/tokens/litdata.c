@@ -12,13 +12,11 @@
  * the source (a directory format: index.json says so); compressed or
  * encrypted chunks and other item loaders are refused with the reason.
  */
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/bytes.h"
 #include "common/str.h"
@@ -110,7 +108,8 @@ static int read_config(const char *idx, const json_t *cfg, dsv_dtype *dtype, dsv
 	return 0;
 }
 
-/* Chunk c's file (opened into r->fd) and its one run of tokens. */
+/* Chunk c's file (opened into r->file: its descriptor is the cache's,
+ * under its budget) and its one run of tokens. */
 static int read_chunk(const char *dir, const char *idx, size_t c, const json_t *chunk,
 		      dsv_dtype dtype, dsv_run *r, dsv_errbuf *eb)
 {
@@ -119,22 +118,23 @@ static int read_chunk(const char *dir, const char *idx, size_t c, const json_t *
 	size_t es = dsv_dtype_size(dtype);
 	char *path = NULL;
 	uint8_t head[4];
-	struct stat st;
+	dsv_errbuf oeb;
 	int err = 0;
 
-	r->fd = -1;
+	r->file = NULL;
 	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".."))
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, idx, NULL,
 				   "chunks[%zu].filename is missing or not a file name", c);
-	if (asprintf(&path, "%s/%s", dir, name) < 0)
+	if (asprintf(&path, "%s/%s", dir, name) < 0 || !(r->file = dsv_source_alloc(path, NULL))) {
+		free(path);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->fd, &st) < 0 ||
-	    !S_ISREG(st.st_mode))
+	}
+	if (dsv_source_open_file(r->file, &oeb))
 		err = dsv_errf_at(eb, DSV_ERR_NOTFOUND, path, NULL,
-				  "chunks[%zu] of %s: cannot open it", c, idx);
-	else if (dsv_pread_fd(r->fd, head, 4, 0))
+				  "chunks[%zu] of %s: cannot open it (%s)", c, idx, oeb.reason);
+	else if (dsv_source_pread(r->file, head, 4, 0))
 		err = dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL, "shorter than its item count");
-	uint64_t n = err ? 0 : dsv_load_le32(head), size = (uint64_t)st.st_size;
+	uint64_t n = err ? 0 : dsv_load_le32(head), size = r->file->file_size;
 	uint8_t *off = NULL;
 	if (!err && (n > LIT_MAX_ITEMS || 4 * (n + 2) > size))
 		err = dsv_errf_at(eb, DSV_ERR_FORMAT, path, NULL,
@@ -142,7 +142,7 @@ static int read_chunk(const char *dir, const char *idx, size_t c, const json_t *
 				  (unsigned long long)n, (unsigned long long)size);
 	if (!err && !(off = malloc(4 * (n + 1))))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	if (!err && dsv_pread_fd(r->fd, off, 4 * (n + 1), 4))
+	if (!err && dsv_source_pread(r->file, off, 4 * (n + 1), 4))
 		err = dsv_errf_at(eb, DSV_ERR_TRUNCATED, path, NULL, "shorter than its offsets");
 	for (uint64_t i = 0; !err && i <= n; i++) {
 		uint64_t v = dsv_load_le32(off + 4 * i);
@@ -172,8 +172,7 @@ static int read_chunk(const char *dir, const char *idx, size_t c, const json_t *
 static void close_runs(dsv_run *r, size_t n)
 {
 	for (size_t i = 0; r && i < n; i++)
-		if (r[i].fd >= 0)
-			close(r[i].fd);
+		dsv_source_close(r[i].file);
 	free(r);
 }
 
@@ -206,7 +205,7 @@ static int lit_open(const char *file, const char *dataset, dsv_source **out, dsv
 	for (; !err && k < n; k++)
 		err = read_chunk(file, idx, k, json_array_get(chunks, k), dtype, &runs[k], eb);
 	if (err && runs && k < n)
-		k++; /* the chunk that failed may hold an fd */
+		k++; /* the chunk that failed may hold its file */
 	if (!err && !(s = dsv_source_alloc(idx, NULL)))
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	if (!err && !(err = dsv_source_open_file(s, eb))) {

@@ -22,28 +22,18 @@
 #include "common/arith.h"
 #include "common/bytes.h"
 #include "common/str.h"
+#include "formats/tokens/megatron_i.h"
 #include "formats/tokens/tokens.h"
 #include "source/source_i.h"
 
 #define MEG_MAGIC "MMIDIDX\0\0"
-#define MEG_HEAD 34u
-#define MEG_BLOCK 65536u
 
 static const dsv_dtype meg_dtypes[] = {
 	DSV_DTYPE_INVALID, DSV_U8, DSV_I8, DSV_I16, DSV_I32, DSV_I64, DSV_F64, DSV_F32, DSV_U16,
 };
 
-typedef struct meg {
-	const char *idx;
-	dsv_source *s; /* the .idx, open */
-	dsv_dtype dtype;
-	int code;
-	uint64_t nseq, ndoc, total; /* total: tokens, the lengths' sum */
-} meg;
-
-/* Reads n int of width w at off of the .idx into buf (n * w bytes). */
-static int read_block(const meg *g, void *buf, uint64_t n, size_t w, uint64_t off,
-		      const char *field, dsv_errbuf *eb)
+int dsv_meg_read_block(const dsv_meg *g, void *buf, uint64_t n, size_t w, uint64_t off,
+		       const char *field, dsv_errbuf *eb)
 {
 	if (dsv_source_pread(g->s, buf, (size_t)(n * w), off))
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, g->idx, NULL, "cannot read %s", field);
@@ -52,7 +42,7 @@ static int read_block(const meg *g, void *buf, uint64_t n, size_t w, uint64_t of
 
 /* The lengths and pointers: every length >= 0, every pointer where the
  * lengths before it end; g->total their sum. */
-static int check_sequences(meg *g, dsv_errbuf *eb)
+static int check_sequences(dsv_meg *g, dsv_errbuf *eb)
 {
 	size_t es = dsv_dtype_size(g->dtype);
 	uint8_t *len = malloc(MEG_BLOCK * 4), *ptr = malloc(MEG_BLOCK * 8);
@@ -61,9 +51,10 @@ static int check_sequences(meg *g, dsv_errbuf *eb)
 
 	for (uint64_t i0 = 0; !err && i0 < g->nseq; i0 += MEG_BLOCK) {
 		uint64_t n = g->nseq - i0 < MEG_BLOCK ? g->nseq - i0 : MEG_BLOCK;
-		if ((err = read_block(g, len, n, 4, MEG_HEAD + i0 * 4, "sequence_lengths", eb)) ||
-		    (err = read_block(g, ptr, n, 8, MEG_HEAD + g->nseq * 4 + i0 * 8,
-				      "sequence_pointers", eb)))
+		if ((err = dsv_meg_read_block(g, len, n, 4, MEG_HEAD + i0 * 4, "sequence_lengths",
+					      eb)) ||
+		    (err = dsv_meg_read_block(g, ptr, n, 8, MEG_HEAD + g->nseq * 4 + i0 * 8,
+					      "sequence_pointers", eb)))
 			break;
 		for (uint64_t k = 0; !err && k < n; k++) {
 			int32_t l = (int32_t)dsv_load_le32(len + k * 4);
@@ -92,7 +83,7 @@ static int check_sequences(meg *g, dsv_errbuf *eb)
 }
 
 /* document_indices: 0 first, never falling, S last. */
-static int check_documents(const meg *g, dsv_errbuf *eb)
+static int check_documents(const dsv_meg *g, dsv_errbuf *eb)
 {
 	uint8_t *d = malloc(MEG_BLOCK * 8);
 	uint64_t prev = 0, off = MEG_HEAD + g->nseq * 12;
@@ -100,7 +91,7 @@ static int check_documents(const meg *g, dsv_errbuf *eb)
 
 	for (uint64_t i0 = 0; !err && i0 < g->ndoc; i0 += MEG_BLOCK) {
 		uint64_t n = g->ndoc - i0 < MEG_BLOCK ? g->ndoc - i0 : MEG_BLOCK;
-		if ((err = read_block(g, d, n, 8, off + i0 * 8, "document_indices", eb)))
+		if ((err = dsv_meg_read_block(g, d, n, 8, off + i0 * 8, "document_indices", eb)))
 			break;
 		for (uint64_t k = 0; !err && k < n; k++) {
 			uint64_t v = dsv_load_le64(d + k * 8), i = i0 + k;
@@ -120,7 +111,7 @@ static int check_documents(const meg *g, dsv_errbuf *eb)
 }
 
 /* The header: magic, version, dtype code, counts, and the .idx's size. */
-static int read_header(meg *g, dsv_errbuf *eb)
+static int read_header(dsv_meg *g, dsv_errbuf *eb)
 {
 	uint8_t h[MEG_HEAD];
 	uint64_t need;
@@ -163,7 +154,7 @@ static int read_header(meg *g, dsv_errbuf *eb)
 }
 
 /* The .bin beside the .idx: its size is the tokens' bytes exactly. */
-static int check_bin(const meg *g, const char *bin, dsv_errbuf *eb)
+static int check_bin(const dsv_meg *g, const char *bin, dsv_errbuf *eb)
 {
 	uint64_t size, es = dsv_dtype_size(g->dtype);
 	uint8_t b;
@@ -188,35 +179,53 @@ static int check_bin(const meg *g, const char *bin, dsv_errbuf *eb)
 			   dsv_dtype_name(g->dtype), (unsigned long long)(g->total * es), also);
 }
 
-static int meg_open(const char *file, const char *dataset, dsv_source **out, dsv_errbuf *eb)
+int dsv_meg_open(dsv_meg *g, const char *file, dsv_errbuf *eb)
 {
-	meg g = { .idx = file };
-	char *bin = NULL, why[96];
 	size_t n = strlen(file);
 	int err;
-	(void)dataset;
 
-	*out = NULL;
-	if (!(g.s = dsv_source_alloc(file, NULL)))
+	*g = (dsv_meg){ .idx = file };
+	if (!(g->s = dsv_source_alloc(file, NULL)))
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
-	if (!(err = dsv_source_open_file(g.s, eb)) && !(err = read_header(&g, eb)) &&
-	    !(err = check_sequences(&g, eb)) && !(err = check_documents(&g, eb))) {
-		if (asprintf(&bin, "%.*s.bin", (int)(dsv_has_ext(file, ".idx") ? n - 4 : n), file) <
-		    0) {
-			bin = NULL;
+	if (!(err = dsv_source_open_file(g->s, eb)) && !(err = read_header(g, eb)) &&
+	    !(err = check_sequences(g, eb)) && !(err = check_documents(g, eb))) {
+		if (asprintf(&g->bin, "%.*s.bin", (int)(dsv_has_ext(file, ".idx") ? n - 4 : n),
+			     file) < 0) {
+			g->bin = NULL;
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 		}
 	}
 	if (!err)
-		err = check_bin(&g, bin, eb);
+		err = check_bin(g, g->bin, eb);
+	if (err)
+		dsv_meg_close(g);
+	return err;
+}
+
+void dsv_meg_close(dsv_meg *g)
+{
+	free(g->bin);
+	g->bin = NULL;
+	dsv_source_close(g->s);
+	g->s = NULL;
+}
+
+static int meg_open(const char *file, const char *dataset, dsv_source **out, dsv_errbuf *eb)
+{
+	dsv_meg g;
+	char why[96];
+	int err;
+	(void)dataset;
+
+	*out = NULL;
+	if ((err = dsv_meg_open(&g, file, eb)))
+		return err;
 	snprintf(why, sizeof(why), "Megatron, %llu sequences, %llu documents",
-		 (unsigned long long)g.nseq, (unsigned long long)(g.ndoc ? g.ndoc - 1 : 0));
-	if (!err)
-		err = dsv_tokens_open_run(bin, g.dtype, 0, g.total, why, out, eb);
+		 (unsigned long long)g.nseq, (unsigned long long)(g.ndoc - 1));
+	err = dsv_tokens_open_run(g.bin, g.dtype, 0, g.total, why, out, eb);
 	if (!err && !dsv_dtype_is_int(g.dtype))
 		(*out)->info.tokens = 0; /* float values: served as any float array */
-	free(bin);
-	dsv_source_close(g.s);
+	dsv_meg_close(&g);
 	return err;
 }
 

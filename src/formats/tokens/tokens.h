@@ -14,6 +14,18 @@ extern const dsv_format dsv_format_llmc;
 extern const dsv_format dsv_format_megatron;
 extern const dsv_format dsv_format_litdata;
 
+/* A Megatron index's documents as rows (a manifest's rows = documents,
+ * seq_len, pad_token): each document's first seq_len tokens, the rest of
+ * a shorter one pad. */
+typedef struct dsv_doc_rows {
+	uint64_t seq_len;
+	int64_t pad;
+} dsv_doc_rows;
+/* Opens the Megatron index idx as (documents, seq_len) rows of its tokens
+ * (meg_docs.c). @return 0 or a dsv_err with eb set. */
+int dsv_megatron_open_documents(const char *idx, const dsv_doc_rows *d, dsv_source **out,
+				dsv_errbuf *eb);
+
 /* Opens path (dataset NULL) as a token stream of count elements of dtype
  * at byte off of the file, one run: the run checked against the file's
  * size. why: what info says of it (copied). @return 0 or a dsv_err. */
