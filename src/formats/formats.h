@@ -66,6 +66,12 @@ int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, 
 int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
 			  dsv_source ***out, size_t *n, dsv_errbuf *eb);
 
+/* The index cache (source/index.h) dsv_format_open_parts looks sources
+ * up in and keeps what it opens in, the formats with save and load
+ * hooks; NULL: none (the default). Set it before the opens, from the
+ * thread that then starts them; the index must outlive them. */
+void dsv_format_use_index(dsv_index *ix);
+
 /* What the formats with none of the traits in skip are, for a message
  * ("a .npy, a NIfTI image (.nii), ... or a Zarr array or group"), into
  * buf. @return buf */

@@ -220,8 +220,9 @@ int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, 
 	return err;
 }
 
-int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
-			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
+/* dsv_format_open_parts without the index cache. */
+static int open_parts(const dsv_format *f, const char *file, const char *dataset, dsv_source ***out,
+		      size_t *n, dsv_errbuf *eb)
 {
 	dsv_source **one = NULL;
 	char *only;
@@ -240,6 +241,90 @@ int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dat
 	}
 	free(one);
 	free(only);
+	return err;
+}
+
+/* The index cache the opens use (dsv_format_use_index), or NULL. */
+static dsv_index *the_index;
+
+void dsv_format_use_index(dsv_index *ix)
+{
+	the_index = ix;
+}
+
+/* The index cache's key of file's dataset (as asked: NULL for none):
+ * the file, then a NUL and the dataset. @return its length, 0 when out
+ * of memory or too long. */
+static size_t index_key(const char *file, const char *dataset, char **key)
+{
+	size_t fl = strlen(file), dl = dataset ? strlen(dataset) + 1 : 0;
+	if (fl + dl > DSV_INDEX_KEY_MAX || !(*key = malloc(fl + dl + 1)))
+		return 0;
+	memcpy(*key, file, fl + 1);
+	if (dataset)
+		memcpy(*key + fl + 1, dataset, dl);
+	return fl + dl;
+}
+
+/* file's dataset from the index cache, when it holds the file as it is
+ * now: 1 with *out set, else 0 (open it). */
+static int from_index(const dsv_format *f, const char *file, const char *dataset, dsv_source **out)
+{
+	struct stat st;
+	dsv_index_stamp stamp;
+	const void *blob;
+	size_t len, n;
+	char *key = NULL;
+	dsv_errbuf eb;
+	int hit = 0;
+
+	if (!the_index || !f->load || dsv_url_scheme_len(file) || stat(file, &st) ||
+	    !S_ISREG(st.st_mode) || !(n = index_key(file, dataset, &key)))
+		return 0;
+	dsv_index_stamp_of(&st, &stamp);
+	if (dsv_index_find(the_index, key, n, &stamp, f->name, &blob, &len))
+		hit = f->load(file, dataset, blob, len, &stamp, out, &eb) == 0;
+	free(key);
+	return hit;
+}
+
+/* Keeps what opening file's dataset (as asked) learnt of s in the index
+ * cache, for the next mount (best effort: a source not kept is opened
+ * again then). */
+static void to_index(const dsv_format *f, const char *file, const char *dataset,
+		     const dsv_source *s)
+{
+	dsv_index_buf b = { 0 };
+	dsv_index_stamp stamp;
+	char *key = NULL;
+	size_t n;
+
+	if (!the_index || !f->save || dsv_source_stamp(s, &stamp) ||
+	    !(n = index_key(file, dataset, &key)))
+		return;
+	if (!f->save(s, &b))
+		(void)dsv_index_add(the_index, key, n, &stamp, f->name, b.p, b.len);
+	free(b.p);
+	free(key);
+}
+
+int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
+			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
+{
+	dsv_source *got;
+	if (from_index(f, file, dataset, &got)) {
+		if (!(*out = malloc(sizeof(**out)))) {
+			dsv_source_close(got);
+			*n = 0;
+			return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
+		}
+		(*out)[0] = got;
+		*n = 1;
+		return 0;
+	}
+	int err = open_parts(f, file, dataset, out, n, eb);
+	if (!err && *n == 1)
+		to_index(f, file, dataset, (*out)[0]);
 	return err;
 }
 

@@ -613,7 +613,12 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 int dsv_manifest_open(const char *source, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
 		      dsv_errbuf *eb)
 {
+	dsv_mf_index mi;
+	int err;
 	if (dsv_has_ext(source, ".ini"))
 		return dsv_manifest_load(source, out, eb);
-	return dsv_manifest_from_file(source, dtype, flags, out, eb);
+	dsv_mf_index_begin(&mi, NULL, source);
+	err = dsv_manifest_from_file(source, dtype, flags, out, eb);
+	dsv_mf_index_end(&mi, !err);
+	return err;
 }
