@@ -66,6 +66,11 @@ int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, 
 int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
 			  dsv_source ***out, size_t *n, dsv_errbuf *eb);
 
+/* dsv_source_open_raw (formats/raw/raw.h) through the index cache: the
+ * entry is of file opened with this dtype and shape. */
+int dsv_format_open_raw(const char *file, dsv_dtype dtype, int ndim, const int64_t *shape,
+			dsv_source **out, dsv_errbuf *eb);
+
 /* The index cache (source/index.h) dsv_format_open_parts looks sources
  * up in and keeps what it opens in, the formats with save and load
  * hooks; NULL: none (the default). Set it before the opens, from the

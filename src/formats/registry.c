@@ -328,6 +328,21 @@ int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dat
 	return err;
 }
 
+int dsv_format_open_raw(const char *file, dsv_dtype dtype, int ndim, const int64_t *shape,
+			dsv_source **out, dsv_errbuf *eb)
+{
+	char spec[64 + 24 * DSV_MAX_DIMS];
+	size_t at = (size_t)snprintf(spec, sizeof(spec), "raw %d", (int)dtype);
+	for (int i = 0; i < ndim && i < DSV_MAX_DIMS; i++)
+		at += (size_t)snprintf(spec + at, sizeof(spec) - at, " %lld", (long long)shape[i]);
+	if (from_index(&dsv_format_raw, file, spec, out))
+		return 0;
+	int err = dsv_source_open_raw(file, dtype, ndim, shape, out, eb);
+	if (!err)
+		to_index(&dsv_format_raw, file, spec, *out);
+	return err;
+}
+
 const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)
 {
 	size_t at = 0, left = 0;

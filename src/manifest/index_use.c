@@ -34,10 +34,10 @@ void dsv_manifest_index_dirs(const char *index_dir, const char *disk_dir)
  * manifest's, an index cache's over a disk cache's; NULL: none. */
 static const char *index_dir(const dsv_manifest *m)
 {
-	return opt_index	     ? opt_index
+	return opt_index             ? opt_index
 	       : m && m->index_cache ? m->index_cache
-	       : opt_disk	     ? opt_disk
-	       : m		     ? m->disk_cache
+	       : opt_disk            ? opt_disk
+	       : m                   ? m->disk_cache
 				     : NULL;
 }
 
@@ -61,8 +61,8 @@ void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *sou
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		dsv_log_warn("index cache %s: %s; the sources are opened without it", dir,
 			     strerror(errno));
-	if (asprintf(&mi->file, "%s/index-%016llx.dsvidx", dir,
-		     (unsigned long long)fnv64(real)) < 0) {
+	if (asprintf(&mi->file, "%s/index-%016llx.dsvidx", dir, (unsigned long long)fnv64(real)) <
+	    0) {
 		mi->file = NULL;
 		return;
 	}

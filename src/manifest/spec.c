@@ -76,7 +76,7 @@ static int open_sources(const char *path, const dsv_raw_spec *raw, opened *o, ds
 	if (f)
 		err = dsv_format_open_parts(f, file, dataset, &o->parts, &o->n, eb);
 	else if (raw)
-		err = dsv_source_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
+		err = dsv_format_open_raw(path, raw->dtype, raw->ndim, raw->shape, &s, eb);
 	else if (!dsv_url_scheme_len(file) && stat(file, &st) < 0)
 		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
 				  "%s%s", strerror(errno), dsv_source_open_hint(errno));

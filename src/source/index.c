@@ -84,8 +84,8 @@ void dsv_index_put_u64(dsv_index_buf *b, uint64_t v)
 
 static void put_u32(dsv_index_buf *b, uint32_t v)
 {
-	unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-				(unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+				(unsigned char)(v >> 24) };
 	dsv_index_put(b, le, 4);
 }
 
@@ -189,7 +189,8 @@ static int grow(dsv_index *ix)
 		ix->nslots = ns;
 		for (size_t i = 0; i < on; i++)
 			if (old[i])
-				*slot_of(ix, ix->e[old[i] - 1].key, ix->e[old[i] - 1].key_len) = old[i];
+				*slot_of(ix, ix->e[old[i] - 1].key,
+					 ix->e[old[i] - 1].key_len) = old[i];
 		free(old);
 	}
 	return 0;
@@ -255,8 +256,8 @@ static int parse_entries(dsv_index *ix, dsv_index_cur *c, uint64_t count, const 
 }
 
 /* The header of buf, up to its entries: into c, the entry count in *count. */
-static int parse_head(const dsv_index *ix, const unsigned char *buf, size_t len,
-		      dsv_index_cur *c, uint64_t *count, const char **why)
+static int parse_head(const dsv_index *ix, const unsigned char *buf, size_t len, dsv_index_cur *c,
+		      uint64_t *count, const char **why)
 {
 	if (len < HEAD_LEN + 8 || memcmp(buf, MAGIC, 8)) {
 		*why = "not an index file (no magic)";
@@ -365,8 +366,13 @@ int dsv_index_add(dsv_index *ix, const void *key, size_t n, const dsv_index_stam
 	memcpy(mem, key, n);
 	if (len)
 		memcpy(mem + n, blob, len);
-	ix_entry e = { .key = mem, .blob = mem + n, .key_len = (uint32_t)n,
-		       .blob_len = (uint32_t)len, .st = *st, .used = 1, .owned = 1 };
+	ix_entry e = { .key = mem,
+		       .blob = mem + n,
+		       .key_len = (uint32_t)n,
+		       .blob_len = (uint32_t)len,
+		       .st = *st,
+		       .used = 1,
+		       .owned = 1 };
 	memcpy(e.fmt, fmt, flen + 1);
 	pthread_mutex_lock(&ix->lock);
 	size_t *slot = ix->nslots ? slot_of(ix, key, n) : NULL;

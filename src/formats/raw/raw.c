@@ -109,9 +109,25 @@ static int raw_open(const char *file, const char *dataset, dsv_source **out, dsv
 			   "raw source needs source_dtype and source_shape");
 }
 
+static int raw_save(const dsv_source *s, dsv_index_buf *out)
+{
+	return dsv_index_save_flat(s, out);
+}
+
+/* dataset: the dtype and shape the source was opened with, which the
+ * entry's key holds (dsv_format_open_raw) */
+static int raw_load(const char *file, const char *dataset, const void *blob, size_t len,
+		    const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb)
+{
+	(void)dataset;
+	return dsv_index_load_flat(file, blob, len, st, DSV_SRC_RAW, out, eb);
+}
+
 const dsv_format dsv_format_raw = {
 	.name = "raw",
 	.noun = "a raw file with source_dtype and source_shape",
 	.traits = DSV_FMT_RAW,
 	.open = raw_open,
+	.save = raw_save,
+	.load = raw_load,
 };
