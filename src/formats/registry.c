@@ -208,18 +208,6 @@ static int pick_dataset(const dsv_format *f, const char *file, const char **data
 	return err;
 }
 
-int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
-		    dsv_errbuf *eb)
-{
-	char *only;
-	int err = pick_dataset(f, file, &dataset, &only, eb);
-	*out = NULL;
-	if (!err)
-		err = f->open(file, dataset, out, eb);
-	free(only);
-	return err;
-}
-
 /* dsv_format_open_parts without the index cache. */
 static int open_parts(const dsv_format *f, const char *file, const char *dataset, dsv_source ***out,
 		      size_t *n, dsv_errbuf *eb)
@@ -306,6 +294,25 @@ static void to_index(const dsv_format *f, const char *file, const char *dataset,
 		(void)dsv_index_add(the_index, key, n, &stamp, f->name, b.p, b.len);
 	free(b.p);
 	free(key);
+}
+
+int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
+		    dsv_errbuf *eb)
+{
+	char *only;
+	const char *asked = dataset;
+	int err;
+
+	if (from_index(f, file, dataset, out))
+		return 0;
+	err = pick_dataset(f, file, &dataset, &only, eb);
+	*out = NULL;
+	if (!err)
+		err = f->open(file, dataset, out, eb);
+	if (!err)
+		to_index(f, file, asked, *out);
+	free(only);
+	return err;
 }
 
 int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,

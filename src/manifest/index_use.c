@@ -58,9 +58,11 @@ void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *sou
 	*mi = (dsv_mf_index){ 0 };
 	if (!dir || !realpath(source, real))
 		return;
-	if (mkdir(dir, 0755) && errno != EEXIST)
+	if (mkdir(dir, 0755) && errno != EEXIST) {
 		dsv_log_warn("index cache %s: %s; the sources are opened without it", dir,
 			     strerror(errno));
+		return;
+	}
 	if (asprintf(&mi->file, "%s/index-%016llx.dsvidx", dir, (unsigned long long)fnv64(real)) <
 	    0) {
 		mi->file = NULL;
@@ -73,7 +75,8 @@ void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *sou
 	}
 	err = dsv_index_load(mi->ix, mi->file, &why);
 	if (err && err != DSV_ERR_NOTFOUND) {
-		dsv_index_count_rejected();
+		if (err == DSV_ERR_CORRUPT || err == DSV_ERR_UNSUPPORTED)
+			dsv_index_count_rejected();
 		dsv_log_warn("index cache %s: not used (%s); every source is opened and the "
 			     "file made again",
 			     mi->file, why);

@@ -32,7 +32,8 @@ static void index_file(const uint8_t *data, size_t size)
 		(void)dsv_index_find(ix, "/fuzz/a.npy", 11, &st, "npy", &blob, &len);
 		(void)dsv_index_add(ix, "/fuzz/new.npy", 13, &st, "npy", "x", 1);
 		if (dsv_index_serialize(ix, &out, &olen) == 0) {
-			if ((again = dsv_index_new(WHAT)) && dsv_index_parse(again, out, olen, &why))
+			if ((again = dsv_index_new(WHAT)) &&
+			    dsv_index_parse(again, out, olen, &why))
 				abort(); /* what was written must read back */
 			dsv_index_free(again);
 		}

@@ -55,9 +55,9 @@ static dsv_index *three(void)
 	for (int i = 0; i < 3; i++) {
 		unsigned char blob[3];
 		memset(blob, 'a' + i, sizeof(blob));
-		assert_int_equal(dsv_index_add(ix, KEYS[i], KEYLEN[i], &ST[i], FMTS[i], blob,
-					       (size_t)i + 1),
-				 0);
+		assert_int_equal(
+			dsv_index_add(ix, KEYS[i], KEYLEN[i], &ST[i], FMTS[i], blob, (size_t)i + 1),
+			0);
 	}
 	return ix;
 }
@@ -93,9 +93,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(dsv_index_parse(back, buf, len, &why), 0);
 	assert_true(dsv_index_changed(back)); /* a write now would drop every entry */
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(dsv_index_find(back, KEYS[i], KEYLEN[i], &ST[i], FMTS[i], &blob,
-						 &blen),
-				 1);
+		assert_int_equal(
+			dsv_index_find(back, KEYS[i], KEYLEN[i], &ST[i], FMTS[i], &blob, &blen), 1);
 		assert_int_equal(blen, (size_t)i + 1);
 		for (size_t k = 0; k < blen; k++)
 			assert_int_equal(((const unsigned char *)blob)[k], 'a' + i);
