@@ -32,6 +32,10 @@ const dsv_format *dsv_format_detect(const char *path, unsigned how, int *dir);
  * library's probe of them all in one child process). Best effort: what
  * it could not do is done at each open. */
 void dsv_format_prepare(char *const *files, size_t n);
+/* dsv_format_prepare of the files of a glob, each with dataset (NULL:
+ * none named), less those the index cache holds as they are now (their
+ * sources are not opened: dsv_format_use_index). */
+void dsv_format_prepare_spec(char *const *files, size_t n, const char *dataset);
 /* The format whose name name has (a file format's first, then a
  * directory format's: "x.zarr"), with no I/O; *ext (may be NULL) gets the
  * bytes of name that say so (".npy": 4, ".nii.gz": 7), 0 with NULL. */

@@ -254,11 +254,24 @@ static size_t index_key(const char *file, const char *dataset, char **key)
 	return fl + dl;
 }
 
+/* The key of file's dataset and the stamp of file as it is now, when
+ * the index cache may hold it (a local regular file of a format with a
+ * load hook). @return the key's length, 0: not for the index. */
+static size_t index_entry(const dsv_format *f, const char *file, const char *dataset,
+			  dsv_index_stamp *stamp, char **key)
+{
+	struct stat st;
+	if (!the_index || !f || !f->load || dsv_url_scheme_len(file) || stat(file, &st) ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	dsv_index_stamp_of(&st, stamp);
+	return index_key(file, dataset, key);
+}
+
 /* file's dataset from the index cache, when it holds the file as it is
  * now: 1 with *out set, else 0 (open it). */
 static int from_index(const dsv_format *f, const char *file, const char *dataset, dsv_source **out)
 {
-	struct stat st;
 	dsv_index_stamp stamp;
 	const void *blob;
 	size_t len, n;
@@ -266,10 +279,8 @@ static int from_index(const dsv_format *f, const char *file, const char *dataset
 	dsv_errbuf eb;
 	int hit = 0;
 
-	if (!the_index || !f->load || dsv_url_scheme_len(file) || stat(file, &st) ||
-	    !S_ISREG(st.st_mode) || !(n = index_key(file, dataset, &key)))
+	if (!(n = index_entry(f, file, dataset, &stamp, &key)))
 		return 0;
-	dsv_index_stamp_of(&st, &stamp);
 	if (dsv_index_find(the_index, key, n, &stamp, f->name, &blob, &len))
 		hit = f->load(file, dataset, blob, len, &stamp, out, &eb) == 0;
 	free(key);
@@ -348,6 +359,30 @@ int dsv_format_open_raw(const char *file, dsv_dtype dtype, int ndim, const int64
 	if (!err)
 		to_index(&dsv_format_raw, file, spec, *out);
 	return err;
+}
+
+void dsv_format_prepare_spec(char *const *files, size_t n, const char *dataset)
+{
+	char **rest = the_index ? malloc((n ? n : 1) * sizeof(*rest)) : NULL;
+	size_t m = 0;
+	if (!rest) {
+		dsv_format_prepare(files, n);
+		return;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const dsv_format *f = by_name(files[k], 0);
+		dsv_index_stamp stamp;
+		char *key = NULL;
+		size_t len;
+		if (!f || !f->prepare)
+			continue; /* nothing to ready */
+		len = index_entry(f, files[k], dataset, &stamp, &key);
+		if (!len || !dsv_index_has(the_index, key, len, &stamp, f->name))
+			rest[m++] = files[k];
+		free(key);
+	}
+	dsv_format_prepare(rest, m);
+	free(rest);
 }
 
 const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)

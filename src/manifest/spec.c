@@ -152,7 +152,7 @@ static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
 	if (!(b.out = calloc(n ? n : 1, sizeof(*b.out))))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	pthread_mutex_init(&b.lock, NULL);
-	dsv_format_prepare(files, n);
+	dsv_format_prepare_spec(files, n, dataset);
 	dsv_mf_parallel(n, open_one_of, &b);
 	pthread_mutex_destroy(&b.lock);
 	for (size_t k = 0; k < n; k++) {

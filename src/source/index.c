@@ -168,19 +168,26 @@ static size_t *slot_of(const dsv_index *ix, const void *key, size_t n)
 	}
 }
 
-/* Room for one more entry, its slot table at most half full. */
-static int grow(dsv_index *ix)
+/* Room for want entries (at least one more), the slot table at most
+ * half full. */
+static int grow(dsv_index *ix, size_t want)
 {
-	if (ix->n == ix->cap) {
+	if (want <= ix->n)
+		want = ix->n + 1;
+	if (want > ix->cap) {
 		size_t cap = ix->cap ? 2 * ix->cap : 64;
+		while (cap < want)
+			cap *= 2;
 		ix_entry *e = realloc(ix->e, cap * sizeof(*e));
 		if (!e)
 			return DSV_ERR_NOMEM;
 		ix->e = e;
 		ix->cap = cap;
 	}
-	if (2 * (ix->n + 1) > ix->nslots) {
+	if (2 * want > ix->nslots) {
 		size_t ns = ix->nslots ? 2 * ix->nslots : 128;
+		while (ns < 2 * want)
+			ns *= 2;
 		size_t *old = ix->slots, on = ix->nslots;
 		if (!(ix->slots = calloc(ns, sizeof(*ix->slots)))) {
 			ix->slots = old;
@@ -232,14 +239,14 @@ static int parse_entries(dsv_index *ix, dsv_index_cur *c, uint64_t count, const 
 		*why = "the entry count is larger than the file";
 		return DSV_ERR_CORRUPT;
 	}
+	if (grow(ix, (size_t)count)) {
+		*why = "out of memory";
+		return DSV_ERR_NOMEM;
+	}
 	for (uint64_t i = 0; i < count; i++) {
 		ix_entry e;
 		if ((*why = parse_entry(c, &e)))
 			return DSV_ERR_CORRUPT;
-		if (grow(ix)) {
-			*why = "out of memory";
-			return DSV_ERR_NOMEM;
-		}
 		size_t *slot = slot_of(ix, e.key, e.key_len);
 		if (*slot) {
 			*why = "a key is there twice";
@@ -352,6 +359,16 @@ int dsv_index_find(dsv_index *ix, const void *key, size_t n, const dsv_index_sta
 	return hit;
 }
 
+int dsv_index_has(dsv_index *ix, const void *key, size_t n, const dsv_index_stamp *st,
+		  const char *fmt)
+{
+	pthread_mutex_lock(&ix->lock);
+	size_t k = ix->nslots ? *slot_of(ix, key, n) : 0;
+	int has = k && same_stamp(&ix->e[k - 1].st, st) && !strcmp(ix->e[k - 1].fmt, fmt);
+	pthread_mutex_unlock(&ix->lock);
+	return has;
+}
+
 int dsv_index_add(dsv_index *ix, const void *key, size_t n, const dsv_index_stamp *st,
 		  const char *fmt, const void *blob, size_t len)
 {
@@ -382,7 +399,7 @@ int dsv_index_add(dsv_index *ix, const void *key, size_t n, const dsv_index_stam
 			free((void *)old->key);
 		ix->found -= old->used && *slot <= ix->loaded;
 		*old = e;
-	} else if (!(err = grow(ix))) {
+	} else if (!(err = grow(ix, 0))) {
 		ix->e[ix->n++] = e;
 		*slot_of(ix, key, n) = ix->n;
 	}
@@ -471,7 +488,7 @@ int dsv_index_write(const dsv_index *ix, const char *file, const char **why)
 		return DSV_ERR_NOMEM;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	bad = fd < 0 || write_all(fd, buf, len) || fsync(fd);
+	bad = fd < 0 || write_all(fd, buf, len);
 	int e = errno;
 	if (fd >= 0 && close(fd) && !bad)
 		bad = 1, e = errno;

@@ -13,7 +13,9 @@
  *   u8 n + the format's name, u32 n + what the format's save wrote;
  *   then the CRC-32C of every byte before it.
  * A file that fails any check (magic, version, CRC, a length past the
- * end, an entry left over) is not used at all.
+ * end, an entry left over) is not used at all. It is a cache: written
+ * without fsync, as a crash that leaves it short or empty leaves a file
+ * that fails those checks, and is made again.
  *
  * Thread safety: dsv_index_find and dsv_index_add may be called from any
  * number of threads (the parallel opens of a glob); the rest from one.
@@ -83,6 +85,10 @@ int dsv_index_load(dsv_index *ix, const char *file, const char **why);
  * another stamp or format: a stale entry, counted). */
 int dsv_index_find(dsv_index *ix, const void *key, size_t n, const dsv_index_stamp *st,
 		   const char *fmt, const void **blob, size_t *len);
+/* 1 when dsv_index_find would find key's entry, which it leaves as it
+ * is (not counted, not marked kept); else 0. */
+int dsv_index_has(dsv_index *ix, const void *key, size_t n, const dsv_index_stamp *st,
+		  const char *fmt);
 /* Adds (or replaces) key's entry, the state copied. @return 0,
  * DSV_ERR_INVALID (a length over its maximum) or DSV_ERR_NOMEM. */
 int dsv_index_add(dsv_index *ix, const void *key, size_t n, const dsv_index_stamp *st,
@@ -113,12 +119,13 @@ int dsv_source_stamp(const dsv_source *s, dsv_index_stamp *out);
 
 /* A flat source (elements one run from data_offset: .npy, raw) saved and
  * loaded: its kind, dtype, shape, data_offset and stored bytes. The load
- * makes a source of file whose descriptor the cache opens at its first
+ * makes a source of file (and dataset, may be NULL) whose descriptor the cache opens at its first
  * read (checked against st then), with no read now; every value is
  * checked (the dtype, the shape's size, the data inside the file).
  * @return 0, DSV_ERR_NOMEM / DSV_ERR_CORRUPT with eb set. */
 int dsv_index_save_flat(const dsv_source *s, dsv_index_buf *out);
-int dsv_index_load_flat(const char *file, const void *blob, size_t len, const dsv_index_stamp *st,
-			dsv_source_kind kind, dsv_source **out, dsv_errbuf *eb);
+int dsv_index_load_flat(const char *file, const char *dataset, const void *blob, size_t len,
+			const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
+			dsv_errbuf *eb);
 
 #endif

@@ -42,9 +42,9 @@ int dsv_source_stamp(const dsv_source *s, dsv_index_stamp *out)
 
 /* A source of file stamped st, not opened: its descriptor cache opens it
  * at the first read. */
-static dsv_source *unopened(const char *file, const dsv_index_stamp *st)
+static dsv_source *unopened(const char *file, const char *dataset, const dsv_index_stamp *st)
 {
-	dsv_source *s = dsv_source_alloc(file, NULL);
+	dsv_source *s = dsv_source_alloc(file, dataset);
 	if (!s)
 		return NULL;
 	s->fd_file = 1;
@@ -84,10 +84,11 @@ static int fill(dsv_source *s, const void *blob, size_t len, dsv_source_kind kin
 	return 0;
 }
 
-int dsv_index_load_flat(const char *file, const void *blob, size_t len, const dsv_index_stamp *st,
-			dsv_source_kind kind, dsv_source **out, dsv_errbuf *eb)
+int dsv_index_load_flat(const char *file, const char *dataset, const void *blob, size_t len,
+			const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
+			dsv_errbuf *eb)
 {
-	dsv_source *s = unopened(file, st);
+	dsv_source *s = unopened(file, dataset, st);
 	int err;
 
 	*out = NULL;
@@ -95,7 +96,8 @@ int dsv_index_load_flat(const char *file, const void *blob, size_t len, const ds
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
 	if ((err = fill(s, blob, len, kind))) {
 		dsv_source_close(s);
-		return dsv_errf_at(eb, err, file, NULL, "its entry in the index cache is damaged");
+		return dsv_errf_at(eb, err, file, dataset,
+				   "its entry in the index cache is damaged");
 	}
 	*out = s;
 	return 0;

@@ -8,9 +8,11 @@ damaged, cut short or of another version is ignored with one warning and
 made again; a directory it cannot be written to is a warning, never a
 failed mount. Rows are checked against numpy."""
 import glob
+import json
 import os
 import tempfile
 
+import h5py
 import numpy as np
 
 from common import E2E, mm_npy
@@ -41,6 +43,11 @@ def write_raws(d, n, seed=1):
         a.tofile(os.path.join(d, f"r{i:03d}.bin"))
         arrays.append(a)
     return arrays
+
+
+def meta(m, name):
+    with open(m.path(name + ".json")) as f:
+        return json.load(f)
 
 
 def index_lines(text):
@@ -83,6 +90,7 @@ class IndexCache(E2E):
             self.assertEqual(st["source_header_opens"], n + raws)
             self.assertEqual(st["index_hits"], 0)
             self.check_views(m, refs)
+            opened = {v: meta(m, v) for v in refs}
         self.assertEqual(len(self.index_files()), 1)
         with self.mount(ini, "--index-cache", self.idx, wrap=LIMITED) as m:
             st = m.stats()
@@ -90,6 +98,7 @@ class IndexCache(E2E):
             self.assertEqual(st["index_hits"], n + raws)
             self.assertEqual(st["index_stale"], 0)
             self.assertEqual(st["source_fds"], 0)  # no file opened before a read
+            self.assertEqual({v: meta(m, v) for v in refs}, opened)
             self.check_views(m, refs)
             st = m.stats()
             self.assertEqual(st["source_header_opens"], 0)
@@ -205,3 +214,34 @@ class IndexCache(E2E):
                 self.assertEqual(m.stats()["source_header_opens"], 0 if k else 25)
                 for i in (0, 7, 24):
                     np.testing.assert_array_equal(mm_npy(m.path(f"rec{i:05d}.npy")), arrays[i])
+
+    def test_hdf5_contiguous_kept_chunked_opened(self):
+        d = self.p("h5")
+        os.makedirs(d)
+        rng = np.random.default_rng(7)
+        arrays = []
+        for i in range(30):
+            a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
+            with h5py.File(os.path.join(d, f"s{i:02d}.h5"), "w") as f:
+                x = f.create_dataset("x", data=a)
+                x.attrs["subject"] = f"sub-{i:02d}"
+                x.attrs["rate"] = 250.0
+            arrays.append(a)
+        with h5py.File(os.path.join(d, "s30.h5"), "w") as f:  # chunked, deflated: not kept
+            a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
+            f.create_dataset("x", data=a, chunks=(1, 8), compression="gzip")
+            arrays.append(a)
+        ini = self.write_ini(f"[h]\nsource = {d}/s*.h5:/x\n")
+        with h5py.File(os.path.join(d, "s04.h5")) as f:
+            ref = np.concatenate(arrays)
+            np.testing.assert_array_equal(f["x"][:], arrays[4])
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 31)
+            opened = meta(m, "h")
+            np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 1)  # the chunked file alone
+            self.assertEqual(st["index_hits"], 30)
+            self.assertEqual(meta(m, "h"), opened)  # attributes and all
+            np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)

@@ -53,7 +53,7 @@ static void flat_state(const uint8_t *data, size_t size)
 	if (stat(path, &fs))
 		return;
 	dsv_index_stamp_of(&fs, &st);
-	if (dsv_index_load_flat(path, data, size, &st, DSV_SRC_NPY, &s, &eb) == 0) {
+	if (dsv_index_load_flat(path, NULL, data, size, &st, DSV_SRC_NPY, &s, &eb) == 0) {
 		fuzz_read_chunks(s);
 		dsv_source_close(s);
 	}

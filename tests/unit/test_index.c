@@ -307,7 +307,8 @@ static void test_flat_source_from_its_entry(void **state)
 	dsv_source_close(s);
 
 	dsv_source_fd_counts(&before);
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb), 0);
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
+			 0);
 	dsv_source_fd_counts(&after);
 	assert_int_equal(after.open, before.open); /* nothing opened yet */
 	assert_int_equal(after.firsts, before.firsts);
@@ -325,7 +326,7 @@ static void test_flat_source_from_its_entry(void **state)
 	dsv_source_close(back);
 
 	/* the wrong kind, and each value past what the file holds */
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_RAW, &back, &eb),
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_RAW, &back, &eb),
 			 DSV_ERR_CORRUPT);
 	assert_non_null(strstr(eb.msg, "a.npy"));
 	assert_null(back);
@@ -333,24 +334,26 @@ static void test_flat_source_from_its_entry(void **state)
 	size_t off_at = 8 * 5; /* kind, dtype, ndim, two dims, then data_offset */
 	uint64_t keep = dsv_load_le64(blob + off_at);
 	blob[off_at] = 200; /* the data runs past the end of the file */
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
 			 DSV_ERR_CORRUPT);
 	blob[off_at] = (unsigned char)keep;
 	blob[8] = 99; /* no such dtype */
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
 			 DSV_ERR_CORRUPT);
 	blob[8] = (unsigned char)DSV_I16;
 	blob[16] = 0; /* no dimensions */
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
 			 DSV_ERR_CORRUPT);
 	blob[16] = 2;
 	blob[24 + 7] = 0x40; /* a shape whose bytes overflow */
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
 			 DSV_ERR_CORRUPT);
 	blob[24 + 7] = 0;
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len - 1, &st, DSV_SRC_NPY, &back, &eb),
-			 DSV_ERR_CORRUPT);
-	assert_int_equal(dsv_index_load_flat(path, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb), 0);
+	assert_int_equal(
+		dsv_index_load_flat(path, NULL, b.p, b.len - 1, &st, DSV_SRC_NPY, &back, &eb),
+		DSV_ERR_CORRUPT);
+	assert_int_equal(dsv_index_load_flat(path, NULL, b.p, b.len, &st, DSV_SRC_NPY, &back, &eb),
+			 0);
 
 	/* the file changed since the stamp: its first read fails, not a wrong answer */
 	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 1000000, 0 } };

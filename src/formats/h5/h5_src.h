@@ -12,6 +12,7 @@
 
 #include "formats/h5/h5.h"
 #include "formats/h5/h5_vds.h"
+#include "source/index.h"
 #include "source/source_i.h"
 
 /* One dataset being opened (h5_source.c; h5_chunks.c and h5_grid.c for a chunked
@@ -51,6 +52,12 @@ int dsv_h5_open_any(const char *path, const char *dataset, dsv_source **out, dsv
 int dsv_h5_read_vds(dsv_h5_open *o, const char *path, const char *dname, dsv_h5_vds *v,
 		    dsv_errbuf *eb);
 void dsv_h5_vds_free(dsv_h5_vds *v);
+
+/* h5_index.c: the table's index cache hooks (source/format.h's save and
+ * load): a contiguous dataset read with pread alone is kept, no other. */
+int dsv_h5_index_save(const dsv_source *s, dsv_index_buf *out);
+int dsv_h5_index_load(const char *file, const char *dataset, const void *blob, size_t len,
+		      const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);
 
 /* The fork probe's work for every HDF5 file dsview reads (src/formats/h5/probe.c):
  * lists the file's datasets, opens and describes each as a mount or `info`

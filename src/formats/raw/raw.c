@@ -120,7 +120,7 @@ static int raw_load(const char *file, const char *dataset, const void *blob, siz
 		    const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb)
 {
 	(void)dataset;
-	return dsv_index_load_flat(file, blob, len, st, DSV_SRC_RAW, out, eb);
+	return dsv_index_load_flat(file, NULL, blob, len, st, DSV_SRC_RAW, out, eb);
 }
 
 const dsv_format dsv_format_raw = {
