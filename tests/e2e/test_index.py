@@ -10,12 +10,16 @@ failed mount. Rows are checked against numpy."""
 import glob
 import json
 import os
+import sys
 import tempfile
 
 import h5py
 import numpy as np
 
-from common import E2E, mm_npy
+from common import E2E, PYTHON_DIR, mm_npy
+
+sys.path.insert(0, PYTHON_DIR)
+import dsview  # noqa: E402
 
 NOFILE = 1024
 LIMITED = ("prlimit", f"--nofile={NOFILE}:{NOFILE}", "--")
@@ -245,3 +249,21 @@ class IndexCache(E2E):
             self.assertEqual(st["index_hits"], 30)
             self.assertEqual(meta(m, "h"), opened)  # attributes and all
             np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)
+
+    def test_reader_option(self):
+        n = 30
+        ini, refs = self.collection(n)
+        counts = []  # the process's counters: what each open added
+        for k in range(2):
+            r = dsview.Reader(ini, index_cache=self.idx)
+            try:
+                v = r.view("v")
+                st = r.stats()
+                counts.append((st["source_header_opens"], st["index_hits"]))
+                np.testing.assert_array_equal(np.asarray(v), refs["v"])
+            finally:
+                r.close()
+        self.assertGreaterEqual(counts[0][0], n)
+        self.assertEqual(counts[1][0] - counts[0][0], 0)  # the second read no header
+        self.assertEqual(counts[1][1] - counts[0][1], n)
+        self.assertEqual(len(self.index_files()), 1)
