@@ -108,7 +108,6 @@ int dsv_h5_index_load(const char *file, const char *dataset, const void *blob, s
 	}
 	s->info.attrs = s->attrs_json = attrs;
 	s->info.dim_names = s->dims_json = dims;
-	s->info.why = s->why;
 	dsv_h5_store_scale(s);
 	*out = s;
 	return 0;

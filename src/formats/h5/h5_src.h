@@ -81,7 +81,7 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *conv_why, size
 
 /* A chunked dataset (h5_chunks.c): the fast path (a chunk map of whole
  * rows), the N-d grid (chunks that split rows), or the library (sets
- * *fallback, with o->cc and the reason in s->why), or refused; sets
+ * *fallback, with o->cc and the reason in info.why), or refused; sets
  * *band_rows (the file's chunk rows) and *unwritten (row chunks never
  * written: the library serves them). @return 0 or a dsv_err, eb set. */
 int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint64_t *unwritten);
@@ -121,7 +121,7 @@ void dsv_h5_drop_chunk_map(dsv_source *s);
 /* Opens a chunked dataset whose chunks split rows (chunks of cdims)
  * through the N-d grid (h5_grid.c), with s->codec and the filter bits
  * already set. @return 0; DSV_ERR_UNSUPPORTED with the reason in
- * s->why when it must stay on the library path (nothing kept); or
+ * info.why when it must stay on the library path (nothing kept); or
  * another error with eb set. */
 int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32);
 
