@@ -4,7 +4,8 @@
  * opened and it changed. The file is in the index cache's directory
  * (--index-cache, the manifest's index_cache), else in the disk cache's
  * (--disk-cache, disk_cache), one a mount source, named by a hash of
- * the source's real path. Nothing about it fails a mount: a file that
+ * the source's real path; the directory is made (mode 0700) when
+ * missing, and the file is its owner's alone (0600): it names files. Nothing about it fails a mount: a file that
  * fails its checks, or a directory it cannot be written to, is one log
  * line (a warning), and the sources are opened as without it.
  */
@@ -58,7 +59,7 @@ void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *sou
 	*mi = (dsv_mf_index){ 0 };
 	if (!dir || !realpath(source, real))
 		return;
-	if (mkdir(dir, 0755) && errno != EEXIST) {
+	if (mkdir(dir, 0700) && errno != EEXIST) {
 		dsv_log_warn("index cache %s: %s; the sources are opened without it", dir,
 			     strerror(errno));
 		return;

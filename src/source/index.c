@@ -487,7 +487,7 @@ int dsv_index_write(const dsv_index *ix, const char *file, const char **why)
 		*why = "out of memory";
 		return DSV_ERR_NOMEM;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	bad = fd < 0 || write_all(fd, buf, len);
 	int e = errno;
 	if (fd >= 0 && close(fd) && !bad)
