@@ -7,11 +7,13 @@ modification time, inode) is read again alone; an index file that is
 damaged, cut short or of another version is ignored with one warning and
 made again; a directory it cannot be written to is a warning, never a
 failed mount. Rows are checked against numpy."""
+import errno
 import glob
 import json
 import os
 import sys
 import tempfile
+import time
 
 import h5py
 import numpy as np
@@ -267,3 +269,39 @@ class IndexCache(E2E):
         self.assertEqual(counts[1][0] - counts[0][0], 0)  # the second read no header
         self.assertEqual(counts[1][1] - counts[0][1], n)
         self.assertEqual(len(self.index_files()), 1)
+
+    def test_source_changed_after_a_mount_from_the_index_fails_alone(self):
+        n = 12
+        d = self.p("pages")
+        os.makedirs(d)
+        # a row a page: the kernel reads whole pages, so no page holds two sources
+        arrays = [np.full((1 + i % 3, 1024), i + 0.5, np.float32) for i in range(n)]
+        for i, a in enumerate(arrays):
+            np.save(os.path.join(d, f"p{i:02d}.npy"), a)
+        starts = np.cumsum([0] + [len(a) for a in arrays])
+        ini = self.write_ini(f"[v]\nsource = {d}/p*.npy\n")
+        with self.mount(ini, "--index-cache", self.idx):
+            pass
+        with self.mount(ini, "--index-cache", self.idx,
+                        expect_errors=[r"p05\.npy: cannot open it again to read: changed",
+                                       r"view v: source \S+/p05\.npy chunk 0"]) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 0)
+            self.assertEqual(m.stats()["source_fds"], 0)
+            # rewritten in place, same size, before its file was ever opened
+            time.sleep(0.01)
+            with open(os.path.join(d, "p05.npy"), "r+b") as f:
+                f.seek(-4, os.SEEK_END)
+                f.write(b"\0\0\0\0")
+            row = 1024 * 4
+            fd = os.open(m.path("v.dat"), os.O_RDONLY)
+            try:
+                with self.assertRaises(OSError) as e:
+                    os.pread(fd, row, int(starts[5]) * row)
+                self.assertEqual(e.exception.errno, errno.EIO)
+                for i in range(n):
+                    if i != 5:
+                        got = os.pread(fd, len(arrays[i]) * row, int(starts[i]) * row)
+                        self.assertEqual(got, arrays[i].tobytes(), f"source {i}")
+            finally:
+                os.close(fd)
+            self.assertGreaterEqual(m.stats()["source_replaced"], 1)
