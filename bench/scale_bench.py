@@ -5,7 +5,11 @@ a warm one, the daemon's RSS and descriptors, its cost per source, and
 the first shuffled batch (BATCH rows at random through the view's
 memmap, checked). The peer, measured in the same run: numpy opening
 every file (np.load with mmap_mode, h5py.File and the dataset's shape),
-what a Python dataset does before its first item, cold and warm.
+what a Python dataset does before its first item, cold and warm. Then
+the index cache (--index-cache): a mount that makes the index file, and
+remounts from it with the page cache dropped and warm (their headers
+not read: the daemon's source_header_opens is 0), with their first
+shuffled batch (the files are opened then).
 
 Environment: SCALE_COUNTS (npy counts, default 1000,10000,100000),
 SCALE_H5_COUNTS (default 1000,10000), BENCH_DIR (where the files are
@@ -13,6 +17,7 @@ written, default /var/tmp; kept between runs in dsview-scale-files), BENCH_JSON
 (a file for the figures), BENCH_PREFAULT_GB (see benchlib, default 0.5)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -68,18 +73,19 @@ def numpy_opens(kind, paths):
     return time.perf_counter() - t
 
 
-def mounted(ini, mnt, log, n, kind):
-    """Mounts ini; the mount's seconds, the daemon's RSS (kB) and descriptors,
-    the source descriptors it holds and its budget, and the first shuffled
-    batch's seconds (checked); unmounts."""
+def mounted(ini, mnt, log, n, kind, opts=()):
+    """Mounts ini (with opts); the mount's seconds, the daemon's RSS (kB) and
+    descriptors, the source descriptors it holds and its budget, the headers
+    it read, and the first shuffled batch's seconds (checked); unmounts."""
     t = time.perf_counter()
-    subprocess.run([DSVIEW, "mount", "--log", log, ini, mnt], check=True)
+    subprocess.run([DSVIEW, "mount", "--log", log, *opts, ini, mnt], check=True)
     secs = time.perf_counter() - t
     a = None
     try:
         with open(os.path.join(mnt, ".stats.json")) as f:
             st = json.load(f)
         pid = st["pid"]
+        headers = st["source_header_opens"]
         a = np.load(os.path.join(mnt, "v.npy"), mmap_mode="r")
         rows = np.sort(np.random.default_rng(0).choice(n * ROWS, min(benchlib.BATCH, n * ROWS),
                                                        replace=False))
@@ -93,7 +99,7 @@ def mounted(ini, mnt, log, n, kind):
         with open(os.path.join(mnt, ".stats.json")) as f:
             st = json.load(f)
         return dict(mount_s=secs, rss_kb=rss, fds=fds, source_fds=st["source_fds"],
-                    budget=st["source_fd_budget"], first_batch_s=first)
+                    budget=st["source_fd_budget"], first_batch_s=first, headers=headers)
     finally:
         del a
         subprocess.run([DSVIEW, "umount", mnt], check=True)
@@ -117,10 +123,27 @@ def one(base, work, kind, n, empty_kb):
     warm = mounted(ini, mnt, log, n, kind)
     r["mount_s_warm"], r["first_batch_s_warm"] = warm["mount_s"], warm["first_batch_s"]
     r["bytes_per_source"] = (r["rss_kb"] - empty_kb) * 1024 / n
+    # the index cache: made by one mount, then used cold and warm
+    idx = os.path.join(work, "index")
+    shutil.rmtree(idx, ignore_errors=True)
+    opts = ("--index-cache", idx)
+    made = mounted(ini, mnt, log, n, kind, opts)
+    r["index_make_s"] = made["mount_s"]
+    r["index_bytes"] = sum(os.path.getsize(os.path.join(idx, f)) for f in os.listdir(idx))
+    benchlib.drop_caches()
+    cold = mounted(ini, mnt, log, n, kind, opts)
+    warm = mounted(ini, mnt, log, n, kind, opts)
+    r["index_cold_s"], r["index_warm_s"] = cold["mount_s"], warm["mount_s"]
+    r["index_headers"] = cold["headers"] + warm["headers"]
+    r["index_rss_kb"] = cold["rss_kb"]
+    r["index_first_batch_s_cold"] = cold["first_batch_s"]
+    r["index_first_batch_s_warm"] = warm["first_batch_s"]
     print(f"{kind:4} {n:>7} {r['mount_s_cold']:8.2f} {r['numpy_cold_s']:8.2f} "
           f"{r['mount_s_warm']:8.2f} {r['numpy_warm_s']:8.2f} {r['rss_kb'] / 1024:8.1f} "
           f"{r['bytes_per_source']:9.0f} {r['fds']:6} {r['budget']:6} "
-          f"{r['first_batch_s_cold'] * 1e3:8.1f}", flush=True)
+          f"{r['first_batch_s_cold'] * 1e3:8.1f} | {r['index_make_s']:8.2f} "
+          f"{r['index_cold_s']:8.2f} {r['index_warm_s']:8.2f} {r['index_bytes'] / 1e6:8.2f} "
+          f"{r['index_headers']:7} {r['index_first_batch_s_cold'] * 1e3:8.1f}", flush=True)
     return r
 
 
@@ -141,7 +164,8 @@ def main():
         print(f"a daemon of one source: {empty_kb / 1024:.1f} MB\n")
         print(f"{'kind':4} {'sources':>7} {'cold s':>8} {'np cold':>8} {'warm s':>8} "
               f"{'np warm':>8} {'RSS MB':>8} {'B/source':>9} {'fds':>6} {'budget':>6} "
-              f"{'batch ms':>8}")
+              f"{'batch ms':>8} | {'ix make':>8} {'ix cold':>8} {'ix warm':>8} {'ix MB':>8} "
+              f"{'headers':>7} {'batch ms':>8}")
         for n in COUNTS:
             results.append(one(base, work, "npy", n, empty_kb))
         for n in H5_COUNTS:
@@ -151,10 +175,14 @@ def main():
     print()
     for r in results:
         print(f"{r['kind']} {r['n']}: mount cold {r['mount_s_cold'] / r['numpy_cold_s']:.2f}x "
-              f"numpy's opens, warm {r['mount_s_warm'] / r['numpy_warm_s']:.2f}x")
+              f"numpy's opens, warm {r['mount_s_warm'] / r['numpy_warm_s']:.2f}x; with the "
+              f"index cold {r['index_cold_s'] / r['mount_s_cold']:.2f}x the mount without, "
+              f"warm {r['index_warm_s'] / r['mount_s_warm']:.2f}x")
     big = [r for r in results if r["kind"] == "npy" and r["n"] >= 100000]
     for r in big:
         benchlib.target(f"npy {r['n']}: cold mount", r["mount_s_cold"], "<=", 15, " s")
+        benchlib.target(f"npy {r['n']}: mount with the index (cold)", r["index_cold_s"], "<=", 2,
+                        " s")
         benchlib.target(f"npy {r['n']}: daemon RSS", r["rss_kb"] / 1024, "<=", 300, " MB")
         benchlib.target(f"npy {r['n']}: daemon memory per source", r["bytes_per_source"], "<=",
                         1024, " B")

@@ -52,7 +52,8 @@ typedef struct dsv_manifest {
 	uint64_t cache_size, gpu_cache, disk_cache_size;
 	int threads;
 	char gpu[16];
-	char *disk_cache; /* the disk cache's directory of objects' bytes, or NULL */
+	char *disk_cache;  /* the disk cache's directory of objects' bytes, or NULL */
+	char *index_cache; /* the index cache's directory (what mounts learnt), or NULL */
 } dsv_manifest;
 
 /* What a view is, for readers outside the library (info, verify): a

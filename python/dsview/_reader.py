@@ -28,8 +28,8 @@ class Reader:
     """What `dsview mount source` serves (a manifest, a file, a directory,
     a Zarr array or group, an s3:// or https:// URL), open in this
     process. options are the manifest's [dsview] keys (cache_size,
-    threads, gpu, gpu_cache, disk_cache, disk_cache_size, s3_endpoint,
-    s3_region, s3_profile, s3_addressing) and, for a source that is not a
+    threads, gpu, gpu_cache, disk_cache, disk_cache_size, index_cache,
+    s3_endpoint, s3_region, s3_profile, s3_addressing) and, for a source that is not a
     manifest, dtype and strict. Pickles as its source and options (a
     worker process opens it again); a process made by fork may go on
     using it (the library opens it again there by itself)."""

@@ -5,7 +5,7 @@
  * mount.fuse3 runs "dsview SOURCE MOUNTPOINT -o OPTS". Both become dsview
  * mount, with the -o options sorted: dsview's own (cache_size=S,
  * threads=N, readahead=S, gpu=G, gpu_cache=S, disk_cache=DIR,
- * disk_cache_size=S, dtype=T, log=FILE, log_level=L, strict)
+ * disk_cache_size=S, index_cache=DIR, dtype=T, log=FILE, log_level=L, strict)
  * become its options, mount(8)'s and fstab's (rw, ro, defaults, noauto,
  * _netdev, nofail, x-systemd.*, ...) are dropped (the mount is always
  * read-only, nosuid, nodev), and the rest go to FUSE (allow_other,
@@ -38,6 +38,7 @@ static const struct {
 	{ "gpu_cache", "--gpu-cache" },
 	{ "disk_cache", "--disk-cache" },
 	{ "disk_cache_size", "--disk-cache-size" },
+	{ "index_cache", "--index-cache" },
 	{ "dtype", "--dtype" },
 	{ "log", "--log" },
 	{ "log_level", "--log-level" },

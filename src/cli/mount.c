@@ -83,6 +83,10 @@ static const char mount_usage[] =
 	"      --disk-cache-size S  the most DIR holds, e.g. 100G "
 	"(default " DSV_DEFAULT_DISK_CACHE_TEXT "); the\n"
 	"                       least recently used go first\n"
+	"      --index-cache DIR  keep what the mount learnt of its sources (shapes,\n"
+	"                       offsets) in DIR: the next mount of SOURCE reads the\n"
+	"                       header of a changed source only (default: the disk\n"
+	"                       cache's DIR, if any)\n"
 	"  -o OPTS              FUSE mount options, e.g. allow_other (rw, suid, dev\n"
 	"                       and direct_io are refused; nonempty mounts over a\n"
 	"                       directory that is not empty)\n"
@@ -273,6 +277,7 @@ static int add_fuse_opts(const char *opts, char *acc, size_t cap, int *nonempty)
 typedef struct mount_args {
 	const char *source, *mountpoint;
 	const char *dtype, *cache, *readahead, *gpu, *gpu_cache, *disk, *disk_size, *log_path;
+	const char *index_dir; /* --index-cache */
 	const char *fuse_opts; /* -o's FUSE options, or NULL */
 	dsv_cli_raw raw;       /* --source-dtype, --source-shape, --source-offset */
 	int foreground, debug, strict, nonempty, threads, log_level;
@@ -295,6 +300,7 @@ static int parse_args(int argc, char **argv, mount_args *a)
 		{ "gpu-cache", required_argument, NULL, 'g' },
 		{ "disk-cache", required_argument, NULL, 'K' },
 		{ "disk-cache-size", required_argument, NULL, 'k' },
+		{ "index-cache", required_argument, NULL, 'I' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "log-level", required_argument, NULL, 'V' },
 		{ "debug", no_argument, NULL, 'd' },
@@ -322,6 +328,7 @@ static int parse_args(int argc, char **argv, mount_args *a)
 		case 'G': a->gpu = optarg; break;
 		case 'g': a->gpu_cache = optarg; break;
 		case 'K': a->disk = optarg; break;
+		case 'I': a->index_dir = optarg; break;
 		case 'k': a->disk_size = optarg; break;
 		case 'o':
 			if (add_fuse_opts(optarg, fuse_opts, sizeof(fuse_opts), &a->nonempty))
@@ -367,6 +374,11 @@ static int load_manifest(const mount_args *a, dsv_manifest **out)
 	if (dsv_cli_disk_cache(NULL, a->disk, a->disk_size) ||
 	    (is_raw = dsv_cli_raw_layout("mount", a->source, &a->raw, a->dtype, &raw)) < 0)
 		return EXIT_USER;
+	if (a->index_dir && !*a->index_dir) {
+		dsv_cli_error("--index-cache must name a directory");
+		return EXIT_USER;
+	}
+	dsv_manifest_index_dirs(a->index_dir, a->disk);
 	if (dsv_has_ext(a->source, ".ini")) {
 		if (is_raw) {
 			dsv_cli_error(

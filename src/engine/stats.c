@@ -15,6 +15,7 @@
 #include "dsview/xform.h"
 #include "engine/engine_i.h"
 #include "net/net.h"
+#include "source/index.h"
 #include "source/source.h"
 
 /* What a counter is: how it moves and how it is written. */
@@ -39,6 +40,7 @@ typedef struct stats_snap {
 	uint64_t bytes_dropped, page_budget, page_budget_held, bytes_shed, tiles_made;
 	uint64_t make_us[DSV_LAT_BUCKETS], make_us_sum, reply_us[DSV_LAT_BUCKETS], reply_us_sum;
 	dsv_source_fd_stats fds;
+	dsv_index_stats index;
 	uint64_t source_fds, source_fd_budget;
 	uint64_t errors;
 } stats_snap;
@@ -97,6 +99,11 @@ static const stat_row ROWS[] = {
 	GAUGE("source_fd_budget", source_fd_budget),
 	COUNT("source_reopens", fds.reopens),
 	COUNT("source_replaced", fds.replaced),
+	COUNT("source_header_opens", fds.firsts),
+	/* the index cache (source/index.h, dsv_index_stats) */
+	COUNT("index_hits", index.hits),
+	COUNT("index_stale", index.stale),
+	COUNT("index_rejected", index.rejected),
 	/* the chunk cache (cache.h, dsv_cache_stats) */
 	COUNT("chunks_decoded", chunks_decoded),
 	COUNT("decode_errors", cache.fill_errors),
@@ -169,6 +176,7 @@ static void gather(dsv_engine *e, stats_snap *s)
 	s->read_errors = atomic_load(&e->read_errors);
 	s->opens = atomic_load(&e->opens);
 	dsv_source_fd_counts(&s->fds);
+	dsv_index_counts(&s->index);
 	s->source_fds = s->fds.open;
 	s->source_fd_budget = s->fds.budget;
 	s->chunks_decoded = s->cache.fills - s->cache.fill_errors;

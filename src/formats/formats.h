@@ -32,6 +32,10 @@ const dsv_format *dsv_format_detect(const char *path, unsigned how, int *dir);
  * library's probe of them all in one child process). Best effort: what
  * it could not do is done at each open. */
 void dsv_format_prepare(char *const *files, size_t n);
+/* dsv_format_prepare of the files of a glob, each with dataset (NULL:
+ * none named), less those the index cache holds as they are now (their
+ * sources are not opened: dsv_format_use_index). */
+void dsv_format_prepare_spec(char *const *files, size_t n, const char *dataset);
 /* The format whose name name has (a file format's first, then a
  * directory format's: "x.zarr"), with no I/O; *ext (may be NULL) gets the
  * bytes of name that say so (".npy": 4, ".nii.gz": 7), 0 with NULL. */
@@ -65,6 +69,17 @@ int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, 
  * the caller's to close, and the array (free). */
 int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
 			  dsv_source ***out, size_t *n, dsv_errbuf *eb);
+
+/* dsv_source_open_raw_layout (dsview/source.h) through the index cache:
+ * the entry is of file opened with this layout (dtype, shape, offset). */
+int dsv_format_open_raw(const char *file, const dsv_raw_layout *l, dsv_source **out,
+			dsv_errbuf *eb);
+
+/* The index cache (source/index.h) dsv_format_open_parts looks sources
+ * up in and keeps what it opens in, the formats with save and load
+ * hooks; NULL: none (the default). Set it before the opens, from the
+ * thread that then starts them; the index must outlive them. */
+void dsv_format_use_index(dsv_index *ix);
 
 /* What the formats with none of the traits in skip are, for a message
  * ("a .npy, a NIfTI image (.nii), ... or a Zarr array or group"), into

@@ -208,20 +208,9 @@ static int pick_dataset(const dsv_format *f, const char *file, const char **data
 	return err;
 }
 
-int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
-		    dsv_errbuf *eb)
-{
-	char *only;
-	int err = pick_dataset(f, file, &dataset, &only, eb);
-	*out = NULL;
-	if (!err)
-		err = f->open(file, dataset, out, eb);
-	free(only);
-	return err;
-}
-
-int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
-			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
+/* dsv_format_open_parts without the index cache. */
+static int open_parts(const dsv_format *f, const char *file, const char *dataset, dsv_source ***out,
+		      size_t *n, dsv_errbuf *eb)
 {
 	dsv_source **one = NULL;
 	char *only;
@@ -241,6 +230,160 @@ int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dat
 	free(one);
 	free(only);
 	return err;
+}
+
+/* The index cache the opens use (dsv_format_use_index), or NULL. */
+static dsv_index *the_index;
+
+void dsv_format_use_index(dsv_index *ix)
+{
+	the_index = ix;
+}
+
+/* The index cache's key of file's dataset (as asked: NULL for none):
+ * the file, then a NUL and the dataset. @return its length, 0 when out
+ * of memory or too long. */
+static size_t index_key(const char *file, const char *dataset, char **key)
+{
+	size_t fl = strlen(file), dl = dataset ? strlen(dataset) + 1 : 0;
+	if (fl + dl > DSV_INDEX_KEY_MAX || !(*key = malloc(fl + dl + 1)))
+		return 0;
+	memcpy(*key, file, fl + 1);
+	if (dataset)
+		memcpy(*key + fl + 1, dataset, dl);
+	return fl + dl;
+}
+
+/* The key of file's dataset and the stamp of file as it is now, when
+ * the index cache may hold it (a local regular file of a format with a
+ * load hook). @return the key's length, 0: not for the index. */
+static size_t index_entry(const dsv_format *f, const char *file, const char *dataset,
+			  dsv_index_stamp *stamp, char **key)
+{
+	struct stat st;
+	if (!the_index || !f || !f->load || dsv_url_scheme_len(file) || stat(file, &st) ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	dsv_index_stamp_of(&st, stamp);
+	return index_key(file, dataset, key);
+}
+
+/* file's dataset from the index cache, when it holds the file as it is
+ * now: 1 with *out set, else 0 (open it). */
+static int from_index(const dsv_format *f, const char *file, const char *dataset, dsv_source **out)
+{
+	dsv_index_stamp stamp;
+	const void *blob;
+	size_t len, n;
+	char *key = NULL;
+	dsv_errbuf eb;
+	int hit = 0;
+
+	if (!(n = index_entry(f, file, dataset, &stamp, &key)))
+		return 0;
+	if (dsv_index_find(the_index, key, n, &stamp, f->name, &blob, &len))
+		hit = f->load(file, dataset, blob, len, &stamp, out, &eb) == 0;
+	free(key);
+	return hit;
+}
+
+/* Keeps what opening file's dataset (as asked) learnt of s in the index
+ * cache, for the next mount (best effort: a source not kept is opened
+ * again then). */
+static void to_index(const dsv_format *f, const char *file, const char *dataset,
+		     const dsv_source *s)
+{
+	dsv_index_buf b = { 0 };
+	dsv_index_stamp stamp;
+	char *key = NULL;
+	size_t n;
+
+	if (!the_index || !f->save || dsv_source_stamp(s, &stamp) ||
+	    !(n = index_key(file, dataset, &key)))
+		return;
+	if (!f->save(s, &b))
+		(void)dsv_index_add(the_index, key, n, &stamp, f->name, b.p, b.len);
+	free(b.p);
+	free(key);
+}
+
+int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
+		    dsv_errbuf *eb)
+{
+	char *only;
+	const char *asked = dataset;
+	int err;
+
+	if (from_index(f, file, dataset, out))
+		return 0;
+	err = pick_dataset(f, file, &dataset, &only, eb);
+	*out = NULL;
+	if (!err)
+		err = f->open(file, dataset, out, eb);
+	if (!err)
+		to_index(f, file, asked, *out);
+	free(only);
+	return err;
+}
+
+int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dataset,
+			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
+{
+	dsv_source *got;
+	if (from_index(f, file, dataset, &got)) {
+		if (!(*out = malloc(sizeof(**out)))) {
+			dsv_source_close(got);
+			*n = 0;
+			return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
+		}
+		(*out)[0] = got;
+		*n = 1;
+		return 0;
+	}
+	int err = open_parts(f, file, dataset, out, n, eb);
+	if (!err && *n == 1)
+		to_index(f, file, dataset, (*out)[0]);
+	return err;
+}
+
+int dsv_format_open_raw(const char *file, const dsv_raw_layout *l, dsv_source **out, dsv_errbuf *eb)
+{
+	char spec[96 + 24 * DSV_MAX_DIMS];
+	size_t at = (size_t)snprintf(spec, sizeof(spec), "raw %d%s @%llu", (int)l->dtype,
+				     l->int24 ? " int24" : "", (unsigned long long)l->offset);
+	for (int i = 0; i < l->ndim && i < DSV_MAX_DIMS; i++)
+		at += (size_t)snprintf(spec + at, sizeof(spec) - at, " %lld",
+				       (long long)l->shape[i]);
+	if (from_index(&dsv_format_raw, file, spec, out))
+		return 0;
+	int err = dsv_source_open_raw_layout(file, l, out, eb);
+	if (!err)
+		to_index(&dsv_format_raw, file, spec, *out);
+	return err;
+}
+
+void dsv_format_prepare_spec(char *const *files, size_t n, const char *dataset)
+{
+	char **rest = the_index ? malloc((n ? n : 1) * sizeof(*rest)) : NULL;
+	size_t m = 0;
+	if (!rest) {
+		dsv_format_prepare(files, n);
+		return;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const dsv_format *f = by_name(files[k], 0);
+		dsv_index_stamp stamp;
+		char *key = NULL;
+		size_t len;
+		if (!f || !f->prepare)
+			continue; /* nothing to ready */
+		len = index_entry(f, files[k], dataset, &stamp, &key);
+		if (!len || !dsv_index_has(the_index, key, len, &stamp, f->name))
+			rest[m++] = files[k];
+		free(key);
+	}
+	dsv_format_prepare(rest, m);
+	free(rest);
 }
 
 const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)

@@ -84,6 +84,12 @@ int dsv_manifest_set(dsv_manifest *m, const char *dir, const char *name, const c
 		free(m->disk_cache);
 		if (!(m->disk_cache = dsv_mf_resolve(dir, value)))
 			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
+	} else if (!strcmp(name, "index_cache")) {
+		if (!*value)
+			return dsv_errf(eb, DSV_ERR_FORMAT, "index_cache must name a directory");
+		free(m->index_cache);
+		if (!(m->index_cache = dsv_mf_resolve(dir, value)))
+			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	} else if (!strcmp(name, "disk_cache_size")) {
 		if (dsv_parse_size(value, &m->disk_cache_size) || !m->disk_cache_size)
 			return dsv_errf(eb, DSV_ERR_FORMAT,

@@ -357,6 +357,7 @@ void dsv_manifest_free(dsv_manifest *m)
 	free(m->skipped);
 	free(m->skipped_json);
 	free(m->disk_cache);
+	free(m->index_cache);
 	free(m->path);
 	free(m);
 }
@@ -394,8 +395,12 @@ int dsv_manifest_load(const char *path, dsv_manifest **out, dsv_errbuf *eb)
 		dsv_mf_fail(&c, rc, "syntax error (expected [view], key = value, or a ; comment)");
 	if (!c.err && c.nviews == 0)
 		dsv_mf_fail(&c, c.line ? c.line : 1, "no [view] section");
+	dsv_mf_index mi = { 0 };
+	if (!c.err)
+		dsv_mf_index_begin(&mi, c.m, path);
 	for (size_t i = 0; !c.err && i < c.nviews; i++)
 		open_view_sources(&c, &c.views[i]);
+	dsv_mf_index_end(&mi, !c.err);
 
 	if (!c.err) {
 		c.m->views = calloc(c.nviews, sizeof(dsv_view *));

@@ -26,8 +26,8 @@ int dsv_manifest_from_raw(const char *path, const dsv_raw_layout *l, dsv_dtype d
 
 /* The keys of a manifest's [dsview] section, as messages list them. */
 #define DSV_MANIFEST_KEYS                                                                 \
-	"cache_size, threads, gpu, gpu_cache, disk_cache, disk_cache_size, s3_endpoint, " \
-	"s3_region, s3_profile, s3_addressing"
+	"cache_size, threads, gpu, gpu_cache, disk_cache, disk_cache_size, index_cache, " \
+	"s3_endpoint, s3_region, s3_profile, s3_addressing"
 
 /* Sets one key of a manifest's [dsview] section in m, checked as the
  * manifest's own line is: a relative disk_cache taken from dir (NULL: as
@@ -37,6 +37,12 @@ int dsv_manifest_from_raw(const char *path, const dsv_raw_layout *l, dsv_dtype d
  * more, each caller lists DSV_MANIFEST_KEYS its own way). */
 int dsv_manifest_set(dsv_manifest *m, const char *dir, const char *key, const char *value, int from,
 		     dsv_errbuf *eb);
+
+/* The command line's --index-cache and --disk-cache directories (NULL:
+ * not given), where the next dsv_manifest_open keeps its index cache
+ * (the index cache's over the manifest's index_cache over the disk
+ * cache's over the manifest's disk_cache). */
+void dsv_manifest_index_dirs(const char *index_dir, const char *disk_dir);
 
 /* For the mount's log line, "4 string, 2 compound": m->skipped counted by kind, most first, into
  * buf as snprintf. @return buf */

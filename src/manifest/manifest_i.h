@@ -41,6 +41,20 @@ void dsv_mf_parallel(size_t n, int (*fn)(void *ctx, size_t k), void *ctx);
  * the first wildcard), or a listing's error; eb names the pattern. */
 int dsv_s3_glob(const char *pattern, char ***urls, size_t *n, dsv_errbuf *eb);
 
+/* index_use.c: the mount's index cache, while its sources are opened. */
+typedef struct dsv_mf_index {
+	struct dsv_index *ix; /* NULL: none */
+	char *file;
+} dsv_mf_index;
+/* Loads the index cache of the mount of source (a manifest's path, or a
+ * zero-config mount's file or directory), when m (may be NULL) or the
+ * command line names its directory, and has the registry's opens use
+ * it. Never fails: what goes wrong is a log line, and no index. */
+void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *source);
+/* Stops the opens using it, and writes it when ok (every source
+ * opened) and it changed. */
+void dsv_mf_index_end(dsv_mf_index *mi, int ok);
+
 typedef struct pending_view {
 	dsv_view *v;
 	int line;     /* section header line */

@@ -84,7 +84,7 @@ static int open_sources(const char *path, const dsv_spec_opts *so, opened *o, ds
 	else if (f)
 		err = dsv_format_open_parts(f, file, dataset, &o->parts, &o->n, eb);
 	else if (raw)
-		err = dsv_source_open_raw_layout(path, raw, &s, eb);
+		err = dsv_format_open_raw(path, raw, &s, eb);
 	else if (!dsv_url_scheme_len(file) && stat(file, &st) < 0)
 		err = dsv_errf_at(eb, errno == ENOENT ? DSV_ERR_NOTFOUND : DSV_ERR_IO, file, NULL,
 				  "%s%s", strerror(errno), dsv_source_open_hint(errno));
@@ -160,7 +160,7 @@ static int open_files(dsv_view *v, char **files, size_t n, const char *dataset,
 	if (!(b.out = calloc(n ? n : 1, sizeof(*b.out))))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	pthread_mutex_init(&b.lock, NULL);
-	dsv_format_prepare(files, n);
+	dsv_format_prepare_spec(files, n, dataset);
 	dsv_mf_parallel(n, open_one_of, &b);
 	pthread_mutex_destroy(&b.lock);
 	for (size_t k = 0; k < n; k++) {

@@ -342,7 +342,7 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 		err = o->err;
 	}
 	if (!err && !s)
-		err = f->open(path, NULL, &s, eb);
+		err = dsv_format_open(f, path, NULL, &s, eb);
 	if (!err && skip_signals(m, in, s)) {
 		dsv_source_close(s);
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -378,7 +378,8 @@ static int open_ahead(void *arg, size_t k)
 	if (!f || f->traits & DSV_FMT_DATASETS || asprintf(&path, "%s/%s", p->dir, p->names[k]) < 0)
 		return 0;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (o->err = f->open(path, NULL, &o->s, &eb)) && !(o->eb = malloc(sizeof(*o->eb))))
+	    (o->err = dsv_format_open(f, path, NULL, &o->s, &eb)) &&
+	    !(o->eb = malloc(sizeof(*o->eb))))
 		o->err = 0; /* no room for the words: opened again in the walk */
 	else if (o->err)
 		*o->eb = eb;
@@ -634,7 +635,12 @@ int dsv_manifest_from_raw(const char *path, const dsv_raw_layout *l, dsv_dtype d
 int dsv_manifest_open(const char *source, dsv_dtype dtype, unsigned flags, dsv_manifest **out,
 		      dsv_errbuf *eb)
 {
+	dsv_mf_index mi;
+	int err;
 	if (dsv_has_ext(source, ".ini"))
 		return dsv_manifest_load(source, out, eb);
-	return dsv_manifest_from_file(source, dtype, flags, out, eb);
+	dsv_mf_index_begin(&mi, NULL, source);
+	err = dsv_manifest_from_file(source, dtype, flags, out, eb);
+	dsv_mf_index_end(&mi, !err);
+	return err;
 }

@@ -159,7 +159,12 @@ static int engine_opts(dsv_reader *r, const dsv_manifest *o, const dsv_manifest 
 static int open_engine(dsv_reader *r, dsv_engine **out, dsv_errbuf *eb)
 {
 	dsv_manifest *m;
-	int err = dsv_manifest_open(r->source, r->dtype, r->flags, &m, eb);
+	int err;
+
+	/* the index cache of the options, as the command line's */
+	dsv_manifest_index_dirs(r->o.index_cache, r->o.disk_cache);
+	err = dsv_manifest_open(r->source, r->dtype, r->flags, &m, eb);
+	dsv_manifest_index_dirs(NULL, NULL);
 	if (err)
 		return err;
 	if ((err = disk_cache(&r->o, m, eb)) || (err = engine_opts(r, &r->o, m, eb)) ||
@@ -220,6 +225,7 @@ void dsv_reader_close(dsv_reader *r)
 		dsv_engine_free(atomic_load(&r->e));
 	}
 	free(r->o.disk_cache);
+	free(r->o.index_cache);
 	free(r->options);
 	free(r->source);
 	free(r);

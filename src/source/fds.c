@@ -38,7 +38,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static dsv_source *head, *tail; /* most recently read first */
 static size_t nopen, budget;
-static uint64_t reopens, replaced;
+static uint64_t reopens, replaced, firsts;
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -188,6 +188,7 @@ int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb)
 	s->ino = st.st_ino;
 	s->fd_file = 1;
 	pthread_mutex_lock(&lock);
+	firsts++;
 	add_open(s, fd);
 	pthread_mutex_unlock(&lock);
 	return 0;
@@ -301,5 +302,6 @@ void dsv_source_fd_counts(dsv_source_fd_stats *out)
 	out->budget = get_budget();
 	out->reopens = reopens;
 	out->replaced = replaced;
+	out->firsts = firsts;
 	pthread_mutex_unlock(&lock);
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "dsview/source.h"
+#include "source/index.h"
 
 /* What a format is like: dsv_format.traits. */
 enum {
@@ -81,6 +82,18 @@ typedef struct dsv_format {
 	 * their opens soon after (the HDF5 library's probe of many files in
 	 * one child process). NULL: nothing to ready. */
 	void (*prepare)(char *const *files, size_t n);
+	/* Optional, both or neither: the index cache (source/index.h). save
+	 * appends to out what open learnt of s (a source open made) that
+	 * load needs to make it again: DSV_ERR_UNSUPPORTED when s is not
+	 * kept (it is opened again next time), DSV_ERR_NOMEM. load makes the
+	 * source of file's dataset (as open was asked it) from blob[0 ..
+	 * len), for the file as st stamps it, without reading the file now;
+	 * the bytes are untrusted: every value is checked, and a failure
+	 * (a dsv_err with eb set) has the source opened instead. NULL: this
+	 * format's sources are always opened. */
+	int (*save)(const dsv_source *s, dsv_index_buf *out);
+	int (*load)(const char *file, const char *dataset, const void *blob, size_t len,
+		    const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);
 } dsv_format;
 
 #endif

@@ -4,6 +4,8 @@
  * registry (src/formats/registry.c) opens a source by its spec.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,18 @@ dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 	s->info.dataset = s->dataset;
 	s->info.why = "";
 	return s;
+}
+
+void dsv_source_why(dsv_source *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+	va_start(ap, fmt);
+	int n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	free(s->why);
+	s->why = n < 0 ? NULL : text;
+	s->info.why = s->why ? s->why : "";
 }
 
 int dsv_source_dims(dsv_source *s)
@@ -141,6 +155,7 @@ void dsv_source_close(dsv_source *s)
 	free(s->dataset);
 	free(s->attrs_json);
 	free(s->dims_json);
+	free(s->why);
 	free(s);
 }
 

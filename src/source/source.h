@@ -121,6 +121,7 @@ typedef struct dsv_source_fd_stats {
 	uint64_t budget;   /* at most this many (DSVIEW_OPEN_FILES or the limit) */
 	uint64_t reopens;  /* descriptors opened again after the cache closed them */
 	uint64_t replaced; /* reopens refused: the file was replaced or changed */
+	uint64_t firsts;   /* files opened by a source's open (to read its header) */
 } dsv_source_fd_stats;
 void dsv_source_fd_counts(dsv_source_fd_stats *out);
 /* Raises the soft limit of open files to the hard limit and sizes the

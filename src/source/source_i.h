@@ -114,9 +114,9 @@ struct dsv_source {
 	void *fmt;
 	void (*fmt_close)(void *fmt);
 
-	/* storage for info.why when a format composes it at open (e.g.
-	 * "filters shuffle+deflate"); lives as long as the source */
-	char why[96];
+	/* info.why's text when a format composed one at open (e.g. "filters
+	 * shuffle+deflate": dsv_source_why), else NULL */
+	char *why;
 	/* the dataset's attributes as JSON text (info.attrs), and its axis
 	 * names (info.dim_names), where the format has them; else NULL */
 	char *attrs_json, *dims_json;
@@ -151,6 +151,9 @@ struct dsv_source {
 	void (*zarr_close)(void *zarr);
 };
 
+/* Sets info.why to the text fmt makes, held by s (the last close frees
+ * it); out of memory, to "". */
+void dsv_source_why(dsv_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
 dsv_source *dsv_source_alloc(const char *path, const char *dataset);
 /* Gives s the room for gshape, gcount and blosc2_shape (DSV_MAX_DIMS

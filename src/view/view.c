@@ -13,6 +13,11 @@
 #include "common/str.h"
 #include "view/view_i.h"
 
+/* A view of more sources than this has its V.json written compact (no
+ * newlines or indentation): at 10^4 sources the indentation was half of
+ * the text, and the text is held in memory for the mount's life. */
+#define JSON_INDENT_MAX_SOURCES 64
+
 int dsv_view_name_ok(const char *name)
 {
 	_Static_assert(DSV_NAME_MAX == DSV_VIEW_NAME_MAX, "one limit for view names");
@@ -403,7 +408,8 @@ static int build_json(dsv_view *v)
 	json_object_set_new(root, "sources", srcs);
 	json_object_set_new(root, "transform", xf);
 	json_object_set_new(root, "chunk_rows", crows);
-	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	size_t layout = v->nsources > JSON_INDENT_MAX_SOURCES ? JSON_COMPACT : JSON_INDENT(2);
+	char *s = json_dumps(root, layout | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 	json_decref(root);
 	if (!s)
 		return DSV_ERR_NOMEM;

@@ -8,6 +8,7 @@ mount(8) looks for helpers only in /sbin and runs them with its own PATH, so
 the tests that go through mount(8) run in a private mount namespace
 (unshare -m) where a directory of this build's links is bind-mounted over
 /usr/sbin or /usr/local/bin: the machine's own directories are untouched."""
+import glob
 import json
 import os
 import re
@@ -323,10 +324,12 @@ cp {self.mp}/a.dat {out}/a.dat
                               f"mount -t fuse.dsview {self.p('a.npy')} {self.mp} -o "
                               f"defaults,noauto,nofail,_netdev,x-systemd.automount,allow_other,"
                               f"cache_size=64M,log_level=info,log={log},"
-                              f"disk_cache={self.p('dcache')},disk_cache_size=32M")
+                              f"disk_cache={self.p('dcache')},disk_cache_size=32M,"
+                              f"index_cache={self.p('icache')}")
         st = self.check_out(r, log)
         self.assertEqual(st["cache_budget"], 64 << 20)
         self.assertEqual(st["disk_cache_size"], 32 << 20)
+        self.assertEqual(len(glob.glob(os.path.join(self.p("icache"), "index-*.dsvidx"))), 1)
 
     def test_mount_t_through_mount_fuse3(self):
         # no link: mount(8) falls back to fuse3's mount.fuse3, which runs

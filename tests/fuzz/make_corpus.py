@@ -13,6 +13,7 @@ import numpy as np
 import corpus_codecs
 import corpus_net
 import corpus_eeg
+import corpus_index
 import corpus_sources
 import corpus_tokens
 import corpus_zarr
@@ -44,6 +45,7 @@ def main():
     corpus_eeg.edf_seeds()
     corpus_eeg.eeglab_seeds()
     corpus_eeg.bv_seeds()
+    corpus_index.index_seeds()
 
 
 if __name__ == "__main__":

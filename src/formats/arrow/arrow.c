@@ -223,12 +223,10 @@ static int make_source(opened *o)
 		free(runs);
 	if (err)
 		return err;
-	snprintf(s->why, sizeof(s->why), "Arrow IPC %s, %s%s%s%s, %zu batch%s%s",
-		 o->a.file_form ? "file" : "stream", type_name(o->col),
-		 *type_name(o->col) ? "<" : "", dsv_dtype_name(o->col->dtype),
-		 *type_name(o->col) ? ">" : "", n, n == 1 ? "" : "es",
-		 packed ? ", compressed" : "");
-	s->info.why = s->why;
+	dsv_source_why(
+		s, "Arrow IPC %s, %s%s%s%s, %zu batch%s%s", o->a.file_form ? "file" : "stream",
+		type_name(o->col), *type_name(o->col) ? "<" : "", dsv_dtype_name(o->col->dtype),
+		*type_name(o->col) ? ">" : "", n, n == 1 ? "" : "es", packed ? ", compressed" : "");
 	s->info.tokens = (o->col->type == ARROW_LIST || o->col->type == ARROW_LARGE_LIST) &&
 			 dsv_dtype_is_int(o->col->dtype);
 	return 0;

@@ -391,9 +391,8 @@ int dsv_source_open_bv(const char *path, dsv_source **out, dsv_errbuf *eb)
 	s->info.attrs = s->attrs_json;
 	s->info.kind = DSV_SRC_BV;
 	s->info.stored_bytes = st->C * st->T * st->es;
-	snprintf(s->why, sizeof(s->why), "BrainVision %s %s, times each resolution",
-		 st->vectorized ? "vectorized" : "multiplexed", dsv_dtype_name(st->raw));
-	s->info.why = s->why;
+	dsv_source_why(s, "BrainVision %s %s, times each resolution",
+		       st->vectorized ? "vectorized" : "multiplexed", dsv_dtype_name(st->raw));
 	s->fallback = 1;
 	s->lib_read = bv_read;
 	dsv_source_flat_chunks(s, st->vectorized ? DSV_FALLBACK_CHUNK_BYTES : BV_MUX_CHUNK);

@@ -293,9 +293,8 @@ static int edf_layout(dsv_source *s, edf_state *st, dsv_errbuf *eb)
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, s->path, NULL, "too many samples");
 	s->info.kind = DSV_SRC_EDF;
 	s->info.stored_bytes = st->h.records * st->h.record_bytes;
-	snprintf(s->why, sizeof(s->why), "%d-bit samples gathered from %llu records",
-		 st->h.bdf ? 24 : 16, (unsigned long long)st->h.records);
-	s->info.why = s->why;
+	dsv_source_why(s, "%d-bit samples gathered from %llu records", st->h.bdf ? 24 : 16,
+		       (unsigned long long)st->h.records);
 	if (!(s->attrs_json = edf_attrs(st)))
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
 	s->info.attrs = s->attrs_json;

@@ -287,9 +287,8 @@ static int eeg_layout(dsv_source *s, eeg_state *st, dsv_errbuf *eb)
 	if (dsv_source_set_shape(s, 3, shape))
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, NULL, "data", "too many samples");
 	s->info.kind = DSV_SRC_EEGLAB;
-	snprintf(s->why, sizeof(s->why), "EEGLAB, %s, time-major samples gathered",
-		 data.cls == DSV_MX_CHAR ? "data in its .fdt" : "data embedded");
-	s->info.why = s->why;
+	dsv_source_why(s, "EEGLAB, %s, time-major samples gathered",
+		       data.cls == DSV_MX_CHAR ? "data in its .fdt" : "data embedded");
 	if (eeg_attrs(s, &sc, st, data.cls == DSV_MX_CHAR ? fdt : NULL))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	s->fallback = 1;

@@ -40,12 +40,13 @@ static const char *filter_name(H5Z_filter_t id)
 
 static void why_filters(dsv_h5_open *o, const H5Z_filter_t *ids, int nf)
 {
-	char *w = o->s->why;
-	size_t cap = sizeof(o->s->why), len;
+	char w[96];
+	size_t cap = sizeof(w), len;
 	len = (size_t)snprintf(w, cap, "filter%s ", nf > 1 ? "s" : "");
 	for (int i = 0; i < nf && len < cap; i++)
 		len += (size_t)snprintf(w + len, cap - len, "%s%s", i ? "+" : "",
 					filter_name(ids[i]));
+	dsv_source_why(o->s, "%s", w);
 }
 
 int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *cdims,
@@ -372,8 +373,8 @@ static int serve_rows(dsv_h5_open *o, const pipeline *pl, uint64_t *unwritten)
 				 unwritten, &beyond);
 	if (err == DSV_ERR_UNSUPPORTED) {
 		/* the library reads it (serve_by_library), as h5py does */
-		snprintf(s->why, sizeof(s->why), "%llu indexed chunks outside the extent",
-			 (unsigned long long)beyond);
+		dsv_source_why(s, "%llu indexed chunks outside the extent",
+			       (unsigned long long)beyond);
 		dsv_h5_drop_chunk_map(s);
 		s->codec = DSV_CODEC_NONE;
 		s->fletcher32 = 0;
@@ -434,13 +435,12 @@ static int serve_by_library(dsv_h5_open *o, const pipeline *pl)
 					   (int)id, filter_name(id));
 	}
 	if (o->conv)
-		snprintf(s->why, sizeof(s->why), "%s", o->conv_why);
+		dsv_source_why(s, "%s", o->conv_why);
 	else if (pl->fast)
 		; /* serve_rows or dsv_h5_open_grid said why in why */
 	else if (!pl->whole_rows)
-		snprintf(s->why, sizeof(s->why),
-			 "chunks split rows; filters the library "
-			 "decodes");
+		dsv_source_why(s, "chunks split rows; filters the library "
+				  "decodes");
 	else
 		why_filters(o, pl->ids, pl->nf);
 	o->cc = dsv_h5_chunk_check_new(

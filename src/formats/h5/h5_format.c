@@ -63,4 +63,6 @@ const dsv_format dsv_format_h5 = {
 	.open_parts = dsv_h5_open_parts,
 	.list = h5_list,
 	.prepare = h5_prepare,
+	.save = dsv_h5_index_save,
+	.load = dsv_h5_index_load,
 };

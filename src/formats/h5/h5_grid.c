@@ -195,8 +195,6 @@ void dsv_h5_drop_chunk_map(dsv_source *s)
 int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 {
 	dsv_source *s = o->s;
-	char *why = s->why;
-	size_t why_cap = sizeof(s->why);
 	int nd = s->info.ndim, err;
 	uint64_t esize = dsv_dtype_size(s->info.dtype), raw = esize, band, n = 1, unwritten = 0;
 	dsv_h5_bad_chunk bad = { 0 };
@@ -212,8 +210,8 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	}
 	if (dsv_mul_u64(cdims[0], s->info.row_elems, &band) || dsv_mul_u64(band, esize, &band) ||
 	    band > DSV_GRID_BAND_MAX || raw > UINT32_MAX) {
-		snprintf(why, why_cap, "chunks split rows; a band of %llu rows is too large",
-			 (unsigned long long)cdims[0]);
+		dsv_source_why(s, "chunks split rows; a band of %llu rows is too large",
+			       (unsigned long long)cdims[0]);
 		return DSV_ERR_UNSUPPORTED;
 	}
 	if (n > GRID_MAX_CHUNKS)
@@ -224,23 +222,22 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, s->gcount, n, raw, codec, fl32,
 				   fill_value(s, o->dcpl, o->ftype) == 0, &unwritten, &bad, o->eb);
 	if (err == DSV_ERR_NOTFOUND) {
-		snprintf(why, why_cap,
-			 "chunks split rows; some never written, and HDF5 fills them "
-			 "with no value");
+		dsv_source_why(s, "chunks split rows; some never written, and HDF5 fills them "
+				  "with no value");
 		err = DSV_ERR_UNSUPPORTED;
 	} else if (err == DSV_ERR_CORRUPT) {
 		/* The library may still read the rest, and verify then names the
 		 * chunk: as the row-chunked path does with such files, leave it
 		 * to the fallback rather than refuse the whole dataset. */
-		snprintf(why, why_cap,
-			 "chunks split rows; chunk %llu cannot be read directly "
-			 "(%llu bytes stored, %llu raw)",
-			 (unsigned long long)bad.index, (unsigned long long)bad.size,
-			 (unsigned long long)raw);
+		dsv_source_why(s,
+			       "chunks split rows; chunk %llu cannot be read directly "
+			       "(%llu bytes stored, %llu raw)",
+			       (unsigned long long)bad.index, (unsigned long long)bad.size,
+			       (unsigned long long)raw);
 		err = DSV_ERR_UNSUPPORTED;
 	} else if (err == DSV_ERR_UNSUPPORTED) {
-		snprintf(why, why_cap, "chunks split rows; %llu indexed chunks outside the extent",
-			 (unsigned long long)bad.beyond);
+		dsv_source_why(s, "chunks split rows; %llu indexed chunks outside the extent",
+			       (unsigned long long)bad.beyond);
 	}
 	if (err) {
 		dsv_h5_drop_chunk_map(s);
@@ -255,7 +252,7 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	if (unwritten)
 		snprintf(tail, sizeof(tail), "; %llu of %llu chunks never written (fill value)",
 			 (unsigned long long)unwritten, (unsigned long long)n);
-	snprintf(why, why_cap, "chunks split rows: bands of %llu row%s%s",
-		 (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s", tail);
+	dsv_source_why(s, "chunks split rows: bands of %llu row%s%s",
+		       (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s", tail);
 	return 0;
 }

@@ -229,7 +229,7 @@ static int map_contiguous(dsv_h5_open *o, int *fallback, const char *path, const
 	if (o->conv || off == HADDR_UNDEF) {
 		/* Never written: the library supplies fill values. */
 		*fallback = 1;
-		snprintf(s->why, sizeof(s->why), "%s", o->conv ? o->conv_why : "never written");
+		dsv_source_why(s, "%s", o->conv ? o->conv_why : "never written");
 		return 0;
 	}
 	if (dsv_add_u64(off, nbytes, &end) || end > s->file_size)
@@ -252,7 +252,7 @@ static int map_layout(dsv_h5_open *o, H5D_layout_t layout, int *fallback, hsize_
 	case H5D_CHUNKED: return dsv_h5_open_chunked(o, fallback, band_rows, unwritten);
 	case H5D_COMPACT:
 		*fallback = 1;
-		snprintf(o->s->why, sizeof(o->s->why), "compact layout");
+		dsv_source_why(o->s, "compact layout");
 		return 0;
 	default: return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, dname, "unknown layout");
 	}
@@ -274,11 +274,9 @@ static int settle_kind(dsv_h5_open *o, int fallback, hsize_t band_rows, uint64_t
 		s->info.stored_bytes = H5Dget_storage_size(o->dset);
 		fallback_chunks(s, band_rows);
 	} else if (unwritten) {
-		snprintf(s->why, sizeof(s->why),
-			 "%llu of %llu chunks never written (fill values via HDF5)",
-			 (unsigned long long)unwritten, (unsigned long long)s->info.nchunks);
+		dsv_source_why(s, "%llu of %llu chunks never written (fill values via HDF5)",
+			       (unsigned long long)unwritten, (unsigned long long)s->info.nchunks);
 	}
-	s->info.why = s->why;
 	if (!fallback && !unwritten)
 		return 0;
 	err = dsv_h5_keep(s, &o->file, &o->dset, &o->cc);

@@ -12,6 +12,7 @@
 
 #include "formats/h5/h5.h"
 #include "formats/h5/h5_vds.h"
+#include "source/index.h"
 #include "source/source_i.h"
 
 /* One dataset being opened (h5_source.c; h5_chunks.c and h5_grid.c for a chunked
@@ -52,6 +53,12 @@ int dsv_h5_read_vds(dsv_h5_open *o, const char *path, const char *dname, dsv_h5_
 		    dsv_errbuf *eb);
 void dsv_h5_vds_free(dsv_h5_vds *v);
 
+/* h5_index.c: the table's index cache hooks (source/format.h's save and
+ * load): a contiguous dataset read with pread alone is kept, no other. */
+int dsv_h5_index_save(const dsv_source *s, dsv_index_buf *out);
+int dsv_h5_index_load(const char *file, const char *dataset, const void *blob, size_t len,
+		      const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);
+
 /* The fork probe's work for every HDF5 file dsview reads (src/formats/h5/probe.c):
  * lists the file's datasets, opens and describes each as a mount or `info`
  * would. Runs in the probe's child process, without the lock. */
@@ -74,7 +81,7 @@ int dsv_h5_classify_type(hid_t t, dsv_dtype *dt, int *conv, char *conv_why, size
 
 /* A chunked dataset (h5_chunks.c): the fast path (a chunk map of whole
  * rows), the N-d grid (chunks that split rows), or the library (sets
- * *fallback, with o->cc and the reason in s->why), or refused; sets
+ * *fallback, with o->cc and the reason in info.why), or refused; sets
  * *band_rows (the file's chunk rows) and *unwritten (row chunks never
  * written: the library serves them). @return 0 or a dsv_err, eb set. */
 int dsv_h5_open_chunked(dsv_h5_open *o, int *fallback, hsize_t *band_rows, uint64_t *unwritten);
@@ -114,7 +121,7 @@ void dsv_h5_drop_chunk_map(dsv_source *s);
 /* Opens a chunked dataset whose chunks split rows (chunks of cdims)
  * through the N-d grid (h5_grid.c), with s->codec and the filter bits
  * already set. @return 0; DSV_ERR_UNSUPPORTED with the reason in
- * s->why when it must stay on the library path (nothing kept); or
+ * info.why when it must stay on the library path (nothing kept); or
  * another error with eb set. */
 int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32);
 

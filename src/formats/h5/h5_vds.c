@@ -173,8 +173,7 @@ static int fill_source(const char *path, const char *dname, const dsv_h5_vds *v,
 	memcpy(s->g_fill, v->fill, sizeof(s->g_fill));
 	s->grid_chunk = fill_chunk;
 	dsv_grid_set_bands(s);
-	snprintf(s->why, sizeof(s->why), "%s", why);
-	s->info.why = s->why;
+	dsv_source_why(s, "%s", why);
 	if (stat(path, &st) == 0)
 		s->info.mtime = st.st_mtim;
 	*out = s;

@@ -258,10 +258,24 @@ static int npy_open(const char *file, const char *dataset, dsv_source **out, dsv
 	return dsv_source_open_npy(file, out, eb);
 }
 
+static int npy_save(const dsv_source *s, dsv_index_buf *out)
+{
+	return dsv_index_save_flat(s, out);
+}
+
+static int npy_load(const char *file, const char *dataset, const void *blob, size_t len,
+		    const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb)
+{
+	(void)dataset;
+	return dsv_index_load_flat(file, NULL, blob, len, st, DSV_SRC_NPY, out, eb);
+}
+
 const dsv_format dsv_format_npy = {
 	.name = "npy",
 	.noun = "a .npy",
 	.by_name = npy_by_name,
 	.by_magic = npy_by_magic,
 	.open = npy_open,
+	.save = npy_save,
+	.load = npy_load,
 };

@@ -127,8 +127,7 @@ static int raw24_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, 
 static void raw24_layout(dsv_source *s)
 {
 	s->info.stored_bytes = 3 * s->info.nelems;
-	snprintf(s->why, sizeof(s->why), "int24 samples sign-extended to int32");
-	s->info.why = s->why;
+	dsv_source_why(s, "int24 samples sign-extended to int32");
 	s->fmt = s; /* dsv_source_read_fallback asks for a format's state */
 	s->fallback = 1;
 	s->lib_read = raw24_read;
@@ -200,9 +199,25 @@ static int raw_open(const char *file, const char *dataset, dsv_source **out, dsv
 			   "raw source needs source_dtype and source_shape");
 }
 
+static int raw_save(const dsv_source *s, dsv_index_buf *out)
+{
+	return dsv_index_save_flat(s, out);
+}
+
+/* dataset: the dtype and shape the source was opened with, which the
+ * entry's key holds (dsv_format_open_raw) */
+static int raw_load(const char *file, const char *dataset, const void *blob, size_t len,
+		    const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb)
+{
+	(void)dataset;
+	return dsv_index_load_flat(file, NULL, blob, len, st, DSV_SRC_RAW, out, eb);
+}
+
 const dsv_format dsv_format_raw = {
 	.name = "raw",
 	.noun = "a raw file with source_dtype and source_shape",
 	.traits = DSV_FMT_RAW,
 	.open = raw_open,
+	.save = raw_save,
+	.load = raw_load,
 };

@@ -194,9 +194,8 @@ static int docs_layout(dsv_source *s, const dsv_meg *g, docs *d, dsv_errbuf *eb)
 				   (unsigned long long)d->n, (unsigned long long)d->len);
 	s->info.kind = DSV_SRC_DOCUMENTS;
 	s->info.stored_bytes = g->total * dsv_dtype_size(g->dtype);
-	snprintf(s->why, sizeof(s->why), "Megatron, %llu documents cut or padded to %llu tokens",
-		 (unsigned long long)d->n, (unsigned long long)d->len);
-	s->info.why = s->why;
+	dsv_source_why(s, "Megatron, %llu documents cut or padded to %llu tokens",
+		       (unsigned long long)d->n, (unsigned long long)d->len);
 	s->info.tokens = 1;
 	s->fallback = 1;
 	s->lib_read = docs_read;

@@ -22,8 +22,7 @@ int dsv_tokens_read_head(const char *file, void *buf, size_t n, const char *what
 void dsv_tokens_mark(dsv_source *s, const char *why)
 {
 	s->info.tokens = 1;
-	snprintf(s->why, sizeof(s->why), "%s", why);
-	s->info.why = s->why;
+	dsv_source_why(s, "%s", why);
 }
 
 int dsv_tokens_open_run(const char *path, dsv_dtype dtype, uint64_t off, uint64_t count,

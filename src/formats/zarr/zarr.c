@@ -458,13 +458,12 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	const dsv_zarr_meta *m = &z->m;
 	s->info.kind = DSV_SRC_ZARR;
 	s->info.dtype = m->dtype;
-	snprintf(s->why, sizeof(s->why), "zarr v%d, %s%s", m->version,
-		 m->sharded ? "sharded, " : "", m->compressor);
+	dsv_source_why(s, "zarr v%d, %s%s", m->version, m->sharded ? "sharded, " : "",
+		       m->compressor);
 	if (m->sharded && !(z->shards = dsv_zarr_index_cache_create(m))) {
 		dsv_source_close(s);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
-	s->info.why = s->why;
 	if (dsv_source_set_shape(s, m->ndim, m->shape)) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, dir, NULL, "the array is too large");

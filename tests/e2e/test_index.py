@@ -1,0 +1,307 @@
+"""The index cache: a mount keeps what it learnt of its sources (shapes,
+dtypes, offsets) in a checked file in --index-cache DIR (or the
+manifest's index_cache, or beside the disk cache), and the next mount of
+the same collection reads no header of an unchanged source, nor opens
+its file until a read needs it. A source whose file changed (size,
+modification time, inode) is read again alone; an index file that is
+damaged, cut short or of another version is ignored with one warning and
+made again; a directory it cannot be written to is a warning, never a
+failed mount. Rows are checked against numpy."""
+import errno
+import glob
+import json
+import os
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+from common import E2E, PYTHON_DIR, mm_npy
+
+sys.path.insert(0, PYTHON_DIR)
+import dsview  # noqa: E402
+
+NOFILE = 1024
+LIMITED = ("prlimit", f"--nofile={NOFILE}:{NOFILE}", "--")
+
+
+def write_npys(d, n, seed=0):
+    """n small float32 .npy files of 1 to 4 rows of 8; their arrays."""
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for i in range(n):
+        a = (rng.standard_normal((1 + i % 4, 8)) * 100).astype(np.float32)
+        np.save(os.path.join(d, f"rec{i:05d}.npy"), a)
+        arrays.append(a)
+    return arrays
+
+
+def write_raws(d, n, seed=1):
+    """n raw int16 files of 2 to 5 rows of 6 (source_shape -1, 6)."""
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for i in range(n):
+        a = rng.integers(-3000, 3000, (2 + i % 4, 6)).astype("<i2")
+        a.tofile(os.path.join(d, f"r{i:03d}.bin"))
+        arrays.append(a)
+    return arrays
+
+
+def meta(m, name):
+    with open(m.path(name + ".json")) as f:
+        return json.load(f)
+
+
+def index_lines(text):
+    return [l for l in text.splitlines() if "index cache" in l]
+
+
+class IndexCache(E2E):
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(dir=type(self).tmp)  # a directory of each test's own
+        self.idx = self.p("idx")
+
+    def collection(self, n=60, raws=0):
+        """A manifest of a view v of n .npy files (and r of raws raw ones,
+        when asked); its path, and the views' numpy references."""
+        self.npys = write_npys(self.p("npy"), n)
+        ini = f"[v]\nsource = {self.p('npy')}/rec*.npy\n"
+        refs = {"v": np.concatenate(self.npys)}
+        if raws:
+            self.raws = write_raws(self.p("raw"), raws)
+            ini += (f"[r]\nsource = {self.p('raw')}/r*.bin\nsource_dtype = int16\n"
+                    f"source_shape = -1, 6\n")
+            refs["r"] = np.concatenate(self.raws).astype(np.float32)
+        return self.write_ini(ini), refs
+
+    def check_views(self, m, refs):
+        for name, ref in refs.items():
+            got = mm_npy(m.path(name + ".npy"))
+            # float32 of float32 and of int16: exact
+            np.testing.assert_array_equal(got, ref.astype(np.float32), err_msg=name)
+
+    def index_files(self, d=None):
+        return sorted(glob.glob(os.path.join(d or self.idx, "index-*.dsvidx")))
+
+    def test_second_mount_reads_no_header_under_the_usual_limit(self):
+        n, raws = 2000, 30
+        ini, refs = self.collection(n, raws)
+        with self.mount(ini, "--index-cache", self.idx, wrap=LIMITED) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], n + raws)
+            self.assertEqual(st["index_hits"], 0)
+            self.check_views(m, refs)
+            opened = {v: meta(m, v) for v in refs}
+        self.assertEqual(len(self.index_files()), 1)
+        with self.mount(ini, "--index-cache", self.idx, wrap=LIMITED) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n + raws)
+            self.assertEqual(st["index_stale"], 0)
+            self.assertEqual(st["source_fds"], 0)  # no file opened before a read
+            self.assertEqual({v: meta(m, v) for v in refs}, opened)
+            self.check_views(m, refs)
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertLessEqual(st["source_fds"], st["source_fd_budget"])
+            self.assertLess(len(os.listdir(f"/proc/{m.pid}/fd")), NOFILE)
+            self.assertEqual(st["source_replaced"], 0)
+        self.assertEqual(len(self.index_files()), 1)
+
+    def test_changed_sources_read_again_alone(self):
+        n = 40
+        ini, refs = self.collection(n)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            self.assertEqual(m.stats()["source_header_opens"], n)
+        d = self.p("npy")
+        # 3: touched (its mtime alone); 7: rewritten with another shape
+        # (size); 9: replaced by another file of the same bytes (inode)
+        st3 = os.stat(os.path.join(d, "rec00003.npy"))
+        os.utime(os.path.join(d, "rec00003.npy"), ns=(st3.st_atime_ns, st3.st_mtime_ns + 1000))
+        self.npys[7] = np.arange(48, dtype=np.float32).reshape(6, 8) - 7.25
+        np.save(os.path.join(d, "rec00007.npy"), self.npys[7])
+        tmp = self.p("copy.npy")
+        np.save(tmp, self.npys[9])
+        st9 = os.stat(os.path.join(d, "rec00009.npy"))
+        os.utime(tmp, ns=(st9.st_atime_ns, st9.st_mtime_ns))
+        os.replace(tmp, os.path.join(d, "rec00009.npy"))
+        refs["v"] = np.concatenate(self.npys)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 3)
+            self.assertEqual(st["index_stale"], 3)
+            self.assertEqual(st["index_hits"], n - 3)
+            self.check_views(m, refs)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()  # the file was made again with the new entries
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n)
+            self.check_views(m, refs)
+
+    def test_damaged_index_ignored_and_made_again(self):
+        n = 50
+        ini, refs = self.collection(n)
+        with self.mount(ini, "--index-cache", self.idx):
+            pass
+        [f] = self.index_files()
+        with open(f, "rb") as fh:
+            good = fh.read()
+        flipped = bytearray(good)
+        flipped[len(good) // 2] ^= 0x10
+        version = bytearray(good)
+        version[8] = 99
+        cases = {"flipped": (bytes(flipped), "checksum"), "cut": (good[:len(good) // 2], "checksum"),
+                 "version": (bytes(version), "version"), "empty": (b"", "no magic")}
+        for what, (data, why) in cases.items():
+            with self.subTest(what):
+                with open(f, "wb") as fh:
+                    fh.write(data)
+                with self.mount(ini, "--index-cache", self.idx) as m:
+                    lines = index_lines(m.stderr)
+                    self.assertEqual(len(lines), 1, m.stderr)
+                    self.assertIn(f, lines[0])
+                    self.assertIn(why, lines[0])
+                    self.assertIn("warning", lines[0])
+                    st = m.stats()
+                    self.assertEqual(st["source_header_opens"], n)
+                    self.assertEqual(st["index_hits"], 0)
+                    self.assertEqual(st["index_rejected"], 1)
+                    self.check_views(m, refs)
+                with self.mount(ini, "--index-cache", self.idx) as m:
+                    self.assertEqual(index_lines(m.stderr), [])
+                    self.assertEqual(m.stats()["source_header_opens"], 0)
+                    self.check_views(m, refs)
+
+    def test_unwritable_directory_is_a_warning(self):
+        n = 20
+        ini, refs = self.collection(n)
+        with open(self.p("plain"), "w") as fh:
+            fh.write("a file, not a directory\n")
+        bad = os.path.join(self.p("plain"), "idx")
+        for _ in range(2):  # the first mount left nothing behind to read
+            with self.mount(ini, "--index-cache", bad) as m:
+                lines = index_lines(m.stderr)
+                self.assertEqual(len(lines), 1, m.stderr)
+                self.assertIn(bad, lines[0])
+                self.assertIn("warning", lines[0])
+                self.assertEqual(m.stats()["source_header_opens"], n)
+                self.check_views(m, refs)
+
+    def test_manifest_key_and_disk_cache_directory(self):
+        n = 30
+        _, refs = self.collection(n)
+        ini = self.write_ini(f"[dsview]\nindex_cache = kept\n[v]\nsource = npy/rec*.npy\n",
+                             name="keyed.ini")
+        for _ in range(2):
+            with self.mount(ini) as m:
+                first = m.stats()
+                self.check_views(m, refs)
+        self.assertEqual(first["source_header_opens"], 0)
+        self.assertEqual(len(self.index_files(self.p("kept"))), 1)
+        # the disk cache's directory when no index cache is named
+        plain, _ = self.collection(n)
+        dc = self.p("dcache")
+        for _ in range(2):
+            with self.mount(plain, "--disk-cache", dc) as m:
+                st = m.stats()
+                self.check_views(m, refs)
+        self.assertEqual(st["source_header_opens"], 0)
+        self.assertEqual(len(self.index_files(dc)), 1)
+
+    def test_directory_mount(self):
+        arrays = write_npys(self.p("dir"), 25, seed=5)
+        for k in range(2):
+            with self.mount(self.p("dir"), "--index-cache", self.idx) as m:
+                self.assertEqual(m.stats()["source_header_opens"], 0 if k else 25)
+                for i in (0, 7, 24):
+                    np.testing.assert_array_equal(mm_npy(m.path(f"rec{i:05d}.npy")), arrays[i])
+
+    def test_hdf5_contiguous_kept_chunked_opened(self):
+        d = self.p("h5")
+        os.makedirs(d)
+        rng = np.random.default_rng(7)
+        arrays = []
+        for i in range(30):
+            a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
+            with h5py.File(os.path.join(d, f"s{i:02d}.h5"), "w") as f:
+                x = f.create_dataset("x", data=a)
+                x.attrs["subject"] = f"sub-{i:02d}"
+                x.attrs["rate"] = 250.0
+            arrays.append(a)
+        with h5py.File(os.path.join(d, "s30.h5"), "w") as f:  # chunked, deflated: not kept
+            a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
+            f.create_dataset("x", data=a, chunks=(1, 8), compression="gzip")
+            arrays.append(a)
+        ini = self.write_ini(f"[h]\nsource = {d}/s*.h5:/x\n")
+        with h5py.File(os.path.join(d, "s04.h5")) as f:
+            ref = np.concatenate(arrays)
+            np.testing.assert_array_equal(f["x"][:], arrays[4])
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 31)
+            opened = meta(m, "h")
+            np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 1)  # the chunked file alone
+            self.assertEqual(st["index_hits"], 30)
+            self.assertEqual(meta(m, "h"), opened)  # attributes and all
+            np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)
+
+    def test_reader_option(self):
+        n = 30
+        ini, refs = self.collection(n)
+        counts = []  # the process's counters: what each open added
+        for k in range(2):
+            r = dsview.Reader(ini, index_cache=self.idx)
+            try:
+                v = r.view("v")
+                st = r.stats()
+                counts.append((st["source_header_opens"], st["index_hits"]))
+                np.testing.assert_array_equal(np.asarray(v), refs["v"])
+            finally:
+                r.close()
+        self.assertGreaterEqual(counts[0][0], n)
+        self.assertEqual(counts[1][0] - counts[0][0], 0)  # the second read no header
+        self.assertEqual(counts[1][1] - counts[0][1], n)
+        self.assertEqual(len(self.index_files()), 1)
+
+    def test_source_changed_after_a_mount_from_the_index_fails_alone(self):
+        n = 12
+        d = self.p("pages")
+        os.makedirs(d)
+        # a row a page: the kernel reads whole pages, so no page holds two sources
+        arrays = [np.full((1 + i % 3, 1024), i + 0.5, np.float32) for i in range(n)]
+        for i, a in enumerate(arrays):
+            np.save(os.path.join(d, f"p{i:02d}.npy"), a)
+        starts = np.cumsum([0] + [len(a) for a in arrays])
+        ini = self.write_ini(f"[v]\nsource = {d}/p*.npy\n")
+        with self.mount(ini, "--index-cache", self.idx):
+            pass
+        with self.mount(ini, "--index-cache", self.idx,
+                        expect_errors=[r"p05\.npy: cannot open it again to read: changed",
+                                       r"view v: source \S+/p05\.npy chunk 0"]) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 0)
+            self.assertEqual(m.stats()["source_fds"], 0)
+            # rewritten in place, same size, before its file was ever opened
+            time.sleep(0.01)
+            with open(os.path.join(d, "p05.npy"), "r+b") as f:
+                f.seek(-4, os.SEEK_END)
+                f.write(b"\0\0\0\0")
+            row = 1024 * 4
+            fd = os.open(m.path("v.dat"), os.O_RDONLY)
+            try:
+                with self.assertRaises(OSError) as e:
+                    os.pread(fd, row, int(starts[5]) * row)
+                self.assertEqual(e.exception.errno, errno.EIO)
+                for i in range(n):
+                    if i != 5:
+                        got = os.pread(fd, len(arrays[i]) * row, int(starts[i]) * row)
+                        self.assertEqual(got, arrays[i].tobytes(), f"source {i}")
+            finally:
+                os.close(fd)
+            self.assertGreaterEqual(m.stats()["source_replaced"], 1)

@@ -1,0 +1,71 @@
+/* The index cache's file (source/index.c) and a flat source's saved
+ * state (index_flat.c), both untrusted bytes read back at a mount. The
+ * first byte chooses: even, the rest is an index file, parsed; one that
+ * parses is looked up, written out again and must parse again. Odd, the
+ * rest is a .npy's saved state, made into a source of a real file and
+ * read. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fuzz.h"
+#include "source/index.h"
+
+#define WHAT "/fuzz/m.ini"
+
+static void index_file(const uint8_t *data, size_t size)
+{
+	dsv_index *ix = dsv_index_new(WHAT), *again;
+	unsigned char *copy = malloc(size ? size : 1), *out;
+	const dsv_index_stamp st = { 152, 1700000000000000000ull, 7, 2049 };
+	const void *blob;
+	size_t len, olen;
+	const char *why;
+
+	if (!ix || !copy) {
+		free(copy);
+		dsv_index_free(ix);
+		return;
+	}
+	memcpy(copy, data, size);
+	if (dsv_index_parse(ix, copy, size, &why) == 0) {
+		(void)dsv_index_find(ix, "/fuzz/a.npy", 11, &st, "npy", &blob, &len);
+		(void)dsv_index_add(ix, "/fuzz/new.npy", 13, &st, "npy", "x", 1);
+		if (dsv_index_serialize(ix, &out, &olen) == 0) {
+			if ((again = dsv_index_new(WHAT)) &&
+			    dsv_index_parse(again, out, olen, &why))
+				abort(); /* what was written must read back */
+			dsv_index_free(again);
+		}
+	}
+	dsv_index_free(ix);
+}
+
+static void flat_state(const uint8_t *data, size_t size)
+{
+	static const int16_t elems[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+	const char *path = fuzz_write_npy("f.npy", "<i2", 3, 4, elems, sizeof(elems));
+	struct stat fs;
+	dsv_index_stamp st;
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (stat(path, &fs))
+		return;
+	dsv_index_stamp_of(&fs, &st);
+	if (dsv_index_load_flat(path, NULL, data, size, &st, DSV_SRC_NPY, &s, &eb) == 0) {
+		fuzz_read_chunks(s);
+		dsv_source_close(s);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	if (data[0] & 1)
+		flat_state(data + 1, size - 1);
+	else
+		index_file(data + 1, size - 1);
+	return 0;
+}
