@@ -44,20 +44,20 @@ typedef struct eeg_state {
 	uint64_t C, T, K; /* nbchan, pnts, trials */
 	size_t es;
 	uint64_t data_off;
-	int fd; /* the .fdt's; -1: the data is in the .set */
+	dsv_source *fdt; /* the .fdt, its descriptor the cache's (fds.c); NULL: in the .set */
 } eeg_state;
 
 static void eeg_state_free(void *p)
 {
 	eeg_state *st = p;
-	if (st && st->fd >= 0)
-		close(st->fd);
+	if (st)
+		dsv_source_close(st->fdt);
 	free(st);
 }
 
 static int read_at(const dsv_source *s, const eeg_state *st, void *buf, size_t n, uint64_t off)
 {
-	return st->fd >= 0 ? dsv_pread_fd(st->fd, buf, n, off) : dsv_source_pread(s, buf, n, off);
+	return dsv_source_pread(st->fdt ? st->fdt : s, buf, n, off);
 }
 
 /* Elements [w, w + m) of trial k's (C, T) into out, from its time rows. */
@@ -107,6 +107,44 @@ static int eeg_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, si
 		out += m * st->es;
 		e += m;
 		n -= m;
+	}
+	return 0;
+}
+
+/* The source's gather: runs that are channels' samples [t0, t0 + len) of
+ * one trial (a window's, or a tile of windows') copied from one read of
+ * those time rows; runs that are not such are read run by run. */
+static int eeg_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+		      uint64_t len, void *dst)
+{
+	const eeg_state *st = s->fmt;
+	uint64_t C = st->C, T = st->T, es = st->es, rb = C * es, ct = C * T;
+	uint64_t k = start / ct, c0 = start % ct / T, t0 = start % T;
+	uint8_t *out = dst;
+	if (t0 + len > T || stride % T || (start % ct) + (nruns - 1) * stride >= ct) {
+		for (uint64_t p = 0; p < nruns; p++) {
+			dsv_chunk_ref ref = { .elem_start = start + p * stride, .nelems = len };
+			int err = eeg_read(s, &ref, out + p * len * es, (size_t)(len * es));
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	uint64_t step = stride / T, batch = EEG_BATCH_BYTES / rb ? EEG_BATCH_BYTES / rb : 1;
+	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)((len < batch ? len : batch) * rb));
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	for (uint64_t t = t0; t < t0 + len; t += batch) {
+		uint64_t nb = t0 + len - t < batch ? t0 + len - t : batch;
+		int err = read_at(s, st, buf, (size_t)(nb * rb), st->data_off + (k * T + t) * rb);
+		if (err)
+			return err;
+		for (uint64_t p = 0; p < nruns; p++) {
+			const uint8_t *in = buf + (c0 + p * step) * es;
+			uint8_t *o = out + (p * len + t - t0) * es;
+			for (uint64_t i = 0; i < nb; i++, o += es, in += rb)
+				memcpy(o, in, es);
+		}
 	}
 	return 0;
 }
@@ -202,27 +240,24 @@ static int eeg_attrs(dsv_source *s, const eeg_scope *sc, const eeg_state *st, co
 }
 
 /* The .fdt named by data (a char array), beside the .set: opened into
- * st->fd, its size checked. */
+ * st->fdt, its size checked. */
 static int open_fdt(dsv_source *s, const eeg_scope *sc, const dsv_mat_var *data, eeg_state *st,
 		    char *name, size_t cap, dsv_errbuf *eb)
 {
-	const char *slash = strrchr(s->path, '/');
-	char path[4096];
+	dsv_errbuf sub;
 	int err = dsv_mat_string(sc->m, data, name, cap, eb);
 	if (err)
 		return err;
 	if (strchr(name, '/'))
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "data",
 				   "names '%s', not a file beside it", name);
-	snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - s->path + 1) : 0, s->path,
-		 name);
-	if ((st->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return dsv_errf_at(eb, DSV_ERR_NOTFOUND, NULL, "data",
-				   "names '%s', which cannot be opened", name);
-	off_t size = lseek(st->fd, 0, SEEK_END);
+	if ((err = dsv_source_open_beside(s, name, &st->fdt, &sub)))
+		return dsv_errf_at(eb, err == DSV_ERR_NOMEM ? err : DSV_ERR_NOTFOUND, NULL, "data",
+				   "names '%s', which cannot be opened: %s", name, sub.reason);
+	uint64_t size = st->fdt->file_size;
 	st->es = 4;
 	uint64_t want = st->C * st->T * st->K * 4;
-	if (size < 0 || (uint64_t)size != want)
+	if (size != want)
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, NULL, "data",
 				   "'%s' is %lld bytes, not nbchan * pnts * trials * 4 = %llu",
 				   name, (long long)size, (unsigned long long)want);
@@ -294,6 +329,7 @@ static int eeg_layout(dsv_source *s, eeg_state *st, dsv_errbuf *eb)
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	s->fallback = 1;
 	s->lib_read = eeg_read;
+	s->gather = eeg_gather;
 	dsv_source_flat_chunks(s, DSV_EEGLAB_CHUNK);
 	return 0;
 }
@@ -319,7 +355,6 @@ int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	}
-	st->fd = -1;
 	s->fmt = st;
 	s->fmt_close = eeg_state_free;
 	if ((err = dsv_source_open_file(s, eb)))
