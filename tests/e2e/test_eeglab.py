@@ -11,11 +11,12 @@ import os
 import shutil
 import struct
 
+import mne
 import numpy as np
 import scipy.io
 
-from common import E2E, check_preads, check_whole, read_all, run
-from refs import round_out, windows_ref
+from common import E2E, check_preads, check_whole, mm_npy, read_all, run
+from refs import F32_HALF_ULP, round_out, windows_ref
 
 RNG = np.random.default_rng(41)
 
@@ -130,6 +131,33 @@ class EeglabTest(E2E):
         self.refused(p, want=["withfdt.set:data", "not nbchan * pnts * trials * 4"])
         os.unlink(os.path.join(self.d, "withfdt.fdt"))
         self.refused(p, want=["withfdt.set:data", "cannot be opened"])
+
+    def test_mne_reads_the_same(self):
+        """MNE's read_raw_eeglab (preload=False, get_data()) as a second
+        reference, data embedded and in a .fdt: MNE gives volts (EEGLAB's
+        microvolts times 1e-6), dsview the stored float32 values: equal to
+        within float32's rounding of MNE's."""
+        a = (RNG.standard_normal((9, 1234)) * 30).astype(np.float32)
+        b = (RNG.standard_normal((6, 777)) * 30).astype(np.float32)
+        self.save("emb.set", fields(a, labels=[f"Ch{i}" for i in range(9)]))
+        self.save("fdt.set", fields(b, fdt="fdt.fdt"))
+        b.T.astype("<f4").tofile(os.path.join(self.d, "fdt.fdt"))
+        for name, x in (("emb", a), ("fdt", b)):
+            with self.subTest(name):
+                path = os.path.join(self.d, name + ".set")
+                raw = mne.io.read_raw_eeglab(path, preload=False, verbose="error")
+                ini = self.write_ini(f"[v]\nsource = {path}\n",
+                                     f"{name}.ini")
+                with self.mount(ini) as m:
+                    got = mm_npy(m.path("v.npy"))
+                    attrs = json.loads(read_all(m.path("v.json")))["attrs"]
+                self.assertEqual(attrs["channels"], raw.ch_names)
+                self.assertEqual(attrs["sample_rate"], raw.info["sfreq"])
+                want = raw.get_data() / 1e-6
+                self.assertEqual(got.shape, (1,) + want.shape)
+                np.testing.assert_allclose(got[0], want, rtol=F32_HALF_ULP,
+                                           atol=np.abs(want).max() * 1e-12)
+                self.assertTrue(np.array_equal(got[0], x))
 
     def test_smaller_storage_type(self):
         """A double matrix of whole numbers stored as int16 (as MATLAB
