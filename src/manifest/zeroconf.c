@@ -304,7 +304,8 @@ static int skip_signals(dsv_manifest *m, const char *in, const dsv_source *s)
 		const char *l = json_string_value(json_object_get(k, "label"));
 		const char *why = json_string_value(json_object_get(k, "reason"));
 		if (!err && l && why &&
-		    dsv_mf_skip(m, dsv_mf_skip_path(in, l, label, sizeof(label)), why, "signal"))
+		    dsv_mf_skip(m, dsv_mf_skip_path(in, l, label, sizeof(label)), why,
+				DSV_SKIP_SIGNAL))
 			err = DSV_ERR_NOMEM;
 	}
 	json_decref(o);

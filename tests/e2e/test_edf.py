@@ -118,8 +118,14 @@ class EdfTest(E2E):
                                                         stop=b) / scale, rtol=F32_HALF_ULP, atol=tol)
 
     def test_skipped_reasons(self):
-        with self.mount(self.p("clinic.edf")) as m:
+        path = self.p("clinic.edf")
+        with self.mount(path) as m:
             got = {e["path"]: e["reason"] for e in json.loads(read_all(m.path(".skipped.json")))}
+            # the signals left out are parts of the one dataset served, not datasets
+            said = f"served 1 of 1 datasets of {path}; left out: 3 signal (see "
+            self.assertIn(said, m.stderr)
+            self.assertIn(f"{path}: 1 of 1 datasets served; left out: 3 signal (see ",
+                          "\n".join(m.log_lines()))
         self.assertEqual(got["RESP1"], "sampled at 64 Hz, not the recording's 256 Hz")
         self.assertIn("annotation", got["EDF Annotations"])
 
