@@ -35,119 +35,13 @@
 #include "formats/eeglab/mat5.h"
 #include "source/source_i.h"
 
-/* Source bytes a chunk (the unit of the cache and of verify). */
-#define DSV_EEGLAB_CHUNK (32u << 20)
-/* Bytes of whole time rows read by one pread, at most. */
-#define EEG_BATCH_BYTES (1u << 20)
-
+/* What the layout finds: the counts, and where the samples are. */
 typedef struct eeg_state {
 	uint64_t C, T, K; /* nbchan, pnts, trials */
 	size_t es;
 	uint64_t data_off;
 	dsv_source *fdt; /* the .fdt, its descriptor the cache's (fds.c); NULL: in the .set */
 } eeg_state;
-
-static void eeg_state_free(void *p)
-{
-	eeg_state *st = p;
-	if (st)
-		dsv_source_close(st->fdt);
-	free(st);
-}
-
-static int read_at(const dsv_source *s, const eeg_state *st, void *buf, size_t n, uint64_t off)
-{
-	return dsv_source_pread(st->fdt ? st->fdt : s, buf, n, off);
-}
-
-/* Elements [w, w + m) of trial k's (C, T) into out, from its time rows. */
-static int gather_trial(const dsv_source *s, const eeg_state *st, uint64_t k, uint64_t w,
-			uint64_t m, uint8_t *out)
-{
-	uint64_t C = st->C, T = st->T, es = st->es, rb = C * es;
-	uint64_t c0 = w / T, c1 = (w + m - 1) / T;
-	uint64_t t_lo = c0 == c1 ? w % T : 0, t_hi = c0 == c1 ? (w + m - 1) % T + 1 : T;
-	uint64_t batch = EEG_BATCH_BYTES / rb ? EEG_BATCH_BYTES / rb : 1;
-	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)(batch * rb));
-	if (!buf)
-		return DSV_ERR_NOMEM;
-	for (uint64_t t = t_lo; t < t_hi; t += batch) {
-		uint64_t nb = t_hi - t < batch ? t_hi - t : batch;
-		int err = read_at(s, st, buf, (size_t)(nb * rb), st->data_off + (k * T + t) * rb);
-		if (err)
-			return err;
-		for (uint64_t c = c0; c <= c1; c++) {
-			uint64_t a = c == c0 ? w % T : 0, b = c == c1 ? (w + m - 1) % T + 1 : T;
-			if (a < t)
-				a = t;
-			if (b > t + nb)
-				b = t + nb;
-			uint8_t *o = out + (c * T + a - w) * es;
-			const uint8_t *in = buf + ((a - t) * C + c) * es;
-			for (uint64_t i = a; i < b; i++, o += es, in += rb)
-				memcpy(o, in, es);
-		}
-	}
-	return 0;
-}
-
-/* Elements [ref->elem_start, + ref->nelems) of (K, C, T), trial by trial. */
-static int eeg_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
-{
-	const eeg_state *st = s->fmt;
-	uint64_t e = ref->elem_start, n = ref->nelems, ct = st ? st->C * st->T : 0;
-	uint8_t *out = dst;
-	if (!st || e > s->info.nelems || n > s->info.nelems - e || dst_cap / st->es < n)
-		return DSV_ERR_INVALID;
-	while (n) {
-		uint64_t w = e % ct, m = ct - w < n ? ct - w : n;
-		int err = gather_trial(s, st, e / ct, w, m, out);
-		if (err)
-			return err;
-		out += m * st->es;
-		e += m;
-		n -= m;
-	}
-	return 0;
-}
-
-/* The source's gather: runs that are channels' samples [t0, t0 + len) of
- * one trial (a window's, or a tile of windows') copied from one read of
- * those time rows; runs that are not such are read run by run. */
-static int eeg_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
-		      uint64_t len, void *dst)
-{
-	const eeg_state *st = s->fmt;
-	uint64_t C = st->C, T = st->T, es = st->es, rb = C * es, ct = C * T;
-	uint64_t k = start / ct, c0 = start % ct / T, t0 = start % T;
-	uint8_t *out = dst;
-	if (t0 + len > T || stride % T || (start % ct) + (nruns - 1) * stride >= ct) {
-		for (uint64_t p = 0; p < nruns; p++) {
-			dsv_chunk_ref ref = { .elem_start = start + p * stride, .nelems = len };
-			int err = eeg_read(s, &ref, out + p * len * es, (size_t)(len * es));
-			if (err)
-				return err;
-		}
-		return 0;
-	}
-	uint64_t step = stride / T, batch = EEG_BATCH_BYTES / rb ? EEG_BATCH_BYTES / rb : 1;
-	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)((len < batch ? len : batch) * rb));
-	if (!buf)
-		return DSV_ERR_NOMEM;
-	for (uint64_t t = t0; t < t0 + len; t += batch) {
-		uint64_t nb = t0 + len - t < batch ? t0 + len - t : batch;
-		int err = read_at(s, st, buf, (size_t)(nb * rb), st->data_off + (k * T + t) * rb);
-		if (err)
-			return err;
-		for (uint64_t p = 0; p < nruns; p++) {
-			const uint8_t *in = buf + (c0 + p * step) * es;
-			uint8_t *o = out + (p * len + t - t0) * es;
-			for (uint64_t i = 0; i < nb; i++, o += es, in += rb)
-				memcpy(o, in, es);
-		}
-	}
-	return 0;
-}
 
 /* The dsview dtype of MAT storage type t. */
 static dsv_dtype dtype_of(int t)
@@ -318,19 +212,16 @@ static int eeg_layout(dsv_source *s, eeg_state *st, dsv_errbuf *eb)
 				      : embedded(s, &data, st, eb);
 	if (err)
 		return err;
-	uint64_t shape[3] = { st->K, st->C, st->T };
-	if (dsv_source_set_shape(s, 3, shape))
-		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, NULL, "data", "too many samples");
+	err = dsv_source_set_time_rows(s, st->fdt, st->data_off, st->K, st->C, st->T);
+	st->fdt = NULL; /* s's now */
+	if (err)
+		return dsv_errf_at(eb, err, NULL, "data", "too many samples");
 	s->info.kind = DSV_SRC_EEGLAB;
 	snprintf(s->why, sizeof(s->why), "EEGLAB, %s, time-major samples gathered",
 		 data.cls == DSV_MX_CHAR ? "data in its .fdt" : "data embedded");
 	s->info.why = s->why;
 	if (eeg_attrs(s, &sc, st, data.cls == DSV_MX_CHAR ? fdt : NULL))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	s->fallback = 1;
-	s->lib_read = eeg_read;
-	s->gather = eeg_gather;
-	dsv_source_flat_chunks(s, DSV_EEGLAB_CHUNK);
 	return 0;
 }
 
@@ -345,18 +236,13 @@ static int is_v73(dsv_source *s)
 int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 {
 	dsv_source *s = dsv_source_alloc(path, NULL);
-	eeg_state *st = calloc(1, sizeof(*st));
+	eeg_state st = { 0 };
 	dsv_errbuf sub;
 	int err;
 
 	*out = NULL;
-	if (!s || !st) {
-		free(st);
-		dsv_source_close(s);
+	if (!s)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
-	}
-	s->fmt = st;
-	s->fmt_close = eeg_state_free;
 	if ((err = dsv_source_open_file(s, eb)))
 		goto fail;
 	if (is_v73(s)) {
@@ -365,7 +251,7 @@ int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 				  "EEGLAB's pop_saveset(EEG, 'version', '6') or MATLAB's save -v6");
 		goto fail;
 	}
-	if ((err = eeg_layout(s, st, &sub)) == DSV_ERR_UNSUPPORTED && !sub.where[0])
+	if ((err = eeg_layout(s, &st, &sub)) == DSV_ERR_UNSUPPORTED && !sub.where[0])
 		err = dsv_errf_at(eb, err, path, NULL,
 				  "%s; dsview pack cannot convert it either: save it uncompressed "
 				  "(EEGLAB's pop_saveset(EEG, 'version', '6'), MATLAB's save -v6)",
@@ -377,6 +263,7 @@ int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 	*out = s;
 	return 0;
 fail:
+	dsv_source_close(st.fdt);
 	dsv_source_close(s);
 	return err;
 }
