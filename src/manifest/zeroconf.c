@@ -342,7 +342,7 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 		err = o->err;
 	}
 	if (!err && !s)
-		err = f->open(path, NULL, &s, eb);
+		err = dsv_format_refine(f, path)->open(path, NULL, &s, eb);
 	if (!err && skip_signals(m, in, s)) {
 		dsv_source_close(s);
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -378,7 +378,8 @@ static int open_ahead(void *arg, size_t k)
 	if (!f || f->traits & DSV_FMT_DATASETS || asprintf(&path, "%s/%s", p->dir, p->names[k]) < 0)
 		return 0;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (o->err = f->open(path, NULL, &o->s, &eb)) && !(o->eb = malloc(sizeof(*o->eb))))
+	    (o->err = dsv_format_refine(f, path)->open(path, NULL, &o->s, &eb)) &&
+	    !(o->eb = malloc(sizeof(*o->eb))))
 		o->err = 0; /* no room for the words: opened again in the walk */
 	else if (o->err)
 		*o->eb = eb;

@@ -259,9 +259,11 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *runs, size_t n, uint64_t row);
 
 /* Implemented in timerows.c. Makes s (its dtype set, nothing else of its
  * layout) the (K, C, T) source of samples stored time-major, channel
- * fastest (K trials of T rows of C elements) from byte off of data (a
- * file beside s's, taken: closed with s, whatever the result; NULL: s's
- * own file). Uses s->fmt and fmt_close. @return 0, DSV_ERR_OVERFLOW or
+ * fastest (K trials of T rows of C elements) from byte off of data
+ * (taken: closed with s, whatever the result): a file beside s's
+ * (dsv_source_open_beside), a source with a shape whose elements are
+ * those rows (an HDF5 dataset (K, T, C), read through its chunks; off
+ * 0), or NULL: s's own file. Uses s->fmt and fmt_close. @return 0, DSV_ERR_OVERFLOW or
  * DSV_ERR_NOMEM. */
 int dsv_source_set_time_rows(dsv_source *s, dsv_source *data, uint64_t off, uint64_t K, uint64_t C,
 			     uint64_t T);

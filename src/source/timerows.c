@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/tlsbuf.h"
+#include "source/source.h"
 #include "source/source_i.h"
 
 /* Source bytes a chunk (the unit of the cache and of verify): large, so
@@ -35,9 +36,21 @@ static void rows_state_free(void *p)
 	free(st);
 }
 
+/* n bytes at byte off of the rows: from the file that holds them, or
+ * from data's elements where data is a source with a shape (an HDF5
+ * dataset: its chunks decoded as its reads decode them). */
 static int read_at(const dsv_source *s, const rows_state *st, void *buf, size_t n, uint64_t off)
 {
-	return dsv_source_pread(st->data ? st->data : s, buf, n, off);
+	if (!st->data || !st->data->info.nelems)
+		return dsv_source_pread(st->data ? st->data : s, buf, n, off);
+	dsv_range r;
+	uint64_t bad;
+	int err = dsv_range_init(&r, st->data);
+	if (!err) {
+		err = dsv_range_read(&r, off / st->es, n / st->es, buf, &bad);
+		dsv_range_free(&r);
+	}
+	return err;
 }
 
 /* Elements [w, w + m) of trial k's (C, T) into out, from its time rows. */
@@ -48,7 +61,7 @@ static int gather_trial(const dsv_source *s, const rows_state *st, uint64_t k, u
 	uint64_t c0 = w / T, c1 = (w + m - 1) / T;
 	uint64_t t_lo = c0 == c1 ? w % T : 0, t_hi = c0 == c1 ? (w + m - 1) % T + 1 : T;
 	uint64_t batch = ROWS_BATCH_BYTES / rb ? ROWS_BATCH_BYTES / rb : 1;
-	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)(batch * rb));
+	uint8_t *buf = dsv_tls_buf(DSV_TLS_TIME_ROWS, (size_t)(batch * rb));
 	if (!buf)
 		return DSV_ERR_NOMEM;
 	for (uint64_t t = t_lo; t < t_hi; t += batch) {
@@ -95,7 +108,7 @@ static int rows_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, s
  * one trial (a window's, or a tile of windows') copied from one read of
  * those time rows; runs that are not such are read run by run. */
 static int rows_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
-		      uint64_t len, void *dst)
+		       uint64_t len, void *dst)
 {
 	const rows_state *st = s->fmt;
 	uint64_t C = st->C, T = st->T, es = st->es, rb = C * es, ct = C * T;
@@ -111,7 +124,7 @@ static int rows_gather(const dsv_source *s, uint64_t start, uint64_t stride, uin
 		return 0;
 	}
 	uint64_t step = stride / T, batch = ROWS_BATCH_BYTES / rb ? ROWS_BATCH_BYTES / rb : 1;
-	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)((len < batch ? len : batch) * rb));
+	uint8_t *buf = dsv_tls_buf(DSV_TLS_TIME_ROWS, (size_t)((len < batch ? len : batch) * rb));
 	if (!buf)
 		return DSV_ERR_NOMEM;
 	for (uint64_t t = t0; t < t0 + len; t += batch) {
@@ -129,8 +142,8 @@ static int rows_gather(const dsv_source *s, uint64_t start, uint64_t stride, uin
 	return 0;
 }
 
-int dsv_source_set_time_rows(dsv_source *s, dsv_source *data, uint64_t off, uint64_t K,
-			     uint64_t C, uint64_t T)
+int dsv_source_set_time_rows(dsv_source *s, dsv_source *data, uint64_t off, uint64_t K, uint64_t C,
+			     uint64_t T)
 {
 	rows_state *st = calloc(1, sizeof(*st));
 	uint64_t shape[3] = { K, C, T };

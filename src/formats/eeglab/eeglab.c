@@ -14,12 +14,12 @@
  * holds them (float32, little-endian, in the same order). Either way the
  * file holds the samples time-major, channel fastest, so a run of the
  * source's (channel, time) elements is gathered from rows of all
- * channels: chunks are large (DSV_EEGLAB_CHUNK) so that a recording's
- * bytes are read a few times at most when all of it is read.
+ * channels (source/timerows.c, which the v7.3 files' reader in the HDF5
+ * folder shares: h5_mat73.c).
  *
  * Refused with the reason: MATLAB -v7 files whose variables are
- * compressed, and v7.3 (HDF5) files; complex data, and data whose
- * dimensions disagree with nbchan, pnts and trials.
+ * compressed, a v7.3 header with no HDF5 file after it; complex data, and
+ * data whose dimensions disagree with nbchan, pnts and trials.
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -225,7 +225,9 @@ static int eeg_layout(dsv_source *s, eeg_state *st, dsv_errbuf *eb)
 	return 0;
 }
 
-/* MATLAB v7.3 saves HDF5 after a 512-byte header whose text says so. */
+/* MATLAB v7.3 saves HDF5 after a 512-byte header whose text says so:
+ * such a file is the HDF5 folder's (h5_mat73.c); this one's header says
+ * so without the HDF5 file after it. */
 static int is_v73(dsv_source *s)
 {
 	char h[20];
@@ -247,8 +249,7 @@ int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 		goto fail;
 	if (is_v73(s)) {
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
-				  "a MATLAB v7.3 (HDF5) dataset is not served yet; save it with "
-				  "EEGLAB's pop_saveset(EEG, 'version', '6') or MATLAB's save -v6");
+				  "says MATLAB v7.3, but no HDF5 file follows its 512-byte header");
 		goto fail;
 	}
 	if ((err = eeg_layout(s, &st, &sub)) == DSV_ERR_UNSUPPORTED && !sub.where[0])
