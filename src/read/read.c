@@ -465,7 +465,8 @@ static int read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const d
 	return 0;
 }
 
-/* Positions [q, q + n) of a window (view row) of a source that gathers
+/* Positions [q, q + n) of a window (view row) along an inner axis (the
+ * windows tiles would serve: many short runs) of a source that gathers
  * runs itself (an EEG recording: its channels' stretch of time lies in
  * the same records): the runs they touch read together, uncached, then
  * transformed from output element oe. A random window reads the records
@@ -510,7 +511,7 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 		note_unit(info, i / v->seg_rows);
 		uint64_t l = dsv_view_lrow(v, i);
 		dsv_view_lrow_runs(v, l, &r);
-		if (v->has_window && !v->layout_chw && dsv_source_gathers(v->sources[r.si])) {
+		if (v->tile_wins && dsv_source_gathers(v->sources[r.si])) {
 			err = read_gathered(v, &r, q, m, e, dst);
 		} else if (v->tile_wins) {
 			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst, req);
