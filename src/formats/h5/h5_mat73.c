@@ -29,7 +29,7 @@
 #include "formats/h5/h5_src.h"
 #include "source/source_i.h"
 
-#define MAT73_LABEL_MAX 64   /* bytes of a channel label kept */
+#define MAT73_LABEL_MAX 64 /* bytes of a channel label kept */
 #define MAT73_CHANNELS_MAX (1u << 20)
 
 /* What the file's variables say. */
@@ -37,7 +37,7 @@ typedef struct mat73 {
 	uint64_t C, T, K;
 	double srate;
 	int has_srate;
-	char fdt[256]; /* "" where /data holds the samples */
+	char fdt[256];  /* "" where /data holds the samples */
 	json_t *labels; /* chanlocs(i).labels, or NULL */
 } mat73;
 
@@ -206,13 +206,14 @@ static int open_samples(dsv_source *s, const mat73 *m, dsv_source **data, dsv_er
 	uint64_t k = in->ndim == 3 ? in->shape[0] : 1;
 	if (in->ndim < 2 || in->ndim > 3 || in->shape[in->ndim - 1] != m->C ||
 	    in->shape[in->ndim - 2] != m->T || k != m->K)
-		return dsv_errf_at(eb, DSV_ERR_FORMAT, s->path, "data",
-				   "is stored with %d dimensions, (%llu, %llu) last, not (trials, "
-				   "pnts, nbchan) = (%llu, %llu, %llu) as MATLAB stores [nbchan, "
-				   "pnts, trials]",
-				   in->ndim, (unsigned long long)in->shape[in->ndim > 1 ? in->ndim - 2 : 0],
-				   (unsigned long long)in->shape[in->ndim - 1], (unsigned long long)m->K,
-				   (unsigned long long)m->T, (unsigned long long)m->C);
+		return dsv_errf_at(
+			eb, DSV_ERR_FORMAT, s->path, "data",
+			"is stored with %d dimensions, (%llu, %llu) last, not (trials, "
+			"pnts, nbchan) = (%llu, %llu, %llu) as MATLAB stores [nbchan, "
+			"pnts, trials]",
+			in->ndim, (unsigned long long)in->shape[in->ndim > 1 ? in->ndim - 2 : 0],
+			(unsigned long long)in->shape[in->ndim - 1], (unsigned long long)m->K,
+			(unsigned long long)m->T, (unsigned long long)m->C);
 	if (!dsv_dtype_is_float(in->dtype) && !dsv_dtype_is_int(in->dtype))
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, s->path, "data", "not numeric");
 	s->info.dtype = in->dtype;
