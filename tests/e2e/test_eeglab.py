@@ -134,7 +134,8 @@ class EeglabTest(E2E):
 
     def test_mne_reads_the_same(self):
         """MNE's read_raw_eeglab (preload=False, get_data()) as a second
-        reference, data embedded and in a .fdt: MNE gives volts (EEGLAB's
+        reference, data embedded and in a .fdt, and read_epochs_eeglab for
+        an epoched file: MNE gives volts (EEGLAB's
         microvolts times 1e-6), dsview the stored float32 values: equal to
         within float32's rounding of MNE's."""
         a = (RNG.standard_normal((9, 1234)) * 30).astype(np.float32)
@@ -153,11 +154,29 @@ class EeglabTest(E2E):
                     attrs = json.loads(read_all(m.path("v.json")))["attrs"]
                 self.assertEqual(attrs["channels"], raw.ch_names)
                 self.assertEqual(attrs["sample_rate"], raw.info["sfreq"])
-                want = raw.get_data() / 1e-6
-                self.assertEqual(got.shape, (1,) + want.shape)
-                np.testing.assert_allclose(got[0], want, rtol=F32_HALF_ULP,
-                                           atol=np.abs(want).max() * 1e-12)
+                theirs = raw.get_data() / 1e-6
+                self.assertEqual(got.shape, (1,) + theirs.shape)
+                np.testing.assert_allclose(got[0], theirs, rtol=F32_HALF_ULP,
+                                           atol=np.abs(theirs).max() * 1e-12)
                 self.assertTrue(np.array_equal(got[0], x))
+        # epoched: read_epochs_eeglab, which needs EEG.epoch and the events
+        c = (RNG.standard_normal((4, 250, 5)) * 30).astype(np.float32)
+        fl = fields(c)
+        ev = np.zeros((1, 5), dtype=[("type", "O"), ("latency", "O"), ("epoch", "O")])
+        ep = np.zeros((1, 5), dtype=[("event", "O"), ("eventlatency", "O"), ("eventtype", "O")])
+        for i in range(5):
+            ev[0, i] = ("stim", float(i * 250 + 100), float(i + 1))
+            ep[0, i] = (float(i + 1), 0.0, "stim")
+        fl["event"], fl["urevent"], fl["epoch"] = ev, ev, ep
+        path = self.save("ep.set", fl)
+        epochs = mne.read_epochs_eeglab(path, verbose="error")
+        with self.mount(path) as m:
+            got = mm_npy(m.path("ep.npy"))
+        want_uv = epochs.get_data() / 1e-6
+        self.assertEqual(got.shape, want_uv.shape)
+        np.testing.assert_allclose(got, want_uv, rtol=F32_HALF_ULP,
+                                   atol=np.abs(want_uv).max() * 1e-12)
+        self.assertTrue(np.array_equal(got, want(c)))
 
     def test_smaller_storage_type(self):
         """A double matrix of whole numbers stored as int16 (as MATLAB
