@@ -42,6 +42,19 @@ int dsv_cli_each_mount(int (*fn)(const dsv_cli_mount *mnt, void *arg), void *arg
  * itself (a dead mount there would fail the lookup), into out. */
 void dsv_cli_absolute(const char *in, char *out, size_t cap);
 
+/* What a mount serves and leaves out, for its one line to the user and
+ * the daemon's log: views served, datasets skipped, all entries of
+ * /.skipped.json (datasets, and signals left out of recordings that are
+ * served), and those counted by kind ("4 string, 1 signal"). */
+typedef struct dsv_cli_left {
+	size_t nserved, ndatasets, nskipped;
+	const char *kinds;
+} dsv_cli_left;
+/* The line a mount says of l into buf (cap bytes; "" when nothing is
+ * left out). @return buf */
+const char *dsv_cli_left_line(const dsv_cli_left *l, const char *source, const char *mountpoint,
+			      char *buf, size_t cap);
+
 /* daemon.c */
 /* Exit status of a start-up failure of the daemon: 2 only for an internal
  * bug (DSV_ERR_INTERNAL), else 1. */
@@ -51,7 +64,7 @@ int dsv_cli_startup_status(int err);
  * or exits with the child's own start-up error printed. Never returns in
  * the child. */
 int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const char *source,
-		      size_t nskipped, size_t nserved, const char *kinds);
+		      const dsv_cli_left *left);
 /* The daemon's log when --log is not given: syslog when /dev/log is a
  * socket (path = ""), else path = /run/dsview/NAME.log (as root;
  * $XDG_RUNTIME_DIR/dsview otherwise), NAME the mountpoint with '/' as '-',

@@ -62,7 +62,7 @@ static int read_startup(int fd, int *status, char *msg, size_t cap)
 }
 
 int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const char *source,
-		      size_t nskipped, size_t nserved, const char *kinds)
+		      const dsv_cli_left *left)
 {
 	dsv_errbuf eb;
 	int pfd[2], err;
@@ -94,9 +94,15 @@ int dsv_cli_daemonise(dsv_fs *fs, const char *mountpoint, int use_syslog, const 
 		}
 		if (use_syslog)
 			dsv_log_use_syslog();
-		if (nskipped)
+		if (left->nskipped == left->ndatasets && left->nskipped)
 			dsv_log_warn("%s: %zu of %zu datasets skipped: %s (see %s/.skipped.json)",
-				     source, nskipped, nserved + nskipped, kinds, mountpoint);
+				     source, left->nskipped, left->nserved + left->nskipped,
+				     left->kinds, mountpoint);
+		else if (left->nskipped)
+			dsv_log_warn("%s: %zu of %zu datasets served; left out: %s (see "
+				     "%s/.skipped.json)",
+				     source, left->nserved, left->nserved + left->ndatasets,
+				     left->kinds, mountpoint);
 		dsv_fs_on_serving(fs, tell_serving, &wfd);
 		err = dsv_fs_serve(fs, &eb);
 		if (err)

@@ -524,14 +524,30 @@ static int serve_here(dsv_fs *fs)
 	return !err ? EXIT_OK : started ? EXIT_INTERNAL : dsv_cli_startup_status(err);
 }
 
+const char *dsv_cli_left_line(const dsv_cli_left *l, const char *source, const char *mountpoint,
+			      char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if (l->nskipped == l->ndatasets && l->nskipped)
+		snprintf(buf, cap,
+			 "served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
+			 l->nserved, l->nserved + l->nskipped, source, l->nskipped, l->kinds,
+			 mountpoint);
+	else if (l->nskipped) /* signals of recordings served: not datasets */
+		snprintf(buf, cap,
+			 "served %zu of %zu datasets of %s; left out: %s (see %s/.skipped.json)",
+			 l->nserved, l->nserved + l->ndatasets, source, l->kinds, mountpoint);
+	return buf;
+}
+
 /* Mounts m at mountpoint (m is the mount's from then on, freed here when
  * the mount fails), says what was skipped, and serves: here with -f, else
  * in a daemon, returning once the mount answers. @return the exit status. */
 static int mount_and_serve(const mount_args *a, dsv_manifest *m, const dsv_fs_opts *o,
 			   const char *mountpoint, int use_syslog)
 {
-	size_t nskipped = m->nskipped, nserved = m->nviews;
-	char kinds[256];
+	char kinds[256], line[PATH_MAX + 600];
+	dsv_cli_left left = { m->nviews, dsv_manifest_skipped_datasets(m), m->nskipped, kinds };
 	dsv_fs *fs = NULL;
 	dsv_errbuf eb;
 
@@ -541,14 +557,12 @@ static int mount_and_serve(const mount_args *a, dsv_manifest *m, const dsv_fs_op
 		dsv_manifest_free(m);
 		return EXIT_USER;
 	}
-	if (nskipped) /* the one line a user sees; the list is in the mount */
-		dsv_cli_error(
-			"served %zu of %zu datasets of %s; %zu skipped: %s (see %s/.skipped.json)",
-			nserved, nserved + nskipped, a->source, nskipped, kinds, mountpoint);
-	malloc_trim(0); /* what loading freed (a large view's JSON made once) */
+	if (*dsv_cli_left_line(&left, a->source, mountpoint, line, sizeof(line)))
+		dsv_cli_error("%s", line); /* the one line a user sees; the list is in the mount */
+	malloc_trim(0);                    /* what loading freed (a large view's JSON made once) */
 	if (a->foreground)
 		return serve_here(fs);
-	return dsv_cli_daemonise(fs, mountpoint, use_syslog, a->source, nskipped, nserved, kinds);
+	return dsv_cli_daemonise(fs, mountpoint, use_syslog, a->source, &left);
 }
 
 int dsv_cmd_mount(int argc, char **argv)

@@ -28,6 +28,7 @@ enum {
 	DSV_TLS_SHARD_RUN, /* a run of a shard object's inner chunks, one GET (zarr/zarr.c) */
 	DSV_TLS_RUN_IN,    /* a compressed run's stored frame (source/runs.c) */
 	DSV_TLS_RUN_OUT,   /* a compressed run decoded whole (source/runs.c) */
+	DSV_TLS_TIME_ROWS, /* time rows of a recording, read to gather (source/timerows.c) */
 	DSV_TLS_NSLOTS
 };
 

@@ -40,6 +40,11 @@ void dsv_format_prepare_spec(char *const *files, size_t n, const char *dataset);
  * directory format's: "x.zarr"), with no I/O; *ext (may be NULL) gets the
  * bytes of name that say so (".npy": 4, ".nii.gz": 7), 0 with NULL. */
 const dsv_format *dsv_format_by_name(const char *name, size_t *ext);
+/* The format to open the local file path with, f told by its name alone
+ * (dsv_format_by_name): f, or the format that shares f's extension
+ * (DSV_FMT_SHARED_NAME) whose magic the file holds (a .set saved by
+ * MATLAB -v7.3). */
+const dsv_format *dsv_format_refine(const dsv_format *f, const char *path);
 /* The format named so ("npy", "hdf5", ...), or NULL. */
 const dsv_format *dsv_format_named(const char *name);
 

@@ -22,21 +22,32 @@
 
 /* Every format dsview reads, in the order they are asked. */
 static const dsv_format *const formats[] = {
-	&dsv_format_npy,   &dsv_format_nifti, &dsv_format_h5,       &dsv_format_npz,
-	&dsv_format_arrow, &dsv_format_zarr,  &dsv_format_edf,      &dsv_format_eeglab,
-	&dsv_format_bv,    &dsv_format_llmc,  &dsv_format_megatron, &dsv_format_litdata,
-	&dsv_format_raw,
+	&dsv_format_npy,     &dsv_format_nifti, &dsv_format_h5,   &dsv_format_npz,
+	&dsv_format_arrow,   &dsv_format_zarr,  &dsv_format_edf,  &dsv_format_mat73,
+	&dsv_format_eeglab,  &dsv_format_bv,    &dsv_format_llmc, &dsv_format_megatron,
+	&dsv_format_litdata, &dsv_format_raw,
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
+/* f's magic is in the local file at path. */
+static int magic_says(const dsv_format *f, const char *path)
+{
+	int fd = dsv_url_scheme_len(path) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	int yes = fd >= 0 && f->by_magic(fd);
+	if (fd >= 0)
+		close(fd);
+	return yes;
+}
+
 /* The file format (not a directory's) whose name name has, with traits
- * want among its own. */
+ * want among its own; of formats that share a name, the one whose magic
+ * the file holds. */
 static const dsv_format *by_name(const char *name, unsigned want)
 {
 	for (size_t i = 0; i < NFORMATS; i++) {
 		const dsv_format *f = formats[i];
 		if (!(f->traits & DSV_FMT_DIR) && (f->traits & want) == want && f->by_name &&
-		    f->by_name(name))
+		    f->by_name(name) && (!(f->traits & DSV_FMT_SHARED_NAME) || magic_says(f, name)))
 			return f;
 	}
 	return NULL;
@@ -77,7 +88,8 @@ const dsv_format *dsv_format_by_name(const char *name, size_t *ext)
 	for (int dirs = 0; dirs < 2; dirs++)
 		for (size_t i = 0; i < NFORMATS; i++) {
 			const dsv_format *f = formats[i];
-			size_t n = !(f->traits & DSV_FMT_DIR) == !dirs && f->by_name
+			size_t n = !(f->traits & DSV_FMT_DIR) == !dirs &&
+						   !(f->traits & DSV_FMT_SHARED_NAME) && f->by_name
 					   ? f->by_name(name)
 					   : 0;
 			if (n) {
@@ -105,6 +117,16 @@ void dsv_format_prepare(char *const *files, size_t n)
 			formats[i]->prepare(mine, m);
 	}
 	free(mine);
+}
+
+const dsv_format *dsv_format_refine(const dsv_format *f, const char *path)
+{
+	for (size_t i = 0; f && !(f->traits & DSV_FMT_SHARED_NAME) && i < NFORMATS; i++) {
+		const dsv_format *g = formats[i];
+		if ((g->traits & DSV_FMT_SHARED_NAME) && g->by_name(path) && magic_says(g, path))
+			return g;
+	}
+	return f;
 }
 
 const dsv_format *dsv_format_named(const char *name)
@@ -389,6 +411,7 @@ void dsv_format_prepare_spec(char *const *files, size_t n, const char *dataset)
 const char *dsv_format_nouns(unsigned skip, char *buf, size_t cap)
 {
 	size_t at = 0, left = 0;
+	skip |= DSV_FMT_SHARED_NAME; /* the other format of its extension names it */
 	for (size_t i = 0; i < NFORMATS; i++)
 		left += !(formats[i]->traits & skip);
 	buf[0] = '\0';

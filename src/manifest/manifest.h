@@ -47,5 +47,11 @@ void dsv_manifest_index_dirs(const char *index_dir, const char *disk_dir);
 /* For the mount's log line, "4 string, 2 compound": m->skipped counted by kind, most first, into
  * buf as snprintf. @return buf */
 const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap);
+/* The kind of a signal a recording's source leaves out (an EEG file's
+ * other sample rates, its annotations): a part of a dataset served, not a
+ * dataset skipped. */
+#define DSV_SKIP_SIGNAL "signal"
+/* How many of m->skipped are datasets (not DSV_SKIP_SIGNAL). */
+size_t dsv_manifest_skipped_datasets(const dsv_manifest *m);
 
 #endif

@@ -68,6 +68,14 @@ void dsv_mf_skip_kind(const char *file, const char *dataset, char *kind, size_t 
 	dsv_h5_desc_free(&d);
 }
 
+size_t dsv_manifest_skipped_datasets(const dsv_manifest *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->nskipped; i++)
+		n += strcmp(m->skipped[i].kind, DSV_SKIP_SIGNAL) != 0;
+	return n;
+}
+
 const char *dsv_manifest_skipped_kinds(const dsv_manifest *m, char *buf, size_t cap)
 {
 	size_t used = 0, *counted = calloc(m->nskipped + 1, sizeof(*counted));

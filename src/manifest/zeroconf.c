@@ -305,7 +305,8 @@ static int skip_signals(dsv_manifest *m, const char *in, const dsv_source *s)
 		const char *l = json_string_value(json_object_get(k, "label"));
 		const char *why = json_string_value(json_object_get(k, "reason"));
 		if (!err && l && why &&
-		    dsv_mf_skip(m, dsv_mf_skip_path(in, l, label, sizeof(label)), why, "signal"))
+		    dsv_mf_skip(m, dsv_mf_skip_path(in, l, label, sizeof(label)), why,
+				DSV_SKIP_SIGNAL))
 			err = DSV_ERR_NOMEM;
 	}
 	json_decref(o);
@@ -342,7 +343,7 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 		err = o->err;
 	}
 	if (!err && !s)
-		err = dsv_format_open(f, path, NULL, &s, eb);
+		err = dsv_format_open(dsv_format_refine(f, path), path, NULL, &s, eb);
 	if (!err && skip_signals(m, in, s)) {
 		dsv_source_close(s);
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -378,7 +379,7 @@ static int open_ahead(void *arg, size_t k)
 	if (!f || f->traits & DSV_FMT_DATASETS || asprintf(&path, "%s/%s", p->dir, p->names[k]) < 0)
 		return 0;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (o->err = dsv_format_open(f, path, NULL, &o->s, &eb)) &&
+	    (o->err = dsv_format_open(dsv_format_refine(f, path), path, NULL, &o->s, &eb)) &&
 	    !(o->eb = malloc(sizeof(*o->eb))))
 		o->err = 0; /* no room for the words: opened again in the walk */
 	else if (o->err)

@@ -465,6 +465,36 @@ static int read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const d
 	return 0;
 }
 
+/* Positions [q, q + n) of a window (view row) along an inner axis (the
+ * windows tiles would serve: many short runs) of a source that gathers
+ * runs itself (an EEG recording: its channels' stretch of time lies in
+ * the same records): the runs they touch read together, uncached, then
+ * transformed from output element oe. A random window reads the records
+ * it needs once, not the chunks (a few channels' whole time) or a tile of
+ * windows around it. */
+static int read_gathered(const dsv_view *v, const dsv_row_runs *r, uint64_t q, uint64_t n,
+			 uint64_t oe, char *dst)
+{
+	const dsv_source *s = v->sources[r->si];
+	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
+	uint64_t p0 = q / r->len, p1 = (q + n - 1) / r->len + 1;
+	char *buf = dsv_tls_buf(DSV_TLS_ROW, (size_t)((p1 - p0) * r->len * ses));
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	int err = dsv_source_read_runs(s, r->start + p0 * r->stride, r->stride, p1 - p0, r->len,
+				       buf);
+	if (err) {
+		dsv_chunk_ref at; /* logged as the first run's chunk's failure */
+		if (!dsv_source_chunk(
+			    s, (r->start + p0 * r->stride) / dsv_source_get_info(s)->chunk_elems,
+			    &at))
+			dsv_view_log_chunk_error(v, r->si, &at, err, NULL);
+		return err;
+	}
+	dsv_xform_run(v->xf[r->si], dst, buf + (q - p0 * r->len) * ses, n, oe);
+	return 0;
+}
+
 /* Output elements [e, e + n) of a view with windows, rows or a layout:
  * row by row, each from its runs of source elements (geom.c), or
  * windows by the stretch. */
@@ -481,7 +511,9 @@ static int read_rows(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, uint64_t
 		note_unit(info, i / v->seg_rows);
 		uint64_t l = dsv_view_lrow(v, i);
 		dsv_view_lrow_runs(v, l, &r);
-		if (v->tile_wins) {
+		if (v->tile_wins && dsv_source_gathers(v->sources[r.si])) {
+			err = read_gathered(v, &r, q, m, e, dst);
+		} else if (v->tile_wins) {
 			err = read_tiled(c, tiles ? tiles : c, v, &r, l, q, m, e, dst, req);
 		} else if (q == 0 && (b = window_batch(v, i, n, &r)) > 1) {
 			m = b * re;

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -191,6 +192,30 @@ int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb)
 	firsts++;
 	add_open(s, fd);
 	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int dsv_source_open_beside(const dsv_source *s, const char *name, dsv_source **out, dsv_errbuf *eb)
+{
+	const char *slash = strrchr(s->path, '/');
+	int dir = slash ? (int)(slash - s->path + 1) : 0, len = snprintf(NULL, 0, "%s", name);
+	char *path = malloc((size_t)dir + (size_t)len + 1);
+	dsv_source *d = NULL;
+	int err;
+
+	*out = NULL;
+	if (path)
+		snprintf(path, (size_t)dir + (size_t)len + 1, "%.*s%s", dir, s->path, name);
+	if (!path || !(d = dsv_source_alloc(path, NULL))) {
+		free(path);
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
+	}
+	free(path);
+	if ((err = dsv_source_fd_first(d, eb))) {
+		dsv_source_close(d);
+		return err;
+	}
+	*out = d;
 	return 0;
 }
 

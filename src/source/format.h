@@ -31,6 +31,10 @@ enum {
 	 * BIDS tree (sub-01/eeg/sub-01_task-rest_eeg.bdf), each a view named
 	 * for its path */
 	DSV_FMT_TREE = 8u,
+	/* by_name claims an extension another format claims too (.set: an
+	 * EEGLAB MAT-file v6, or v7.3, HDF5): the registry takes this format
+	 * for a file only where by_magic says so, the other one otherwise */
+	DSV_FMT_SHARED_NAME = 16u,
 };
 
 /* What by_dir finds at a path. */

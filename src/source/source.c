@@ -341,6 +341,25 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 	return dsv_source_pread(s, dst, (size_t)(n * esize), off);
 }
 
+int dsv_source_gathers(const dsv_source *s)
+{
+	return s->gather != NULL;
+}
+
+int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			 uint64_t len, void *dst)
+{
+	if (!s->gather)
+		return DSV_ERR_UNSUPPORTED;
+	if (nruns == 0 || len == 0)
+		return 0;
+	uint64_t n = s->info.nelems, last;
+	if (start > n || len > n - start || dsv_mul_u64(nruns - 1, stride, &last) ||
+	    last > n - len - start)
+		return DSV_ERR_INVALID;
+	return s->gather(s, start, stride, nruns, len, dst);
+}
+
 /* Decodes a stored chunk into exactly raw bytes at dst. @return 0 or
  * DSV_ERR_CORRUPT. */
 static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, const void *src,

@@ -81,6 +81,18 @@ int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref);
 int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t first, uint64_t n,
 			  void *dst);
 
+/* Elements [start + p * stride, + len) for p < nruns of s (a window's
+ * channels), run after run into dst (nruns * len elements, source dtype),
+ * gathered by the format from the bytes that hold them all, where it
+ * stores a recording time-major (EDF, BrainVision, EEGLAB): one read of
+ * the stretch of time, not one of every channel's chunk. @return 0;
+ * DSV_ERR_UNSUPPORTED (nothing read) where the format reads runs through
+ * its chunks; DSV_ERR_INVALID for runs outside the source; a read error. */
+/* s gathers runs itself (dsv_source_read_runs serves them). */
+int dsv_source_gathers(const dsv_source *s);
+int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			 uint64_t len, void *dst);
+
 /* Called for every band read: part names its elements, err its result,
  * eb (when err, for a grid's band; else NULL) which grid chunk failed, as
  * dsv_source_read_chunk's eb says it. */

@@ -140,6 +140,14 @@ struct dsv_source {
 	 * one by one (e.g. to ask the kernel for all of them at once, so
 	 * their disk reads overlap) */
 	void (*grid_begin)(const dsv_source *s, dsv_grid_io *io);
+	/* optional: elements [start + p * stride, + len) for p < nruns,
+	 * one run after another into dst (nruns * len elements), read
+	 * together from the records that hold them (an EEG recording's
+	 * channels over one stretch of time: its file stores them time
+	 * after time), not through the read path's chunks, each of which is
+	 * a few channels' whole time (dsv_source_read_runs) */
+	int (*gather)(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+		      uint64_t len, void *dst);
 	/* optional: a source whose elements lie in runs of one or more
 	 * files, not at their offsets in its own (runs.c): dsv_source_pread
 	 * reads their flat layout (element i at byte i * esize) through it */
@@ -174,6 +182,14 @@ int dsv_source_open_file(dsv_source *s, dsv_errbuf *eb);
  * first time, its descriptor put in the cache: fd, file_size, info.mtime,
  * dev, ino. */
 int dsv_source_fd_first(dsv_source *s, dsv_errbuf *eb);
+/* The file name in the directory of s's file (a recording's data file
+ * beside its header: a BrainVision .eeg, an EEGLAB .fdt) as a source of
+ * its own, with no shape, to read with dsv_source_pread: its descriptor
+ * is the cache's, under the budget with every other, and its size and
+ * mtime in file_size and info.mtime. name holds no '/'. @return 0 or
+ * DSV_ERR_NOTFOUND, DSV_ERR_IO, DSV_ERR_NOMEM; eb's file is the data
+ * file's path. Closed with dsv_source_close. */
+int dsv_source_open_beside(const dsv_source *s, const char *name, dsv_source **out, dsv_errbuf *eb);
 /* s's descriptor for a read (opened again, checked, when the cache had
  * closed it), kept open until dsv_source_fd_put; -1 when it cannot be
  * opened (errno says why) or is no longer the same file (errno ESTALE),
@@ -243,6 +259,17 @@ typedef struct dsv_run {
  * fmt_close. @return 0, DSV_ERR_INVALID (the runs are not whole rows),
  * DSV_ERR_OVERFLOW or DSV_ERR_NOMEM. */
 int dsv_source_set_runs(dsv_source *s, dsv_run *runs, size_t n, uint64_t row);
+
+/* Implemented in timerows.c. Makes s (its dtype set, nothing else of its
+ * layout) the (K, C, T) source of samples stored time-major, channel
+ * fastest (K trials of T rows of C elements) from byte off of data
+ * (taken: closed with s, whatever the result): a file beside s's
+ * (dsv_source_open_beside), a source with a shape whose elements are
+ * those rows (an HDF5 dataset (K, T, C), read through its chunks; off
+ * 0), or NULL: s's own file. Uses s->fmt and fmt_close. @return 0, DSV_ERR_OVERFLOW or
+ * DSV_ERR_NOMEM. */
+int dsv_source_set_time_rows(dsv_source *s, dsv_source *data, uint64_t off, uint64_t K, uint64_t C,
+			     uint64_t T);
 
 /* Sets info.lz4_block from the first stored LZ4 chunk's header (a
  * hint: each frame's own header is checked when it is read). */

@@ -118,6 +118,11 @@ def nan_tolerant(got, want, dtype):
 
 
 
+# Half a unit in the last place of float32, relative (2**-24, and a
+# little over for the float64 arithmetic of another reader): how far a
+# value rounded once to float32 lies from the float64 one it came from.
+F32_HALF_ULP = 2.0 ** -24 * (1 + 1e-6)
+
 OUT_DESCR = {"float32": "<f4", "bfloat16": "<u2", "float16": "<f2", "int8": "|i1", "uint8": "|u1",
              "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8",
              "uint64": "<u8"}

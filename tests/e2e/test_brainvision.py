@@ -8,10 +8,11 @@ and verify, and the headers refused with the entry named."""
 import json
 import os
 
+import mne
 import numpy as np
 
-from common import E2E, check_preads, check_whole, read_all, run, venv_python
-from refs import round_out, windows_ref
+from common import E2E, check_preads, check_whole, mm_npy, read_all, run, venv_python
+from refs import F32_HALF_ULP, round_out, windows_ref
 
 RNG = np.random.default_rng(43)
 
@@ -131,6 +132,26 @@ class BrainVisionTest(E2E):
             check_whole(self, m, "mux_res",
                         round_out(want_of(os.path.join(self.d, "mux_res.vhdr")), "float32"),
                         "float32")
+
+    def test_mne_reads_the_same(self):
+        """MNE's read_raw_brainvision (preload=False, get_data()) as a
+        second reference for the recordings pybv wrote: MNE gives volts
+        (the stored number times the resolution, in microvolts, times
+        1e-6), dsview microvolts; dsview's float32 view within float32's rounding of
+        MNE's values."""
+        for n in ["mux_i16", "mux_f32", "mux_res", "big"]:
+            with self.subTest(n):
+                vhdr = os.path.join(self.d, n + ".vhdr")
+                raw = mne.io.read_raw_brainvision(vhdr, preload=False, verbose="error")
+                ini = self.write_ini(f"[v]\nsource = {vhdr}\n", f"{n}.ini")
+                with self.mount(ini) as m:
+                    got = mm_npy(m.path("v.npy"))
+                    attrs = json.loads(read_all(m.path("v.json")))["attrs"]
+                self.assertEqual(attrs["units"][0], "\u00b5V")
+                want = raw.get_data(picks=attrs["channels"]) / 1e-6
+                self.assertEqual(got.shape, (1,) + want.shape)
+                np.testing.assert_allclose(got[0], want, rtol=F32_HALF_ULP,
+                                           atol=np.abs(want).max() * 1e-12)
 
     def test_windows_over_a_glob(self):
         ini = self.write_ini(f"[w]\nsource = {self.d}/vec_*.vhdr\nwindow = 100\nstride = 64\n"

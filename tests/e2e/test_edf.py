@@ -12,10 +12,11 @@ import json
 import os
 import shutil
 
+import mne
 import numpy as np
 
-from common import E2E, check_preads, check_whole, read_all, run, venv_python
-from refs import reference, round_out, windows_ref
+from common import E2E, check_preads, check_whole, mm_npy, read_all, run, venv_python
+from refs import F32_HALF_ULP, reference, round_out, windows_ref
 
 WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "edf_writer.py")
 
@@ -28,6 +29,10 @@ FILES = {
     "plain_edf": ("plain.edf", 128.0, 3, []),
     "plain24": ("plain24.bdf", 50.0, 4, []),
 }
+
+
+# MNE's scale of a channel's values by its unit (values in volts)
+MNE_SCALE = {"uV": 1e-6, "\u00b5V": 1e-6, "\u03bcV": 1e-6, "mV": 1e-3}
 
 
 def header_ns(raw):
@@ -82,9 +87,45 @@ class EdfTest(E2E):
                     else:
                         self.assertFalse(os.path.exists(m.path(".skipped.json")))
 
+    def test_mne_reads_the_same(self):
+        """MNE (read_raw_edf / read_raw_bdf, preload=False, get_data()), the
+        reader EEG users read these files with, as a second reference: its
+        values are in volts where a channel's unit is uV or mV (MNE's
+        scaling), dsview's in the file's physical units; dsview's float32 view
+        is compared with MNE's values, its scale taken off, to within float32's
+        rounding."""
+        for view, (fname, rate, nchan, skipped) in FILES.items():
+            stem = fname.rsplit(".", 1)[0]
+            with self.subTest(fname):
+                reader = mne.io.read_raw_bdf if fname.endswith(".bdf") else mne.io.read_raw_edf
+                raw = reader(self.p(fname), preload=False, verbose="error")
+                self.assertEqual(raw.info["sfreq"], rate)
+                ini = self.write_ini(f"[v]\nsource = {self.p(fname)}\n",
+                                     f"{stem}.ini")
+                with self.mount(ini) as m:
+                    got = mm_npy(m.path("v.npy"))
+                    attrs = json.loads(read_all(m.path("v.json")))["attrs"]
+                self.assertEqual(got.shape, (1, nchan, raw.n_times))
+                data = raw.get_data(picks=attrs["channels"])
+                scale = np.array([MNE_SCALE.get(u, 1.0) for u in attrs["units"]])[:, None]
+                want = data / scale
+                tol = np.abs(want).max() * 1e-12
+                np.testing.assert_allclose(got[0], want, rtol=F32_HALF_ULP, atol=tol)
+                # and a stretch of time, as a window reader asks for it
+                a, b = raw.n_times // 3, raw.n_times // 3 + min(200, raw.n_times // 3)
+                np.testing.assert_allclose(got[0, :, a:b],
+                                           raw.get_data(picks=attrs["channels"], start=a,
+                                                        stop=b) / scale, rtol=F32_HALF_ULP, atol=tol)
+
     def test_skipped_reasons(self):
-        with self.mount(self.p("clinic.edf")) as m:
+        path = self.p("clinic.edf")
+        with self.mount(path) as m:
             got = {e["path"]: e["reason"] for e in json.loads(read_all(m.path(".skipped.json")))}
+            # the signals left out are parts of the one dataset served, not datasets
+            said = f"served 1 of 1 datasets of {path}; left out: 3 signal (see "
+            self.assertIn(said, m.stderr)
+            self.assertIn(f"{path}: 1 of 1 datasets served; left out: 3 signal (see ",
+                          "\n".join(m.log_lines()))
         self.assertEqual(got["RESP1"], "sampled at 64 Hz, not the recording's 256 Hz")
         self.assertIn("annotation", got["EDF Annotations"])
 

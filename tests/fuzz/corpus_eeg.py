@@ -62,10 +62,49 @@ def edf_seeds():
     put("edf", "annotations_only", edf(spr=(5,), labels=["BDF Annotations"], rng=rng))
 
 
+def mat73(rng, compression=None, epochs=False, fdt=None):
+    """An EEGLAB .set as MATLAB -v7.3 saves it (h5py): HDF5 after a 512-byte
+    header, each field a variable, arrays transposed, MATLAB_class on each,
+    chars as uint16, chanlocs a struct array of references."""
+    import io
+
+    import h5py
+    a = rng.standard_normal((3, 20, 2) if epochs else (3, 20)).astype(np.float32)
+    b = io.BytesIO()
+    with h5py.File(b, "w", userblock_size=512) as f:
+        def num(name, v):
+            f[name] = np.array([[v]])
+            f[name].attrs["MATLAB_class"] = np.bytes_("double")
+
+        def text(g, name, v):
+            g[name] = np.array([[ord(c)] for c in v], np.uint16)
+            g[name].attrs["MATLAB_class"] = np.bytes_("char")
+
+        for name, v in (("nbchan", 3.0), ("pnts", 20.0), ("trials", 2.0 if epochs else 1.0),
+                        ("srate", 100.0)):
+            num(name, v)
+        if fdt:
+            text(f, "data", fdt)
+        else:
+            f.create_dataset("data", data=a.T, chunks=True if compression else None,
+                             compression=compression)
+            f["data"].attrs["MATLAB_class"] = np.bytes_("single")
+        refs = f.create_group("#refs#")
+        cl = f.create_group("chanlocs")
+        cl.attrs["MATLAB_class"] = np.bytes_("struct")
+        for i in range(3):
+            text(refs, f"l{i}", f"E{i}")
+        cl["labels"] = np.array([[refs[f"l{i}"].ref] for i in range(3)], h5py.ref_dtype)
+    out = bytearray(b.getvalue())
+    out[:128] = b"MATLAB 7.3 MAT-file, Platform: GLNXA64".ljust(116) + bytes(8) + b"\x00\x02IM"
+    return bytes(out)
+
+
 def eeglab_seeds():
     """EEGLAB .set files (fuzz_eeglab) written by scipy.io.savemat in
     EEGLAB's layout: today's variables, the older EEG struct, epoched data,
-    a .fdt's name, -v7 compression; then cut and patched ones."""
+    a .fdt's name, -v7 compression; MATLAB -v7.3 files (h5py); then cut and
+    patched ones."""
     import io
 
     import scipy.io
@@ -97,6 +136,10 @@ def eeglab_seeds():
     }
     for name, b in good.items():
         put("eeglab", name, b)
+    for name, kw in (("v73", {}), ("v73_zip", {"compression": "gzip"}),
+                     ("v73_epochs", {"epochs": True}), ("v73_fdt", {"fdt": "x.fdt"})):
+        put("eeglab", name, mat73(rng, **kw))
+    put("eeglab", "v73_no_hdf5", b"MATLAB 7.3 MAT-file, Platform: GLNXA64".ljust(600))
     b = good["today"]
     put("eeglab", "cut", b[:-40])
     put("eeglab", "cut_header", b[:100])

@@ -243,6 +243,44 @@ static void check_run(const dsv_source *s, const rec_spec *r, const size_t *sig,
 	free(got);
 }
 
+/* Gathers nruns runs of len elements, stride apart, from start
+ * (dsv_source_read_runs) and checks each value. */
+static void check_gather(const dsv_source *s, const rec_spec *r, const size_t *sig, uint64_t start,
+			 uint64_t stride, uint64_t nruns, uint64_t len)
+{
+	uint64_t T = dsv_source_get_info(s)->shape[2];
+	double *got = malloc(nruns * len * sizeof(double));
+	assert_non_null(got);
+	int err = dsv_source_read_runs(s, start, stride, nruns, len, got);
+	if (err)
+		fail_msg("runs from %llu, %llu apart: %d", (unsigned long long)start,
+			 (unsigned long long)stride, err);
+	for (uint64_t p = 0; p < nruns; p++)
+		for (uint64_t k = 0; k < len; k++) {
+			uint64_t e = start + p * stride + k, c = e / T, t = e % T;
+			if (got[p * len + k] != phys(r, sig[c], t))
+				fail_msg("run %llu element %llu: %.17g, want %.17g",
+					 (unsigned long long)p, (unsigned long long)k,
+					 got[p * len + k], phys(r, sig[c], t));
+		}
+	free(got);
+}
+
+/* A window's runs, and runs that are not one stretch of time (read run by
+ * run); runs past the source refused. */
+static void gathers(const dsv_source *s, const rec_spec *r, const size_t *sig, uint64_t T)
+{
+	double one;
+	assert_true(dsv_source_gathers(s));
+	check_gather(s, r, sig, 0, T, 5, T < 200 ? T : 200);
+	check_gather(s, r, sig, T - 20, T, 4, 20);        /* the last samples */
+	check_gather(s, r, sig, T + 3, 2 * T, 2, T - 3);  /* channels 1 and 3 */
+	check_gather(s, r, sig, 2 * T - 5, T + 1, 3, 10); /* across a channel's end */
+	check_gather(s, r, sig, 7, T + 11, 4, 9);         /* a later time each */
+	assert_int_equal(dsv_source_read_runs(s, 5 * T - 1, T, 1, 2, &one), DSV_ERR_INVALID);
+	assert_int_equal(dsv_source_read_runs(s, 0, T, 6, 1, &one), DSV_ERR_INVALID);
+}
+
 static void read_all_runs(int bdf, uint64_t records)
 {
 	rec_spec r = { bdf, bdf ? "BDF+C" : "EDF+C", 7, spr7, labels7, records, NULL };
@@ -278,6 +316,7 @@ static void read_all_runs(int bdf, uint64_t records)
 		uint64_t e = x % N, n = 1 + (x >> 20) % (i % 4 ? 400 : 3 * T);
 		check_run(s, &r, sig, e, n < N - e ? n : N - e);
 	}
+	gathers(s, &r, sig, T);
 	dsv_source_close(s);
 	free(b);
 }

@@ -45,7 +45,7 @@ typedef struct bv_state {
 	dsv_dtype raw; /* the stored type */
 	size_t es;
 	int vectorized;
-	int fd; /* the .eeg */
+	dsv_source *data; /* the .eeg, its descriptor the cache's (fds.c) */
 	double interval_us;
 	char data_file[256];
 	char bad[160]; /* the first malformed entry the header has, or "" */
@@ -58,8 +58,7 @@ static void bv_state_free(void *p)
 	bv_state *st = p;
 	if (!st)
 		return;
-	if (st->fd >= 0)
-		close(st->fd);
+	dsv_source_close(st->data);
 	for (uint64_t i = 0; st->names && i < st->C; i++) {
 		free(st->names[i]);
 		free(st->units[i]);
@@ -99,7 +98,8 @@ static int read_vectorized(const bv_state *st, uint64_t c, uint64_t a, uint64_t 
 		return DSV_ERR_NOMEM;
 	for (uint64_t t = a; t < b; t += per) {
 		uint64_t n = b - t < per ? b - t : per;
-		int err = dsv_pread_fd(st->fd, buf, (size_t)(n * st->es), (c * st->T + t) * st->es);
+		int err = dsv_source_pread(st->data, buf, (size_t)(n * st->es),
+					   (c * st->T + t) * st->es);
 		if (err)
 			return err;
 		convert(st->raw, buf, st->es, n, st->res[c], out + (t - a));
@@ -119,7 +119,7 @@ static int read_multiplexed(const bv_state *st, uint64_t e, uint64_t n, double *
 		return DSV_ERR_NOMEM;
 	for (uint64_t t = t_lo; t < t_hi; t += batch) {
 		uint64_t nb = t_hi - t < batch ? t_hi - t : batch;
-		int err = dsv_pread_fd(st->fd, buf, (size_t)(nb * rb), t * rb);
+		int err = dsv_source_pread(st->data, buf, (size_t)(nb * rb), t * rb);
 		if (err)
 			return err;
 		for (uint64_t c = c0; c <= c1; c++) {
@@ -153,6 +153,44 @@ static int bv_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, siz
 		out += m;
 		e += m;
 		n -= m;
+	}
+	return 0;
+}
+
+/* The source's gather: multiplexed runs that are channels' samples [t0,
+ * t0 + len) (a window's, or a tile of windows') converted from one read
+ * of those time rows; vectorized runs, and runs that are not such, read
+ * run by run (each a stretch of one channel: one read). */
+static int bv_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+		     uint64_t len, void *dst)
+{
+	const bv_state *st = s->fmt;
+	uint64_t T = st->T, t0 = start % T, rb = st->C * st->es;
+	double *out = dst;
+	if (st->vectorized || t0 + len > T || stride % T) {
+		for (uint64_t p = 0; p < nruns; p++) {
+			dsv_chunk_ref ref = { .elem_start = start + p * stride, .nelems = len };
+			int err = bv_read(s, &ref, out + p * len, (size_t)(len * 8));
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	uint64_t c0 = start / T, step = stride / T;
+	uint64_t batch = BV_BATCH_BYTES / rb ? BV_BATCH_BYTES / rb : 1;
+	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)((len < batch ? len : batch) * rb));
+	if (!buf)
+		return DSV_ERR_NOMEM;
+	for (uint64_t t = t0; t < t0 + len; t += batch) {
+		uint64_t nb = t0 + len - t < batch ? t0 + len - t : batch;
+		int err = dsv_source_pread(st->data, buf, (size_t)(nb * rb), t * rb);
+		if (err)
+			return err;
+		for (uint64_t p = 0; p < nruns; p++) {
+			uint64_t c = c0 + p * step;
+			convert(st->raw, buf + c * st->es, (size_t)rb, nb, st->res[c],
+				out + p * len + (t - t0));
+		}
 	}
 	return 0;
 }
@@ -310,22 +348,20 @@ static int parse_header(dsv_source *s, bv_state *st, dsv_errbuf *eb)
 /* The .eeg beside the header: opened, its size a whole number of samples. */
 static int open_data(dsv_source *s, bv_state *st, dsv_errbuf *eb)
 {
-	const char *slash = strrchr(s->path, '/');
-	char path[4096];
-	struct stat sb;
-	snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - s->path + 1) : 0, s->path,
-		 st->data_file);
-	if ((st->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(st->fd, &sb))
-		return dsv_errf_at(eb, DSV_ERR_NOTFOUND, s->path, "[Common Infos] DataFile",
-				   "'%s' cannot be opened", st->data_file);
-	uint64_t row = st->C * st->es;
-	if ((uint64_t)sb.st_size % row)
+	dsv_errbuf sub;
+	int err;
+	if ((err = dsv_source_open_beside(s, st->data_file, &st->data, &sub)))
+		return dsv_errf_at(eb, err == DSV_ERR_NOMEM ? err : DSV_ERR_NOTFOUND, s->path,
+				   "[Common Infos] DataFile", "'%s' cannot be opened: %s",
+				   st->data_file, sub.reason);
+	uint64_t row = st->C * st->es, size = st->data->file_size;
+	if (size % row)
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, s->path, "[Common Infos] DataFile",
 				   "'%s' is %llu bytes, not a whole number of samples of %llu "
 				   "channels (%llu bytes each)",
-				   st->data_file, (unsigned long long)sb.st_size,
+				   st->data_file, (unsigned long long)size,
 				   (unsigned long long)st->C, (unsigned long long)row);
-	st->T = (uint64_t)sb.st_size / row;
+	st->T = size / row;
 	return 0;
 }
 
@@ -376,7 +412,6 @@ int dsv_source_open_bv(const char *path, dsv_source **out, dsv_errbuf *eb)
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	}
-	st->fd = -1;
 	s->fmt = st;
 	s->fmt_close = bv_state_free;
 	if ((err = dsv_source_open_file(s, eb)) || (err = parse_header(s, st, eb)) ||
@@ -395,6 +430,7 @@ int dsv_source_open_bv(const char *path, dsv_source **out, dsv_errbuf *eb)
 		       st->vectorized ? "vectorized" : "multiplexed", dsv_dtype_name(st->raw));
 	s->fallback = 1;
 	s->lib_read = bv_read;
+	s->gather = bv_gather;
 	dsv_source_flat_chunks(s, st->vectorized ? DSV_FALLBACK_CHUNK_BYTES : BV_MUX_CHUNK);
 	*out = s;
 	return 0;

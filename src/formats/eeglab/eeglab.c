@@ -14,12 +14,12 @@
  * holds them (float32, little-endian, in the same order). Either way the
  * file holds the samples time-major, channel fastest, so a run of the
  * source's (channel, time) elements is gathered from rows of all
- * channels: chunks are large (DSV_EEGLAB_CHUNK) so that a recording's
- * bytes are read a few times at most when all of it is read.
+ * channels (source/timerows.c, which the v7.3 files' reader in the HDF5
+ * folder shares: h5_mat73.c).
  *
  * Refused with the reason: MATLAB -v7 files whose variables are
- * compressed, and v7.3 (HDF5) files; complex data, and data whose
- * dimensions disagree with nbchan, pnts and trials.
+ * compressed, a v7.3 header with no HDF5 file after it; complex data, and
+ * data whose dimensions disagree with nbchan, pnts and trials.
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -35,81 +35,13 @@
 #include "formats/eeglab/mat5.h"
 #include "source/source_i.h"
 
-/* Source bytes a chunk (the unit of the cache and of verify). */
-#define DSV_EEGLAB_CHUNK (32u << 20)
-/* Bytes of whole time rows read by one pread, at most. */
-#define EEG_BATCH_BYTES (1u << 20)
-
+/* What the layout finds: the counts, and where the samples are. */
 typedef struct eeg_state {
 	uint64_t C, T, K; /* nbchan, pnts, trials */
 	size_t es;
 	uint64_t data_off;
-	int fd; /* the .fdt's; -1: the data is in the .set */
+	dsv_source *fdt; /* the .fdt, its descriptor the cache's (fds.c); NULL: in the .set */
 } eeg_state;
-
-static void eeg_state_free(void *p)
-{
-	eeg_state *st = p;
-	if (st && st->fd >= 0)
-		close(st->fd);
-	free(st);
-}
-
-static int read_at(const dsv_source *s, const eeg_state *st, void *buf, size_t n, uint64_t off)
-{
-	return st->fd >= 0 ? dsv_pread_fd(st->fd, buf, n, off) : dsv_source_pread(s, buf, n, off);
-}
-
-/* Elements [w, w + m) of trial k's (C, T) into out, from its time rows. */
-static int gather_trial(const dsv_source *s, const eeg_state *st, uint64_t k, uint64_t w,
-			uint64_t m, uint8_t *out)
-{
-	uint64_t C = st->C, T = st->T, es = st->es, rb = C * es;
-	uint64_t c0 = w / T, c1 = (w + m - 1) / T;
-	uint64_t t_lo = c0 == c1 ? w % T : 0, t_hi = c0 == c1 ? (w + m - 1) % T + 1 : T;
-	uint64_t batch = EEG_BATCH_BYTES / rb ? EEG_BATCH_BYTES / rb : 1;
-	uint8_t *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)(batch * rb));
-	if (!buf)
-		return DSV_ERR_NOMEM;
-	for (uint64_t t = t_lo; t < t_hi; t += batch) {
-		uint64_t nb = t_hi - t < batch ? t_hi - t : batch;
-		int err = read_at(s, st, buf, (size_t)(nb * rb), st->data_off + (k * T + t) * rb);
-		if (err)
-			return err;
-		for (uint64_t c = c0; c <= c1; c++) {
-			uint64_t a = c == c0 ? w % T : 0, b = c == c1 ? (w + m - 1) % T + 1 : T;
-			if (a < t)
-				a = t;
-			if (b > t + nb)
-				b = t + nb;
-			uint8_t *o = out + (c * T + a - w) * es;
-			const uint8_t *in = buf + ((a - t) * C + c) * es;
-			for (uint64_t i = a; i < b; i++, o += es, in += rb)
-				memcpy(o, in, es);
-		}
-	}
-	return 0;
-}
-
-/* Elements [ref->elem_start, + ref->nelems) of (K, C, T), trial by trial. */
-static int eeg_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap)
-{
-	const eeg_state *st = s->fmt;
-	uint64_t e = ref->elem_start, n = ref->nelems, ct = st ? st->C * st->T : 0;
-	uint8_t *out = dst;
-	if (!st || e > s->info.nelems || n > s->info.nelems - e || dst_cap / st->es < n)
-		return DSV_ERR_INVALID;
-	while (n) {
-		uint64_t w = e % ct, m = ct - w < n ? ct - w : n;
-		int err = gather_trial(s, st, e / ct, w, m, out);
-		if (err)
-			return err;
-		out += m * st->es;
-		e += m;
-		n -= m;
-	}
-	return 0;
-}
 
 /* The dsview dtype of MAT storage type t. */
 static dsv_dtype dtype_of(int t)
@@ -202,27 +134,24 @@ static int eeg_attrs(dsv_source *s, const eeg_scope *sc, const eeg_state *st, co
 }
 
 /* The .fdt named by data (a char array), beside the .set: opened into
- * st->fd, its size checked. */
+ * st->fdt, its size checked. */
 static int open_fdt(dsv_source *s, const eeg_scope *sc, const dsv_mat_var *data, eeg_state *st,
 		    char *name, size_t cap, dsv_errbuf *eb)
 {
-	const char *slash = strrchr(s->path, '/');
-	char path[4096];
+	dsv_errbuf sub;
 	int err = dsv_mat_string(sc->m, data, name, cap, eb);
 	if (err)
 		return err;
 	if (strchr(name, '/'))
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, NULL, "data",
 				   "names '%s', not a file beside it", name);
-	snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - s->path + 1) : 0, s->path,
-		 name);
-	if ((st->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return dsv_errf_at(eb, DSV_ERR_NOTFOUND, NULL, "data",
-				   "names '%s', which cannot be opened", name);
-	off_t size = lseek(st->fd, 0, SEEK_END);
+	if ((err = dsv_source_open_beside(s, name, &st->fdt, &sub)))
+		return dsv_errf_at(eb, err == DSV_ERR_NOMEM ? err : DSV_ERR_NOTFOUND, NULL, "data",
+				   "names '%s', which cannot be opened: %s", name, sub.reason);
+	uint64_t size = st->fdt->file_size;
 	st->es = 4;
 	uint64_t want = st->C * st->T * st->K * 4;
-	if (size < 0 || (uint64_t)size != want)
+	if (size != want)
 		return dsv_errf_at(eb, DSV_ERR_TRUNCATED, NULL, "data",
 				   "'%s' is %lld bytes, not nbchan * pnts * trials * 4 = %llu",
 				   name, (long long)size, (unsigned long long)want);
@@ -283,21 +212,21 @@ static int eeg_layout(dsv_source *s, eeg_state *st, dsv_errbuf *eb)
 				      : embedded(s, &data, st, eb);
 	if (err)
 		return err;
-	uint64_t shape[3] = { st->K, st->C, st->T };
-	if (dsv_source_set_shape(s, 3, shape))
-		return dsv_errf_at(eb, DSV_ERR_OVERFLOW, NULL, "data", "too many samples");
+	err = dsv_source_set_time_rows(s, st->fdt, st->data_off, st->K, st->C, st->T);
+	st->fdt = NULL; /* s's now */
+	if (err)
+		return dsv_errf_at(eb, err, NULL, "data", "too many samples");
 	s->info.kind = DSV_SRC_EEGLAB;
 	dsv_source_why(s, "EEGLAB, %s, time-major samples gathered",
 		       data.cls == DSV_MX_CHAR ? "data in its .fdt" : "data embedded");
 	if (eeg_attrs(s, &sc, st, data.cls == DSV_MX_CHAR ? fdt : NULL))
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	s->fallback = 1;
-	s->lib_read = eeg_read;
-	dsv_source_flat_chunks(s, DSV_EEGLAB_CHUNK);
 	return 0;
 }
 
-/* MATLAB v7.3 saves HDF5 after a 512-byte header whose text says so. */
+/* MATLAB v7.3 saves HDF5 after a 512-byte header whose text says so:
+ * such a file is the HDF5 folder's (h5_mat73.c); this one's header says
+ * so without the HDF5 file after it. */
 static int is_v73(dsv_source *s)
 {
 	char h[20];
@@ -308,28 +237,21 @@ static int is_v73(dsv_source *s)
 int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 {
 	dsv_source *s = dsv_source_alloc(path, NULL);
-	eeg_state *st = calloc(1, sizeof(*st));
+	eeg_state st = { 0 };
 	dsv_errbuf sub;
 	int err;
 
 	*out = NULL;
-	if (!s || !st) {
-		free(st);
-		dsv_source_close(s);
+	if (!s)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
-	}
-	st->fd = -1;
-	s->fmt = st;
-	s->fmt_close = eeg_state_free;
 	if ((err = dsv_source_open_file(s, eb)))
 		goto fail;
 	if (is_v73(s)) {
 		err = dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, path, NULL,
-				  "a MATLAB v7.3 (HDF5) dataset is not served yet; save it with "
-				  "EEGLAB's pop_saveset(EEG, 'version', '6') or MATLAB's save -v6");
+				  "says MATLAB v7.3, but no HDF5 file follows its 512-byte header");
 		goto fail;
 	}
-	if ((err = eeg_layout(s, st, &sub)) == DSV_ERR_UNSUPPORTED && !sub.where[0])
+	if ((err = eeg_layout(s, &st, &sub)) == DSV_ERR_UNSUPPORTED && !sub.where[0])
 		err = dsv_errf_at(eb, err, path, NULL,
 				  "%s; dsview pack cannot convert it either: save it uncompressed "
 				  "(EEGLAB's pop_saveset(EEG, 'version', '6'), MATLAB's save -v6)",
@@ -341,6 +263,7 @@ int dsv_source_open_eeglab(const char *path, dsv_source **out, dsv_errbuf *eb)
 	*out = s;
 	return 0;
 fail:
+	dsv_source_close(st.fdt);
 	dsv_source_close(s);
 	return err;
 }

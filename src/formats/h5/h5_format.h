@@ -11,6 +11,9 @@
 #include "source/format.h"
 
 extern const dsv_format dsv_format_h5;
+/* EEGLAB datasets saved by MATLAB -v7.3 (h5_mat73.c): (trials, channels,
+ * time) as formats/eeglab serves the v5/v6 ones. */
+extern const dsv_format dsv_format_mat73;
 
 /* An object of an HDF5 file that could not be listed (a damaged object
  * header or group): its path in the file and the library's reason. */
