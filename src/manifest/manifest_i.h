@@ -138,4 +138,25 @@ int dsv_mf_dir_files(const char *dir, char ***names, size_t *n, dsv_errbuf *eb);
  * a name another format claims is never read). NULL: not served. */
 const dsv_format *dsv_mf_entry_format(const char *dir, const char *name);
 
+/* What zero-configuration mounts share (zeroconf.c), for zarr_tree.c. */
+/* Adds a view named name of source s (taken), with the dataset's own path
+ * hdf5_path for V.json (or NULL), once it is finished. */
+int dsv_mf_add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
+			 dsv_dtype dtype, dsv_errbuf *eb);
+/* The view name of the dataset path dset, each part mapped by
+ * dsv_name_escape, in *out. @return 0, DSV_ERR_NOMEM, or DSV_ERR_INVALID
+ * when a part's mapped name passes DSV_VIEW_NAME_MAX (*part_len: its
+ * length). */
+int dsv_mf_map_name(const char *dset, char **out, size_t *part_len);
+/* The view name of the file at path, less strip bytes, mapped as
+ * dsv_mf_map_name's parts are, in *out; eb says why it cannot be one. */
+int dsv_mf_file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb);
+/* Whether err ends a zero-configuration load whatever else: an error of
+ * ours, not the file's, or any error under DSV_FROM_FILE_STRICT. */
+int dsv_mf_fatal(int err, unsigned flags);
+/* `dsview mount X.zarr` (zarr_tree.c): a Zarr array or a group's arrays
+ * into m; fails when nothing can be served. */
+int dsv_mf_from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
+		     dsv_errbuf *eb);
+
 #endif

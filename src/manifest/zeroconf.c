@@ -1,6 +1,7 @@
 /*
  * Zero-configuration manifests: `dsview mount file.npy`, `file.nii`,
- * `file.h5` or `data.zarr` (an array or a group), one view per array.
+ * `file.h5`, a directory, or `data.zarr` (an array or a group: zarr_tree.c),
+ * one view per array.
  *
  * An HDF5 file is whatever its users already have: beside the arrays it
  * may hold strings, tables (compound), scalars, names with spaces, and a
@@ -12,14 +13,13 @@
  * file with nothing to serve fails with the reasons. DSV_FROM_FILE_STRICT
  * keeps all-or-nothing: the first dataset that cannot be served fails the
  * load with its message. (A manifest names its datasets itself: there
- * every error stays fatal; see manifest.c.)
+ * every error stays dsv_mf_fatal; see manifest.c.)
  *
  * Names: each part of a dataset's path is mapped by dsv_name_escape
  * (common/str.h), one-to-one, so "my data" is served as my_x20data.* and
  * V.json keeps the dataset's own path as "hdf5_path". A part whose mapped
  * name passes DSV_VIEW_NAME_MAX bytes is skipped with that reason.
  */
-#include <dirent.h>
 #include <jansson.h>
 #include <errno.h>
 #include <stdio.h>
@@ -71,7 +71,7 @@ static int add_view_of(dsv_manifest *m, const char *name, const char *hdf5_path,
 }
 
 /* A view of s (taken), as add_view_of. */
-static int add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
+int dsv_mf_add_file_view(dsv_manifest *m, const char *name, const char *hdf5_path, dsv_source *s,
 			 dsv_dtype dtype, dsv_errbuf *eb)
 {
 	return add_view_of(m, name, hdf5_path, &s, 1, dtype, eb);
@@ -95,7 +95,7 @@ static int add_h5_view(dsv_manifest *m, const dsv_format *f, const char *name, c
  * "a_x20b/c"), newly allocated in *out. @return 0, DSV_ERR_NOMEM, or
  * DSV_ERR_INVALID when a part's mapped name is longer than
  * DSV_VIEW_NAME_MAX (*part_len: its length). */
-static int map_name(const char *dset, char **out, size_t *part_len)
+int dsv_mf_map_name(const char *dset, char **out, size_t *part_len)
 {
 	size_t len = strlen(dset), n = 0;
 	char *name = malloc(4 * len + 1), *copy = strdup(dset), *save = NULL;
@@ -129,7 +129,7 @@ static int map_name(const char *dset, char **out, size_t *part_len)
 }
 
 /* Errors that end a load whatever else: ours, not the file's. */
-static int fatal(int err, unsigned flags)
+int dsv_mf_fatal(int err, unsigned flags)
 {
 	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || (flags & DSV_FROM_FILE_STRICT);
 }
@@ -138,7 +138,7 @@ static int fatal(int err, unsigned flags)
  * mapped as HDF5 names are, in a new string *out. @return 0,
  * DSV_ERR_NOMEM, or DSV_ERR_INVALID with eb saying why (empty, or longer
  * than DSV_VIEW_NAME_MAX once mapped). */
-static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb)
+int dsv_mf_file_view_name(const char *path, size_t strip, char **out, dsv_errbuf *eb)
 {
 	size_t plen = dsv_url_shown_len(path); /* a URL's query is no part of it */
 	const char *base = path + plen;
@@ -168,7 +168,7 @@ static int file_view_name(const char *path, size_t strip, char **out, dsv_errbuf
  * datasets f: a .npz), each as a view or in m->skipped. in: NULL for a file mount; in a directory mount, the file's name, whose
  * mapped form prefixes every view name (the file becomes a directory).
  * *first gets the first dataset's error (for a file of one). @return 0,
- * an error of the whole file (not listed, no datasets), or a fatal one. */
+ * an error of the whole file (not listed, no datasets), or a dsv_mf_fatal one. */
 static int h5_views(dsv_manifest *m, const dsv_format *f, const char *path, const char *in,
 		    dsv_dtype dtype, unsigned flags, dsv_errbuf *first, dsv_errbuf *eb)
 {
@@ -184,7 +184,7 @@ static int h5_views(dsv_manifest *m, const dsv_format *f, const char *path, cons
 	if (err)
 		return err;
 	if (in)
-		err = file_view_name(path, 0, &prefix, eb);
+		err = dsv_mf_file_view_name(path, 0, &prefix, eb);
 	if (!err && n == 0 && nbad == 0 && links[0] + links[1])
 		err = dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
 				  "no datasets of its own (%zu soft and %zu "
@@ -207,7 +207,7 @@ static int h5_views(dsv_manifest *m, const dsv_format *f, const char *path, cons
 		dsv_errbuf sub;
 		char *name = NULL, *full = NULL, kind[24], show[4 * 64 + 4];
 		size_t part_len = 0;
-		int e = map_name(names[i], &name, &part_len);
+		int e = dsv_mf_map_name(names[i], &name, &part_len);
 		if (e == DSV_ERR_INVALID)
 			dsv_errf_at(&sub, e, path, names[i],
 				    "name too long once mapped to a view name "
@@ -221,7 +221,7 @@ static int h5_views(dsv_manifest *m, const dsv_format *f, const char *path, cons
 		free(full);
 		if (!e)
 			continue;
-		if (fatal(e, flags)) {
+		if (dsv_mf_fatal(e, flags)) {
 			if (part_len) /* today's wording, with the mapped length */
 				err = dsv_errf_at(eb, e, path, NULL,
 						  "dataset name '%s' is not a valid view name "
@@ -278,7 +278,7 @@ static int tree_view_name(const char *rel, size_t strip, char **out, dsv_errbuf 
 {
 	char *stem = strndup(rel, strlen(rel) - strip);
 	size_t part_len = 0;
-	int err = stem ? map_name(stem, out, &part_len) : DSV_ERR_NOMEM;
+	int err = stem ? dsv_mf_map_name(stem, out, &part_len) : DSV_ERR_NOMEM;
 	free(stem);
 	if (err == DSV_ERR_INVALID)
 		return dsv_errf_at(eb, err, rel, NULL,
@@ -321,7 +321,7 @@ typedef struct opened_file {
 } opened_file;
 
 /* The view of a file of one array (a .npy, a .nii, a recording), named
- * for the file less its extension (file_view_name), opened as its format
+ * for the file less its extension (dsv_mf_file_view_name), opened as its format
  * f says (a .nii.gz is refused with the way to convert it): the source o
  * opened ahead (taken), or, with no o, opened now; in: the file's name in
  * a directory mount, else NULL. */
@@ -337,7 +337,7 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 		o->s = NULL;
 	dsv_format_by_name(path, &ext);
 	err = in && strchr(in, '/') ? tree_view_name(in, ext, &name, eb)
-				    : file_view_name(path, ext, &name, eb);
+				    : dsv_mf_file_view_name(path, ext, &name, eb);
 	if (!err && o && o->err) {
 		*eb = *o->eb;
 		err = o->err;
@@ -349,7 +349,7 @@ static int file_view(dsv_manifest *m, const dsv_format *f, const char *path, con
 		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
 	if (!err)
-		err = add_file_view(m, name, NULL, s, dtype, eb); /* s taken */
+		err = dsv_mf_add_file_view(m, name, NULL, s, dtype, eb); /* s taken */
 	else
 		dsv_source_close(s);
 	free(name);
@@ -386,107 +386,6 @@ static int open_ahead(void *arg, size_t k)
 		*o->eb = eb;
 	free(path);
 	return 0;
-}
-
-/* The names one level under the object prefix dir (a listing: its
- * "subdirectories"), those starting '.' left out as a directory's are. */
-static int object_children(const char *dir, char ***names, size_t *n, dsv_errbuf *eb)
-{
-	dsv_net_dir *d;
-	int err = dsv_net_dir_open(dir, &d, eb);
-	if (!err)
-		err = dsv_net_dir_list(d, names, n, eb);
-	dsv_net_dir_close(d);
-	size_t k = 0;
-	for (size_t i = 0; !err && i < *n; i++)
-		if ((*names)[i][0] == '.')
-			free((*names)[i]);
-		else
-			(*names)[k++] = (*names)[i];
-	*n = err ? 0 : k;
-	return err;
-}
-
-/* Every Zarr array under dir (a Zarr group, or an array itself), each a
- * view named for its path below dir (rel, "" at the top; parts mapped as
- * HDF5 names are); one that cannot be opened is skipped with the reason.
- * Subdirectories are walked DSV_ZARR_DEPTH deep at most. */
-#define DSV_ZARR_DEPTH 8
-static int zarr_views(dsv_manifest *m, const char *dir, const char *rel, const char *top,
-		      dsv_dtype dtype, unsigned flags, int depth, dsv_errbuf *eb)
-{
-	dsv_errbuf sub;
-	int kind;
-	const dsv_format *f = dsv_format_detect(dir, 0, &kind);
-	if (f && kind == DSV_FMT_ARRAY) {
-		dsv_source *s;
-		char *name = NULL;
-		size_t part_len = 0, ext;
-		dsv_format_by_name(top, &ext);
-		int e = *rel ? map_name(rel, &name, &part_len)
-			     : file_view_name(top, ext, &name, &sub);
-		if (e == DSV_ERR_INVALID && *rel)
-			dsv_errf_at(&sub, e, dir, NULL, "name too long once mapped to a view name");
-		if (!e && !(e = f->open(dir, NULL, &s, &sub)))
-			e = add_file_view(m, name, NULL, s, dtype, &sub);
-		free(name);
-		if (e && (fatal(e, flags) || !*rel))
-			return dsv_errf(eb, e, "%s", sub.msg);
-		if (e && dsv_mf_skip(m, rel, sub.reason, "unreadable"))
-			return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		return 0;
-	}
-	int url = dsv_url_scheme_len(dir) != 0;
-	DIR *d = depth < DSV_ZARR_DEPTH && !url ? opendir(dir) : NULL;
-	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0;
-	int err = url && depth < DSV_ZARR_DEPTH ? object_children(dir, &names, &n, eb) : 0;
-	while (d && !err && (de = readdir(d))) {
-		char **nn = de->d_name[0] != '.' ? realloc(names, (n + 1) * sizeof(*nn)) : names;
-		if (de->d_name[0] == '.')
-			continue;
-		if (!nn || !(nn[n] = strdup(de->d_name)))
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else
-			n++;
-		if (nn)
-			names = nn;
-	}
-	if (d)
-		closedir(d);
-	dsv_natural_sort(names, n);
-	for (size_t i = 0; !err && i < n; i++) {
-		char *path = NULL, *r = NULL;
-		struct stat st;
-		size_t dl = strlen(dir); /* "s3://b/x.zarr/" as given: one '/' */
-		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]) <
-			    0 ||
-		    asprintf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0)
-			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		else if (url || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-			err = zarr_views(m, path, r, top, dtype, flags, depth + 1, eb);
-		free(path);
-		free(r);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return err;
-}
-
-/* `dsview mount X.zarr`: a Zarr array, or a group's arrays. */
-static int from_zarr(dsv_manifest *m, const char *path, dsv_dtype dtype, unsigned flags,
-		     dsv_errbuf *eb)
-{
-	int err = zarr_views(m, path, "", path, dtype, flags, 0, eb);
-	if (!err && m->nviews == 0)
-		err = m->nskipped ? dsv_mf_nothing_served(m, path, eb)
-				  : dsv_errf_at(eb, DSV_ERR_INVALID, path, NULL,
-						"no Zarr arrays in it");
-	if (!err && m->nskipped && dsv_mf_skipped_render(m))
-		err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-	return err;
 }
 
 /* The formats' preparation of dir's files names[0 .. n) (the HDF5 probe
@@ -554,7 +453,7 @@ static int from_dir(dsv_manifest *m, const char *dir, dsv_dtype dtype, unsigned 
 			e = h5_views(m, f, path, names[i], dtype, flags, &first, &sub);
 		else
 			e = file_view(m, f, path, names[i], dtype, ahead ? &ahead[i] : NULL, &sub);
-		if (e && fatal(e, flags))
+		if (e && dsv_mf_fatal(e, flags))
 			err = dsv_errf(eb, e, "%s", sub.msg);
 		else if (e && dsv_mf_skip(m, names[i], sub.reason, "unreadable"))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
@@ -592,7 +491,7 @@ int dsv_manifest_from_file(const char *path, dsv_dtype dtype, unsigned flags, ds
 	char what[512];
 	if ((f && kind) ||
 	    (is_dir && (named = dsv_format_by_name(path, NULL)) && (named->traits & DSV_FMT_DIR)))
-		err = from_zarr(m, path, dtype, flags, eb);
+		err = dsv_mf_from_zarr(m, path, dtype, flags, eb);
 	else if (is_dir)
 		err = from_dir(m, path, dtype, flags, eb);
 	else if (f && (f->traits & DSV_FMT_DATASETS))
