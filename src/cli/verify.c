@@ -10,8 +10,8 @@
  * through the HDF5 library for fallback sources (serialised by the HDF5
  * lock, so those gain nothing from threads, and lose nothing either).
  * Each worker owns its buffers, sized for the largest chunk of any source.
- * Bad chunks are collected under a mutex and printed at the end, sorted,
- * so the output does not depend on the thread count.
+ * Bad chunks are collected under a mutex and printed at the end, sorted
+ * (verify_report.c), so the output does not depend on the thread count.
  *
  * A dataset dsview refuses to open cannot be checked; verify says so and
  * fails, since someone running verify wants to know.
@@ -29,6 +29,7 @@
 #include "cli/progress.h"
 #include "cli/raw_opts.h"
 #include "cli/target.h"
+#include "cli/verify_i.h"
 #include "common/clock.h"
 #include "dsview/source.h"
 #include "dsview/view.h"
@@ -66,39 +67,6 @@ static const char verify_usage[] =
 
 /* Worker buffers together stay under this, whatever the chunk size. */
 #define VERIFY_BUFFER_BUDGET (1ull << 30)
-
-typedef struct vsrc {
-	dsv_source *s; /* NULL: refused, reason says why */
-	int owned;     /* closed by us (not a manifest's) */
-	char *label;   /* "path" or "path:/dataset" */
-	char *reason;
-	uint64_t first; /* global index of its first chunk */
-} vsrc;
-
-typedef struct vbad {
-	size_t src;
-	dsv_chunk_ref ref;
-	int err;
-	int table;      /* the chunk decodes, but its row of the block table is wrong */
-	char file[512]; /* a grid band's chunk that failed (its file, for Zarr), or "" */
-} vbad;
-
-typedef struct vjob {
-	vsrc *srcs;
-	size_t nsrcs, cap;
-	uint64_t total;     /* chunks */
-	size_t dst_cap;     /* a worker's buffer: the largest decoded chunk */
-	size_t scratch_cap; /* the largest stored chunk (each worker stages one) */
-
-	atomic_uint_fast64_t next, done, bytes;
-	atomic_int internal; /* a dsv_err that is our fault, not the file's */
-
-	pthread_mutex_t lock; /* guards bads and finished */
-	pthread_cond_t cond;
-	vbad *bads;
-	size_t nbad, bad_cap;
-	int finished;
-} vjob;
 
 static int add_source(vjob *j, dsv_source *s, int owned, const char *label, const char *reason)
 {
@@ -261,12 +229,6 @@ static void record_bad(vjob *j, size_t src, const dsv_chunk_ref *ref, int err, i
 	pthread_mutex_unlock(&j->lock);
 }
 
-/* Errors that say something about dsview or the machine, not the file. */
-static int is_internal(int err)
-{
-	return err == DSV_ERR_NOMEM || err == DSV_ERR_INTERNAL || err == DSV_ERR_INVALID;
-}
-
 typedef struct band_ctx {
 	vjob *j;
 	size_t si;
@@ -320,7 +282,7 @@ static void *worker(void *arg)
 		if (!err)
 			err = dsv_source_decode_chunk(v->s, &ref, dst, j->dst_cap, eb);
 		int table = !err && (err = dsv_source_check_lz4_table(v->s, &ref)) != 0;
-		if (err && !((ref.fallback || ref.grid) && !is_internal(err) &&
+		if (err && !((ref.fallback || ref.grid) && !dsv_verify_internal(err) &&
 			     narrow_fallback(j, si, &ref, dst) == 0))
 			record_bad(j, si, &ref, err, table, eb);
 		else if (!err)
@@ -336,80 +298,6 @@ static void *worker(void *arg)
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	return NULL;
-}
-
-/* b's chunk is read through the HDF5 library (not a recording's records,
- * which its format gathers itself). */
-static int through_h5(const vjob *j, const vbad *b)
-{
-	return b->ref.fallback && dsv_source_get_info(j->srcs[b->src].s)->kind != DSV_SRC_EDF;
-}
-
-static const char *bad_reason(const vjob *j, const vbad *b)
-{
-	if (b->table && b->err == DSV_ERR_CORRUPT)
-		return "its row of the block table does not match it (reads of a few rows "
-		       "fall back to the whole chunk)";
-	switch (b->err) {
-	case DSV_ERR_CHECKSUM: return "Fletcher32 checksum mismatch";
-	case DSV_ERR_CORRUPT:
-		if (b->ref.fallback)
-			return "a chunk of the file has the wrong stored size";
-		switch (b->ref.codec) {
-		case DSV_CODEC_LZ4: return "LZ4 data corrupt or decodes to the wrong size";
-		case DSV_CODEC_ZSTD: return "zstd data corrupt or decodes to the wrong size";
-		case DSV_CODEC_LZF: return "LZF data corrupt or decodes to the wrong size";
-		case DSV_CODEC_BLOSC: return "Blosc data corrupt or decodes to the wrong size";
-		case DSV_CODEC_BSHUF: return "bitshuffle data corrupt or decodes to the wrong size";
-		case DSV_CODEC_BLOSC2: return "Blosc2 data corrupt or decodes to the wrong size";
-		case DSV_CODEC_DEFLATE: return "deflate data corrupt or decodes to the wrong size";
-		case DSV_CODEC_NONE:
-			if (b->ref.shuffle)
-				return "shuffled chunk shorter than its data";
-			break;
-		}
-		return b->ref.grid ? "corrupt, or decodes to the wrong size"
-				   : "stored chunk shorter than its data";
-	case DSV_ERR_TRUNCATED: return "lies past the end of the file";
-	case DSV_ERR_IO:
-		return through_h5(j, b) ? "the HDF5 library could not read or decode it"
-					: "read error";
-	}
-	return dsv_strerror(b->err);
-}
-
-static int cmp_bad(const void *pa, const void *pb)
-{
-	const vbad *a = pa, *b = pb;
-	if (a->src != b->src)
-		return a->src < b->src ? -1 : 1;
-	if (a->ref.index != b->ref.index)
-		return a->ref.index < b->ref.index ? -1 : 1;
-	return a->ref.elem_start < b->ref.elem_start ? -1 : a->ref.elem_start > b->ref.elem_start;
-}
-
-static void print_bad(const vjob *j, const vbad *b)
-{
-	const dsv_source_info *si = dsv_source_get_info(j->srcs[b->src].s);
-	uint64_t first = b->ref.elem_start, end = first + b->ref.nelems, row = si->row_elems;
-
-	printf("%s: chunk %llu, ", j->srcs[b->src].label, (unsigned long long)b->ref.index);
-	if (row && first % row == 0 && end % row == 0)
-		printf("rows %llu-%llu", (unsigned long long)(first / row),
-		       (unsigned long long)(end / row - 1));
-	else
-		printf("elements %llu-%llu", (unsigned long long)first,
-		       (unsigned long long)(end - 1));
-	if (through_h5(j, b))
-		printf(" (through the HDF5 library)");
-	else if (b->ref.fallback)
-		printf(" (gathered from the data records)");
-	else if (b->ref.grid)
-		printf(" (%s)", b->file);
-	else
-		printf(" (%llu bytes at offset %llu)", (unsigned long long)b->ref.stored_size,
-		       (unsigned long long)b->ref.offset);
-	printf(": %s\n", bad_reason(j, b));
 }
 
 /* Runs the workers, drawing progress until they are done. @return the
@@ -567,17 +455,9 @@ int dsv_cmd_verify(int argc, char **argv)
 	double secs = dsv_now() - t0;
 	int internal = atomic_load(&j.internal);
 
-	if (j.nbad)
-		qsort(j.bads, j.nbad, sizeof(*j.bads), cmp_bad);
-	for (size_t i = 0, b = 0; i < j.nsrcs; i++) {
-		if (!j.srcs[i].s)
-			printf("%s: not checked: %s\n", j.srcs[i].label, j.srcs[i].reason);
-		for (; b < j.nbad && j.bads[b].src == i; b++) {
-			print_bad(&j, &j.bads[b]);
-			if (is_internal(j.bads[b].err))
-				internal = j.bads[b].err;
-		}
-	}
+	int bad_internal = dsv_verify_report(&j);
+	if (bad_internal)
+		internal = bad_internal;
 
 	uint64_t bytes = atomic_load(&j.bytes);
 	const char *what = t.kind == DSV_TARGET_DATASETS ? "dataset" : "source";
