@@ -57,6 +57,20 @@ static inline int scratch_remove(const char *dir)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The group fixtures setup() and teardown() of a test whose scratch
+ * directory is the template dir: made before the group, removed after. */
+#define SCRATCH_GROUP_FIXTURES(dir)         \
+	static int setup(void **state)      \
+	{                                   \
+		(void)state;                \
+		return scratch_make(dir);   \
+	}                                   \
+	static int teardown(void **state)   \
+	{                                   \
+		(void)state;                \
+		return scratch_remove(dir); \
+	}
+
 /* Writes n bytes to dir/name; returns the path (a static buffer). */
 static inline const char *scratch_write(const char *dir, const char *name, const void *data,
 					size_t n)

@@ -96,17 +96,7 @@ static void test_refused(void **state)
 		"SamplingInterval: not a positive number");
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return scratch_make(dir);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return scratch_remove(dir);
-}
+SCRATCH_GROUP_FIXTURES(dir)
 
 int main(void)
 {

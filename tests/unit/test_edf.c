@@ -365,17 +365,7 @@ static void test_open_refused(void **state)
 	free(b);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return scratch_make(dir);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return scratch_remove(dir);
-}
+SCRATCH_GROUP_FIXTURES(dir)
 
 int main(void)
 {

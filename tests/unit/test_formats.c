@@ -199,17 +199,7 @@ static void test_open_unknown(void **state)
 	assert_non_null(strstr(eb.msg, "or a raw file with source_dtype and source_shape)"));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return scratch_make(dir);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return scratch_remove(dir);
-}
+SCRATCH_GROUP_FIXTURES(dir)
 
 int main(void)
 {

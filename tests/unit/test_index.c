@@ -34,17 +34,7 @@ static const char *const KEYS[3] = { "/d/a.npy", "/d/b.h5\0/x", "/d/c.bin\0raw 9
 static const size_t KEYLEN[3] = { 8, 10, 19 };
 static const char *const FMTS[3] = { "npy", "hdf5", "raw" };
 
-static int setup(void **state)
-{
-	(void)state;
-	return scratch_make(dir);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return scratch_remove(dir);
-}
+SCRATCH_GROUP_FIXTURES(dir)
 
 /* An index of "what" holding the three entries, blob i = i + 1 bytes of
  * value 'a' + i. */

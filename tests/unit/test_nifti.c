@@ -203,17 +203,7 @@ static void test_source(void **state)
 	assert_non_null(strstr(eb.reason, "dsview pack"));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return scratch_make(dir);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return scratch_remove(dir);
-}
+SCRATCH_GROUP_FIXTURES(dir)
 
 int main(void)
 {

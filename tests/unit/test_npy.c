@@ -47,17 +47,7 @@ static const char *write_npy(const char *name, int version, const char *dict, co
 	return write_file(name, buf, h + n);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return scratch_make(dir);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return scratch_remove(dir);
-}
+SCRATCH_GROUP_FIXTURES(dir)
 
 static void test_npy_ok(void **state)
 {
