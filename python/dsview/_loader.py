@@ -47,8 +47,10 @@ class Loader:
     save and restore the epoch, the seed and the global sample cursor (the
     StatefulDataLoader protocol, so torchdata can drive it)."""
 
-    def __init__(self, dataset, plan, num_workers, workers, lookahead, hint, depth, kwargs):
+    def __init__(self, dataset, plan, num_workers, workers, lookahead, hint, depth, kwargs,
+                 sources=None):
         self.dataset, self.plan, self.lookahead = dataset, plan, lookahead
+        self.sources = sources  # with source_index: each dataset's Sources
         self.epoch, self.cursor = 0, 0
         self._stats = {"batches": 0, "rows": 0, "bytes": 0, "wait_s": 0.0}
         self.hinter = dataset.make_hinter(hint)
@@ -85,7 +87,7 @@ class Loader:
         try:
             for rows, after in _hints.hinted(self._batches(), _HintPair(self.hinter),
                                              self.lookahead):
-                self._after.append(after)
+                self._after.append((after, rows))
                 yield rows
         finally:
             self.hinter.close()  # the mount stays free to unmount between epochs
@@ -123,12 +125,19 @@ class Loader:
                 except StopIteration:
                     break
                 self._count(batch, time.perf_counter() - t)
-                self.cursor = self._after.popleft()
-                yield batch
+                self.cursor, item = self._after.popleft()
+                yield batch if self.sources is None else self._with_sources(batch, item)
             self.set_epoch(self.epoch + 1)
         finally:
             if self._dl is None or self._dl.num_workers == 0:
                 self.dataset.views.close()  # the mount stays free to unmount between epochs
+
+    def _with_sources(self, batch, item):
+        """batch and, beside it, the source index of each of its rows:
+        (batch, index), or (d, batch, index) in a mixture."""
+        d, rows = item if isinstance(item, tuple) else (0, item)
+        index = torch.from_numpy(self.sources[d].source_of(rows)[0])
+        return (batch, index) if not isinstance(item, tuple) else (batch[0], batch[1], index)
 
     def _count(self, batch, waited):
         if isinstance(batch, tuple):  # a mixture's (dataset, batch)

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from . import _lib, _views
+from . import _lib, _sources, _views
 
 
 def _options(options):
@@ -143,6 +143,7 @@ class Array:
         self.row_bytes = d.row_bytes
         self.nbytes = d.nbytes
         self.info = json.loads(d.json.decode())
+        self._sources = None
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -152,6 +153,18 @@ class Array:
         if not self.shape:
             raise TypeError("len() of a 0-d view")
         return self.shape[0]
+
+    @property
+    def sources(self):
+        """The view's sources (dsview.Sources): their paths and rows."""
+        if self._sources is None:
+            self._sources = _sources.of(self)
+        return self._sources
+
+    def source_of(self, rows):
+        """(source index, row in that source) of each of rows, as int64
+        arrays (see dsview.Sources.source_of)."""
+        return self.sources.source_of(rows)
 
     @property
     def _i(self):

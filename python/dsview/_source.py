@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 
-from . import _hints, _views
+from . import _hints, _sources, _views
 
 
 def _handle(v):
@@ -101,6 +101,15 @@ class Views:
     @property
     def first(self):
         return self.name(next(iter(self.views)))
+
+    def sources(self, k=None):
+        """The Sources of view k (the first where k is None)."""
+        if k is None:
+            k = next(iter(self.views))
+        if k not in self.views:
+            raise KeyError(f"no view {k!r} among {', '.join(map(str, self.views))}")
+        h = self.views[k]
+        return _sources.of(h.path if isinstance(h, MountRows) else h)
 
     def hint_paths(self):
         """The views a mount can be hinted for (in-process ones have none)."""

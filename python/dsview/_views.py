@@ -16,15 +16,10 @@ _EXTS = (".npy", ".dat", ".json")
 
 
 def numpy_dtype(name):
-    """The numpy dtype a view's output dtype (its .json "dtype") is read
-    as: bfloat16 as ml_dtypes.bfloat16 where that package is installed,
-    else its bits as uint16."""
-    if name == "bfloat16":
-        try:
-            import ml_dtypes
-            return np.dtype(ml_dtypes.bfloat16)
-        except ImportError:
-            pass
+    """The numpy dtype a view's output dtype (its .json "dtype") is read as,
+    whatever is installed: bfloat16 as its bits, uint16 (numpy has no
+    bfloat16; the V.npy header says <u2 too), with .dsview_dtype saying
+    "bfloat16" on what dsview returns."""
     return np.dtype(_NUMPY[name])
 
 
@@ -141,10 +136,10 @@ def open_any(source, view=None, **options):
 def open_view(path):
     """A read-only numpy.memmap of a view (V.npy, V.dat or the name V under a
     mount) with the shape and dtype of its .json. bfloat16 views come back
-    as uint16 with .dsview_dtype == "bfloat16" (as ml_dtypes.bfloat16 where
-    that package is installed); every memmap has .dsview_dtype."""
+    as their bits, uint16 (numpy_dtype); every memmap has .dsview_dtype,
+    "bfloat16" for those."""
     v = View(path)
-    dt = np.dtype(_NUMPY[v.dtype])
+    dt = numpy_dtype(v.dtype)
     try:
         if 0 in v.shape:  # nothing to map: an empty array of the same kind
             a = np.zeros(v.shape, dt).view(np.memmap)
@@ -153,7 +148,5 @@ def open_view(path):
             a = np.memmap(v.data, dt, "r", shape=v.shape, offset=v.offset)
     except OSError as e:
         raise _mount_error(v.data, e) from e
-    if v.dtype == "bfloat16":
-        a = a.view(numpy_dtype(v.dtype))
     a.dsview_dtype = v.dtype
     return a

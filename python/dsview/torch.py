@@ -52,6 +52,17 @@ def _empty(shape, tdtype, shared):
     return torch.empty(shape, dtype=tdtype)
 
 
+def as_tensor(a, dsview_dtype=None):
+    """Array a (what dsview returns: a memmap, rows of a dsview.Array) as a
+    tensor sharing its memory where it is C-contiguous. A bfloat16 view's
+    bits (uint16; dsview_dtype "bfloat16", or a's .dsview_dtype) become
+    torch.bfloat16 through int16, which torch.from_numpy takes on every
+    version (before 2.3 it refuses uint16)."""
+    if (dsview_dtype or getattr(a, "dsview_dtype", None)) == "bfloat16":
+        return _tensor(a, torch.bfloat16)
+    return _tensor(a, None)
+
+
 def _tensor(a, tdtype):
     t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16) if tdtype is torch.bfloat16
                          else np.ascontiguousarray(a))
@@ -193,16 +204,26 @@ def _readers(num_workers, workers, batch_size, row_bytes, kwargs):
     return min(num_workers, depth), depth
 
 
+def _source_maps(sets, source_index):
+    """Each dataset's Sources where source_index asks for them (True: the
+    first view of each; a name: that view of a dict), else None."""
+    if source_index is None or source_index is False:
+        return None
+    key = None if source_index is True else source_index
+    return [d.views.sources(key) for d in sets]
+
+
 def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=False,
             lookahead=4, distributed=None, seed=None, hint=True, workers="threads",
-            world_size=None, rank=None, **kwargs):
+            world_size=None, rank=None, source_index=False, **kwargs):
     """(dataset index, batch) pairs over several datasets (each a
     ViewDataset, a view's path, a dsview.Array or a dict of them read
     together), every batch from one of them, shuffled by seed and epoch.
     Without weights an epoch reads every sample of every dataset once
     (datasets in proportion to their sizes); with weights (one a dataset)
     the epoch's batches are shared out by weight. A Loader: state_dict(),
-    load_state_dict() and the other keywords as loader() takes them."""
+    load_state_dict() and the other keywords as loader() takes them (with
+    source_index, (dataset index, batch, source index) triples)."""
     sets = [_dataset(d) for d in datasets]
     if lookahead < 0:
         raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
@@ -211,12 +232,13 @@ def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=Fal
                               0 if seed is None else seed, drop_last)
     readers, depth = _readers(num_workers, workers, batch_size,
                               max(d.views.row_bytes for d in sets), kwargs)
-    return Loader(MixtureDataset(sets), plan, readers, workers, lookahead, hint, depth, kwargs)
+    return Loader(MixtureDataset(sets), plan, readers, workers, lookahead, hint, depth, kwargs,
+                  _source_maps(sets, source_index))
 
 
 def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
            distributed=None, seed=None, hint=True, workers="threads", world_size=None,
-           rank=None, **kwargs):
+           rank=None, source_index=False, **kwargs):
     """Batches of data (a ViewDataset, a view's path, a dsview.Array or a
     dict of them), read whole and hinted (see the module's doc), as a
     dsview.torch.Loader: state_dict() / load_state_dict() resume an epoch
@@ -224,7 +246,10 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
     waited. shuffle and seed (default 0) give the order, the same in every
     process; distributed: shard by rank (default: when torch.distributed
     is initialised), or world_size and rank given; hint=False sends no
-    hints (to measure what they bring).
+    hints (to measure what they bring). source_index=True yields (batch,
+    index) pairs: index an int64 tensor, for each row of the batch the
+    source file (of the view's concatenated sources) it came from; for a
+    dict of views, source_index="name" says whose sources.
 
     num_workers readers: with workers="threads" (the default) threads of
     this process, since a batch is one copy out of the page cache (the GIL
@@ -242,4 +267,5 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
     plan = _order.Plan(len(ds), batch_size, world, me, shuffle, 0 if seed is None else seed,
                        drop_last)
     readers, depth = _readers(num_workers, workers, batch_size, ds.views.row_bytes, kwargs)
-    return Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs)
+    return Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs,
+                  _source_maps([ds], source_index))
