@@ -5,7 +5,7 @@ selection (a slice or an index array) applied after the concatenation."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -67,7 +67,8 @@ class Sources:
         return f"dsview.Sources({self.name!r}, {len(self)} sources)"
 
 
-def _selection(rows: Optional[Mapping[str, Any]], total: int, count: int, name: str):
+def _selection(rows: Optional[Mapping[str, Any]], total: int, count: int,
+               name: str) -> Optional[Callable[[np.ndarray], np.ndarray]]:
     """The view's `rows` as a function of view rows to concatenated rows
     (None when there is no selection)."""
     if not rows:

@@ -19,12 +19,19 @@ a saved state resumes on the same or another number of ranks
 (docs/long-jobs.md). An epoch run to its end moves to the next by itself.
 A plain DataLoader(ViewDataset(...), batch_size=...) works too, one row
 per __getitem__ and unhinted."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
 import numpy as np
 import torch
 import torch.utils.data as tud
 
 from . import _hints, _order, _source
 from ._loader import Loader, MixtureDataset
+
+# a batch (or row): a tensor, or a dict of them for views read together
+Batch = Union[torch.Tensor, Dict[str, torch.Tensor]]
 
 
 def _torch_dtype(a, path):
@@ -52,7 +59,7 @@ def _empty(shape, tdtype, shared):
     return torch.empty(shape, dtype=tdtype)
 
 
-def as_tensor(a, dsview_dtype=None):
+def as_tensor(a: np.ndarray, dsview_dtype: Optional[str] = None) -> torch.Tensor:
     """Array a (what dsview returns: a memmap, rows of a dsview.Array) as a
     tensor sharing its memory where it is C-contiguous. A bfloat16 view's
     bits (uint16; dsview_dtype "bfloat16", or a's .dsview_dtype) become
@@ -76,12 +83,12 @@ class ViewDataset(tud.Dataset):
     batch tensor, read with pread into it. The views are opened in each
     process at first use, so fork, spawn and forkserver workers all work."""
 
-    def __init__(self, views):
+    def __init__(self, views: _source.ViewsArg):
         self.views = _source.Views(views)
         self.paths = self.views.paths
         self._types = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.views.rows
 
     def _dtypes(self):
@@ -89,7 +96,7 @@ class ViewDataset(tud.Dataset):
             self._types = {k: _torch_dtype(a, self.views.name(k)) for k, a in self.views.open().items()}
         return self._types
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Union[int, Sequence[int], np.ndarray]) -> Batch:
         types = self._dtypes()
         if isinstance(key, (int, np.integer)):
             got = self.views.read(key)
@@ -110,7 +117,7 @@ class ViewDataset(tud.Dataset):
         self.views.read(idx, out=dst)
         return out if None not in out else out[None]
 
-    def make_hinter(self, hint=True):
+    def make_hinter(self, hint: bool = True) -> Any:
         """What tells a mount the rows that come next (nothing for views
         read in-process, or with hint False)."""
         paths = self.views.hint_paths()
@@ -127,20 +134,22 @@ class HintedBatchSampler(tud.Sampler):
     to the views before batch k is handed out. Pass it as a DataLoader's
     sampler with batch_size=None over a ViewDataset (loader() does)."""
 
-    def __init__(self, sampler, paths, batch_size=None, drop_last=False, lookahead=4, sort=True,
-                 hint=True):
+    def __init__(self, sampler: Any, paths: Any, batch_size: Optional[int] = None,
+                 drop_last: bool = False, lookahead: int = 4, sort: bool = True,
+                 hint: bool = True):
         if batch_size is not None:
             sampler = tud.BatchSampler(sampler, batch_size, drop_last)
         if lookahead < 0:
             raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
         self.batches, self.lookahead, self.sort = sampler, lookahead, sort
         paths = list(paths.values() if isinstance(paths, dict) else paths)
-        self.hinter = _hints.Hinter(paths) if hint and paths else _hints.NoHints()
+        self.hinter: _hints.AnyHinter = (_hints.Hinter(paths) if hint and paths
+                                         else _hints.NoHints())
 
-    def __len__(self):
-        return len(self.batches)
+    def __len__(self) -> int:
+        return len(self.batches)  # type: ignore[arg-type]
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         inner = getattr(self.batches, "sampler", self.batches)
         inner.set_epoch(epoch)
 
@@ -148,7 +157,7 @@ class HintedBatchSampler(tud.Sampler):
         for b in self.batches:
             yield sorted(b) if self.sort else list(b)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[List[int]]:
         try:
             yield from _hints.hinted(self._sorted(), self.hinter, self.lookahead)
         finally:
@@ -213,9 +222,13 @@ def _source_maps(sets, source_index):
     return [d.views.sources(key) for d in sets]
 
 
-def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=False,
-            lookahead=4, distributed=None, seed=None, hint=True, workers="threads",
-            world_size=None, rank=None, source_index=False, **kwargs):
+def mixture(datasets: Sequence[Union[ViewDataset, _source.ViewsArg]],
+            weights: Optional[Sequence[float]] = None, batch_size: int = 256,
+            num_workers: int = 0, drop_last: bool = False, lookahead: int = 4,
+            distributed: Optional[bool] = None, seed: Optional[int] = None, hint: bool = True,
+            workers: str = "threads", world_size: Optional[int] = None,
+            rank: Optional[int] = None, source_index: Union[bool, str] = False,
+            **kwargs: Any) -> Loader:
     """(dataset index, batch) pairs over several datasets (each a
     ViewDataset, a view's path, a dsview.Array or a dict of them read
     together), every batch from one of them, shuffled by seed and epoch.
@@ -236,9 +249,12 @@ def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=Fal
                   _source_maps(sets, source_index))
 
 
-def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
-           distributed=None, seed=None, hint=True, workers="threads", world_size=None,
-           rank=None, source_index=False, **kwargs):
+def loader(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
+           shuffle: bool = True, num_workers: int = 0, drop_last: bool = False,
+           lookahead: int = 4, distributed: Optional[bool] = None, seed: Optional[int] = None,
+           hint: bool = True, workers: str = "threads", world_size: Optional[int] = None,
+           rank: Optional[int] = None, source_index: Union[bool, str] = False,
+           **kwargs: Any) -> Loader:
     """Batches of data (a ViewDataset, a view's path, a dsview.Array or a
     dict of them), read whole and hinted (see the module's doc), as a
     dsview.torch.Loader: state_dict() / load_state_dict() resume an epoch
