@@ -107,6 +107,17 @@ class SourceIndex(E2E):
                                  [x.tolist() for x in a.sources.source_of([2, 0])])
         self.check_table(dsview.open(self.p("m.ini"), "all").sources)
 
+    def test_index_changed_after_the_mount(self):
+        np.save(self.p("pick2.npy"), np.array([4, 2], dtype=np.int64))
+        with open(self.p("m2.ini"), "w") as f:
+            f.write("[p]\nsource = part_*.npy\ndtype = int64\nrows = @pick2.npy\n")
+        with self.mount(self.p("m2.ini")) as m:
+            np.testing.assert_array_equal(dsview.sources(m.path("p")).source_of([0, 1])[1], [4, 2])
+            np.save(self.p("pick2.npy"), np.arange(3, dtype=np.int64))  # another length
+            with self.assertRaisesRegex(ValueError, r"p: its rows index .*pick2.npy has changed"):
+                dsview.sources(m.path("p"))
+            self.assertEqual(dsview.open(m.path("p.npy"))[:].tolist(), [4, 2], "the mount serves on")
+
     def test_not_a_view(self):
         with self.assertRaisesRegex(ValueError, "part_0.npy: not on a dsview mount"):
             dsview.sources(self.p("part_0.npy"))
