@@ -62,7 +62,8 @@ def _data_path(path_or_fd):
     return os.fspath(path_or_fd)
 
 
-_ROWS: Dict[Tuple[str, int], Tuple[str, int]] = {}  # (data path, st_dev) -> the view's rows: a mount's views keep their shape
+# (data path, st_dev) -> (data path, the view's rows): a mount's views keep their shape
+_ROWS: Dict[Tuple[str, int], Tuple[str, int]] = {}
 
 
 def _view_rows(path, fd):

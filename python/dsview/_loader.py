@@ -51,7 +51,8 @@ class Loader:
     StatefulDataLoader protocol, so torchdata can drive it)."""
 
     def __init__(self, dataset: Any, plan: Any, num_workers: int, workers: str, lookahead: int,
-                 hint: bool, depth: int, kwargs: Dict[str, Any], sources: Optional[List[Any]] = None):
+                 hint: bool, depth: int, kwargs: Dict[str, Any],
+                 sources: Optional[List[Any]] = None):
         self.dataset, self.plan, self.lookahead = dataset, plan, lookahead
         self.sources = sources  # with source_index: each dataset's Sources
         self.epoch, self.cursor = 0, 0

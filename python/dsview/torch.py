@@ -21,7 +21,7 @@ A plain DataLoader(ViewDataset(...), batch_size=...) works too, one row
 per __getitem__ and unhinted."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import torch

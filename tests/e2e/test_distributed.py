@@ -128,7 +128,7 @@ class Gloo(E2E):
         with self.mount(self.p("m.ini")) as m:
             whole, end = self.job(m.mp, "v", 2, "whole")
             self.assertEqual(sorted(self.flat(whole)[1]), list(range(N)))
-            self.assertEqual((end["epoch"], end["cursor"]), (1, 0), "the next epoch, from its start")
+            self.assertEqual((end["epoch"], end["cursor"]), (1, 0), "the next epoch, at its start")
             head, state = self.job(m.mp, "v", 2, "head", stop=SAVE_AT)
             self.assertEqual((state["cursor"], state["world_size"]), (SAVE_AT * 2 * B, 2))
             self.assertEqual(self.flat(head), self.flat(whole[:2 * SAVE_AT]))
