@@ -300,7 +300,7 @@ install: $(BIN) $(LIB) $(SO)
 	install -d $(DESTDIR)$(PREFIX)/include/dsview
 	install -m 0644 include/dsview/*.h $(DESTDIR)$(PREFIX)/include/dsview/
 	install -d $(DESTDIR)$(PYTHONDIR)/dsview
-	install -m 0644 python/dsview/*.py $(DESTDIR)$(PYTHONDIR)/dsview/
+	install -m 0644 python/dsview/*.py python/dsview/py.typed $(DESTDIR)$(PYTHONDIR)/dsview/
 
 include mk/deps.mk mk/venv.mk mk/bench.mk mk/fuzz.mk mk/device.mk
 

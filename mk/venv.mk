@@ -22,3 +22,27 @@ venv: $(VENV)/.done
 VENV_BLOSC2_LIB = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/blosc2/lib))
 
 .PHONY: venv
+
+# The torch-2 suite: the Python package's torch-facing e2e tests under
+# PyPI's torch 2.x with numpy 2 (tests/venv/torch2.txt, why each is there),
+# in a venv of its own, made once and again only when that file changes (a
+# few GB: .ci/run calls it, `make test` does not). The tests run under its
+# Python; fixtures are still written by build/venv (DSVIEW_VENV_PY).
+TORCH2_VENV := build/venv-torch2
+TORCH2_PY   := $(abspath $(TORCH2_VENV))/bin/python
+TORCH2_E2E  ?= test_long_jobs.py test_python.py test_distributed.py test_source_index.py \
+               test_bfloat16.py
+
+$(TORCH2_VENV)/.done: tests/venv/torch2.txt
+	rm -rf $(TORCH2_VENV)
+	$(PYTHON) -m venv $(TORCH2_VENV)
+	$(TORCH2_PY) -m pip install -q --disable-pip-version-check --no-deps \
+	  -r tests/venv/torch2.txt
+	touch $@
+
+test-torch2: $(BIN) $(SO) venv $(TORCH2_VENV)/.done
+	@$(TORCH2_PY) -c "import numpy, torch; print('torch-2 suite: torch', torch.__version__, \
+	  'numpy', numpy.__version__); assert int(torch.__version__.split('.')[0]) >= 2 <= int(numpy.__version__.split('.')[0])"
+	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(TORCH2_PY) tests/e2e/run.py $(TORCH2_E2E)
+
+.PHONY: test-torch2

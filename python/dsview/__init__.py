@@ -15,11 +15,13 @@ daemon that died, with the CLI's reason or the daemon's log."""
 from ._hints import PREFETCH_MAX, hint
 from ._mount import Mount, MountError
 from ._source import ArraySource, batches
+from ._sources import Sources
+from ._sources import of as sources
 from ._views import info, on_mount
 from ._views import open_any as open
 
 __all__ = ["open", "info", "hint", "Mount", "MountError", "ArraySource", "batches", "on_mount",
-           "PREFETCH_MAX", "Reader", "Array"]
+           "PREFETCH_MAX", "Reader", "Array", "Sources", "sources"]
 
 
 def __getattr__(name):

@@ -5,10 +5,13 @@ reader faults them (docs/performance.md, "Sampler hints").
 The ioctl is DSV_IOC_PREFETCH of include/dsview/fs.h: on an open V.dat or
 V.npy, struct dsv_prefetch_rows { u32 n; u32 flags; i64 rows[2046]; }.
 Pages are stored per file: hint the file the reader maps."""
+from __future__ import annotations
+
 import fcntl
 import os
 import struct
 from collections import deque
+from typing import Dict, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -59,7 +62,8 @@ def _data_path(path_or_fd):
     return os.fspath(path_or_fd)
 
 
-_ROWS = {}  # (data path, st_dev) -> the view's rows: a mount's views keep their shape
+# (data path, st_dev) -> (data path, the view's rows): a mount's views keep their shape
+_ROWS: Dict[Tuple[str, int], Tuple[str, int]] = {}
 
 
 def _view_rows(path, fd):
@@ -76,7 +80,8 @@ def _view_rows(path, fd):
     return got
 
 
-def hint(path_or_fd, rows):
+def hint(path_or_fd: Union[str, "os.PathLike[str]", int, np.ndarray],
+         rows: Union[Sequence[int], np.ndarray]) -> None:
     """Queues view rows (any integer sequence) to be made ahead of reads.
     path_or_fd: V.npy, V.dat or V under a mount, an open descriptor of one,
     or a memmap of one. Rows outside the view raise IndexError and nothing
@@ -139,6 +144,9 @@ class NoHints:
 
     def close(self):
         pass
+
+
+AnyHinter = Union[Hinter, NoHints]
 
 
 def hinted(batches, hinter, lookahead):

@@ -3,9 +3,12 @@
 that resumes an epoch where it stopped, on the same or another number of
 ranks (the order: _order.py), and a measure of how long the training loop
 waited for data."""
+from __future__ import annotations
+
 import time
 import weakref
 from collections import deque
+from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 import torch.utils.data as tud
@@ -47,8 +50,11 @@ class Loader:
     save and restore the epoch, the seed and the global sample cursor (the
     StatefulDataLoader protocol, so torchdata can drive it)."""
 
-    def __init__(self, dataset, plan, num_workers, workers, lookahead, hint, depth, kwargs):
+    def __init__(self, dataset: Any, plan: Any, num_workers: int, workers: str, lookahead: int,
+                 hint: bool, depth: int, kwargs: Dict[str, Any],
+                 sources: Optional[List[Any]] = None):
         self.dataset, self.plan, self.lookahead = dataset, plan, lookahead
+        self.sources = sources  # with source_index: each dataset's Sources
         self.epoch, self.cursor = 0, 0
         self._stats = {"batches": 0, "rows": 0, "bytes": 0, "wait_s": 0.0}
         self.hinter = dataset.make_hinter(hint)
@@ -62,11 +68,11 @@ class Loader:
                                       num_workers=num_workers if workers == "processes" else 0,
                                       **kwargs)
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches of this rank in the rest of the current epoch."""
         return self.plan.batches_from(self.cursor)
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Starts epoch `epoch` from its beginning at the next iteration
         (as DistributedSampler.set_epoch; not needed: an epoch run to its
         end moves to the next by itself)."""
@@ -85,7 +91,7 @@ class Loader:
         try:
             for rows, after in _hints.hinted(self._batches(), _HintPair(self.hinter),
                                              self.lookahead):
-                self._after.append(after)
+                self._after.append((after, rows))
                 yield rows
         finally:
             self.hinter.close()  # the mount stays free to unmount between epochs
@@ -110,7 +116,7 @@ class Loader:
         finally:
             self.dataset.views.close()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self.cursor >= self.plan.n:  # a state saved at an epoch's end
             self.set_epoch(self.epoch + 1)
         self._start = self.cursor  # an epoch left part way goes on from there
@@ -123,12 +129,19 @@ class Loader:
                 except StopIteration:
                     break
                 self._count(batch, time.perf_counter() - t)
-                self.cursor = self._after.popleft()
-                yield batch
+                self.cursor, item = self._after.popleft()
+                yield batch if self.sources is None else self._with_sources(batch, item)
             self.set_epoch(self.epoch + 1)
         finally:
             if self._dl is None or self._dl.num_workers == 0:
                 self.dataset.views.close()  # the mount stays free to unmount between epochs
+
+    def _with_sources(self, batch, item):
+        """batch and, beside it, the source index of each of its rows:
+        (batch, index), or (d, batch, index) in a mixture."""
+        d, rows = item if isinstance(item, tuple) else (0, item)
+        index = torch.from_numpy(self.sources[d].source_of(rows)[0])
+        return (batch, index) if not isinstance(item, tuple) else (batch[0], batch[1], index)
 
     def _count(self, batch, waited):
         if isinstance(batch, tuple):  # a mixture's (dataset, batch)
@@ -140,12 +153,12 @@ class Loader:
         self._stats["bytes"] += sum(t.numel() * t.element_size() for t in parts)
         self._stats["wait_s"] += waited
 
-    def stats(self):
+    def stats(self) -> Dict[str, float]:
         """What the training loop got and how long it waited for it:
         batches, rows, bytes, wait_s (seconds blocked in next())."""
         return dict(self._stats)
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """The position to resume from: nothing that depends on this
         process, so it restores in a new one (and on another number of
         ranks). Taken between batches, it stands after the last batch
@@ -153,7 +166,7 @@ class Loader:
         return {"version": STATE_VERSION, "epoch": self.epoch, "cursor": self.cursor,
                 **self.plan.state()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Resumes at state's epoch and cursor with its seed: the next
         iteration yields the batches the saved loader had still to yield
         (the rest of the epoch split over this loader's ranks where the

@@ -1,10 +1,15 @@
 """dsview.Mount: `dsview mount` from Python, unmounted whatever happens."""
+from __future__ import annotations
+
 import atexit
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+from typing import Any, Dict, List, Optional
+
+import numpy as np
 
 from . import _views
 from ._views import MountError
@@ -65,9 +70,10 @@ class Mount:
     leaving the block, on any exception or KeyboardInterrupt, and at
     interpreter exit if still mounted."""
 
-    def __init__(self, source, mountpoint=None, **options):
+    def __init__(self, source: _views.PathLike, mountpoint: Optional[_views.PathLike] = None,
+                 **options: Any):
         self.source = os.fspath(source)
-        self._tmp = tempfile.mkdtemp(prefix="dsview-")
+        self._tmp: Optional[str] = tempfile.mkdtemp(prefix="dsview-")
         self.mountpoint = os.fspath(mountpoint) if mountpoint else os.path.join(self._tmp, "mnt")
         self.log = os.fspath(options.pop("log", None) or os.path.join(self._tmp, "dsview.log"))
         self.binary = dsview_binary()
@@ -87,18 +93,17 @@ class Mount:
         LIVE[id(self)] = self
         self.pid = self.stats()["pid"]
 
-    def __enter__(self):
+    def __enter__(self) -> Mount:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
-        return False
 
-    def path(self, name=""):
+    def path(self, name: str = "") -> str:
         return os.path.join(self.mountpoint, name)
 
     @property
-    def views(self):
+    def views(self) -> List[str]:
         """Every view's name (V of V.dat), groups as relative paths."""
         out = []
         for d, _, files in os.walk(self.mountpoint):
@@ -107,11 +112,11 @@ class Mount:
                     if f.endswith(".json") and not f.startswith(".")]
         return sorted(out)
 
-    def open(self, name):
+    def open(self, name: str) -> np.memmap:
         """dsview.open of a view of this mount."""
         return _views.open_view(self.path(name))
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """The daemon's counters (/.stats.json) as a dict; MountError naming
         the daemon's log if it is gone."""
         try:
@@ -122,7 +127,7 @@ class Mount:
             raise MountError(e.errno, f"{self.mountpoint}: the dsview daemon is gone "
                              f"({e.strerror}); its log: {self.log}") from e
 
-    def close(self):
+    def close(self) -> None:
         """Unmounts (dsview umount, waiting for the daemon; a lazy detach if
         that fails) and removes the temporary directory. Safe to call twice."""
         LIVE.pop(id(self), None)

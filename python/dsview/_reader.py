@@ -1,14 +1,17 @@
 """The views of a source read in this process, without a mount: what
 `dsview mount SOURCE` would serve, through libdsview.so's engine (the
 same bytes, the same errors)."""
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
-from . import _lib, _views
+from . import _lib, _sources, _views
 
 
 def _options(options):
@@ -34,12 +37,12 @@ class Reader:
     worker process opens it again); a process made by fork may go on
     using it (the library opens it again there by itself)."""
 
-    def __init__(self, source, **options):
+    def __init__(self, source: _views.PathLike, **options: Any):
         self.source = os.fspath(source)
         self.options = _options(options)
         self._kw = dict(options)
-        self._h = None
-        self._pid = None
+        self._h: Optional[ctypes.c_void_p] = None
+        self._pid: Optional[int] = None
         self._lock = threading.Lock()
         self._open()
 
@@ -57,28 +60,28 @@ class Reader:
             lib.dsv_reader_view_get(h, i, ctypes.byref(d))
             self._views[d.name.decode()] = i
 
-    def handle(self):
+    def handle(self) -> ctypes.c_void_p:
         """The library's reader, opened again in a process this one was
         pickled to."""
         if self._h is None:
             with self._lock:
                 if self._h is None:
                     self._open()
-        return self._h
+        return cast(ctypes.c_void_p, self._h)  # _open set it or raised
 
     @property
-    def views(self):
+    def views(self) -> List[str]:
         """The names of the views, in the mount's order."""
         self.handle()
         return list(self._views)
 
     @property
-    def skipped(self):
+    def skipped(self) -> List[Dict[str, str]]:
         """What a zero-config source does not serve: [{"path", "reason"}]."""
         text = _lib.lib().dsv_reader_skipped_json(self.handle())
         return json.loads(text) if text else []
 
-    def view(self, name=None):
+    def view(self, name: Optional[str] = None) -> Array:
         """View name as an Array; name may be left out when there is one."""
         self.handle()
         if name is None:
@@ -91,7 +94,7 @@ class Reader:
                            + ", ".join(self._views))
         return Array(self, name)
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """The engine's counters (those of a mount's /.stats.json)."""
         lib, h = _lib.lib(), self.handle()
         n = lib.dsv_reader_stats(h, None, 0)
@@ -99,7 +102,7 @@ class Reader:
         lib.dsv_reader_stats(h, buf, n + 1)
         return json.loads(buf.value)
 
-    def close(self):
+    def close(self) -> None:
         h, self._h = self._h, None
         if h is not None and self._pid == os.getpid():
             _lib.lib().dsv_reader_close(h)
@@ -110,10 +113,10 @@ class Reader:
         except Exception:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> Reader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __getstate__(self):
@@ -133,7 +136,7 @@ class Array:
     a[index array], np.asarray(a) and a.read(rows, out=None), each read
     decoded and transformed straight into the result."""
 
-    def __init__(self, reader, name):
+    def __init__(self, reader: Reader, name: str):
         self.reader, self.name = reader, name
         d = _lib.ViewDesc()
         _lib.lib().dsv_reader_view_get(reader.handle(), reader._views[name], ctypes.byref(d))
@@ -143,21 +146,43 @@ class Array:
         self.row_bytes = d.row_bytes
         self.nbytes = d.nbytes
         self.info = json.loads(d.json.decode())
+        self._sources: Optional[_sources.Sources] = None
 
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-    rows = property(lambda self: self.shape[0] if self.shape else 1)
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
-    def __len__(self):
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d view")
         return self.shape[0]
 
     @property
+    def sources(self) -> _sources.Sources:
+        """The view's sources (dsview.Sources): their paths and rows."""
+        if self._sources is None:
+            self._sources = _sources.of(self)
+        return self._sources
+
+    def source_of(self, rows: _sources.Rows) -> Tuple[np.ndarray, np.ndarray]:
+        """(source index, row in that source) of each of rows, as int64
+        arrays (see dsview.Sources.source_of)."""
+        return self.sources.source_of(rows)
+
+    @property
     def _i(self):
         return self.reader._views[self.name]
 
-    def read(self, rows, out=None):
+    def read(self, rows: Union[Sequence[int], np.ndarray],
+             out: Optional[np.ndarray] = None) -> np.ndarray:
         """Rows (a sequence of integers, negatives from the end) into out
         (C-contiguous, len(rows) rows) or a new array."""
         idx = np.asarray(rows)
@@ -181,7 +206,7 @@ class Array:
                 raise _lib.error(eb)
         return out
 
-    def read_bytes(self, off, n):
+    def read_bytes(self, off: int, n: int) -> bytes:
         """Bytes [off, off + n) of the view's output (the mount's V.dat)."""
         out = np.empty(n, np.uint8)
         eb = _lib.ErrBuf()
@@ -190,8 +215,8 @@ class Array:
             raise _lib.error(eb)
         return out.tobytes()
 
-    def __getitem__(self, key):
-        rest = ()
+    def __getitem__(self, key: Any) -> np.ndarray:
+        rest: Tuple[Any, ...] = ()
         if isinstance(key, tuple):
             key, rest = (key[0], key[1:]) if key else (slice(None), ())
         if not self.shape:
@@ -213,7 +238,7 @@ class Array:
             got = self.read(a)
         return got[(slice(None),) + rest] if rest else got
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         a = self[...]
         return a if dtype is None else a.astype(dtype)
 
@@ -232,6 +257,7 @@ class Array:
         self.__init__(state["reader"], state["name"])
 
 
-def open_source(source, view=None, **options):
+def open_source(source: _views.PathLike, view: Optional[str] = None,
+                **options: Any) -> Array:
     """View view of source read in this process (see Reader)."""
     return Reader(source, **options).view(view)

@@ -1,11 +1,17 @@
 """Reading without torch: a random-access source (JAX/grain style, no jax
 import) and a plain iterator of shuffled, hinted batches."""
+from __future__ import annotations
+
 import os
 import threading
+from typing import Any, Dict, Iterator, Mapping, Optional, Union
 
 import numpy as np
 
-from . import _hints, _views
+from . import _hints, _sources, _views
+
+# what names a view: a path on a mount or a dsview.Array; several in a dict
+ViewsArg = Union[_views.PathLike, Any, Mapping[str, Union[_views.PathLike, Any]]]
 
 
 def _handle(v):
@@ -102,6 +108,15 @@ class Views:
     def first(self):
         return self.name(next(iter(self.views)))
 
+    def sources(self, k=None):
+        """The Sources of view k (the first where k is None)."""
+        if k is None:
+            k = next(iter(self.views))
+        if k not in self.views:
+            raise KeyError(f"no view {k!r} among {', '.join(map(str, self.views))}")
+        h = self.views[k]
+        return _sources.of(h.path if isinstance(h, MountRows) else h)
+
     def hint_paths(self):
         """The views a mount can be hinted for (in-process ones have none)."""
         return [h.path for h in self.views.values() if isinstance(h, MountRows)]
@@ -190,13 +205,13 @@ class ArraySource:
     len(src) rows, src[i] a numpy row (or a dict of rows). Works as a grain
     RandomAccessDataSource; pickles without its open files."""
 
-    def __init__(self, views):
+    def __init__(self, views: ViewsArg):
         self.views = Views(views)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.views.rows
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Union[np.ndarray, Dict[str, np.ndarray]]:
         return self.views.read(i)
 
     def __repr__(self):
@@ -211,8 +226,9 @@ def shuffled_batches(n, batch_size, rng, drop_last, sort):
         yield np.sort(b) if sort else b
 
 
-def batches(path_or_paths, batch_size=256, shuffle=True, seed=None, drop_last=False,
-            lookahead=4, epochs=1):
+def batches(path_or_paths: ViewsArg, batch_size: int = 256, shuffle: bool = True,
+            seed: Optional[int] = None, drop_last: bool = False, lookahead: int = 4,
+            epochs: int = 1) -> Iterator[Union[np.ndarray, Dict[str, np.ndarray]]]:
     """Yields batches of rows (numpy arrays, or dicts of them for several
     views): shuffled each epoch, each batch's rows ascending, read with one
     pread per run of rows, and hinted `lookahead` batches ahead. seed: numpy's."""
@@ -220,7 +236,7 @@ def batches(path_or_paths, batch_size=256, shuffle=True, seed=None, drop_last=Fa
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     views = Views(path_or_paths)
     paths = views.hint_paths()
-    hinter = _hints.Hinter(paths) if paths else _hints.NoHints()
+    hinter: _hints.AnyHinter = _hints.Hinter(paths) if paths else _hints.NoHints()
     rng = np.random.default_rng(seed)
     try:
         for _ in range(epochs):

@@ -1,10 +1,16 @@
 """A view of a dsview mount: where its files are, what its .json says, and
 its bytes as a read-only numpy.memmap."""
+from __future__ import annotations
+
 import errno
 import json
 import os
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ._reader import Array
 
 # the output dtypes a view serves (its .json "dtype") as numpy reads them
 _NUMPY = {
@@ -13,18 +19,14 @@ _NUMPY = {
     "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8",
 }
 _EXTS = (".npy", ".dat", ".json")
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def numpy_dtype(name):
-    """The numpy dtype a view's output dtype (its .json "dtype") is read
-    as: bfloat16 as ml_dtypes.bfloat16 where that package is installed,
-    else its bits as uint16."""
-    if name == "bfloat16":
-        try:
-            import ml_dtypes
-            return np.dtype(ml_dtypes.bfloat16)
-        except ImportError:
-            pass
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype a view's output dtype (its .json "dtype") is read as,
+    whatever is installed: bfloat16 as its bits, uint16 (numpy has no
+    bfloat16; the V.npy header says <u2 too), with .dsview_dtype saying
+    "bfloat16" on what dsview returns."""
     return np.dtype(_NUMPY[name])
 
 
@@ -45,7 +47,7 @@ def _unescape(s):
     return out
 
 
-def mount_of(path):
+def mount_of(path: PathLike) -> Tuple[str, str]:
     """(mountpoint, fstype) of the mount holding path (its nearest
     existing parent when path does not exist)."""
     p = os.path.realpath(path)
@@ -59,7 +61,7 @@ def mount_of(path):
     return best
 
 
-def on_mount(path):
+def on_mount(path: PathLike) -> bool:
     """Whether path lies on a dsview mount."""
     return mount_of(path)[1] == "fuse.dsview"
 
@@ -68,7 +70,7 @@ class View:
     """A view's files: base is the path without extension; data is the file
     the caller named (.npy or .dat; .dat for a bare name)."""
 
-    def __init__(self, path):
+    def __init__(self, path: PathLike):
         path = os.fspath(path)
         base, ext = os.path.splitext(path)
         if ext not in _EXTS:
@@ -115,13 +117,14 @@ def _log_of(mp):
     return _mount.status_log(mp)
 
 
-def info(path):
+def info(path: PathLike) -> Dict[str, Any]:
     """The view's .json as a dict (shape, dtype, attrs, dimension_names,
     sources, transform, ...). path: V.npy, V.dat, V.json or V under a mount."""
     return View(path).meta
 
 
-def open_any(source, view=None, **options):
+def open_any(source: PathLike, view: Optional[str] = None,
+             **options: Any) -> Union[np.memmap, Array]:
     """A view as an array. source on a dsview mount (V.npy, V.dat, V, or
     the mountpoint with view naming one): its read-only numpy.memmap (see
     open_view). Anything else `dsview mount` takes (a manifest, a file, a
@@ -138,13 +141,13 @@ def open_any(source, view=None, **options):
     return _reader.open_source(path, view, **options)
 
 
-def open_view(path):
+def open_view(path: PathLike) -> np.memmap:
     """A read-only numpy.memmap of a view (V.npy, V.dat or the name V under a
     mount) with the shape and dtype of its .json. bfloat16 views come back
-    as uint16 with .dsview_dtype == "bfloat16" (as ml_dtypes.bfloat16 where
-    that package is installed); every memmap has .dsview_dtype."""
+    as their bits, uint16 (numpy_dtype); every memmap has .dsview_dtype,
+    "bfloat16" for those."""
     v = View(path)
-    dt = np.dtype(_NUMPY[v.dtype])
+    dt = numpy_dtype(v.dtype)
     try:
         if 0 in v.shape:  # nothing to map: an empty array of the same kind
             a = np.zeros(v.shape, dt).view(np.memmap)
@@ -153,7 +156,5 @@ def open_view(path):
             a = np.memmap(v.data, dt, "r", shape=v.shape, offset=v.offset)
     except OSError as e:
         raise _mount_error(v.data, e) from e
-    if v.dtype == "bfloat16":
-        a = a.view(numpy_dtype(v.dtype))
-    a.dsview_dtype = v.dtype
+    a.dsview_dtype = v.dtype  # type: ignore[attr-defined]
     return a

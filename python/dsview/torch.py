@@ -19,12 +19,19 @@ a saved state resumes on the same or another number of ranks
 (docs/long-jobs.md). An epoch run to its end moves to the next by itself.
 A plain DataLoader(ViewDataset(...), batch_size=...) works too, one row
 per __getitem__ and unhinted."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
 import numpy as np
 import torch
 import torch.utils.data as tud
 
 from . import _hints, _order, _source
 from ._loader import Loader, MixtureDataset
+
+# a batch (or row): a tensor, or a dict of them for views read together
+Batch = Union[torch.Tensor, Dict[str, torch.Tensor]]
 
 
 def _torch_dtype(a, path):
@@ -52,6 +59,17 @@ def _empty(shape, tdtype, shared):
     return torch.empty(shape, dtype=tdtype)
 
 
+def as_tensor(a: np.ndarray, dsview_dtype: Optional[str] = None) -> torch.Tensor:
+    """Array a (what dsview returns: a memmap, rows of a dsview.Array) as a
+    tensor sharing its memory where it is C-contiguous. A bfloat16 view's
+    bits (uint16; dsview_dtype "bfloat16", or a's .dsview_dtype) become
+    torch.bfloat16 through int16, which torch.from_numpy takes on every
+    version (before 2.3 it refuses uint16)."""
+    if (dsview_dtype or getattr(a, "dsview_dtype", None)) == "bfloat16":
+        return _tensor(a, torch.bfloat16)
+    return _tensor(a, None)
+
+
 def _tensor(a, tdtype):
     t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16) if tdtype is torch.bfloat16
                          else np.ascontiguousarray(a))
@@ -65,12 +83,12 @@ class ViewDataset(tud.Dataset):
     batch tensor, read with pread into it. The views are opened in each
     process at first use, so fork, spawn and forkserver workers all work."""
 
-    def __init__(self, views):
+    def __init__(self, views: _source.ViewsArg):
         self.views = _source.Views(views)
         self.paths = self.views.paths
         self._types = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.views.rows
 
     def _dtypes(self):
@@ -78,7 +96,7 @@ class ViewDataset(tud.Dataset):
             self._types = {k: _torch_dtype(a, self.views.name(k)) for k, a in self.views.open().items()}
         return self._types
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Union[int, Sequence[int], np.ndarray]) -> Batch:
         types = self._dtypes()
         if isinstance(key, (int, np.integer)):
             got = self.views.read(key)
@@ -99,7 +117,7 @@ class ViewDataset(tud.Dataset):
         self.views.read(idx, out=dst)
         return out if None not in out else out[None]
 
-    def make_hinter(self, hint=True):
+    def make_hinter(self, hint: bool = True) -> Any:
         """What tells a mount the rows that come next (nothing for views
         read in-process, or with hint False)."""
         paths = self.views.hint_paths()
@@ -116,20 +134,22 @@ class HintedBatchSampler(tud.Sampler):
     to the views before batch k is handed out. Pass it as a DataLoader's
     sampler with batch_size=None over a ViewDataset (loader() does)."""
 
-    def __init__(self, sampler, paths, batch_size=None, drop_last=False, lookahead=4, sort=True,
-                 hint=True):
+    def __init__(self, sampler: Any, paths: Any, batch_size: Optional[int] = None,
+                 drop_last: bool = False, lookahead: int = 4, sort: bool = True,
+                 hint: bool = True):
         if batch_size is not None:
             sampler = tud.BatchSampler(sampler, batch_size, drop_last)
         if lookahead < 0:
             raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
         self.batches, self.lookahead, self.sort = sampler, lookahead, sort
         paths = list(paths.values() if isinstance(paths, dict) else paths)
-        self.hinter = _hints.Hinter(paths) if hint and paths else _hints.NoHints()
+        self.hinter: _hints.AnyHinter = (_hints.Hinter(paths) if hint and paths
+                                         else _hints.NoHints())
 
-    def __len__(self):
-        return len(self.batches)
+    def __len__(self) -> int:
+        return len(self.batches)  # type: ignore[arg-type]
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         inner = getattr(self.batches, "sampler", self.batches)
         inner.set_epoch(epoch)
 
@@ -137,7 +157,7 @@ class HintedBatchSampler(tud.Sampler):
         for b in self.batches:
             yield sorted(b) if self.sort else list(b)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[List[int]]:
         try:
             yield from _hints.hinted(self._sorted(), self.hinter, self.lookahead)
         finally:
@@ -193,16 +213,30 @@ def _readers(num_workers, workers, batch_size, row_bytes, kwargs):
     return min(num_workers, depth), depth
 
 
-def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=False,
-            lookahead=4, distributed=None, seed=None, hint=True, workers="threads",
-            world_size=None, rank=None, **kwargs):
+def _source_maps(sets, source_index):
+    """Each dataset's Sources where source_index asks for them (True: the
+    first view of each; a name: that view of a dict), else None."""
+    if source_index is None or source_index is False:
+        return None
+    key = None if source_index is True else source_index
+    return [d.views.sources(key) for d in sets]
+
+
+def mixture(datasets: Sequence[Union[ViewDataset, _source.ViewsArg]],
+            weights: Optional[Sequence[float]] = None, batch_size: int = 256,
+            num_workers: int = 0, drop_last: bool = False, lookahead: int = 4,
+            distributed: Optional[bool] = None, seed: Optional[int] = None, hint: bool = True,
+            workers: str = "threads", world_size: Optional[int] = None,
+            rank: Optional[int] = None, source_index: Union[bool, str] = False,
+            **kwargs: Any) -> Loader:
     """(dataset index, batch) pairs over several datasets (each a
     ViewDataset, a view's path, a dsview.Array or a dict of them read
     together), every batch from one of them, shuffled by seed and epoch.
     Without weights an epoch reads every sample of every dataset once
     (datasets in proportion to their sizes); with weights (one a dataset)
     the epoch's batches are shared out by weight. A Loader: state_dict(),
-    load_state_dict() and the other keywords as loader() takes them."""
+    load_state_dict() and the other keywords as loader() takes them (with
+    source_index, (dataset index, batch, source index) triples)."""
     sets = [_dataset(d) for d in datasets]
     if lookahead < 0:
         raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
@@ -211,12 +245,16 @@ def mixture(datasets, weights=None, batch_size=256, num_workers=0, drop_last=Fal
                               0 if seed is None else seed, drop_last)
     readers, depth = _readers(num_workers, workers, batch_size,
                               max(d.views.row_bytes for d in sets), kwargs)
-    return Loader(MixtureDataset(sets), plan, readers, workers, lookahead, hint, depth, kwargs)
+    return Loader(MixtureDataset(sets), plan, readers, workers, lookahead, hint, depth, kwargs,
+                  _source_maps(sets, source_index))
 
 
-def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, lookahead=4,
-           distributed=None, seed=None, hint=True, workers="threads", world_size=None,
-           rank=None, **kwargs):
+def loader(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
+           shuffle: bool = True, num_workers: int = 0, drop_last: bool = False,
+           lookahead: int = 4, distributed: Optional[bool] = None, seed: Optional[int] = None,
+           hint: bool = True, workers: str = "threads", world_size: Optional[int] = None,
+           rank: Optional[int] = None, source_index: Union[bool, str] = False,
+           **kwargs: Any) -> Loader:
     """Batches of data (a ViewDataset, a view's path, a dsview.Array or a
     dict of them), read whole and hinted (see the module's doc), as a
     dsview.torch.Loader: state_dict() / load_state_dict() resume an epoch
@@ -224,7 +262,10 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
     waited. shuffle and seed (default 0) give the order, the same in every
     process; distributed: shard by rank (default: when torch.distributed
     is initialised), or world_size and rank given; hint=False sends no
-    hints (to measure what they bring).
+    hints (to measure what they bring). source_index=True yields (batch,
+    index) pairs: index an int64 tensor, for each row of the batch the
+    source file (of the view's concatenated sources) it came from; for a
+    dict of views, source_index="name" says whose sources.
 
     num_workers readers: with workers="threads" (the default) threads of
     this process, since a batch is one copy out of the page cache (the GIL
@@ -242,4 +283,5 @@ def loader(data, batch_size=256, shuffle=True, num_workers=0, drop_last=False, l
     plan = _order.Plan(len(ds), batch_size, world, me, shuffle, 0 if seed is None else seed,
                        drop_last)
     readers, depth = _readers(num_workers, workers, batch_size, ds.views.row_bytes, kwargs)
-    return Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs)
+    return Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs,
+                  _source_maps([ds], source_index))

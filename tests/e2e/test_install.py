@@ -38,6 +38,7 @@ class Install(E2E):
         # the Python package, where Debian's Python looks for PREFIX=/usr
         pkg = os.path.join(stage, "usr/lib/python3/dist-packages/dsview")
         self.assertTrue(os.path.exists(os.path.join(pkg, "__init__.py")))
+        self.assertTrue(os.path.exists(os.path.join(pkg, "py.typed")), "its type hints (PEP 561)")
         r = subprocess.run([sys.executable, "-c", "import dsview.torch, dsview; print(dsview.__file__)"],
                            capture_output=True, text=True, cwd=stage,
                            env={**os.environ, "PYTHONPATH": os.path.dirname(pkg)})
