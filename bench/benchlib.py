@@ -128,15 +128,15 @@ def seq(arr, step=64):
     return n / (time.perf_counter() - t)
 
 
-def shuffled(get, n, batches, seed=7):
-    """Rows/s and rows read over sorted batches of a permutation (at least
-    two batches, then until `batches` or SHUF_SECONDS)."""
+def shuffled(get, n, batches, seed=7, batch=BATCH):
+    """Rows/s and rows read over sorted batches of `batch` rows of a
+    permutation (at least two batches, then until `batches` or SHUF_SECONDS)."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     t = time.perf_counter()
     rows = 0
     for b in range(batches):
-        idx = np.sort(order[b * BATCH:(b + 1) * BATCH])
+        idx = np.sort(order[b * batch:(b + 1) * batch])
         _ = get(idx)
         rows += len(idx)
         if b >= 1 and time.perf_counter() - t > SHUF_SECONDS:
@@ -272,10 +272,11 @@ def daemon_pid(mnt):
         return json.load(f)["pid"]
 
 
-def shuffled_rows(arr, batches, seed):
+def shuffled_rows(arr, batches, seed, batch=BATCH):
     """shuffled() over arr's rows, each batch fancy-indexed into one
     contiguous array: (rows/s, rows read)."""
-    return shuffled(lambda idx: np.asarray(arr[idx]), arr.shape[0], batches, seed=seed)
+    return shuffled(lambda idx: np.asarray(arr[idx]), arr.shape[0], batches, seed=seed,
+                    batch=batch)
 
 
 def seq_and_shuffled(measure, batches, seed, step=16):

@@ -1,6 +1,16 @@
 # dsview - the benchmarks (bench/): `make bench` and the focused runs
 # (included by the Makefile). Each prints ratios against peers measured in
 # the same run; none of them is a test.
+#
+# The experiments ported to the runner (bench/experiments/) run as
+# `python3 -m bench run NAME`; their make targets are aliases that pass
+# BENCH_ARGS (e.g. BENCH_ARGS="--mb 128 --rounds 1", or --quick) and
+# write build/bench/results/NAME-*.json; `make bench-report` draws them
+# into docs/benchmarks/. The rest are scripts still, steered by their
+# environment variables.
+BENCH_ARGS ?=
+BENCH_RUN = $(PYTHON) -m bench run
+BENCH_DSV = --dsview $(BIN) --nullfs $(BUILD)/bench/nullfs
 
 BENCH_C := $(BUILD)/bench/codec_bench $(BUILD)/bench/codec_speed $(BUILD)/bench/xform_bench \
 	   $(BUILD)/bench/gpu_bench
@@ -16,13 +26,12 @@ bench: deps venv
 	$(MAKE) all $(BUILD)/bench/codec_bench $(BUILD)/bench/xform_bench $(BUILD)/bench/nullfs
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  XFORM_BENCH=$(abspath $(BUILD)/bench/xform_bench) $(PYTHON) bench/bench.py
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/read_bench.py
+	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
 	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/bench/codec_bench) \
 	  $(PYTHON) bench/pack_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
+	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) nifti $(BENCH_DSV) $(BENCH_ARGS)
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  $(PYTHON) bench/store_bench.py
@@ -38,16 +47,14 @@ bench-gpu: deps
 	$(BUILD)/bench/gpu_bench
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
 
-# The read table (bench/read_bench.py): 12 KB and 150 KB
-# rows, cold and warm sequential passes, shuffled batches by one reader and
-# by READ_WORKERS (4) forked workers; rows/s, read amplification, CPU s/GB of
-# reader and daemon; the targets, met or not. READ_MB (default
-# BENCH_MB or 1024) scales each size; READ_MB=128 ROUNDS=1 is a quick run;
-# READ_JSON=FILE also writes the results as JSON.
+# The read table (bench/experiments/read.py): 12 KB and 150 KB rows,
+# cold and warm sequential passes, shuffled batches by one reader and by
+# forked workers; rows/s, read amplification, CPU s/GB of reader and
+# daemon; the targets, met or not. BENCH_ARGS="--mb 128 --rounds 1" is a
+# quick look (`python3 -m bench list` names every setting).
 bench-read: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/read_bench.py
+	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
 
 # Compressed stores where storage or memory is the bottleneck
 # (bench/store_bench.py): LZ4 and zstd stores beside squashfuse_ll's lz4
@@ -76,12 +83,12 @@ bench-levers: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/levers.py
 
-# N-d chunk grids and Zarr (bench/grid_bench.py): HDF5 chunks that
+# N-d chunk grids and Zarr (bench/experiments/grid.py): HDF5 chunks that
 # split rows through the grid against the library fallback and whole-row
 # chunks; a Zarr array against the LZ4 store and zarr + numpy.
 bench-grid: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
+	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
 
 # The transform kernels: bench/xform_bench.c (each case's output GB/s per
 # kernel variant, one core, as a ratio to memcpy of the same output size in
@@ -101,13 +108,13 @@ bench-h5gzip: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/h5gzip_bench.py
 
-# NIfTI images against .npy (bench/nifti_bench.py): one int16 4-D image
+# NIfTI images against .npy (bench/experiments/nifti.py): one int16 4-D image
 # with scl_slope/scl_inter as a .nii and as a .npy with the same scale and
 # offset in its manifest; cold sequential GB/s and shuffled rows/s, the
-# ratio nifti / npy. NIFTI_MB (default 256) scales the image.
+# ratio nifti / npy; --mb (256) scales the image.
 bench-nifti: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
+	$(BENCH_RUN) nifti $(BENCH_DSV) $(BENCH_ARGS)
 
 # Arrow token windows (a Hugging Face datasets cache: list<int32>, one
 # values buffer per record batch) against the same tokens as a raw .bin
@@ -166,14 +173,13 @@ bench-loader-state: deps
 	$(MAKE) all
 	$(PYTHON) bench/loader_state_bench.py
 
-# The in-process reader against FUSE (bench/inproc_bench.py): one cold
+# The in-process reader against FUSE (bench/experiments/inproc.py): one cold
 # sequential pass of a normalised float32 view read in-process, through a
 # mount and from nullfs (the FUSE ceiling), and of its LZ4 store in-process
-# and through a mount. INPROC_MB (default 512); ROUNDS (3).
+# and through a mount; --mb (512), --rounds (3).
 bench-inproc: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/inproc_bench.py
+	$(BENCH_RUN) inproc $(BENCH_DSV) $(BENCH_ARGS)
 
 # Zarr v3 sharding (bench/shard_bench.py): shuffled rows and read
 # amplification of a sharded array against the same data unsharded in its
@@ -196,3 +202,8 @@ bench-shard: deps venv
 bench-s3: deps venv
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/s3_bench.py
+
+# The newest result of each experiment into docs/benchmarks/ (tables,
+# PNG plots, the README's list of experiments).
+bench-report: deps
+	$(PYTHON) -m bench report

@@ -16,14 +16,15 @@
 #   libssl-dev, libdeflate-dev: the disk cache's SHA-256 names of objects
 #   and CRC-32 checks of its entries; libdeflate also inflates HDF5 gzip
 #   chunks on the fast path (src/codec/deflate.c);
-#   squashfuse, squashfs-tools: the squashfuse_ll peer of bench-store.
+#   squashfuse, squashfs-tools: the squashfuse_ll peer of bench-store;
+#   python3-matplotlib: `python3 -m bench report`'s PNG plots.
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
             python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format \
             python3-setuptools python3-venv python3-nibabel libcurl4-openssl-dev libexpat1-dev \
             python3-boto3 squashfuse squashfs-tools libssl-dev libdeflate-dev \
-            iproute2 s3fs python3-scipy
+            iproute2 s3fs python3-scipy python3-matplotlib
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:

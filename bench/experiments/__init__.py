@@ -1,0 +1,12 @@
+"""The experiments, one module each, each defining EXPERIMENT (a
+bench.harness.Experiment). NAMES is the order `bench list` and the
+report use."""
+import importlib
+
+NAMES = ["read", "grid", "inproc", "nifti"]
+
+
+def load(name):
+    if name not in NAMES:
+        raise SystemExit(f"no experiment '{name}' (experiments: {', '.join(NAMES)})")
+    return importlib.import_module(f"bench.experiments.{name}").EXPERIMENT

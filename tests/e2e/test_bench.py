@@ -1,0 +1,146 @@
+"""The benchmarks' quick runs: every experiment of bench/ run with --quick
+(small data, one round, targets not judged) through `python3 -m bench`,
+as a user runs it, so that none rots; its JSON result checked for what
+the report needs; the report drawn from those results into a scratch
+docs directory; and the runner's refusals of a bad setting or peer."""
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+from common import DSVIEW, E2E
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, ROOT)
+from bench.experiments import NAMES, load  # noqa: E402
+
+NULLFS = os.path.join(ROOT, "build", "bench", "nullfs")
+
+
+def bench(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+class Quick(E2E):
+    """Each experiment's quick run, then the report over all of them."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.results = {}
+
+    def run_quick(self, name):
+        out = self.p(name)
+        r = bench("run", name, "--quick", "--dsview", DSVIEW, "--workdir", self.tmp, "--out", out)
+        self.assertEqual(r.returncode, 0, f"{name} --quick failed:\n{r.stdout}\n{r.stderr}")
+        files = glob.glob(os.path.join(out, f"{name}-*-quick.json"))
+        self.assertEqual(len(files), 1, os.listdir(out))
+        with open(files[0]) as f:
+            res = json.load(f)
+        self.check_result(load(name), res)
+        self.assertEqual(glob.glob(os.path.join(self.tmp, f"dsview-{name}-*")), [],
+                         "the run left its work directory")
+        Quick.results[name] = files[0]
+        return res
+
+    def check_result(self, exp, res):
+        self.assertTrue(res["quick"])
+        self.assertEqual(res["settings"]["rounds"], 1)
+        for key in ("cpu", "cores", "kernel", "load_before", "load_after"):
+            self.assertIn(key, res["machine"])
+        self.assertRegex(res["commit"], "^[0-9a-f]{40}$")
+        want = [p.name for p in exp.peers]
+        if os.path.exists(NULLFS):
+            self.assertEqual(res["skipped"], {})
+        self.assertEqual(sorted(res["peers"] + list(res["skipped"])), sorted(want))
+        points = res["settings"][exp.sweep] if exp.sweep else [None]
+        self.assertEqual([pt["point"] for pt in res["points"]], points)
+        declared = {m.key for m in exp.metrics}
+        for pt in res["points"]:
+            for peer in res["peers"]:
+                rounds = pt["rounds"][peer]
+                self.assertEqual(len(rounds), 1)
+                self.assertTrue(declared & set(rounds[0]), f"{peer}: no declared metric")
+                for k, v in rounds[0].items():
+                    self.assertTrue(v is not None and math.isfinite(v) and v > -1e-9,
+                                    f"{peer} {k} = {v}")
+                    self.assertAlmostEqual(pt["medians"][peer][k],
+                                           float(np.median([r[k] for r in rounds])))
+            for t in pt["targets"]:
+                self.assertIsNone(t["met"], "a quick run judged a target")
+            self.assertEqual(len(pt["targets"]), len(exp.targets))
+
+
+def _quick_test(name):
+    def test(self):
+        self.run_quick(name)
+    test.__doc__ = f"python3 -m bench run {name} --quick"
+    return test
+
+
+for _name in NAMES:
+    setattr(Quick, f"test_{_name}", _quick_test(_name))
+
+
+class Report(E2E):
+    def test_report_of_quick_results(self):
+        """The report draws every quick result: a table, a plot and a README row."""
+        out = self.p("res")
+        r = bench("run", "nifti", "--quick", "--dsview", DSVIEW, "--workdir", self.tmp,
+                  "--out", out, "--rounds", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        docs = self.p("docs")
+        os.makedirs(docs)
+        shutil.copy(os.path.join(ROOT, "docs", "benchmarks", "README.md"), docs)
+        r = bench("report", "--quick", "--results", out, "--docs", docs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(docs, "results", "nifti.md")) as f:
+            md = f.read()
+        self.assertIn("| nifti |", md)
+        self.assertIn("| npy |", md)
+        self.assertIn("not judged", md)
+        with open(os.path.join(docs, "plots", "nifti.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        with open(os.path.join(docs, "README.md")) as f:
+            readme = f.read()
+        row = readme.split("| nifti |")[1].split("\n")[0]
+        self.assertIn("targets 0/0 met](results/nifti.md)", row)
+        self.assertIn("python3 -m bench run nifti", row)
+        self.assertIn("| read |", readme)
+        self.assertIn("not run yet", readme)
+        with open(os.path.join(docs, "results", "nifti.json")) as f:
+            self.assertEqual(json.load(f)["settings"]["rounds"], 2)
+
+
+class Refused(unittest.TestCase):
+    def test_unknown_setting(self):
+        r = bench("run", "nifti", "--quick", "--nosuch", "1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nifti: no setting 'nosuch'", r.stderr)
+        self.assertIn("mb", r.stderr)
+
+    def test_unknown_peer(self):
+        r = bench("run", "nifti", "--quick", "--peers", "nifti,nosuch")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nifti: no peer 'nosuch' (peers: nifti, npy)", r.stderr)
+
+    def test_unknown_experiment(self):
+        r = bench("run", "nosuch")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no experiment 'nosuch'", r.stderr)
+
+    def test_bad_value(self):
+        r = bench("run", "nifti", "--quick", "--mb", "lots")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nifti: setting 'mb'", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
