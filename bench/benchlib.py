@@ -4,10 +4,12 @@ image rows, the null FUSE peer, a view measured from a cold start
 (cold_view), interleaved rounds and their medians, and the printed tables,
 target lines and footers.
 
-Environment: BENCH_SETTLE (seconds after dropping the page cache, default 3),
-BENCH_PREFAULT_GB (memory touched and freed after dropping it, default 6),
-BENCH_BATCHES (shuffled batches of bench.py and views_bench.py, default 8).
-A benchmark may assign PREFAULT_GB on this module before drop_caches()."""
+Environment (the scripts not yet on the runner): BENCH_SETTLE (seconds
+after dropping the page cache, default 3), BENCH_PREFAULT_GB (memory
+touched and freed after dropping it, default 6), BENCH_BATCHES (shuffled
+batches of bench.py, default 8). The runner (harness.py) sets SETTLE and
+PREFAULT_GB from a run's settings instead; a script may assign
+PREFAULT_GB on this module before drop_caches()."""
 import gc
 import json
 import os

@@ -12,7 +12,9 @@ import math
 import os
 import shutil
 import sys
+import tempfile
 import time
+import types
 from typing import Callable, Optional
 
 import numpy as np
@@ -156,13 +158,12 @@ class Run:
 
     def __init__(self, exp, settings, quick):
         self.exp = exp
-        self.s = type("Settings", (), dict(settings))()
+        self.s = types.SimpleNamespace(**settings)
         self.quick = quick
         self.dsview = os.path.abspath(os.path.join(ROOT, settings["dsview"]))
         self.bindir = os.path.abspath(os.path.join(ROOT, settings["bindir"]))
         self.nullfs = self.bin("nullfs")
         os.makedirs(settings["workdir"], exist_ok=True)
-        import tempfile
         self.work = tempfile.mkdtemp(prefix=f"dsview-{exp.name}-", dir=settings["workdir"])
         self.mounts = Mounts(self)
         self.cold_ok = True
@@ -266,12 +267,23 @@ def print_table(exp, med, peers):
 
 def print_targets(targets):
     for t in targets:
-        v = "-" if t["value"] is None else f"{t['value']:.2f}x"
         if t["bound"] is None:
-            print(f"  ratio {t['target']}: {ratio_name(t)} {v}")
+            print(f"  ratio {t['target']}: {ratio_name(t)} {figure(t)}")
             continue
         verdict = {None: "not judged", True: "met", False: "NOT met"}[t["met"]]
-        print(f"  target {t['target']}: {ratio_name(t)} {v} ({t['op']} {t['bound']:g}x): {verdict}")
+        print(f"  target {t['target']}: {ratio_name(t)} {figure(t)} ({t['op']} {bound(t)}): "
+              f"{verdict}")
+
+
+def figure(t):
+    """A target's value: a ratio ('1.23x'), or a peer's own figure."""
+    if t["value"] is None:
+        return "-"
+    return f"{t['value']:.2f}x" if t["base"] else f"{t['value']:.3g}"
+
+
+def bound(t):
+    return f"{t['bound']:g}x" if t["base"] else f"{t['bound']:g}"
 
 
 def ratio_name(t):
@@ -333,14 +345,15 @@ def one_point(r, point, peers, quick):
     exp = r.exp
     if point is not None:
         print(f"\n== {exp.sweep} = {point}", flush=True)
-    if r.s.prefault_gb >= 0:
-        L.PREFAULT_GB = r.s.prefault_gb
     t = time.perf_counter()
     data = exp.data(r, point)
     info = dict(getattr(data, "info", {}))
     info["made_s"] = round(time.perf_counter() - t, 1)
-    if r.s.prefault_gb < 0:
-        L.scale_prefault(info.get("mb", 1024))
+    # memory touched after each drop: what a pass over this data touches
+    # (6 GB at 1 GB of it, at least 1), unless set
+    L.PREFAULT_GB = (r.s.prefault_gb if r.s.prefault_gb >= 0
+                     else min(6.0, max(1.0, 6 * info.get("mb", 1024) / 1024)))
+    info["prefault_gb"] = round(L.PREFAULT_GB, 2)
     print(f"data: {', '.join(f'{k} {v}' for k, v in info.items())}", flush=True)
     if exp.check:
         exp.check(r, data, [p.name for p in peers])

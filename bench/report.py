@@ -66,12 +66,11 @@ def verdict(t):
 def target_lines(point):
     out = []
     for t in point["targets"]:
-        v = "-" if t["value"] is None else f"{t['value']:.2f}x"
         if t["bound"] is None:
-            out.append(f"- {t['target']}: {harness.ratio_name(t)} = {v}")
+            out.append(f"- {t['target']}: {harness.ratio_name(t)} = {harness.figure(t)}")
             continue
-        out.append(f"- {t['target']}: {harness.ratio_name(t)} = {v} "
-                   f"(target {t['op']} {t['bound']:g}x): {verdict(t)}")
+        out.append(f"- {t['target']}: {harness.ratio_name(t)} = {harness.figure(t)} "
+                   f"(target {t['op']} {harness.bound(t)}): {verdict(t)}")
     return out
 
 
@@ -91,7 +90,7 @@ def result_md(r, plot):
              f"{' (uncommitted changes)' if r.get('dirty') else ''}, {r['seconds']:.0f} s"
              f"{'' if r.get('cold', True) else ' (page cache NOT dropped: not root)'}",
              f"- machine: {machine_line(r)}",
-             "- settings: " + ", ".join(f"{k} {v}" for k, v in s.items()),
+             "- settings: " + ", ".join(f"{k} {v if v != '' else '-'}" for k, v in s.items()),
              f"- {s['rounds']} interleaved rounds, medians; cold = page cache dropped and a "
              "fresh daemon", ""]
     if r.get("skipped"):
@@ -170,7 +169,7 @@ def readme_block(best):
         exp = load(name)
         what = exp.doc.strip().splitlines()[0].rstrip(":")
         r = best.get(name)
-        last = (f"[{summary(r)}](results/{name}.md) ![plot](plots/{name}.png)"
+        last = (f"[{summary(r)}](results/{name}.md), [plot](plots/{name}.png)"
                 if r else "not run yet")
         lines.append(f"| {name} | {what} | `python3 -m bench run {name}` | {last} |")
     return lines + ["", END]

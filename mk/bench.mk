@@ -32,8 +32,8 @@ bench: deps venv
 	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) nifti $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) shard $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/store_bench.py
+	$(BENCH_RUN) store $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) store $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
 # The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
 # 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
@@ -61,17 +61,17 @@ bench-read: deps
 	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
 
 # Compressed stores where storage or memory is the bottleneck
-# (bench/store_bench.py): LZ4 and zstd stores beside squashfuse_ll's lz4
+# (bench/experiments/store.py): LZ4 and zstd stores beside squashfuse_ll's lz4
 # and zstd images of the float32 file, null, the float32 file, the Python
 # way and the .npy view; cold sequential GB/s and shuffled rows/s (1 reader,
 # 4 forked workers) uncapped, with the disk's reads capped at 1 GB/s and
 # 250 MB/s (a blkio/io cgroup holding daemon and readers), and in a 1 GiB
-# memory cgroup. STORE_MB (512), STORE_REGIMES ("none,1000,250,mem"),
-# STORE_SIZES ("64,224"), ROUNDS (2); STORE_JSON=FILE writes the results.
+# memory cgroup. --mb (512), --regimes (none,1000,250,mem), --side (64;
+# 224 for 150 KB rows), --rounds (2).
 bench-store: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/store_bench.py
+	$(BENCH_RUN) store $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) store $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
 # The views against their baselines (bench/experiments/views.py):
 # rows subset, CHW, windows (GB/s, disk bytes), int64 token windows;
@@ -93,14 +93,15 @@ bench-grid: deps
 	$(MAKE) all
 	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
 
-# The transform kernels: bench/xform_bench.c (each case's output GB/s per
-# kernel variant, one core, as a ratio to memcpy of the same output size in
-# the same rounds; MB and rounds as its arguments), then
+# The transform kernels: bench/experiments/xform.py running
+# bench/xform_bench.c (each case's output GB/s per kernel variant, one
+# core, as a ratio to memcpy of the same output size in the same process;
+# --mb, --rounds), then
 # bench/xform_mount_cpu.py (the mount daemon's CPU s/GB on a float32 and a
 # bfloat16 pass, per variant; XMOUNT_MB, 256, ROUNDS, 3).
 bench-xform: deps
 	$(MAKE) all $(BUILD)/bench/xform_bench
-	$(BUILD)/bench/xform_bench
+	$(BENCH_RUN) xform $(BENCH_DSV) $(BENCH_ARGS)
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/xform_mount_cpu.py
 # HDF5 gzip as h5py writes it (bench/experiments/h5gzip.py): h5py's own read
 # of a gzip-4 uint8 dataset (whole-row chunks, with shuffle, h5py's own
@@ -143,12 +144,12 @@ bench-shuffle: deps
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  $(PYTHON) bench/shuffle_profile.py
 
-# The tree at scale (bench/tree_bench.py): mount time, ls -R and a
-# walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny
+# The tree at scale (bench/experiments/tree.py): mount time, ls -R and a
+# walk with lstat of a zero-config mount of --datasets (100,000) tiny
 # HDF5 datasets.
 bench-tree: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/tree_bench.py
+	$(BENCH_RUN) tree $(BENCH_DSV) $(BENCH_ARGS)
 
 # A view of many small files (bench/scale_bench.py): mount time cold and
 # warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
@@ -170,11 +171,11 @@ bench-loader: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/loader_bench.py
 
-# The loader's order and state (bench/loader_state_bench.py): the first
+# The loader's order and state (bench/experiments/loader_state.py): the first
 # batch of a shuffled 50 M-window view, peak RSS, the cost of state_dict().
 bench-loader-state: deps
 	$(MAKE) all
-	$(PYTHON) bench/loader_state_bench.py
+	$(BENCH_RUN) loader_state $(BENCH_DSV) $(BENCH_ARGS)
 
 # The in-process reader against FUSE (bench/experiments/inproc.py): one cold
 # sequential pass of a normalised float32 view read in-process, through a
@@ -205,6 +206,20 @@ bench-shard: deps venv
 bench-s3: deps venv
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/s3_bench.py
+
+# One cold pass with and without a memory cgroup, and what the daemon
+# made for it (bench/experiments/mem.py): --mb, --limit_mb, --workers N
+# for shuffled batches, --dsview_old to compare another build.
+bench-mem: deps
+	$(MAKE) all
+	$(BENCH_RUN) mem $(BENCH_DSV) $(BENCH_ARGS)
+
+# Every codec dsview pack writes on five data sets (bench/experiments/codecs.py):
+# ratio, one-core encode and decode (bench/codec_speed.c); --pack 1 adds
+# `dsview pack` itself.
+bench-codecs: deps
+	$(MAKE) all $(BUILD)/bench/codec_speed
+	$(BENCH_RUN) codecs $(BENCH_DSV) $(BENCH_ARGS)
 
 # The newest result of each experiment into docs/benchmarks/ (tables,
 # PNG plots, the README's list of experiments).

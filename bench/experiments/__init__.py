@@ -3,7 +3,8 @@ bench.harness.Experiment). NAMES is the order `bench list` and the
 report use."""
 import importlib
 
-NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard"]
+NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard",
+         "loader_state", "xform", "mem", "codecs", "store", "tree"]
 
 
 def load(name):

@@ -244,7 +244,7 @@ def shuf_pass(ds, peer, m, workers, seed):
     rows = sum(x["rows"] for x in rep)
     key = "shuf1" if workers == 1 else "shufw"
     gb = rows * ds.row * 4 / 1e9
-    r = {f"{key}_rows": rows / wall, f"cpu_r_{key}": sum(x["cpu"] for x in rep) / gb,
+    r = {f"{key}_rows": rows / wall, f"rows_{key}": rows, f"cpu_r_{key}": sum(x["cpu"] for x in rep) / gb,
          f"cpu_d_{key}": (d1[0] - d0[0]) / gb}
     if peer.startswith("dsv_"):  # bytes decoded (float32 out) / bytes asked
         r[f"dec_{key}"] = (dec1 - dec0) / (rows * ds.row * 4)
