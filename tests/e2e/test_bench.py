@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -126,6 +127,41 @@ class Report(E2E):
         self.assertIn("not run yet", readme)
         with open(os.path.join(docs, "results", "nifti.json")) as f:
             self.assertEqual(json.load(f)["settings"]["rounds"], 2)
+
+
+class ReadmePerf(unittest.TestCase):
+    def test_rows_rewritten_in_place(self):
+        """The README's performance rows take the read experiment's 224 point;
+        the rows of other experiments stay."""
+        from bench import report
+        med = {p: {"cold_gbs": 1.11 * k, "warm_gbs": 2.22 * k, "shuf1_rows": 1111.0 * k,
+                   "shufw_rows": 3333.0 * k}
+               for k, p in enumerate(("dsv_npy", "dsv_lz4", "f32_mm", "u8_numpy"), 1)}
+        med["dsv_hint"] = {"shuf1_rows": 9876.0, "shufw_rows": 5432.0}
+        res = {"started": "2031-01-02T03:04:05Z", "settings": {"workers": 4},
+               "points": [{"point": 64, "medians": {}}, {"point": 224, "medians": med}]}
+        tmp = tempfile.mkdtemp(prefix="dsv-readme-")
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "README.md")
+        shutil.copy(os.path.join(ROOT, "README.md"), path)
+        self.assertTrue(report.write_readme_perf(path, res))
+        with open(path) as f:
+            new = f.read().split("\n")
+        with open(os.path.join(ROOT, "README.md")) as f:
+            old = f.read().split("\n")
+        self.assertEqual(len(new), len(old))
+        want = {"| sequential cold, GB/s (`python3 -m bench run read`, 2031-01-02) | "
+                "1.11 | 2.22 | 3.33 | 4.44 |",
+                "| sequential warm, GB/s (same run) | 2.22 | 4.44 | 6.66 | 8.88 |",
+                "| shuffled rows/s, 1 reader (same run) | 1,111 (9,876 with hints) | 2,222 | "
+                "3,333 | 4,444 |",
+                "| shuffled rows/s, 4 workers (same run) | 3,333 (5,432 with hints) | 6,666 | "
+                "9,999 | 13,332 |"}
+        changed = {b for a, b in zip(old, new) if a != b}
+        self.assertEqual(changed | want, want)
+        self.assertTrue(want <= set(new), want - set(new))
+        res["settings"]["workers"] = 2  # not the README's 4 workers: nothing written
+        self.assertFalse(report.write_readme_perf(path, res))
 
 
 class Refused(unittest.TestCase):
