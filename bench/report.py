@@ -206,10 +206,12 @@ def perf_cell(med, peer, key):
 
 def write_readme_perf(path, r):
     """The README's performance rows from the read experiment's 224x224x3
-    point (a full run, 4 workers): each row it owns rewritten in place,
-    the others (other experiments' rows) left as they are."""
+    point of a run as the README describes it (1 GB, 3 rounds or more, 4
+    workers): each row it owns rewritten in place, the others (other
+    experiments' rows) left as they are."""
+    s = r["settings"]
     pts = [pt for pt in r["points"] if pt["point"] == 224]
-    if not pts or r["settings"]["workers"] != 4:
+    if not pts or s["workers"] != 4 or s["mb"] < 1024 or s["rounds"] < 3 or r.get("quick"):
         return False
     med = pts[0]["medians"]
     with open(path) as f:

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 import numpy as np
@@ -129,6 +130,64 @@ class Report(E2E):
             self.assertEqual(json.load(f)["settings"]["rounds"], 2)
 
 
+class Harness(unittest.TestCase):
+    """The runner's own rules on an experiment whose peers only record what
+    the runner does: a fresh setup and teardown for every phase, the page
+    cache dropped before each cold phase only, the order of peers reversed
+    every other round, medians of the rounds, targets judged."""
+
+    def test_rounds_cold_starts_medians_targets(self):
+        from bench import benchlib, harness
+        log = []
+        figures = {"a": [3.0, 1.0, 2.0], "b": [1.0, 1.0, 4.0]}
+
+        def setup(name):
+            def s(run, data):
+                log.append(("setup", name))
+                return name
+            return s
+
+        def measure(run, data, peer, handle, rnd):
+            self.assertEqual(handle, peer)
+            log.append(("measure", peer, rnd))
+            return {"x": figures[peer][rnd]}
+
+        def warm(run, data, peer, handle, rnd):
+            log.append(("warm", peer, rnd))
+            return {"y": 1.0}
+        exp = harness.Experiment(
+            name="probe", doc="probe", settings=[], data=lambda run, point: types.SimpleNamespace(),
+            peers=[harness.Peer(p, p, setup(p), lambda run, h: log.append(("teardown", h)))
+                   for p in ("a", "b")],
+            phases=[harness.Phase("cold", measure), harness.Phase("warm", warm, cold=False,
+                                                                  peers=("b",))],
+            metrics=[harness.Metric("x", "u")],
+            targets=[harness.Target("a over b", "x", "a", "b", 1.5),
+                     harness.Target("b itself", "x", "b", None, 1.0, "<=")])
+        drop = benchlib.drop_caches
+        benchlib.drop_caches = lambda: log.append(("drop",)) or True
+        self.addCleanup(setattr, benchlib, "drop_caches", drop)
+        tmp = tempfile.mkdtemp(prefix="dsv-harness-")
+        self.addCleanup(shutil.rmtree, tmp)
+        path = harness.run(exp, {"workdir": tmp, "settle": "0", "prefault_gb": "0"}, out_dir=tmp)
+        with open(path) as f:
+            res = json.load(f)
+        measured = [e[1:] for e in log if e[0] == "measure"]
+        self.assertEqual(measured, [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)])
+        # every phase: (drop if cold), setup, measure, teardown
+        b0 = log.index(("measure", "b", 0))
+        self.assertEqual(log[b0 - 2:b0 + 6], [("drop",), ("setup", "b"), ("measure", "b", 0),
+                                              ("teardown", "b"), ("setup", "b"), ("warm", "b", 0),
+                                              ("teardown", "b"), ("drop",)])
+        self.assertEqual(sum(e == ("drop",) for e in log), 6)
+        pt = res["points"][0]
+        self.assertEqual(pt["rounds"]["a"], [{"x": 3.0}, {"x": 1.0}, {"x": 2.0}])
+        self.assertEqual(pt["medians"], {"a": {"x": 2.0}, "b": {"x": 1.0, "y": 1.0}})
+        self.assertEqual([(t["value"], t["met"]) for t in pt["targets"]], [(2.0, True), (1.0, True)])
+        self.assertEqual(res["settings"]["rounds"], 3)
+        self.assertEqual(os.listdir(tmp), [os.path.basename(path)])  # work directory removed
+
+
 class ReadmePerf(unittest.TestCase):
     def test_rows_rewritten_in_place(self):
         """The README's performance rows take the read experiment's 224 point;
@@ -138,7 +197,7 @@ class ReadmePerf(unittest.TestCase):
                    "shufw_rows": 3333.0 * k}
                for k, p in enumerate(("dsv_npy", "dsv_lz4", "f32_mm", "u8_numpy"), 1)}
         med["dsv_hint"] = {"shuf1_rows": 9876.0, "shufw_rows": 5432.0}
-        res = {"started": "2031-01-02T03:04:05Z", "settings": {"workers": 4},
+        res = {"started": "2031-01-02T03:04:05Z", "settings": {"workers": 4, "mb": 1024, "rounds": 3},
                "points": [{"point": 64, "medians": {}}, {"point": 224, "medians": med}]}
         tmp = tempfile.mkdtemp(prefix="dsv-readme-")
         self.addCleanup(shutil.rmtree, tmp)
@@ -160,8 +219,9 @@ class ReadmePerf(unittest.TestCase):
         changed = {b for a, b in zip(old, new) if a != b}
         self.assertEqual(changed | want, want)
         self.assertTrue(want <= set(new), want - set(new))
-        res["settings"]["workers"] = 2  # not the README's 4 workers: nothing written
-        self.assertFalse(report.write_readme_perf(path, res))
+        for key, value in (("workers", 2), ("mb", 128), ("rounds", 1)):  # not as the README says
+            bad = dict(res, settings=dict(res["settings"], **{key: value}))
+            self.assertFalse(report.write_readme_perf(path, bad), key)
 
 
 class Refused(unittest.TestCase):
