@@ -11,6 +11,20 @@ import numpy as np
 from bench import benchlib as L
 
 
+def environ(env):
+    """This process's environment with env's variables set (None: unset),
+    or None where env is empty."""
+    if not env:
+        return None
+    out = dict(os.environ)
+    for k, v in env.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
 class Mount:
     """A dsview daemon serving ini at mnt: .pid, .path(name), .stats()."""
 
@@ -19,7 +33,7 @@ class Mount:
         self.binary = binary or run.dsview
         os.makedirs(mnt, exist_ok=True)
         subprocess.run([self.binary, "mount", "--log", run.path("log"), *opts, ini, mnt],
-                       check=True, env=dict(os.environ, **env) if env else None)
+                       check=True, env=environ(env))
         self.pid = L.daemon_pid(mnt)
         self.proc = None
 

@@ -97,12 +97,12 @@ bench-grid: deps
 # bench/xform_bench.c (each case's output GB/s per kernel variant, one
 # core, as a ratio to memcpy of the same output size in the same process;
 # --mb, --rounds), then
-# bench/xform_mount_cpu.py (the mount daemon's CPU s/GB on a float32 and a
-# bfloat16 pass, per variant; XMOUNT_MB, 256, ROUNDS, 3).
+# bench/experiments/xform_mount.py (the mount daemon's CPU s/GB on a float32 and a
+# bfloat16 pass, per variant; --mb 256, --rounds 3).
 bench-xform: deps
 	$(MAKE) all $(BUILD)/bench/xform_bench
 	$(BENCH_RUN) xform $(BENCH_DSV) $(BENCH_ARGS)
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/xform_mount_cpu.py
+	$(BENCH_RUN) xform_mount $(BENCH_DSV) $(BENCH_ARGS)
 # HDF5 gzip as h5py writes it (bench/experiments/h5gzip.py): h5py's own read
 # of a gzip-4 uint8 dataset (whole-row chunks, with shuffle, h5py's own
 # chunk shape, with Fletcher32) against `dsview verify` and a memmap pass

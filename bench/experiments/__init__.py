@@ -4,7 +4,8 @@ report use."""
 import importlib
 
 NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard",
-         "loader_state", "xform", "mem", "codecs", "store", "tree"]
+         "loader_state", "xform", "mem", "codecs", "store", "tree",
+         "xform_mount"]
 
 
 def load(name):
