@@ -80,11 +80,11 @@ bench-views: deps
 	$(MAKE) all
 	$(BENCH_RUN) views $(BENCH_DSV) $(BENCH_ARGS)
 
-# The levers A/B (bench/levers.py): the kernel window, dsview's own
+# The levers A/B (bench/experiments/levers.py): the kernel window, dsview's own
 # readahead and the hint threads, interleaved, medians.
 bench-levers: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/levers.py
+	$(BENCH_RUN) levers $(BENCH_DSV) $(BENCH_ARGS)
 
 # N-d chunk grids and Zarr (bench/experiments/grid.py): HDF5 chunks that
 # split rows through the grid against the library fallback and whole-row
