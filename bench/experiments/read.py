@@ -19,7 +19,8 @@ permutation) and shufw (cold, `workers` forked readers, worker k taking
 batches k, k+workers, ... as DataLoader does). amp = bytes read from
 disk (the daemon's or the readers' /proc/PID/io) over the source bytes of
 the rows asked for; CPU s/GB of float32 delivered, readers and daemon
-apart; dec = bytes decoded over bytes asked (dsview peers)."""
+apart; dec = bytes decoded over bytes asked and rss_mb the daemon's peak
+RSS over the sequential passes (dsview peers)."""
 import json
 import os
 import subprocess
@@ -159,6 +160,8 @@ def seq(run, ds, peer, m, rnd):
     ds.mnt = m.mnt if m else None
     seq_pass(ds, peer, m, r, "cold")
     seq_pass(ds, peer, m, r, "warm")
+    if peer.startswith("dsv_"):
+        r["rss_mb"] = m.rss_kb() / 1024  # the daemon's peak over both passes
     return r
 
 
@@ -308,6 +311,8 @@ EXPERIMENT = Experiment(
              Metric("amp_shuf1", "x", "disk bytes / source bytes asked, 1 reader",
                     higher_is_better=False),
              Metric("cpu_d_cold", "CPU s/GB", "daemon CPU, cold sequential",
+                    higher_is_better=False),
+             Metric("rss_mb", "MB", "the daemon's peak RSS, sequential passes",
                     higher_is_better=False)],
     targets=[Target("shuffled, single reader", "shuf1_rows", "dsv_npy", "u8_numpy", 1.0),
              Target("shuffled, workers", "shufw_rows", "dsv_npy", "u8_numpy", 1.3),
