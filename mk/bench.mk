@@ -221,6 +221,12 @@ bench-codecs: deps
 	$(MAKE) all $(BUILD)/bench/codec_speed
 	$(BENCH_RUN) codecs $(BENCH_DSV) $(BENCH_ARGS)
 
+# Two epochs through one mount, the second with the store evicted
+# (bench/experiments/epoch.py); --dsview_old adds another build.
+bench-epoch: deps
+	$(MAKE) all
+	$(BENCH_RUN) epoch $(BENCH_DSV) $(BENCH_ARGS)
+
 # The newest result of each experiment into docs/benchmarks/ (tables,
 # PNG plots, the README's list of experiments).
 bench-report: deps

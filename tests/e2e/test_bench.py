@@ -24,7 +24,7 @@ from bench.experiments import NAMES, load  # noqa: E402
 
 # the settings a quick run adds so that every peer runs (h5gzip's "old"
 # build: this one, which the run then compares with itself)
-EXTRA = {name: ["--dsview_old", DSVIEW] for name in ("h5gzip", "mem", "tree")}
+EXTRA = {name: ["--dsview_old", DSVIEW] for name in ("h5gzip", "mem", "tree", "epoch")}
 BINS = [os.path.join(ROOT, "build", "bench", name) for name in ("nullfs", "codec_bench",
                                                                    "codec_speed", "xform_bench")]
 
