@@ -9,10 +9,10 @@
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
 #   make bench-read    the read table alone (BENCH_ARGS="--mb 128 --rounds 1": ~4 min)
-#   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
+#   make bench-views   the views benchmark alone (BENCH_ARGS="--mb 96 --rounds 1": ~2 min)
 #   make bench-grid    N-d chunk grids and Zarr alone (BENCH_ARGS="--mb 32 --rounds 1": ~1 min)
 #   make bench-nifti   NIfTI images against .npy (BENCH_ARGS="--mb 64 --rounds 1": ~1 min)
-#   make bench-tokens  Arrow token windows against a raw .bin (TOKENS_MB=64 ROUNDS=1: ~1 min)
+#   make bench-tokens  Arrow token windows against a raw .bin (BENCH_ARGS="--mb 64 --rounds 1")
 #   make bench-xform   the transform kernels against memcpy; daemon CPU s/GB (~2 min)
 #   make bench-eeg     random 2 s windows of BDF+ recordings: MNE, pyedflib, .npy, dsview
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
