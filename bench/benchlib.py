@@ -165,6 +165,41 @@ def make_images(path, n, h, w, seed=0, block_bytes=64 << 20):
     del x
 
 
+def photo_rows(path, n, side=224):
+    """python3-skimage's colour photographs cut into side x side x 3 tiles,
+    repeated to n rows, into a new .npy at path; returns the tiles' count."""
+    from skimage import data
+    tiles = []
+    for name in ("astronaut", "chelsea", "coffee", "hubble_deep_field", "immunohistochemistry",
+                 "stereo_motorcycle", "retina", "rocket"):
+        im = getattr(data, name)()
+        for im in im[:2] if isinstance(im, tuple) else (im,):  # the motorcycle: left, right
+            im = im[..., :3]
+            for y in range(0, im.shape[0] - side + 1, side):
+                for x in range(0, im.shape[1] - side + 1, side):
+                    tiles.append(im[y:y + side, x:x + side])
+    t = np.stack(tiles)
+    np.save(path, t[np.arange(n) % len(t)])
+    return len(t)
+
+
+def store_args(spec):
+    """`dsview pack`'s arguments for a store spec: a block size ("64K":
+    --block-size) or CODEC[:LEVEL][@CHUNK_SIZE]."""
+    if spec[0].isdigit():
+        return ["--block-size", spec]
+    codec, _, chunk = spec.partition("@")
+    codec, _, level = codec.partition(":")
+    return (["--codec", codec] + (["--level", level] if level else [])
+            + (["--chunk-size", chunk] if chunk else []))
+
+
+def safe_name(spec):
+    """spec with every character but letters and digits as '_'."""
+    import re
+    return re.sub(r"[^A-Za-z0-9]", "_", spec)
+
+
 def normalise_file(src, dst, block_bytes=64 << 20):
     """dst: the float32 .npy of (src/255 - MEAN) / STD, as dsview serves it."""
     x = np.load(src, mmap_mode="r")

@@ -25,7 +25,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as L  # noqa: E402
-import block_bench as B  # noqa: E402
 import seq_bench as S  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
@@ -72,7 +71,7 @@ def main():
         os.makedirs(mnt)
         u8 = os.path.join(work, "u8.npy")
         try:
-            B.photo_rows(u8, ROWS)
+            L.photo_rows(u8, ROWS)
             data = "photographs"
         except ImportError:  # a machine without skimage (the GPU machine's python)
             L.make_images(u8, ROWS, 224, 224)

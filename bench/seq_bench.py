@@ -2,7 +2,7 @@
 """Cold sequential reads of one uint8 array through a mount, per store
 codec (the target: a mount of the store reads cold sequential at >= 1.0x
 the .npy view): the .npy view and a store per SEQ_CODECS entry (pack
-arguments as block_bench.py takes them: CODEC[:LEVEL][@CHUNK_SIZE]), each
+arguments as the blocks experiment's stores: CODEC[:LEVEL][@CHUNK_SIZE]), each
 read start to end by one reader in 16 MiB reads of the float32 .dat.
 "Cold" without dropping the machine's page cache: before each pass the
 source file's pages alone are evicted (posix_fadvise DONTNEED), and each
@@ -29,7 +29,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as L  # noqa: E402
-import block_bench as B  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 ROWS = int(os.environ.get("SEQ_ROWS", "2048"))
@@ -73,7 +72,7 @@ def make_data(path):
         x = codec_survey.sparse(np.random.default_rng(7))[0]
         np.save(path, np.concatenate([x] * max(1, round(SPARSE_MB * 1e6 / x.nbytes))))
         return f"sparse 28x28 strokes ({x.shape[0]} rows generated, repeated)"
-    return f"{B.photo_rows(path, ROWS)} photograph tiles, repeated to {ROWS} rows"
+    return f"{L.photo_rows(path, ROWS)} photograph tiles, repeated to {ROWS} rows"
 
 
 def main():
@@ -87,20 +86,20 @@ def main():
         files = {"f32": f32, "npy": u8}
         info = {"f32": "materialised float32, read directly", "npy": ""}
         for spec in CODECS:
-            out = os.path.join(work, B.safe(spec) + ".h5")
-            r = subprocess.run([DSVIEW, "pack", "--dataset", "x", *B.pack_args(spec), u8, out],
+            out = os.path.join(work, L.safe_name(spec) + ".h5")
+            r = subprocess.run([DSVIEW, "pack", "--dataset", "x", *L.store_args(spec), u8, out],
                                check=True, capture_output=True, text=True)
             files[spec] = out
             summary = r.stdout.strip().splitlines()[-1].split(", ", 1)[1]
             info[spec] = re.split(r", [0-9.]+ s \(", summary)[0]
         for name, path in list(files.items())[1:]:
-            src = "u8.npy" if name == "npy" else f"{B.safe(name)}.h5:/x"
-            with open(os.path.join(work, B.safe(name) + ".ini"), "w") as f:
+            src = "u8.npy" if name == "npy" else f"{L.safe_name(name)}.h5:/x"
+            with open(os.path.join(work, L.safe_name(name) + ".ini"), "w") as f:
                 f.write(f"[v]\nsource = {src}\nscale = {1/255!r}\n")
         res = {name: [] for name in files}
         for _ in range(ROUNDS):
             for name, path in files.items():
-                res[name].append(one_pass(work, B.safe(name), path))
+                res[name].append(one_pass(work, L.safe_name(name), path))
         npy, f32 = (float(np.median(res[k])) for k in ("npy", "f32"))
         print(f"\n{'store':26} {'GB/s out':>9} {'vs npy':>7} {'vs f32':>7}  on disk")
         for name in files:

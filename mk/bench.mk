@@ -227,6 +227,12 @@ bench-epoch: deps
 	$(MAKE) all
 	$(BENCH_RUN) epoch $(BENCH_DSV) $(BENCH_ARGS)
 
+# LZ4 block size against shuffled-row speed (bench/experiments/blocks.py):
+# each --block-size's store against the .npy view; --data photos.
+bench-blocks: deps
+	$(MAKE) all
+	$(BENCH_RUN) blocks $(BENCH_DSV) $(BENCH_ARGS)
+
 # The newest result of each experiment into docs/benchmarks/ (tables,
 # PNG plots, the README's list of experiments).
 bench-report: deps

@@ -17,9 +17,8 @@ from bench.harness import ROOT, Experiment, Metric, Peer, Phase, Setting, Target
 
 
 def make(run, point):
-    from bench import block_bench
     u8, store = run.path("u8.npy"), run.path("v.h5")
-    block_bench.photo_rows(u8, run.s.rows)
+    L.photo_rows(u8, run.s.rows)
     subprocess.run([run.dsview, "pack", "--dataset", "x", u8, store], check=True,
                    capture_output=True)
     with open(run.path("v.ini"), "w") as f:
