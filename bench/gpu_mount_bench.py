@@ -25,7 +25,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as L  # noqa: E402
-import seq_bench as S  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 ROWS = int(os.environ.get("GPU_ROWS", "2048"))
@@ -50,12 +49,12 @@ def one_pass(work, store, gpu, tier=None):
                    check=True)
     try:
         if tier:
-            S.read_all(os.path.join(mnt, "v.dat"))
+            L.read_all(os.path.join(mnt, "v.dat"))
             L.evict(store)
             L.evict(os.path.join(mnt, "v.dat"))
         pid = stats(mnt)["pid"]
         c0 = L.proc_cpu(pid)
-        gbs = S.read_all(os.path.join(mnt, "v.dat"))
+        gbs = L.read_all(os.path.join(mnt, "v.dat"))
         cpu = L.proc_cpu(pid) - c0
         st = stats(mnt)
         size = os.path.getsize(os.path.join(mnt, "v.dat"))

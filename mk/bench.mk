@@ -233,6 +233,12 @@ bench-blocks: deps
 	$(MAKE) all
 	$(BENCH_RUN) blocks $(BENCH_DSV) $(BENCH_ARGS)
 
+# Cold sequential reads per store codec against the .npy view and a
+# float32 copy (bench/experiments/seq.py); --data photos or sparse.
+bench-seq: deps
+	$(MAKE) all
+	$(BENCH_RUN) seq $(BENCH_DSV) $(BENCH_ARGS)
+
 # The newest result of each experiment into docs/benchmarks/ (tables,
 # PNG plots, the README's list of experiments).
 bench-report: deps

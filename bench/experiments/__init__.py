@@ -5,7 +5,8 @@ import importlib
 
 NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard",
          "loader_state", "xform", "mem", "codecs", "store", "tree",
-         "xform_mount", "levers", "epoch", "blocks"]
+         "xform_mount", "levers", "epoch", "blocks",
+         "seq"]
 
 
 def load(name):

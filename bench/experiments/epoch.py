@@ -40,13 +40,12 @@ def teardown(run, m):
 
 
 def two_epochs(run, data, peer, m, rnd):
-    from bench import seq_bench
     f = m.path("v.dat")
-    e1 = seq_bench.read_all(f)
+    e1 = L.read_all(f)
     p1 = m.stats()["readahead_chunks"]
     L.evict(data.store)
     L.evict(f)
-    e2 = seq_bench.read_all(f)
+    e2 = L.read_all(f)
     return {"epoch1_gbs": e1, "epoch2_gbs": e2, "ahead1": p1,
             "ahead2": m.stats()["readahead_chunks"] - p1}
 
