@@ -43,7 +43,10 @@ def machine():
 def commit():
     """{'commit': HEAD, 'dirty': uncommitted changes to tracked files}."""
     def git(*args):
-        r = subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+        try:
+            r = subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+        except OSError:  # no git here (a copied tree)
+            return None
         return r.stdout.strip() if r.returncode == 0 else None
     head = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
