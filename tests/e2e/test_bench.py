@@ -76,6 +76,8 @@ class Quick(E2E):
 
     def run_quick(self, name):
         out, r = self.runs[name]
+        if r.returncode and "no network namespace here" in r.stderr:
+            self.skipTest(r.stderr.strip().splitlines()[-1])  # as test_s3.py does
         self.assertEqual(r.returncode, 0, f"{name} --quick failed:\n{r.stdout}\n{r.stderr}")
         files = glob.glob(os.path.join(out, f"{name}-*-quick.json"))
         self.assertEqual(len(files), 1, os.listdir(out))
