@@ -159,8 +159,10 @@ def summary(r):
     ts = [t for pt in r["points"] for t in pt["targets"] if t["bound"] is not None]
     met = sum(1 for t in ts if t["met"])
     judged = sum(1 for t in ts if t["met"] is not None)
+    verdict = (f"targets {met}/{judged} met" if judged else
+               "targets not judged" if ts else "ratios only, no target")
     return (f"{r['started'][:10]}, {r['commit'][:7] if r['commit'] else '?'}, "
-            f"{r['machine']['cores']} cores: targets {met}/{judged} met")
+            f"{r['machine']['cores']} cores: {verdict}")
 
 
 def readme_block(best):
