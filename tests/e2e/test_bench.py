@@ -112,6 +112,8 @@ class Quick(E2E):
                 rounds = pt["rounds"][peer]
                 self.assertEqual(len(rounds), 1)
                 for k, v in rounds[0].items():
+                    if k.startswith(("fail_", "oom_")):  # a pass that failed, an OOM kill
+                        self.assertEqual(v, 0, f"{peer} {k}")
                     self.assertTrue(v is not None and math.isfinite(v) and v > -1e-9,
                                     f"{peer} {k} = {v}")
                     self.assertAlmostEqual(pt["medians"][peer][k],
