@@ -37,7 +37,8 @@ import types
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")]
 from bench import benchlib as L  # noqa: E402
 from bench.experiments import read as R  # noqa: E402
 from bench.mounts import Mount, NullMount  # noqa: E402
