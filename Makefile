@@ -8,11 +8,11 @@
 #   make demo       install what is missing, build, pack + mount + read a dataset
 #   make deps       install the Debian packages the build and tests need
 #   make stress-tsan   the concurrent-reader tests against a ThreadSanitizer daemon
-#   make bench-read    the read table alone (READ_MB=128 ROUNDS=1: ~4 min)
-#   make bench-views   the views benchmark alone (VIEWS_MB=96 ROUNDS=1: ~2 min)
-#   make bench-grid    N-d chunk grids and Zarr alone (GRID_MB=32 ROUNDS=1: ~1 min)
-#   make bench-nifti   NIfTI images against .npy (NIFTI_MB=64 ROUNDS=1: ~1 min)
-#   make bench-tokens  Arrow token windows against a raw .bin (TOKENS_MB=64 ROUNDS=1: ~1 min)
+#   make bench-read    the read table alone (BENCH_ARGS="--mb 128 --rounds 1": ~4 min)
+#   make bench-views   the views benchmark alone (BENCH_ARGS="--mb 96 --rounds 1": ~2 min)
+#   make bench-grid    N-d chunk grids and Zarr alone (BENCH_ARGS="--mb 32 --rounds 1": ~1 min)
+#   make bench-nifti   NIfTI images against .npy (BENCH_ARGS="--mb 64 --rounds 1": ~1 min)
+#   make bench-tokens  Arrow token windows against a raw .bin (BENCH_ARGS="--mb 64 --rounds 1")
 #   make bench-xform   the transform kernels against memcpy; daemon CPU s/GB (~2 min)
 #   make bench-eeg     random 2 s windows of BDF+ recordings: MNE, pyedflib, .npy, dsview
 #   make bench-shuffle where a shuffled pass's time goes (PROF_MB=128 REPS=1: ~2 min)
@@ -135,7 +135,7 @@ SO_MAP := $(BUILD)/libdsview.map
 PIC_OBJS := $(LIB_OBJS:$(BUILD)/%=$(BUILD)/pic/%)
 PIC_FLAGS := -fPIC -fno-semantic-interposition
 
-.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-h5gzip bench-nifti bench-eeg bench-tokens bench-xform bench-shard bench-tree bench-scale bench-loader bench-inproc bench-loader-state bench-store bench-s3 install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-h5gzip bench-nifti bench-eeg bench-tokens bench-xform bench-shard bench-tree bench-scale bench-loader bench-inproc bench-loader-state bench-store bench-s3 bench-report bench-pack bench-mem bench-codecs bench-epoch bench-blocks bench-seq install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN) $(SO)
 
 $(BUILD)/%.o: %.c
@@ -226,7 +226,7 @@ unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # E2E: which e2e tests (files or unittest names; default all of them)
-e2e: $(BIN) $(SO) venv
+e2e: $(BIN) $(SO) $(addprefix $(BUILD)/bench/,nullfs codec_bench codec_speed xform_bench) venv
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) tests/e2e/run.py $(E2E)
 
 # Every source, test and fuzz replay driver built with -Werror (in its own

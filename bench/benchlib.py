@@ -4,10 +4,12 @@ image rows, the null FUSE peer, a view measured from a cold start
 (cold_view), interleaved rounds and their medians, and the printed tables,
 target lines and footers.
 
-Environment: BENCH_SETTLE (seconds after dropping the page cache, default 3),
-BENCH_PREFAULT_GB (memory touched and freed after dropping it, default 6),
-BENCH_BATCHES (shuffled batches of bench.py and views_bench.py, default 8).
-A benchmark may assign PREFAULT_GB on this module before drop_caches()."""
+Environment (the scripts not yet on the runner): BENCH_SETTLE (seconds
+after dropping the page cache, default 3), BENCH_PREFAULT_GB (memory
+touched and freed after dropping it, default 6), BENCH_BATCHES (shuffled
+batches of bench.py, default 8). The runner (harness.py) sets SETTLE and
+PREFAULT_GB from a run's settings instead; a script may assign
+PREFAULT_GB on this module before drop_caches()."""
 import gc
 import json
 import os
@@ -128,15 +130,28 @@ def seq(arr, step=64):
     return n / (time.perf_counter() - t)
 
 
-def shuffled(get, n, batches, seed=7):
-    """Rows/s and rows read over sorted batches of a permutation (at least
-    two batches, then until `batches` or SHUF_SECONDS)."""
+def read_all(path):
+    """GB/s of one reader reading path start to end in 16 MiB read()s."""
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(16 << 20)
+            if not b:
+                break
+            n += len(b)
+    return n / (time.perf_counter() - t) / 1e9
+
+
+def shuffled(get, n, batches, seed=7, batch=BATCH):
+    """Rows/s and rows read over sorted batches of `batch` rows of a
+    permutation (at least two batches, then until `batches` or SHUF_SECONDS)."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     t = time.perf_counter()
     rows = 0
     for b in range(batches):
-        idx = np.sort(order[b * BATCH:(b + 1) * BATCH])
+        idx = np.sort(order[b * batch:(b + 1) * batch])
         _ = get(idx)
         rows += len(idx)
         if b >= 1 and time.perf_counter() - t > SHUF_SECONDS:
@@ -161,6 +176,41 @@ def make_images(path, n, h, w, seed=0, block_bytes=64 << 20):
         x[i:i + k] = blk
     x.flush()
     del x
+
+
+def photo_rows(path, n, side=224):
+    """python3-skimage's colour photographs cut into side x side x 3 tiles,
+    repeated to n rows, into a new .npy at path; returns the tiles' count."""
+    from skimage import data
+    tiles = []
+    for name in ("astronaut", "chelsea", "coffee", "hubble_deep_field", "immunohistochemistry",
+                 "stereo_motorcycle", "retina", "rocket"):
+        im = getattr(data, name)()
+        for im in im[:2] if isinstance(im, tuple) else (im,):  # the motorcycle: left, right
+            im = im[..., :3]
+            for y in range(0, im.shape[0] - side + 1, side):
+                for x in range(0, im.shape[1] - side + 1, side):
+                    tiles.append(im[y:y + side, x:x + side])
+    t = np.stack(tiles)
+    np.save(path, t[np.arange(n) % len(t)])
+    return len(t)
+
+
+def store_args(spec):
+    """`dsview pack`'s arguments for a store spec: a block size ("64K":
+    --block-size) or CODEC[:LEVEL][@CHUNK_SIZE]."""
+    if spec[0].isdigit():
+        return ["--block-size", spec]
+    codec, _, chunk = spec.partition("@")
+    codec, _, level = codec.partition(":")
+    return (["--codec", codec] + (["--level", level] if level else [])
+            + (["--chunk-size", chunk] if chunk else []))
+
+
+def safe_name(spec):
+    """spec with every character but letters and digits as '_'."""
+    import re
+    return re.sub(r"[^A-Za-z0-9]", "_", spec)
 
 
 def normalise_file(src, dst, block_bytes=64 << 20):
@@ -272,10 +322,11 @@ def daemon_pid(mnt):
         return json.load(f)["pid"]
 
 
-def shuffled_rows(arr, batches, seed):
+def shuffled_rows(arr, batches, seed, batch=BATCH):
     """shuffled() over arr's rows, each batch fancy-indexed into one
     contiguous array: (rows/s, rows read)."""
-    return shuffled(lambda idx: np.asarray(arr[idx]), arr.shape[0], batches, seed=seed)
+    return shuffled(lambda idx: np.asarray(arr[idx]), arr.shape[0], batches, seed=seed,
+                    batch=batch)
 
 
 def seq_and_shuffled(measure, batches, seed, step=16):

@@ -25,8 +25,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as L  # noqa: E402
-import block_bench as B  # noqa: E402
-import seq_bench as S  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
 ROWS = int(os.environ.get("GPU_ROWS", "2048"))
@@ -51,12 +49,12 @@ def one_pass(work, store, gpu, tier=None):
                    check=True)
     try:
         if tier:
-            S.read_all(os.path.join(mnt, "v.dat"))
+            L.read_all(os.path.join(mnt, "v.dat"))
             L.evict(store)
             L.evict(os.path.join(mnt, "v.dat"))
         pid = stats(mnt)["pid"]
         c0 = L.proc_cpu(pid)
-        gbs = S.read_all(os.path.join(mnt, "v.dat"))
+        gbs = L.read_all(os.path.join(mnt, "v.dat"))
         cpu = L.proc_cpu(pid) - c0
         st = stats(mnt)
         size = os.path.getsize(os.path.join(mnt, "v.dat"))
@@ -72,7 +70,7 @@ def main():
         os.makedirs(mnt)
         u8 = os.path.join(work, "u8.npy")
         try:
-            B.photo_rows(u8, ROWS)
+            L.photo_rows(u8, ROWS)
             data = "photographs"
         except ImportError:  # a machine without skimage (the GPU machine's python)
             L.make_images(u8, ROWS, 224, 224)

@@ -3,7 +3,8 @@
 batches of 256 random rows of 64x64x3 uint8 (12 KB; PROF_SIDE sets the
 side), read as normalised float32 by PROF_WORKERS (1) forked readers, as in
 make bench-read, under several configurations, REPS (3) interleaved rounds,
-medians. Each configuration is a peer of read_bench.py and its options:
+medians. Each configuration is a peer of the read experiment
+(bench/experiments/read.py) and its options:
 
   dsv_npy                         dsview over the uint8 .npy, defaults
   dsv_npy:--readahead=192K        ... with mount options (--opt=value)
@@ -26,21 +27,25 @@ Then the disk's own latency: random O_DIRECT reads of 4 KB to 512 KB of the
 source file, medians of 300.
 
   PROF_CONFIGS="u8_numpy dsv_npy ..." (default below), PROF_MB (1024)."""
-import json
 import mmap
 import os
 import random
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 
-os.environ.setdefault("READ_MB", os.environ.get("PROF_MB", "1024"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import benchlib as L  # noqa: E402
-import read_bench as R  # noqa: E402
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")]
+from bench import benchlib as L  # noqa: E402
+from bench.experiments import read as R  # noqa: E402
+from bench.mounts import Mount, NullMount  # noqa: E402
 
+DSVIEW = os.path.abspath(os.environ.get("DSVIEW", "build/dsview"))
+NULLFS = os.path.abspath(os.environ.get("NULLFS", "build/bench/nullfs"))
+MB = int(os.environ.get("PROF_MB", "1024"))
 SIDE = int(os.environ.get("PROF_SIDE", "64"))
 WORKERS = int(os.environ.get("PROF_WORKERS", "1"))
 REPS = int(os.environ.get("REPS", "3"))
@@ -66,38 +71,28 @@ def parse(config):
     return peer, mount, env, warm, ra
 
 
-def mount(ds, peer, opts, env, ra):
+def mount(run, ds, peer, opts, env, ra):
+    mnt = ds.path("mnt")
     if peer == "null":
-        ds.mount(peer)
+        m = NullMount(run, ds.f32_bytes, mnt)
         if ra:
-            L.raise_readahead(ds.mnt, ra)
-        return
-    subprocess.run([R.DSVIEW, "mount", *opts, "--log", ds.path("log"), ds.path("b.ini"),
-                    ds.mnt], check=True, env=dict(os.environ, **env))
-    with open(os.path.join(ds.mnt, ".stats.json")) as f:
-        ds.pid = json.load(f)["pid"]
+            L.raise_readahead(mnt, ra)
+        return m
+    return Mount(run, ds.path("b.ini"), mnt, opts, env)
 
 
-def stats(ds):
-    with open(os.path.join(ds.mnt, ".stats.json")) as f:
-        return json.load(f)
-
-
-def one(ds, config, rep):
+def one(run, ds, config, rep):
     peer, opts, env, warm, ra = parse(config)
     L.drop_caches()
     if warm:
         subprocess.run(["cat", ds.path("u8.npy")], stdout=subprocess.DEVNULL, check=True)
-    served = peer in R.SERVED
-    if served:
-        mount(ds, peer, opts, env, ra)
-    s0 = stats(ds) if served and peer != "null" else None
-    r = {}
-    R.shuf_pass(ds, peer, r, WORKERS, seed=rep + 100 * WORKERS)
+    m = mount(run, ds, peer, opts, env, ra) if peer in R.SERVED else None
+    s0 = m.stats() if m and peer != "null" else None
+    r = R.shuf_pass(ds, peer, m, WORKERS, seed=rep + 100 * WORKERS)
     key = "shuf1" if WORKERS == 1 else "shufw"
-    out = {"rows/s": r[key]}
+    out = {"rows/s": r[f"{key}_rows"]}
     if s0:
-        s1 = stats(ds)
+        s1 = m.stats()
         rows = r[f"rows_{key}"]
         reads = s1["read_requests"] - s0["read_requests"]
         out["req/row"] = reads / rows
@@ -106,8 +101,8 @@ def one(ds, config, rep):
             n = sum(s1[f"read_{half}_us"]) - sum(s0[f"read_{half}_us"])
             us = s1[f"read_{half}_us_sum"] - s0[f"read_{half}_us_sum"]
             out[f"{half} us"] = us / n if n else 0.0
-    if served:
-        ds.umount(peer)
+    if m:
+        m.close(run)
     return out
 
 
@@ -129,13 +124,16 @@ def disk_latency(path):
 
 def main():
     work = L.work_dir("prof")
-    L.scale_prefault(R.MB)
+    L.scale_prefault(MB)
     res = {}
+    run = types.SimpleNamespace(
+        s=types.SimpleNamespace(workers=WORKERS, mb=MB, batch=L.BATCH, batches=0, pack_args=""),
+        dsview=DSVIEW, nullfs=NULLFS, path=lambda *names: os.path.join(work, *names))
     try:
-        ds = R.Dataset(work, SIDE)
+        ds = R.Dataset(run, SIDE)
         for rep in range(REPS):
             for c in CONFIGS:
-                res.setdefault(c, []).append(one(ds, c, rep))
+                res.setdefault(c, []).append(one(run, ds, c, rep))
                 print(f"  round {rep + 1}/{REPS} {c}: {res[c][-1]['rows/s']:,.0f} rows/s",
                       flush=True)
         lat = disk_latency(ds.path("u8.npy"))

@@ -1,17 +1,18 @@
 #!/usr/bin/python3
-"""A/B of cold sequential memmap passes over store_bench.py's data: several
+"""A/B of cold sequential memmap passes over the store experiment's data
+(bench/experiments/store.py): several
 dsview builds or knob settings, alternated round by round, medians, and what
 each daemon saw (its /.stats.json) and spent (its CPU seconds).
 
     bench/store_ab.py DIR SIDE ROUNDS LABEL=DSVIEW:VIEW[:VAR=V,...] ...
 
-DIR holds (or gets, on the first run) store_bench's files for rows of
+DIR holds (or gets, on the first run) the store experiment's files for rows of
 SIDE x SIDE x 3 uint8 (STORE_MB of them, default 512): u8.npy and its
 LZ4 and zstd stores, mounted as the views npy, lz4 and zstd. Each LABEL is
 one configuration: the dsview binary, the view read, and environment
 variables for its daemon (DSVIEW_READAHEAD_KB=32768, say). A pass drops the
 page cache (benchlib.drop_caches), mounts, reads the view's .dat through
-np.memmap in slices of 32 MiB, as store_bench's seq phase does, reads
+np.memmap in slices of 32 MiB, as the store experiment's seq phase does, reads
 /.stats.json and the daemon's CPU time, and unmounts. Printed per pass:
 GB/s, the daemon's CPU seconds, the bytes served to requests and pushed
 ahead (readahead), the sums of the requests' make and reply times, cache
@@ -23,12 +24,13 @@ import os
 import statistics
 import subprocess
 import sys
+import types
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import benchlib as L  # noqa: E402
-import store_bench as S  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench import benchlib as L  # noqa: E402
+from bench.experiments import store as S  # noqa: E402
 
 SEQ_BYTES = 32 << 20
 
@@ -65,8 +67,11 @@ def main():
     cfgs = [parse(a) for a in sys.argv[4:]]
     sd = os.path.join(root, f"s{side}")
     if not os.path.exists(os.path.join(sd, "zstd.h5")):
-        os.makedirs(root, exist_ok=True)
-        S.Dataset(root, side, ["dsv_npy", "dsv_lz4", "dsv_zstd"])
+        os.makedirs(sd, exist_ok=True)
+        S.Dataset(types.SimpleNamespace(
+            s=types.SimpleNamespace(side=side, mb=int(os.environ.get("STORE_MB", "512")),
+                                    batches=16, sq_zstd_level=3),
+            dsview=os.path.abspath(cfgs[0][1]), work=sd, path=lambda *n: os.path.join(sd, *n)))
     row = side * side * 3
     shape = (os.path.getsize(os.path.join(sd, "u8.npy")) // row, side, side, 3)
     res = {c[0]: [] for c in cfgs}

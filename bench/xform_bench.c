@@ -10,7 +10,8 @@
  * One JSON object per line on stdout (memcpy rows have kernel "memcpy"), a
  * table on stderr.
  *
- *   xform_bench [MB_OUT [ROUNDS]]      (default 128 MB per round, 5 rounds)
+ *   xform_bench [MB_OUT [ROUNDS [KERNEL]]]   (default 128 MB per round, 5 rounds,
+ *                                             every kernel this processor runs)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,7 @@ int main(int argc, char **argv)
 	static const double mean[3] = { 0.485, 0.456, 0.406 }, sd[3] = { 0.229, 0.224, 0.225 };
 	size_t mb = argc > 1 ? strtoull(argv[1], NULL, 10) : 128;
 	size_t rounds = argc > 2 ? strtoull(argv[2], NULL, 10) : 5;
+	const char *only = argc > 3 ? argv[3] : NULL;
 	size_t block = 1u << 18; /* elements per call: 1 MiB of float32, like one request */
 	unsigned char *src = malloc(block * 8), *msrc = malloc(block * 8);
 	double *dst = malloc(block * 8);
@@ -109,8 +111,8 @@ int main(int argc, char **argv)
 		"ratio");
 	for (size_t k = 0; dsv_xform_kernel_at(k); k++) {
 		const char *kname = dsv_xform_kernel_at(k);
-		if (dsv_xform_force_kernel(kname))
-			continue; /* not on this processor */
+		if ((only && strcmp(kname, only) != 0) || dsv_xform_force_kernel(kname))
+			continue; /* not asked for, or not on this processor */
 		for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
 			const bench_case *bc = &cases[c];
 			dsv_xform_params p;

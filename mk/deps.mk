@@ -21,13 +21,14 @@
 #   EEGLAB) and bench-eeg's peer, as EEG users read their recordings.
 #   python3-mypy: the Python package's type hints checked as users' checkers
 #   read them (test_typing.py).
+#   python3-matplotlib: `python3 -m bench report`'s PNG plots.
 DEB_PKGS := libfuse3-dev fuse3 libhdf5-dev liblz4-dev libzstd-dev libblosc-dev libcmocka-dev libinih-dev \
             libjansson-dev pkg-config python3-numpy python3-h5py python3-hdf5plugin python3-zstandard \
             hdf5-filter-plugin hdf5-filter-plugin-blosc-serial zlib1g-dev fio strace python3-torch \
             python3-zarr man-db python3-skimage python3-lz4 python3-blosc clang-format \
             python3-setuptools python3-venv python3-nibabel libcurl4-openssl-dev libexpat1-dev \
             python3-boto3 squashfuse squashfs-tools libssl-dev libdeflate-dev \
-            iproute2 s3fs python3-scipy python3-mne python3-mypy
+            iproute2 s3fs python3-scipy python3-mne python3-mypy python3-matplotlib
 
 # Installs only what is missing; apt-get update first, as a fresh machine needs.
 deps:

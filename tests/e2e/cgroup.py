@@ -1,5 +1,5 @@
 """Control groups for the tests and benchmarks that run where memory or
-storage is the bottleneck (test_memory.py, bench/store_bench.py): a group
+storage is the bottleneck (test_memory.py, bench/experiments/store.py and mem.py): a group
 whose memory, page cache included, is limited with no swap, and/or whose
 read bandwidth from one block device is capped.
 
