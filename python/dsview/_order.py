@@ -11,7 +11,16 @@ no permutation of n samples is ever held in memory. Ranks take global
 steps of world_size * batch_size positions: rank r the r-th batch_size of
 each step. The cursor counts the positions of whole steps taken; the last
 step, shorter than a whole one, is split evenly between the ranks (or
-dropped with drop_last)."""
+dropped with drop_last).
+
+Drawn with replacement (a Plan's replacement=True, weights), position p
+holds a keyed hash of (seed, epoch, p) reduced to a sample, uniformly or
+by weight, so the same cursor arithmetic resumes and reshards it. A
+user's own sampler (SamplerPlan) is iterated again on resume and the
+samples before the cursor passed over."""
+import itertools
+import zlib
+
 import numpy as np
 
 _ROUNDS = 4
@@ -50,18 +59,86 @@ class Order:
         return out.astype(np.int64)
 
 
+_C1, _C2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _mix(x):
+    """splitmix64's finaliser: a bijection of uint64 that spreads each
+    bit over all of them."""
+    x = (x ^ (x >> np.uint64(30))) * _C1
+    x = (x ^ (x >> np.uint64(27))) * _C2
+    return x ^ (x >> np.uint64(31))
+
+
+class Draws:
+    """draws(positions): the samples an epoch draws with replacement at
+    those positions, each from a keyed hash of (seed, epoch, position):
+    uniform over [0, n), or by weights (the inverse of their cumulative
+    sum; a sample of weight 0 is never drawn). Nothing is held per draw."""
+
+    def __init__(self, n, seed, epoch, weights=None):
+        self.n = int(n)
+        ss = np.random.SeedSequence([int(seed) & (2**63 - 1), int(epoch), 0x5EED])
+        self.keys = ss.generate_state(2, np.uint64)
+        self.cdf = None
+        if weights is not None:
+            c = np.cumsum(weights, dtype=np.float64)
+            self.cdf = c / c[-1]
+
+    def __call__(self, positions):
+        x = _mix(_mix(np.asarray(positions, dtype=np.uint64) ^ self.keys[0]) ^ self.keys[1])
+        if self.cdf is None:
+            return (x % np.uint64(self.n)).astype(np.int64)
+        u = (x >> np.uint64(11)).astype(np.float64) * 2.0**-53  # [0, 1), 53 bits
+        return np.minimum(np.searchsorted(self.cdf, u, side="right"), self.n - 1).astype(np.int64)
+
+
+def _checked_weights(weights, n):
+    """weights as float64, one a sample, finite, none negative, not all 0."""
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    if len(w) != n or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"weights: one a sample ({n}; got {len(w)}), finite, none negative, "
+                         f"not all 0")
+    return w
+
+
+def _sampling(positions, replacement, weights_crc):
+    """An epoch's sampling in words, for a refused state."""
+    how = "without replacement" if not replacement else \
+        "drawn by weights" if weights_crc is not None else "drawn with replacement"
+    return f"{positions} samples an epoch {how}"
+
+
 class Plan:
-    """The batches of one rank: n samples, batch_size each, world_size
-    ranks, this one rank."""
+    """The batches of one rank: an epoch of num_samples positions (default
+    the n samples) over n samples, batch_size each, world_size ranks, this
+    one rank. Without replacement a position holds a sample of the
+    epoch's permutation (so num_samples <= n: a sample at most once); with
+    replacement (or weights) a draw."""
 
     def __init__(self, n, batch_size, world_size=1, rank=0, shuffle=True, seed=0,
-                 drop_last=False):
+                 drop_last=False, num_samples=None, replacement=False, weights=None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         if world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} of a world of {world_size}: 0 <= rank < world_size")
-        self.n, self.batch_size, self.world_size, self.rank = int(n), batch_size, world_size, rank
+        self.size = int(n)
+        self.n = self.size if num_samples is None else int(num_samples)
+        if self.n < 1 and num_samples is not None:
+            raise ValueError(f"num_samples must be at least 1, not {num_samples}")
+        if weights is not None and not replacement:
+            raise ValueError("weights draw samples with replacement: give replacement=True")
+        if not replacement and self.n > self.size:
+            raise ValueError(f"num_samples {self.n} > the {self.size} samples: without "
+                             f"replacement an epoch reads a sample at most once "
+                             f"(replacement=True draws)")
+        self.weights = None if weights is None else _checked_weights(weights, self.size)
+        self.batch_size, self.world_size, self.rank = batch_size, world_size, rank
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
+        self.replacement = bool(replacement)
+
+    def _weights_crc(self):
+        return None if self.weights is None else zlib.crc32(self.weights.tobytes())
 
     @property
     def step(self):
@@ -84,7 +161,8 @@ class Plan:
 
     def batches(self, epoch, cursor=0):
         """(samples, cursor after the step) of this rank from cursor on."""
-        order = Order(self.n, self.seed, epoch, self.shuffle)
+        order = Draws(self.size, self.seed, epoch, self.weights) if self.replacement \
+            else Order(self.size, self.seed, epoch, self.shuffle)
         B, c = self.batch_size, cursor
         while c + self.step <= self.n:
             a = c + self.rank * B
@@ -97,20 +175,96 @@ class Plan:
 
     def state(self):
         """What a saved state must match, and what it carries, of the plan."""
-        return {"seed": self.seed, "shuffle": self.shuffle, "samples": self.n,
-                "world_size": self.world_size, "batch_size": self.batch_size,
-                "drop_last": self.drop_last}
+        return {"seed": self.seed, "shuffle": self.shuffle, "samples": self.size,
+                "positions": self.n, "replacement": self.replacement,
+                "weights_crc32": self._weights_crc(), "world_size": self.world_size,
+                "batch_size": self.batch_size, "drop_last": self.drop_last}
 
     def restore(self, state):
         """Checks state was saved by a plan of this data and takes its order."""
-        if state["samples"] != self.n:
+        if state.get("sampler"):
+            raise ValueError(f"the state is of another sampling (sampler {state['sampler']}); "
+                             f"this loader's is its own order: a state resumes the same one")
+        if state["samples"] != self.size:
             raise ValueError(f"the state is of {state['samples']} samples; this loader has "
-                             f"{self.n}: a state resumes the same data")
+                             f"{self.size}: a state resumes the same data")
+        positions = state.get("positions", state["samples"])
+        saved = _sampling(positions, state.get("replacement"), state.get("weights_crc32"))
+        mine = _sampling(self.n, self.replacement, self._weights_crc())
+        if saved != mine or state.get("weights_crc32") != self._weights_crc():
+            other = " (other weights)" if saved == mine else ""
+            raise ValueError(f"the state is of {saved}{other}; this loader's of {mine}: a "
+                             f"state resumes the same sampling")
         if state["cursor"] % (state["world_size"] * state["batch_size"]) and \
-                state["cursor"] != state["samples"]:
+                state["cursor"] != positions:
             raise ValueError(f"cursor {state['cursor']} is not at a whole step of "
                              f"{state['world_size']} x {state['batch_size']} samples")
         self.seed, self.shuffle = state["seed"], state["shuffle"]
+
+
+class SamplerPlan:
+    """The batches of a user's sampler (any iterable of sample indices with
+    a length, e.g. torch's WeightedRandomSampler or a DistributedSampler,
+    which shards itself), batch_size each, iterated anew every epoch
+    (set_epoch(epoch) called first where it has one). The cursor counts
+    the samples taken; a resumed epoch iterates the sampler again and
+    passes over them, exact where the sampler gives the same order for the
+    same epoch (a seeded generator): dsview cannot check that."""
+
+    world_size, rank, seed, shuffle = 1, 0, None, None
+
+    def __init__(self, sampler, n, batch_size, drop_last=False):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        try:
+            self.n = len(sampler)
+        except TypeError:
+            raise TypeError(f"sampler {type(sampler).__name__}: an iterable of sample indices "
+                            f"with a length (len(sampler))") from None
+        self.sampler, self.size, self.batch_size = sampler, int(n), batch_size
+        self.drop_last, self.name = drop_last, type(sampler).__name__
+
+    @property
+    def step(self):
+        return self.batch_size
+
+    def __len__(self):
+        return self.batches_from(0)
+
+    def batches_from(self, cursor):
+        whole, tail = divmod(self.n - cursor, self.batch_size)
+        return whole + (1 if tail and not self.drop_last else 0)
+
+    def batches(self, epoch, cursor=0):
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
+        it, c = itertools.islice(iter(self.sampler), cursor, None), cursor
+        while True:
+            rows = np.fromiter(itertools.islice(it, self.batch_size), dtype=np.int64)
+            if not len(rows) or (len(rows) < self.batch_size and self.drop_last):
+                return
+            bad = rows[(rows < 0) | (rows >= self.size)]
+            if len(bad):
+                raise IndexError(f"sampler {self.name} gave sample {int(bad[0])}; the data "
+                                 f"has {self.size} (0 to {self.size - 1})")
+            c += len(rows)
+            yield rows, c
+
+    def state(self):
+        return {"seed": None, "shuffle": None, "samples": self.size, "positions": self.n,
+                "sampler": self.name, "world_size": 1, "batch_size": self.batch_size,
+                "drop_last": self.drop_last}
+
+    def restore(self, state):
+        if (state.get("sampler"), state["samples"], state.get("positions"),
+                state["batch_size"], state["drop_last"]) != \
+                (self.name, self.size, self.n, self.batch_size, self.drop_last):
+            raise ValueError(f"the state is of another sampling (sampler "
+                             f"{state.get('sampler')}, {state['samples']} samples, "
+                             f"{state.get('positions')} an epoch, batch size "
+                             f"{state['batch_size']}, drop_last {state['drop_last']}); this "
+                             f"loader's: sampler {self.name}, {self.size}, {self.n}, "
+                             f"{self.batch_size}, {self.drop_last}")
 
 
 def _apportion(total, weights):

@@ -21,7 +21,7 @@ A plain DataLoader(ViewDataset(...), batch_size=...) works too, one row
 per __getitem__ and unhinted."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -250,11 +250,13 @@ def mixture(datasets: Sequence[Union[ViewDataset, _source.ViewsArg]],
 
 
 def loader(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
-           shuffle: bool = True, num_workers: int = 0, drop_last: bool = False,
+           shuffle: Optional[bool] = None, num_workers: int = 0, drop_last: bool = False,
            lookahead: int = 4, distributed: Optional[bool] = None, seed: Optional[int] = None,
            hint: bool = True, workers: str = "threads", world_size: Optional[int] = None,
            rank: Optional[int] = None, source_index: Union[bool, str] = False,
-           **kwargs: Any) -> Loader:
+           replacement: bool = False, num_samples: Optional[int] = None,
+           weights: Optional[Sequence[float]] = None, sampler: Optional[Iterable[int]] = None,
+           start_step: int = 0, **kwargs: Any) -> Loader:
     """Batches of data (a ViewDataset, a view's path, a dsview.Array or a
     dict of them), read whole and hinted (see the module's doc), as a
     dsview.torch.Loader: state_dict() / load_state_dict() resume an epoch
@@ -266,6 +268,19 @@ def loader(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
     index) pairs: index an int64 tensor, for each row of the batch the
     source file (of the view's concatenated sources) it came from; for a
     dict of views, source_index="name" says whose sources.
+
+    An epoch reads every sample once (shuffled unless shuffle=False), or
+    num_samples of them (at most all); replacement=True draws num_samples
+    (default: as many as the data has) with replacement, uniformly or by
+    weights (one a sample), each draw a hash of (seed, epoch, position),
+    so it resumes and reshards as the shuffle does. sampler: a sampler of
+    your own instead (an iterable of sample indices with a length, e.g.
+    WeightedRandomSampler, or a DistributedSampler, which shards itself:
+    no world_size then), iterated anew each epoch; a resumed epoch
+    iterates it again and passes over what was read, so it resumes
+    exactly only where it gives the same order again (a seeded
+    generator). start_step: the first epoch starts at that step (batches
+    of each rank already taken), as a loader restored there would.
 
     num_workers readers: with workers="threads" (the default) threads of
     this process, since a batch is one copy out of the page cache (the GIL
@@ -279,9 +294,32 @@ def loader(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
     ds = _dataset(data)
     if lookahead < 0:
         raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
-    world, me = _world(distributed, world_size, rank)
-    plan = _order.Plan(len(ds), batch_size, world, me, shuffle, 0 if seed is None else seed,
-                       drop_last)
+    plan = _plan(ds, batch_size, shuffle, drop_last, distributed, seed, world_size, rank,
+                 replacement, num_samples, weights, sampler)
     readers, depth = _readers(num_workers, workers, batch_size, ds.views.row_bytes, kwargs)
-    return Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs,
-                  _source_maps([ds], source_index))
+    out = Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs,
+                 _source_maps([ds], source_index))
+    if not 0 <= start_step <= len(plan):
+        raise ValueError(f"start_step {start_step}: an epoch has {len(plan)} steps of this rank "
+                         f"(0 to {len(plan)})")
+    out.cursor = min(plan.n, start_step * plan.step)
+    return out
+
+
+def _plan(ds, batch_size, shuffle, drop_last, distributed, seed, world_size, rank,
+          replacement, num_samples, weights, sampler):
+    """loader()'s order: a user's sampler, or the keyed shuffle or draws
+    sharded over the ranks."""
+    if sampler is None:
+        world, me = _world(distributed, world_size, rank)
+        return _order.Plan(len(ds), batch_size, world, me, shuffle is not False,
+                           0 if seed is None else seed, drop_last, num_samples, replacement,
+                           weights)
+    given = [k for k, v in (("shuffle", shuffle), ("replacement", replacement or None),
+                            ("num_samples", num_samples), ("weights", weights),
+                            ("world_size", world_size), ("rank", rank), ("seed", seed))
+             if v is not None] + (["distributed"] if distributed else [])
+    if given:
+        raise ValueError(f"sampler= decides the order and the shard itself; "
+                         f"{', '.join(given)} cannot go with it")
+    return _order.SamplerPlan(sampler, len(ds), batch_size, drop_last)

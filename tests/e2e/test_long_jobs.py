@@ -158,6 +158,134 @@ class LongJobs(E2E):
             dtorch.loader(x, world_size=2, rank=2)
 
 
+class Sampling(LongJobs):
+    """loader()'s other orders: draws with replacement (uniform, by
+    weight), num_samples, a sampler of the user's own and start_step,
+    each resumed in a new process as a shuffle is; bad arguments refused
+    with the reason."""
+
+    def draws(self, x, **kw):
+        return sum(self.epoch(dtorch.loader(x, **kw)), [])
+
+    def check_resumed(self, x, kw, ks):
+        whole = self.epoch(dtorch.loader(x, **kw))
+        for k in ks:
+            with self.subTest(saved_after=k):
+                first = dtorch.loader(x, **kw)
+                head = self.epoch(first, stop=k)
+                state = first.state_dict()
+                self.assertLess(len(pickle.dumps(state)), 600, "the state holds no rows")
+                self.assertEqual(head + self.resumed(self.p("m.ini"), state, **kw), whole)
+        return whole
+
+    def test_replacement_uniform(self):
+        x = dsview.open(self.p("m.ini"), "idx")
+        kw = dict(batch_size=64, seed=2, replacement=True, num_samples=3 * N, num_workers=2)
+        whole = self.check_resumed(x, kw, (1, 20, 46))
+        drawn = sum(whole, [])
+        self.assertEqual(len(drawn), 3 * N)
+        self.assertTrue(all(0 <= r < N for r in drawn))
+        self.assertLess(len(set(drawn)), N, "drawn with replacement: some rows never")
+        self.assertGreater(len(set(drawn)), N // 2)
+        self.assertEqual(drawn, self.draws(x, **kw), "the seed's and the epoch's draws")
+        self.assertNotEqual(drawn, self.draws(x, **dict(kw, seed=3)))
+        lo = dtorch.loader(x, **kw)
+        e0, e1 = sum(self.epoch(lo), []), sum(self.epoch(lo), [])
+        self.assertNotEqual(e0, e1, "each epoch its own draws")
+        # the draws of an epoch are the positions', whatever the ranks
+        ranks = sum((self.draws(x, world_size=3, rank=r, **kw) for r in range(3)), [])
+        self.assertEqual(sorted(ranks), sorted(drawn))
+        # two ranks save after 5 steps; one rank draws the rest
+        done = []
+        for r in (0, 1):
+            lo = dtorch.loader(x, world_size=2, rank=r, **kw)
+            done += sum(self.epoch(lo, stop=5), [])
+            state = lo.state_dict()
+        rest = dtorch.loader(x, **kw)
+        rest.load_state_dict(state)
+        self.assertEqual(sorted(done + sum(self.epoch(rest), [])), sorted(drawn))
+
+    def test_replacement_by_weight(self):
+        x = dsview.open(self.p("m.ini"), "idx")
+        w = np.where(np.arange(N) % 2 == 0, 1.0, 0.0)  # odd rows weigh nothing
+        w[:200] *= 4
+        kw = dict(batch_size=100, seed=7, replacement=True, weights=w.tolist(),
+                  num_samples=20000)
+        drawn = np.array(sum(self.check_resumed(x, kw, (3, 150)), []))
+        self.assertEqual(int((drawn % 2).sum()), 0, "a sample of weight 0 is never drawn")
+        share = (drawn < 200).mean()
+        np.testing.assert_allclose(share, w[:200].sum() / w.sum(), atol=0.02)
+        other = dtorch.loader(x, **dict(kw, weights=(w + (np.arange(N) == 2)).tolist()))
+        with self.assertRaisesRegex(ValueError, r"other weights"):
+            other.load_state_dict(dtorch.loader(x, **kw).state_dict())
+
+    def test_num_samples_without_replacement(self):
+        x = dsview.open(self.p("m.ini"), "idx")
+        part = self.epoch(dtorch.loader(x, batch_size=64, seed=1, num_samples=500))
+        drawn = sum(part, [])
+        self.assertEqual(len(drawn), 500)
+        self.assertEqual(len(set(drawn)), 500, "each at most once")
+        whole = self.epoch(dtorch.loader(x, batch_size=64, seed=1))
+        self.assertEqual(part[:7], whole[:7], "the first positions of the epoch's order")
+        self.assertLess(set(part[7]), set(whole[7]))
+
+    def test_own_sampler(self):
+        x = dsview.open(self.p("m.ini"), "idx")
+        order = [(i * 7) % N for i in range(N)][::-1]
+        kw = dict(batch_size=50, sampler=order, num_workers=2)
+        whole = self.check_resumed(x, kw, (1, 10, 20))
+        self.assertEqual(whole, [sorted(order[i:i + 50]) for i in range(0, N, 50)],
+                         "the sampler's order, batch by batch (rows ascending in a batch)")
+
+        def seeded():
+            g = torch.Generator().manual_seed(11)
+            return torch.utils.data.WeightedRandomSampler([1.0] * N, 2 * N, generator=g)
+        lo = dtorch.loader(x, batch_size=100, sampler=seeded())
+        head = self.epoch(lo, stop=4)
+        again = dtorch.loader(x, batch_size=100, sampler=seeded())
+        again.load_state_dict(lo.state_dict())
+        self.assertEqual(head + self.epoch(again),
+                         self.epoch(dtorch.loader(x, batch_size=100, sampler=seeded())))
+        with self.assertRaisesRegex(ValueError, "another sampling"):
+            dtorch.loader(x, batch_size=100).load_state_dict(lo.state_dict())
+        with self.assertRaisesRegex(IndexError, "gave sample 5000; the data has 1003"):
+            self.epoch(dtorch.loader(x, batch_size=10, sampler=[1, 5000]))
+
+    def test_start_step(self):
+        x = dsview.open(self.p("m.ini"), "idx")
+        whole = self.epoch(dtorch.loader(x, batch_size=100, seed=4))
+        self.assertEqual(self.epoch(dtorch.loader(x, batch_size=100, seed=4, start_step=3)),
+                         whole[3:])
+        ranks = [dtorch.loader(x, batch_size=100, seed=4, world_size=2, rank=r, start_step=2)
+                 for r in (0, 1)]
+        self.assertEqual(sorted(sum(sum((self.epoch(lo) for lo in ranks), []), [])),
+                         sorted(sum(whole, [])[400:]), "two global steps of 2 x 100 taken")
+        lo = dtorch.loader(x, batch_size=100, seed=4, start_step=len(whole))
+        self.assertEqual(len(self.epoch(lo)), len(whole), "the next epoch, whole")
+
+    def test_bad_arguments_refused(self):
+        x = dsview.open(self.p("m.ini"), "idx")
+        for kw, err, want in (
+                (dict(num_samples=2000), ValueError, "num_samples 2000 > the 1003 samples"),
+                (dict(weights=[1.0] * N), ValueError, "give replacement=True"),
+                (dict(replacement=True, weights=[1.0] * 5), ValueError,
+                 r"one a sample \(1003; got 5\)"),
+                (dict(replacement=True, weights=[-1.0] * N), ValueError, "none negative"),
+                (dict(replacement=True, weights=[0.0] * N), ValueError, "not all 0"),
+                (dict(sampler=[1, 2], shuffle=True), ValueError, "shuffle cannot go with it"),
+                (dict(sampler=[1, 2], world_size=2, rank=0), ValueError,
+                 "world_size, rank cannot go with it"),
+                (dict(sampler=iter([1, 2])), TypeError, "with a length"),
+                (dict(batch_size=100, start_step=12), ValueError,
+                 r"start_step 12: an epoch has 11 steps"),
+                (dict(start_step=-1), ValueError, "start_step -1")):
+            with self.subTest(want=want), self.assertRaisesRegex(err, want):
+                dtorch.loader(x, **kw)
+        with self.assertRaisesRegex(ValueError, "1003 samples an epoch without replacement; "
+                                    "this loader's of 1003 samples an epoch drawn"):
+            dtorch.loader(x, replacement=True).load_state_dict(dtorch.loader(x).state_dict())
+
+
 class Mixtures(E2E):
     """dsview.torch.mixture: (dataset index, batch) pairs; every sample of
     every dataset once an epoch without weights, batches shared by weight
