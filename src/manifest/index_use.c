@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "formats/formats.h"
 #include "manifest/manifest_i.h"
@@ -42,14 +43,6 @@ static const char *index_dir(const dsv_manifest *m)
 				     : NULL;
 }
 
-static uint64_t fnv64(const char *s)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *source)
 {
 	const char *dir = index_dir(m), *why;
@@ -64,8 +57,8 @@ void dsv_mf_index_begin(dsv_mf_index *mi, const dsv_manifest *m, const char *sou
 			     strerror(errno));
 		return;
 	}
-	if (asprintf(&mi->file, "%s/index-%016llx.dsvidx", dir, (unsigned long long)fnv64(real)) <
-	    0) {
+	if (asprintf(&mi->file, "%s/index-%016llx.dsvidx", dir,
+		     (unsigned long long)dsv_hash_bytes(DSV_HASH_SEED, real, strlen(real))) < 0) {
 		mi->file = NULL;
 		return;
 	}

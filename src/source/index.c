@@ -14,6 +14,7 @@
 
 #include "codec/codec.h"
 #include "common/bytes.h"
+#include "common/hash.h"
 #include "source/index.h"
 #include "source/source_i.h"
 
@@ -150,11 +151,7 @@ void dsv_index_free(dsv_index *ix)
 
 static uint64_t hash(const void *key, size_t n)
 {
-	const unsigned char *p = key;
-	uint64_t h = 14695981039346656037ull; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
+	return dsv_hash_bytes(DSV_HASH_SEED, key, n);
 }
 
 /* The slot of key: its entry's, or the empty one where it would go. */
