@@ -57,7 +57,7 @@ void dsv_index_stamp_of(const struct stat *st, dsv_index_stamp *out)
 
 void dsv_index_put(dsv_index_buf *b, const void *data, size_t n)
 {
-	if (b->bad)
+	if (b->bad || n == 0) /* an empty blob's data may be NULL */
 		return;
 	if (b->cap - b->len < n) {
 		size_t cap = b->cap ? b->cap : 256;
