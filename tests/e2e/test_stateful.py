@@ -259,6 +259,26 @@ class Sampler(Checkpoints):
         s.set_epoch(0)  # the epoch read: set_epoch(0) reads it again
         self.assertEqual(take(tud.DataLoader(ds, sampler=s, batch_size=None)), whole)
 
+    def test_reshard(self):
+        """Two ranks save after three steps; one and three ranks read the
+        rest, each row of the epoch exactly once."""
+        ds = dtorch.ViewDataset(views({"ini": self.p("m.ini")}))
+        done, states = [], []
+        for r in (0, 1):
+            s = dtorch.stateful_sampler(ds, batch_size=40, seed=3, world_size=2, rank=r)
+            done += take(tud.DataLoader(ds, sampler=s, batch_size=None), 3)
+            states.append(s.state_dict())
+        self.assertEqual(states[0], states[1], "every rank saves the same state")
+        for world in (1, 3):
+            with self.subTest(world=world):
+                rest = []
+                for r in range(world):
+                    s = dtorch.stateful_sampler(ds, batch_size=40, seed=3, world_size=world,
+                                                rank=r)
+                    s.load_state_dict(states[0])
+                    rest += take(tud.DataLoader(ds, sampler=s, batch_size=None))
+                self.check_rows(done + rest)
+
     def test_bad_arguments_refused(self):
         ds = dtorch.ViewDataset(views({"ini": self.p("m.ini")}))
         for kw, want in ((dict(start_step=99), "start_step 99: an epoch has 4 steps"),
