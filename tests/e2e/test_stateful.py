@@ -33,13 +33,15 @@ except ImportError:
 try:
     from torchdata.stateful_dataloader import StatefulDataLoader
     NO_TORCHDATA = None
-except Exception as e:  # Debian's torch 1.13: torchdata 0.11 needs torch >= 2
-    NO_TORCHDATA = f"torchdata's StatefulDataLoader does not import here ({type(e).__name__}: {e})"
+except Exception as e:
+    NO_TORCHDATA = (f"torchdata's StatefulDataLoader does not import here ({type(e).__name__}: "
+                    f"{e}); torchdata 0.11 needs torch >= 2: `make test-torch2` runs this")
 try:
     import grain
     NO_GRAIN = None
 except Exception as e:
-    NO_GRAIN = f"grain does not import here ({type(e).__name__}: {e})"
+    NO_GRAIN = (f"grain does not import here ({type(e).__name__}: {e}); grain 0.2 needs "
+                f"protobuf >= 5.28.3 (Debian's is 3.21): `make test-torch2` runs this")
 
 N = 1003  # no multiple of a batch: every epoch ends with a short batch
 
