@@ -25,17 +25,17 @@ VENV_BLOSC2_LIB = $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-pa
 
 # The torch-2 suite: the Python package's torch-facing e2e tests under
 # PyPI's torch 2.x with numpy 2 (tests/venv/torch2.txt, why each is there),
-# in a venv of its own, made once and again only when that file changes (a
-# few GB: .ci/run calls it, `make test` does not). The tests run under its
+# in a venv of its own, made once and topped up by pip when that file changes
+# (a few GB downloaded once: .ci/run calls it, `make test` does not; a line
+# removed from the file leaves its package installed). The tests run under its
 # Python; fixtures are still written by build/venv (DSVIEW_VENV_PY).
 TORCH2_VENV := build/venv-torch2
 TORCH2_PY   := $(abspath $(TORCH2_VENV))/bin/python
 TORCH2_E2E  ?= test_long_jobs.py test_python.py test_distributed.py test_source_index.py \
-               test_bfloat16.py
+               test_bfloat16.py test_stateful.py
 
 $(TORCH2_VENV)/.done: tests/venv/torch2.txt
-	rm -rf $(TORCH2_VENV)
-	$(PYTHON) -m venv $(TORCH2_VENV)
+	test -x $(TORCH2_PY) || $(PYTHON) -m venv $(TORCH2_VENV)
 	$(TORCH2_PY) -m pip install -q --disable-pip-version-check --no-deps \
 	  -r tests/venv/torch2.txt
 	touch $@

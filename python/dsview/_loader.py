@@ -78,19 +78,11 @@ class Loader:
         end moves to the next by itself)."""
         self.epoch, self.cursor = int(epoch), 0
 
-    def _batches(self):
-        """(rows ascending, or (dataset, rows ascending) in a mixture,
-        cursor after) of the rest of the epoch."""
-        for item, after in self.plan.batches(self.epoch, self._start):
-            d, rows = item if isinstance(item, tuple) else (None, item)
-            rows.sort()  # ascending: runs of rows read at once
-            yield (rows.tolist() if d is None else (d, rows.tolist())), after
-
     def _hinted_batches(self):
         self._after = deque()
         try:
-            for rows, after in _hints.hinted(self._batches(), _HintPair(self.hinter),
-                                             self.lookahead):
+            for rows, after in _hints.hinted(_batch_rows(self.plan, self.epoch, self._start),
+                                             _HintPair(self.hinter), self.lookahead):
                 self._after.append((after, rows))
                 yield rows
         finally:
@@ -163,19 +155,100 @@ class Loader:
         process, so it restores in a new one (and on another number of
         ranks). Taken between batches, it stands after the last batch
         yielded."""
-        return {"version": STATE_VERSION, "epoch": self.epoch, "cursor": self.cursor,
-                **self.plan.state()}
+        return _state(self.plan, self.epoch, self.cursor)
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Resumes at state's epoch and cursor with its seed: the next
         iteration yields the batches the saved loader had still to yield
         (the rest of the epoch split over this loader's ranks where the
         world size changed)."""
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"a loader state of version {state.get('version')!r}; this "
-                             f"dsview reads version {STATE_VERSION}")
-        self.plan.restore(state)
-        self.epoch, self.cursor = state["epoch"], state["cursor"]
+        self.epoch, self.cursor = _restored(self.plan, state)
+
+
+class StatefulSampler(tud.Sampler):
+    """The batches of a loader's order (lists of rows, each ascending; or
+    (dataset, rows) in a mixture) as a DataLoader's sampler, with
+    batch_size=None over a ViewDataset, hinted lookahead batches ahead,
+    and the Stateful protocol of torchdata: state_dict() is the position
+    after the last batch this sampler gave out (a loader's state, the same
+    fields), load_state_dict() resumes there. torchdata's
+    StatefulDataLoader takes the sampler's state as it hands each batch to
+    a worker and keeps it until that batch reaches the loop, so its
+    checkpoints stand after the batches the loop got, not after those the
+    workers read ahead.
+
+    An iteration starts where the last one ended (an epoch read to its end
+    moves to the next), or where load_state_dict() or set_epoch() put it;
+    one left part way is begun again from the same place, as a
+    DataLoader's epoch is. A state saved after an epoch's last batch
+    resumes to an empty rest of that epoch, and the next iteration reads
+    the next epoch, as torchdata's own samplers do."""
+
+    def __init__(self, plan: Any, hinter: Any, lookahead: int, cursor: int = 0):
+        self.plan, self.hinter, self.lookahead = plan, hinter, lookahead
+        self._begin = (0, cursor)
+        self.epoch, self.cursor = self._begin
+
+    def __len__(self) -> int:
+        """Batches of this rank in a whole epoch."""
+        return len(self.plan)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch `epoch` from its beginning at the next iteration;
+        the epoch the sampler is at (restored part way) goes on where it is,
+        so a trainer that calls set_epoch before every epoch resumes."""
+        if int(epoch) != self._begin[0]:
+            self._begin = (int(epoch), 0)
+            self.epoch, self.cursor = self._begin
+
+    def __iter__(self) -> Iterator[Any]:
+        epoch, start = self._begin  # a state saved after an epoch's last batch: none left
+        self.epoch, self.cursor = epoch, start
+        try:
+            for rows, after in _hints.hinted(_batch_rows(self.plan, epoch, start),
+                                             _HintPair(self.hinter), self.lookahead):
+                self.cursor = after
+                yield rows
+        finally:
+            self.hinter.close()  # the mount stays free to unmount between epochs
+        self._begin = (epoch + 1, 0)
+        self.epoch, self.cursor = self._begin
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The position after the last batch given out (no I/O, nothing
+        that depends on this process)."""
+        return _state(self.plan, self.epoch, self.cursor)
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """The next iteration starts at state's epoch and cursor (a
+        sampler's or a Loader's state), split over this sampler's ranks
+        where the world size changed."""
+        self._begin = _restored(self.plan, state)
+        self.epoch, self.cursor = self._begin
+
+
+def _batch_rows(plan, epoch, start):
+    """(rows ascending as a list, or (dataset, rows) in a mixture; cursor
+    after) of plan's epoch from position start on."""
+    for item, after in plan.batches(epoch, start):
+        d, rows = item if isinstance(item, tuple) else (None, item)
+        rows.sort()  # ascending: runs of rows read at once
+        yield (rows.tolist() if d is None else (d, rows.tolist())), after
+
+
+def _state(plan, epoch, cursor):
+    """A position in plan's epochs as a loader's state."""
+    return {"version": STATE_VERSION, "epoch": epoch, "cursor": cursor, **plan.state()}
+
+
+def _restored(plan, state):
+    """(epoch, cursor) of a saved state, checked against plan (which takes
+    its order)."""
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"a loader state of version {state.get('version')!r}; this "
+                         f"dsview reads version {STATE_VERSION}")
+    plan.restore(state)
+    return state["epoch"], state["cursor"]
 
 
 def _as_is(batch):

@@ -17,8 +17,10 @@ Under torch.distributed each rank reads and hints only its share of each
 global step; the order is a function of the seed and the epoch alone, so
 a saved state resumes on the same or another number of ranks
 (docs/long-jobs.md). An epoch run to its end moves to the next by itself.
-A plain DataLoader(ViewDataset(...), batch_size=...) works too, one row
-per __getitem__ and unhinted."""
+stateful_sampler() gives the same batches as a sampler for a DataLoader of
+your own (torchdata's StatefulDataLoader checkpoints it). A plain
+DataLoader(ViewDataset(...), batch_size=...) works too, one row per
+__getitem__ and unhinted."""
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
@@ -28,7 +30,7 @@ import torch
 import torch.utils.data as tud
 
 from . import _hints, _order, _source
-from ._loader import Loader, MixtureDataset
+from ._loader import Loader, MixtureDataset, StatefulSampler
 
 # a batch (or row): a tensor, or a dict of them for views read together
 Batch = Union[torch.Tensor, Dict[str, torch.Tensor]]
@@ -299,11 +301,46 @@ def loader(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
     readers, depth = _readers(num_workers, workers, batch_size, ds.views.row_bytes, kwargs)
     out = Loader(ds, plan, readers, workers, lookahead, hint, depth, kwargs,
                  _source_maps([ds], source_index))
+    out.cursor = _start_cursor(plan, start_step)
+    return out
+
+
+def stateful_sampler(data: Union[ViewDataset, _source.ViewsArg], batch_size: int = 256,
+                     shuffle: Optional[bool] = None, drop_last: bool = False, lookahead: int = 4,
+                     distributed: Optional[bool] = None, seed: Optional[int] = None,
+                     hint: bool = True, world_size: Optional[int] = None,
+                     rank: Optional[int] = None, replacement: bool = False,
+                     num_samples: Optional[int] = None,
+                     weights: Optional[Sequence[float]] = None,
+                     sampler: Optional[Iterable[int]] = None,
+                     start_step: int = 0) -> StatefulSampler:
+    """loader()'s batches as a sampler of whole batches for a DataLoader of
+    your own, with state_dict() / load_state_dict(), so torchdata's
+    StatefulDataLoader (or any trainer that saves samplers) checkpoints
+    it. data: the ViewDataset the DataLoader reads (or what ViewDataset
+    takes, for its length and hints); the other keywords are loader()'s:
+
+        ds = dsview.torch.ViewDataset(path)
+        sampler = dsview.torch.stateful_sampler(ds, batch_size=256, seed=0)
+        dl = StatefulDataLoader(ds, sampler=sampler, batch_size=None, num_workers=4)
+
+    Its state is a loader's (docs/long-jobs.md): either restores the
+    other, on the same or another number of ranks."""
+    ds = _dataset(data)
+    if lookahead < 0:
+        raise ValueError(f"lookahead must be 0 or more, not {lookahead}")
+    plan = _plan(ds, batch_size, shuffle, drop_last, distributed, seed, world_size, rank,
+                 replacement, num_samples, weights, sampler)
+    return StatefulSampler(plan, ds.make_hinter(hint), lookahead,
+                           _start_cursor(plan, start_step))
+
+
+def _start_cursor(plan, start_step):
+    """The cursor of an epoch begun at step start_step of this rank."""
     if not 0 <= start_step <= len(plan):
         raise ValueError(f"start_step {start_step}: an epoch has {len(plan)} steps of this rank "
                          f"(0 to {len(plan)})")
-    out.cursor = min(plan.n, start_step * plan.step)
-    return out
+    return min(plan.n, start_step * plan.step)
 
 
 def _plan(ds, batch_size, shuffle, drop_last, distributed, seed, world_size, rank,
