@@ -87,13 +87,17 @@ class LongJobs(E2E):
                 self.assertLess(len(pickle.dumps(state)), 400, "the state holds no rows")
                 self.assertEqual(head + self.resumed(source, state, **kw), whole)
 
-    def test_resume_threads_and_processes_in_process(self):
+    def test_resume_threads_in_process(self):
         ini = self.p("m.ini")
         x = dsview.open(ini, "idx")
         self.check_resume(ini, x, batch_size=64, seed=5, num_workers=2)
+        self.check_resume(ini, x, batch_size=33, shuffle=False, num_workers=0)
+
+    def test_resume_spawned_processes_in_process(self):
+        ini = self.p("m.ini")
+        x = dsview.open(ini, "idx")
         self.check_resume(ini, x, batch_size=50, seed=6, num_workers=2, workers="processes",
                           multiprocessing_context="spawn")
-        self.check_resume(ini, x, batch_size=33, shuffle=False, num_workers=0)
 
     def test_resume_on_a_mount(self):
         with self.mount(self.p("m.ini")) as m:
