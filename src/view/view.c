@@ -170,6 +170,7 @@ int dsv_view_add_source(dsv_view *v, dsv_source *s)
 			return DSV_ERR_NOMEM;
 		v->sources = n;
 	}
+	dsv_source_settle(s);
 	v->sources[v->nsources++] = s;
 	return 0;
 }

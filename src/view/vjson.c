@@ -139,12 +139,13 @@ static json_t *source_json(const dsv_view *v, size_t i)
 	json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
 	json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
 	if (si->has_scale) /* applied before the view's transform (norm.c) */
-		json_object_set_new(o, "scaling",
-				    json_pack("{s:f,s:f}", "scale", si->scale, "offset", si->offset));
+		json_object_set_new(
+			o, "scaling",
+			json_pack("{s:f,s:f}", "scale", si->scale, "offset", si->offset));
 	/* its rows among the concatenated (windowed) rows, before `rows` */
-	json_object_set_new(o, "rows",
-			    json_pack("[I,I]", (json_int_t)v->lrow_base[i],
-				      (json_int_t)v->lrow_base[i + 1]));
+	json_object_set_new(
+		o, "rows",
+		json_pack("[I,I]", (json_int_t)v->lrow_base[i], (json_int_t)v->lrow_base[i + 1]));
 	if (v->has_window)
 		json_object_set_new(o, "windows", json_integer((json_int_t)v->nwin[i]));
 	json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
