@@ -42,7 +42,7 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 		.clip_lo = d->clip_lo,
 		.clip_hi = d->clip_hi,
 		.mtime = v->mtime,
-		.json = v->json,
+		.json = dsv_view_json(v, NULL),
 	};
 	memcpy(out->shape, v->shape, sizeof(out->shape));
 }
@@ -294,8 +294,6 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 		return err;
 	if ((err = build_npy_header(v)))
 		return dsv_errf(eb, err, "view '%s': .npy header too large", v->name);
-	if ((err = dsv_view_build_json(v)))
-		return dsv_errf(eb, err, "out of memory");
 	return 0;
 }
 

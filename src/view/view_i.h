@@ -61,8 +61,6 @@ int dsv_view_geometry(dsv_view *v, uint64_t nindex, dsv_errbuf *eb);
 int dsv_view_load_index(dsv_view *v, uint64_t *count, dsv_errbuf *eb);
 /* mean/std arrays from their files, and the plan of every source. */
 int dsv_view_plans(dsv_view *v, dsv_errbuf *eb);
-/* vjson.c. v->json, V.json's text (v finished but for it). */
-int dsv_view_build_json(dsv_view *v);
 /* A JSON string of s (a jansson json_t *): s itself when it is UTF-8,
  * else written as dsv_shown does; NULL when out of memory. */
 struct json_t *dsv_json_text(const char *s);

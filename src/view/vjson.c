@@ -4,9 +4,11 @@
  * from one jansson tree; a view of more is written compact, its sources'
  * entries one after another into the text (one small tree at a time), so
  * that a view of 10^5 sources holds no tree of 10^5 objects at mount.
- * Both give the text jansson gives for the whole tree.
+ * Both give the text jansson gives for the whole tree. It is made at its
+ * first use, not at mount.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +217,7 @@ static int keep_text(dsv_view *v, const char *s, size_t n)
 	memcpy(v->json, s, n);
 	v->json[n] = '\n';
 	v->json[n + 1] = '\0';
+	v->json_len = n + 1;
 	return 0;
 }
 
@@ -308,10 +311,22 @@ static int json_streamed(dsv_view *v)
 	t.p[t.len] = '\0';
 	char *fit = realloc(t.p, t.len + 1);
 	v->json = fit ? fit : t.p;
+	v->json_len = t.len;
 	return 0;
 }
 
-int dsv_view_build_json(dsv_view *v)
+/* Held while a view's V.json is made or looked for. */
+static pthread_mutex_t json_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *dsv_view_json(const dsv_view *cv, size_t *len)
 {
-	return v->nsources > JSON_INDENT_MAX_SOURCES ? json_streamed(v) : json_of_tree(v);
+	dsv_view *v = (dsv_view *)cv; /* its text is made once, then only read */
+	pthread_mutex_lock(&json_lock);
+	if (!v->json)
+		(void)(v->nsources > JSON_INDENT_MAX_SOURCES ? json_streamed(v) : json_of_tree(v));
+	const char *made = v->json;
+	if (len)
+		*len = made ? v->json_len : 0;
+	pthread_mutex_unlock(&json_lock);
+	return made;
 }

@@ -162,8 +162,9 @@ static void test_npy_header_and_json(void **state)
 	assert_int_equal(v->npy_header[v->npy_header_len - 1], '\n');
 	assert_non_null(memmem(v->npy_header, v->npy_header_len, "{'descr': '<u2', ", 16));
 	assert_non_null(memmem(v->npy_header, v->npy_header_len, "'shape': (10, 7), }", 19));
-	assert_non_null(strstr(v->json, "\"dtype\": \"bfloat16\""));
+	assert_non_null(strstr(dsv_view_json(v, NULL), "\"dtype\": \"bfloat16\""));
 	assert_non_null(strstr(v->json, "\"row_bytes\": 14"));
+	assert_int_equal(v->json_len, strlen(v->json));
 	assert_int_equal(v->decl->nchan, 7);
 	dsv_manifest_free(m);
 }
@@ -189,7 +190,10 @@ static void test_json_of_many_sources(void **state)
 		 dir);
 	if (dsv_manifest_load(write_manifest(text), &m, &eb))
 		fail_msg("%s", eb.msg);
-	const char *got = m->views[0]->json;
+	size_t len;
+	assert_null(m->views[0]->json); /* made at its first use */
+	const char *got = dsv_view_json(m->views[0], &len);
+	assert_int_equal(len, strlen(got));
 	json_error_t je;
 	json_t *root = json_loads(got, 0, &je);
 	if (!root)
