@@ -5,9 +5,10 @@
  * Two layouts cover every kind:
  *  - flat: the elements are one contiguous run of the file starting at
  *    data_offset (npy, raw, HDF5 contiguous). dsview picks chunk_elems.
- *  - chunked: HDF5 chunks of chunk_rows whole rows each; chunk i's stored
- *    bytes are at chunk_off[i], chunk_size[i] long, filters skipped per
- *    chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
+ *  - chunked: HDF5 chunks of chunk_rows whole rows each (these tables
+ *    and settings are in s->more, struct dsv_source_more); chunk i's
+ *    stored bytes are at chunk_off[i], chunk_size[i] long, filters
+ *    skipped per chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
  *    chunk was never written (the fill value: served through the fallback,
  *    or for a grid (h5_grid.c) as g_fill).
  * Fallback sources (filters only HDF5 decodes) use the chunked or flat
