@@ -69,15 +69,42 @@ int dsv_natural_cmp(const char *a, const char *b)
 	return *a ? 1 : *b ? -1 : 0;
 }
 
-static int natural_cmp_ptrs(const void *a, const void *b)
+/* How many leading bytes every one of names[0 .. n) shares, ended where
+ * no run of digits goes on across it: the names compare in natural order
+ * as their rests from there do (a glob's matches share their directory
+ * and usually a stem, which every comparison would walk again). */
+static size_t shared_prefix(char *const *names, size_t n)
 {
-	return dsv_natural_cmp(*(char *const *)a, *(char *const *)b);
+	size_t p = strlen(names[0]);
+	for (size_t i = 1; i < n && p; i++) {
+		size_t k = 0;
+		while (k < p && names[i][k] == names[0][k])
+			k++;
+		p = k;
+	}
+	while (p && isdigit((unsigned char)names[0][p - 1]))
+		p--;
+	return p;
+}
+
+static int natural_cmp_from(const void *a, const void *b, void *skip)
+{
+	size_t p = *(const size_t *)skip;
+	return dsv_natural_cmp(*(char *const *)a + p, *(char *const *)b + p);
 }
 
 void dsv_natural_sort(char **names, size_t n)
 {
-	if (n > 1) /* none: names may be NULL, which qsort must not get */
-		qsort(names, n, sizeof(*names), natural_cmp_ptrs);
+	size_t i = 1, p;
+	if (n < 2) /* none: names may be NULL, which qsort must not get */
+		return;
+	p = shared_prefix(names, n);
+	/* names listed in order already (a glob's, numbered with leading
+	 * zeros) are checked in one pass, not sorted again */
+	while (i < n && natural_cmp_from(&names[i - 1], &names[i], &p) <= 0)
+		i++;
+	if (i < n)
+		qsort_r(names, n, sizeof(*names), natural_cmp_from, &p);
 }
 
 int dsv_parse_gpu(const char *s, int *device)

@@ -202,9 +202,9 @@ const char *dsv_engine_view_name(const dsv_engine *e, size_t i)
 	return e->m->views[i]->name;
 }
 
-const char *dsv_engine_view_json(const dsv_engine *e, size_t i)
+const char *dsv_engine_view_json(const dsv_engine *e, size_t i, size_t *len)
 {
-	return e->m->views[i]->json;
+	return dsv_view_json(e->m->views[i], len);
 }
 
 struct timespec dsv_engine_view_mtime(const dsv_engine *e, size_t i)

@@ -97,10 +97,11 @@ size_t dsv_engine_nviews(const dsv_engine *e);
 const char *dsv_engine_source(const dsv_engine *e);
 struct timespec dsv_engine_mtime(const dsv_engine *e);
 /* View i's name ("a/b" for a zero-config HDF5 group's dataset), its
- * V.json text, and its modification time (the newest of its sources and
- * the manifest). */
+ * V.json text (made at the first call, its length in *len when len is
+ * not NULL; NULL when out of memory), and its modification time (the
+ * newest of its sources and the manifest). */
 const char *dsv_engine_view_name(const dsv_engine *e, size_t i);
-const char *dsv_engine_view_json(const dsv_engine *e, size_t i);
+const char *dsv_engine_view_json(const dsv_engine *e, size_t i, size_t *len);
 struct timespec dsv_engine_view_mtime(const dsv_engine *e, size_t i);
 /* View i described (view.h's dsv_view_info: shape, dtype, row bytes,
  * sources, the transform). */

@@ -305,6 +305,8 @@ static int from_index(const dsv_format *f, const char *file, const char *dataset
 		return 0;
 	if (dsv_index_find(the_index, key, n, &stamp, f->name, &blob, &len))
 		hit = f->load(file, dataset, blob, len, &stamp, out, &eb) == 0;
+	if (hit)
+		dsv_source_settle(*out);
 	free(key);
 	return hit;
 }
@@ -342,8 +344,10 @@ int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, 
 	*out = NULL;
 	if (!err)
 		err = f->open(file, dataset, out, eb);
-	if (!err)
+	if (!err) {
 		to_index(f, file, asked, *out);
+		dsv_source_settle(*out);
+	}
 	free(only);
 	return err;
 }
@@ -365,6 +369,8 @@ int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dat
 	int err = open_parts(f, file, dataset, out, n, eb);
 	if (!err && *n == 1)
 		to_index(f, file, dataset, (*out)[0]);
+	for (size_t i = 0; !err && i < *n; i++)
+		dsv_source_settle((*out)[i]);
 	return err;
 }
 
@@ -379,8 +385,10 @@ int dsv_format_open_raw(const char *file, const dsv_raw_layout *l, dsv_source **
 	if (from_index(&dsv_format_raw, file, spec, out))
 		return 0;
 	int err = dsv_source_open_raw_layout(file, l, out, eb);
-	if (!err)
+	if (!err) {
 		to_index(&dsv_format_raw, file, spec, *out);
+		dsv_source_settle(*out);
+	}
 	return err;
 }
 

@@ -108,6 +108,9 @@ void dsv_fs_tree_free(dsv_fs *fs);
  * counted at the first call (a Zarr source stats its chunk files then),
  * from any thread. */
 uint64_t dsv_fs_node_disk(dsv_fs *fs, const node *n);
+/* Node n's size: a V.json's made at the first call (its text with it),
+ * from any thread; 0 when out of memory. */
+uint64_t dsv_fs_node_size(const dsv_fs *fs, const node *n);
 void dsv_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dsv_fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dsv_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

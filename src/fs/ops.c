@@ -130,10 +130,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	switch (n->kind) {
-	case N_JSON:
-		reply_slice(req, dsv_engine_view_json(fs->engine, (size_t)n->view), (size_t)n->size,
-			    size, off);
+	case N_JSON: {
+		size_t len;
+		const char *text = dsv_engine_view_json(fs->engine, (size_t)n->view, &len);
+		if (!text)
+			fuse_reply_err(req, ENOMEM);
+		else
+			reply_slice(req, text, len, size, off);
 		break;
+	}
 	case N_SKIPPED:
 		reply_slice(req, dsv_engine_skipped_json(fs->engine), (size_t)n->size, size, off);
 		break;
@@ -166,7 +171,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	 * stands for on disk (the blocks of tree.c, du's total), all used */
 	for (size_t i = 0; i < fs->nnodes; i++) {
 		const node *n = &fs->nodes[i];
-		total += n->kind == N_DAT || n->kind == N_NPY ? dsv_fs_node_disk(fs, n) : n->size;
+		total += n->kind == N_DAT || n->kind == N_NPY ? dsv_fs_node_disk(fs, n)
+							      : dsv_fs_node_size(fs, n);
 	}
 	sv.f_bsize = sv.f_frsize = 4096;
 	sv.f_blocks = (total + 4095) / 4096;

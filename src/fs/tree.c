@@ -141,8 +141,8 @@ int dsv_fs_tree_build(dsv_fs *fs)
 		} files[] = { { ".dat", N_DAT }, { ".npy", N_NPY }, { ".json", N_JSON } };
 		for (size_t k = 0; k < 3; k++) {
 			uint32_t file = DSV_ENGINE_FILE(i, files[k].kind == N_NPY);
-			uint64_t size = files[k].kind == N_JSON ? strlen(dsv_engine_view_json(e, i))
-								: dsv_engine_file_size(e, file);
+			/* V.json's size is asked for when it is first looked up */
+			uint64_t size = files[k].kind == N_JSON ? 0 : dsv_engine_file_size(e, file);
 			int n = snprintf(buf, sizeof(buf), "%s%s", p, files[k].ext);
 			if (find_child(fs, dir, buf, (size_t)n))
 				return DSV_ERR_INVALID;
@@ -208,7 +208,8 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *f
 	} else {
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
-		st->st_size = (off_t)(n->kind == N_STATS ? dsv_fs_stats_size(fs, fi) : n->size);
+		st->st_size = (off_t)(n->kind == N_STATS ? dsv_fs_stats_size(fs, fi)
+							 : dsv_fs_node_size(fs, n));
 		st->st_mtim = n->view >= 0 ? dsv_engine_view_mtime(fs->engine, (size_t)n->view)
 					   : fs->mount_time;
 	}
@@ -217,6 +218,15 @@ static void fill_stat(dsv_fs *fs, fuse_ino_t ino, const struct fuse_file_info *f
 				511) /
 			512;
 	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+uint64_t dsv_fs_node_size(const dsv_fs *fs, const node *n)
+{
+	size_t len = 0;
+	if (n->kind != N_JSON)
+		return n->size;
+	(void)dsv_engine_view_json(fs->engine, (size_t)n->view, &len);
+	return len;
 }
 
 void dsv_fs_tree_free(dsv_fs *fs)

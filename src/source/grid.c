@@ -74,18 +74,19 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 	uint64_t at[DSV_MAX_DIMS] = { 0 };
 
 	for (int k = 0; k < nd; k++) {
-		start[k] = k ? idx[k] * s->gshape[k] : row0;
+		start[k] = k ? idx[k] * s->more->gshape[k] : row0;
 		uint64_t extent = k ? in->shape[k] : band_rows;
-		len[k] = extent - start[k] < s->gshape[k] ? extent - start[k] : s->gshape[k];
+		len[k] = extent - start[k] < s->more->gshape[k] ? extent - start[k]
+								: s->more->gshape[k];
 	}
 	/* strides in elements: the chunk's (C or Fortran order), the band's */
 	for (int k = last; k >= 0; k--) {
 		ds[k] = k == last ? 1 : ds[k + 1] * in->shape[k + 1];
-		if (!s->g_fortran)
-			cs[k] = k == last ? 1 : cs[k + 1] * s->gshape[k + 1];
+		if (!s->more->g_fortran)
+			cs[k] = k == last ? 1 : cs[k + 1] * s->more->gshape[k + 1];
 	}
-	for (int k = 0; s->g_fortran && k < nd; k++)
-		cs[k] = k ? cs[k - 1] * s->gshape[k - 1] : 1;
+	for (int k = 0; s->more->g_fortran && k < nd; k++)
+		cs[k] = k ? cs[k - 1] * s->more->gshape[k - 1] : 1;
 	/* one pass of the loop: the runs along the last axis at every index
 	 * of the one before it (mid), their starts a fixed step apart */
 	int mid = last - 1;
@@ -101,7 +102,7 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 		const unsigned char *c = chunk + so * es;
 		unsigned char *d = band + dof * es;
 		for (uint64_t r = 0; r < n; r++, c += cstep, d += dstep) {
-			if (!s->g_fortran) {
+			if (!s->more->g_fortran) {
 				memcpy(d, c, run);
 				continue;
 			}
@@ -126,21 +127,21 @@ void dsv_grid_set_bands(dsv_source *s)
 	uint64_t target = (uint64_t)dsv_knob_int(DSV_KNOB_GRID_BAND_KB) << 10;
 
 	if (in->ndim == 0) { /* one element, one chunk */
-		s->g_band = 1;
-		s->chunk_rows = 1;
+		s->more->g_band = 1;
+		s->more->chunk_rows = 1;
 		in->chunk_elems = 1;
 		in->nchunks = 1;
-		s->chunk_raw_size = esize;
+		s->more->chunk_raw_size = esize;
 		return;
 	}
-	uint64_t row_bytes = s->gshape[0] * in->row_elems * esize;
-	s->g_band = row_bytes && row_bytes < target ? target / row_bytes : 1;
-	if (s->g_band > s->gcount[0])
-		s->g_band = s->gcount[0] ? s->gcount[0] : 1;
-	s->chunk_rows = s->g_band * s->gshape[0];
-	in->chunk_elems = s->chunk_rows * in->row_elems;
-	in->nchunks = in->nelems ? (s->gcount[0] + s->g_band - 1) / s->g_band : 0;
-	s->chunk_raw_size = in->chunk_elems * esize;
+	uint64_t row_bytes = s->more->gshape[0] * in->row_elems * esize;
+	s->more->g_band = row_bytes && row_bytes < target ? target / row_bytes : 1;
+	if (s->more->g_band > s->more->gcount[0])
+		s->more->g_band = s->more->gcount[0] ? s->more->gcount[0] : 1;
+	s->more->chunk_rows = s->more->g_band * s->more->gshape[0];
+	in->chunk_elems = s->more->chunk_rows * in->row_elems;
+	in->nchunks = in->nelems ? (s->more->gcount[0] + s->more->g_band - 1) / s->more->g_band : 0;
+	s->more->chunk_raw_size = in->chunk_elems * esize;
 }
 
 /* Grid chunk idx into chunk (csize bytes, celems elements): decoded, a
@@ -149,12 +150,12 @@ static int load(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx, unsig
 		size_t csize, uint64_t celems)
 {
 	size_t es = dsv_dtype_size(s->info.dtype);
-	int err = s->grid_chunk(s, io, idx, chunk, csize);
+	int err = s->more->grid_chunk(s, io, idx, chunk, csize);
 	if (err == DSV_ERR_NOTFOUND)
-		fill(chunk, celems, s->g_fill, es);
+		fill(chunk, celems, s->more->g_fill, es);
 	else if (err)
 		return err;
-	else if (s->g_big_endian && es > 1)
+	else if (s->more->g_big_endian && es > 1)
 		swap_elems(chunk, celems, es);
 	return 0;
 }
@@ -170,7 +171,7 @@ static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, ui
 	uint64_t celems = 1, idx[DSV_MAX_DIMS] = { 0 };
 
 	for (int k = 0; k < nd; k++)
-		celems *= s->gshape[k];
+		celems *= s->more->gshape[k];
 	size_t csize = (size_t)(celems * es);
 	unsigned char *chunk = dsv_tls_buf(DSV_TLS_GRID, csize);
 	if (!chunk)
@@ -181,23 +182,23 @@ static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, ui
 		memcpy(dst, chunk, es);
 		return 0;
 	}
-	uint64_t rows = c1 * s->gshape[0] < in->nrows ? c1 * s->gshape[0] : in->nrows;
-	uint64_t band_rows = rows - c0 * s->gshape[0];
-	uint64_t slab_bytes = s->gshape[0] * in->row_elems * es;
+	uint64_t rows = c1 * s->more->gshape[0] < in->nrows ? c1 * s->more->gshape[0] : in->nrows;
+	uint64_t band_rows = rows - c0 * s->more->gshape[0];
+	uint64_t slab_bytes = s->more->gshape[0] * in->row_elems * es;
 	/* A C-order chunk of whole rows (little-endian, or bytes) is a slab
 	 * of the band: decoded in place, no copy, unless it is the short last
 	 * one (stored whole, it holds rows past the array's end). */
-	int slab = !s->g_fortran && (!s->g_big_endian || es == 1);
+	int slab = !s->more->g_fortran && (!s->more->g_big_endian || es == 1);
 	for (int k = 1; slab && k < nd; k++)
-		slab = s->gshape[k] == in->shape[k];
+		slab = s->more->gshape[k] == in->shape[k];
 	idx[0] = c0;
 	for (;;) {
-		uint64_t row0 = (idx[0] - c0) * s->gshape[0];
-		if (slab && row0 + s->gshape[0] <= band_rows) {
+		uint64_t row0 = (idx[0] - c0) * s->more->gshape[0];
+		if (slab && row0 + s->more->gshape[0] <= band_rows) {
 			unsigned char *at = (unsigned char *)dst + (idx[0] - c0) * slab_bytes;
-			err = s->grid_chunk(s, io, idx, at, csize);
+			err = s->more->grid_chunk(s, io, idx, at, csize);
 			if (err == DSV_ERR_NOTFOUND)
-				fill(at, celems, s->g_fill, es);
+				fill(at, celems, s->more->g_fill, es);
 			else if (err)
 				return err;
 		} else {
@@ -207,7 +208,7 @@ static int read_chunk_rows(const dsv_source *s, dsv_grid_io *io, uint64_t c0, ui
 		}
 		int k = nd - 1;
 		for (; k >= 1; k--) {
-			if (++idx[k] < s->gcount[k])
+			if (++idx[k] < s->more->gcount[k])
 				break;
 			idx[k] = 0;
 		}
@@ -220,31 +221,31 @@ int dsv_grid_read_band(const dsv_source *s, const dsv_chunk_ref *ref, unsigned f
 		       size_t dst_cap, dsv_errbuf *eb)
 {
 	size_t es = dsv_dtype_size(s->info.dtype);
-	uint64_t c0 = ref->index * s->g_band, c1 = c0 + s->g_band;
+	uint64_t c0 = ref->index * s->more->g_band, c1 = c0 + s->more->g_band;
 
-	if (ref->nelems * es > dst_cap || !s->grid_chunk)
+	if (ref->nelems * es > dst_cap || !s->more->grid_chunk)
 		return DSV_ERR_INVALID;
 	dsv_grid_io io = { .band = ref->index, .flags = flags, .whole = 1, .eb = eb };
-	if (s->grid_begin)
-		s->grid_begin(s, &io);
-	return read_chunk_rows(s, &io, c0, c1 < s->gcount[0] ? c1 : s->gcount[0], dst);
+	if (s->more->grid_begin)
+		s->more->grid_begin(s, &io);
+	return read_chunk_rows(s, &io, c0, c1 < s->more->gcount[0] ? c1 : s->more->gcount[0], dst);
 }
 
 int dsv_grid_read_part(const dsv_source *s, const dsv_chunk_ref *part, void *dst, dsv_errbuf *eb)
 {
 	const dsv_source_info *in = &s->info;
 	size_t es = dsv_dtype_size(in->dtype);
-	uint64_t per = s->gshape[0] * in->row_elems; /* elements a chunk-row */
+	uint64_t per = s->more->gshape[0] * in->row_elems; /* elements a chunk-row */
 	uint64_t c = per ? part->elem_start / per : 0;
 
-	if (!s->grid_chunk || in->ndim == 0 || !per || c >= s->gcount[0] ||
+	if (!s->more->grid_chunk || in->ndim == 0 || !per || c >= s->more->gcount[0] ||
 	    part->elem_start + part->nelems > (c + 1) * per ||
 	    part->elem_start + part->nelems > in->nelems)
 		return DSV_ERR_INVALID;
 	unsigned char *rows = dsv_tls_buf(DSV_TLS_GRID_PART, (size_t)(per * es));
 	if (!rows)
 		return DSV_ERR_NOMEM;
-	dsv_grid_io io = { .band = c / s->g_band, .eb = eb }; /* no grid_begin */
+	dsv_grid_io io = { .band = c / s->more->g_band, .eb = eb }; /* no grid_begin */
 	int err = read_chunk_rows(s, &io, c, c + 1, rows);
 	if (!err)
 		memcpy(dst, rows + (part->elem_start - c * per) * es, (size_t)(part->nelems * es));

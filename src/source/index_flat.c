@@ -16,7 +16,7 @@
 
 int dsv_index_save_flat(const dsv_source *s, dsv_index_buf *out)
 {
-	if (s->chunked || s->grid || s->fallback || s->vpread || s->net || !s->fd_file)
+	if (s->chunked || s->grid || s->fallback || s->more->vpread || s->net || !s->fd_file)
 		return DSV_ERR_UNSUPPORTED;
 	dsv_index_put_u64(out, (uint64_t)s->info.kind);
 	dsv_index_put_u64(out, (uint64_t)s->info.dtype);

@@ -23,15 +23,16 @@ static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64
 			   size_t extra, int *err)
 {
 	uint64_t bytes = dsv_lz4_table_row_bytes(nblocks);
-	uint64_t off = s->table_off + ref->index * dsv_lz4_table_row_bytes(s->table_blocks);
+	uint64_t off = s->more->table_off +
+		       ref->index * dsv_lz4_table_row_bytes(s->more->table_blocks);
 	uint32_t *row = dsv_tls_buf(DSV_TLS_BLOCKS, (size_t)bytes + extra);
 	const void *stored = row;
 
 	*err = 0;
 	if (!row)
 		*err = DSV_ERR_NOMEM;
-	else if (s->table_mem) /* read whole at open (h5_table.c) */
-		stored = (const char *)s->table_mem + (off - s->table_off);
+	else if (s->more->table_mem) /* read whole at open (h5_table.c) */
+		stored = (const char *)s->more->table_mem + (off - s->more->table_off);
 	else
 		*err = dsv_source_pread(s, row, (size_t)bytes, off);
 	if (*err)
@@ -43,16 +44,16 @@ static uint32_t *table_row(const dsv_source *s, const dsv_chunk_ref *ref, uint64
 /* A chunk of this source that its table covers. */
 static int covered(const dsv_source *s, const dsv_chunk_ref *ref)
 {
-	return s->table_blocks && ref->codec == DSV_CODEC_LZ4 && !ref->shuffle && !ref->fallback &&
-	       !ref->grid && ref->raw_size == s->chunk_raw_size && ref->index < s->info.nchunks &&
-	       ref->stored_size >= (ref->fletcher32 ? 4u : 0u);
+	return s->more->table_blocks && ref->codec == DSV_CODEC_LZ4 && !ref->shuffle &&
+	       !ref->fallback && !ref->grid && ref->raw_size == s->more->chunk_raw_size &&
+	       ref->index < s->info.nchunks && ref->stored_size >= (ref->fletcher32 ? 4u : 0u);
 }
 
 int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint64_t lo,
 			     uint64_t hi, void *dst, dsv_lz4_sink sink, void *arg,
 			     uint64_t *decoded)
 {
-	dsv_lz4_frame f = { ref->raw_size, s->info.lz4_block, s->table_blocks };
+	dsv_lz4_frame f = { ref->raw_size, s->info.lz4_block, s->more->table_blocks };
 	uint64_t b0, b1, start, end;
 	uint32_t *row;
 	void *stored;
@@ -82,7 +83,7 @@ int dsv_source_read_lz4_part(const dsv_source *s, const dsv_chunk_ref *ref, uint
 
 int dsv_source_check_lz4_table(const dsv_source *s, const dsv_chunk_ref *ref)
 {
-	uint64_t nb = s->table_blocks, words = nb * DSV_LZ4_TABLE_WORDS, payload;
+	uint64_t nb = s->more->table_blocks, words = nb * DSV_LZ4_TABLE_WORDS, payload;
 	size_t bytes = (size_t)dsv_lz4_table_row_bytes(nb);
 	uint32_t *row, *want;
 	uint64_t *at;

@@ -5,7 +5,7 @@
  * LitData dataset's chunk files), as a 1-D array or as rows of a fixed
  * length (an Arrow fixed_size_list). Runs stored as they are make a flat
  * source whose file is virtual: element i at byte i * esize, read through
- * s->vpread by one pread per run a read crosses, so the read path reads
+ * s->more->vpread by one pread per run a read crosses, so the read path reads
  * only what a request needs, as from a .npy. Where a run is compressed
  * (an Arrow buffer in an LZ4 or zstd frame) the source is a chunk grid
  * along axis 0 (grid.c): grid chunk i is rows [i * G, (i + 1) * G), G
@@ -135,7 +135,7 @@ static int runs_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *idx,
 	const runs *rs = s->fmt;
 	size_t es = dsv_dtype_size(s->info.dtype);
 	uint64_t row = s->info.row_elems;
-	uint64_t e = idx[0] * s->gshape[0] * row, end = e + s->gshape[0] * row;
+	uint64_t e = idx[0] * s->more->gshape[0] * row, end = e + s->more->gshape[0] * row;
 	unsigned char *out = dst;
 
 	if (end > s->info.nelems)
@@ -205,7 +205,7 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 	for (size_t i = 0; i < n; i++)
 		packed |= r[i].codec != DSV_RUN_PLAIN;
 	if (!packed) { /* flat, through runs_pread */
-		s->vpread = runs_pread;
+		s->more->vpread = runs_pread;
 		s->data_offset = 0;
 		s->file_size = total * es;
 		s->info.stored_bytes = total * es;
@@ -215,11 +215,11 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 	if (dsv_source_dims(s))
 		return DSV_ERR_NOMEM;
 	s->grid = s->chunked = 1;
-	s->gshape[0] = g ? g : 1;
-	s->gshape[1] = row;
-	s->gcount[0] = (shape[0] + s->gshape[0] - 1) / s->gshape[0];
-	s->gcount[1] = 1;
-	s->grid_chunk = runs_chunk;
+	s->more->gshape[0] = g ? g : 1;
+	s->more->gshape[1] = row;
+	s->more->gcount[0] = (shape[0] + s->more->gshape[0] - 1) / s->more->gshape[0];
+	s->more->gcount[1] = 1;
+	s->more->grid_chunk = runs_chunk;
 	dsv_grid_set_bands(s);
 	s->info.stored_bytes = 0;
 	for (size_t i = 0; i < n; i++)

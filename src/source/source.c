@@ -20,11 +20,19 @@
 #include "net/net.h"
 #include "source/source_i.h"
 
+/* The more part of every source that has none of its own: zeros, in
+ * read-only memory, so that a write to it faults. */
+static const struct dsv_source_more no_more = { 0 };
+
 dsv_source *dsv_source_alloc(const char *path, const char *dataset)
 {
 	dsv_source *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	if (!(s->more = calloc(1, sizeof(*s->more)))) {
+		free(s);
+		return NULL;
+	}
 	s->fd = -1;
 	s->refs = 1;
 	s->path = strdup(path);
@@ -53,15 +61,23 @@ void dsv_source_why(dsv_source *s, const char *fmt, ...)
 	s->info.why = s->why ? s->why : "";
 }
 
+void dsv_source_settle(dsv_source *s)
+{
+	if (s->more == &no_more || memcmp(s->more, &no_more, sizeof(no_more)))
+		return;
+	free(s->more);
+	s->more = (struct dsv_source_more *)&no_more; /* read, never written */
+}
+
 int dsv_source_dims(dsv_source *s)
 {
-	if (!s->gshape) {
+	if (!s->more->gshape) {
 		uint64_t *d = calloc(3 * DSV_MAX_DIMS, sizeof(*d));
 		if (!d)
 			return DSV_ERR_NOMEM;
-		s->gshape = d;
-		s->gcount = d + DSV_MAX_DIMS;
-		s->blosc2_shape = d + 2 * DSV_MAX_DIMS;
+		s->more->gshape = d;
+		s->more->gcount = d + DSV_MAX_DIMS;
+		s->more->blosc2_shape = d + 2 * DSV_MAX_DIMS;
 	}
 	return 0;
 }
@@ -144,14 +160,16 @@ void dsv_source_close(dsv_source *s)
 		s->fmt_close(s->fmt);
 	dsv_source_fd_close(s);
 	dsv_net_close(s->net);
-	free(s->table_mem);
-	free(s->chunk_off);
-	free(s->chunk_size);
-	free(s->chunk_mask);
+	free(s->more->table_mem);
+	free(s->more->chunk_off);
+	free(s->more->chunk_size);
+	free(s->more->chunk_mask);
 	if (s->shown != s->path)
 		free(s->shown);
 	free(s->path);
-	free(s->gshape);
+	free(s->more->gshape);
+	if (s->more != &no_more)
+		free(s->more);
 	free(s->dataset);
 	free(s->attrs_json);
 	free(s->dims_json);
@@ -166,7 +184,7 @@ const dsv_source_info *dsv_source_get_info(const dsv_source *s)
 
 uint64_t dsv_source_stored_bytes(const dsv_source *s)
 {
-	return s->stored_count ? s->stored_count(s) : s->info.stored_bytes;
+	return s->more->stored_count ? s->more->stored_count(s) : s->info.stored_bytes;
 }
 
 int dsv_source_same_file(const dsv_source_info *a, const dsv_source_info *b)
@@ -221,21 +239,21 @@ int dsv_source_chunk(const dsv_source *s, uint64_t index, dsv_chunk_ref *r)
 		r->codec = DSV_CODEC_NONE;
 		return 0;
 	}
-	r->raw_size = s->chunk_raw_size;
+	r->raw_size = s->more->chunk_raw_size;
 	r->grid = s->grid;
 	if (s->grid) { /* a band: grid.c makes it from its chunks */
 		r->raw_size = r->nelems * esize;
 		return 0;
 	}
-	if (s->chunk_off) {
-		uint32_t mask = s->chunk_mask ? s->chunk_mask[index] : 0;
-		r->offset = s->chunk_off[index];
-		r->stored_size = s->chunk_size[index];
+	if (s->more->chunk_off) {
+		uint32_t mask = s->more->chunk_mask ? s->more->chunk_mask[index] : 0;
+		r->offset = s->more->chunk_off[index];
+		r->stored_size = s->more->chunk_size[index];
 		/* A chunk the codec could not shrink is stored raw, its
 		 * filter's bit set (optional filters: LZF, zstd). */
-		r->codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE;
-		r->fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit));
-		r->shuffle = !(mask & (1u << s->shuffle_filter_bit)) ? s->shuffle : 0;
+		r->codec = !(mask & (1u << s->more->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE;
+		r->fletcher32 = s->fletcher32 && !(mask & (1u << s->more->fl32_filter_bit));
+		r->shuffle = !(mask & (1u << s->more->shuffle_filter_bit)) ? s->shuffle : 0;
 		if (r->offset == DSV_SRC_UNALLOCATED)
 			r->fallback = 1;
 	}
@@ -263,8 +281,8 @@ int dsv_pread_fd(int fd, void *buf, size_t n, uint64_t off)
 
 int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 {
-	if (s->vpread)
-		return s->vpread(s, buf, n, off);
+	if (s->more->vpread)
+		return s->more->vpread(s, buf, n, off);
 	if (s->net)
 		return dsv_net_pread(s->net, buf, n, off);
 	int fd = dsv_source_fd_get(s), err;
@@ -278,16 +296,16 @@ int dsv_source_pread(const dsv_source *s, void *buf, size_t n, uint64_t off)
 int dsv_source_read_fallback(const dsv_source *s, const dsv_chunk_ref *ref, void *dst,
 			     size_t dst_cap)
 {
-	if (!s->fmt || !s->lib_read)
+	if (!s->fmt || !s->more->lib_read)
 		return DSV_ERR_INTERNAL;
-	return s->lib_read(s, ref, dst, dst_cap);
+	return s->more->lib_read(s, ref, dst, dst_cap);
 }
 
 uint64_t dsv_source_fallback_band(const dsv_source *s)
 {
 	if (s->grid)
-		return s->g_band > 1 ? s->gshape[0] * s->info.row_elems : 0;
-	return s->fallback ? s->band_elems : 0;
+		return s->more->g_band > 1 ? s->more->gshape[0] * s->info.row_elems : 0;
+	return s->fallback ? s->more->band_elems : 0;
 }
 
 size_t dsv_source_scratch_size(const dsv_source *s)
@@ -295,9 +313,9 @@ size_t dsv_source_scratch_size(const dsv_source *s)
 	if (!s->chunked || (s->codec == DSV_CODEC_NONE && !s->fletcher32 && !s->shuffle))
 		return 0;
 	uint64_t max = 0;
-	for (uint64_t i = 0; s->chunk_size && i < s->info.nchunks; i++)
-		if (s->chunk_off[i] != DSV_SRC_UNALLOCATED && s->chunk_size[i] > max)
-			max = s->chunk_size[i];
+	for (uint64_t i = 0; s->more->chunk_size && i < s->info.nchunks; i++)
+		if (s->more->chunk_off[i] != DSV_SRC_UNALLOCATED && s->more->chunk_size[i] > max)
+			max = s->more->chunk_size[i];
 	return (size_t)max;
 }
 
@@ -343,13 +361,13 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 
 int dsv_source_gathers(const dsv_source *s)
 {
-	return s->gather != NULL;
+	return s->more->gather != NULL;
 }
 
 int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
 			 uint64_t len, void *dst)
 {
-	if (!s->gather)
+	if (!s->more->gather)
 		return DSV_ERR_UNSUPPORTED;
 	if (nruns == 0 || len == 0)
 		return 0;
@@ -357,7 +375,7 @@ int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, u
 	if (start > n || len > n - start || dsv_mul_u64(nruns - 1, stride, &last) ||
 	    last > n - len - start)
 		return DSV_ERR_INVALID;
-	return s->gather(s, start, stride, nruns, len, dst);
+	return s->more->gather(s, start, stride, nruns, len, dst);
 }
 
 /* Decodes a stored chunk into exactly raw bytes at dst. @return 0 or
@@ -373,11 +391,12 @@ static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, c
 	case DSV_CODEC_LZF: got = dsv_lzf_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_BLOSC: got = dsv_blosc_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_BSHUF:
-		got = dsv_bshuf_decode(dst, raw, src, src_size, s->bshuf_elem, s->bshuf_block,
-				       (int)s->bshuf_comp);
+		got = dsv_bshuf_decode(dst, raw, src, src_size, s->more->bshuf_elem,
+				       s->more->bshuf_block, (int)s->more->bshuf_comp);
 		break;
 	case DSV_CODEC_BLOSC2:
-		got = dsv_blosc2_decode(dst, raw, src, src_size, s->info.ndim, s->blosc2_shape);
+		got = dsv_blosc2_decode(dst, raw, src, src_size, s->info.ndim,
+					s->more->blosc2_shape);
 		break;
 	case DSV_CODEC_DEFLATE: got = dsv_deflate_decode(dst, raw, src, src_size); break;
 	case DSV_CODEC_NONE: break;

@@ -21,6 +21,12 @@
  * cache): each owner closes it once, and the last close frees it. Not
  * thread-safe, as open and close are not. @return s */
 dsv_source *dsv_source_ref(dsv_source *s);
+/* Gives back the part of s that only chunked, gridded, coded or
+ * library-read sources use when s (opened) uses none of it: a small
+ * contiguous source costs less memory. Nothing of that part may be set
+ * after: the format registry calls it as each open ends (the part given
+ * back at once is the next open's), and views as a source is added. */
+void dsv_source_settle(dsv_source *s);
 
 /* How a read is asked for: the flags of a read request (read/read.h's
  * dsv_read_req). The read path, the backend, the source and a format's

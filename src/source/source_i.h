@@ -5,9 +5,10 @@
  * Two layouts cover every kind:
  *  - flat: the elements are one contiguous run of the file starting at
  *    data_offset (npy, raw, HDF5 contiguous). dsview picks chunk_elems.
- *  - chunked: HDF5 chunks of chunk_rows whole rows each; chunk i's stored
- *    bytes are at chunk_off[i], chunk_size[i] long, filters skipped per
- *    chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
+ *  - chunked: HDF5 chunks of chunk_rows whole rows each (these tables
+ *    and settings are in s->more, struct dsv_source_more); chunk i's
+ *    stored bytes are at chunk_off[i], chunk_size[i] long, filters
+ *    skipped per chunk_mask[i] (HDF5's filter mask). chunk_off[i] == UINT64_MAX means the
  *    chunk was never written (the fill value: served through the fallback,
  *    or for a grid (h5_grid.c) as g_fill).
  * Fallback sources (filters only HDF5 decodes) use the chunked or flat
@@ -76,38 +77,17 @@ struct dsv_source {
 	/* flat layout */
 	uint64_t data_offset;
 
-	/* chunked layout */
+	/* chunked layout (the rest in more) */
 	int chunked;
-	uint64_t chunk_rows;
-	uint64_t chunk_raw_size; /* decoded bytes of a full HDF5 chunk */
-	uint64_t *chunk_off;
-	uint32_t *chunk_size;
-	uint32_t *chunk_mask;
 	dsv_codec codec;
 	int fletcher32;
-	unsigned codec_filter_bit; /* bit in chunk_mask meaning "codec skipped" */
-	unsigned fl32_filter_bit;  /* bit meaning "Fletcher32 skipped" */
-	/* HDF5 shuffle in front of the codec: element bytes (0: none), and
-	 * the bit meaning "shuffle skipped" */
-	unsigned shuffle, shuffle_filter_bit;
-	/* bitshuffle's cd_values: element size, block size (elements, 0:
-	 * default), compression (DSV_BSHUF_*); checked at open */
-	unsigned bshuf_elem, bshuf_block, bshuf_comp;
-	/* Blosc2: the chunk's shape, which a B2ND frame's must be (ndim
-	 * values in the block dsv_source_dims gives; NULL until then) */
-	uint64_t *blosc2_shape;
-	/* LZ4 stores with a block table (h5_table.c): its file offset and
-	 * blocks per chunk (0: none; chunks are decoded whole); for a source
-	 * in object storage the whole table as stored, read once at open
-	 * (NULL: each row read where it lies, as from a file) */
-	uint64_t table_off, table_blocks;
-	void *table_mem;
-
+	/* HDF5 shuffle in front of the codec: element bytes (0: none) */
+	unsigned shuffle;
 	/* Fallback sources: chunks only the format's own library decodes
-	 * (HDF5 filters), read through lib_read (h5_read.c) under its lock */
+	 * (HDF5 filters), read through more->lib_read (h5_read.c) under its lock */
 	int fallback;
-	uint64_t band_elems; /* elements per band of the file's own chunks, or 0 */
-	int (*lib_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+	/* N-d chunk grid (grid.c; the rest in more) */
+	int grid;
 	/* The format's own state, private to its folder (the HDF5 library's
 	 * handles for lib_read, a Zarr array's metadata and store), freed by
 	 * fmt_close at the last close; NULL for none. */
@@ -121,6 +101,42 @@ struct dsv_source {
 	 * names (info.dim_names), where the format has them; else NULL */
 	char *attrs_json, *dims_json;
 
+	/* What only some sources need (chunk tables, codecs' settings, a
+	 * grid, the hooks of a format that reads its own way): allocated
+	 * with the source, and given back (more pointing at one shared
+	 * part of zeros, read-only) by dsv_source_settle when all of it is
+	 * zero, as for a small contiguous .npy, so that a view of 10^5 such
+	 * sources does not hold 10^5 of them. */
+	struct dsv_source_more *more;
+};
+/* A source's part that only some kinds use (struct dsv_source's more). */
+struct dsv_source_more {
+	/* chunked layout */
+	uint64_t chunk_rows;
+	uint64_t chunk_raw_size; /* decoded bytes of a full HDF5 chunk */
+	uint64_t *chunk_off;
+	uint32_t *chunk_size;
+	uint32_t *chunk_mask;
+	unsigned codec_filter_bit;   /* bit in chunk_mask meaning "codec skipped" */
+	unsigned fl32_filter_bit;    /* bit meaning "Fletcher32 skipped" */
+	unsigned shuffle_filter_bit; /* bit meaning "shuffle skipped" */
+	/* bitshuffle's cd_values: element size, block size (elements, 0:
+	 * default), compression (DSV_BSHUF_*); checked at open */
+	unsigned bshuf_elem, bshuf_block, bshuf_comp;
+	/* Blosc2: the chunk's shape, which a B2ND frame's must be (ndim
+	 * values in the block dsv_source_dims gives; NULL until then) */
+	uint64_t *blosc2_shape;
+	/* LZ4 stores with a block table (h5_table.c): its file offset and
+	 * blocks per chunk (0: none; chunks are decoded whole); for a source
+	 * in object storage the whole table as stored, read once at open
+	 * (NULL: each row read where it lies, as from a file) */
+	uint64_t table_off, table_blocks;
+	void *table_mem;
+
+	/* fallback sources */
+	uint64_t band_elems; /* elements per band of the file's own chunks, or 0 */
+	int (*lib_read)(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, size_t dst_cap);
+
 	/* N-d chunk grid (grid.c): the array is stored in chunks that are
 	 * boxes of gshape; the read path's chunks are bands of g_band
 	 * chunk-rows (gshape[0] whole rows each; chunked is set, chunk_rows
@@ -128,7 +144,6 @@ struct dsv_source {
 	 * grid_chunk decodes grid chunk idx into size bytes in its stored
 	 * order and byte order, or returns DSV_ERR_NOTFOUND for a chunk never
 	 * written (read as g_fill). */
-	int grid;
 	uint64_t *gshape; /* ndim values each, in the block dsv_source_dims gives */
 	uint64_t *gcount; /* grid chunks along each axis */
 	uint64_t g_band;  /* chunk-rows a band (dsv_grid_set_bands) */
@@ -155,15 +170,15 @@ struct dsv_source {
 	/* optional: the data's bytes on disk, when counting them costs too
 	 * much for open (dsv_source_stored_bytes; thread-safe) */
 	uint64_t (*stored_count)(const dsv_source *s);
-	void *zarr; /* zarr.c's state, freed by zarr_close */
-	void (*zarr_close)(void *zarr);
 };
 
 /* Sets info.why to the text fmt makes, held by s (the last close frees
  * it); out of memory, to "". */
 void dsv_source_why(dsv_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Allocates a zeroed source with path (and dataset) copied and fd = -1. */
+/* Allocates a zeroed source (its more part too) with path (and dataset)
+ * copied and fd = -1. */
 dsv_source *dsv_source_alloc(const char *path, const char *dataset);
+
 /* Gives s the room for gshape, gcount and blosc2_shape (DSV_MAX_DIMS
  * values each), once: a flat source, the most common, keeps none, so a
  * view of many small sources stays small. @return 0 or DSV_ERR_NOMEM. */

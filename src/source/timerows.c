@@ -157,8 +157,8 @@ int dsv_source_set_time_rows(dsv_source *s, dsv_source *data, uint64_t off, uint
 	if (!st->es || dsv_source_set_shape(s, 3, shape))
 		return DSV_ERR_OVERFLOW;
 	s->fallback = 1;
-	s->lib_read = rows_read;
-	s->gather = rows_gather;
+	s->more->lib_read = rows_read;
+	s->more->gather = rows_gather;
 	dsv_source_flat_chunks(s, ROWS_CHUNK);
 	return 0;
 }

@@ -2,7 +2,6 @@
  * Views: sources concatenated along axis 0, their checks, the byte range to
  * chunk mapping, and the .npy header and .json description of each view.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +11,6 @@
 #include "common/log.h"
 #include "common/str.h"
 #include "view/view_i.h"
-
-/* A view of more sources than this has its V.json written compact (no
- * newlines or indentation): at 10^4 sources the indentation was half of
- * the text, and the text is held in memory for the mount's life. */
-#define JSON_INDENT_MAX_SOURCES 64
 
 int dsv_view_name_ok(const char *name)
 {
@@ -48,7 +42,7 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 		.clip_lo = d->clip_lo,
 		.clip_hi = d->clip_hi,
 		.mtime = v->mtime,
-		.json = v->json,
+		.json = dsv_view_json(v, NULL),
 	};
 	memcpy(out->shape, v->shape, sizeof(out->shape));
 }
@@ -176,6 +170,7 @@ int dsv_view_add_source(dsv_view *v, dsv_source *s)
 			return DSV_ERR_NOMEM;
 		v->sources = n;
 	}
+	dsv_source_settle(s);
 	v->sources[v->nsources++] = s;
 	return 0;
 }
@@ -241,191 +236,6 @@ static int build_npy_header(dsv_view *v)
 	return 0;
 }
 
-static json_t *shape_json(int ndim, const uint64_t *shape)
-{
-	json_t *a = json_array();
-	for (int k = 0; k < ndim; k++)
-		json_array_append_new(a, json_integer((json_int_t)shape[k]));
-	return a;
-}
-
-static json_t *doubles_json(const double *d, int n)
-{
-	json_t *a = json_array();
-	for (int k = 0; k < n; k++)
-		json_array_append_new(a, json_real(d[k]));
-	return a;
-}
-
-json_t *dsv_json_text(const char *s)
-{
-	json_t *j = json_string(s);
-	if (!j) { /* not UTF-8: a name from a file may be any bytes */
-		size_t n = strlen(s) < 1024 ? strlen(s) : 1024;
-		char *buf = malloc(4 * n + 4);
-		j = buf ? json_string(dsv_shown(s, strlen(s), n, buf)) : NULL;
-		free(buf);
-	}
-	return j;
-}
-
-/* A clip bound: an integer for an integer output (the largest int64 is
- * no double: written as a bound it arrives as 2^63, and means it). */
-static json_t *bound_json(const dsv_view *v, double b)
-{
-	if (!dsv_dtype_is_int(v->dtype) || b >= 18446744073709551616.0)
-		return json_real(b);
-	if (b >= 9223372036854775808.0)
-		return v->dtype == DSV_I64 ? json_integer(INT64_MAX) : json_real(b);
-	return json_integer((json_int_t)b);
-}
-
-/* mean or std as declared: values, or the file and its shape */
-static json_t *norm_json(const dsv_view *v, const double *vals, const char *file)
-{
-	if (file)
-		return json_pack("{s:o,s:o}", "file", dsv_json_text(file), "shape",
-				 shape_json(v->decl->norm_ndim, v->decl->norm_shape));
-	return v->decl->nchan ? doubles_json(vals, v->decl->nchan) : json_null();
-}
-
-static json_t *rows_json(const dsv_view *v)
-{
-	if (v->rows_kind == DSV_ROWS_INDEX)
-		return json_pack("{s:o,s:I}", "index", dsv_json_text(v->decl->rows_file), "count",
-				 (json_int_t)v->shape[0]);
-	if (v->rows_kind != DSV_ROWS_SLICE)
-		return json_null();
-	json_t *o = json_object();
-	const struct dsv_view_decl *d = v->decl;
-	json_object_set_new(o, "start",
-			    d->rows_start == INT64_MIN ? json_null() : json_integer(d->rows_start));
-	json_object_set_new(o, "stop",
-			    d->rows_stop == INT64_MIN ? json_null() : json_integer(d->rows_stop));
-	json_object_set_new(o, "step", json_integer(d->rows_step));
-	json_object_set_new(o, "count", json_integer((json_int_t)v->shape[0]));
-	return o;
-}
-
-/* The view's axis names, when its sources all name theirs alike: a window
- * along axis 0 adds an axis without a name in front ((n, W, ...)), and
- * CHW moves the row's last axis to the front of the row. NULL otherwise. */
-static json_t *view_dim_names(const dsv_view *v, json_t *srcs)
-{
-	json_t *first = json_object_get(json_array_get(srcs, 0), "dimension_names");
-	for (size_t i = 1; first && i < v->nsources; i++)
-		if (!json_equal(first, json_object_get(json_array_get(srcs, i), "dimension_names")))
-			return NULL;
-	json_t *d = first ? json_copy(first) : NULL;
-	if (d && v->has_window && v->win_axis == 0)
-		json_array_insert_new(d, 0, json_null());
-	size_t n = json_array_size(d);
-	if (d && v->layout_chw && n >= 3) {
-		json_t *c = json_incref(json_array_get(d, n - 1));
-		json_array_remove(d, n - 1);
-		json_array_insert_new(d, 1, c);
-	}
-	if (d && json_array_size(d) != (size_t)v->ndim) {
-		json_decref(d);
-		d = NULL;
-	}
-	return d;
-}
-
-static int build_json(dsv_view *v)
-{
-	json_t *root = json_object(), *srcs = json_array(), *crows = json_array();
-	json_t *xf = json_object();
-	for (size_t i = 0; i < v->nsources; i++) {
-		const dsv_source_info *si = dsv_source_get_info(v->sources[i]);
-		json_t *o = json_object();
-		json_object_set_new(o, "path", json_string(si->path));
-		if (si->dataset)
-			json_object_set_new(o, "dataset", json_string(si->dataset));
-		if (si->attrs) /* our own JSON text, so it parses */
-			json_object_set_new(o, "attrs", json_loads(si->attrs, 0, NULL));
-		if (si->dim_names)
-			json_object_set_new(o, "dimension_names",
-					    json_loads(si->dim_names, JSON_DECODE_ANY, NULL));
-		json_object_set_new(o, "kind", json_string(dsv_source_kind_name(si->kind)));
-		json_object_set_new(o, "dtype", json_string(dsv_dtype_name(si->dtype)));
-		json_object_set_new(o, "shape", shape_json(si->ndim, si->shape));
-		if (si->has_scale) /* applied before the view's transform (norm.c) */
-			json_object_set_new(
-				o, "scaling",
-				json_pack("{s:f,s:f}", "scale", si->scale, "offset", si->offset));
-		/* its rows among the concatenated (windowed) rows, before `rows` */
-		json_object_set_new(o, "rows",
-				    json_pack("[I,I]", (json_int_t)v->lrow_base[i],
-					      (json_int_t)v->lrow_base[i + 1]));
-		if (v->has_window)
-			json_object_set_new(o, "windows", json_integer((json_int_t)v->nwin[i]));
-		json_object_set_new(o, "chunk_elems", json_integer((json_int_t)si->chunk_elems));
-		json_array_append_new(srcs, o);
-		json_array_append_new(
-			crows,
-			si->row_elems && si->chunk_elems % si->row_elems == 0
-				? json_integer((json_int_t)(si->chunk_elems / si->row_elems))
-				: json_real((double)si->chunk_elems / (double)si->row_elems));
-	}
-	json_object_set_new(xf, "scale", json_real(v->decl->scale));
-	json_object_set_new(xf, "offset", json_real(v->decl->offset));
-	json_object_set_new(xf, "mean", norm_json(v, v->decl->mean, v->decl->mean_file));
-	json_object_set_new(xf, "std", norm_json(v, v->decl->std, v->decl->std_file));
-	json_object_set_new(xf, "channel_axis",
-			    v->decl->by_channel ? json_integer(v->decl->channel_axis)
-						: json_null());
-	if (v->decl->has_clip) {
-		json_object_set_new(xf, "clip",
-				    json_pack("[o,o]", bound_json(v, v->decl->clip_lo),
-					      bound_json(v, v->decl->clip_hi)));
-	} else {
-		json_object_set_new(xf, "clip", json_null());
-	}
-	json_object_set_new(xf, "per_source", json_boolean(v->decl->per_source));
-	json_object_set_new(root, "shape", shape_json(v->ndim, v->shape));
-	json_object_set_new(root, "dtype", json_string(dsv_dtype_name(v->dtype)));
-	json_object_set_new(root, "order", json_string("C"));
-	json_object_set_new(root, "nbytes", json_integer((json_int_t)v->nbytes));
-	json_object_set_new(root, "row_bytes", json_integer((json_int_t)v->row_bytes));
-	json_object_set_new(root, "npy_header_bytes", json_integer((json_int_t)v->npy_header_len));
-	if (v->decl->hdf5_path)
-		json_object_set_new(root, "hdf5_path", dsv_json_text(v->decl->hdf5_path));
-	/* a view of one dataset carries its attributes (units, rates, ids) */
-	json_t *attrs = v->nsources == 1 ? json_object_get(json_array_get(srcs, 0), "attrs") : NULL;
-	if (attrs)
-		json_object_set(root, "attrs", attrs); /* the source entry's, shared */
-	json_t *names = view_dim_names(v, srcs);
-	if (names)
-		json_object_set_new(root, "dimension_names", names);
-	json_object_set_new(root, "rows", rows_json(v));
-	json_object_set_new(root, "window",
-			    v->has_window ? json_pack("{s:I,s:I,s:i}", "size", (json_int_t)v->win,
-						      "stride", (json_int_t)v->stride, "axis",
-						      v->win_axis)
-					  : json_null());
-	json_object_set_new(root, "layout", v->layout_chw ? json_string("CHW") : json_null());
-	json_object_set_new(root, "sources", srcs);
-	json_object_set_new(root, "transform", xf);
-	json_object_set_new(root, "chunk_rows", crows);
-	size_t layout = v->nsources > JSON_INDENT_MAX_SOURCES ? JSON_COMPACT : JSON_INDENT(2);
-	char *s = json_dumps(root, layout | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-	json_decref(root);
-	if (!s)
-		return DSV_ERR_NOMEM;
-	size_t n = strlen(s);
-	v->json = malloc(n + 2);
-	if (!v->json) {
-		free(s);
-		return DSV_ERR_NOMEM;
-	}
-	memcpy(v->json, s, n);
-	v->json[n] = '\n';
-	v->json[n + 1] = '\0';
-	free(s);
-	return 0;
-}
-
 /* A view of token streams alone, no dtype asked for and no transform:
  * served as the token ids they are, int64. */
 static int tokens_as_int64(const dsv_view *v)
@@ -484,8 +294,6 @@ int dsv_view_finish(dsv_view *v, dsv_errbuf *eb)
 		return err;
 	if ((err = build_npy_header(v)))
 		return dsv_errf(eb, err, "view '%s': .npy header too large", v->name);
-	if ((err = build_json(v)))
-		return dsv_errf(eb, err, "out of memory");
 	return 0;
 }
 

@@ -62,7 +62,10 @@ struct dsv_view {
 
 	dsv_xform **xf; /* per source: its plan (sources of one dtype share one) */
 
-	char *json;       /* content of V.json */
+	/* content of V.json and its length: made at its first use
+	 * (dsv_view_json), then kept; NULL until then */
+	char *json;
+	size_t json_len;
 	char *npy_header; /* NPY 1.0 header, npy_header_len % 64 == 0 */
 	size_t npy_header_len;
 	struct timespec mtime; /* newest source mtime */
@@ -102,5 +105,11 @@ const char *dsv_view_take_error(void);
 /* As dsv_view_log_chunk_error, for a part of an LZ4 chunk whose blocks
  * failed the block table's check (the chunk is then read whole). */
 void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref *ref, int err);
+
+/* V.json's text (and its length in *len, when len is not NULL), made at
+ * the first call and kept for the view's life: a mount of a view of 10^5
+ * sources does not pay for it until it is looked up. Thread-safe.
+ * @return NULL when out of memory. */
+const char *dsv_view_json(const dsv_view *v, size_t *len);
 
 #endif

@@ -121,6 +121,29 @@ static void test_natural_order(void **state)
 		assert_string_equal(mixed[i], want[i]);
 		free(mixed[i]);
 	}
+	/* names sharing a directory, a stem and digits: in natural order
+	 * whether listed sorted already, backwards or shuffled */
+	static const char *const paths[] = {
+		"/d/1/rec9.npy",  "/d/1/rec10.npy",  "/d/1/rec010.npy",
+		"/d/1/rec11.npy", "/d/1/rec100.npy", "/d/1/rec100a.npy"
+	};
+	static const size_t orders[][6] = { { 0, 1, 2, 3, 4, 5 },
+					    { 5, 4, 3, 2, 1, 0 },
+					    { 3, 0, 5, 1, 4, 2 } };
+	for (size_t o = 0; o < 3; o++) {
+		char *names[6];
+		for (size_t i = 0; i < 6; i++)
+			names[i] = (char *)paths[orders[o][i]];
+		dsv_natural_sort(names, 6);
+		for (size_t i = 0; i < 6; i++)
+			assert_string_equal(names[i], paths[i]);
+	}
+	/* the shared "/d/rec1" ends inside the numbers: 19 before 1000 */
+	static const char *const cut[] = { "/d/rec1000", "/d/rec19", "/d/rec1000" };
+	char *three[3] = { (char *)cut[0], (char *)cut[1], (char *)cut[2] };
+	dsv_natural_sort(three, 3);
+	assert_string_equal(three[0], "/d/rec19");
+	assert_string_equal(three[1], "/d/rec1000");
 	assert_true(dsv_has_glob("/d/s*.h5"));
 	assert_true(dsv_has_glob("s?.h5"));
 	assert_true(dsv_has_glob("s[12].h5"));

@@ -12,6 +12,8 @@
 
 #include "dsview/source.h"
 #include "fixture.h"
+#include "formats/formats.h"
+#include "source/source_i.h" /* white-box: a source's more part */
 
 static char dir[] = "/tmp/dsv-test-npy-XXXXXX";
 
@@ -326,6 +328,41 @@ static void test_raw_int24(void **state)
 	assert_non_null(strstr(eb.msg, "rows of 9 bytes"));
 }
 
+/* A contiguous .npy opened gives back the part only other sources use
+ * (every such source shares one of zeros) and still reads; a raw int24
+ * source, read through its own hook, keeps its part. */
+static void test_small_source_settled(void **state)
+{
+	int16_t data[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 }, out[12];
+	dsv_source *a, *b, *s;
+	dsv_errbuf eb;
+	dsv_chunk_ref r;
+	(void)state;
+	const char *dict = "{'descr': '<i2', 'fortran_order': False, 'shape': (3, 4), }";
+	assert_int_equal(dsv_source_open(write_npy("s1.npy", 1, dict, data, 24), &a, &eb), 0);
+	assert_int_equal(dsv_source_open(write_npy("s2.npy", 1, dict, data, 24), &b, &eb), 0);
+	assert_ptr_equal(a->more, b->more);
+	assert_null(a->more->chunk_off);
+	assert_null(a->more->lib_read);
+	assert_int_equal(dsv_source_chunk(b, 0, &r), 0);
+	assert_int_equal(dsv_source_read_chunk(b, &r, out, sizeof(out), NULL, 0, NULL), 0);
+	assert_memory_equal(out, data, 24);
+	dsv_source_close(a);
+	dsv_source_close(b);
+
+	unsigned char i24[12] = { 1, 0, 0, 2, 0, 0, 0xff, 0xff, 0xff, 4, 0, 0 };
+	dsv_raw_layout l = { .ndim = 2, .shape = { 2, -1 } };
+	int32_t got[4];
+	assert_int_equal(dsv_raw_dtype_parse("int24", &l), 0);
+	assert_int_equal(dsv_format_open_raw(write_file("t.i24", i24, 12), &l, &s, &eb), 0);
+	assert_non_null(s->more->lib_read);
+	assert_int_equal(dsv_source_chunk(s, 0, &r), 0);
+	assert_int_equal(dsv_source_read_chunk(s, &r, got, sizeof(got), NULL, 0, NULL), 0);
+	assert_int_equal(got[2], -1);
+	assert_int_equal(got[3], 4);
+	dsv_source_close(s);
+}
+
 static void test_huge_rows_split(void **state)
 {
 	/* one row of 3 MiB float32 = 786432 elements: split into equal pieces */
@@ -365,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_flat_chunks_and_truncation),
 		cmocka_unit_test(test_raw_offset),
 		cmocka_unit_test(test_raw_int24),
+		cmocka_unit_test(test_small_source_settled),
 		cmocka_unit_test(test_huge_rows_split),
 		cmocka_unit_test(test_dispatch_errors),
 	};

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,9 +162,53 @@ static void test_npy_header_and_json(void **state)
 	assert_int_equal(v->npy_header[v->npy_header_len - 1], '\n');
 	assert_non_null(memmem(v->npy_header, v->npy_header_len, "{'descr': '<u2', ", 16));
 	assert_non_null(memmem(v->npy_header, v->npy_header_len, "'shape': (10, 7), }", 19));
-	assert_non_null(strstr(v->json, "\"dtype\": \"bfloat16\""));
+	assert_non_null(strstr(dsv_view_json(v, NULL), "\"dtype\": \"bfloat16\""));
 	assert_non_null(strstr(v->json, "\"row_bytes\": 14"));
+	assert_int_equal(v->json_len, strlen(v->json));
 	assert_int_equal(v->decl->nchan, 7);
+	dsv_manifest_free(m);
+}
+
+/* A view of more sources than are written indented: its V.json, written
+ * source by source, is the text jansson writes for the whole of it. */
+static void test_json_of_many_sources(void **state)
+{
+	unsigned char rows[70];
+	char name[32], text[512];
+	dsv_manifest *m;
+	dsv_errbuf eb;
+	(void)state;
+	for (int i = 0; i < 70; i++)
+		rows[i] = (unsigned char)i;
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "many%03d.bin", i);
+		write_file(name, rows, 7 * (size_t)(i % 3 + 8));
+	}
+	snprintf(text, sizeof(text),
+		 "[many]\nsource = %s/many*.bin\nsource_dtype = u1\nsource_shape = -1 7\n"
+		 "window = 4\nstride = 3\nscale = 0.1\noffset = 1e-3\nclip = -5 5\n",
+		 dir);
+	if (dsv_manifest_load(write_manifest(text), &m, &eb))
+		fail_msg("%s", eb.msg);
+	size_t len;
+	assert_null(m->views[0]->json); /* made at its first use */
+	const char *got = dsv_view_json(m->views[0], &len);
+	assert_int_equal(len, strlen(got));
+	json_error_t je;
+	json_t *root = json_loads(got, 0, &je);
+	if (!root)
+		fail_msg("V.json does not parse: %s", je.text);
+	assert_int_equal(json_array_size(json_object_get(root, "sources")), 100);
+	assert_int_equal(json_array_size(json_object_get(root, "chunk_rows")), 100);
+	json_t *last = json_array_get(json_object_get(root, "sources"), 99);
+	assert_int_equal(json_integer_value(json_object_get(last, "windows")), 2);
+	char *want = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	assert_non_null(want);
+	assert_int_equal(strlen(got), strlen(want) + 1);
+	assert_memory_equal(got, want, strlen(want));
+	assert_int_equal(got[strlen(want)], '\n');
+	free(want);
+	json_decref(root);
 	dsv_manifest_free(m);
 }
 
@@ -332,6 +377,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_segment_boundaries),
 		cmocka_unit_test(test_npy_header_and_json),
+		cmocka_unit_test(test_json_of_many_sources),
 		cmocka_unit_test(test_manifest_errors),
 		cmocka_unit_test(test_dsview_section_gpu),
 		cmocka_unit_test(test_sources_must_match),

@@ -429,8 +429,8 @@ int dsv_source_open_bv(const char *path, dsv_source **out, dsv_errbuf *eb)
 	dsv_source_why(s, "BrainVision %s %s, times each resolution",
 		       st->vectorized ? "vectorized" : "multiplexed", dsv_dtype_name(st->raw));
 	s->fallback = 1;
-	s->lib_read = bv_read;
-	s->gather = bv_gather;
+	s->more->lib_read = bv_read;
+	s->more->gather = bv_gather;
 	dsv_source_flat_chunks(s, st->vectorized ? DSV_FALLBACK_CHUNK_BYTES : BV_MUX_CHUNK);
 	*out = s;
 	return 0;

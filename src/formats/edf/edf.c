@@ -385,8 +385,8 @@ static int edf_layout(dsv_source *s, edf_state *st, dsv_errbuf *eb)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
 	s->info.attrs = s->attrs_json;
 	s->fallback = 1;
-	s->lib_read = edf_read;
-	s->gather = edf_gather;
+	s->more->lib_read = edf_read;
+	s->more->gather = edf_gather;
 	dsv_source_flat_chunks(s, EDF_CHUNK_BYTES);
 	return 0;
 }

@@ -70,10 +70,10 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 	if (!n)
 		return 0;
 	/* calloc checks n * size for overflow. */
-	s->chunk_off = calloc(n, sizeof(*s->chunk_off));
-	s->chunk_size = calloc(n, sizeof(*s->chunk_size));
-	s->chunk_mask = calloc(n, sizeof(*s->chunk_mask));
-	if (!s->chunk_off || !s->chunk_size || !s->chunk_mask)
+	s->more->chunk_off = calloc(n, sizeof(*s->more->chunk_off));
+	s->more->chunk_size = calloc(n, sizeof(*s->more->chunk_size));
+	s->more->chunk_mask = calloc(n, sizeof(*s->more->chunk_mask));
+	if (!s->more->chunk_off || !s->more->chunk_size || !s->more->chunk_mask)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, s->dataset,
 				   "out of memory for %llu chunks", (unsigned long long)n);
 
@@ -98,7 +98,7 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 				err = DSV_ERR_NOTFOUND;
 				goto out;
 			}
-			s->chunk_off[i] = DSV_SRC_UNALLOCATED;
+			s->more->chunk_off[i] = DSV_SRC_UNALLOCATED;
 			(*unwritten)++;
 			continue;
 		}
@@ -125,8 +125,8 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 			err = DSV_ERR_CORRUPT;
 			goto out;
 		}
-		int c_codec = codec && !(mask & (1u << s->codec_filter_bit));
-		int c_fl32 = fl32 && !(mask & (1u << s->fl32_filter_bit));
+		int c_codec = codec && !(mask & (1u << s->more->codec_filter_bit));
+		int c_fl32 = fl32 && !(mask & (1u << s->more->fl32_filter_bit));
 		/* Unfiltered chunks are exactly a chunk (a short one would
 		 * make pread serve a neighbour's bytes). */
 		if ((!c_codec && size != raw + (c_fl32 ? 4 : 0)) || dsv_add_u64(addr, size, &end)) {
@@ -135,9 +135,9 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 		}
 		/* A chunk past the end of the file is recorded, not refused:
 		 * source.c fails those reads with DSV_ERR_TRUNCATED. */
-		s->chunk_off[i] = addr;
-		s->chunk_size[i] = (uint32_t)size;
-		s->chunk_mask[i] = mask;
+		s->more->chunk_off[i] = addr;
+		s->more->chunk_size[i] = (uint32_t)size;
+		s->more->chunk_mask[i] = mask;
 		s->info.stored_bytes += size;
 		allocated++;
 	}
@@ -178,8 +178,8 @@ static int resolve_chunks(dsv_h5_open *o, hsize_t chunk_rows, int codec, int fl3
 		return dsv_errf_at(o->eb, DSV_ERR_FORMAT, s->path, s->dataset,
 				   "chunk size too large");
 	s->chunked = 1;
-	s->chunk_rows = chunk_rows;
-	s->chunk_raw_size = raw;
+	s->more->chunk_rows = chunk_rows;
+	s->more->chunk_raw_size = raw;
 	nchunks = s->info.nrows / chunk_rows + (s->info.nrows % chunk_rows != 0);
 	if (s->info.nelems == 0)
 		nchunks = 0;
@@ -271,9 +271,9 @@ static int take_bshuf(dsv_h5_open *o, const pipeline *pl, int i)
 	if (bad)
 		return dsv_errf_at(o->eb, bad, s->path, s->dataset,
 				   "bitshuffle parameters not supported: %s", why.msg);
-	s->bshuf_elem = elem;
-	s->bshuf_block = block;
-	s->bshuf_comp = (unsigned)comp;
+	s->more->bshuf_elem = elem;
+	s->more->bshuf_block = block;
+	s->more->bshuf_comp = (unsigned)comp;
 	return 0;
 }
 
@@ -345,13 +345,13 @@ static int take_pipeline(dsv_source *s, const pipeline *pl)
 		if (pl->ids[i] == H5Z_FILTER_SHUFFLE) {
 			/* 1-byte elements: the shuffle leaves them as they are */
 			s->shuffle = pl->cds[i][0] > 1 ? pl->cds[i][0] : 0;
-			s->shuffle_filter_bit = (unsigned)i;
+			s->more->shuffle_filter_bit = (unsigned)i;
 		} else if (own_codec(pl->ids[i])) {
 			codec = own_codec(pl->ids[i]);
-			s->codec_filter_bit = (unsigned)i;
+			s->more->codec_filter_bit = (unsigned)i;
 		} else {
 			fl32 = 1;
-			s->fl32_filter_bit = (unsigned)i;
+			s->more->fl32_filter_bit = (unsigned)i;
 		}
 	}
 	s->codec = codec;
@@ -359,7 +359,7 @@ static int take_pipeline(dsv_source *s, const pipeline *pl)
 	if (dsv_source_dims(s))
 		return DSV_ERR_NOMEM;
 	for (int k = 0; k < s->info.ndim; k++)
-		s->blosc2_shape[k] = pl->cdims[k];
+		s->more->blosc2_shape[k] = pl->cdims[k];
 	s->info.kind = DSV_SRC_H5_CHUNKED;
 	return 0;
 }

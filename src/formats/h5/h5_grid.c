@@ -3,7 +3,7 @@
  * volumes, (1000, 16) over (N, 129) channels) with filters dsview decodes
  * itself: served through the N-d grid (grid.c) instead of the library
  * fallback. At open, every chunk of the grid is located as row chunks are
- * (dsv_h5_locate_chunks, h5_chunks.c) into s->chunk_off/chunk_size/
+ * (dsv_h5_locate_chunks, h5_chunks.c) into s->more->chunk_off/chunk_size/
  * chunk_mask, indexed by the chunk's grid position in C order. A band's chunks are read in runs:
  * chunks next to each other in the file (HDF5 writes a dataset's chunks in
  * C order of their grid positions, its index nodes among them) are read
@@ -44,16 +44,16 @@ static void band_chunks(const dsv_source *s, uint64_t b, uint64_t *first, uint64
 {
 	uint64_t per = 1;
 	for (int k = 1; k < s->info.ndim; k++)
-		per *= s->gcount[k];
-	uint64_t rows_end = (b + 1) * s->g_band;
-	*first = b * s->g_band * per;
-	*end = (rows_end < s->gcount[0] ? rows_end : s->gcount[0]) * per;
+		per *= s->more->gcount[k];
+	uint64_t rows_end = (b + 1) * s->more->g_band;
+	*first = b * s->more->g_band * per;
+	*end = (rows_end < s->more->gcount[0] ? rows_end : s->more->gcount[0]) * per;
 }
 
 /* The first chunk from lin on (before end) that the file stores, or end. */
 static uint64_t next_stored(const dsv_source *s, uint64_t lin, uint64_t end)
 {
-	while (lin < end && s->chunk_off[lin] == DSV_SRC_UNALLOCATED)
+	while (lin < end && s->more->chunk_off[lin] == DSV_SRC_UNALLOCATED)
 		lin++;
 	return lin;
 }
@@ -66,10 +66,10 @@ static uint64_t next_stored(const dsv_source *s, uint64_t lin, uint64_t end)
  * file offset where the run's bytes end. */
 static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end, uint64_t *stop)
 {
-	uint64_t off = s->chunk_off[lin];
-	*stop = off + s->chunk_size[lin];
+	uint64_t off = s->more->chunk_off[lin];
+	*stop = off + s->more->chunk_size[lin];
 	for (lin = next_stored(s, lin + 1, end); lin < end; lin = next_stored(s, lin + 1, end)) {
-		uint64_t o = s->chunk_off[lin], e = o + s->chunk_size[lin];
+		uint64_t o = s->more->chunk_off[lin], e = o + s->more->chunk_size[lin];
 		if (o < *stop || o - *stop > RUN_GAP || e - off > RUN_MAX || e > s->file_size)
 			break;
 		*stop = e;
@@ -81,7 +81,7 @@ static uint64_t run_end(const dsv_source *s, uint64_t lin, uint64_t end, uint64_
  * lin on. */
 static int hold_run(const dsv_source *s, dsv_grid_io *io, uint64_t lin)
 {
-	uint64_t first, end, off = s->chunk_off[lin], stop_off;
+	uint64_t first, end, off = s->more->chunk_off[lin], stop_off;
 	band_chunks(s, io->band, &first, &end);
 	uint64_t stop = run_end(s, lin, end, &stop_off), len = stop_off - off;
 	unsigned char *buf = dsv_tls_buf(DSV_TLS_STORED, (size_t)len);
@@ -109,19 +109,19 @@ static int h5_grid_chunk(const dsv_source *s, dsv_grid_io *io, const uint64_t *i
 {
 	uint64_t lin = 0, esize = dsv_dtype_size(s->info.dtype);
 	for (int k = 0; k < s->info.ndim; k++)
-		lin = lin * s->gcount[k] + idx[k];
-	if (s->chunk_off[lin] == DSV_SRC_UNALLOCATED)
+		lin = lin * s->more->gcount[k] + idx[k];
+	if (s->more->chunk_off[lin] == DSV_SRC_UNALLOCATED)
 		return DSV_ERR_NOTFOUND; /* grid.c fills it */
-	uint32_t mask = s->chunk_mask[lin];
+	uint32_t mask = s->more->chunk_mask[lin];
 	dsv_chunk_ref r = {
 		.index = lin,
 		.nelems = size / esize,
 		.raw_size = size,
-		.offset = s->chunk_off[lin],
-		.stored_size = s->chunk_size[lin],
-		.codec = !(mask & (1u << s->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE,
-		.fletcher32 = s->fletcher32 && !(mask & (1u << s->fl32_filter_bit)),
-		.shuffle = !(mask & (1u << s->shuffle_filter_bit)) ? s->shuffle : 0,
+		.offset = s->more->chunk_off[lin],
+		.stored_size = s->more->chunk_size[lin],
+		.codec = !(mask & (1u << s->more->codec_filter_bit)) ? s->codec : DSV_CODEC_NONE,
+		.fletcher32 = s->fletcher32 && !(mask & (1u << s->more->fl32_filter_bit)),
+		.shuffle = !(mask & (1u << s->more->shuffle_filter_bit)) ? s->shuffle : 0,
 	};
 	int err = 0;
 	if (!io->held || lin < io->held_first || lin >= io->held_end)
@@ -156,14 +156,14 @@ static void h5_grid_begin(const dsv_source *s, dsv_grid_io *io)
 	if ((i = next_stored(s, first, end)) < end)
 		i = next_stored(s, run_end(s, i, end, &stop_off), end);
 	while (i < end) {
-		uint64_t off = s->chunk_off[i], next = run_end(s, i, end, &stop_off);
+		uint64_t off = s->more->chunk_off[i], next = run_end(s, i, end, &stop_off);
 		(void)posix_fadvise(fd, (off_t)off, (off_t)(stop_off - off), POSIX_FADV_WILLNEED);
 		i = next_stored(s, next, end);
 	}
 	dsv_source_fd_put(s);
 }
 
-/* The dataset's fill value, one element as stored, into s->g_fill: what
+/* The dataset's fill value, one element as stored, into s->more->g_fill: what
  * the library reads for a chunk never written. @return 0, or
  * DSV_ERR_UNSUPPORTED when the library fills no such chunk (fill time
  * "never", or no fill value defined: the reader's buffer is left as it
@@ -176,19 +176,20 @@ static int fill_value(dsv_source *s, hid_t dcpl, hid_t ftype)
 	    when == H5D_FILL_TIME_NEVER ||
 	    (defined != H5D_FILL_VALUE_DEFAULT && defined != H5D_FILL_VALUE_USER_DEFINED) ||
 	    H5Tget_size(ftype) != dsv_dtype_size(s->info.dtype) ||
-	    H5Tget_size(ftype) > sizeof(s->g_fill) || H5Pget_fill_value(dcpl, ftype, s->g_fill) < 0)
+	    H5Tget_size(ftype) > sizeof(s->more->g_fill) ||
+	    H5Pget_fill_value(dcpl, ftype, s->more->g_fill) < 0)
 		return DSV_ERR_UNSUPPORTED;
 	return 0;
 }
 
 void dsv_h5_drop_chunk_map(dsv_source *s)
 {
-	free(s->chunk_off);
-	free(s->chunk_size);
-	free(s->chunk_mask);
-	s->chunk_off = NULL;
-	s->chunk_size = NULL;
-	s->chunk_mask = NULL;
+	free(s->more->chunk_off);
+	free(s->more->chunk_size);
+	free(s->more->chunk_mask);
+	s->more->chunk_off = NULL;
+	s->more->chunk_size = NULL;
+	s->more->chunk_mask = NULL;
 	s->info.stored_bytes = 0;
 }
 
@@ -202,9 +203,10 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	if (dsv_source_dims(s))
 		return dsv_errf(o->eb, DSV_ERR_NOMEM, "out of memory");
 	for (int k = 0; k < nd; k++) {
-		s->gshape[k] = cdims[k];
-		s->gcount[k] = s->info.shape[k] / cdims[k] + (s->info.shape[k] % cdims[k] != 0);
-		if (dsv_mul_u64(raw, cdims[k], &raw) || dsv_mul_u64(n, s->gcount[k], &n))
+		s->more->gshape[k] = cdims[k];
+		s->more->gcount[k] = s->info.shape[k] / cdims[k] +
+				     (s->info.shape[k] % cdims[k] != 0);
+		if (dsv_mul_u64(raw, cdims[k], &raw) || dsv_mul_u64(n, s->more->gcount[k], &n))
 			return dsv_errf_at(o->eb, DSV_ERR_OVERFLOW, s->path, s->dataset,
 					   "too many chunks");
 	}
@@ -219,8 +221,9 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 				   "too many chunks (%llu)", (unsigned long long)n);
 	if (s->info.nelems == 0)
 		n = 0;
-	err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, s->gcount, n, raw, codec, fl32,
-				   fill_value(s, o->dcpl, o->ftype) == 0, &unwritten, &bad, o->eb);
+	err = dsv_h5_locate_chunks(s, o->dset, o->space, cdims, s->more->gcount, n, raw, codec,
+				   fl32, fill_value(s, o->dcpl, o->ftype) == 0, &unwritten, &bad,
+				   o->eb);
 	if (err == DSV_ERR_NOTFOUND) {
 		dsv_source_why(s, "chunks split rows; some never written, and HDF5 fills them "
 				  "with no value");
@@ -245,14 +248,15 @@ int dsv_h5_open_grid(dsv_h5_open *o, const hsize_t *cdims, int codec, int fl32)
 	}
 	s->grid = 1;
 	s->chunked = 1;
-	s->grid_chunk = h5_grid_chunk;
-	s->grid_begin = h5_grid_begin;
+	s->more->grid_chunk = h5_grid_chunk;
+	s->more->grid_begin = h5_grid_begin;
 	dsv_grid_set_bands(s);
 	char tail[96] = "";
 	if (unwritten)
 		snprintf(tail, sizeof(tail), "; %llu of %llu chunks never written (fill value)",
 			 (unsigned long long)unwritten, (unsigned long long)n);
 	dsv_source_why(s, "chunks split rows: bands of %llu row%s%s",
-		       (unsigned long long)s->chunk_rows, s->chunk_rows == 1 ? "" : "s", tail);
+		       (unsigned long long)s->more->chunk_rows, s->more->chunk_rows == 1 ? "" : "s",
+		       tail);
 	return 0;
 }

@@ -68,7 +68,7 @@ int dsv_h5_keep(dsv_source *s, hid_t *file, hid_t *dset, dsv_h5_chunk_check **cc
 	}
 	s->fmt = st;
 	s->fmt_close = h5_state_close;
-	s->lib_read = read_fallback;
+	s->more->lib_read = read_fallback;
 	return 0;
 }
 

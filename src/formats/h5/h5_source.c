@@ -69,7 +69,7 @@ static void fallback_chunks(dsv_source *s, hsize_t band_rows)
 	dsv_source_flat_chunks(s, DSV_FALLBACK_CHUNK_BYTES);
 	if (!band_rows || !s->info.row_elems || dsv_mul_u64(band_rows, s->info.row_elems, &band))
 		return;
-	s->band_elems = band;
+	s->more->band_elems = band;
 	if (s->info.chunk_elems % s->info.row_elems || dsv_mul_u64(band, esize, &band_bytes) ||
 	    band_bytes > H5_MAX_BAND_BYTES)
 		return;

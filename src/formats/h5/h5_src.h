@@ -98,10 +98,10 @@ typedef struct dsv_h5_bad_chunk {
 
 /* Locates the n chunks of dset, boxes of cdims on a grid of gcount chunks
  * along each axis (chunks of whole rows: one along every axis but the
- * first), in C order of their grid positions, into s->chunk_off,
+ * first), in C order of their grid positions, into s->more->chunk_off,
  * chunk_size and chunk_mask (allocated here; s->close frees them), adding
  * their sizes to info.stored_bytes: raw bytes a chunk, codec and fl32 the
- * pipeline (s->codec_filter_bit and fl32_filter_bit set). A chunk never
+ * pipeline (s->more->codec_filter_bit and fl32_filter_bit set). A chunk never
  * written is DSV_SRC_UNALLOCATED and counts in *unwritten when
  * unwritten_ok. @return 0; DSV_ERR_NOTFOUND at the first chunk never
  * written when not unwritten_ok; DSV_ERR_CORRUPT (eb not set; *bad says

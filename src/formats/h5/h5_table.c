@@ -35,11 +35,11 @@ static void keep_remote_table(dsv_source *s, uint64_t bytes)
 
 	if (!s->net || bytes > TABLE_MEM_MAX || !(mem = malloc((size_t)bytes)))
 		return;
-	if (dsv_source_pread(s, mem, (size_t)bytes, s->table_off)) {
+	if (dsv_source_pread(s, mem, (size_t)bytes, s->more->table_off)) {
 		free(mem);
 		return;
 	}
-	s->table_mem = mem;
+	s->more->table_mem = mem;
 }
 
 void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
@@ -50,12 +50,12 @@ void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
 	hsize_t dims[2];
 	dsv_errbuf eb;
 
-	s->table_off = 0;
-	s->table_blocks = 0;
-	if (!bs || bs >= s->chunk_raw_size || s->info.nchunks == 0 || !s->dataset ||
+	s->more->table_off = 0;
+	s->more->table_blocks = 0;
+	if (!bs || bs >= s->more->chunk_raw_size || s->info.nchunks == 0 || !s->dataset ||
 	    strchr(s->dataset + 1, '/'))
 		return; /* pack writes tables of datasets at the root only */
-	nb = dsv_lz4_table_blocks(s->chunk_raw_size, bs);
+	nb = dsv_lz4_table_blocks(s->more->chunk_raw_size, bs);
 	if (nb > TABLE_MAX_BLOCKS ||
 	    snprintf(path, sizeof(path), "%s%s", DSV_STORE_BLOCKS, s->dataset) >= (int)sizeof(path))
 		return;
@@ -76,8 +76,8 @@ void dsv_h5_open_block_table(dsv_source *s, hid_t file, hid_t lapl)
 	haddr_t off = H5Dget_offset(t);
 	if (off == HADDR_UNDEF || off > s->file_size || s->file_size - off < bytes)
 		goto out;
-	s->table_off = off;
-	s->table_blocks = nb;
+	s->more->table_off = off;
+	s->more->table_blocks = nb;
 	s->info.lz4_table = 1;
 	keep_remote_table(s, bytes);
 out:

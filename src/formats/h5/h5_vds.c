@@ -167,11 +167,11 @@ static int fill_source(const char *path, const char *dname, const dsv_h5_vds *v,
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
 	}
 	for (int k = 0; k < v->ndim; k++) {
-		s->gshape[k] = k ? shape[k] : 1;
-		s->gcount[k] = k ? 1 : rows;
+		s->more->gshape[k] = k ? shape[k] : 1;
+		s->more->gcount[k] = k ? 1 : rows;
 	}
-	memcpy(s->g_fill, v->fill, sizeof(s->g_fill));
-	s->grid_chunk = fill_chunk;
+	memcpy(s->more->g_fill, v->fill, sizeof(s->more->g_fill));
+	s->more->grid_chunk = fill_chunk;
 	dsv_grid_set_bands(s);
 	dsv_source_why(s, "%s", why);
 	if (stat(path, &st) == 0)

@@ -130,7 +130,7 @@ static void raw24_layout(dsv_source *s)
 	dsv_source_why(s, "int24 samples sign-extended to int32");
 	s->fmt = s; /* dsv_source_read_fallback asks for a format's state */
 	s->fallback = 1;
-	s->lib_read = raw24_read;
+	s->more->lib_read = raw24_read;
 	dsv_source_flat_chunks(s, RAW24_CHUNK_BYTES);
 }
 

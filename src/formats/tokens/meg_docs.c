@@ -198,7 +198,7 @@ static int docs_layout(dsv_source *s, const dsv_meg *g, docs *d, dsv_errbuf *eb)
 		       (unsigned long long)d->n, (unsigned long long)d->len);
 	s->info.tokens = 1;
 	s->fallback = 1;
-	s->lib_read = docs_read;
+	s->more->lib_read = docs_read;
 	dsv_source_flat_chunks(s, DOCS_CHUNK_BYTES);
 	return 0;
 }

@@ -260,7 +260,7 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 	uint64_t idx[DSV_MAX_DIMS] = { 0 }, shard, inner, last = UINT64_MAX;
 	char key[KEY_MAX], path[4096 + KEY_MAX];
 	int nd = z->m.ndim;
-	uint64_t first = band * s->g_band;
+	uint64_t first = band * s->more->g_band;
 	if (first >= z->m.grid[0])
 		return;
 	idx[0] = first;
@@ -281,7 +281,7 @@ static void willneed_band(const dsv_source *s, uint64_t band)
 				break;
 			idx[k] = 0;
 		}
-		if (k < 1 && (++idx[0] == first + s->g_band || idx[0] == z->m.grid[0]))
+		if (k < 1 && (++idx[0] == first + s->more->g_band || idx[0] == z->m.grid[0]))
 			return;
 	}
 }
@@ -300,7 +300,7 @@ static void zarr_prefetch(const dsv_source *s, dsv_grid_io *io)
 	const zarr_state *z = s->fmt;
 	if (z->m.ndim == 0 || z->net || (z->m.sharded && !(io->flags & DSV_READ_STREAM)))
 		return; /* objects: no page cache to ask */
-	if (z->m.nchunks / z->m.grid[0] >= 2 || s->g_band >= 2 || z->m.sharded)
+	if (z->m.nchunks / z->m.grid[0] >= 2 || s->more->g_band >= 2 || z->m.sharded)
 		willneed_band(s, io->band);
 	if (io->flags & DSV_READ_STREAM) {
 		willneed_band(s, io->band + 1);
@@ -470,33 +470,33 @@ int dsv_source_open_zarr(const char *dir, dsv_source **out, dsv_errbuf *eb)
 	}
 	s->grid = 1;
 	s->chunked = 1;
-	s->g_fortran = m->fortran;
-	s->g_big_endian = m->big_endian;
-	memcpy(s->g_fill, m->fill, sizeof(s->g_fill));
+	s->more->g_fortran = m->fortran;
+	s->more->g_big_endian = m->big_endian;
+	memcpy(s->more->g_fill, m->fill, sizeof(s->more->g_fill));
 	if (dsv_source_dims(s)) {
 		dsv_source_close(s);
 		return dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
 	}
 	for (int k = 0; k < m->ndim; k++) {
-		s->gshape[k] = m->chunks[k];
-		s->gcount[k] = m->grid[k];
+		s->more->gshape[k] = m->chunks[k];
+		s->more->gcount[k] = m->grid[k];
 	}
-	s->grid_chunk = zarr_chunk;
-	s->grid_begin = zarr_prefetch;
+	s->more->grid_chunk = zarr_chunk;
+	s->more->grid_begin = zarr_prefetch;
 	uint64_t band_rows = m->ndim ? m->chunks[0] : 1;
-	s->chunk_raw_size = band_rows * (m->ndim ? s->info.row_elems : 1) *
-			    dsv_dtype_size(m->dtype);
-	if (s->chunk_raw_size > DSV_GRID_BAND_MAX) {
+	s->more->chunk_raw_size = band_rows * (m->ndim ? s->info.row_elems : 1) *
+				  dsv_dtype_size(m->dtype);
+	if (s->more->chunk_raw_size > DSV_GRID_BAND_MAX) {
 		dsv_source_close(s);
 		return dsv_errf_at(eb, DSV_ERR_UNSUPPORTED, dir, NULL,
 				   "%llu rows of a chunk (%llu MiB) are more than the read path "
 				   "takes at once (%llu MiB)",
 				   (unsigned long long)band_rows,
-				   (unsigned long long)(s->chunk_raw_size >> 20),
+				   (unsigned long long)(s->more->chunk_raw_size >> 20),
 				   DSV_GRID_BAND_MAX >> 20);
 	}
 	dsv_grid_set_bands(s);
-	s->stored_count = zarr_stored_bytes;
+	s->more->stored_count = zarr_stored_bytes;
 	*out = s;
 	return 0;
 }

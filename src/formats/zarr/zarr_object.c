@@ -61,8 +61,8 @@ static int object_inner(const zarr_state *z, const dsv_source *s, dsv_grid_io *i
 		return 0;
 	}
 	/* at most what the band's chunks in this shard may take */
-	uint64_t c1 = (io->band + 1) * s->g_band;
-	uint64_t max = (uint64_t)cap * s->g_band * (z->m.shard_chunks / z->m.per_shard[0]);
+	uint64_t c1 = (io->band + 1) * s->more->g_band;
+	uint64_t max = (uint64_t)cap * s->more->g_band * (z->m.shard_chunks / z->m.per_shard[0]);
 	end = io->whole ? run_end(z, key, shard, inner, c1, off, len, etag, max) : off + len;
 	unsigned char *run = end > off + len ? dsv_tls_buf(DSV_TLS_SHARD_RUN, end - off) : NULL;
 	if (!run)
