@@ -11,11 +11,13 @@ import errno
 import glob
 import json
 import os
+import struct
 import sys
 import tempfile
 import time
 
 import h5py
+import hdf5plugin
 import numpy as np
 
 from common import E2E, PYTHON_DIR, mm_npy
@@ -49,6 +51,68 @@ def write_raws(d, n, seed=1):
         a.tofile(os.path.join(d, f"r{i:03d}.bin"))
         arrays.append(a)
     return arrays
+
+
+# h5py's pipelines of chunked datasets dsview reads with pread: their
+# chunk maps are kept in the index
+PIPELINES = [dict(chunks=(2, 8)),
+             dict(chunks=(2, 8), compression="gzip", shuffle=True, fletcher32=True),
+             dict(chunks=(3, 8), compression="lzf"),
+             dict(chunks=(1, 8), **hdf5plugin.LZ4()),
+             dict(chunks=(4, 8), **hdf5plugin.Blosc()),
+             dict(chunks=(2, 8), compression="gzip", compression_opts=1)]
+
+
+def write_chunked_h5s(d, n, seed=3):
+    """n HDF5 files, each a chunked dataset /x of 5 to 9 rows of 8 (the
+    last chunk short), float32 or int16, in each of PIPELINES in turn."""
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        a = rng.standard_normal((5 + i % 5, 8)) * 1000
+        a = a.astype(np.float32 if i % 2 else np.int16)
+        with h5py.File(os.path.join(d, f"c{i:03d}.h5"), "w") as f:
+            x = f.create_dataset("x", data=a, **PIPELINES[i % len(PIPELINES)])
+            x.attrs["rate"] = 100.0 + i
+
+
+def read_h5s(d, pattern):
+    """The datasets /x of d's files (by pattern) as h5py reads them."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(d, pattern))):
+        with h5py.File(p) as f:
+            out.append(f["x"][:].astype(np.float64))
+    return out
+
+
+def crc32c(data):
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def index_entries(data):
+    """The entries of an index file (source/index.h's layout): (key,
+    where its saved state starts, its length) each."""
+    count, = struct.unpack_from("<Q", data, 16)
+    wlen, = struct.unpack_from("<I", data, 24)
+    at, out = 28 + wlen, []
+    for _ in range(count):
+        klen, = struct.unpack_from("<I", data, at)
+        key = data[at + 4:at + 4 + klen]
+        at += 4 + klen + 32
+        at += 1 + data[at]
+        blen, = struct.unpack_from("<I", data, at)
+        out.append((key, at + 4, blen))
+        at += 4 + blen
+    return out
 
 
 def meta(m, name):
@@ -221,36 +285,117 @@ class IndexCache(E2E):
                 for i in (0, 7, 24):
                     np.testing.assert_array_equal(mm_npy(m.path(f"rec{i:05d}.npy")), arrays[i])
 
-    def test_hdf5_contiguous_kept_chunked_opened(self):
+    def test_hdf5_kept_and_opened(self):
+        """Contiguous datasets and chunked ones of whole-row chunks dsview
+        decodes are kept; chunks that split rows (the grid) and a
+        big-endian chunked dataset (the library's) are opened each time."""
         d = self.p("h5")
         os.makedirs(d)
         rng = np.random.default_rng(7)
-        arrays = []
         for i in range(30):
             a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
             with h5py.File(os.path.join(d, f"s{i:02d}.h5"), "w") as f:
                 x = f.create_dataset("x", data=a)
                 x.attrs["subject"] = f"sub-{i:02d}"
                 x.attrs["rate"] = 250.0
-            arrays.append(a)
-        with h5py.File(os.path.join(d, "s30.h5"), "w") as f:  # chunked, deflated: not kept
-            a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
+        a = (rng.standard_normal((3, 8)) * 10).astype(np.float32)
+        with h5py.File(os.path.join(d, "s30.h5"), "w") as f:  # chunked, deflated: kept
             f.create_dataset("x", data=a, chunks=(1, 8), compression="gzip")
-            arrays.append(a)
+        with h5py.File(os.path.join(d, "s31.h5"), "w") as f:  # chunks split rows: opened
+            f.create_dataset("x", data=a * 2, chunks=(2, 4), compression="gzip")
+        with h5py.File(os.path.join(d, "s32.h5"), "w") as f:  # big-endian: opened
+            f.create_dataset("x", data=(a * 3).astype(">f4"), chunks=(1, 8))
         ini = self.write_ini(f"[h]\nsource = {d}/s*.h5:/x\n")
-        with h5py.File(os.path.join(d, "s04.h5")) as f:
-            ref = np.concatenate(arrays)
-            np.testing.assert_array_equal(f["x"][:], arrays[4])
+        ref = np.concatenate(read_h5s(d, "s*.h5")).astype(np.float32)
         with self.mount(ini, "--index-cache", self.idx) as m:
-            self.assertEqual(m.stats()["source_header_opens"], 31)
+            self.assertEqual(m.stats()["source_header_opens"], 33)
             opened = meta(m, "h")
             np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)
         with self.mount(ini, "--index-cache", self.idx) as m:
             st = m.stats()
-            self.assertEqual(st["source_header_opens"], 1)  # the chunked file alone
-            self.assertEqual(st["index_hits"], 30)
+            self.assertEqual(st["source_header_opens"], 2)  # the grid's and the library's
+            self.assertEqual(st["index_hits"], 31)
             self.assertEqual(meta(m, "h"), opened)  # attributes and all
             np.testing.assert_array_equal(mm_npy(m.path("h.npy")), ref)
+
+    def test_hdf5_chunked_second_mount_reads_no_header(self):
+        n = 60
+        d = self.p("ch")
+        write_chunked_h5s(d, n)
+        ini = self.write_ini(f"[c]\nsource = {d}/c*.h5:/x\n")
+        ref = lambda: np.concatenate(read_h5s(d, "c*.h5")).astype(np.float32)
+        want = ref()
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], n)
+            self.assertEqual(st["index_hits"], 0)
+            opened = meta(m, "c")
+            np.testing.assert_array_equal(mm_npy(m.path("c.npy")), want)
+        with self.mount(ini, "--index-cache", self.idx, wrap=LIMITED) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n)
+            self.assertEqual(st["source_fds"], 0)  # no file opened before a read
+            self.assertEqual(meta(m, "c"), opened)
+            np.testing.assert_array_equal(mm_npy(m.path("c.npy")), want)
+            self.assertEqual(m.stats()["source_header_opens"], 0)
+        # 3: touched (its mtime alone); 8: rewritten with other rows
+        p3 = os.path.join(d, "c003.h5")
+        st3 = os.stat(p3)
+        os.utime(p3, ns=(st3.st_atime_ns, st3.st_mtime_ns + 1000))
+        with h5py.File(os.path.join(d, "c008.h5"), "w") as f:
+            f.create_dataset("x", data=np.arange(88, dtype=np.int16).reshape(11, 8) - 40,
+                             **PIPELINES[8 % len(PIPELINES)])
+        want = ref()
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 2)
+            self.assertEqual(st["index_stale"], 2)
+            self.assertEqual(st["index_hits"], n - 2)
+            np.testing.assert_array_equal(mm_npy(m.path("c.npy")), want)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 0)
+            np.testing.assert_array_equal(mm_npy(m.path("c.npy")), want)
+
+    def test_hdf5_chunked_damaged_entry_opened_and_made_again(self):
+        """An entry whose file checks out (its CRC made again) but whose
+        chunk map does not is not used: that source alone is opened, its
+        entry replaced."""
+        n = 12
+        d = self.p("ch")
+        write_chunked_h5s(d, n, seed=4)
+        ini = self.write_ini(f"[c]\nsource = {d}/c*.h5:/x\n")
+        want = np.concatenate(read_h5s(d, "c*.h5")).astype(np.float32)
+        with self.mount(ini, "--index-cache", self.idx):
+            pass
+        [f] = self.index_files()
+        with open(f, "rb") as fh:
+            data = bytearray(fh.read())
+        entries = {bytes(k).split(b"\0")[0]: (at, blen) for k, at, blen in index_entries(data)}
+        self.assertEqual(len(entries), n)
+        damaged = {}  # a chunk's size set to 0, an offset past 2^64, a count off by one
+        for i, (field, value) in zip((1, 5, 7), (("size", 0), ("off", 2**64 - 8), ("n", 99))):
+            at, _ = entries[os.path.join(d, f"c{i:03d}.h5").encode()]
+            with h5py.File(os.path.join(d, f"c{i:03d}.h5")) as h:
+                ndim = h["x"].ndim
+            head = at + 8 + 8 * (3 + ndim)  # past the layout's length, kind, dtype, ndim, shape
+            chunks = head + 8 * 14
+            where = {"size": chunks + 8, "off": chunks, "n": head + 8 * 13}[field]
+            struct.pack_into("<Q", data, where, value)
+            damaged[i] = field
+        struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
+        with open(f, "wb") as fh:
+            fh.write(data)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            self.assertEqual(index_lines(m.stderr), [])  # the file itself is sound
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], len(damaged))
+            np.testing.assert_array_equal(mm_npy(m.path("c.npy")), want)
+        with self.mount(ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n)
+            np.testing.assert_array_equal(mm_npy(m.path("c.npy")), want)
 
     def test_reader_option(self):
         n = 30
