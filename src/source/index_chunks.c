@@ -36,14 +36,12 @@ int dsv_index_save_chunked(const dsv_source *s, dsv_index_buf *out)
 	for (uint64_t i = 0; i < s->info.nchunks; i++)
 		if (s->chunk_off[i] == DSV_SRC_UNALLOCATED)
 			return DSV_ERR_UNSUPPORTED; /* the library fills it */
-	const uint64_t head[] = { s->info.kind,
-				  s->info.dtype,
-				  (uint64_t)s->info.ndim };
+	const uint64_t head[] = { s->info.kind, s->info.dtype, (uint64_t)s->info.ndim };
 	const uint64_t rest[HEAD_FIELDS] = {
-		s->chunk_rows,	   s->codec,	     (uint64_t)s->fletcher32, s->codec_filter_bit,
-		s->fl32_filter_bit, s->shuffle,	     s->shuffle_filter_bit,   s->bshuf_elem,
-		s->bshuf_block,	   s->bshuf_comp,    s->info.lz4_block,	      s->table_off,
-		s->table_blocks,   s->info.nchunks
+		s->chunk_rows,      s->codec,       (uint64_t)s->fletcher32, s->codec_filter_bit,
+		s->fl32_filter_bit, s->shuffle,     s->shuffle_filter_bit,   s->bshuf_elem,
+		s->bshuf_block,     s->bshuf_comp,  s->info.lz4_block,       s->table_off,
+		s->table_blocks,    s->info.nchunks
 	};
 	for (size_t k = 0; k < 3; k++)
 		dsv_index_put_u64(out, head[k]);
@@ -103,9 +101,9 @@ static int check_pipeline(const dsv_source *s)
 	unsigned esize = (unsigned)dsv_dtype_size(s->info.dtype), elem, block;
 	int comp;
 
-	if (s->codec > DSV_CODEC_DEFLATE || s->fletcher32 > 1 ||
-	    s->codec_filter_bit >= MASK_BITS || s->fl32_filter_bit >= MASK_BITS ||
-	    s->shuffle_filter_bit >= MASK_BITS || (s->shuffle && (s->shuffle != esize || esize < 2)))
+	if (s->codec > DSV_CODEC_DEFLATE || s->fletcher32 > 1 || s->codec_filter_bit >= MASK_BITS ||
+	    s->fl32_filter_bit >= MASK_BITS || s->shuffle_filter_bit >= MASK_BITS ||
+	    (s->shuffle && (s->shuffle != esize || esize < 2)))
 		return DSV_ERR_CORRUPT;
 	if (s->codec == DSV_CODEC_BSHUF) {
 		const unsigned cd[5] = { 0, 0, s->bshuf_elem, s->bshuf_block, s->bshuf_comp };
@@ -126,7 +124,8 @@ static int check_table(dsv_source *s)
 {
 	uint64_t bytes, end;
 
-	if (s->info.lz4_block && (s->codec != DSV_CODEC_LZ4 || s->info.lz4_block > s->chunk_raw_size))
+	if (s->info.lz4_block &&
+	    (s->codec != DSV_CODEC_LZ4 || s->info.lz4_block > s->chunk_raw_size))
 		return DSV_ERR_CORRUPT;
 	if (!s->table_blocks)
 		return s->table_off ? DSV_ERR_CORRUPT : 0;

@@ -1,13 +1,17 @@
-/* The index cache's file (source/index.c) and a flat source's saved
- * state (index_flat.c), both untrusted bytes read back at a mount. The
- * first byte chooses: even, the rest is an index file, parsed; one that
- * parses is looked up, written out again and must parse again. Odd, the
- * rest is a .npy's saved state, made into a source of a real file and
- * read. */
+/* The index cache's file (source/index.c) and the saved states of its
+ * sources, all untrusted bytes read back at a mount. The first byte's
+ * low two bits choose: 0, the rest is an index file, parsed; one that
+ * parses is looked up, written out again and must parse again. 1, a
+ * .npy's saved state (index_flat.c); 2, a chunked source's
+ * (index_chunks.c); 3, an HDF5 dataset's entry (h5_index.c: a flat or
+ * chunked layout, its path, attributes and axis names): each made into
+ * a source of a real file and read, a chunked one saved again to the
+ * same bytes. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/h5/h5_src.h"
 #include "fuzz.h"
 #include "source/index.h"
 
@@ -59,13 +63,62 @@ static void flat_state(const uint8_t *data, size_t size)
 	}
 }
 
+/* The file a chunked state's chunks are read from: 256 bytes, byte i
+ * of value i. */
+static const char *chunk_file(dsv_index_stamp *st)
+{
+	unsigned char bytes[256];
+	struct stat fs;
+	for (int i = 0; i < 256; i++)
+		bytes[i] = (unsigned char)i;
+	const char *path = fuzz_write("c.h5", bytes, sizeof(bytes));
+	if (!path || stat(path, &fs))
+		return NULL;
+	dsv_index_stamp_of(&fs, st);
+	return path;
+}
+
+static void chunked_state(const uint8_t *data, size_t size)
+{
+	dsv_index_stamp st;
+	const char *path = chunk_file(&st);
+	dsv_index_buf again = { 0 };
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (!path ||
+	    dsv_index_load_chunked(path, "/x", data, size, &st, DSV_SRC_H5_CHUNKED, &s, &eb))
+		return;
+	fuzz_read_chunks(s);
+	if (dsv_index_save_chunked(s, &again) == 0 &&
+	    (again.len != size || memcmp(again.p, data, size)))
+		abort(); /* what loaded must save back as it was */
+	free(again.p);
+	dsv_source_close(s);
+}
+
+static void h5_entry(const uint8_t *data, size_t size)
+{
+	dsv_index_stamp st;
+	const char *path = chunk_file(&st);
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (path && dsv_h5_index_load(path, "/x", data, size, &st, &s, &eb) == 0) {
+		fuzz_read_chunks(s);
+		dsv_source_close(s);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] & 1)
-		flat_state(data + 1, size - 1);
-	else
-		index_file(data + 1, size - 1);
+	switch (data[0] & 3) {
+	case 0: index_file(data + 1, size - 1); break;
+	case 1: flat_state(data + 1, size - 1); break;
+	case 2: chunked_state(data + 1, size - 1); break;
+	default: h5_entry(data + 1, size - 1); break;
+	}
 	return 0;
 }
