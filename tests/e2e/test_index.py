@@ -11,6 +11,7 @@ import errno
 import glob
 import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -20,7 +21,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
-from common import E2E, PYTHON_DIR, mm_npy
+from common import E2E, PYTHON_DIR, mm_npy, read_all, venv_python
 
 sys.path.insert(0, PYTHON_DIR)
 import dsview  # noqa: E402
@@ -450,3 +451,102 @@ class IndexCache(E2E):
             finally:
                 os.close(fd)
             self.assertGreaterEqual(m.stats()["source_replaced"], 1)
+
+
+EDF_WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "edf_writer.py")
+RECORDINGS = ("hbn_like.bdf", "hbn_full.bdf", "hbn_b.bdf", "clinic.edf", "plain.edf",
+              "plain24.bdf")
+
+
+class IndexCacheRecordings(E2E):
+    """EDF/BDF recordings written by pyedflib (edf_writer.py) in the index
+    cache: a zero-config directory of them, one view each, remounted."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        with open(EDF_WRITER) as f:
+            venv_python(f.read(), cls.tmp)
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(dir=type(self).tmp)
+        self.idx = os.path.join(self.tmp, "idx")
+        self.dir = os.path.join(self.tmp, "eeg")
+        os.makedirs(self.dir)
+        for name in RECORDINGS:
+            shutil.copy2(os.path.join(type(self).tmp, name), self.dir)
+
+    def ref(self, name):
+        """The (1, C, T) channels served (those at the most common rate,
+        the first on a tie) as pyedflib's readSignal() reads them, rounded
+        once to float32."""
+        z = np.load(os.path.join(type(self).tmp, name.rsplit(".", 1)[0] + ".ref.npz"))
+        rates = list(z["rates"])
+        rate = max(rates, key=lambda r: (rates.count(r), -rates.index(r)))
+        chans = [i for i in range(len(rates)) if rates[i] == rate]
+        return np.array([z[f"physical{i}"] for i in chans])[None].astype(np.float32)
+
+    def check(self, m):
+        """Every view's rows against pyedflib's; the views' .json and the
+        mount's /.skipped.json."""
+        for name in RECORDINGS:
+            stem = name.rsplit(".", 1)[0]
+            np.testing.assert_array_equal(mm_npy(m.path(stem + ".npy")), self.ref(name),
+                                          err_msg=name)
+        return ({n: meta(m, n.rsplit(".", 1)[0]) for n in RECORDINGS},
+                json.loads(read_all(m.path(".skipped.json"))))
+
+    def test_second_mount_reads_no_header(self):
+        n = len(RECORDINGS)
+        with self.mount(self.dir, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], n)
+            self.assertEqual(st["index_hits"], 0)
+            opened = self.check(m)
+        self.assertIn("channels", opened[0]["hbn_full.bdf"]["attrs"])
+        with self.mount(self.dir, "--index-cache", self.idx, wrap=LIMITED) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n)
+            self.assertEqual(st["source_fds"], 0)  # no file opened before a read
+            self.assertEqual(self.check(m), opened)  # labels, units, rate, skipped signals
+        p = os.path.join(self.dir, "clinic.edf")
+        s = os.stat(p)
+        os.utime(p, ns=(s.st_atime_ns, s.st_mtime_ns + 1000))
+        with self.mount(self.dir, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 1)
+            self.assertEqual(st["index_stale"], 1)
+            self.assertEqual(st["index_hits"], n - 1)
+            self.assertEqual(self.check(m), opened)
+
+    def test_damaged_entry_opened_and_made_again(self):
+        """Entries whose file checks out (CRC made again) but whose values
+        no header could hold: those recordings alone are opened, their
+        entries replaced."""
+        n = len(RECORDINGS)
+        with self.mount(self.dir, "--index-cache", self.idx) as m:
+            opened = self.check(m)
+        [f] = sorted(glob.glob(os.path.join(self.idx, "index-*.dsvidx")))
+        with open(f, "rb") as fh:
+            data = bytearray(fh.read())
+        entries = {os.path.basename(bytes(k).split(b"\0")[0]).decode(): at
+                   for k, at, _ in index_entries(data)}
+        # signal 0's digital maximum at its minimum; 5000 signals; 999 records
+        at = entries["hbn_like.bdf"]
+        data[at + 113:at + 121] = data[at + 105:at + 113]
+        struct.pack_into("<Q", data, entries["plain.edf"] + 40, 5000)
+        struct.pack_into("<Q", data, entries["plain24.bdf"] + 24, 999)
+        struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
+        with open(f, "wb") as fh:
+            fh.write(data)
+        with self.mount(self.dir, "--index-cache", self.idx) as m:
+            self.assertEqual(index_lines(m.stderr), [])  # the file itself is sound
+            self.assertEqual(m.stats()["source_header_opens"], 3)
+            self.assertEqual(self.check(m), opened)
+        with self.mount(self.dir, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n)
+            self.assertEqual(self.check(m), opened)
