@@ -1,7 +1,8 @@
 """Seeds of fuzz_index: index cache files (source/index.h's layout), a
 .npy's saved state, a chunked source's and an HDF5 dataset's entry,
 valid and damaged. The first byte picks the part (0: the file, 1: a
-flat state, 2: a chunked state, 3: an HDF5 entry)."""
+flat state, 2: a chunked state, 3: an HDF5 entry, 4: an EDF/BDF
+recording's entry; others: the file)."""
 import struct
 
 from seedlib import put
@@ -63,6 +64,35 @@ def chunked_seeds():
     put("index", "h5-bad-attrs", b"\3" + h5_entry(chunked_state(), attrs=b"[1,"))
 
 
+def edf_entry(bdf=0, plus=1, records=18, duration=1.0, signals=None, ns=None):
+    """A recording's entry (edf_index.c): bdf, plus, header bytes, records,
+    duration's bits, ns, the start; per signal its label and unit
+    (NUL-padded), physical minimum and maximum, digital ones, samples a
+    record. The fuzz target's file is 512 + 200 * 18 bytes: one EDF signal
+    of 100 samples a record."""
+    signals = signals or [(b"Fp1", b"uV", -250.5, 300.25, -32768, 32767, 100)]
+    n = len(signals) if ns is None else ns
+    body = struct.pack("<4Qd Q", bdf, plus, 256 * (n + 1), records, duration, n)
+    body += b"06.12.26 04.45.00"
+    for label, unit, pmin, pmax, dmin, dmax, spr in signals:
+        body += label.ljust(16, b"\0") + unit.ljust(8, b"\0")
+        body += struct.pack("<2d2qQ", pmin, pmax, dmin, dmax, spr)
+    return body
+
+
+def edf_seeds():
+    put("index", "edf", b"\4" + edf_entry())
+    # a header of 768 bytes: 19 records of 88 samples fill the file
+    put("index", "edf-two", b"\4" + edf_entry(records=19, signals=[
+        (b"Fp1", b"uV", -250.5, 300.25, -32768, 32767, 48),
+        (b"EDF Annotations", b"", 0.0, 0.0, -32768, 32767, 40)]))
+    put("index", "edf-bdf-size", b"\4" + edf_entry(bdf=1))
+    put("index", "edf-no-scale", b"\4" + edf_entry(
+        signals=[(b"Fp1", b"uV", 1.0, 1.0, -32768, 32767, 100)]))
+    put("index", "edf-ns", b"\4" + edf_entry(ns=4097))
+    put("index", "edf-cut", b"\4" + edf_entry()[:-1])
+
+
 def index_file(entries, version=1, what=WHAT):
     body = b"DSVIDX\r\n" + struct.pack("<IIQ", version, 0, len(entries))
     body += struct.pack("<I", len(what)) + what
@@ -90,3 +120,4 @@ def index_seeds():
     put("index", "state-huge-shape", b"\1" + flat_state(shape=(1 << 40, 1 << 30)))
     put("index", "state-short", b"\1" + flat_state()[:-3])
     chunked_seeds()
+    edf_seeds()

@@ -1,16 +1,17 @@
 /* The index cache's file (source/index.c) and the saved states of its
  * sources, all untrusted bytes read back at a mount. The first byte's
- * low two bits choose: 0, the rest is an index file, parsed; one that
- * parses is looked up, written out again and must parse again. 1, a
- * .npy's saved state (index_flat.c); 2, a chunked source's
- * (index_chunks.c); 3, an HDF5 dataset's entry (h5_index.c: a flat or
- * chunked layout, its path, attributes and axis names): each made into
- * a source of a real file and read, a chunked one saved again to the
- * same bytes. */
+ * low three bits choose: 1, a .npy's saved state (index_flat.c); 2, a
+ * chunked source's (index_chunks.c); 3, an HDF5 dataset's entry
+ * (h5_index.c: a flat or chunked layout, its path, attributes and axis
+ * names); 4, an EDF/BDF recording's (edf_index.c): each made into a
+ * source of a real file and read, a chunked one and a recording saved
+ * again to the same bytes. Else the rest is an index file, parsed; one
+ * that parses is looked up, written out again and must parse again. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/edf/edf.h"
 #include "formats/h5/h5_src.h"
 #include "fuzz.h"
 #include "source/index.h"
@@ -110,15 +111,43 @@ static void h5_entry(const uint8_t *data, size_t size)
 	}
 }
 
+/* A recording's entry, for a file of 512 + 200 * 18 bytes (one EDF
+ * signal of 100 samples a record: 18 records). */
+static void edf_entry(const uint8_t *data, size_t size)
+{
+	static unsigned char bytes[512 + 200 * 18];
+	dsv_index_buf again = { 0 };
+	struct stat fs;
+	dsv_index_stamp st;
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)(i * 7);
+	const char *path = fuzz_write("r.edf", bytes, sizeof(bytes));
+	if (!path || stat(path, &fs))
+		return;
+	dsv_index_stamp_of(&fs, &st);
+	if (dsv_edf_index_load(path, NULL, data, size, &st, &s, &eb))
+		return;
+	fuzz_read_chunks(s);
+	if (dsv_edf_index_save(s, &again) == 0 &&
+	    (again.len != size || memcmp(again.p, data, size)))
+		abort(); /* what loaded must save back as it was */
+	free(again.p);
+	dsv_source_close(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	switch (data[0] & 3) {
-	case 0: index_file(data + 1, size - 1); break;
+	switch (data[0] & 7) {
 	case 1: flat_state(data + 1, size - 1); break;
 	case 2: chunked_state(data + 1, size - 1); break;
-	default: h5_entry(data + 1, size - 1); break;
+	case 3: h5_entry(data + 1, size - 1); break;
+	case 4: edf_entry(data + 1, size - 1); break;
+	default: index_file(data + 1, size - 1); break;
 	}
 	return 0;
 }

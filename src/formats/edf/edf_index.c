@@ -58,9 +58,10 @@ int dsv_edf_index_save(const dsv_source *s, dsv_index_buf *out)
 
 	if (!h || s->net || !s->fd_file)
 		return DSV_ERR_UNSUPPORTED;
-	const uint64_t fixed[FIXED_FIELDS] = { (uint64_t)h->bdf,	     (uint64_t)h->plus,
-					       h->bytes,		     (uint64_t)h->records_field,
-					       bits_of(h->duration), (uint64_t)h->ns };
+	const uint64_t fixed[FIXED_FIELDS] = {
+		(uint64_t)h->bdf,           (uint64_t)h->plus,    h->bytes,
+		(uint64_t)h->records_field, bits_of(h->duration), (uint64_t)h->ns
+	};
 	for (size_t k = 0; k < FIXED_FIELDS; k++)
 		dsv_index_put_u64(out, fixed[k]);
 	put_field(out, h->start, START_LEN);
@@ -77,7 +78,8 @@ int dsv_edf_index_save(const dsv_source *s, dsv_index_buf *out)
 	return out->bad ? DSV_ERR_NOMEM : 0;
 }
 
-/* A field of n bytes at c into out (n + 1 bytes), ended at its first NUL. */
+/* A field of n bytes at c into out (n + 1 bytes), ended at its first
+ * NUL, NULs alone after it (as put_field writes it): else c->bad. */
 static void get_field(dsv_index_cur *c, size_t n, char *out)
 {
 	const unsigned char *p = dsv_index_get(c, n);
@@ -85,6 +87,9 @@ static void get_field(dsv_index_cur *c, size_t n, char *out)
 	if (p)
 		memcpy(out, p, len);
 	out[len] = '\0';
+	for (size_t i = len; p && i < n; i++)
+		if (p[i])
+			c->bad = 1;
 }
 
 /* The fixed part at c into h, each value one the header's parse gives. */
