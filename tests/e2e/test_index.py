@@ -22,6 +22,7 @@ import hdf5plugin
 import numpy as np
 
 from common import E2E, PYTHON_DIR, mm_npy, read_all, venv_python
+import token_writers as tw
 
 sys.path.insert(0, PYTHON_DIR)
 import dsview  # noqa: E402
@@ -549,4 +550,101 @@ class IndexCacheRecordings(E2E):
             st = m.stats()
             self.assertEqual(st["source_header_opens"], 0)
             self.assertEqual(st["index_hits"], n)
+            self.assertEqual(self.check(m), opened)
+
+
+class IndexCacheTokens(E2E):
+    """Token files in the index cache, written after their trainers' own
+    writers (token_writers.py): llm.c shards (GPT-2 and Llama 3) and
+    Megatron .idx + .bin pairs, each a view of its streams."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(dir=type(self).tmp)
+        self.idx = os.path.join(self.tmp, "idx")
+        self.d = os.path.join(self.tmp, "tok")
+        os.makedirs(self.d)
+        rng = np.random.default_rng(11)
+        self.shards, self.megs = [], []
+        for i in range(24):
+            model = "llama-3" if i % 5 == 4 else "gpt-2"
+            top = 128256 if model == "llama-3" else 50257
+            toks = rng.integers(0, top, 100 + 37 * i)
+            tw.llmc(os.path.join(self.d, f"shard_{i:03d}.bin"), toks, model)
+            self.shards.append(toks)
+        for i in range(8):
+            docs = [rng.integers(0, 65000, rng.integers(1, 300)) for _ in range(5 + i)]
+            dtype = np.int32 if i % 3 == 2 else np.uint16
+            tw.megatron(os.path.join(self.d, f"meg{i}"), docs, dtype=dtype)
+            self.megs.append(np.concatenate(docs))
+        self.ini = self.write_ini(f"[t]\nsource = {self.d}/shard_*.bin\n"
+                                  f"[m]\nsource = {self.d}/meg*.idx\n")
+
+    def opens_of(self, name):
+        """The header opens a mount of the file name alone (no index) costs."""
+        ini = self.write_ini(f"[x]\nsource = {os.path.join(self.d, name)}\n", "one.ini")
+        with self.mount(ini) as m:
+            return m.stats()["source_header_opens"]
+
+    def check(self, m):
+        np.testing.assert_array_equal(mm_npy(m.path("t.npy")),
+                                      np.concatenate(self.shards).astype(np.int64))
+        np.testing.assert_array_equal(mm_npy(m.path("m.npy")),
+                                      np.concatenate(self.megs).astype(np.int64))
+        return meta(m, "t"), meta(m, "m")
+
+    def test_second_mount_reads_no_header(self):
+        n = len(self.shards) + len(self.megs)
+        with self.mount(self.ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["index_hits"], 0)
+            cold = st["source_header_opens"]
+            opened = self.check(m)
+        per_shard, per_meg = self.opens_of("shard_000.bin"), self.opens_of("meg0.idx")
+        self.assertGreaterEqual(per_meg, 2)  # its .idx and its .bin
+        self.assertEqual(cold, per_shard * len(self.shards) + per_meg * len(self.megs))
+        with self.mount(self.ini, "--index-cache", self.idx, wrap=LIMITED) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], 0)
+            self.assertEqual(st["index_hits"], n)
+            self.assertEqual(st["source_fds"], 0)  # no file opened before a read
+            self.assertEqual(self.check(m), opened)
+        # a shard touched, a Megatron .idx touched, another's .bin touched:
+        # those three are opened, the rest served from their entries
+        for name in ("shard_005.bin", "meg1.idx", "meg6.bin"):
+            p = os.path.join(self.d, name)
+            s = os.stat(p)
+            os.utime(p, ns=(s.st_atime_ns, s.st_mtime_ns + 1000))
+        with self.mount(self.ini, "--index-cache", self.idx) as m:
+            st = m.stats()
+            self.assertEqual(st["source_header_opens"], per_shard + 2 * per_meg)
+            self.assertEqual(st["index_stale"], 2)  # the .bin's entry is stamped by its .idx
+            self.assertEqual(self.check(m), opened)
+        with self.mount(self.ini, "--index-cache", self.idx) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 0)
+            self.assertEqual(self.check(m), opened)
+
+    def test_damaged_entry_opened_and_made_again(self):
+        with self.mount(self.ini, "--index-cache", self.idx) as m:
+            opened = self.check(m)
+        per_shard, per_meg = self.opens_of("shard_000.bin"), self.opens_of("meg0.idx")
+        [f] = sorted(glob.glob(os.path.join(self.idx, "index-*.dsvidx")))
+        with open(f, "rb") as fh:
+            data = bytearray(fh.read())
+        entries = {os.path.basename(bytes(k).split(b"\0")[0]).decode(): at
+                   for k, at, _ in index_entries(data)}
+        # a token count off by one; an offset past the header; dtype float64
+        at = entries["shard_002.bin"]
+        struct.pack_into("<Q", data, at + 16, struct.unpack_from("<Q", data, at + 16)[0] + 1)
+        struct.pack_into("<Q", data, entries["shard_003.bin"] + 8, 1026)
+        struct.pack_into("<Q", data, entries["meg3.idx"], 10)
+        struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
+        with open(f, "wb") as fh:
+            fh.write(data)
+        with self.mount(self.ini, "--index-cache", self.idx) as m:
+            self.assertEqual(index_lines(m.stderr), [])  # the file itself is sound
+            self.assertEqual(m.stats()["source_header_opens"], 2 * per_shard + per_meg)
+            self.assertEqual(self.check(m), opened)
+        with self.mount(self.ini, "--index-cache", self.idx) as m:
+            self.assertEqual(m.stats()["source_header_opens"], 0)
             self.assertEqual(self.check(m), opened)
