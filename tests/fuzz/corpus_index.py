@@ -2,7 +2,8 @@
 .npy's saved state, a chunked source's and an HDF5 dataset's entry,
 valid and damaged. The first byte picks the part (0: the file, 1: a
 flat state, 2: a chunked state, 3: an HDF5 entry, 4: an EDF/BDF
-recording's entry; others: the file)."""
+recording's entry, 5: an llm.c token run's, 6: a Megatron index's;
+others: the file)."""
 import struct
 
 from seedlib import put
@@ -93,6 +94,24 @@ def edf_seeds():
     put("index", "edf-cut", b"\4" + edf_entry()[:-1])
 
 
+def token_entry(dtype=2, off=1024, count=50, tokens=1, why=b"llm.c GPT-2 tokens, version 1"):
+    """A token run's entry (tokens_index.c): dtype (2: uint16), offset,
+    count, tokens, the file's stamp (the fuzz target sets it to the real
+    file's), the info text. The fuzz target's llm.c file is 1024 + 100
+    bytes, its Megatron .bin 100 bytes."""
+    return struct.pack("<8Q", dtype, off, count, tokens, 0, 0, 0, 0) + \
+        struct.pack("<Q", len(why)) + why
+
+
+def token_seeds():
+    put("index", "llmc", b"\5" + token_entry())
+    put("index", "llmc-count", b"\5" + token_entry(count=51))
+    put("index", "llmc-why", b"\5" + token_entry(why=b"\x01"))
+    put("index", "megatron", b"\6" + token_entry(off=0, why=b"Megatron, 3 sequences, 2 documents"))
+    put("index", "megatron-int32", b"\6" + token_entry(dtype=5, off=0, count=25, why=b"Megatron"))
+    put("index", "megatron-float", b"\6" + token_entry(dtype=9, off=0, count=25, tokens=0, why=b""))
+
+
 def index_file(entries, version=1, what=WHAT):
     body = b"DSVIDX\r\n" + struct.pack("<IIQ", version, 0, len(entries))
     body += struct.pack("<I", len(what)) + what
@@ -121,3 +140,4 @@ def index_seeds():
     put("index", "state-short", b"\1" + flat_state()[:-3])
     chunked_seeds()
     edf_seeds()
+    token_seeds()

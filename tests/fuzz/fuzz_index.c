@@ -3,9 +3,11 @@
  * low three bits choose: 1, a .npy's saved state (index_flat.c); 2, a
  * chunked source's (index_chunks.c); 3, an HDF5 dataset's entry
  * (h5_index.c: a flat or chunked layout, its path, attributes and axis
- * names); 4, an EDF/BDF recording's (edf_index.c): each made into a
- * source of a real file and read, a chunked one and a recording saved
- * again to the same bytes. Else the rest is an index file, parsed; one
+ * names); 4, an EDF/BDF recording's (edf_index.c); 5, an llm.c
+ * file's token run and 6, a Megatron index's (tokens_index.c), the
+ * stamp they hold (bytes 32 to 63) set to their real file's: each made
+ * into a source of a real file and read, a chunked one, a recording and
+ * a token run saved again to the same bytes. Else the rest is an index file, parsed; one
  * that parses is looked up, written out again and must parse again. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 #include "formats/edf/edf.h"
 #include "formats/h5/h5_src.h"
+#include "formats/tokens/tokens.h"
 #include "fuzz.h"
 #include "source/index.h"
 
@@ -138,6 +141,67 @@ static void edf_entry(const uint8_t *data, size_t size)
 	dsv_source_close(s);
 }
 
+/* A token run's entry for path (whose run is in file run): its stamp
+ * set to run's, loaded by load, read and saved back. */
+static void token_entry(const uint8_t *data, size_t size, const char *path, const char *run,
+			int (*load)(const char *, const char *, const void *, size_t,
+				    const dsv_index_stamp *, dsv_source **, dsv_errbuf *))
+{
+	unsigned char *copy = malloc(size ? size : 1);
+	dsv_index_buf again = { 0 };
+	struct stat fs, rs;
+	dsv_index_stamp st, rst;
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (!copy || stat(path, &fs) || stat(run, &rs)) {
+		free(copy);
+		return;
+	}
+	dsv_index_stamp_of(&fs, &st);
+	dsv_index_stamp_of(&rs, &rst);
+	memcpy(copy, data, size);
+	if (size >= 64) {
+		const uint64_t v[4] = { rst.size, rst.mtime_ns, rst.ino, rst.dev };
+		for (int k = 0; k < 32; k++)
+			copy[32 + k] = (unsigned char)(v[k / 8] >> (8 * (k % 8)));
+	}
+	if (load(path, NULL, copy, size, &st, &s, &eb) == 0) {
+		fuzz_read_chunks(s);
+		if (dsv_tokens_index_save(s, &again) == 0 &&
+		    (again.len != size || memcmp(again.p, copy, size)))
+			abort(); /* what loaded must save back as it was */
+		free(again.p);
+		dsv_source_close(s);
+	}
+	free(copy);
+}
+
+/* An llm.c file of 50 GPT-2 tokens; a Megatron .idx beside a .bin of
+ * 100 bytes (the .idx itself is not read by the load). */
+static void token_files(const uint8_t *data, size_t size, int megatron)
+{
+	static unsigned char bytes[1024 + 100];
+	const uint32_t head[3] = { 20240520u, 1, 50 };
+	memcpy(bytes, head, sizeof(head));
+	for (size_t i = 1024; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)i;
+	if (!megatron) {
+		const char *p = fuzz_write("t.bin", bytes, sizeof(bytes));
+		char path[512];
+		if (p && snprintf(path, sizeof(path), "%s", p) < (int)sizeof(path))
+			token_entry(data, size, path, path, dsv_llmc_index_load);
+		return;
+	}
+	const char *b = fuzz_write("m.bin", bytes + 1024, 100);
+	char bin[512], idx[512];
+	if (!b || snprintf(bin, sizeof(bin), "%s", b) >= (int)sizeof(bin))
+		return;
+	const char *i = fuzz_write("m.idx", "MMIDIDX", 7);
+	if (i && snprintf(idx, sizeof(idx), "%s", i) < (int)sizeof(idx))
+		token_entry(data, size, idx, bin, dsv_meg_index_load);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -147,6 +211,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2: chunked_state(data + 1, size - 1); break;
 	case 3: h5_entry(data + 1, size - 1); break;
 	case 4: edf_entry(data + 1, size - 1); break;
+	case 5: token_files(data + 1, size - 1, 0); break;
+	case 6: token_files(data + 1, size - 1, 1); break;
 	default: index_file(data + 1, size - 1); break;
 	}
 	return 0;

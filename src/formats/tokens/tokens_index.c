@@ -30,14 +30,10 @@ int dsv_tokens_index_save(const dsv_source *s, dsv_index_buf *out)
 	if (s->info.kind != DSV_SRC_RUN || s->chunked || s->fallback || s->fmt || s->vpread ||
 	    s->net || n > WHY_MAX || dsv_source_stamp(s, &st))
 		return DSV_ERR_UNSUPPORTED;
-	const uint64_t v[8] = { s->info.dtype,
-				s->data_offset,
-				s->info.nelems,
-				(uint64_t)s->info.tokens,
-				st.size,
-				st.mtime_ns,
-				st.ino,
-				st.dev };
+	const uint64_t v[8] = { s->info.dtype,  s->data_offset,
+				s->info.nelems, (uint64_t)s->info.tokens,
+				st.size,        st.mtime_ns,
+				st.ino,         st.dev };
 	for (size_t k = 0; k < 8; k++)
 		dsv_index_put_u64(out, v[k]);
 	dsv_index_put_u64(out, n);
@@ -67,7 +63,10 @@ static int get_run(const void *blob, size_t len, run_entry *e)
 	for (uint64_t i = 0; i < v[8]; i++)
 		if (w[i] < 0x20 || w[i] > 0x7e)
 			return DSV_ERR_CORRUPT;
-	*e = (run_entry){ .dtype = v[0], .off = v[1], .count = v[2], .tokens = v[3],
+	*e = (run_entry){ .dtype = v[0],
+			  .off = v[1],
+			  .count = v[2],
+			  .tokens = v[3],
 			  .st = { v[4], v[5], v[6], v[7] } };
 	memcpy(e->why, w, (size_t)v[8]);
 	e->why[v[8]] = '\0';
