@@ -101,7 +101,7 @@ static int check_pipeline(const dsv_source *s)
 	unsigned esize = (unsigned)dsv_dtype_size(s->info.dtype), elem, block;
 	int comp;
 
-	if (s->codec > DSV_CODEC_DEFLATE || s->fletcher32 > 1 || s->codec_filter_bit >= MASK_BITS ||
+	if (s->codec > DSV_CODEC_DEFLATE || s->codec_filter_bit >= MASK_BITS ||
 	    s->fl32_filter_bit >= MASK_BITS || s->shuffle_filter_bit >= MASK_BITS ||
 	    (s->shuffle && (s->shuffle != esize || esize < 2)))
 		return DSV_ERR_CORRUPT;
@@ -185,7 +185,8 @@ static int fill(dsv_source *s, const void *blob, size_t len, dsv_source_kind kin
 	for (size_t k = 1; k <= 9; k++) /* codec to bshuf_comp: 32-bit fields */
 		if (v[k] > UINT32_MAX)
 			return DSV_ERR_CORRUPT;
-	if (c.bad)
+	/* the codec and fletcher32 checked before they become an enum, an int */
+	if (c.bad || v[1] > DSV_CODEC_DEFLATE || v[2] > 1)
 		return DSV_ERR_CORRUPT;
 	s->chunked = 1;
 	s->chunk_rows = v[0];

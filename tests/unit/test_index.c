@@ -457,16 +457,19 @@ static void test_chunked_fields_refused(void **state)
 		size_t at;
 		uint64_t bad;
 	} cases[] = {
-		{ 0, DSV_SRC_H5_CONTIGUOUS },    /* another kind */
-		{ 8, 99 },                       /* no such dtype */
-		{ 16, 0 },                       /* no dimensions */
-		{ 24, 1ull << 62 },              /* a shape whose bytes overflow */
-		{ CH_FIELD(0), 0 },              /* chunks of no rows */
-		{ CH_FIELD(0), 3 },              /* rows that make another count of chunks */
-		{ CH_FIELD(1), 99 },             /* no such codec */
-		{ CH_FIELD(1), 1ull << 40 },     /* a 32-bit field past 32 bits */
-		{ CH_FIELD(2), 2 },              /* fletcher32 neither 0 nor 1 */
-		{ CH_FIELD(3), 32 },             /* a filter bit outside the mask */
+		{ 0, DSV_SRC_H5_CONTIGUOUS }, /* another kind */
+		{ 8, 99 },                    /* no such dtype */
+		{ 16, 0 },                    /* no dimensions */
+		{ 24, 1ull << 62 },           /* a shape whose bytes overflow */
+		{ CH_FIELD(0), 0 },           /* chunks of no rows */
+		{ CH_FIELD(0), 3 },           /* rows that make another count of chunks */
+		{ CH_FIELD(1), 99 },          /* no such codec */
+		{ CH_FIELD(1), 1ull << 40 },
+		{ CH_FIELD(1), 0x80000000u }, /* a codec that would be a negative enum */
+		{ CH_FIELD(2), 0xc9000000u },
+		/* fletcher32 that would be a negative int */ /* a 32-bit field past 32 bits */
+		{ CH_FIELD(2), 2 },                           /* fletcher32 neither 0 nor 1 */
+		{ CH_FIELD(3), 32 },                          /* a filter bit outside the mask */
 		{ CH_FIELD(5), 3 },              /* a shuffle of another element size */
 		{ CH_FIELD(7), 2 },              /* bitshuffle's fields without it */
 		{ CH_FIELD(10), 4 },             /* an LZ4 block without LZ4 */
