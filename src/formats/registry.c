@@ -291,38 +291,59 @@ static size_t index_entry(const dsv_format *f, const char *file, const char *dat
 }
 
 /* file's dataset from the index cache, when it holds the file as it is
- * now: 1 with *out set, else 0 (open it). */
-static int from_index(const dsv_format *f, const char *file, const char *dataset, dsv_source **out)
+ * now: 1 with *out set, else 0 (open it); *before gets file's stamp as
+ * it was before the open (all zero: none). */
+static int from_index(const dsv_format *f, const char *file, const char *dataset, dsv_source **out,
+		      dsv_index_stamp *before)
 {
-	dsv_index_stamp stamp;
 	const void *blob;
 	size_t len, n;
 	char *key = NULL;
 	dsv_errbuf eb;
 	int hit = 0;
 
-	if (!(n = index_entry(f, file, dataset, &stamp, &key)))
+	*before = (dsv_index_stamp){ 0 };
+	if (!(n = index_entry(f, file, dataset, before, &key)))
 		return 0;
-	if (dsv_index_find(the_index, key, n, &stamp, f->name, &blob, &len))
-		hit = f->load(file, dataset, blob, len, &stamp, out, &eb) == 0;
+	if (dsv_index_find(the_index, key, n, before, f->name, &blob, &len))
+		hit = f->load(file, dataset, blob, len, before, out, &eb) == 0;
 	if (hit)
 		dsv_source_settle(*out);
 	free(key);
 	return hit;
 }
 
+/* The stamp an entry of file is kept under: that of the file s opened,
+ * when s is file's own; else (a Megatron .idx, whose source is the .bin
+ * beside it) file's, when it is the same before the open (*before) and
+ * after, so that what the open read is what the stamp says. @return 0,
+ * or -1: not kept. */
+static int entry_stamp(const char *file, const dsv_source *s, const dsv_index_stamp *before,
+		       dsv_index_stamp *out)
+{
+	struct stat st;
+	if (!strcmp(dsv_source_get_info(s)->path, file))
+		return dsv_source_stamp(s, out);
+	if (!before->size && !before->ino && !before->mtime_ns)
+		return -1;
+	if (stat(file, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	dsv_index_stamp_of(&st, out);
+	return memcmp(out, before, sizeof(*out)) ? -1 : 0;
+}
+
 /* Keeps what opening file's dataset (as asked) learnt of s in the index
  * cache, for the next mount (best effort: a source not kept is opened
- * again then). */
+ * again then); before: file's stamp before the open (from_index's). */
 static void to_index(const dsv_format *f, const char *file, const char *dataset,
-		     const dsv_source *s)
+		     const dsv_source *s, const dsv_index_stamp *before)
 {
 	dsv_index_buf b = { 0 };
 	dsv_index_stamp stamp;
 	char *key = NULL;
 	size_t n;
 
-	if (!the_index || !f->save || dsv_source_stamp(s, &stamp) ||
+	if (!the_index || !f->save || entry_stamp(file, s, before, &stamp) ||
 	    !(n = index_key(file, dataset, &key)))
 		return;
 	if (!f->save(s, &b))
@@ -336,16 +357,17 @@ int dsv_format_open(const dsv_format *f, const char *file, const char *dataset, 
 {
 	char *only;
 	const char *asked = dataset;
+	dsv_index_stamp before;
 	int err;
 
-	if (from_index(f, file, dataset, out))
+	if (from_index(f, file, dataset, out, &before))
 		return 0;
 	err = pick_dataset(f, file, &dataset, &only, eb);
 	*out = NULL;
 	if (!err)
 		err = f->open(file, dataset, out, eb);
 	if (!err) {
-		to_index(f, file, asked, *out);
+		to_index(f, file, asked, *out, &before);
 		dsv_source_settle(*out);
 	}
 	free(only);
@@ -356,7 +378,8 @@ int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dat
 			  dsv_source ***out, size_t *n, dsv_errbuf *eb)
 {
 	dsv_source *got;
-	if (from_index(f, file, dataset, &got)) {
+	dsv_index_stamp before;
+	if (from_index(f, file, dataset, &got, &before)) {
 		if (!(*out = malloc(sizeof(**out)))) {
 			dsv_source_close(got);
 			*n = 0;
@@ -368,7 +391,7 @@ int dsv_format_open_parts(const dsv_format *f, const char *file, const char *dat
 	}
 	int err = open_parts(f, file, dataset, out, n, eb);
 	if (!err && *n == 1)
-		to_index(f, file, dataset, (*out)[0]);
+		to_index(f, file, dataset, (*out)[0], &before);
 	for (size_t i = 0; !err && i < *n; i++)
 		dsv_source_settle((*out)[i]);
 	return err;
@@ -382,11 +405,12 @@ int dsv_format_open_raw(const char *file, const dsv_raw_layout *l, dsv_source **
 	for (int i = 0; i < l->ndim && i < DSV_MAX_DIMS; i++)
 		at += (size_t)snprintf(spec + at, sizeof(spec) - at, " %lld",
 				       (long long)l->shape[i]);
-	if (from_index(&dsv_format_raw, file, spec, out))
+	dsv_index_stamp before;
+	if (from_index(&dsv_format_raw, file, spec, out, &before))
 		return 0;
 	int err = dsv_source_open_raw_layout(file, l, out, eb);
 	if (!err) {
-		to_index(&dsv_format_raw, file, spec, *out);
+		to_index(&dsv_format_raw, file, spec, *out, &before);
 		dsv_source_settle(*out);
 	}
 	return err;

@@ -33,7 +33,9 @@
 /* At most this many bytes in one key, format name and saved state. */
 #define DSV_INDEX_KEY_MAX 16384u
 #define DSV_INDEX_FMT_MAX 32u
-#define DSV_INDEX_BLOB_MAX (1u << 20)
+/* A saved state: 64 MiB holds the chunk map of 4 Mi chunks (16 bytes
+ * each), what the source holds in memory once opened. */
+#define DSV_INDEX_BLOB_MAX (64u << 20)
 
 /* Which file an entry is of: a source is served from its entry only while
  * its file still has these. */
@@ -127,5 +129,25 @@ int dsv_index_save_flat(const dsv_source *s, dsv_index_buf *out);
 int dsv_index_load_flat(const char *file, const char *dataset, const void *blob, size_t len,
 			const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
 			dsv_errbuf *eb);
+
+/* A source of file (and dataset, may be NULL) stamped st, not opened:
+ * its descriptor cache opens it at the first read, checked against st
+ * then. @return NULL when out of memory. */
+dsv_source *dsv_index_unopened(const char *file, const char *dataset, const dsv_index_stamp *st);
+
+/* A source chunked in whole rows through a chunk map (an HDF5 dataset on
+ * its fast path) saved and loaded: its kind, dtype, shape, chunk rows,
+ * codec, filter bits, shuffle, bitshuffle's parameters, LZ4 block and
+ * block table, and each chunk's offset, stored size and filter mask
+ * (16 bytes a chunk). Not kept: a source with a chunk never written, or
+ * that keeps the format's state (s->fmt), a grid, a fallback. The load
+ * makes it unopened (as dsv_index_load_flat) and checks every value
+ * as the open did: each chunk's size against what its encoding can
+ * take, every offset and the table inside the file's size.
+ * @return as the flat pair. */
+int dsv_index_save_chunked(const dsv_source *s, dsv_index_buf *out);
+int dsv_index_load_chunked(const char *file, const char *dataset, const void *blob, size_t len,
+			   const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
+			   dsv_errbuf *eb);
 
 #endif

@@ -40,9 +40,7 @@ int dsv_source_stamp(const dsv_source *s, dsv_index_stamp *out)
 	return 0;
 }
 
-/* A source of file stamped st, not opened: its descriptor cache opens it
- * at the first read. */
-static dsv_source *unopened(const char *file, const char *dataset, const dsv_index_stamp *st)
+dsv_source *dsv_index_unopened(const char *file, const char *dataset, const dsv_index_stamp *st)
 {
 	dsv_source *s = dsv_source_alloc(file, dataset);
 	if (!s)
@@ -88,7 +86,7 @@ int dsv_index_load_flat(const char *file, const char *dataset, const void *blob,
 			const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
 			dsv_errbuf *eb)
 {
-	dsv_source *s = unopened(file, dataset, st);
+	dsv_source *s = dsv_index_unopened(file, dataset, st);
 	int err;
 
 	*out = NULL;

@@ -1,13 +1,21 @@
-/* The index cache's file (source/index.c) and a flat source's saved
- * state (index_flat.c), both untrusted bytes read back at a mount. The
- * first byte chooses: even, the rest is an index file, parsed; one that
- * parses is looked up, written out again and must parse again. Odd, the
- * rest is a .npy's saved state, made into a source of a real file and
- * read. */
+/* The index cache's file (source/index.c) and the saved states of its
+ * sources, all untrusted bytes read back at a mount. The first byte's
+ * low three bits choose: 1, a .npy's saved state (index_flat.c); 2, a
+ * chunked source's (index_chunks.c); 3, an HDF5 dataset's entry
+ * (h5_index.c: a flat or chunked layout, its path, attributes and axis
+ * names); 4, an EDF/BDF recording's (edf_index.c); 5, an llm.c
+ * file's token run and 6, a Megatron index's (tokens_index.c), the
+ * stamp they hold (bytes 32 to 63) set to their real file's: each made
+ * into a source of a real file and read, a chunked one, a recording and
+ * a token run saved again to the same bytes. Else the rest is an index file, parsed; one
+ * that parses is looked up, written out again and must parse again. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/edf/edf.h"
+#include "formats/h5/h5_src.h"
+#include "formats/tokens/tokens.h"
 #include "fuzz.h"
 #include "source/index.h"
 
@@ -59,13 +67,153 @@ static void flat_state(const uint8_t *data, size_t size)
 	}
 }
 
+/* The file a chunked state's chunks are read from: 256 bytes, byte i
+ * of value i. */
+static const char *chunk_file(dsv_index_stamp *st)
+{
+	unsigned char bytes[256];
+	struct stat fs;
+	for (int i = 0; i < 256; i++)
+		bytes[i] = (unsigned char)i;
+	const char *path = fuzz_write("c.h5", bytes, sizeof(bytes));
+	if (!path || stat(path, &fs))
+		return NULL;
+	dsv_index_stamp_of(&fs, st);
+	return path;
+}
+
+static void chunked_state(const uint8_t *data, size_t size)
+{
+	dsv_index_stamp st;
+	const char *path = chunk_file(&st);
+	dsv_index_buf again = { 0 };
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (!path ||
+	    dsv_index_load_chunked(path, "/x", data, size, &st, DSV_SRC_H5_CHUNKED, &s, &eb))
+		return;
+	fuzz_read_chunks(s);
+	if (dsv_index_save_chunked(s, &again) == 0 &&
+	    (again.len != size || memcmp(again.p, data, size)))
+		abort(); /* what loaded must save back as it was */
+	free(again.p);
+	dsv_source_close(s);
+}
+
+static void h5_entry(const uint8_t *data, size_t size)
+{
+	dsv_index_stamp st;
+	const char *path = chunk_file(&st);
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (path && dsv_h5_index_load(path, "/x", data, size, &st, &s, &eb) == 0) {
+		fuzz_read_chunks(s);
+		dsv_source_close(s);
+	}
+}
+
+/* A recording's entry, for a file of 512 + 200 * 18 bytes (one EDF
+ * signal of 100 samples a record: 18 records). */
+static void edf_entry(const uint8_t *data, size_t size)
+{
+	static unsigned char bytes[512 + 200 * 18];
+	dsv_index_buf again = { 0 };
+	struct stat fs;
+	dsv_index_stamp st;
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)(i * 7);
+	const char *path = fuzz_write("r.edf", bytes, sizeof(bytes));
+	if (!path || stat(path, &fs))
+		return;
+	dsv_index_stamp_of(&fs, &st);
+	if (dsv_edf_index_load(path, NULL, data, size, &st, &s, &eb))
+		return;
+	fuzz_read_chunks(s);
+	if (dsv_edf_index_save(s, &again) == 0 &&
+	    (again.len != size || memcmp(again.p, data, size)))
+		abort(); /* what loaded must save back as it was */
+	free(again.p);
+	dsv_source_close(s);
+}
+
+/* A token run's entry for path (whose run is in file run): its stamp
+ * set to run's, loaded by load, read and saved back. */
+static void token_entry(const uint8_t *data, size_t size, const char *path, const char *run,
+			int (*load)(const char *, const char *, const void *, size_t,
+				    const dsv_index_stamp *, dsv_source **, dsv_errbuf *))
+{
+	unsigned char *copy = malloc(size ? size : 1);
+	dsv_index_buf again = { 0 };
+	struct stat fs, rs;
+	dsv_index_stamp st, rst;
+	dsv_source *s;
+	dsv_errbuf eb;
+
+	if (!copy || stat(path, &fs) || stat(run, &rs)) {
+		free(copy);
+		return;
+	}
+	dsv_index_stamp_of(&fs, &st);
+	dsv_index_stamp_of(&rs, &rst);
+	memcpy(copy, data, size);
+	if (size >= 64) {
+		const uint64_t v[4] = { rst.size, rst.mtime_ns, rst.ino, rst.dev };
+		for (int k = 0; k < 32; k++)
+			copy[32 + k] = (unsigned char)(v[k / 8] >> (8 * (k % 8)));
+	}
+	if (load(path, NULL, copy, size, &st, &s, &eb) == 0) {
+		fuzz_read_chunks(s);
+		if (dsv_tokens_index_save(s, &again) == 0 &&
+		    (again.len != size || memcmp(again.p, copy, size)))
+			abort(); /* what loaded must save back as it was */
+		free(again.p);
+		dsv_source_close(s);
+	}
+	free(copy);
+}
+
+/* An llm.c file of 50 GPT-2 tokens; a Megatron .idx beside a .bin of
+ * 100 bytes (the .idx itself is not read by the load). */
+static void token_files(const uint8_t *data, size_t size, int megatron)
+{
+	static unsigned char bytes[1024 + 100];
+	const uint32_t head[3] = { 20240520u, 1, 50 };
+	memcpy(bytes, head, sizeof(head));
+	for (size_t i = 1024; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)i;
+	if (!megatron) {
+		const char *p = fuzz_write("t.bin", bytes, sizeof(bytes));
+		char path[512];
+		if (p && snprintf(path, sizeof(path), "%s", p) < (int)sizeof(path))
+			token_entry(data, size, path, path, dsv_llmc_index_load);
+		return;
+	}
+	const char *b = fuzz_write("m.bin", bytes + 1024, 100);
+	char bin[512], idx[512];
+	if (!b || snprintf(bin, sizeof(bin), "%s", b) >= (int)sizeof(bin))
+		return;
+	const char *i = fuzz_write("m.idx", "MMIDIDX", 7);
+	if (i && snprintf(idx, sizeof(idx), "%s", i) < (int)sizeof(idx))
+		token_entry(data, size, idx, bin, dsv_meg_index_load);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] & 1)
-		flat_state(data + 1, size - 1);
-	else
-		index_file(data + 1, size - 1);
+	switch (data[0] & 7) {
+	case 1: flat_state(data + 1, size - 1); break;
+	case 2: chunked_state(data + 1, size - 1); break;
+	case 3: h5_entry(data + 1, size - 1); break;
+	case 4: edf_entry(data + 1, size - 1); break;
+	case 5: token_files(data + 1, size - 1, 0); break;
+	case 6: token_files(data + 1, size - 1, 1); break;
+	default: index_file(data + 1, size - 1); break;
+	}
 	return 0;
 }

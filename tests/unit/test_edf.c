@@ -1,17 +1,21 @@
 /* EDF/BDF headers and sources: files built here byte by byte, each header
  * field malformed in turn (its code and the field named), the channels
  * picked, and every run of elements read from the records compared with
- * the values computed here. */
+ * the values computed here; a recording's index cache entry made into its
+ * source again, and damaged entries refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/bytes.h"
 #include "dsview/source.h"
 #include "fixture.h"
 #include "formats/edf/edf.h"
@@ -365,15 +369,121 @@ static void test_open_refused(void **state)
 	free(b);
 }
 
+/* Loads blob[0 .. len) as the recording at path from the index cache. */
+static int from_entry(const char *path, const void *blob, size_t len, dsv_source **out)
+{
+	struct stat fs;
+	dsv_index_stamp st;
+	dsv_errbuf eb;
+	assert_int_equal(stat(path, &fs), 0);
+	dsv_index_stamp_of(&fs, &st);
+	int err = dsv_edf_index_load(path, NULL, blob, len, &st, out, &eb);
+	if (err) {
+		assert_null(*out);
+		assert_string_equal(eb.file, path);
+		assert_non_null(strstr(eb.reason, "index cache"));
+	}
+	return err;
+}
+
+static void store_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A recording saved into its index entry and made again from it: the
+ * same shape, attributes and samples, no file opened before a read, the
+ * same bytes saved again; every value no header could hold refused. */
+static void test_index_entry(void **state)
+{
+	(void)state;
+	rec_spec r = { 1, "BDF+C", 7, spr7, labels7, 20, NULL };
+	static const size_t sig[] = { 0, 1, 3, 5, 6 };
+	size_t len;
+	uint8_t *b = build(&r, &len);
+	const char *path = scratch_write(dir, "i.bdf", b, len);
+	dsv_source *s, *back;
+	dsv_errbuf eb;
+	dsv_index_buf e = { 0 }, again = { 0 };
+	dsv_source_fd_stats before, after;
+
+	free(b);
+	assert_int_equal(dsv_source_open(path, &s, &eb), 0);
+	assert_int_equal(dsv_edf_index_save(s, &e), 0);
+	assert_int_equal(e.len, 48 + 17 + 7 * 64);
+	dsv_source_fd_counts(&before);
+	assert_int_equal(from_entry(path, e.p, e.len, &back), 0);
+	dsv_source_fd_counts(&after);
+	assert_int_equal(after.firsts, before.firsts); /* nothing opened yet */
+	const dsv_source_info *a = dsv_source_get_info(s), *z = dsv_source_get_info(back);
+	assert_int_equal(z->kind, DSV_SRC_EDF);
+	assert_memory_equal(z->shape, a->shape, sizeof(a->shape));
+	assert_int_equal(z->nchunks, a->nchunks);
+	assert_string_equal(z->attrs, a->attrs);
+	assert_string_equal(z->why, a->why);
+	check_run(back, &r, sig, 0, z->nelems);
+	assert_int_equal(dsv_edf_index_save(back, &again), 0);
+	assert_int_equal(again.len, e.len);
+	assert_memory_equal(again.p, e.p, e.len);
+	free(again.p);
+	dsv_source_close(back);
+	dsv_source_close(s);
+
+	double nan = NAN, inf = INFINITY, neg = -1.0;
+	uint64_t nan_bits, inf_bits, neg_bits;
+	memcpy(&nan_bits, &nan, 8);
+	memcpy(&inf_bits, &inf, 8);
+	memcpy(&neg_bits, &neg, 8);
+	uint8_t *blob = e.p;
+	const size_t S0 = 48 + 17; /* signal 0: label, unit, pmin, pmax, dmin, dmax, spr */
+	const struct {
+		size_t at;
+		uint64_t bad;
+	} cases[] = {
+		{ 0, 2 },                        /* neither EDF nor BDF */
+		{ 8, DSV_EDF_PLUS_D },           /* discontinuous */
+		{ 16, 257 },                     /* header bytes not 256 * (ns + 1) */
+		{ 24, (uint64_t)-2 },            /* a record count below -1 */
+		{ 24, 21 },                      /* more records than the file holds */
+		{ 32, nan_bits },                /* a duration that is no number */
+		{ 32, neg_bits },                /* a negative duration */
+		{ 40, 0 },                       /* no signals */
+		{ 40, 5000 },                    /* more signals than a header holds */
+		{ 40, 6 },                       /* fewer signals than saved */
+		{ S0 + 24, inf_bits },           /* a physical minimum that is no number */
+		{ S0 + 32, nan_bits },           /* a physical maximum that is no number */
+		{ S0 + 40, (uint64_t)-9000000 }, /* a digital minimum past 24 bits */
+		{ S0 + 48, (uint64_t)-8000000 }, /* a digital maximum at the minimum */
+		{ S0 + 56, (1ull << 40) + 1 },   /* too many samples a record */
+		{ S0 + 56, 51 },                 /* records that no longer fill the file */
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		uint64_t keep = dsv_load_le64(blob + cases[k].at);
+		store_le64(blob + cases[k].at, cases[k].bad);
+		if (from_entry(path, blob, e.len, &back) != DSV_ERR_CORRUPT)
+			fail_msg("case %zu (at %zu) not refused", k, cases[k].at);
+		store_le64(blob + cases[k].at, keep);
+	}
+	uint8_t pmax[8];
+	memcpy(pmax, blob + S0 + 32, 8);
+	memcpy(blob + S0 + 32, blob + S0 + 24, 8); /* no scale: pmax at pmin */
+	assert_int_equal(from_entry(path, blob, e.len, &back), DSV_ERR_CORRUPT);
+	memcpy(blob + S0 + 32, pmax, 8);
+	assert_int_equal(from_entry(path, blob, e.len - 1, &back), DSV_ERR_CORRUPT);
+	assert_int_equal(from_entry(path, blob, e.len, &back), 0);
+	dsv_source_close(back);
+	free(e.p);
+}
+
 SCRATCH_GROUP_FIXTURES(dir)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_and_pick),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_reads),
-		cmocka_unit_test(test_open_refused),
+		cmocka_unit_test(test_parse_and_pick), cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_reads),          cmocka_unit_test(test_open_refused),
+		cmocka_unit_test(test_index_entry),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,7 +2,10 @@
  * (index_flat.c): entries found only by their key, stamp and format;
  * every damaged, cut or foreign file refused whole; a file written and
  * loaded back; a .npy made again from its entry reads the same elements
- * and opens its file only at that read. */
+ * and opens its file only at that read; a chunked source (index_chunks.c)
+ * made from an entry written here by hand reads its chunks where the
+ * entry says, saves back to the same bytes, and every value out of what
+ * its encoding allows is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -354,6 +357,166 @@ static void test_flat_source_from_its_entry(void **state)
 	free(b.p);
 }
 
+/* A (5, 4) int16 array in chunks of 2 rows stored raw and out of order
+ * (chunk 0 at 64, 1 at 16, 2 at 96; the last one full, as HDF5 stores
+ * it), element i = i * 3 - 30; and its saved state as the encoding
+ * says: kind, dtype, ndim, shape, the 14 fields, then each chunk's
+ * offset and mask << 32 | size. */
+static void store_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+#define CH_FIELD(k) (8 * (5 + (k))) /* field k after the shape */
+#define CH_CHUNK(i) (CH_FIELD(14) + 16 * (i))
+static const uint64_t CH_OFF[3] = { 64, 16, 96 };
+
+static const char *write_chunked(unsigned char *blob)
+{
+	unsigned char file[128] = { 0 };
+	for (int i = 0; i < 20; i++) {
+		int16_t v = (int16_t)(i * 3 - 30);
+		memcpy(file + CH_OFF[i / 8] + 2 * (i % 8), &v, 2);
+	}
+	const uint64_t head[5] = { DSV_SRC_H5_CHUNKED, DSV_I16, 2, 5, 4 };
+	/* chunk_rows 2, no codec, fletcher32 0, filter bits 0, no shuffle,
+	 * no bitshuffle, no LZ4 block or table, 3 chunks */
+	const uint64_t fields[14] = { 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3 };
+	for (int k = 0; k < 5; k++)
+		store_le64(blob + 8 * k, head[k]);
+	for (int k = 0; k < 14; k++)
+		store_le64(blob + CH_FIELD(k), fields[k]);
+	for (int i = 0; i < 3; i++) {
+		store_le64(blob + CH_CHUNK(i), CH_OFF[i]);
+		store_le64(blob + CH_CHUNK(i) + 8, 16);
+	}
+	return scratch_write(dir, "c.h5", file, sizeof(file));
+}
+#define CH_LEN CH_CHUNK(3)
+
+/* Loads blob[0 .. len) as the chunked source of path. */
+static int load_chunked(const char *path, const unsigned char *blob, size_t len, dsv_source **out)
+{
+	struct stat fs;
+	dsv_index_stamp st;
+	dsv_errbuf eb;
+	assert_int_equal(stat(path, &fs), 0);
+	dsv_index_stamp_of(&fs, &st);
+	int err = dsv_index_load_chunked(path, "/x", blob, len, &st, DSV_SRC_H5_CHUNKED, out, &eb);
+	if (err) {
+		assert_null(*out);
+		assert_non_null(strstr(eb.msg, "c.h5"));
+		assert_non_null(strstr(eb.msg, "index cache"));
+	}
+	return err;
+}
+
+static void test_chunked_source_from_its_entry(void **state)
+{
+	(void)state;
+	unsigned char blob[CH_LEN];
+	const char *path = write_chunked(blob);
+	dsv_source *s;
+	dsv_source_fd_stats before, after;
+	dsv_index_buf b = { 0 };
+	dsv_chunk_ref ref;
+	int16_t got[8];
+
+	dsv_source_fd_counts(&before);
+	assert_int_equal(load_chunked(path, blob, sizeof(blob), &s), 0);
+	dsv_source_fd_counts(&after);
+	assert_int_equal(after.firsts, before.firsts); /* nothing opened yet */
+	const dsv_source_info *in = dsv_source_get_info(s);
+	assert_int_equal(in->kind, DSV_SRC_H5_CHUNKED);
+	assert_int_equal(in->nchunks, 3);
+	assert_int_equal(in->chunk_elems, 8);
+	assert_int_equal(in->stored_bytes, 48);
+	for (uint64_t c = 0; c < 3; c++) {
+		assert_int_equal(dsv_source_chunk(s, c, &ref), 0);
+		assert_int_equal(ref.offset, CH_OFF[c]);
+		assert_int_equal(dsv_source_decode_chunk(s, &ref, got, sizeof(got), NULL), 0);
+		for (uint64_t i = 0; i < ref.nelems; i++)
+			assert_int_equal(got[i], (int)(c * 8 + i) * 3 - 30);
+	}
+	assert_int_equal(dsv_index_save_chunked(s, &b), 0); /* the same bytes back */
+	assert_int_equal(b.len, sizeof(blob));
+	assert_memory_equal(b.p, blob, sizeof(blob));
+	free(b.p);
+	dsv_source_close(s);
+}
+
+/* Each field out of range, set to bad, is refused; put back, it loads. */
+static void test_chunked_fields_refused(void **state)
+{
+	(void)state;
+	unsigned char blob[CH_LEN];
+	const char *path = write_chunked(blob);
+	dsv_source *s;
+	static const struct {
+		size_t at;
+		uint64_t bad;
+	} cases[] = {
+		{ 0, DSV_SRC_H5_CONTIGUOUS }, /* another kind */
+		{ 8, 99 },                    /* no such dtype */
+		{ 16, 0 },                    /* no dimensions */
+		{ 24, 1ull << 62 },           /* a shape whose bytes overflow */
+		{ CH_FIELD(0), 0 },           /* chunks of no rows */
+		{ CH_FIELD(0), 3 },           /* rows that make another count of chunks */
+		{ CH_FIELD(1), 99 },          /* no such codec */
+		{ CH_FIELD(1), 1ull << 40 },
+		{ CH_FIELD(1), 0x80000000u }, /* a codec that would be a negative enum */
+		{ CH_FIELD(2), 0xc9000000u },
+		/* fletcher32 that would be a negative int */ /* a 32-bit field past 32 bits */
+		{ CH_FIELD(2), 2 },                           /* fletcher32 neither 0 nor 1 */
+		{ CH_FIELD(3), 32 },                          /* a filter bit outside the mask */
+		{ CH_FIELD(5), 3 },              /* a shuffle of another element size */
+		{ CH_FIELD(7), 2 },              /* bitshuffle's fields without it */
+		{ CH_FIELD(10), 4 },             /* an LZ4 block without LZ4 */
+		{ CH_FIELD(11), 8 },             /* a table offset without a table */
+		{ CH_FIELD(12), 2 },             /* a table without LZ4 */
+		{ CH_FIELD(13), 4 },             /* another count of chunks */
+		{ CH_FIELD(13), 1ull << 60 },    /* a count whose map overflows */
+		{ CH_CHUNK(1) + 8, 0 },          /* a chunk of no bytes */
+		{ CH_CHUNK(1) + 8, 15 },         /* an unfiltered chunk short of a chunk */
+		{ CH_CHUNK(2), UINT64_MAX },     /* a chunk never written */
+		{ CH_CHUNK(2), UINT64_MAX - 8 }, /* its end past 2^64 */
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		uint64_t keep = dsv_load_le64(blob + cases[k].at);
+		store_le64(blob + cases[k].at, cases[k].bad);
+		if (load_chunked(path, blob, sizeof(blob), &s) != DSV_ERR_CORRUPT)
+			fail_msg("case %zu (at %zu) not refused", k, cases[k].at);
+		store_le64(blob + cases[k].at, keep);
+	}
+	/* cut short, a byte more */
+	assert_int_equal(load_chunked(path, blob, sizeof(blob) - 1, &s), DSV_ERR_CORRUPT);
+	unsigned char more[CH_LEN + 1];
+	memcpy(more, blob, sizeof(blob));
+	more[CH_LEN] = 0;
+	assert_int_equal(load_chunked(path, more, sizeof(more), &s), DSV_ERR_CORRUPT);
+	/* a codec's chunk may be any size up to about twice the chunk */
+	store_le64(blob + CH_FIELD(1), DSV_CODEC_LZ4);
+	store_le64(blob + CH_CHUNK(0) + 8, 2 * 16 + (64u << 10) + 1);
+	assert_int_equal(load_chunked(path, blob, sizeof(blob), &s), DSV_ERR_CORRUPT);
+	store_le64(blob + CH_CHUNK(0) + 8,
+		   7 | 1ull << 32); /* but one whose codec was skipped is raw */
+	assert_int_equal(load_chunked(path, blob, sizeof(blob), &s), DSV_ERR_CORRUPT);
+	store_le64(blob + CH_CHUNK(0) + 8, 7);
+	assert_int_equal(load_chunked(path, blob, sizeof(blob), &s), 0);
+	dsv_source_close(s);
+	/* a chunk past the end of the file loads, and its read fails */
+	store_le64(blob + CH_FIELD(1), DSV_CODEC_NONE);
+	store_le64(blob + CH_CHUNK(0) + 8, 16);
+	store_le64(blob + CH_CHUNK(2), 120);
+	assert_int_equal(load_chunked(path, blob, sizeof(blob), &s), 0);
+	dsv_chunk_ref ref;
+	int16_t got[8];
+	assert_int_equal(dsv_source_chunk(s, 2, &ref), 0);
+	assert_int_not_equal(dsv_source_decode_chunk(s, &ref, got, sizeof(got), NULL), 0);
+	dsv_source_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +527,8 @@ int main(void)
 		cmocka_unit_test(test_duplicate_key_refused),
 		cmocka_unit_test(test_write_and_load),
 		cmocka_unit_test(test_flat_source_from_its_entry),
+		cmocka_unit_test(test_chunked_source_from_its_entry),
+		cmocka_unit_test(test_chunked_fields_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

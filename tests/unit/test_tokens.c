@@ -1,7 +1,8 @@
 /* Token formats (src/formats/tokens): a LitData dataset of more chunk
  * files than the descriptor budget, read through the cache; a Megatron
  * index's documents as rows, cut or padded, against the documents the
- * test wrote. */
+ * test wrote; an llm.c file's and a Megatron index's index cache entries
+ * made into their sources again, and damaged ones refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/bytes.h"
 #include "common/knobs.h"
 #include "dsview/source.h"
 #include "fixture.h"
@@ -207,11 +211,162 @@ static void test_megatron_documents(void **state)
 	assert_non_null(strstr(eb.msg, "dtype code 7 is float32"));
 }
 
+static void store_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* load (a token format's) of blob for file as it is now. */
+typedef int (*load_fn)(const char *, const char *, const void *, size_t, const dsv_index_stamp *,
+		       dsv_source **, dsv_errbuf *);
+static int load_entry(load_fn load, const char *file, const void *blob, size_t len,
+		      dsv_source **out)
+{
+	struct stat fs;
+	dsv_index_stamp st;
+	dsv_errbuf eb;
+	assert_int_equal(stat(file, &fs), 0);
+	dsv_index_stamp_of(&fs, &st);
+	int err = load(file, NULL, blob, len, &st, out, &eb);
+	if (err) {
+		assert_null(*out);
+		assert_string_equal(eb.file, file);
+	}
+	return err;
+}
+
+/* s made from blob reads every token as want(k), with no file opened
+ * before the read, and saves back to blob. */
+static void check_made(dsv_source *s, const unsigned char *blob, size_t len, uint64_t n,
+		       int64_t (*want)(uint64_t))
+{
+	dsv_index_buf again = { 0 };
+	dsv_chunk_ref ref;
+	const dsv_source_info *in = dsv_source_get_info(s);
+	assert_int_equal(in->kind, DSV_SRC_RUN);
+	assert_int_equal(in->nelems, n);
+	assert_int_equal(in->tokens, 1);
+	unsigned char *raw = malloc(n * dsv_dtype_size(in->dtype));
+	for (uint64_t i = 0; i < in->nchunks; i++) {
+		assert_int_equal(dsv_source_chunk(s, i, &ref), 0);
+		assert_int_equal(dsv_source_decode_chunk(
+					 s, &ref, raw + ref.elem_start * dsv_dtype_size(in->dtype),
+					 ref.nelems * dsv_dtype_size(in->dtype), NULL),
+				 0);
+	}
+	for (uint64_t k = 0; k < n; k++)
+		assert_int_equal(dsv_load_uint(raw + k * dsv_dtype_size(in->dtype),
+					       (int)dsv_dtype_size(in->dtype), 0),
+				 want(k));
+	assert_int_equal(dsv_tokens_index_save(s, &again), 0);
+	assert_int_equal(again.len, len);
+	assert_memory_equal(again.p, blob, len);
+	free(again.p);
+	free(raw);
+}
+
+#define LLMC_N 300
+static int64_t llmc_tok(uint64_t k)
+{
+	return (int64_t)((k * 7919) % 50257);
+}
+
+static int64_t meg_tok(uint64_t k)
+{
+	/* the sequences' tokens one after the other: 10 * i + k, i = 0, 1, 3, 4, 5 */
+	static const int64_t all[] = { 0,  1,  10, 11, 12, 30, 31, 32, 33, 34, 40, 41,
+				       42, 43, 44, 45, 50, 51, 52, 53, 54, 55, 56 };
+	return all[k];
+}
+
+static void test_index_entries(void **state)
+{
+	(void)state;
+	unsigned char file[1024 + 2 * LLMC_N] = { 0 };
+	uint32_t head[3] = { 20240520u, 1, LLMC_N };
+	memcpy(file, head, sizeof(head));
+	for (int k = 0; k < LLMC_N; k++) {
+		uint16_t v = (uint16_t)llmc_tok((uint64_t)k);
+		memcpy(file + 1024 + 2 * k, &v, 2);
+	}
+	const char *path = scratch_write(dir, "l.bin", file, sizeof(file));
+	dsv_source *s, *back;
+	dsv_errbuf eb;
+	dsv_index_buf b = { 0 };
+	dsv_source_fd_stats before, after;
+
+	assert_int_equal(dsv_format_llmc.open(path, NULL, &s, &eb), 0);
+	assert_int_equal(dsv_tokens_index_save(s, &b), 0);
+	dsv_source_fd_counts(&before);
+	assert_int_equal(load_entry(dsv_llmc_index_load, path, b.p, b.len, &back), 0);
+	dsv_source_fd_counts(&after);
+	assert_int_equal(after.firsts, before.firsts); /* nothing opened yet */
+	assert_string_equal(dsv_source_get_info(back)->why, dsv_source_get_info(s)->why);
+	check_made(back, b.p, b.len, LLMC_N, llmc_tok);
+	dsv_source_close(back);
+	dsv_source_close(s);
+	/* dtype, offset, count, tokens, the file's size, the text's length and a byte */
+	const struct {
+		size_t at;
+		uint64_t bad;
+	} cases[] = { { 0, DSV_F32 }, { 0, DSV_BF16 },    { 0, 99 },
+		      { 8, 1026 },    { 16, LLMC_N + 1 }, { 16, 1ull << 62 },
+		      { 24, 0 },      { 24, 2 },          { 32, 1024 + 2 * LLMC_N + 2 },
+		      { 40, 7 },      { 64, 300 },        { 64, 1000 },
+		      { 72, 0x0a } };
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		uint64_t keep = dsv_load_le64(b.p + cases[k].at);
+		store_le64(b.p + cases[k].at, cases[k].bad);
+		if (load_entry(dsv_llmc_index_load, path, b.p, b.len, &back) != DSV_ERR_CORRUPT)
+			fail_msg("llm.c case %zu (at %zu) not refused", k, cases[k].at);
+		store_le64(b.p + cases[k].at, keep);
+	}
+	assert_int_equal(load_entry(dsv_llmc_index_load, path, b.p, b.len - 1, &back),
+			 DSV_ERR_CORRUPT);
+	free(b.p);
+
+	/* Megatron: found by the .idx, the .bin's stamp checked */
+	const char *idx = write_meg("mi", 8);
+	char bin[256];
+	snprintf(bin, sizeof(bin), "%s/mi.bin", dir);
+	b = (dsv_index_buf){ 0 };
+	assert_int_equal(dsv_format_megatron.open(idx, NULL, &s, &eb), 0);
+	assert_int_equal(dsv_tokens_index_save(s, &b), 0);
+	dsv_source_close(s);
+	dsv_source_fd_counts(&before);
+	assert_int_equal(load_entry(dsv_meg_index_load, idx, b.p, b.len, &back), 0);
+	dsv_source_fd_counts(&after);
+	assert_int_equal(after.firsts, before.firsts);
+	assert_string_equal(dsv_source_get_info(back)->path, bin);
+	check_made(back, b.p, b.len, 23, meg_tok);
+	dsv_source_close(back);
+	const struct {
+		size_t at;
+		uint64_t bad;
+	} mcases[] = { { 0, DSV_U64 }, { 0, DSV_F16 }, { 8, 2 }, { 24, 0 }, { 48, 1 }, { 56, 1 } };
+	for (size_t k = 0; k < sizeof(mcases) / sizeof(mcases[0]); k++) {
+		uint64_t keep = dsv_load_le64(b.p + mcases[k].at);
+		store_le64(b.p + mcases[k].at, mcases[k].bad);
+		if (load_entry(dsv_meg_index_load, idx, b.p, b.len, &back) != DSV_ERR_CORRUPT)
+			fail_msg("Megatron case %zu (at %zu) not refused", k, mcases[k].at);
+		store_le64(b.p + mcases[k].at, keep);
+	}
+	/* the .bin touched since: refused; gone: refused */
+	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 1000000, 0 } };
+	assert_int_equal(utimensat(AT_FDCWD, bin, ts, 0), 0);
+	assert_int_equal(load_entry(dsv_meg_index_load, idx, b.p, b.len, &back), DSV_ERR_CORRUPT);
+	assert_int_equal(unlink(bin), 0);
+	assert_int_equal(load_entry(dsv_meg_index_load, idx, b.p, b.len, &back), DSV_ERR_NOTFOUND);
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_litdata_under_the_budget),
 		cmocka_unit_test(test_megatron_documents),
+		cmocka_unit_test(test_index_entries),
 	};
 	if (scratch_make(dir))
 		return 1;

@@ -391,22 +391,41 @@ static int edf_layout(dsv_source *s, edf_state *st, dsv_errbuf *eb)
 	return 0;
 }
 
-int dsv_source_open_edf(const char *path, dsv_source **out, dsv_errbuf *eb)
+int dsv_edf_take_header(dsv_source *s, dsv_edf_hdr *h, dsv_errbuf *eb)
 {
-	dsv_source *s = dsv_source_alloc(path, NULL);
 	edf_state *st = calloc(1, sizeof(*st));
 	int err;
 
-	*out = NULL;
-	if (!s || !st) {
-		free(st);
-		dsv_source_close(s);
-		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
+	if (!st) {
+		dsv_edf_hdr_free(h);
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, NULL, "out of memory");
 	}
+	st->h = *h;
+	*h = (dsv_edf_hdr){ 0 };
 	s->fmt = st;
 	s->fmt_close = edf_state_free;
-	if ((err = dsv_source_open_file(s, eb)) || (err = read_header(s, &st->h, eb)) ||
-	    (err = pick_channels(st, path, eb)) || (err = edf_layout(s, st, eb))) {
+	if (!(err = pick_channels(st, s->path, eb)))
+		err = edf_layout(s, st, eb);
+	return err;
+}
+
+const dsv_edf_hdr *dsv_edf_header_of(const dsv_source *s)
+{
+	return s->fmt && s->fmt_close == edf_state_free ? &((const edf_state *)s->fmt)->h : NULL;
+}
+
+int dsv_source_open_edf(const char *path, dsv_source **out, dsv_errbuf *eb)
+{
+	dsv_source *s = dsv_source_alloc(path, NULL);
+	dsv_edf_hdr h = { 0 };
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return dsv_errf_at(eb, DSV_ERR_NOMEM, path, NULL, "out of memory");
+	if ((err = dsv_source_open_file(s, eb)) || (err = read_header(s, &h, eb)) ||
+	    (err = dsv_edf_take_header(s, &h, eb))) {
+		dsv_edf_hdr_free(&h);
 		dsv_source_close(s);
 		return err;
 	}
@@ -442,4 +461,6 @@ const dsv_format dsv_format_edf = {
 	.by_name = edf_by_name,
 	.by_magic = edf_by_magic,
 	.open = edf_open,
+	.save = dsv_edf_index_save,
+	.load = dsv_edf_index_load,
 };

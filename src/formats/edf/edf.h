@@ -91,6 +91,21 @@ void dsv_edf_hdr_free(dsv_edf_hdr *h);
  * no signal holds samples. */
 uint64_t dsv_edf_pick(const dsv_edf_hdr *h, size_t *pick, size_t *n);
 
+/* Makes s (its file opened, or unopened: made from the index cache) the
+ * source of the recording h says, h taken (emptied; freed with s,
+ * whatever the result): the channels served, their scales, the shape,
+ * the attributes. @return 0 or a dsv_err with eb set (close s then). */
+int dsv_edf_take_header(dsv_source *s, dsv_edf_hdr *h, dsv_errbuf *eb);
+/* The header of an EDF/BDF source, or NULL when s is not one. */
+const dsv_edf_hdr *dsv_edf_header_of(const dsv_source *s);
+
+/* edf_index.c: the index cache's hooks (source/format.h's save and
+ * load): the header's values that make the source, checked at the load
+ * as the header's parse checks them. */
+int dsv_edf_index_save(const dsv_source *s, dsv_index_buf *out);
+int dsv_edf_index_load(const char *file, const char *dataset, const void *blob, size_t len,
+		       const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);
+
 /* Opens path as a source (the format's open). */
 int dsv_source_open_edf(const char *path, dsv_source **out, dsv_errbuf *eb);
 

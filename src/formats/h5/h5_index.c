@@ -1,14 +1,17 @@
 /*
- * HDF5 sources in the index cache (source/index.h). A contiguous dataset
- * that the open mapped to one run of the file, read with pread and never
- * through the library, is kept as a flat source with its dataset's path,
- * attributes and axis names, and made again with no library call and no
- * read of the file (the scaling a store records is worked out again from
- * the attributes). Other datasets are not kept and are opened at every
- * mount: a chunked one's chunk map, filters and grid are state this
- * does not write yet, and a fallback one (or one with chunks never
+ * HDF5 sources in the index cache (source/index.h), made again with no
+ * library call and no read of the file (the scaling a store records is
+ * worked out again from the attributes). Two kinds are kept, each with
+ * its dataset's path, attributes and axis names: a contiguous dataset
+ * the open mapped to one run of the file (as a flat source), and a
+ * chunked one of whole-row chunks that dsview decodes itself (its chunk
+ * map, 16 bytes a chunk, and its filter pipeline as the read path's
+ * fields). Other datasets are opened at every mount: a grid's chunks
+ * (chunks that split rows) are located per chunk, which this does not
+ * write yet, and one read through the library (or with chunks never
  * written) keeps the library's handles open for its reads, which no file
- * can hold.
+ * can hold. An entry is at most DSV_INDEX_BLOB_MAX bytes: a dataset of
+ * more chunks than that holds is opened at every mount.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -50,10 +53,18 @@ int dsv_h5_index_save(const dsv_source *s, dsv_index_buf *out)
 	dsv_index_buf flat = { 0 };
 	int err;
 
-	if (s->info.kind != DSV_SRC_H5_CONTIGUOUS || s->fallback || s->fmt || !s->dataset)
+	if (s->fallback || s->fmt || !s->dataset)
 		return DSV_ERR_UNSUPPORTED;
-	if ((err = dsv_index_save_flat(s, &flat)))
+	if (s->info.kind == DSV_SRC_H5_CONTIGUOUS)
+		err = dsv_index_save_flat(s, &flat);
+	else if (s->info.kind == DSV_SRC_H5_CHUNKED)
+		err = dsv_index_save_chunked(s, &flat);
+	else
+		err = DSV_ERR_UNSUPPORTED;
+	if (err) {
+		free(flat.p);
 		return err;
+	}
 	dsv_index_put_u64(out, flat.len);
 	dsv_index_put(out, flat.p, flat.len);
 	free(flat.p);
@@ -81,6 +92,19 @@ static int same_dataset(const char *asked, const char *dname)
 	return !asked || !strcmp(asked + (asked[0] == '/'), dname + 1);
 }
 
+/* The source of layout[0 .. len), by the kind it starts with. */
+static int load_layout(const char *file, const char *dname, const unsigned char *layout, size_t len,
+		       const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb)
+{
+	dsv_index_cur c = { layout, layout + len, 0 };
+	uint64_t kind = dsv_index_get_u64(&c);
+
+	if (kind == DSV_SRC_H5_CHUNKED)
+		return dsv_index_load_chunked(file, dname, layout, len, st, DSV_SRC_H5_CHUNKED, out,
+					      eb);
+	return dsv_index_load_flat(file, dname, layout, len, st, DSV_SRC_H5_CONTIGUOUS, out, eb);
+}
+
 int dsv_h5_index_load(const char *file, const char *dataset, const void *blob, size_t len,
 		      const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb)
 {
@@ -95,8 +119,7 @@ int dsv_h5_index_load(const char *file, const char *dataset, const void *blob, s
 	if (flat && !get_text(&c, &dname) && !get_text(&c, &attrs) && !get_text(&c, &dims) &&
 	    c.p == c.end && dname && same_dataset(dataset, dname) &&
 	    (!attrs || json_of(attrs, JSON_OBJECT)) && (!dims || json_of(dims, JSON_ARRAY)))
-		err = dsv_index_load_flat(file, dname, flat, (size_t)flen, st,
-					  DSV_SRC_H5_CONTIGUOUS, &s, eb);
+		err = load_layout(file, dname, flat, (size_t)flen, st, &s, eb);
 	else
 		err = dsv_errf_at(eb, err, file, dataset,
 				  "its entry in the index cache is damaged");

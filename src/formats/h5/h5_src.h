@@ -54,7 +54,8 @@ int dsv_h5_read_vds(dsv_h5_open *o, const char *path, const char *dname, dsv_h5_
 void dsv_h5_vds_free(dsv_h5_vds *v);
 
 /* h5_index.c: the table's index cache hooks (source/format.h's save and
- * load): a contiguous dataset read with pread alone is kept, no other. */
+ * load): a contiguous dataset read with pread alone is kept, and a
+ * chunked one of whole-row chunks read with pread alone; no other. */
 int dsv_h5_index_save(const dsv_source *s, dsv_index_buf *out);
 int dsv_h5_index_load(const char *file, const char *dataset, const void *blob, size_t len,
 		      const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);

@@ -82,4 +82,6 @@ const dsv_format dsv_format_llmc = {
 	.noun = "an llm.c .bin",
 	.by_magic = llmc_by_magic,
 	.open = llmc_open,
+	.save = dsv_tokens_index_save,
+	.load = dsv_llmc_index_load,
 };

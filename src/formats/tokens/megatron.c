@@ -28,7 +28,7 @@
 
 #define MEG_MAGIC "MMIDIDX\0\0"
 
-static const dsv_dtype meg_dtypes[] = {
+const dsv_dtype dsv_meg_dtypes[DSV_MEG_CODES] = {
 	DSV_DTYPE_INVALID, DSV_U8, DSV_I8, DSV_I16, DSV_I32, DSV_I64, DSV_F64, DSV_F32, DSV_U16,
 };
 
@@ -129,7 +129,7 @@ static int read_header(dsv_meg *g, dsv_errbuf *eb)
 	if (g->code < 1 || g->code > 8)
 		return dsv_errf_at(eb, DSV_ERR_FORMAT, g->idx, NULL,
 				   "dtype code %d is not one of Megatron's (1 to 8)", g->code);
-	g->dtype = meg_dtypes[g->code];
+	g->dtype = dsv_meg_dtypes[g->code];
 	g->nseq = dsv_load_le64(h + 18);
 	g->ndoc = dsv_load_le64(h + 26);
 	uint64_t size = g->s->file_size;
@@ -165,10 +165,10 @@ static int check_bin(const dsv_meg *g, const char *bin, dsv_errbuf *eb)
 		return 0;
 	char also[96] = "";
 	for (int c = 1; c <= 8; c++) {
-		uint64_t e = dsv_dtype_size(meg_dtypes[c]);
+		uint64_t e = dsv_dtype_size(dsv_meg_dtypes[c]);
 		if (c != g->code && g->total && size == g->total * e) {
 			snprintf(also, sizeof(also), "; its size fits %s (code %d)",
-				 dsv_dtype_name(meg_dtypes[c]), c);
+				 dsv_dtype_name(dsv_meg_dtypes[c]), c);
 			break;
 		}
 	}
@@ -179,9 +179,17 @@ static int check_bin(const dsv_meg *g, const char *bin, dsv_errbuf *eb)
 			   dsv_dtype_name(g->dtype), (unsigned long long)(g->total * es), also);
 }
 
+char *dsv_meg_bin_of(const char *idx)
+{
+	size_t n = strlen(idx);
+	char *bin;
+	if (asprintf(&bin, "%.*s.bin", (int)(dsv_has_ext(idx, ".idx") ? n - 4 : n), idx) < 0)
+		return NULL;
+	return bin;
+}
+
 int dsv_meg_open(dsv_meg *g, const char *file, dsv_errbuf *eb)
 {
-	size_t n = strlen(file);
 	int err;
 
 	*g = (dsv_meg){ .idx = file };
@@ -189,11 +197,8 @@ int dsv_meg_open(dsv_meg *g, const char *file, dsv_errbuf *eb)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
 	if (!(err = dsv_source_open_file(g->s, eb)) && !(err = read_header(g, eb)) &&
 	    !(err = check_sequences(g, eb)) && !(err = check_documents(g, eb))) {
-		if (asprintf(&g->bin, "%.*s.bin", (int)(dsv_has_ext(file, ".idx") ? n - 4 : n),
-			     file) < 0) {
-			g->bin = NULL;
+		if (!(g->bin = dsv_meg_bin_of(file)))
 			err = dsv_errf(eb, DSV_ERR_NOMEM, "out of memory");
-		}
 	}
 	if (!err)
 		err = check_bin(g, g->bin, eb);
@@ -246,4 +251,6 @@ const dsv_format dsv_format_megatron = {
 	.by_name = meg_by_name,
 	.by_magic = meg_by_magic,
 	.open = meg_open,
+	.save = dsv_tokens_index_save,
+	.load = dsv_meg_index_load,
 };

@@ -22,6 +22,14 @@ typedef struct dsv_meg {
 	uint64_t nseq, ndoc, total; /* total: tokens, the lengths' sum */
 } dsv_meg;
 
+/* The element type of each dtype code, 1 to 8 (0: none). */
+#define DSV_MEG_CODES 9
+extern const dsv_dtype dsv_meg_dtypes[DSV_MEG_CODES];
+
+/* The .bin beside the index idx (PREFIX.idx: PREFIX.bin), newly
+ * allocated; NULL when out of memory. */
+char *dsv_meg_bin_of(const char *idx);
+
 /* Opens the index file and checks every field of it and the .bin's size
  * (megatron.c). @return 0 (dsv_meg_close frees g), or a dsv_err with eb
  * set (g freed). */

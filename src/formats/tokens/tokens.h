@@ -38,4 +38,16 @@ int dsv_tokens_read_head(const char *file, void *buf, size_t n, const char *what
 /* Marks s, opened by a token format, a token stream whose info says why. */
 void dsv_tokens_mark(dsv_source *s, const char *why);
 
+/* tokens_index.c: the index cache's hooks (source/format.h's save and
+ * load) of a token stream in one run of a file: its dtype, offset,
+ * count, what info says, and the stamp of the file the run is in. The
+ * loads check each against that file as it is now (llm.c's: the file
+ * named, its 1024-byte header; Megatron's: the .bin beside the .idx
+ * named, stat'ed, not read). */
+int dsv_tokens_index_save(const dsv_source *s, dsv_index_buf *out);
+int dsv_llmc_index_load(const char *file, const char *dataset, const void *blob, size_t len,
+			const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);
+int dsv_meg_index_load(const char *file, const char *dataset, const void *blob, size_t len,
+		       const dsv_index_stamp *st, dsv_source **out, dsv_errbuf *eb);
+
 #endif
