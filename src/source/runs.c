@@ -207,7 +207,7 @@ int dsv_source_set_runs(dsv_source *s, dsv_run *r, size_t n, uint64_t row)
 	if (!packed) { /* flat, through runs_pread */
 		s->more->vpread = runs_pread;
 		s->data_offset = 0;
-		s->file_size = total * es;
+		s->more->vsize = total * es;
 		s->info.stored_bytes = total * es;
 		dsv_source_flat_chunks(s, DSV_PREAD_CHUNK_BYTES);
 		return 0;

@@ -320,10 +320,12 @@ size_t dsv_source_scratch_size(const dsv_source *s)
 }
 
 /* [off, off + n) lies inside the file as it was at open (a file that
- * shrank since fails at pread instead). */
+ * shrank since fails at pread instead), or inside the flat layout of a
+ * source read through vpread. */
 static int within_file(const dsv_source *s, uint64_t off, uint64_t n)
 {
-	return n <= s->file_size && off <= s->file_size - n;
+	uint64_t size = s->more->vpread ? s->more->vsize : s->file_size;
+	return n <= size && off <= size - n;
 }
 
 void dsv_source_note_lz4_block(dsv_source *s)

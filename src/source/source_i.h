@@ -167,6 +167,7 @@ struct dsv_source_more {
 	 * files, not at their offsets in its own (runs.c): dsv_source_pread
 	 * reads their flat layout (element i at byte i * esize) through it */
 	int (*vpread)(const dsv_source *s, void *buf, size_t n, uint64_t off);
+	uint64_t vsize; /* the bytes of that flat layout (file_size stays the file's) */
 	/* optional: the data's bytes on disk, when counting them costs too
 	 * much for open (dsv_source_stored_bytes; thread-safe) */
 	uint64_t (*stored_count)(const dsv_source *s);

@@ -144,6 +144,27 @@ class ArrowTest(E2E):
             check_whole(self, m, "mask", mask.astype(np.int8), "int8")
             check_whole(self, m, "i32", b.astype(np.int32), "int32")
 
+    def test_many_files_past_the_descriptor_budget(self):
+        """Multi-batch files closed by the budget and opened again to read
+        are checked against the file's own size, not the stream's."""
+        ini = "[ids]\nsource = hf/cache-*.arrow\n\n[big]\nsource = plain.arrow\n"
+        ini += "".join(f"\n[s{k}]\nsource = {n}\n"
+                       for k, n in enumerate(("sliced.arrow", "lz4.arrow", "zstd.arrow")))
+        with self.mount(self.write_ini(ini), env={"DSVIEW_OPEN_FILES": "4"}) as m:
+            for _ in range(2):  # every file closed and opened again between passes
+                ids = np.concatenate([self.ref(f"hf/cache-0000{k}.arrow", "input_ids")
+                                      for k in (0, 1)]).astype(np.int64)
+                check_whole(self, m, "ids", ids, "int64")
+                check_whole(self, m, "big", self.ref("plain.arrow", "input_ids")
+                            .astype(np.int64), "int64")
+                check_whole(self, m, "s0", self.ref("sliced.arrow", "input_ids")
+                            .astype(np.int64), "int64")
+                check_whole(self, m, "s1", self.ref("lz4.arrow", "input_ids")
+                            .astype(np.int64), "int64")
+            st = m.stats()
+            self.assertEqual(st["source_fd_budget"], 4)
+            self.assertLessEqual(st["source_fds"], 4)
+
     def test_file_form_compression_and_column_types(self):
         for name in ("plain.arrow", "zstd.arrow", "lz4.arrow"):
             with self.subTest(name), self.mount(self.p(name)) as m:
