@@ -37,12 +37,13 @@ int dsv_index_save_chunked(const dsv_source *s, dsv_index_buf *out)
 		if (s->more->chunk_off[i] == DSV_SRC_UNALLOCATED)
 			return DSV_ERR_UNSUPPORTED; /* the library fills it */
 	const uint64_t head[] = { s->info.kind, s->info.dtype, (uint64_t)s->info.ndim };
-	const uint64_t rest[HEAD_FIELDS] = {
-		s->more->chunk_rows,      s->codec,       (uint64_t)s->fletcher32, s->more->codec_filter_bit,
-		s->more->fl32_filter_bit, s->shuffle,     s->more->shuffle_filter_bit,   s->more->bshuf_elem,
-		s->more->bshuf_block,     s->more->bshuf_comp,  s->info.lz4_block,       s->more->table_off,
-		s->more->table_blocks,    s->info.nchunks
-	};
+	const uint64_t rest[HEAD_FIELDS] = { s->more->chunk_rows,         s->codec,
+					     (uint64_t)s->fletcher32,     s->more->codec_filter_bit,
+					     s->more->fl32_filter_bit,    s->shuffle,
+					     s->more->shuffle_filter_bit, s->more->bshuf_elem,
+					     s->more->bshuf_block,        s->more->bshuf_comp,
+					     s->info.lz4_block,           s->more->table_off,
+					     s->more->table_blocks,       s->info.nchunks };
 	for (size_t k = 0; k < 3; k++)
 		dsv_index_put_u64(out, head[k]);
 	for (int i = 0; i < s->info.ndim; i++)
@@ -82,7 +83,8 @@ static int check_geometry(dsv_source *s, uint64_t nchunks)
 {
 	uint64_t esize = dsv_dtype_size(s->info.dtype), raw;
 
-	if (!s->more->chunk_rows || dsv_mul_u64(s->more->chunk_rows, s->info.row_elems, &s->info.chunk_elems) ||
+	if (!s->more->chunk_rows ||
+	    dsv_mul_u64(s->more->chunk_rows, s->info.row_elems, &s->info.chunk_elems) ||
 	    dsv_mul_u64(s->info.chunk_elems, esize, &raw) || raw > UINT32_MAX)
 		return DSV_ERR_CORRUPT;
 	s->more->chunk_raw_size = raw;
@@ -106,7 +108,8 @@ static int check_pipeline(const dsv_source *s)
 	    (s->shuffle && (s->shuffle != esize || esize < 2)))
 		return DSV_ERR_CORRUPT;
 	if (s->codec == DSV_CODEC_BSHUF) {
-		const unsigned cd[5] = { 0, 0, s->more->bshuf_elem, s->more->bshuf_block, s->more->bshuf_comp };
+		const unsigned cd[5] = { 0, 0, s->more->bshuf_elem, s->more->bshuf_block,
+					 s->more->bshuf_comp };
 		if (dsv_bshuf_params(cd, 5, &elem, &block, &comp, NULL) || elem != esize)
 			return DSV_ERR_CORRUPT;
 	} else if (s->more->bshuf_elem || s->more->bshuf_block || s->more->bshuf_comp) {
@@ -130,7 +133,8 @@ static int check_table(dsv_source *s)
 	if (!s->more->table_blocks)
 		return s->more->table_off ? DSV_ERR_CORRUPT : 0;
 	if (!s->info.lz4_block || s->info.lz4_block >= s->more->chunk_raw_size ||
-	    s->more->table_blocks != dsv_lz4_table_blocks(s->more->chunk_raw_size, s->info.lz4_block) ||
+	    s->more->table_blocks !=
+		    dsv_lz4_table_blocks(s->more->chunk_raw_size, s->info.lz4_block) ||
 	    dsv_mul_u64(s->info.nchunks, dsv_lz4_table_row_bytes(s->more->table_blocks), &bytes) ||
 	    dsv_add_u64(s->more->table_off, bytes, &end) || end > s->file_size)
 		return DSV_ERR_CORRUPT;
