@@ -18,10 +18,17 @@ random windows, batches of 64 (EEG_BATCHES, default 20, or 15 s):
            recording (1, 129, T), read by memmap slices
   memmap   dsview's windows view as a float32 memmap, rows fancy-indexed
   batches  dsview.batches() over the same view: shuffled, hinted
+  inproc   dsview.open(manifest): the same view read in this process, no
+           FUSE, rows fancy-indexed
+  null     the ceiling of the FUSE crossing: bench/nullfs (NULLFS) serving
+           a file of the view's size from memory (no I/O, no decoding),
+           read as the memmap peer reads the view (its read_ahead_kb:
+           EEG_NULL_RA_KB, default 128, dsview's)
 Cold: page cache dropped and a fresh daemon before each peer's pass.
-ROUNDS (3) interleaved rounds, medians; the ratios of this run's medians:
-memmap / npy (target >= 0.8) and batches / mne (target >= 5; against
-pyedflib where MNE does not import)."""
+EEG_PEERS (comma-separated) picks peers. ROUNDS (3) interleaved rounds,
+medians; the ratios of this run's medians: memmap / npy (target >= 0.8),
+null / npy (what any FUSE file system could reach here) and batches /
+mne (target >= 5; against pyedflib where MNE does not import)."""
 import glob
 import os
 import subprocess
@@ -35,6 +42,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import benchlib as L  # noqa: E402
 
 DSVIEW = os.environ.get("DSVIEW", "build/dsview")
+NULLFS = os.environ.get("NULLFS", "build/bench/nullfs")
+NULL_RA_KB = int(os.environ.get("EEG_NULL_RA_KB", "128"))
 RECS = int(os.environ.get("EEG_RECS", "30"))
 MB = int(os.environ.get("EEG_MB", "270"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -177,6 +186,28 @@ def peer_batches(work, wins, picks, rnd):
     return mounted(work, fn)
 
 
+def peer_inproc(work, wins, picks):
+    import dsview
+    a = dsview.open(os.path.join(work, "w.ini"))
+    return timed(lambda k: np.asarray(a[picks[k]]), len(picks))
+
+
+def peer_null(work, wins, picks):
+    mnt = os.path.join(work, "nullmnt")
+    shape = (len(wins), C, W)
+    proc = L.mount_null(NULLFS, int(np.prod(shape)) * 4, mnt)
+    L.raise_readahead(mnt, NULL_RA_KB)
+    try:
+        a = np.memmap(os.path.join(mnt, "data.dat"), np.float32, "r", shape=shape)
+        try:
+            return timed(lambda k: np.asarray(a[picks[k]]), len(picks))
+        finally:
+            del a
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def check_same(work, wins):
     """The memmap view serves what the .npy copies hold (a few windows)."""
     def fn(path):
@@ -193,9 +224,10 @@ def check_same(work, wins):
 def main():
     try:
         import mne  # noqa: F401
-        peers = ["mne", "pyedflib", "npy", "memmap", "batches"]
+        peers = ["mne", "pyedflib", "npy", "memmap", "batches", "inproc", "null"]
     except ImportError:
-        peers = ["pyedflib", "npy", "memmap", "batches"]
+        peers = ["pyedflib", "npy", "memmap", "batches", "inproc", "null"]
+    peers = L.chosen_peers(peers, "EEG_PEERS", NULLFS)
     work = L.work_dir("eeg")
     L.scale_prefault(MB)
     t0 = time.perf_counter()
@@ -218,15 +250,19 @@ def main():
         runs = L.interleaved(peers, ROUNDS, one, lambda r: f"{r:,.0f} windows/s", 8,
                              alternate=True)
     finally:
-        L.remove_work(work, os.path.join(work, "mnt"))
+        L.remove_work(work, os.path.join(work, "mnt"), os.path.join(work, "nullmnt"))
     med = {p: float(np.median(v)) for p, v in runs.items()}
     print(f"\n{'peer':8} {'windows/s':>10}")
     for p in peers:
         print(f"{p:8} {med[p]:10,.0f}")
     print()
-    L.target("memmap / npy", med["memmap"] / med["npy"], ">=", 0.8)
+    if "npy" in med:
+        for p in ("memmap", "null", "inproc"):
+            if p in med:
+                L.target(f"{p} / npy", med[p] / med["npy"], ">=", 0.8)
     base = "mne" if "mne" in med else "pyedflib"
-    L.target(f"batches / {base}", med["batches"] / med[base], ">=", 5)
+    if "batches" in med and base in med:
+        L.target(f"batches / {base}", med["batches"] / med[base], ">=", 5)
     print(f"\nbatches of {BATCH} random 2 s windows; " + L.machine("EEG_MB", MB, ROUNDS, t0))
 
 

@@ -129,12 +129,14 @@ bench-tokens: deps venv
 	$(BENCH_RUN) tokens $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 # Random 2 s windows of a BDF+ collection (bench/eeg_bench.py): MNE (where
 # it imports), pyedflib, the same data pre-converted to float32 .npy, and
-# dsview (a memmap of the windows view, the package's hinted batches),
-# cold; windows/s and the ratios memmap / npy, batches / MNE. Run under the
-# venv's Python (pyedflib). EEG_MB (default 270) and EEG_RECS (30) scale it.
+# dsview (a memmap of the windows view, the package's hinted batches, the
+# in-process reader), and nullfs's ceiling for the FUSE crossing; cold;
+# windows/s and the ratios memmap / npy, null / npy, batches / MNE. Run
+# under the venv's Python (pyedflib). EEG_MB (default 270) and EEG_RECS
+# (30) scale it, EEG_PEERS picks peers.
 bench-eeg: deps venv
-	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(VENV_PY) bench/eeg_bench.py
+	$(MAKE) all $(BUILD)/bench/nullfs
+	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) $(VENV_PY) bench/eeg_bench.py
 
 # Where a shuffled pass's time goes (bench/shuffle_profile.py): per
 # configuration, requests and bytes made per row, the daemon's time per

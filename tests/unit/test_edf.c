@@ -281,6 +281,14 @@ static void gathers(const dsv_source *s, const rec_spec *r, const size_t *sig, u
 	check_gather(s, r, sig, T + 3, 2 * T, 2, T - 3);  /* channels 1 and 3 */
 	check_gather(s, r, sig, 2 * T - 5, T + 1, 3, 10); /* across a channel's end */
 	check_gather(s, r, sig, 7, T + 11, 4, 9);         /* a later time each */
+	/* windows all along the file (several of the blocks the kernel is
+	 * asked for once), each read twice: the second finds its block asked
+	 * for already */
+	uint64_t len = T < 100 ? T : 100;
+	for (uint64_t t = 0; t + len <= T; t += T / 9 + 1) {
+		check_gather(s, r, sig, t, T, 5, len);
+		check_gather(s, r, sig, t, T, 5, len);
+	}
 	assert_int_equal(dsv_source_read_runs(s, 5 * T - 1, T, 1, 2, &one), DSV_ERR_INVALID);
 	assert_int_equal(dsv_source_read_runs(s, 0, T, 6, 1, &one), DSV_ERR_INVALID);
 }

@@ -27,6 +27,7 @@
  */
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@
 
 #include "common/arith.h"
 #include "common/bytes.h"
+#include "common/disk.h"
 #include "common/str.h"
 #include "common/tlsbuf.h"
 #include "dsview/source.h"
@@ -42,8 +44,11 @@
 
 /* Bytes of whole records read by one pread, at most. */
 #define EDF_BATCH_BYTES (1u << 20)
-/* The block of a file the kernel is asked for around a window's records. */
-#define EDF_AHEAD (1u << 20)
+/* The block of a file the kernel is asked for around a window's records:
+ * its disk's readahead window (what a memmap of a file on that disk reads
+ * around a faulted page), at least EDF_AHEAD_MIN, at most EDF_AHEAD_MAX. */
+#define EDF_AHEAD_MIN (1u << 20)
+#define EDF_AHEAD_MAX (64u << 20)
 /* Source bytes a chunk, the unit of the cache and of verify: a few
  * channels' whole time. Random 2 s windows of a BDF+ collection read at
  * 0.25x the .npy copies' rate with 4 MiB, 0.14x with 1 MiB (make
@@ -61,6 +66,10 @@ typedef struct edf_state {
 	 * arithmetic, so the float64 values are theirs bit for bit) */
 	double *gain, *off;
 	uint64_t spr, time; /* samples a record, samples a channel */
+	uint64_t ahead;     /* bytes of the block the kernel is asked for */
+	/* one bit per block of the file: set once the kernel has been asked
+	 * for the block (NULL: not kept, every gather asks) */
+	_Atomic uint64_t *asked;
 } edf_state;
 
 static void edf_state_free(void *p)
@@ -72,7 +81,22 @@ static void edf_state_free(void *p)
 	free(st->sig);
 	free(st->gain);
 	free(st->off);
+	free((void *)st->asked);
 	free(st);
+}
+
+/* 1 when some block of [a, b) (aligned to st->ahead) had not been asked
+ * for before; all of them count as asked from now on. */
+static int first_ask(const edf_state *st, uint64_t a, uint64_t b)
+{
+	int any = 0;
+	if (!st->asked)
+		return 1;
+	for (uint64_t k = a / st->ahead; k < b / st->ahead; k++) {
+		uint64_t bit = 1ull << (k % 64);
+		any |= !(atomic_fetch_or(&st->asked[k / 64], bit) & bit);
+	}
+	return any;
 }
 
 /* n samples of signal sig from sample k on, in physical units, into out;
@@ -227,15 +251,16 @@ static int edf_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint
 	}
 	/* Random windows read a recording a few records at a time: the
 	 * kernel is asked for the aligned block around them at once, so that
-	 * the next windows near them find their records read. */
+	 * the next windows near them find their records read. Each block is
+	 * asked for once: the advice walks the block's pages (about as long
+	 * as the pread of a window's records), and a block asked for before
+	 * is read or being read; one evicted since is read by the pread. */
 	uint64_t r0 = t0 / st->spr, r1 = (t0 + len - 1) / st->spr + 1, RB = st->h.record_bytes;
-	uint64_t a = (st->h.bytes + r0 * RB) / EDF_AHEAD * EDF_AHEAD;
-	uint64_t b = st->h.bytes + r1 * RB;
-	int fd = dsv_source_fd_get(s);
+	uint64_t A = st->ahead, a = (st->h.bytes + r0 * RB) / A * A;
+	uint64_t b = (st->h.bytes + r1 * RB + A - 1) / A * A;
+	int fd = first_ask(st, a, b) ? dsv_source_fd_get(s) : -1;
 	if (fd >= 0) {
-		(void)posix_fadvise(fd, (off_t)a,
-				    (off_t)((b - a + EDF_AHEAD - 1) / EDF_AHEAD * EDF_AHEAD),
-				    POSIX_FADV_WILLNEED);
+		(void)posix_fadvise(fd, (off_t)a, (off_t)(b - a), POSIX_FADV_WILLNEED);
 		dsv_source_fd_put(s);
 	}
 	rec_job job = {
@@ -387,6 +412,10 @@ static int edf_layout(dsv_source *s, edf_state *st, dsv_errbuf *eb)
 	s->fallback = 1;
 	s->more->lib_read = edf_read;
 	s->more->gather = edf_gather;
+	uint64_t ra = dsv_disk_readahead(s->path);
+	st->ahead = ra < EDF_AHEAD_MIN ? EDF_AHEAD_MIN : ra > EDF_AHEAD_MAX ? EDF_AHEAD_MAX : ra;
+	/* without it every gather asks: slower, not wrong */
+	st->asked = calloc((size_t)(s->file_size / st->ahead / 64 + 1), sizeof(*st->asked));
 	dsv_source_flat_chunks(s, EDF_CHUNK_BYTES);
 	return 0;
 }
