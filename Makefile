@@ -226,7 +226,7 @@ unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # E2E: which e2e tests (files or unittest names; default all of them)
-e2e: $(BIN) $(SO) $(addprefix $(BUILD)/bench/,nullfs codec_bench codec_speed xform_bench) venv
+e2e: $(BIN) $(SO) $(addprefix $(BUILD)/bench/,nullfs codec_bench codec_speed xform_bench gpu_bench) venv
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) tests/e2e/run.py $(E2E)
 
 # Every source, test and fuzz replay driver built with -Werror (in its own

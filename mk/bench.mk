@@ -35,15 +35,16 @@ bench: deps venv
 	$(BENCH_RUN) store $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) store $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
-# The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
-# 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
-# against the CPU on every core; then the mount (gpu_mount_bench.py): cold
-# sequential GB/s and daemon CPU s/GB with --gpu 0 against --gpu off. Each
-# says so in one line and exits 0 where no GPU is usable. GPU_BENCH_MB
-# (default 256) sets each kernel configuration's output.
+# The GPU backend (bench/experiments/gpu.py running bench/gpu_bench.c):
+# LZ4 chunks of uint8, 256 KiB to 4 MiB, to float32 and bfloat16, GB/s on
+# the GPU (kernel only, end to end) against the CPU on every core; where no
+# GPU is usable the gpu peer is skipped and the result says why. Then the
+# mount (gpu_mount_bench.py, a script still): cold sequential GB/s and
+# daemon CPU s/GB with --gpu 0 against --gpu off, one line and exit 0
+# without a GPU. --mb (256) sets each case's output.
 bench-gpu: deps
 	$(MAKE) all $(BUILD)/bench/gpu_bench
-	$(BUILD)/bench/gpu_bench
+	$(BENCH_RUN) gpu $(BENCH_DSV) $(BENCH_ARGS)
 	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
 
 # dsview pack and verify against one-core LZ4 and h5py (bench/experiments/pack.py).

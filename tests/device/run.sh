@@ -123,10 +123,10 @@ step compare 300 "$bin/gpu_check" compare
 # kernel-only and end to end against the CPU on every core
 if [ $device = 1 ]; then
 	step bench 240 "$bin/gpu_bench"
-	sed -n '/^device:/,$p' "$out/logs/bench.log" | sed 's/^/          /' >>"$sum"
+	sed -n '/^device:/,$p' "$out/logs/bench.log" | grep -v '^{' | sed 's/^/          /' >>"$sum"
 else
 	"$bin/gpu_bench" >"$out/logs/bench.log" 2>&1
-	row "no device" "bench: $(head -1 "$out/logs/bench.log")"
+	row "no device" "bench: $(grep -m1 -v '^{' "$out/logs/bench.log")"
 fi
 
 # a packed store: 256 KiB chunks of 16 KiB blocks, 1 MiB chunks of 64 KiB,

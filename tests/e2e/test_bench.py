@@ -26,8 +26,10 @@ from bench.experiments import NAMES, load  # noqa: E402
 # the settings a quick run adds so that every peer runs (h5gzip's "old"
 # build: this one, which the run then compares with itself)
 EXTRA = {name: ["--dsview_old", DSVIEW] for name in ("h5gzip", "mem", "tree", "epoch")}
-BINS = [os.path.join(ROOT, "build", "bench", name) for name in ("nullfs", "codec_bench",
-                                                                   "codec_speed", "xform_bench")]
+BINS = [os.path.join(ROOT, "build", "bench", name)
+        for name in ("nullfs", "codec_bench", "codec_speed", "xform_bench", "gpu_bench")]
+# what a peer may be skipped for here: what this machine lacks
+LACKS = "does not run on this processor|no GPU usable here: "
 
 
 def bench(*args, timeout=240):
@@ -98,8 +100,8 @@ class Quick(E2E):
         want = [p.name for p in exp.peers]
         built = all(os.path.exists(b) for b in BINS)
         for peer, why in res["skipped"].items():  # only what this machine cannot run
-            self.assertRegex(why, "does not run on this processor" if built else
-                             "does not run on this processor|missing \\(make build/bench/", peer)
+            self.assertRegex(why, LACKS if built else LACKS + "|missing \\(make build/bench/",
+                             peer)
         self.assertEqual(sorted(res["peers"] + list(res["skipped"])), sorted(want))
         points = res["settings"][exp.sweep] if exp.sweep else [None]
         self.assertEqual([pt["point"] for pt in res["points"]], points)
