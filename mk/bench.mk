@@ -6,8 +6,8 @@
 # `python3 -m bench run NAME`; their make targets are aliases that pass
 # BENCH_ARGS (e.g. BENCH_ARGS="--mb 128 --rounds 1", or --quick) and
 # write build/bench/results/NAME-*.json; `make bench-report` draws them
-# into docs/benchmarks/. The rest are scripts still, steered by their
-# environment variables.
+# into docs/benchmarks/. gpu_mount_bench.py is a script still, steered by
+# its environment variables.
 BENCH_ARGS ?=
 BENCH_RUN = $(PYTHON) -m bench run
 BENCH_DSV = --dsview $(BIN) --bindir $(BUILD)/bench
@@ -127,14 +127,14 @@ bench-nifti: deps
 bench-tokens: deps venv
 	$(MAKE) all
 	$(BENCH_RUN) tokens $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
-# Random 2 s windows of a BDF+ collection (bench/eeg_bench.py): MNE (where
-# it imports), pyedflib, the same data pre-converted to float32 .npy, and
-# dsview (a memmap of the windows view, the package's hinted batches),
-# cold; windows/s and the ratios memmap / npy, batches / MNE. Run under the
-# venv's Python (pyedflib). EEG_MB (default 270) and EEG_RECS (30) scale it.
+# Random 2 s windows of a BDF+ collection (bench/experiments/eeg.py): MNE
+# (where it imports), pyedflib (the venv's), the same data pre-converted to
+# float32 .npy, and dsview (a memmap of the windows view, the package's
+# hinted batches), cold; windows/s and the ratios memmap / npy, batches /
+# MNE. --mb (270) and --recs (30) scale it.
 bench-eeg: deps venv
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(VENV_PY) bench/eeg_bench.py
+	$(BENCH_RUN) eeg $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 
 # Where a shuffled pass's time goes (bench/experiments/shuffle.py): per
 # configuration (a peer), requests and bytes made per row, the daemon's
@@ -150,13 +150,13 @@ bench-tree: deps
 	$(MAKE) all
 	$(BENCH_RUN) tree $(BENCH_DSV) $(BENCH_ARGS)
 
-# A view of many small files (bench/scale_bench.py): mount time cold and
-# warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
-# 10^5 .npy sources and 10^3, 10^4 HDF5 files, against numpy opening
-# them all (docs/benchmarks/scale.md).
+# A view of many small files (bench/experiments/scale.py): mount time cold
+# and warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
+# 10^5 .npy sources and 10^3, 10^4 HDF5 files (--sets), against numpy
+# opening them all, and the mount from the index cache.
 bench-scale: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/scale_bench.py
+	$(BENCH_RUN) scale $(BENCH_DSV) $(BENCH_ARGS)
 
 # The PyTorch loaders (bench/experiments/loader.py): one shuffled
 # DataLoader epoch, cold, batch 256, per number of workers (--workers
