@@ -372,7 +372,7 @@ def one_point(r, point, peers, quick):
     print_targets(targets)
     out = {"point": point, "data": info, "rounds": rounds, "medians": med, "targets": targets}
     if getattr(data, "series", None) is not None:  # samples over time (soak)
-        out["series"] = data.series
+        out["series"], out["series_keys"] = data.series, data.series_keys
     return out
 
 

@@ -52,6 +52,7 @@ def make(run, point):
     n = s.sources * s.channels * per_row
     return types.SimpleNamespace(
         ini=ini, n=n, per_row=per_row, stride=stride, shape=(n, s.window), series=[],
+        series_keys=["seconds", "epoch", "daemon VmRSS (MiB)", "daemon descriptors"],
         info={"sources": s.sources, "windows": n, "window_bytes": s.window * 4,
               "mb": round(s.sources * s.channels * s.samples * 4 / 1e6, 1)})
 

@@ -138,6 +138,35 @@ for _name in NAMES:
     setattr(Quick, f"test_{_name}", _quick_test(_name))
 
 
+def _soak_series(self):
+    """soak's samples: seconds rising, epochs from 1, the daemon's RSS and
+    its descriptors (every source held open) in each; the report draws them."""
+    res = self.run_quick("soak")
+    pt = res["points"][0]
+    self.assertEqual(pt["series_keys"][:2], ["seconds", "epoch"])
+    rows = pt["series"]
+    self.assertGreaterEqual(len(rows), 2)
+    self.assertEqual([r[0] for r in rows], sorted(r[0] for r in rows))
+    self.assertEqual(rows[0][1], 1)
+    sources = res["settings"]["sources"]
+    for _, _, rss, fds in rows:
+        self.assertGreater(rss, 1.0)
+        self.assertGreaterEqual(fds, sources)
+    self.assertEqual(pt["rounds"]["dsv"][0]["fail_batches"], 0)
+    self.assertGreaterEqual(pt["rounds"]["dsv"][0]["checked"], 1)
+    docs = self.p("soak-docs")
+    os.makedirs(docs)
+    shutil.copy(os.path.join(ROOT, "docs", "benchmarks", "README.md"), docs)
+    files = glob.glob(os.path.join(self.runs["soak"][0], "soak-*-quick.json"))
+    r = bench("report", "--quick", "--docs", docs, "--results", self.p("none"), *files)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    with open(os.path.join(docs, "plots", "soak.png"), "rb") as f:
+        self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+Quick.test_soak_series = _soak_series
+
+
 class Report(E2E):
     def test_report_of_quick_results(self):
         """The report draws every quick result: a table, a plot and a README row."""
