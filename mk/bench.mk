@@ -6,8 +6,7 @@
 # `python3 -m bench run NAME`; their make targets are aliases that pass
 # BENCH_ARGS (e.g. BENCH_ARGS="--mb 128 --rounds 1", or --quick) and
 # write build/bench/results/NAME-*.json; `make bench-report` draws them
-# into docs/benchmarks/. gpu_mount_bench.py is a script still, steered by
-# its environment variables.
+# into docs/benchmarks/.
 BENCH_ARGS ?=
 BENCH_RUN = $(PYTHON) -m bench run
 BENCH_DSV = --dsview $(BIN) --bindir $(BUILD)/bench
@@ -36,15 +35,15 @@ bench: deps venv
 
 # The GPU backend (bench/experiments/gpu.py running bench/gpu_bench.c):
 # LZ4 chunks of uint8, 256 KiB to 4 MiB, to float32 and bfloat16, GB/s on
-# the GPU (kernel only, end to end) against the CPU on every core; where no
-# GPU is usable the gpu peer is skipped and the result says why. Then the
-# mount (gpu_mount_bench.py, a script still): cold sequential GB/s and
-# daemon CPU s/GB with --gpu 0 against --gpu off, one line and exit 0
-# without a GPU. --mb (256) sets each case's output.
+# the GPU (kernel only, end to end) against the CPU on every core; then the
+# mount (bench/experiments/gpu_mount.py): cold sequential GB/s and daemon
+# CPU s/GB with --gpu 0 against --gpu off, and the second epoch from
+# --gpu-cache. Where no GPU is usable the gpu peers are skipped and the
+# results say why. BENCH_ARGS go to both (e.g. --rounds 1).
 bench-gpu: deps
 	$(MAKE) all $(BUILD)/bench/gpu_bench
 	$(BENCH_RUN) gpu $(BENCH_DSV) $(BENCH_ARGS)
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
+	$(BENCH_RUN) gpu_mount $(BENCH_DSV) $(BENCH_ARGS)
 
 # dsview pack and verify against one-core LZ4 and h5py (bench/experiments/pack.py).
 bench-pack: deps

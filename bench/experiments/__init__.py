@@ -6,7 +6,7 @@ import importlib
 NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard",
          "loader_state", "xform", "mem", "codecs", "store", "tree",
          "xform_mount", "levers", "epoch", "blocks",
-         "seq", "s3", "gpu", "ab", "readers", "shuffle", "loader", "soak", "scale", "eeg"]
+         "seq", "s3", "gpu", "ab", "readers", "shuffle", "loader", "soak", "scale", "eeg", "gpu_mount"]
 
 
 def load(name):

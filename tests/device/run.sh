@@ -10,7 +10,7 @@
 #   packed store (gpu_check backend: chunks from 16 threads, the tier,
 #   the readahead's device path); the in-process reader on the device
 #   against gpu=off (gpu_check reader); with /dev/fuse, the e2e GPU tests and
-#   the mount rows (bench/gpu_mount_bench.py); compute-sanitizer's
+#   the mount rows (python3 -m bench run gpu_mount); compute-sanitizer's
 #   memcheck and racecheck over the comparison.
 # One summary file, $OUT/device-check.txt (OUT unset: build-device/out/),
 # every step's whole output beside it in logs/. Exit 0 when nothing
@@ -196,9 +196,10 @@ elif [ ! -e /dev/fuse ] || [ "$(id -u)" != 0 ]; then
 else
 	quiet=1 step e2e 240 "$py" tests/e2e/run.py test_gpu.py test_gpu_tier.py
 	row "$([ $? = 0 ] && echo ok || echo FAIL)" "e2e test_gpu.py test_gpu_tier.py: $(tail -1 "$out/logs/e2e.log") (logs/e2e.log)"
-	step mount-bench 240 env GPU_ROWS="${GPU_ROWS:-2048}" ROUNDS="${ROUNDS:-2}" \
-		"$py" bench/gpu_mount_bench.py
-	sed -n '/^mount rows:/p; /^--gpu /,$p' "$out/logs/mount-bench.log" | sed 's/^/          /' >>"$sum"
+	step mount-bench 240 "$py" -m bench run gpu_mount --rows "${GPU_ROWS:-2048}" \
+		--rounds "${ROUNDS:-2}" --dsview "$DSVIEW" --out "$out/bench"
+	sed -n '/^warning: peer/p; /^peer /,/^gpu_mount: /p' "$out/logs/mount-bench.log" |
+		sed 's/^/          /' >>"$sum"
 fi
 
 # compute-sanitizer over the comparison (256 KiB chunks)
