@@ -4,9 +4,9 @@
 150 KB rows of the former bench.py), served as normalised float32 by
 dsview over the .npy (dsv_npy) and over its `dsview pack` LZ4 store
 (dsv_lz4). Each round, cold (page cache dropped, a fresh daemon):
---readers forked processes read sorted shuffled batches of 256 rows
-at once (--batches each, reader k seeded 100 + k) from a np.memmap of
-the view, while the daemon's VmRSS is sampled every 50 ms. Reported:
+--readers forked processes read sorted shuffled batches of 256 rows at
+once (--batches each or 15 s, reader k seeded 100 + k) from a np.memmap
+of the view, while the daemon's VmRSS is sampled every 50 ms. Reported:
 the rows/s of all of them together, the daemon's peak RSS (the samples'
 and its VmHWM's greater), its cache budget (/.stats.json) and the peak
 over the budget + 64 MiB (rss_to_limit); the target holds that to <= 1."""
@@ -43,12 +43,14 @@ def make(run, point):
                                        "readers": run.s.readers})
 
 
-def reader(path, shape, batches, seed):
-    """A forked reader's pass; never returns."""
+def reader(path, shape, batches, seed, wfd):
+    """A forked reader's pass (it stops after 15 s, as benchlib's shuffled
+    passes do): its rows on wfd; never returns."""
     code = 1
     try:
         a = np.memmap(path, np.float32, "r", shape=shape)
-        L.shuffled(lambda idx: np.array(a[idx]), shape[0], batches, seed=seed)
+        rows = L.shuffled(lambda idx: np.array(a[idx]), shape[0], batches, seed=seed)[1]
+        os.write(wfd, f"{rows}\n".encode())
         code = 0
     finally:
         os._exit(code)
@@ -58,11 +60,14 @@ def measure(run, data, peer, m, rnd):
     path = m.path(VIEWS[peer] + ".dat")
     t = time.perf_counter()
     pids = []
+    rfd, wfd = os.pipe()
     for k in range(run.s.readers):
         pid = os.fork()
         if pid == 0:
-            reader(path, data.shape, run.s.batches, 100 + k)
+            os.close(rfd)
+            reader(path, data.shape, run.s.batches, 100 + k, wfd)
         pids.append(pid)
+    os.close(wfd)
     peak, failed = 0, 0
     while pids:
         peak = max(peak, m.rss_kb("VmRSS"))
@@ -73,11 +78,12 @@ def measure(run, data, peer, m, rnd):
                 failed += status != 0
         time.sleep(0.05)
     dt = time.perf_counter() - t
+    with os.fdopen(rfd) as f:
+        rows = sum(int(line) for line in f)
     if failed:
         raise RuntimeError(f"{peer}: {failed} of {run.s.readers} readers failed")
     peak = max(peak, m.rss_kb("VmHWM")) / 1024
     budget = m.stats()["cache_budget"] / 2**20
-    rows = min(run.s.batches, data.shape[0] // L.BATCH) * L.BATCH * run.s.readers
     return {"rows_s": rows / dt, "peak_rss_mib": peak, "budget_mib": budget,
             "rss_to_limit": peak / (budget + SLACK_MIB)}
 

@@ -1,4 +1,4 @@
-"""A view of many small files: mount time, daemon RSS and descriptors, the first batch, against numpy's opens.
+"""Many small files in one view: mount time, daemon RSS and descriptors against numpy's opens.
 
 Per point of the sweep (--sets, KIND:N: N .npy sources, or N HDF5 files
 of one dataset each, every source 4 x 8 float32 of known values, kept

@@ -1,4 +1,4 @@
-"""Where a shuffled pass's time goes: requests, bytes made and daemon time per row, per configuration.
+"""Where a shuffled pass's time goes: requests, bytes made and daemon time per row.
 
 The read experiment's data (bench/experiments/read.py: --mb MB of
 uint8 rows of --side) read as normalised float32 in cold sorted batches

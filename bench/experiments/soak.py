@@ -1,4 +1,4 @@
-"""A long run: shuffled windows across many small sources, the daemon's RSS and descriptors over time.
+"""A long run: shuffled windows of many small sources; the daemon's RSS and descriptors over time.
 
 --sources small .npy files (float32, --channels x --samples each; every
 value distinct and known) behind one windowed view (window --window,
@@ -72,7 +72,7 @@ def expected(run, data, idx):
 def reader(run, data, path, order, k, wfd):
     """A forked reader's share of one epoch; writes 'rows checked fails
     first-error' to wfd and never returns."""
-    import dsview
+    import dsview  # imported by the parent already: forked readers share it
     rows = checked = fails = 0
     why = ""
     try:
@@ -139,6 +139,7 @@ def one_epoch(run, data, m, epoch, t0, series):
 
 
 def measure(run, data, peer, m, rnd):
+    import dsview  # noqa: F401 (once, before the readers fork)
     t0 = time.perf_counter()
     series, ends = data.series, []
     rows = checked = fails = epoch = 0

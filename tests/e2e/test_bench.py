@@ -41,8 +41,8 @@ def bench(*args, timeout=240):
 # run side by side (the runs that make control groups share a lane: their
 # groups' names are fixed).
 COST = {"s3": 26, "loader": 15, "eeg": 12, "store": 10, "read": 10, "scale": 10, "codecs": 8,
-        "epoch": 6, "ab": 6, "shuffle": 6, "gpu_mount": 5, "soak": 5, "grid": 4, "blocks": 4, "seq": 4,
-        "levers": 4, "views": 3, "inproc": 3, "tree": 3}
+        "epoch": 6, "ab": 6, "shuffle": 6, "gpu_mount": 5, "soak": 5, "grid": 4, "blocks": 4,
+        "seq": 4, "levers": 4, "views": 3, "inproc": 3, "tree": 3}
 CGROUPS = ("store", "mem")
 
 
