@@ -7,7 +7,7 @@ the HBN releases (129 channels + "BDF Annotations", 100 Hz, 1 s records,
 is 200 samples of every channel at a start that is a whole second: the
 windows view of a manifest (window = 200, stride = 100) has one row per
 such window. Each peer reads the same random windows, batches of 64
-(--batches, or 15 s):
+(--batches, or 15 s, or an epoch's whole batches where fewer):
   mne       mne.io.read_raw_bdf(preload=False).get_data(start, stop), a
             recording opened once (where MNE imports)
   pyedflib  EdfReader.readSignal(ch, start, 200) for every channel (in
@@ -83,6 +83,9 @@ def make(run, point):
     with open(ini, "w") as f:
         f.write(f"[w]\nsource = {work}/rec*.bdf\nwindow = {W}\nstride = {STRIDE}\n")
     wins = [(r, k * STRIDE) for r, t in enumerate(lengths) for k in range((t - W) // STRIDE + 1)]
+    if len(wins) < 2 * BATCH:
+        raise SystemExit(f"eeg: {len(wins)} windows, fewer than two batches of {BATCH}: "
+                         "--mb larger or --recs fewer")
     bdf = sum(os.path.getsize(os.path.join(work, f"rec{r:03d}.bdf")) for r in range(len(lengths)))
     return types.SimpleNamespace(work=work, ini=ini, wins=wins, info={
         "recordings": len(lengths), "mb": round(bdf / 1e6, 1), "windows": len(wins)})
@@ -156,7 +159,8 @@ def read_npy(work, wins, picks):
 
 
 def measure(run, data, peer, m, rnd):
-    picks = picks_of(len(data.wins), run.s.batches, rnd)
+    # as many batches as dsview.batches() has in an epoch, at most
+    picks = picks_of(len(data.wins), min(run.s.batches, len(data.wins) // BATCH), rnd)
     if peer == "pyedflib":
         path = run.path("picks.npy")
         np.save(path, np.array(picks))
