@@ -135,7 +135,7 @@ SO_MAP := $(BUILD)/libdsview.map
 PIC_OBJS := $(LIB_OBJS:$(BUILD)/%=$(BUILD)/pic/%)
 PIC_FLAGS := -fPIC -fno-semantic-interposition
 
-.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-h5gzip bench-nifti bench-eeg bench-tokens bench-xform bench-shard bench-tree bench-scale bench-loader bench-inproc bench-loader-state bench-store bench-s3 bench-report bench-pack bench-mem bench-codecs bench-epoch bench-blocks bench-seq install clean check-deps fuzz fuzz-replay fuzz-deps
+.PHONY: all deps werror arrows format format-check test unit e2e stress-tsan demo bench bench-gpu bench-read bench-views bench-levers bench-shuffle bench-grid bench-h5gzip bench-nifti bench-eeg bench-tokens bench-xform bench-shard bench-tree bench-scale bench-loader bench-inproc bench-loader-state bench-store bench-s3 bench-report bench-pack bench-mem bench-codecs bench-epoch bench-blocks bench-seq bench-ab bench-readers bench-soak install clean check-deps fuzz fuzz-replay fuzz-deps
 all: $(BIN) $(SO)
 
 $(BUILD)/%.o: %.c
@@ -226,7 +226,7 @@ unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # E2E: which e2e tests (files or unittest names; default all of them)
-e2e: $(BIN) $(SO) $(addprefix $(BUILD)/bench/,nullfs codec_bench codec_speed xform_bench) venv
+e2e: $(BIN) $(SO) $(addprefix $(BUILD)/bench/,nullfs codec_bench codec_speed xform_bench gpu_bench) venv
 	DSVIEW=$(abspath $(BIN)) DSVIEW_VENV_PY=$(VENV_PY) $(PYTHON) tests/e2e/run.py $(E2E)
 
 # Every source, test and fuzz replay driver built with -Werror (in its own

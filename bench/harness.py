@@ -71,13 +71,15 @@ class Metric:
 class Target:
     """median(peer, metric) / median(base, metric) `op` bound; with base
     None, the peer's own median against the bound; with bound None, the
-    ratio is reported, not held to anything."""
+    ratio is reported, not held to anything; with `at` set, only at that
+    point of the sweep."""
     name: str
     metric: str
     peer: str
     base: Optional[str]
     bound: Optional[float]
     op: str = ">="
+    at: object = None
 
     def judge(self, med, judged):
         a = med.get(self.peer, {}).get(self.metric)
@@ -364,10 +366,14 @@ def one_point(r, point, peers, quick):
         if cleanup:
             cleanup()
     med = medians(rounds)
-    targets = [t.judge(med, not quick and r.cold_ok) for t in exp.targets]
+    targets = [t.judge(med, not quick and r.cold_ok) for t in exp.targets
+               if t.at is None or t.at == point]
     print_table(exp, med, [p.name for p in peers])
     print_targets(targets)
-    return {"point": point, "data": info, "rounds": rounds, "medians": med, "targets": targets}
+    out = {"point": point, "data": info, "rounds": rounds, "medians": med, "targets": targets}
+    if getattr(data, "series", None) is not None:  # samples over time (soak)
+        out["series"], out["series_keys"] = data.series, data.series_keys
+    return out
 
 
 def write(result, out_dir):

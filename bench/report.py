@@ -110,9 +110,13 @@ def plot(r, path):
     import matplotlib.pyplot as plt
     pts = r["points"]
     keys = metric_keys(r, pts[0])
-    cols = min(3, len(keys))
-    rows = (len(keys) + cols - 1) // cols
+    series = pts[0].get("series_keys", [])[2:]  # after seconds and epoch
+    n = len(keys) + len(series)
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
+    for k, name in enumerate(series):
+        series_axis(list(axes.flat)[len(keys) + k], pts[0], k + 2, name)
     for ax, m in zip(axes.flat, keys):
         if r.get("sweep") and len(pts) > 1:
             sweep_axis(ax, r, pts, m)
@@ -120,13 +124,25 @@ def plot(r, path):
             peers_axis(ax, r, pts[0], m)
         ax.set_title(f"{m['key']} ({m['unit']}){'' if m['higher_is_better'] else ', lower is better'}",
                      fontsize=9)
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.suptitle(f"{r['experiment']}: {r['started'][:10]}, {r['machine']['cores']} cores, "
                  f"{r['settings']['rounds']} rounds (bars: medians, dots: rounds)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
+
+
+def series_axis(ax, point, col, name):
+    """Column col of the point's samples against their seconds, the end
+    of epoch 1 (column 1 is the epoch) marked."""
+    rows = point["series"]
+    ax.plot([x[0] for x in rows], [x[col] for x in rows], "-", color="#4c72b0")
+    first = [x[0] for x in rows if x[1] == 1]
+    if first:
+        ax.axvline(max(first), color="k", linestyle=":", linewidth=1)
+    ax.set_xlabel("seconds (dotted: end of epoch 1)", fontsize=8)
+    ax.set_title(f"{name} over the run", fontsize=9)
 
 
 def peers_axis(ax, r, point, m):

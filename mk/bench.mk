@@ -6,8 +6,7 @@
 # `python3 -m bench run NAME`; their make targets are aliases that pass
 # BENCH_ARGS (e.g. BENCH_ARGS="--mb 128 --rounds 1", or --quick) and
 # write build/bench/results/NAME-*.json; `make bench-report` draws them
-# into docs/benchmarks/. The rest are scripts still, steered by their
-# environment variables.
+# into docs/benchmarks/.
 BENCH_ARGS ?=
 BENCH_RUN = $(PYTHON) -m bench run
 BENCH_DSV = --dsview $(BIN) --bindir $(BUILD)/bench
@@ -24,8 +23,7 @@ $(BUILD)/bench/nullfs: bench/nullfs.c
 
 bench: deps venv
 	$(MAKE) all $(BUILD)/bench/codec_bench $(BUILD)/bench/xform_bench $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  XFORM_BENCH=$(abspath $(BUILD)/bench/xform_bench) $(PYTHON) bench/bench.py
+	$(BENCH_RUN) readers $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) read $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) views $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) pack $(BENCH_DSV) $(BENCH_ARGS)
@@ -35,16 +33,17 @@ bench: deps venv
 	$(BENCH_RUN) store $(BENCH_DSV) $(BENCH_ARGS)
 	$(BENCH_RUN) store $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
-# The GPU backend (bench/gpu_bench.c): LZ4 chunks of uint8, 256 KiB to
-# 4 MiB, to float32 and bfloat16, GB/s on the GPU (kernel only, end to end)
-# against the CPU on every core; then the mount (gpu_mount_bench.py): cold
-# sequential GB/s and daemon CPU s/GB with --gpu 0 against --gpu off. Each
-# says so in one line and exits 0 where no GPU is usable. GPU_BENCH_MB
-# (default 256) sets each kernel configuration's output.
+# The GPU backend (bench/experiments/gpu.py running bench/gpu_bench.c):
+# LZ4 chunks of uint8, 256 KiB to 4 MiB, to float32 and bfloat16, GB/s on
+# the GPU (kernel only, end to end) against the CPU on every core; then the
+# mount (bench/experiments/gpu_mount.py): cold sequential GB/s and daemon
+# CPU s/GB with --gpu 0 against --gpu off, and the second epoch from
+# --gpu-cache. Where no GPU is usable the gpu peers are skipped and the
+# results say why. BENCH_ARGS go to both (e.g. --rounds 1).
 bench-gpu: deps
 	$(MAKE) all $(BUILD)/bench/gpu_bench
-	$(BUILD)/bench/gpu_bench
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/gpu_mount_bench.py
+	$(BENCH_RUN) gpu $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) gpu_mount $(BENCH_DSV) $(BENCH_ARGS)
 
 # dsview pack and verify against one-core LZ4 and h5py (bench/experiments/pack.py).
 bench-pack: deps
@@ -127,24 +126,22 @@ bench-nifti: deps
 bench-tokens: deps venv
 	$(MAKE) all
 	$(BENCH_RUN) tokens $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
-# Random 2 s windows of a BDF+ collection (bench/eeg_bench.py): MNE (where
-# it imports), pyedflib, the same data pre-converted to float32 .npy, and
-# dsview (a memmap of the windows view, the package's hinted batches, the
-# in-process reader), and nullfs's ceiling for the FUSE crossing; cold;
-# windows/s and the ratios memmap / npy, null / npy, batches / MNE. Run
-# under the venv's Python (pyedflib). EEG_MB (default 270) and EEG_RECS
-# (30) scale it, EEG_PEERS picks peers.
+# Random 2 s windows of a BDF+ collection (bench/experiments/eeg.py): MNE
+# (where it imports), pyedflib (the venv's), the same data pre-converted to
+# float32 .npy, dsview (a memmap of the windows view, the package's hinted
+# batches, the in-process reader) and nullfs's ceiling for the FUSE
+# crossing, cold; windows/s and the ratios memmap / npy, batches / MNE,
+# null / npy. --mb (270) and --recs (30) scale it.
 bench-eeg: deps venv
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) $(VENV_PY) bench/eeg_bench.py
+	$(BENCH_RUN) eeg $(BENCH_DSV) --venv_py $(VENV_PY) $(BENCH_ARGS)
 
-# Where a shuffled pass's time goes (bench/shuffle_profile.py): per
-# configuration, requests and bytes made per row, the daemon's time per
-# request (.stats.json histograms), and the disk's own latency.
+# Where a shuffled pass's time goes (bench/experiments/shuffle.py): per
+# configuration (a peer), requests and bytes made per row, the daemon's
+# time per request (.stats.json histograms), and the disk's own latency.
 bench-shuffle: deps
 	$(MAKE) all $(BUILD)/bench/nullfs
-	DSVIEW=$(abspath $(BIN)) NULLFS=$(abspath $(BUILD)/bench/nullfs) \
-	  $(PYTHON) bench/shuffle_profile.py
+	$(BENCH_RUN) shuffle $(BENCH_DSV) $(BENCH_ARGS)
 
 # The tree at scale (bench/experiments/tree.py): mount time, ls -R and a
 # walk with lstat of a zero-config mount of --datasets (100,000) tiny
@@ -153,25 +150,24 @@ bench-tree: deps
 	$(MAKE) all
 	$(BENCH_RUN) tree $(BENCH_DSV) $(BENCH_ARGS)
 
-# A view of many small files (bench/scale_bench.py): mount time cold and
-# warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
-# 10^5 .npy sources and 10^3, 10^4 HDF5 files, against numpy opening
-# them all (docs/benchmarks/scale.md).
+# A view of many small files (bench/experiments/scale.py): mount time cold
+# and warm, daemon RSS and descriptors, the first shuffled batch, at 10^3 to
+# 10^5 .npy sources and 10^3, 10^4 HDF5 files (--sets), against numpy
+# opening them all, and the mount from the index cache.
 bench-scale: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/scale_bench.py
+	$(BENCH_RUN) scale $(BENCH_DSV) $(BENCH_ARGS)
 
-# The PyTorch loaders (bench/loader_bench.py): one shuffled DataLoader
-# epoch, cold, batch 256, over 12 KB and 150 KB rows with 0, 1, 4 and 8
-# workers: the Python way (uint8 memmap + numpy per row in the workers),
-# the materialised float32 file, dsview.torch.loader over the mount
-# (threads, then worker processes) and over the in-process reader, rows/s
-# side by side, daemon CPU s/GB, peak RSS.
-# LOADER_MB (default 1024) per row size; LOADER_WORKERS="0,1,4,8";
-# ROUNDS (1); LOADER_JSON=FILE also writes the results.
+# The PyTorch loaders (bench/experiments/loader.py): one shuffled
+# DataLoader epoch, cold, batch 256, per number of workers (--workers
+# 0,1,4,8): the Python way, the float32 file, dsview.torch.loader over
+# the mount (threads, then processes), a plain DataLoader of the view's
+# rows and the in-process reader; rows/s, daemon CPU s/GB, peak RSS;
+# 12 KB rows, then 150 KB (--side 224). --mb (1024) per row size.
 bench-loader: deps
 	$(MAKE) all
-	DSVIEW=$(abspath $(BIN)) $(PYTHON) bench/loader_bench.py
+	$(BENCH_RUN) loader $(BENCH_DSV) $(BENCH_ARGS)
+	$(BENCH_RUN) loader $(BENCH_DSV) --side 224 $(BENCH_ARGS)
 
 # The loader's order and state (bench/experiments/loader_state.py): the first
 # batch of a shuffled 50 M-window view, peak RSS, the cost of state_dict().
@@ -216,8 +212,8 @@ bench-mem: deps
 	$(BENCH_RUN) mem $(BENCH_DSV) $(BENCH_ARGS)
 
 # Every codec dsview pack writes on five data sets (bench/experiments/codecs.py):
-# ratio, one-core encode and decode (bench/codec_speed.c); --pack 1 adds
-# `dsview pack` itself.
+# ratio, one-core encode and decode (bench/codec_speed.c) beside the Python
+# libraries h5py's filters use (py:NAME peers); --pack 1 adds `dsview pack`.
 bench-codecs: deps
 	$(MAKE) all $(BUILD)/bench/codec_speed
 	$(BENCH_RUN) codecs $(BENCH_DSV) $(BENCH_ARGS)
@@ -244,3 +240,25 @@ bench-seq: deps
 # PNG plots, the README's list of experiments).
 bench-report: deps
 	$(PYTHON) -m bench report
+
+# Two dsview builds or daemon settings on cold sequential passes of the
+# store data (bench/experiments/ab.py): --a_dsview, --a_view, --a_env
+# (VAR=VALUE;...) and the same for b; --rounds (5).
+bench-ab: deps
+	$(MAKE) all
+	$(BENCH_RUN) ab $(BENCH_DSV) $(BENCH_ARGS)
+
+# Many readers at once (bench/experiments/readers.py): --readers (8)
+# forked readers of shuffled batches, rows/s and the daemon's peak RSS
+# against its cache budget + 64 MiB; 150 KB rows (--side 224).
+bench-readers: deps
+	$(MAKE) all
+	$(BENCH_RUN) readers $(BENCH_DSV) $(BENCH_ARGS)
+
+# A long run (bench/experiments/soak.py): shuffled windows across 10^4
+# small sources by 4 hinted readers for --minutes (30), every 100th batch
+# checked exact; the daemon's RSS and descriptors sampled, flat after
+# epoch 1 (<= 1.1x).
+bench-soak: deps
+	$(MAKE) all
+	$(BENCH_RUN) soak $(BENCH_DSV) $(BENCH_ARGS)

@@ -6,7 +6,8 @@ import importlib
 NAMES = ["read", "views", "grid", "inproc", "nifti", "pack", "tokens", "h5gzip", "shard",
          "loader_state", "xform", "mem", "codecs", "store", "tree",
          "xform_mount", "levers", "epoch", "blocks",
-         "seq", "s3"]
+         "seq", "s3", "gpu", "gpu_mount", "ab", "readers", "shuffle", "loader", "scale", "eeg",
+         "soak"]
 
 
 def load(name):

@@ -2,7 +2,7 @@
 
 One uint8 array: --data photos (--rows rows of python3-skimage's
 photographs in 224x224x3 tiles, repeated) or sparse (--mb of
-codec_survey.py's MNIST-like 28x28 strokes: up to 16 MB generated, repeated).
+datasets.py's MNIST-like 28x28 strokes: up to 16 MB generated, repeated).
 Peers, each read start to end by one reader in 16 MiB read()s, cold (page
 cache dropped, a fresh mount):
   f32       the materialised float32 file (x / 255, by numpy), read directly
@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from bench import benchlib as L
-from bench import codec_survey
+from bench import datasets
 from bench.harness import Experiment, Metric, Peer, Phase, Setting, Target
 
 CODECS = ["lz4", "zstd", "blosc-zstd-shuffle:4"]
@@ -26,8 +26,8 @@ CODECS = ["lz4", "zstd", "blosc-zstd-shuffle:4"]
 def make(run, point):
     u8 = run.path("u8.npy")
     if run.s.data == "sparse":
-        codec_survey.MB = min(16, run.s.mb)  # generated, then repeated to --mb
-        x = codec_survey.sparse(np.random.default_rng(7))[0]
+        datasets.MB = min(16, run.s.mb)  # generated, then repeated to --mb
+        x = datasets.sparse(np.random.default_rng(7))[0]
         np.save(u8, np.concatenate([x] * max(1, round(run.s.mb * 1e6 / x.nbytes))))
     elif run.s.data == "photos":
         L.photo_rows(u8, run.s.rows)

@@ -10,7 +10,7 @@
 #   packed store (gpu_check backend: chunks from 16 threads, the tier,
 #   the readahead's device path); the in-process reader on the device
 #   against gpu=off (gpu_check reader); with /dev/fuse, the e2e GPU tests and
-#   the mount rows (bench/gpu_mount_bench.py); compute-sanitizer's
+#   the mount rows (python3 -m bench run gpu_mount); compute-sanitizer's
 #   memcheck and racecheck over the comparison.
 # One summary file, $OUT/device-check.txt (OUT unset: build-device/out/),
 # every step's whole output beside it in logs/. Exit 0 when nothing
@@ -123,10 +123,10 @@ step compare 300 "$bin/gpu_check" compare
 # kernel-only and end to end against the CPU on every core
 if [ $device = 1 ]; then
 	step bench 240 "$bin/gpu_bench"
-	sed -n '/^device:/,$p' "$out/logs/bench.log" | sed 's/^/          /' >>"$sum"
+	sed -n '/^device:/,$p' "$out/logs/bench.log" | grep -v '^{' | sed 's/^/          /' >>"$sum"
 else
 	"$bin/gpu_bench" >"$out/logs/bench.log" 2>&1
-	row "no device" "bench: $(head -1 "$out/logs/bench.log")"
+	row "no device" "bench: $(grep -m1 -v '^{' "$out/logs/bench.log")"
 fi
 
 # a packed store: 256 KiB chunks of 16 KiB blocks, 1 MiB chunks of 64 KiB,
@@ -196,9 +196,10 @@ elif [ ! -e /dev/fuse ] || [ "$(id -u)" != 0 ]; then
 else
 	quiet=1 step e2e 240 "$py" tests/e2e/run.py test_gpu.py test_gpu_tier.py
 	row "$([ $? = 0 ] && echo ok || echo FAIL)" "e2e test_gpu.py test_gpu_tier.py: $(tail -1 "$out/logs/e2e.log") (logs/e2e.log)"
-	step mount-bench 240 env GPU_ROWS="${GPU_ROWS:-2048}" ROUNDS="${ROUNDS:-2}" \
-		"$py" bench/gpu_mount_bench.py
-	sed -n '/^mount rows:/p; /^--gpu /,$p' "$out/logs/mount-bench.log" | sed 's/^/          /' >>"$sum"
+	step mount-bench 240 "$py" -m bench run gpu_mount --rows "${GPU_ROWS:-2048}" \
+		--rounds "${ROUNDS:-2}" --dsview "$DSVIEW" --out "$out/bench"
+	sed -n '/^warning: peer/p; /^peer /,/^gpu_mount: /p' "$out/logs/mount-bench.log" |
+		sed 's/^/          /' >>"$sum"
 fi
 
 # compute-sanitizer over the comparison (256 KiB chunks)
