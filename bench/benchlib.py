@@ -1,22 +1,12 @@
-"""Helpers shared by the benchmarks: page-cache handling, /proc readings,
+"""Helpers shared by the experiments: page-cache handling, /proc readings,
 page-cache residency, the sequential and shuffled readers, the bench's
-image rows, the null FUSE peer, a view measured from a cold start
-(cold_view), interleaved rounds and their medians, and the printed tables,
-target lines and footers.
-
-Environment (the scripts not yet on the runner): BENCH_SETTLE (seconds
-after dropping the page cache, default 3), BENCH_PREFAULT_GB (memory
-touched and freed after dropping it, default 6), BENCH_BATCHES (shuffled
-batches of bench.py, default 8). The runner (harness.py) sets SETTLE and
-PREFAULT_GB from a run's settings instead; a script may assign
-PREFAULT_GB on this module before drop_caches()."""
+image rows and the null FUSE peer. The runner (harness.py) sets SETTLE
+and PREFAULT_GB from a run's settings."""
 import gc
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -26,9 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from pagecache import resident  # noqa: E402,F401 (the benches' one home for it)
 
 SHUF_SECONDS = 15
-BATCHES = int(os.environ.get("BENCH_BATCHES", "8"))
-SETTLE = float(os.environ.get("BENCH_SETTLE", "3"))
-PREFAULT_GB = float(os.environ.get("BENCH_PREFAULT_GB", "6"))
+SETTLE = 3.0  # seconds after dropping the page cache
+PREFAULT_GB = 6.0  # memory touched and freed after dropping it
 H, W = 224, 224  # bench.py's rows: 150 KB uint8, 600 KB float32
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
@@ -237,59 +226,6 @@ def cache_fully(path, read_pass, tries=3):
     return frac
 
 
-def remove_work(work, *mounts):
-    """Unmounts whichever of mounts is still mounted (a bench that failed
-    half-way), then removes the bench's directory work."""
-    for mnt in mounts:
-        if os.path.ismount(mnt):
-            subprocess.run(["fusermount3", "-u", mnt])
-    shutil.rmtree(work, ignore_errors=True)
-
-
-def cold_view(dsview, ini, mnt, log, shape, fn, env=None, name="v"):
-    """fn(view) on a cold start: the page cache dropped, the manifest ini
-    mounted at mnt by a fresh daemon, its view `name` as a float32 memmap
-    of shape; the memmap is dropped before the unmount (a live one keeps
-    the mount busy)."""
-    drop_caches()
-    os.makedirs(mnt, exist_ok=True)
-    subprocess.run([dsview, "mount", "--log", log, ini, mnt], check=True, env=env)
-    a = np.memmap(os.path.join(mnt, name + ".dat"), np.float32, "r", shape=shape)
-    try:
-        return fn(a)
-    finally:
-        del a
-        gc.collect()
-        subprocess.run([dsview, "umount", mnt], check=True)
-
-
-def work_dir(name):
-    """A new directory for one bench's files under BENCH_DIR (default
-    /var/tmp), named dsview-NAME-*."""
-    return tempfile.mkdtemp(prefix=f"dsview-{name}-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-
-
-def scale_prefault(mb, full_mb=1024):
-    """PREFAULT_GB for a bench of mb MB: 6 GB at full_mb, scaled down with
-    a smaller run (a quick run's passes touch less memory), at least 1;
-    BENCH_PREFAULT_GB, where set, wins."""
-    global PREFAULT_GB
-    if "BENCH_PREFAULT_GB" not in os.environ:
-        PREFAULT_GB = min(6.0, max(1.0, 6 * mb / full_mb))
-
-
-def chosen_peers(peers, env, nullfs):
-    """The peers a run measures: those named in the environment variable
-    env (comma-separated; all when env is None or unset), less null where
-    the nullfs binary is missing (with a warning)."""
-    only = os.environ.get(env) if env else None
-    out = [p for p in peers if not only or p in only.split(",")]
-    if "null" in out and not os.path.exists(nullfs):
-        print(f"warning: {nullfs} missing (make build/bench/nullfs): no null peer")
-        out.remove("null")
-    return out
-
-
 def mount_null(nullfs, size, mnt):
     """Starts bench/nullfs serving data.dat of size bytes at mnt and waits
     for it; read_ahead_kb raised as dsview does for its own mounts. Returns
@@ -328,75 +264,3 @@ def shuffled_rows(arr, batches, seed, batch=BATCH):
     return shuffled(lambda idx: np.asarray(arr[idx]), arr.shape[0], batches, seed=seed,
                     batch=batch)
 
-
-def seq_and_shuffled(measure, batches, seed, step=16):
-    """(GB/s of a sequential pass of step-row slices, rows/s of shuffled
-    batches), each on its own cold start: measure(fn) returns fn(array) on
-    one."""
-    gbs = measure(lambda a: seq(a, step) / 1e9)
-    rate = measure(lambda a: shuffled_rows(a, batches, seed)[0])
-    return gbs, rate
-
-
-def interleaved(peers, rounds, one, line, width, alternate=False):
-    """{peer: [one(peer, round) for each round]}: every peer once a round,
-    in reverse order every other round where alternate; each result printed
-    as it comes, "  round i/N PEER: " + line(result), the peer's name
-    padded to width."""
-    runs = {p: [] for p in peers}
-    for rnd in range(rounds):
-        for peer in peers if not alternate or rnd % 2 == 0 else peers[::-1]:
-            r = one(peer, rnd)
-            runs[peer].append(r)
-            print(f"  round {rnd + 1}/{rounds} {peer:{width}}: {line(r)}", flush=True)
-    return runs
-
-
-def medians(runs):
-    """{peer: the median of its rounds}, runs {peer: [result a round]}: of
-    each key where the results are dicts (floats), of each column where
-    they are tuples (a numpy array)."""
-    def med(rs):
-        if isinstance(rs[0], dict):
-            return {k: float(np.median([r[k] for r in rs])) for k in rs[0]}
-        return np.median(np.array(rs), axis=0)
-    return {p: med(rs) for p, rs in runs.items()}
-
-
-def table(peers, med, cols, width):
-    """A table of medians, a line a peer after a blank line: cols is
-    [(title, width, format spec)], med[peer] a value a column."""
-    print(f"\n{'peer':{width}} " + " ".join(f"{t:>{w}}" for t, w, _ in cols))
-    for p in peers:
-        print(f"{p:{width}} " + " ".join(format(v, f"{w}{spec}") for v, (_, w, spec) in zip(med[p], cols)))
-
-
-def target(what, value, op, bound, unit="x"):
-    """Prints what's figure against its target (op ">=" or "<=" bound) and
-    whether it is met; returns that."""
-    ok = value >= bound if op == ">=" else value <= bound
-    print(f"{what}: {value:.2f}{unit} (target {op} {bound:g}{unit}): {'met' if ok else 'NOT met'}")
-    return ok
-
-
-def cold_footer(rounds, t0, alternate=False, rows="rows"):
-    """The closing line of a bench of cold interleaved rounds started at
-    t0 (time.perf_counter())."""
-    print(f"\n{rounds} interleaved rounds{' (order alternating)' if alternate else ''}, medians, "
-          f"{time.perf_counter() - t0:.0f} s; cold = page cache dropped, daemon restarted; "
-          f"shuffled = sorted batches of {BATCH} random {rows}.")
-
-
-def machine(knob, mb, rounds, t0):
-    """'machine: ...' for a footer: cores, load average, the size knob,
-    rounds and seconds since t0."""
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"machine: {os.cpu_count()} cores, load average {load}; {knob}={mb}; {rounds} "
-            f"interleaved rounds, medians; {time.perf_counter() - t0:.0f} s.")
-
-
-def save_json(path, obj):
-    """obj as JSON at path (indented by one); nothing where path is None."""
-    if path:
-        with open(path, "w") as f:
-            json.dump(obj, f, indent=1)
