@@ -133,7 +133,7 @@ class HFDatasetsTest(E2E):
             why = {e["path"]: e["reason"] for e in json.loads(read_all(m.path(".skipped.json")))}
             self.assertEqual(sorted(why), sorted([idx, "json-train.arrow:/text"]))
             self.assertIn("indices file", why[idx])
-            self.assertIn("column text", why["json-train.arrow:/text"])
+            self.assertIn("column text is a utf8 column", why["json-train.arrow:/text"])
 
 
 if __name__ == "__main__":
