@@ -2,7 +2,8 @@
 (the project venv) as its users make them, offline, with its cache in the
 test's directory: load_dataset("json") then a tokenizing map() (the
 cache-*.arrow a user finds under ~/.cache/huggingface/datasets), a
-save_to_disk() copy (data-*.arrow) and a shuffle() (its indices file).
+save_to_disk() copy (data-*.arrow), a shuffle() (its indices file) and a
+Dataset.from_dict() of lists, saved.
 Each token file is mounted (zero-config, and a manifest naming the column)
 and its flat stream compared byte for byte with what datasets returns for
 ds["input_ids"]; the indices file is refused with the reason, and the
@@ -18,8 +19,9 @@ from common import E2E, check_preads, check_whole, read_all, refused_at, venv_py
 WRITER = r'''
 import json, os, sys
 d = sys.argv[1]
-os.environ.update(HF_DATASETS_CACHE=os.path.join(d, "hf_cache"), HF_HOME=os.path.join(d, "hf_home"),
-                  HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1")
+os.environ.update(HF_DATASETS_CACHE=os.path.join(d, "hf_cache"),
+                  HF_HOME=os.path.join(d, "hf_home"), HF_DATASETS_OFFLINE="1",
+                  HF_HUB_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1")
 import numpy as np
 import pyarrow as pa
 import datasets
@@ -41,12 +43,17 @@ tok = raw.map(tokenize, batched=True, remove_columns=["text"])
 saved = os.path.join(d, "saved")
 tok.save_to_disk(saved)
 shuf = tok.shuffle(seed=5)
+# a dataset made in memory from lists, saved (ids past int32: int64 values)
+lists = [rng.integers(0, 2**40, int(rng.integers(0, 60))).tolist() for _ in range(1500)]
+mem = datasets.Dataset.from_dict({"input_ids": lists})
+mem.save_to_disk(os.path.join(d, "from_dict"))
 
 def flat(ds):
     """datasets' own read of the column, flattened in row order."""
     return np.concatenate([np.asarray(r, dtype=np.int64) for r in ds["input_ids"]])
 
 np.save(os.path.join(d, "tok.npy"), flat(tok))
+np.save(os.path.join(d, "mem.npy"), flat(mem))
 np.save(os.path.join(d, "lengths.npy"), np.array([len(r) for r in tok["input_ids"]], np.int64))
 np.save(os.path.join(d, "shuf.npy"), flat(shuf))
 # the row order the shuffle's indices file holds, as pyarrow reads it
@@ -58,6 +65,7 @@ print(json.dumps({
     "indices": shuf.cache_files[-1]["filename"],
     "saved": sorted(f for f in os.listdir(saved) if f.endswith(".arrow")),
     "feature": str(tok.features["input_ids"]),
+    "mem_feature": str(mem.features["input_ids"]),
     "version": datasets.__version__,
 }))
 '''
@@ -79,6 +87,7 @@ class HFDatasetsTest(E2E):
         self.assertNotEqual(self.files["indices"], cache)
         self.assertEqual(self.files["saved"], ["data-00000-of-00001.arrow"])
         self.assertIn("int32", self.files["feature"])
+        self.assertIn("int64", self.files["mem_feature"])
 
     def test_map_cache_zero_config(self):
         ids = self.ref("tok.npy")
@@ -94,7 +103,8 @@ class HFDatasetsTest(E2E):
         ids = self.ref("tok.npy")
         ini = (f"[tok]\nsource = {self.files['cache']}:input_ids\ndtype = int32\n\n"
                f"[saved]\nsource = saved/data-*.arrow:input_ids\n\n"
-               f"[windows]\nsource = {self.files['cache']}\nwindow = 129\nstride = 128\n")
+               f"[windows]\nsource = {self.files['cache']}\nwindow = 129\nstride = 128\n\n"
+               f"[mem]\nsource = from_dict/data-*.arrow\n")
         with self.mount(self.write_ini(ini)) as m:
             got = check_whole(self, m, "tok", ids.astype(np.int32), "int32")
             self.assertEqual(got["shape"], [len(ids)])
@@ -102,6 +112,8 @@ class HFDatasetsTest(E2E):
             n = (len(ids) - 129) // 128 + 1
             check_whole(self, m, "windows",
                         np.stack([ids[i * 128:i * 128 + 129] for i in range(n)]), "int64")
+            meta = check_whole(self, m, "mem", self.ref("mem.npy"), "int64")
+            self.assertEqual(meta["sources"][0]["dtype"], "int64")
 
     def test_indices_file_refused_data_file_served(self):
         idx = self.files["indices"]
