@@ -14,6 +14,9 @@ Peers, each cold:
              sequential pass of np.memmap slices of 64 rows
   mmap_npy   the same pass over a mount of the uint8 rows as a .npy (no
              decode): what the mount costs without gzip
+  mmap_u8    the same pass over a uint8 view of the gzip dataset
+             (`dtype = uint8`): the bytes h5py returns, each slice kept
+             and the whole pass compared with the data byte for byte
   verify_old, mmap_old   the same with --dsview_old (a dsview binary built
              at another commit), where set: before/after in one run
 MB/s of uint8 source, and CPU seconds (h5py's process, verify's, the
@@ -55,6 +58,8 @@ def make(run, layout):
     ini = run.path(f"{layout}.ini")
     with open(ini, "w") as f:
         f.write(f"[v]\nsource = {h5}:/{layout}\n")
+    with open(run.path(f"{layout}_u8.ini"), "w") as f:
+        f.write(f"[v]\nsource = {h5}:/{layout}\ndtype = uint8\n")
     with open(run.path("npy.ini"), "w") as f:
         f.write(f"[v]\nsource = {u8}\n")
     return types.SimpleNamespace(x=x, h5=h5, layout=layout, ini=ini, mb=n * ROW / 1e6,
@@ -100,6 +105,21 @@ def mmap_pass(m, data):
     return dt, dc
 
 
+def mmap_u8_pass(m, data):
+    a = np.memmap(m.path("v.dat"), np.uint8, "r", shape=data.x.shape)
+    out = np.empty(data.x.shape, np.uint8)
+    n = data.x.shape[0]
+    t, c, d = time.perf_counter(), cpu(resource.RUSAGE_SELF), m.cpu()
+    for i in range(0, n, 64):
+        out[i:i + 64] = a[i:i + 64]
+    dt = time.perf_counter() - t
+    dc = cpu(resource.RUSAGE_SELF) - c + m.cpu() - d
+    del a
+    if not np.array_equal(out, data.x):
+        raise RuntimeError("the mount's uint8 view differs from the data")
+    return dt, dc
+
+
 def old_binary(run):
     return os.path.join(ROOT, run.s.dsview_old)
 
@@ -109,6 +129,8 @@ def measure(run, data, peer, m, rnd):
         dt, dc = h5py_read(run, data)
     elif peer.startswith("verify"):
         dt, dc = verify(old_binary(run) if peer.endswith("_old") else run.dsview, data)
+    elif peer == "mmap_u8":
+        dt, dc = mmap_u8_pass(m, data)
     else:
         dt, dc = mmap_pass(m, data)
     return {"mbps": data.mb / dt, "cpu_s": dc}
@@ -116,7 +138,8 @@ def measure(run, data, peer, m, rnd):
 
 def mount(peer):
     def setup(run, data):
-        ini = run.path("npy.ini") if peer == "mmap_npy" else data.ini
+        ini = {"mmap_npy": run.path("npy.ini"),
+               "mmap_u8": run.path(f"{data.layout}_u8.ini")}.get(peer, data.ini)
         if peer == "mmap_old":
             m = run.mounts.dsview(ini, binary=old_binary(run))
         else:
@@ -144,6 +167,7 @@ EXPERIMENT = Experiment(
            Peer("verify", "dsview verify"),
            Peer("mmap", "a mount's sequential pass", *mount("mmap")),
            Peer("mmap_npy", "the same over the uint8 .npy", *mount("mmap_npy")),
+           Peer("mmap_u8", "a mount's pass of a uint8 view", *mount("mmap_u8")),
            Peer("verify_old", "--dsview_old's verify", missing=old_missing),
            Peer("mmap_old", "--dsview_old's mount", *mount("mmap_old"), missing=old_missing)],
     phases=[Phase("read", measure)],
@@ -151,6 +175,7 @@ EXPERIMENT = Experiment(
              Metric("cpu_s", "CPU s", "reader + daemon (or verify) CPU seconds",
                     higher_is_better=False)],
     targets=[Target("verify", "mbps", "verify", "h5py", 2.0),
-             Target("mount", "mbps", "mmap", "h5py", 2.0)],
+             Target("mount", "mbps", "mmap", "h5py", 2.0),
+             Target("mount_u8", "mbps", "mmap_u8", "h5py", 2.0)],
     alternate=False,
 )

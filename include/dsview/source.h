@@ -150,6 +150,10 @@ int dsv_raw_dtype_parse(const char *name, dsv_raw_layout *l);
  * file holds). */
 int dsv_source_open_raw_layout(const char *path, const dsv_raw_layout *l, dsv_source **out,
 			       dsv_errbuf *eb);
+/* The layout a raw source was opened with, its shape resolved (no -1):
+ * offset (source_offset), int24, dtype (DSV_I32 for int24), ndim, shape.
+ * @return 0, or -1 when s is no raw source (l untouched). */
+int dsv_source_raw_layout_of(const dsv_source *s, dsv_raw_layout *l);
 /* dsv_source_open_raw_layout with no header and a dtype of its own. */
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
 			dsv_source **out, dsv_errbuf *eb);

@@ -79,6 +79,13 @@ static json_t *jsource(const dsv_source *s)
 	json_object_set_new(o, "lz4_block_bytes",
 			    si->lz4_block ? json_integer((json_int_t)si->lz4_block) : json_null());
 	json_object_set_new(o, "lz4_block_table", json_boolean(si->lz4_table));
+	dsv_raw_layout l;
+	int raw = !dsv_source_raw_layout_of(s, &l);
+	json_object_set_new(o, "source_offset",
+			    raw ? json_integer((json_int_t)l.offset) : json_null());
+	json_object_set_new(o, "source_dtype",
+			    raw ? json_string(l.int24 ? "int24" : dsv_dtype_name(l.dtype))
+				: json_null());
 	return o;
 }
 

@@ -110,6 +110,13 @@ static void print_flat(const json_t *root)
 		printf(LABEL " %s in a %s file\n", "data", dsv_fmt_bytes(a, sizeof(a), data),
 		       dsv_fmt_bytes(b, sizeof(b), dsv_cli_jint(root, "file_bytes")));
 	}
+	if (json_is_integer(json_object_get(src, "source_offset"))) {
+		const char *why = dsv_cli_jstr(src, "why", "");
+		printf(LABEL " %s elements from byte %llu (source_offset)%s%s\n", "layout",
+		       jshown(src, "source_dtype"),
+		       (unsigned long long)dsv_cli_jint(src, "source_offset"), *why ? ", " : "",
+		       dsv_cli_shown(why));
+	}
 	const json_t *scale = json_object_get(src, "scale");
 	if (json_is_number(scale))
 		printf(LABEL " x * %.17g + %.17g (the file's own scaling)\n", "values",
@@ -354,6 +361,9 @@ static void print_view(const json_t *v)
 		       ds ? dsv_cli_shown(ds) : "", jshown(s, "kind"),
 		       fmt_shape(shape, sizeof(shape), json_object_get(s, "shape")),
 		       jshown(s, "dtype"));
+		if (json_is_integer(json_object_get(s, "source_offset")))
+			printf("%s from byte %llu, ", jshown(s, "source_dtype"),
+			       (unsigned long long)dsv_cli_jint(s, "source_offset"));
 		if (json_is_object(win) && r1 == r0) {
 			long long ax = (long long)dsv_cli_jint(win, "axis");
 			printf("contributes no window: axis %lld has %lld < window %lld", ax,

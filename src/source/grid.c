@@ -62,6 +62,36 @@ static void swap_elems(unsigned char *p, uint64_t n, size_t es)
 		}
 }
 
+/* n runs of run bytes, cstep apart in the chunk and dstep in the band.
+ * Runs of one element of 1, 2, 4 or 8 bytes (a chunk one element wide on
+ * the last axis) are copied as loads and stores, not a memcpy call each. */
+static void copy_runs(unsigned char *d, size_t dstep, const unsigned char *c, size_t cstep,
+		      size_t run, uint64_t n)
+{
+	uint64_t r;
+	switch (run) {
+	case 1:
+		for (r = 0; r < n; r++)
+			d[r * dstep] = c[r * cstep];
+		return;
+	case 2:
+		for (r = 0; r < n; r++)
+			memcpy(d + r * dstep, c + r * cstep, 2);
+		return;
+	case 4:
+		for (r = 0; r < n; r++)
+			memcpy(d + r * dstep, c + r * cstep, 4);
+		return;
+	case 8:
+		for (r = 0; r < n; r++)
+			memcpy(d + r * dstep, c + r * cstep, 8);
+		return;
+	default:
+		for (r = 0; r < n; r++)
+			memcpy(d + r * dstep, c + r * cstep, run);
+	}
+}
+
 /* Copies the part of grid chunk idx inside the array from chunk to band,
  * whose row row0 is the chunk's first. */
 static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned char *chunk,
@@ -101,14 +131,11 @@ static void scatter(const dsv_source *s, const uint64_t *idx, const unsigned cha
 		}
 		const unsigned char *c = chunk + so * es;
 		unsigned char *d = band + dof * es;
-		for (uint64_t r = 0; r < n; r++, c += cstep, d += dstep) {
-			if (!s->more->g_fortran) {
-				memcpy(d, c, run);
-				continue;
-			}
+		if (!s->more->g_fortran)
+			copy_runs(d, dstep, c, cstep, run, n);
+		for (uint64_t r = 0; s->more->g_fortran && r < n; r++, c += cstep, d += dstep)
 			for (uint64_t i = 0; i < len[last]; i++)
 				memcpy(d + i * es, c + i * cs[last] * es, es);
-		}
 		int k = mid - 1;
 		for (; k >= 0; k--) {
 			if (++at[k] < len[k])

@@ -109,6 +109,27 @@ class Gzip(E2E):
             base = n.split("_l")[0]
             np.testing.assert_array_equal(want[n], self.arrays[base], n)
 
+    def test_chunks_one_element_wide(self):
+        # h5py's own guess for image rows, (n, 16, 32, 1): each chunk lands
+        # in its band one element at a time, for each element size; and a
+        # run of 3 elements, edge chunks cut on every axis
+        rng = np.random.default_rng(7)
+        path = self.p("wide1.h5")
+        names = []
+        with h5py.File(path, "w") as f:
+            for dt in ("u1", "i2", "f4", "f8"):
+                x = (rng.normal(0, 1000, (21, 5, 3)) if dt[0] == "f"
+                     else rng.integers(0, 200, (21, 5, 3))).astype(dt)
+                f.create_dataset(f"{dt}_w1", data=x, chunks=(8, 2, 1), compression="gzip",
+                                 shuffle=True)
+                f.create_dataset(f"{dt}_w3", data=x, chunks=(8, 2, 3), compression="gzip")
+                names += [f"{dt}_w1", f"{dt}_w3"]
+        want = self.served(path, names)
+        with h5py.File(path, "r") as f:
+            self.assertEqual(f["u1_w1"].chunks, (8, 2, 1))
+        for dt in ("u1", "i2", "f4", "f8"):
+            np.testing.assert_array_equal(want[f"{dt}_w1"], want[f"{dt}_w3"])
+
     def test_fletcher32_after_gzip(self):
         # h5py's order: shuffle, gzip, fletcher32; with h5py's default
         # chunk shape too (chunks=True, rows split where the guess says)

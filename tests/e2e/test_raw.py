@@ -194,9 +194,36 @@ class Spelling(E2E):
         self.assertEqual(r.returncode, 0, r.stderr)
         src = json.loads(r.stdout)["source"]
         self.assertEqual((src["shape"], src["dtype"]), ([40, 6], "int32"))
+        # the raw layout as given: the header skipped, the stored type
+        self.assertEqual((src["source_offset"], src["source_dtype"]), (100, "int24"))
+        self.assertEqual((src["data_bytes"], src["stored_bytes"]), (40 * 6 * 4, 40 * 6 * 3))
         r = run("info", *self.raw, self.p("s.raw"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("(40, 6) int32", r.stdout)
+        self.assertIn("int24 elements from byte 100 (source_offset)", r.stdout)
+        # a plain dtype with no header: offset 0, its own type
+        r = run("info", "--json", "--source-dtype", "uint8", "--source-shape", "-1",
+                self.p("s.raw"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        src = json.loads(r.stdout)["source"]
+        self.assertEqual((src["source_offset"], src["source_dtype"], src["shape"]),
+                         (0, "uint8", [100 + len(self.b)]))
+        # a manifest's view: each raw source's layout, in JSON and text
+        ini = self.write_ini("[v]\nsource = s.raw\nsource_dtype = int24\nsource_shape = -1 6\n"
+                             "source_offset = 100\n", "info.ini")
+        r = run("info", "--json", ini)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        src = json.loads(r.stdout)["views"][0]["sources"][0]
+        self.assertEqual((src["source_offset"], src["source_dtype"]), (100, "int24"))
+        r = run("info", ini)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("int24 from byte 100", r.stdout)
+        # other kinds have none
+        np.save(self.p("plain.npy"), np.zeros((3, 2), np.float32))
+        r = run("info", "--json", self.p("plain.npy"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        src = json.loads(r.stdout)["source"]
+        self.assertEqual((src["source_offset"], src["source_dtype"]), (None, None))
 
     def test_verify(self):
         r = run("verify", *self.raw, self.p("s.raw"))

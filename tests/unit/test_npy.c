@@ -119,6 +119,8 @@ static void test_npy_key_order_and_1d(void **state)
 	assert_int_equal(dsv_source_get_info(s)->dtype, DSV_U8);
 	assert_int_equal(dsv_source_get_info(s)->ndim, 1);
 	assert_int_equal(dsv_source_get_info(s)->row_elems, 1);
+	dsv_raw_layout l;
+	assert_int_equal(dsv_source_raw_layout_of(s, &l), -1); /* a .npy is no raw source */
 	dsv_source_close(s);
 }
 
@@ -319,6 +321,20 @@ static void test_raw_int24(void **state)
 	assert_int_equal(r.nelems, 8);
 	assert_int_equal(dsv_source_read_chunk(s, &r, out, sizeof(out), NULL, 0, NULL), 0);
 	assert_memory_equal(out, want, sizeof(want));
+	/* the layout given back as opened, its -1 resolved */
+	dsv_raw_layout got;
+	assert_int_equal(dsv_source_raw_layout_of(s, &got), 0);
+	assert_true(got.int24 && got.dtype == DSV_I32);
+	assert_int_equal(got.offset, 4);
+	assert_int_equal(got.ndim, 2);
+	assert_int_equal(got.shape[0], 2);
+	assert_int_equal(got.shape[1], 4);
+	dsv_source_close(s);
+	/* the same bytes as plain int16 after the header: not int24 */
+	dsv_raw_layout l16 = { .dtype = DSV_I16, .ndim = 1, .shape = { -1 }, .offset = 4 };
+	assert_int_equal(dsv_source_open_raw_layout(p, &l16, &s, &eb), 0);
+	assert_int_equal(dsv_source_raw_layout_of(s, &got), 0);
+	assert_true(!got.int24 && got.dtype == DSV_I16 && got.offset == 4 && got.shape[0] == 12);
 	dsv_source_close(s);
 	/* the 21 bytes after a 7-byte header are no whole rows of 3 samples */
 	l.shape[1] = 3;

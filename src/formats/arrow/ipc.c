@@ -225,6 +225,39 @@ static int count_field(reader *r, const fb_table *field, int depth, counts *c)
 	return 0;
 }
 
+/* The Type union's member as Arrow's schema names it ("utf8", "struct"). */
+static const char *type_name(int type)
+{
+	static const char *const names[] = { "none",
+					     "null",
+					     "int",
+					     "floating point",
+					     "binary",
+					     "utf8",
+					     "bool",
+					     "decimal",
+					     "date",
+					     "time",
+					     "timestamp",
+					     "interval",
+					     "list",
+					     "struct",
+					     "union",
+					     "fixed_size_binary",
+					     "fixed_size_list",
+					     "map",
+					     "duration",
+					     "large_binary",
+					     "large_utf8",
+					     "large_list",
+					     "run_end_encoded",
+					     "binary_view",
+					     "utf8_view",
+					     "list_view",
+					     "large_list_view" };
+	return type >= 0 && (size_t)type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
+}
+
 /* What column col (schema field f) is, and why it is not served if not. */
 static void describe(const fb_table *f, dsv_arrow_col *col)
 {
@@ -258,7 +291,11 @@ static void describe(const fb_table *f, dsv_arrow_col *col)
 				 (int)size);
 		}
 		col->list_size = size;
-	} else
+	} else if (type_name(type))
+		snprintf(col->why, sizeof(col->why),
+			 "a %s column (dsview serves integer and float columns and lists of them)",
+			 type_name(type));
+	else
 		snprintf(col->why, sizeof(col->why),
 			 "a column of Arrow type %d (dsview serves integer and float columns "
 			 "and lists of them)",

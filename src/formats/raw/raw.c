@@ -181,6 +181,20 @@ fail:
 	return err;
 }
 
+int dsv_source_raw_layout_of(const dsv_source *s, dsv_raw_layout *l)
+{
+	if (s->info.kind != DSV_SRC_RAW)
+		return -1;
+	memset(l, 0, sizeof(*l));
+	l->dtype = s->info.dtype;
+	l->int24 = s->more->lib_read == raw24_read;
+	l->offset = s->data_offset;
+	l->ndim = s->info.ndim;
+	for (int i = 0; i < l->ndim; i++)
+		l->shape[i] = (int64_t)s->info.shape[i];
+	return 0;
+}
+
 int dsv_source_open_raw(const char *path, dsv_dtype dtype, int ndim, const int64_t *shape,
 			dsv_source **out, dsv_errbuf *eb)
 {
