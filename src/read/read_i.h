@@ -38,8 +38,8 @@ void dsv_read_note_unit(dsv_read_info *info, uint64_t u);
  * not worth it); b such windows from view row i (output element e), the
  * first at r. */
 uint64_t dsv_read_window_batch(const dsv_view *v, uint64_t i, uint64_t n, const dsv_row_runs *r);
-int dsv_read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t b,
-		     uint64_t e, char *dst, const dsv_read_req *req, dsv_read_info *info);
+int dsv_read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t b, uint64_t e,
+		     char *dst, const dsv_read_req *req, dsv_read_info *info);
 /* Positions [q, q + n) of logical row l, a window of a tiled view, from
  * its tile in the cache tiles (made through c). */
 int dsv_read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_row_runs *r,
@@ -49,7 +49,7 @@ int dsv_read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_
 int dsv_read_fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t size);
 /* Positions [q, q + n) of a window of a source that gathers its runs
  * itself (dsv_source_gathers), read uncached. */
-int dsv_read_gathered(const dsv_view *v, const dsv_row_runs *r, uint64_t q, uint64_t n,
-		      uint64_t oe, char *dst);
+int dsv_read_gathered(const dsv_view *v, const dsv_row_runs *r, uint64_t q, uint64_t n, uint64_t oe,
+		      char *dst);
 
 #endif

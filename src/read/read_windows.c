@@ -34,8 +34,8 @@ uint64_t dsv_read_window_batch(const dsv_view *v, uint64_t i, uint64_t n, const 
 }
 
 /* b whole windows from view row i (output element e), the first at r. */
-int dsv_read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t b,
-			uint64_t e, char *dst, const dsv_read_req *req, dsv_read_info *info)
+int dsv_read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uint64_t b, uint64_t e,
+		     char *dst, const dsv_read_req *req, dsv_read_info *info)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	uint64_t step = v->stride * (r->len / v->win), span = (b - 1) * step + r->len;
@@ -43,8 +43,8 @@ int dsv_read_windows(dsv_cache *c, const dsv_view *v, const dsv_row_runs *r, uin
 	if (!buf)
 		return DSV_ERR_NOMEM;
 	for (uint64_t p = 0; p < r->nruns; p++) {
-		int err = dsv_read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf, req,
-				   info, 0);
+		int err = dsv_read_src(c, v, r->si, r->start + p * r->stride, span, NULL, 0, buf,
+				       req, info, 0);
 		if (err)
 			return err;
 		for (uint64_t w = 0; w < b; w++) {
@@ -95,7 +95,7 @@ int dsv_read_fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t siz
 	memset(&info, 0, sizeof(info));
 	for (uint64_t p = 0; p < r.nruns; p++) {
 		int err = dsv_read_src(a->c, v, a->si, r.start + p * r.stride, t.span, NULL, 0,
-				   (char *)buf + p * t.span * ses, a->req, &info, 0);
+				       (char *)buf + p * t.span * ses, a->req, &info, 0);
 		if (err)
 			return err;
 	}
@@ -105,8 +105,8 @@ int dsv_read_fill_tile(const read_src_arg *a, uint64_t id, void *buf, size_t siz
 /* Positions [q, q + n) of logical row l, a window of a tiled view, from
  * its tile in the cache: one get for the whole row. */
 int dsv_read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_row_runs *r,
-		      uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst,
-		      const dsv_read_req *req)
+		   uint64_t l, uint64_t q, uint64_t n, uint64_t oe, char *dst,
+		   const dsv_read_req *req)
 {
 	size_t ses = dsv_dtype_size(dsv_source_get_info(v->sources[r->si])->dtype);
 	read_src_arg arg = { v, r->si, ENTRY_TILE, c, req };
@@ -139,8 +139,8 @@ int dsv_read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_
  * transformed from output element oe. A random window reads the records
  * it needs once, not the chunks (a few channels' whole time) or a tile of
  * windows around it. */
-int dsv_read_gathered(const dsv_view *v, const dsv_row_runs *r, uint64_t q, uint64_t n,
-			 uint64_t oe, char *dst)
+int dsv_read_gathered(const dsv_view *v, const dsv_row_runs *r, uint64_t q, uint64_t n, uint64_t oe,
+		      char *dst)
 {
 	const dsv_source *s = v->sources[r->si];
 	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
