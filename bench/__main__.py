@@ -35,7 +35,8 @@ def cmd_list():
     for name in NAMES:
         exp = load(name)
         print(f"{name:12} {exp.doc.splitlines()[0]}")
-        for s in harness.COMMON[:1] + exp.settings:
+        own = {s.name for s in exp.settings}  # an experiment's own rounds replace the common
+        for s in [c for c in harness.COMMON[:1] if c.name not in own] + exp.settings:
             q = f" (quick {s.quick})" if s.quick is not None else ""
             print(f"  --{s.name:14} {s.default!s:>12}{q}  {s.help}")
 
