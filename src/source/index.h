@@ -135,6 +135,16 @@ int dsv_index_load_flat(const char *file, const char *dataset, const void *blob,
  * then. @return NULL when out of memory. */
 dsv_source *dsv_index_unopened(const char *file, const char *dataset, const dsv_index_stamp *st);
 
+/* The kind's part of a load: the entry's values into the unopened s,
+ * each checked. @return 0, DSV_ERR_NOMEM, or another code (damaged). */
+typedef int (*dsv_index_fill_fn)(dsv_source *s, const void *blob, size_t len, dsv_source_kind kind);
+/* The unopened source of file filled from its entry by fill into *out.
+ * @return 0, or the error with eb set: out of memory, or the entry
+ * damaged. */
+int dsv_index_revive(const char *file, const char *dataset, const void *blob, size_t len,
+		     const dsv_index_stamp *st, dsv_source_kind kind, dsv_index_fill_fn fill,
+		     dsv_source **out, dsv_errbuf *eb);
+
 /* A source chunked in whole rows through a chunk map (an HDF5 dataset on
  * its fast path) saved and loaded: its kind, dtype, shape, chunk rows,
  * codec, filter bits, shuffle, bitshuffle's parameters, LZ4 block and

@@ -221,19 +221,5 @@ int dsv_index_load_chunked(const char *file, const char *dataset, const void *bl
 			   const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
 			   dsv_errbuf *eb)
 {
-	dsv_source *s = dsv_index_unopened(file, dataset, st);
-	int err;
-
-	*out = NULL;
-	if (!s)
-		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
-	if ((err = fill(s, blob, len, kind))) {
-		dsv_source_close(s);
-		if (err == DSV_ERR_NOMEM)
-			return dsv_errf_at(eb, err, file, dataset, "out of memory");
-		return dsv_errf_at(eb, err, file, dataset,
-				   "its entry in the index cache is damaged");
-	}
-	*out = s;
-	return 0;
+	return dsv_index_revive(file, dataset, blob, len, st, kind, fill, out, eb);
 }

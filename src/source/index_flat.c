@@ -82,9 +82,9 @@ static int fill(dsv_source *s, const void *blob, size_t len, dsv_source_kind kin
 	return 0;
 }
 
-int dsv_index_load_flat(const char *file, const char *dataset, const void *blob, size_t len,
-			const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
-			dsv_errbuf *eb)
+int dsv_index_revive(const char *file, const char *dataset, const void *blob, size_t len,
+		     const dsv_index_stamp *st, dsv_source_kind kind, dsv_index_fill_fn fill_kind,
+		     dsv_source **out, dsv_errbuf *eb)
 {
 	dsv_source *s = dsv_index_unopened(file, dataset, st);
 	int err;
@@ -92,11 +92,20 @@ int dsv_index_load_flat(const char *file, const char *dataset, const void *blob,
 	*out = NULL;
 	if (!s)
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, file, NULL, "out of memory");
-	if ((err = fill(s, blob, len, kind))) {
+	if ((err = fill_kind(s, blob, len, kind))) {
 		dsv_source_close(s);
+		if (err == DSV_ERR_NOMEM)
+			return dsv_errf_at(eb, err, file, dataset, "out of memory");
 		return dsv_errf_at(eb, err, file, dataset,
 				   "its entry in the index cache is damaged");
 	}
 	*out = s;
 	return 0;
+}
+
+int dsv_index_load_flat(const char *file, const char *dataset, const void *blob, size_t len,
+			const dsv_index_stamp *st, dsv_source_kind kind, dsv_source **out,
+			dsv_errbuf *eb)
+{
+	return dsv_index_revive(file, dataset, blob, len, st, kind, fill, out, eb);
 }
