@@ -1,8 +1,10 @@
 """Many small files in one view: mount time, daemon RSS and descriptors against numpy's opens.
 
-Per point of the sweep (--sets, KIND:N: N .npy sources, or N HDF5 files
-of one dataset each, every source 4 x 8 float32 of known values, kept
-between runs under --files), a view of all of them (a glob) and:
+Per point of the sweep (--sets, KIND:N: N .npy sources, N HDF5 files
+of one contiguous dataset each (h5), or of one chunked dataset, gzip
+and shuffle, a chunk a row (h5c: the index keeps its chunk map), every
+source 4 x 8 float32 of known values, kept between runs under --files),
+a view of all of them (a glob) and:
   numpy   numpy opening every file and learning its shape (np.load with
           mmap_mode, h5py.File and the dataset's shape): what a Python
           dataset does before its first item
@@ -37,24 +39,32 @@ ROWS, COLS = 4, 8
 
 def value(i, kind):
     return (np.arange(ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS) + i +
-            (0.5 if kind == "h5" else 0)).astype(np.float32)
+            (0.5 if kind != "npy" else 0)).astype(np.float32)
+
+
+def ext(kind):
+    return "npy" if kind == "npy" else "h5"
 
 
 def files(base, kind, n):
     """n files of kind in base/kind-n (kept for the next run); their paths."""
     d = os.path.join(base, f"{kind}-{n}")
-    paths = [os.path.join(d, f"rec{i:06d}.{kind}") for i in range(n)]
+    paths = [os.path.join(d, f"rec{i:06d}.{ext(kind)}") for i in range(n)]
     if os.path.exists(os.path.join(d, ".done")):
         return d, paths
     os.makedirs(d, exist_ok=True)
-    if kind == "h5":
+    if kind != "npy":
         import h5py
     for i, p in enumerate(paths):
         if kind == "npy":
             np.save(p, value(i, kind))
         else:
             with h5py.File(p, "w") as f:
-                f["x"] = value(i, kind)
+                if kind == "h5c":
+                    f.create_dataset("x", data=value(i, kind), chunks=(1, COLS),
+                                     compression="gzip", shuffle=True)
+                else:
+                    f["x"] = value(i, kind)
     open(os.path.join(d, ".done"), "w").close()
     return d, paths
 
@@ -128,13 +138,13 @@ def empty_kb(run):
 
 def make(run, point):
     kind, _, count = point.partition(":")
-    if kind not in ("npy", "h5") or not count.isdigit() or int(count) < 1:
-        raise SystemExit(f"scale: set '{point}' is not npy:N or h5:N")
+    if kind not in ("npy", "h5", "h5c") or not count.isdigit() or int(count) < 1:
+        raise SystemExit(f"scale: set '{point}' is not npy:N, h5:N or h5c:N")
     n = int(count)
     d, paths = files(base_dir(run), kind, n)
     ini = run.path(f"{kind}-{n}.ini")
     with open(ini, "w") as f:
-        f.write(f"[v]\nsource = {d}/rec*.{kind}{':/x' if kind == 'h5' else ''}\n")
+        f.write(f"[v]\nsource = {d}/rec*.{ext(kind)}{':/x' if kind != 'npy' else ''}\n")
     return types.SimpleNamespace(kind=kind, n=n, paths=paths, ini=ini, empty_kb=empty_kb(run),
                                  index=run.path("index"),
                                  info={"kind": kind, "sources": n, "mb": n * ROWS * COLS * 4 / 1e6})
@@ -191,7 +201,8 @@ EXPERIMENT = Experiment(
     doc=__doc__,
     settings=[Setting("rounds", 1, "rounds"),
               Setting("sets", ["npy:1000", "npy:10000", BIG, "h5:1000", H5_BIG],
-                      "KIND:N, N sources of npy or h5 (the sweep)", quick=["npy:500", "h5:100"]),
+                      "KIND:N, N sources of npy, h5 or h5c (the sweep)",
+                      quick=["npy:500", "h5:100", "h5c:100"]),
               Setting("files", "/var/tmp/dsview-scale-files",
                       "where the sources are kept between runs (empty: the run's work "
                       "directory, removed after)", quick="")],
