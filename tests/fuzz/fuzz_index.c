@@ -49,6 +49,20 @@ static void index_file(const uint8_t *data, size_t size)
 	dsv_index_free(ix);
 }
 
+/* Reads every chunk of s, loaded from blob, then saves it back with save:
+ * what loaded must save as it was (aborts otherwise). Closes s. */
+static void read_and_save_back(dsv_source *s, int (*save)(const dsv_source *, dsv_index_buf *),
+			       const void *blob, size_t size)
+{
+	dsv_index_buf again = { 0 };
+
+	fuzz_read_chunks(s);
+	if (save(s, &again) == 0 && (again.len != size || memcmp(again.p, blob, size)))
+		abort(); /* what loaded must save back as it was */
+	free(again.p);
+	dsv_source_close(s);
+}
+
 static void flat_state(const uint8_t *data, size_t size)
 {
 	static const int16_t elems[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
@@ -86,19 +100,13 @@ static void chunked_state(const uint8_t *data, size_t size)
 {
 	dsv_index_stamp st;
 	const char *path = chunk_file(&st);
-	dsv_index_buf again = { 0 };
 	dsv_source *s;
 	dsv_errbuf eb;
 
 	if (!path ||
 	    dsv_index_load_chunked(path, "/x", data, size, &st, DSV_SRC_H5_CHUNKED, &s, &eb))
 		return;
-	fuzz_read_chunks(s);
-	if (dsv_index_save_chunked(s, &again) == 0 &&
-	    (again.len != size || memcmp(again.p, data, size)))
-		abort(); /* what loaded must save back as it was */
-	free(again.p);
-	dsv_source_close(s);
+	read_and_save_back(s, dsv_index_save_chunked, data, size);
 }
 
 static void h5_entry(const uint8_t *data, size_t size)
@@ -119,7 +127,6 @@ static void h5_entry(const uint8_t *data, size_t size)
 static void edf_entry(const uint8_t *data, size_t size)
 {
 	static unsigned char bytes[512 + 200 * 18];
-	dsv_index_buf again = { 0 };
 	struct stat fs;
 	dsv_index_stamp st;
 	dsv_source *s;
@@ -133,12 +140,7 @@ static void edf_entry(const uint8_t *data, size_t size)
 	dsv_index_stamp_of(&fs, &st);
 	if (dsv_edf_index_load(path, NULL, data, size, &st, &s, &eb))
 		return;
-	fuzz_read_chunks(s);
-	if (dsv_edf_index_save(s, &again) == 0 &&
-	    (again.len != size || memcmp(again.p, data, size)))
-		abort(); /* what loaded must save back as it was */
-	free(again.p);
-	dsv_source_close(s);
+	read_and_save_back(s, dsv_edf_index_save, data, size);
 }
 
 /* A token run's entry for path (whose run is in file run): its stamp
@@ -148,7 +150,6 @@ static void token_entry(const uint8_t *data, size_t size, const char *path, cons
 				    const dsv_index_stamp *, dsv_source **, dsv_errbuf *))
 {
 	unsigned char *copy = malloc(size ? size : 1);
-	dsv_index_buf again = { 0 };
 	struct stat fs, rs;
 	dsv_index_stamp st, rst;
 	dsv_source *s;
@@ -166,14 +167,8 @@ static void token_entry(const uint8_t *data, size_t size, const char *path, cons
 		for (int k = 0; k < 32; k++)
 			copy[32 + k] = (unsigned char)(v[k / 8] >> (8 * (k % 8)));
 	}
-	if (load(path, NULL, copy, size, &st, &s, &eb) == 0) {
-		fuzz_read_chunks(s);
-		if (dsv_tokens_index_save(s, &again) == 0 &&
-		    (again.len != size || memcmp(again.p, copy, size)))
-			abort(); /* what loaded must save back as it was */
-		free(again.p);
-		dsv_source_close(s);
-	}
+	if (load(path, NULL, copy, size, &st, &s, &eb) == 0)
+		read_and_save_back(s, dsv_tokens_index_save, copy, size);
 	free(copy);
 }
 
