@@ -117,6 +117,14 @@ def index_entries(data):
     return out
 
 
+def write_sealed(path, data):
+    """The index file data written to path with its CRC made again: its
+    entries changed, the file itself sound."""
+    struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
 def meta(m, name):
     with open(m.path(name + ".json")) as f:
         return json.load(f)
@@ -261,7 +269,7 @@ class IndexCache(E2E):
     def test_manifest_key_and_disk_cache_directory(self):
         n = 30
         _, refs = self.collection(n)
-        ini = self.write_ini(f"[dsview]\nindex_cache = kept\n[v]\nsource = npy/rec*.npy\n",
+        ini = self.write_ini("[dsview]\nindex_cache = kept\n[v]\nsource = npy/rec*.npy\n",
                              name="keyed.ini")
         for _ in range(2):
             with self.mount(ini) as m:
@@ -425,9 +433,7 @@ class IndexCache(E2E):
             where = {"size": chunks + 8, "off": chunks, "n": head + 8 * 13}[field]
             struct.pack_into("<Q", data, where, value)
             damaged[i] = field
-        struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
-        with open(f, "wb") as fh:
-            fh.write(data)
+        write_sealed(f, data)
         with self.mount(ini, "--index-cache", self.idx) as m:
             self.assertEqual(index_lines(m.stderr), [])  # the file itself is sound
             st = m.stats()
@@ -579,9 +585,7 @@ class IndexCacheRecordings(E2E):
         data[at + 113:at + 121] = data[at + 105:at + 113]
         struct.pack_into("<Q", data, entries["plain.edf"] + 40, 5000)
         struct.pack_into("<Q", data, entries["plain24.bdf"] + 24, 999)
-        struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
-        with open(f, "wb") as fh:
-            fh.write(data)
+        write_sealed(f, data)
         with self.mount(self.dir, "--index-cache", self.idx) as m:
             self.assertEqual(index_lines(m.stderr), [])  # the file itself is sound
             self.assertEqual(m.stats()["source_header_opens"], 3)
@@ -678,9 +682,7 @@ class IndexCacheTokens(E2E):
         struct.pack_into("<Q", data, at + 16, struct.unpack_from("<Q", data, at + 16)[0] + 1)
         struct.pack_into("<Q", data, entries["shard_003.bin"] + 8, 1026)
         struct.pack_into("<Q", data, entries["meg3.idx"], 10)
-        struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
-        with open(f, "wb") as fh:
-            fh.write(data)
+        write_sealed(f, data)
         with self.mount(self.ini, "--index-cache", self.idx) as m:
             self.assertEqual(index_lines(m.stderr), [])  # the file itself is sound
             self.assertEqual(m.stats()["source_header_opens"], 2 * per_shard + per_meg)
