@@ -215,7 +215,7 @@ struct timespec dsv_engine_view_mtime(const dsv_engine *e, size_t i)
 
 void dsv_engine_view_info(const dsv_engine *e, size_t i, dsv_view_info *out)
 {
-	dsv_view_get_info(e->m->views[i], out);
+	dsv_view_get_fields(e->m->views[i], out);
 }
 
 const char *dsv_engine_backend(const dsv_engine *e)

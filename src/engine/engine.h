@@ -104,7 +104,8 @@ const char *dsv_engine_view_name(const dsv_engine *e, size_t i);
 const char *dsv_engine_view_json(const dsv_engine *e, size_t i, size_t *len);
 struct timespec dsv_engine_view_mtime(const dsv_engine *e, size_t i);
 /* View i described (view.h's dsv_view_info: shape, dtype, row bytes,
- * sources, the transform). */
+ * sources, the transform), without its V.json (json NULL:
+ * dsv_engine_view_json). */
 void dsv_engine_view_info(const dsv_engine *e, size_t i, dsv_view_info *out);
 /* Where chunks are decoded: "cpu" or "cuda" (after start). */
 const char *dsv_engine_backend(const dsv_engine *e);

@@ -312,7 +312,7 @@ int dsv_reader_view_get(const dsv_reader *r, size_t i, dsv_reader_view *out)
 		return DSV_ERR_INVALID;
 	dsv_engine_view_info(e, i, &vi);
 	*out = (dsv_reader_view){ .name = vi.name,
-				  .json = vi.json,
+				  .json = dsv_engine_view_json(e, i, NULL),
 				  .dtype = vi.dtype,
 				  .ndim = vi.ndim,
 				  .rows = vi.ndim ? vi.shape[0] : 1,

@@ -20,6 +20,12 @@ int dsv_view_name_ok(const char *name)
 
 void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 {
+	dsv_view_get_fields(v, out);
+	out->json = dsv_view_json(v, NULL);
+}
+
+void dsv_view_get_fields(const dsv_view *v, dsv_view_info *out)
+{
 	const struct dsv_view_decl *d = v->decl;
 	*out = (dsv_view_info){
 		.name = v->name,
@@ -42,7 +48,6 @@ void dsv_view_get_info(const dsv_view *v, dsv_view_info *out)
 		.clip_lo = d->clip_lo,
 		.clip_hi = d->clip_hi,
 		.mtime = v->mtime,
-		.json = dsv_view_json(v, NULL),
 	};
 	memcpy(out->shape, v->shape, sizeof(out->shape));
 }

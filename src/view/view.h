@@ -111,5 +111,9 @@ void dsv_view_log_block_error(const dsv_view *v, size_t src, const dsv_chunk_ref
  * sources does not pay for it until it is looked up. Thread-safe.
  * @return NULL when out of memory. */
 const char *dsv_view_json(const dsv_view *v, size_t *len);
+/* dsv_view_get_info without V.json (json NULL): for the read paths that
+ * ask once a request, which need its shape and neither the text nor the
+ * lock that makes it. */
+void dsv_view_get_fields(const dsv_view *v, dsv_view_info *out);
 
 #endif
