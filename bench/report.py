@@ -222,28 +222,62 @@ def perf_cell(med, peer, key):
     return cell
 
 
-def write_readme_perf(path, r):
-    """The README's performance rows from the read experiment's 224x224x3
-    point of a run as the README describes it (1 GB, 3 rounds or more, 4
-    workers): each row it owns rewritten in place, the others (other
-    experiments' rows) left as they are."""
+def read_perf_lines(r):
+    """The README's rows the read experiment owns, {row head: line}, from
+    its 224x224x3 point of a run as the README describes it (1 GB, 3
+    rounds or more, 4 workers); none from another run."""
     s = r["settings"]
     pts = [pt for pt in r["points"] if pt["point"] == 224]
     if not pts or s["workers"] != 4 or s["mb"] < 1024 or s["rounds"] < 3 or r.get("quick"):
-        return False
+        return {}
     med = pts[0]["medians"]
+    first = f"(`python3 -m bench run read`, {r['started'][:10]})"
+    out = {}
+    for head, key in PERF_ROWS:
+        what = first if key == "cold_gbs" else "(same run)"
+        cells = " | ".join(perf_cell(med, p, key) for p in PERF_PEERS)
+        out[head] = f"{head} {what} | {cells} |"
+    return out
+
+
+LOADER_ROW = "| DataLoader epoch rows/s, 4 workers"
+
+
+def loader_perf_lines(r):
+    """The README's DataLoader row from the loader experiment's 4-worker
+    point of a run over 1 GiB of 150 KB rows; none from another run."""
+    s = r["settings"]
+    pts = [pt for pt in r["points"] if pt["point"] == 4]
+    if not pts or s["side"] != 224 or s["mb"] < 1024 or r.get("quick"):
+        return {}
+    med = pts[0]["medians"]
+    if any(med.get(p, {}).get("rows_s") is None for p in ("dsview", "f32", "python")):
+        return {}
+    rounds = "one round" if s["rounds"] == 1 else f"medians of {s['rounds']} rounds"
+    cell = {p: f"{med[p]['rows_s']:,.0f}" for p in ("dsview", "f32", "python")}
+    return {LOADER_ROW: f"{LOADER_ROW} (`python3 -m bench run loader`, {r['started'][:10]}, "
+            f"{rounds}) | {cell['dsview']} (`dsview.torch.loader`) | - | {cell['f32']} | "
+            f"{cell['python']} |"}
+
+
+def write_readme_perf(path, best):
+    """Rewrites in place each README performance row that a result in best
+    owns (the read and loader experiments'), leaving the others; the rows
+    rewritten, by experiment."""
+    owned = {name: f(best[name]) for name, f in (("read", read_perf_lines),
+                                                ("loader", loader_perf_lines)) if name in best}
+    lines_by_head = {h: l for rows in owned.values() for h, l in rows.items()}
+    if not lines_by_head:
+        return []
     with open(path) as f:
         lines = f.read().split("\n")
-    first = f"(`python3 -m bench run read`, {r['started'][:10]})"
     for i, line in enumerate(lines):
-        for head, key in PERF_ROWS:
+        for head, new in lines_by_head.items():
             if line.startswith(head):
-                what = first if key == "cold_gbs" else "(same run)"
-                cells = " | ".join(perf_cell(med, p, key) for p in PERF_PEERS)
-                lines[i] = f"{head} {what} | {cells} |"
+                lines[i] = new
     with open(path, "w") as f:
         f.write("\n".join(lines))
-    return True
+    return [name for name, rows in owned.items() if rows]
 
 
 def main(argv):
@@ -278,6 +312,7 @@ def main(argv):
         print(f"{name}: {summary(r)} -> {os.path.relpath(png)}")
     write_readme(os.path.join(docs, "README.md"), best)
     readme = os.path.join(harness.ROOT, "README.md")  # only with the tree's own docs
-    if docs == default_docs and "read" in best and write_readme_perf(readme, best["read"]):
-        print(f"read -> {os.path.relpath(readme)}'s performance table")
+    if docs == default_docs:
+        for name in write_readme_perf(readme, best):
+            print(f"{name} -> {os.path.relpath(readme)}'s performance table")
     return 0

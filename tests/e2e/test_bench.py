@@ -257,8 +257,8 @@ class Harness(unittest.TestCase):
 
 class ReadmePerf(unittest.TestCase):
     def test_rows_rewritten_in_place(self):
-        """The README's performance rows take the read experiment's 224 point;
-        the rows of other experiments stay."""
+        """The README's performance rows take the read experiment's 224 point
+        and the loader experiment's 4-worker point; the other lines stay."""
         from bench import report
         med = {p: {"cold_gbs": 1.11 * k, "warm_gbs": 2.22 * k, "shuf1_rows": 1111.0 * k,
                    "shufw_rows": 3333.0 * k}
@@ -270,7 +270,14 @@ class ReadmePerf(unittest.TestCase):
         self.addCleanup(shutil.rmtree, tmp)
         path = os.path.join(tmp, "README.md")
         shutil.copy(os.path.join(ROOT, "README.md"), path)
-        self.assertTrue(report.write_readme_perf(path, res))
+        loader = {"started": "2031-02-03T00:00:00Z", "quick": False,
+                  "settings": {"side": 224, "mb": 1024, "rounds": 1},
+                  "points": [{"point": 1, "medians": {}},
+                             {"point": 4, "medians": {"dsview": {"rows_s": 1234.4},
+                                                      "f32": {"rows_s": 567.0},
+                                                      "python": {"rows_s": 89.0}}}]}
+        self.assertEqual(report.write_readme_perf(path, {"read": res, "loader": loader}),
+                         ["read", "loader"])
         with open(path) as f:
             new = f.read().split("\n")
         with open(os.path.join(ROOT, "README.md")) as f:
@@ -282,13 +289,18 @@ class ReadmePerf(unittest.TestCase):
                 "| shuffled rows/s, 1 reader (same run) | 1,111 (9,876 with hints) | 2,222 | "
                 "3,333 | 4,444 |",
                 "| shuffled rows/s, 4 workers (same run) | 3,333 (5,432 with hints) | 6,666 | "
-                "9,999 | 13,332 |"}
+                "9,999 | 13,332 |",
+                "| DataLoader epoch rows/s, 4 workers (`python3 -m bench run loader`, 2031-02-03, "
+                "one round) | 1,234 (`dsview.torch.loader`) | - | 567 | 89 |"}
         changed = {b for a, b in zip(old, new) if a != b}
         self.assertEqual(changed | want, want)
         self.assertTrue(want <= set(new), want - set(new))
         for key, value in (("workers", 2), ("mb", 128), ("rounds", 1)):  # not as the README says
             bad = dict(res, settings=dict(res["settings"], **{key: value}))
-            self.assertFalse(report.write_readme_perf(path, bad), key)
+            self.assertEqual(report.write_readme_perf(path, {"read": bad}), [], key)
+        for key, value in (("side", 64), ("mb", 512)):
+            bad = dict(loader, settings=dict(loader["settings"], **{key: value}))
+            self.assertEqual(report.write_readme_perf(path, {"loader": bad}), [], key)
 
 
 class Refused(unittest.TestCase):
