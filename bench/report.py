@@ -157,14 +157,28 @@ def peers_axis(ax, r, point, m):
     ax.invert_yaxis()
 
 
+def kind_count(point):
+    """("npy", 1000) for a sweep point named "npy:1000" (a set of a kind
+    and a count, as the scale experiment's), else None."""
+    kind, _, count = str(point).rpartition(":")
+    return (kind, int(count)) if kind and count.isdigit() else None
+
+
 def sweep_axis(ax, r, pts, m):
+    """Each peer's medians against the sweep's points; points that are sets
+    of a kind and a count draw a line per kind against the count."""
+    sets = [kind_count(pt["point"]) for pt in pts]
+    kinds = sorted({s[0] for s in sets}) if all(sets) else [None]
     for p in r["peers"]:
-        xs = [pt["point"] for pt in pts if m["key"] in pt["medians"].get(p, {})]
-        ys = [pt["medians"][p][m["key"]] for pt in pts if m["key"] in pt["medians"].get(p, {})]
-        if xs:
-            ax.plot(xs, ys, "o-", label=p, markersize=4)
-    ax.set_xlabel(r["sweep"], fontsize=8)
-    xs = [pt["point"] for pt in pts]
+        for kind in kinds:
+            own = [(s[1] if kind else pt["point"], pt["medians"][p][m["key"]])
+                   for s, pt in zip(sets, pts)
+                   if (not kind or s[0] == kind) and m["key"] in pt["medians"].get(p, {})]
+            if own:
+                label = p if kind is None else kind if len(r["peers"]) == 1 else f"{p} {kind}"
+                ax.plot([x for x, _ in own], [y for _, y in own], "o-", label=label, markersize=4)
+    ax.set_xlabel(r["sweep"] if kinds == [None] else f"{r['sweep']}: count, a line per kind", fontsize=8)
+    xs = [s[1] for s in sets] if kinds != [None] else [pt["point"] for pt in pts]
     if all(isinstance(x, (int, float)) for x in xs) and max(xs) / max(1, min(xs)) > 50:
         ax.set_xscale("log")
     ax.legend(fontsize=7)

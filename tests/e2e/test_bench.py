@@ -303,6 +303,28 @@ class ReadmePerf(unittest.TestCase):
             self.assertEqual(report.write_readme_perf(path, {"loader": bad}), [], key)
 
 
+class SweepPlot(unittest.TestCase):
+    def test_sets_of_a_kind_drawn_against_their_count(self):
+        """Sweep points named kind:count (the scale experiment's sets) draw
+        one line per kind and peer over the counts, on a log axis."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from bench import report
+        self.assertEqual(report.kind_count("npy:1000"), ("npy", 1000))
+        self.assertIsNone(report.kind_count(224))
+        self.assertIsNone(report.kind_count("rows"))
+        pts = [{"point": f"{k}:{n}", "medians": {"a": {"x": n / 10}, "b": {"x": n / 20}}}
+               for k, n in (("npy", 100), ("npy", 10000), ("h5", 100))]
+        fig, ax = plt.subplots()
+        self.addCleanup(plt.close, fig)
+        report.sweep_axis(ax, {"peers": ["a", "b"], "sweep": "sets"}, pts, {"key": "x"})
+        lines = {ln.get_label(): list(ln.get_xdata()) for ln in ax.get_lines()}
+        self.assertEqual(lines, {"a npy": [100, 10000], "b npy": [100, 10000], "a h5": [100],
+                                 "b h5": [100]})
+        self.assertEqual(ax.get_xscale(), "log")
+
+
 class Refused(unittest.TestCase):
     def test_unknown_setting(self):
         r = bench("run", "nifti", "--quick", "--nosuch", "1")
