@@ -305,8 +305,10 @@ static int from_index(const dsv_format *f, const char *file, const char *dataset
 	*before = (dsv_index_stamp){ 0 };
 	if (!(n = index_entry(f, file, dataset, before, &key)))
 		return 0;
-	if (dsv_index_find(the_index, key, n, before, f->name, &blob, &len))
+	if (dsv_index_find(the_index, key, n, before, f->name, &blob, &len)) {
 		hit = f->load(file, dataset, blob, len, before, out, &eb) == 0;
+		dsv_index_count_load(hit);
+	}
 	if (hit)
 		dsv_source_settle(*out);
 	free(key);

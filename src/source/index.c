@@ -352,7 +352,7 @@ int dsv_index_find(dsv_index *ix, const void *key, size_t n, const dsv_index_sta
 		}
 	}
 	pthread_mutex_unlock(&ix->lock);
-	atomic_fetch_add(hit ? &n_hits : &n_stale, k ? 1 : 0);
+	atomic_fetch_add(&n_stale, k && !hit ? 1 : 0);
 	return hit;
 }
 
@@ -505,6 +505,11 @@ void dsv_index_counts(dsv_index_stats *out)
 	out->hits = atomic_load(&n_hits);
 	out->stale = atomic_load(&n_stale);
 	out->rejected = atomic_load(&n_rejected);
+}
+
+void dsv_index_count_load(int loaded)
+{
+	atomic_fetch_add(loaded ? &n_hits : &n_stale, 1);
 }
 
 void dsv_index_count_rejected(void)

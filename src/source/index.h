@@ -83,8 +83,9 @@ int dsv_index_load(dsv_index *ix, const char *file, const char **why);
 
 /* The saved state of key (n bytes) when ix holds it for a file stamped
  * st, kept by format fmt: *blob (valid until ix is freed), *len, and the
- * entry is kept at the next write. @return 1 found, 0 not (none, or
- * another stamp or format: a stale entry, counted). */
+ * entry is kept at the next write. @return 1 found (the caller counts
+ * it by dsv_index_count_load once it tried it), 0 not (none, or another
+ * stamp or format: a stale entry, counted). */
 int dsv_index_find(dsv_index *ix, const void *key, size_t n, const dsv_index_stamp *st,
 		   const char *fmt, const void **blob, size_t *len);
 /* 1 when dsv_index_find would find key's entry, which it leaves as it
@@ -106,12 +107,17 @@ int dsv_index_serialize(const dsv_index *ix, unsigned char **out, size_t *len);
  * @return 0, or DSV_ERR_IO / DSV_ERR_NOMEM with *why set (strerror's). */
 int dsv_index_write(const dsv_index *ix, const char *file, const char **why);
 
-/* What the index cache did in this process: entries served, stale
- * entries passed over, and files rebuilt after failing their checks. */
+/* What the index cache did in this process: entries served (a source
+ * made from its entry), entries passed over (stale, or found and then
+ * refused by its format's load), and files rebuilt after failing their
+ * checks. */
 typedef struct dsv_index_stats {
 	uint64_t hits, stale, rejected;
 } dsv_index_stats;
 void dsv_index_counts(dsv_index_stats *out);
+/* Counts an entry dsv_index_find gave: served when loaded, else passed
+ * over. */
+void dsv_index_count_load(int loaded);
 /* Counts an index file ignored for failing its checks. */
 void dsv_index_count_rejected(void);
 
