@@ -10,7 +10,9 @@
  * shards of it side by side; the kernel does not send one stream's pieces
  * in order, so direction inside a stream does not matter); any other read
  * starts a new stream in place of the least recently used. Once a stream
- * has read 32 MiB and spans a few chunks, the chunks of the next `bytes` of decoded (source
+ * is sequential (its reads cover most of the bytes between the lowest and
+ * the highest it read, and come to 4 MiB or a chunk's output; or it has
+ * read 32 MiB over a few chunks), the chunks of the next `bytes` of decoded (source
  * dtype) data beyond it are queued; a few threads hand each one (or a run
  * of a stream's consecutive ones, where the caller takes batches) to the
  * caller's function, which makes the chunks' output and gives it to the
@@ -62,9 +64,9 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 				 const unsigned char *drop, size_t nfiles, int threads,
 				 uint64_t bytes, dsv_prefetch_fn fn, dsv_prefetch_drop_fn drop_fn,
 				 void *ctx);
-/* A read of `bytes` bytes of file touched the view's chunks first..last
- * (global indices). */
-void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,
+/* A read of `bytes` bytes of file at byte off touched the view's chunks
+ * first..last (global indices). */
+void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last, uint64_t off,
 		       uint64_t bytes);
 /* Stops the threads (after their current chunk) and frees p; accepts NULL. */
 void dsv_prefetch_stop(dsv_prefetch *p);
