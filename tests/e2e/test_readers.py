@@ -4,6 +4,7 @@ boundaries and the end of file."""
 import json
 import os
 import random
+import time
 
 import h5py
 import hdf5plugin
@@ -214,22 +215,25 @@ class Readahead(E2E):
 
     def memmap_pass_u8(self, m, name, shape):
         """One pass of a uint8 view in memmap slices of 64 rows, as a
-        training epoch reads it; the bytes and /.stats.json after it."""
+        training epoch reads it, with a step of 10 ms between slices (a
+        reader that never pauses catches up with the readahead and decodes
+        alongside it, the more so on a loaded machine); the bytes and
+        /.stats.json after it."""
         a = np.memmap(m.path(name + ".dat"), np.uint8, "r", shape=shape)
         got = np.empty(shape, np.uint8)
         for i in range(0, len(a), 64):
             got[i:i + 64] = a[i:i + 64]
+            time.sleep(0.01)
         del a
         return got, self.stats(m)
 
     def assert_read_ahead(self, st, made, total):
-        # of total, the readahead made more than a third on its own
-        # threads: the reader's requests made the first 4 MiB's and those
-        # they caught up with (half to three quarters here, loaded; before
-        # the readahead started at 4 MiB of a pass rather than 32, none of
-        # a 20 MB file and at most a third of a 49 MB one)
+        # of total, the readahead made most on its own threads: the
+        # reader's requests, only the first 4 MiB's (before the readahead
+        # started at 4 MiB of a pass rather than 32: none of a 20 MB file,
+        # at most a third of a 49 MB one)
         self.assertEqual(st["errors"], 0, st)
-        self.assertGreater(made, total / 3, st)
+        self.assertGreater(made, total / 2, st)
 
     def test_gzip_pass_decoded_by_readahead(self):
         # h5py's gzip (level 4, h5py's default) over image-like rows, with
