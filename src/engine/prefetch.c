@@ -9,15 +9,17 @@
 #define QUEUE_CAP 256
 #define MAX_DEPTH 64 /* chunks per stream */
 #define NSTREAMS 4   /* per file */
-/* When a stream is sequential, and queues chunks ahead of it. A stream
- * whose reads cover most of the bytes between the lowest and the highest
- * it read (DENSE_NUM / DENSE_DEN of them) is a pass: it starts once it
- * has read START_DENSE bytes, or a whole chunk's output where chunks are
- * larger. The rows of a shuffled batch can fall in a run of adjacent
- * chunks, and the kernel's reads around one memmapped row touch
- * neighbouring chunks too, but they read only a part of what lies between
- * them: such a stream starts only as any stream does, once it has read
- * START_BYTES over at least START_MIN chunks. */
+/* When a stream is sequential, and queues chunks ahead of it. In a file
+ * whose chunks are decoded (prefetch.h: early), a stream whose reads
+ * cover most of the bytes between the lowest and the highest it read
+ * (DENSE_NUM / DENSE_DEN of them) is a pass: it starts once it has read
+ * START_DENSE bytes, or a whole chunk's output where chunks are larger.
+ * The rows of a shuffled batch can fall in a run of adjacent chunks, and
+ * the kernel's reads around one memmapped row touch neighbouring chunks
+ * too, but they read only a part of what lies between them: such a
+ * stream, and any in a file of plain chunks (the kernel's readahead and a
+ * pread serve those well), starts once it has read START_BYTES over at
+ * least START_MIN chunks. */
 #define START_DENSE (4u << 20)
 #define DENSE_NUM 3
 #define DENSE_DEN 4
@@ -49,7 +51,7 @@ typedef struct file_state {
 	unsigned depth; /* chunks to keep queued ahead */
 	unsigned slack; /* chunks a read may lag a stream's head and continue it */
 	unsigned batch; /* chunks one call of fn may take */
-	uint64_t dense; /* bytes a dense stream reads before it starts */
+	uint64_t dense; /* bytes a dense stream reads before it starts (0: never early) */
 	int drop;       /* drop the pages a stream has passed */
 	stream s[NSTREAMS];
 } file_state;
@@ -115,9 +117,9 @@ static void *prefetch_thread(void *arg)
 }
 
 dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch,
-				 const unsigned char *drop, size_t nfiles, int threads,
-				 uint64_t bytes, dsv_prefetch_fn fn, dsv_prefetch_drop_fn drop_fn,
-				 void *ctx)
+				 const unsigned char *drop, const unsigned char *early,
+				 size_t nfiles, int threads, uint64_t bytes, dsv_prefetch_fn fn,
+				 dsv_prefetch_drop_fn drop_fn, void *ctx)
 {
 	dsv_prefetch *p;
 
@@ -153,6 +155,8 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 		p->files[i].dense = seg_out > START_DENSE ? seg_out : START_DENSE;
 		if (p->files[i].dense > START_BYTES)
 			p->files[i].dense = START_BYTES;
+		if (!early || !early[i])
+			p->files[i].dense = 0;
 		p->files[i].drop = drop_fn && drop && drop[i];
 	}
 	for (; p->nthreads < threads; p->nthreads++)
@@ -270,7 +274,7 @@ static int sequential(const file_state *f, stream *s)
 {
 	uint64_t len = s->hi + 1 - s->lo;
 	if (!s->started)
-		s->started = (s->bytes >= f->dense &&
+		s->started = (f->dense && s->bytes >= f->dense &&
 			      s->bytes / DENSE_NUM >= (s->bhi - s->blo) / DENSE_DEN) ||
 			     (len >= START_MIN && s->bytes >= START_BYTES);
 	return s->started;

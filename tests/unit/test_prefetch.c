@@ -83,7 +83,7 @@ static dsv_prefetch *start(record *r)
 	static dsv_view *files[2] = { &view, NULL };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, NULL, NULL, 2, 2, 8 << 20, handler, dropper, r);
+	return dsv_prefetch_start(files, NULL, NULL, NULL, 2, 2, 8 << 20, handler, dropper, r);
 }
 
 /* Waits until the handler has seen n jobs (or 5 s), then a little more to
@@ -158,7 +158,8 @@ static void test_batches(void **state)
 	memset(&r, 0, sizeof(r));
 	pthread_mutex_init(&r.mu, NULL);
 	r.block = 1; /* let the queue fill first */
-	dsv_prefetch *p = dsv_prefetch_start(files, batch, NULL, 2, 2, 8 << 20, handler, NULL, &r);
+	dsv_prefetch *p = dsv_prefetch_start(files, batch, NULL, NULL, 2, 2, 8 << 20, handler, NULL,
+					     &r);
 	for (uint64_t g = 0; g < 8; g++)
 		hint(p, 0, g, g, 4 << 20);
 	usleep(20000);
@@ -303,7 +304,7 @@ static dsv_prefetch *start_dropping(record *r, dsv_view *const *files)
 	static const unsigned char drop[2] = { 1, 0 };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper, r);
+	return dsv_prefetch_start(files, NULL, drop, NULL, 2, 2, 8 << 20, handler, dropper, r);
 }
 
 /* Where drop is set (a mount under a memory limit), a pass drops the
@@ -368,12 +369,15 @@ static dsv_view dense_view = {
 	.nchunks = NCHUNKS, .nsegs = NCHUNKS, .seg_raw = 256 << 10, .nbytes = NCHUNKS << 20
 };
 
-static dsv_prefetch *start_dense(record *r)
+/* early: the file's chunks are decoded (pages.c), so a dense pass
+ * starts at 4 MiB; else only at 32 MiB. */
+static dsv_prefetch *start_dense(record *r, int early)
 {
 	static dsv_view *files[1] = { &dense_view };
+	const unsigned char flags[1] = { (unsigned char)early };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, NULL, NULL, 1, 2, 8 << 20, handler, NULL, r);
+	return dsv_prefetch_start(files, NULL, NULL, flags, 1, 2, 8 << 20, handler, NULL, r);
 }
 
 /* A pass that reads every byte starts after 4 MiB, long before 32 MiB,
@@ -382,7 +386,7 @@ static void test_dense_pass_starts_at_4mib(void **state)
 {
 	record r;
 	(void)state;
-	dsv_prefetch *p = start_dense(&r);
+	dsv_prefetch *p = start_dense(&r, 1);
 	for (uint64_t g = 0; g < 3; g++)
 		dsv_prefetch_hint(p, 0, g, g, g << 20, 1 << 20);
 	assert_int_equal(settle(&r, 1), 0);
@@ -405,10 +409,26 @@ static void test_sparse_run_queues_nothing(void **state)
 {
 	record r;
 	(void)state;
-	dsv_prefetch *p = start_dense(&r);
+	dsv_prefetch *p = start_dense(&r, 1);
 	for (uint64_t g = 0; g < 120; g++)
 		dsv_prefetch_hint(p, 0, g, g, g << 20, 256 << 10);
 	assert_int_equal(settle(&r, 1), 0);
+	dsv_prefetch_stop(p);
+}
+
+/* A file of plain chunks (not early): the same dense pass waits for 32
+ * MiB, as any stream does. */
+static void test_plain_file_starts_at_32mib(void **state)
+{
+	record r;
+	(void)state;
+	dsv_prefetch *p = start_dense(&r, 0);
+	for (uint64_t g = 0; g < 31; g++)
+		dsv_prefetch_hint(p, 0, g, g, g << 20, 1 << 20);
+	assert_int_equal(settle(&r, 1), 0);
+	dsv_prefetch_hint(p, 0, 31, 31, 31ull << 20, 1 << 20);
+	assert_true(settle(&r, 32) >= 32);
+	assert_true(has(&r, 32) && has(&r, 63));
 	dsv_prefetch_stop(p);
 }
 
@@ -425,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_drop_held_by_slower_reader),
 		cmocka_unit_test(test_dense_pass_starts_at_4mib),
 		cmocka_unit_test(test_sparse_run_queues_nothing),
+		cmocka_unit_test(test_plain_file_starts_at_32mib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
