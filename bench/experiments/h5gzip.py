@@ -17,6 +17,9 @@ Peers, each cold:
   mmap_u8    the same pass over a uint8 view of the gzip dataset
              (`dtype = uint8`): the bytes h5py returns, each slice kept
              and the whole pass compared with the data byte for byte
+  inproc     dsview.open(FILE, name, dtype="uint8")[...] in this process,
+             no mount: the whole dataset in one read, its chunks decoded
+             by the reader's threads; compared byte for byte
   verify_old, mmap_old   the same with --dsview_old (a dsview binary built
              at another commit), where set: before/after in one run
 MB/s of uint8 source, and CPU seconds (h5py's process, verify's, the
@@ -120,6 +123,18 @@ def mmap_u8_pass(m, data):
     return dt, dc
 
 
+def inproc_read(data):
+    import dsview
+    t, c = time.perf_counter(), cpu(resource.RUSAGE_SELF)
+    a = dsview.open(data.h5, data.layout, dtype="uint8")
+    got = a[...]
+    a.reader.close()
+    dt, dc = time.perf_counter() - t, cpu(resource.RUSAGE_SELF) - c
+    if not np.array_equal(got, data.x):
+        raise RuntimeError(f"dsview.open's read of {data.layout} differs from the data")
+    return dt, dc
+
+
 def old_binary(run):
     return os.path.join(ROOT, run.s.dsview_old)
 
@@ -131,6 +146,8 @@ def measure(run, data, peer, m, rnd):
         dt, dc = verify(old_binary(run) if peer.endswith("_old") else run.dsview, data)
     elif peer == "mmap_u8":
         dt, dc = mmap_u8_pass(m, data)
+    elif peer == "inproc":
+        dt, dc = inproc_read(data)
     else:
         dt, dc = mmap_pass(m, data)
     return {"mbps": data.mb / dt, "cpu_s": dc}
@@ -168,6 +185,7 @@ EXPERIMENT = Experiment(
            Peer("mmap", "a mount's sequential pass", *mount("mmap")),
            Peer("mmap_npy", "the same over the uint8 .npy", *mount("mmap_npy")),
            Peer("mmap_u8", "a mount's pass of a uint8 view", *mount("mmap_u8")),
+           Peer("inproc", "dsview.open in this process, read whole"),
            Peer("verify_old", "--dsview_old's verify", missing=old_missing),
            Peer("mmap_old", "--dsview_old's mount", *mount("mmap_old"), missing=old_missing)],
     phases=[Phase("read", measure)],
@@ -176,6 +194,7 @@ EXPERIMENT = Experiment(
                     higher_is_better=False)],
     targets=[Target("verify", "mbps", "verify", "h5py", 2.0),
              Target("mount", "mbps", "mmap", "h5py", 2.0),
-             Target("mount_u8", "mbps", "mmap_u8", "h5py", 2.0)],
+             Target("mount_u8", "mbps", "mmap_u8", "h5py", 2.0),
+             Target("inproc", "mbps", "inproc", "h5py", 2.0)],
     alternate=False,
 )

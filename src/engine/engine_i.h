@@ -66,7 +66,8 @@ struct dsv_engine {
 	_Atomic uint64_t bytes_dropped; /* dropped from it behind a stream */
 	_Atomic uint64_t bytes_shed;    /* counted in the regions the page budget dropped */
 	_Atomic uint64_t tiles_made;    /* tiles of windows the read path made (read.h) */
-	_Atomic uint64_t stream_fills;  /* chunks filled for a read that streams */
+	_Atomic uint64_t
+		stream_fills; /* chunks filled for a read that streams: readahead_decoded */
 	/* a read's two halves: making its bytes, and the front end writing
 	 * the reply (for FUSE, the kernel copies it into the reader's pages) */
 	lat_hist lat_make, lat_reply;

@@ -202,22 +202,39 @@ static int push_row(void *ctx, uint32_t file, uint64_t row)
 				 0);
 }
 
+/* Whether a read of v decodes chunks (a codec, a checksum, the HDF5
+ * library's filters, a grid's bands): its passes are read ahead from
+ * their first MiBs (prefetch.h: early). A plain source's pieces are a
+ * pread each, which the kernel's readahead (or the network's, net/)
+ * already runs ahead of. */
+static int view_decodes(const dsv_view *v)
+{
+	for (size_t i = 0; i < v->nsources; i++) {
+		dsv_chunk_ref ref;
+		if (dsv_source_chunk(v->sources[i], 0, &ref) == 0 && !dsv_chunk_is_plain(&ref))
+			return 1;
+	}
+	return 0;
+}
+
 static void start_prefetch(dsv_engine *e)
 {
 	/* 0 turns it off */
 	uint64_t bytes = (uint64_t)dsv_knob_int(DSV_KNOB_READAHEAD_KB) << 10;
 	dsv_view **file_views;
 	unsigned *batch;
-	unsigned char *drop;
+	unsigned char *drop, *early;
 
 	if (bytes == 0 || !(file_views = calloc(e->nfiles, sizeof(*file_views))))
 		return;
 	batch = calloc(e->nfiles, sizeof(*batch));
 	drop = calloc(e->nfiles, 1);
-	if (!batch || !drop) {
+	early = calloc(e->nfiles, 1);
+	if (!batch || !drop || !early) {
 		free(file_views);
 		free(batch);
 		free(drop);
+		free(early);
 		return;
 	}
 	for (size_t i = 0; i < e->nfiles; i++) {
@@ -226,6 +243,7 @@ static void start_prefetch(dsv_engine *e)
 		 * pass keeps a window of its pages, not all it read: the group
 		 * would reclaim pushed pages before the reader got to them */
 		drop[i] = e->o.mem_limit && e->file_size[i] > e->o.mem_limit / 2;
+		early[i] = (unsigned char)view_decodes(v);
 		/* the device takes a stream's next chunks in batches: half of
 		 * what is queued ahead, so that both threads have one (a batch's
 		 * first page may need the chunk before it: once a batch, not
@@ -236,11 +254,12 @@ static void start_prefetch(dsv_engine *e)
 				   : half > DEVICE_BATCH ? DEVICE_BATCH
 							 : (unsigned)half;
 	}
-	e->prefetch = dsv_prefetch_start(file_views, batch, drop, e->nfiles, PREFETCH_THREADS,
-					 bytes, push_chunks, drop_chunks, e);
+	e->prefetch = dsv_prefetch_start(file_views, batch, drop, early, e->nfiles,
+					 PREFETCH_THREADS, bytes, push_chunks, drop_chunks, e);
 	free(file_views);
 	free(batch);
 	free(drop);
+	free(early);
 }
 
 void dsv_engine_pages_start(dsv_engine *e)

@@ -9,10 +9,20 @@
 #define QUEUE_CAP 256
 #define MAX_DEPTH 64 /* chunks per stream */
 #define NSTREAMS 4   /* per file */
-/* A stream must have read this much, and span at least START_MIN chunks,
- * before anything is queued: the kernel's reads around one memmapped row
- * touch neighbouring chunks too, and the rows of a shuffled batch can fall
- * in a run of adjacent chunks, but they read only a part of each. */
+/* When a stream is sequential, and queues chunks ahead of it. In a file
+ * whose chunks are decoded (prefetch.h: early), a stream whose reads
+ * cover most of the bytes between the lowest and the highest it read
+ * (DENSE_NUM / DENSE_DEN of them) is a pass: it starts once it has read
+ * START_DENSE bytes, or a whole chunk's output where chunks are larger.
+ * The rows of a shuffled batch can fall in a run of adjacent chunks, and
+ * the kernel's reads around one memmapped row touch neighbouring chunks
+ * too, but they read only a part of what lies between them: such a
+ * stream, and any in a file of plain chunks (the kernel's readahead and a
+ * pread serve those well), starts once it has read START_BYTES over at
+ * least START_MIN chunks. */
+#define START_DENSE (4u << 20)
+#define DENSE_NUM 3
+#define DENSE_DEN 4
 #define START_BYTES (32u << 20)
 #define START_MIN 4
 
@@ -28,10 +38,12 @@ typedef struct job {
 typedef struct stream {
 	int live;
 	uint64_t lo, hi;
-	uint64_t ahead;   /* chunks below this were already queued */
-	uint64_t dropped; /* chunks from lo below this were dropped behind it */
-	uint64_t bytes;   /* read so far */
-	uint64_t used;    /* tick of the last read, for replacing the oldest */
+	uint64_t ahead;    /* chunks below this were already queued */
+	uint64_t dropped;  /* chunks from lo below this were dropped behind it */
+	uint64_t bytes;    /* read so far */
+	uint64_t blo, bhi; /* the lowest and highest (exclusive) byte read */
+	int started;       /* found sequential: queues ahead from now on */
+	uint64_t used;     /* tick of the last read, for replacing the oldest */
 } stream;
 
 typedef struct file_state {
@@ -39,6 +51,7 @@ typedef struct file_state {
 	unsigned depth; /* chunks to keep queued ahead */
 	unsigned slack; /* chunks a read may lag a stream's head and continue it */
 	unsigned batch; /* chunks one call of fn may take */
+	uint64_t dense; /* bytes a dense stream reads before it starts (0: never early) */
 	int drop;       /* drop the pages a stream has passed */
 	stream s[NSTREAMS];
 } file_state;
@@ -104,9 +117,9 @@ static void *prefetch_thread(void *arg)
 }
 
 dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch,
-				 const unsigned char *drop, size_t nfiles, int threads,
-				 uint64_t bytes, dsv_prefetch_fn fn, dsv_prefetch_drop_fn drop_fn,
-				 void *ctx)
+				 const unsigned char *drop, const unsigned char *early,
+				 size_t nfiles, int threads, uint64_t bytes, dsv_prefetch_fn fn,
+				 dsv_prefetch_drop_fn drop_fn, void *ctx)
 {
 	dsv_prefetch *p;
 
@@ -138,6 +151,12 @@ dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *ba
 		p->files[i].slack = p->files[i].depth / 4 > START_MIN ? p->files[i].depth / 4
 								      : START_MIN;
 		p->files[i].batch = batch && batch[i] > 1 ? batch[i] : 1;
+		uint64_t seg_out = v->nsegs ? v->nbytes / v->nsegs : 0;
+		p->files[i].dense = seg_out > START_DENSE ? seg_out : START_DENSE;
+		if (p->files[i].dense > START_BYTES)
+			p->files[i].dense = START_BYTES;
+		if (!early || !early[i])
+			p->files[i].dense = 0;
 		p->files[i].drop = drop_fn && drop && drop[i];
 	}
 	for (; p->nthreads < threads; p->nthreads++)
@@ -214,6 +233,9 @@ static void merge_streams(file_state *f, unsigned si)
 		if (t->dropped > s->dropped)
 			s->dropped = t->dropped;
 		s->bytes += t->bytes;
+		s->blo = t->blo < s->blo ? t->blo : s->blo;
+		s->bhi = t->bhi > s->bhi ? t->bhi : s->bhi;
+		s->started |= t->started;
 		t->live = 0;
 	}
 }
@@ -246,7 +268,19 @@ static void queue_drop(dsv_prefetch *p, uint32_t file, unsigned si)
 	s->dropped = to;
 }
 
-void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,
+/* Whether stream s of f has read enough, and densely enough, to be
+ * read ahead (START_DENSE above); once it has, it stays so. */
+static int sequential(const file_state *f, stream *s)
+{
+	uint64_t len = s->hi + 1 - s->lo;
+	if (!s->started)
+		s->started = (f->dense && s->bytes >= f->dense &&
+			      s->bytes / DENSE_NUM >= (s->bhi - s->blo) / DENSE_DEN) ||
+			     (len >= START_MIN && s->bytes >= START_BYTES);
+	return s->started;
+}
+
+void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last, uint64_t off,
 		       uint64_t bytes)
 {
 	if (!p || file >= p->nfiles || !p->files[file].v)
@@ -259,22 +293,27 @@ void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t 
 	stream *s = &f->s[si];
 	s->used = ++p->tick;
 	if (fresh) {
-		*s = (stream){
-			.live = 1, .lo = first, .hi = last, .used = p->tick, .bytes = bytes
-		};
+		*s = (stream){ .live = 1,
+			       .lo = first,
+			       .hi = last,
+			       .used = p->tick,
+			       .bytes = bytes,
+			       .blo = off,
+			       .bhi = off + bytes };
 		goto out;
 	}
 	s->bytes += bytes;
+	s->blo = off < s->blo ? off : s->blo;
+	s->bhi = off + bytes > s->bhi ? off + bytes : s->bhi;
 	if (first < s->lo)
 		s->lo = first;
 	if (last > s->hi)
 		s->hi = last;
 	merge_streams(f, si);
-	/* Only a stream that has read START_BYTES over START_MIN chunks queues
-	 * anything, and then as far ahead as it has run, up to depth, so
-	 * random reads cost nothing. */
+	/* Only a sequential stream queues anything, and then as far ahead as
+	 * it has run, up to depth, so random reads cost nothing. */
 	uint64_t len = s->hi + 1 - s->lo;
-	if (len < START_MIN || s->bytes < START_BYTES)
+	if (!sequential(f, s))
 		goto out;
 	queue_drop(p, file, si);
 	uint64_t from = s->hi + 1, to = from + (len < f->depth ? len : f->depth);

@@ -10,7 +10,10 @@
  * shards of it side by side; the kernel does not send one stream's pieces
  * in order, so direction inside a stream does not matter); any other read
  * starts a new stream in place of the least recently used. Once a stream
- * has read 32 MiB and spans a few chunks, the chunks of the next `bytes` of decoded (source
+ * is sequential (it has read 32 MiB over a few chunks; in a file read
+ * ahead early, its reads that cover most of the bytes between the lowest
+ * and the highest it read and come to 4 MiB or a chunk's output will do),
+ * the chunks of the next `bytes` of decoded (source
  * dtype) data beyond it are queued; a few threads hand each one (or a run
  * of a stream's consecutive ones, where the caller takes batches) to the
  * caller's function, which makes the chunks' output and gives it to the
@@ -56,15 +59,17 @@ typedef void (*dsv_prefetch_drop_fn)(void *ctx, uint32_t file, uint64_t first, u
  * (more than its window behind its head, no other stream of the file
  * behind them) are handed to drop_fn from the threads, so that a pass
  * holds about a window of the file's pages, not the whole pass (a mount
- * under a memory limit smaller than the file, pages.c). NULL if threads or
+ * under a memory limit smaller than the file, pages.c). early: NULL, or
+ * early[i] non-zero where a dense stream of file i starts at 4 MiB (a
+ * view whose chunks are decoded, pages.c). NULL if threads or
  * bytes is 0 (readahead off) or on allocation failure. */
 dsv_prefetch *dsv_prefetch_start(dsv_view *const *file_views, const unsigned *batch,
-				 const unsigned char *drop, size_t nfiles, int threads,
-				 uint64_t bytes, dsv_prefetch_fn fn, dsv_prefetch_drop_fn drop_fn,
-				 void *ctx);
-/* A read of `bytes` bytes of file touched the view's chunks first..last
- * (global indices). */
-void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last,
+				 const unsigned char *drop, const unsigned char *early,
+				 size_t nfiles, int threads, uint64_t bytes, dsv_prefetch_fn fn,
+				 dsv_prefetch_drop_fn drop_fn, void *ctx);
+/* A read of `bytes` bytes of file at byte off touched the view's chunks
+ * first..last (global indices). */
+void dsv_prefetch_hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last, uint64_t off,
 		       uint64_t bytes);
 /* Stops the threads (after their current chunk) and frees p; accepts NULL. */
 void dsv_prefetch_stop(dsv_prefetch *p);

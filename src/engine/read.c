@@ -92,7 +92,7 @@ int dsv_engine_read(dsv_engine *e, uint32_t file, uint64_t off, size_t len, void
 		return err;
 	}
 	if (info.first <= info.last)
-		dsv_prefetch_hint(e->prefetch, file, info.first, info.last, len);
+		dsv_prefetch_hint(e->prefetch, file, info.first, info.last, off, len);
 	atomic_fetch_add(&e->bytes_served, len);
 	if (e->sink.reads_kept)
 		dsv_budget_add(e->budget, file, off, len);

@@ -36,7 +36,7 @@ typedef struct stats_snap {
 	dsv_net_stats net;
 	const char *backend, *kernel;
 	uint64_t views, read_requests, bytes_served, bytes_decoded, read_errors, opens;
-	uint64_t chunks_decoded, readahead_chunks, bytes_readahead, bytes_hinted;
+	uint64_t chunks_decoded, readahead_chunks, readahead_decoded, bytes_readahead, bytes_hinted;
 	uint64_t bytes_dropped, page_budget, page_budget_held, bytes_shed, tiles_made;
 	uint64_t make_us[DSV_LAT_BUCKETS], make_us_sum, reply_us[DSV_LAT_BUCKETS], reply_us_sum;
 	dsv_source_fd_stats fds;
@@ -119,6 +119,7 @@ static const stat_row ROWS[] = {
 	GAUGE("cache_budget", cache.budget),
 	/* made ahead of the reader through the sink, and dropped from it */
 	COUNT("readahead_chunks", readahead_chunks),
+	COUNT("readahead_decoded", readahead_decoded),
 	BYTES("bytes_readahead", bytes_readahead),
 	BYTES("bytes_hinted", bytes_hinted),
 	BYTES("bytes_dropped", bytes_dropped),
@@ -181,6 +182,7 @@ static void gather(dsv_engine *e, stats_snap *s)
 	s->source_fd_budget = s->fds.budget;
 	s->chunks_decoded = s->cache.fills - s->cache.fill_errors;
 	s->readahead_chunks = dsv_prefetch_done(e->prefetch);
+	s->readahead_decoded = atomic_load(&e->stream_fills);
 	s->bytes_readahead = atomic_load(&e->bytes_readahead);
 	s->bytes_hinted = atomic_load(&e->bytes_hinted);
 	s->bytes_dropped = atomic_load(&e->bytes_dropped);

@@ -4,6 +4,7 @@ boundaries and the end of file."""
 import json
 import os
 import random
+import time
 
 import h5py
 import hdf5plugin
@@ -211,6 +212,59 @@ class Readahead(E2E):
             del a
             self.assertEqual(got, self.ref)
             self.assertGreater(self.stats(m)["readahead_chunks"], 0)
+
+    def memmap_pass_u8(self, m, name, shape):
+        """One pass of a uint8 view in memmap slices of 64 rows, as a
+        training epoch reads it, with a step of 10 ms between slices (a
+        reader that never pauses catches up with the readahead and decodes
+        alongside it, the more so on a loaded machine); the bytes and
+        /.stats.json after it."""
+        a = np.memmap(m.path(name + ".dat"), np.uint8, "r", shape=shape)
+        got = np.empty(shape, np.uint8)
+        for i in range(0, len(a), 64):
+            got[i:i + 64] = a[i:i + 64]
+            time.sleep(0.01)
+        del a
+        return got, self.stats(m)
+
+    def assert_read_ahead(self, st, made, total):
+        # of total, the readahead made most on its own threads: the
+        # reader's requests, only the first 4 MiB's (before the readahead
+        # started at 4 MiB of a pass rather than 32: none of a 20 MB file,
+        # at most a third of a 49 MB one)
+        self.assertEqual(st["errors"], 0, st)
+        self.assertGreater(made, total / 2, st)
+
+    def test_gzip_pass_decoded_by_readahead(self):
+        # h5py's gzip (level 4, h5py's default) over image-like rows, with
+        # and without shuffle, whole-row chunks and h5py's own guess (which
+        # splits rows): a 20 MB uint8 view, every byte as h5py reads it
+        yy, xx = np.mgrid[0:64, 0:64]
+        img = ((xx * 3 + yy * 2)[None, :, :, None] + np.arange(1600)[:, None, None, None]) % 256
+        noise = np.random.default_rng(6).integers(0, 4, (1600, 64, 64, 3))
+        x = (img + noise).astype(np.uint8)
+        path = self.p("gz_pass.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("rows", data=x, chunks=(16, 64, 64, 3), compression="gzip")
+            f.create_dataset("shuf", data=x, chunks=(16, 64, 64, 3), compression="gzip",
+                             shuffle=True)
+            f.create_dataset("auto", data=x, chunks=True, compression="gzip")
+        for name in ("rows", "shuf", "auto"):
+            with h5py.File(path, "r") as f:
+                want = f[name][...]
+            with self.subTest(dataset=name), self.mount(path, "--dtype", "uint8") as m:
+                got, st = self.memmap_pass_u8(m, name, x.shape)
+                self.assertTrue(np.array_equal(got, want), name)
+                self.assert_read_ahead(st, st["readahead_decoded"], st["chunks_decoded"])
+
+    def test_lz4_store_pass_decoded_by_readahead(self):
+        # dsview pack's LZ4 store of the 49 MB of rows, as a uint8 view: a
+        # request decodes only the LZ4 blocks it reads (never a whole chunk
+        # in the cache), so count bytes: those the readahead stored
+        with self.mount(self.p("seq.h5"), "--dtype", "uint8") as m:
+            got, st = self.memmap_pass_u8(m, "seq", self.x.shape)
+            self.assertTrue(np.array_equal(got, self.x))
+            self.assert_read_ahead(st, st["bytes_readahead"], self.x.nbytes)
 
     def test_random_reads_do_not_prefetch(self):
         row = 64 * 64 * 3 * 4

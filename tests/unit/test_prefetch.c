@@ -64,16 +64,26 @@ static void dropper(void *ctx, uint32_t file, uint64_t first, uint64_t last)
 	pthread_mutex_unlock(&r->mu);
 }
 
-/* One view of NCHUNKS chunks of 1 MiB decoded: streams start after 32 MiB
- * read and run 8 chunks (8 MiB decoded) ahead. */
-static dsv_view view = { .nchunks = NCHUNKS, .nsegs = NCHUNKS, .seg_raw = 1 << 20 };
+/* One view of NCHUNKS chunks of 1 MiB decoded and CHUNK_OUT bytes of
+ * output, of which each read (hint below) reads a part: streams start
+ * after 32 MiB read and run 8 chunks (8 MiB decoded) ahead. */
+#define CHUNK_OUT (64ull << 20)
+static dsv_view view = {
+	.nchunks = NCHUNKS, .nsegs = NCHUNKS, .seg_raw = 1 << 20, .nbytes = NCHUNKS * CHUNK_OUT
+};
+
+/* A read of bytes from the start of chunk first that touched first..last. */
+static void hint(dsv_prefetch *p, uint32_t file, uint64_t first, uint64_t last, uint64_t bytes)
+{
+	dsv_prefetch_hint(p, file, first, last, first * CHUNK_OUT, bytes);
+}
 
 static dsv_prefetch *start(record *r)
 {
 	static dsv_view *files[2] = { &view, NULL };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, NULL, NULL, 2, 2, 8 << 20, handler, dropper, r);
+	return dsv_prefetch_start(files, NULL, NULL, NULL, 2, 2, 8 << 20, handler, dropper, r);
 }
 
 /* Waits until the handler has seen n jobs (or 5 s), then a little more to
@@ -110,8 +120,8 @@ static void test_sequential_queues_ahead(void **state)
 	dsv_prefetch *p = start(&r);
 	/* windows of two chunks, the later one first */
 	for (uint64_t g = 0; g < 8; g += 2) {
-		dsv_prefetch_hint(p, 0, g + 1, g + 1, 4 << 20);
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g + 1, g + 1, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	}
 	assert_int_equal(settle(&r, 8), 8);
 	for (uint64_t g = 8; g < 16; g++)
@@ -125,13 +135,13 @@ static void test_sequential_queues_ahead(void **state)
 	assert_int_equal(trips, 1);
 	/* the reader finds 8..15 in the page cache, asks only for the
 	 * tripwire's first page: the stream moves on */
-	dsv_prefetch_hint(p, 0, 12, 12, 4096);
+	hint(p, 0, 12, 12, 4096);
 	assert_int_equal(settle(&r, 13), 13);
 	for (uint64_t g = 16; g < 21; g++)
 		assert_true(has(&r, g));
 	assert_int_equal(dsv_prefetch_done(p), 13);
 	/* the other file is not read ahead */
-	dsv_prefetch_hint(p, 1, 0, 100, 400 << 20);
+	hint(p, 1, 0, 100, 400 << 20);
 	assert_int_equal(settle(&r, 14), 13);
 	dsv_prefetch_stop(p);
 }
@@ -148,9 +158,10 @@ static void test_batches(void **state)
 	memset(&r, 0, sizeof(r));
 	pthread_mutex_init(&r.mu, NULL);
 	r.block = 1; /* let the queue fill first */
-	dsv_prefetch *p = dsv_prefetch_start(files, batch, NULL, 2, 2, 8 << 20, handler, NULL, &r);
+	dsv_prefetch *p = dsv_prefetch_start(files, batch, NULL, NULL, 2, 2, 8 << 20, handler, NULL,
+					     &r);
 	for (uint64_t g = 0; g < 8; g++)
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	usleep(20000);
 	pthread_mutex_lock(&r.mu);
 	r.block = 0;
@@ -186,7 +197,7 @@ static void test_shuffled_queues_nothing(void **state)
 				rows[j] = t;
 			}
 	for (int i = 0; i < 256; i++)
-		dsv_prefetch_hint(p, 0, rows[i], rows[i] + (rows[i] % 2), 1 << 20);
+		hint(p, 0, rows[i], rows[i] + (rows[i] % 2), 1 << 20);
 	assert_int_equal(settle(&r, 1), 0);
 	dsv_prefetch_stop(p);
 }
@@ -197,8 +208,8 @@ static void test_two_shards_two_streams(void **state)
 	(void)state;
 	dsv_prefetch *p = start(&r);
 	for (uint64_t g = 0; g < 8; g++) {
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
-		dsv_prefetch_hint(p, 0, 500 + g, 500 + g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, 500 + g, 500 + g, 4 << 20);
 	}
 	assert_int_equal(settle(&r, 16), 16);
 	assert_true(has(&r, 8) && has(&r, 15) && has(&r, 508) && has(&r, 515));
@@ -214,10 +225,10 @@ static void test_stale_jobs_dropped(void **state)
 	r.block = 1;
 	pthread_mutex_unlock(&r.mu);
 	for (uint64_t g = 0; g < 8; g++)
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	/* both threads hold a job; the reader gets through 8..15 meanwhile */
 	usleep(20000);
-	dsv_prefetch_hint(p, 0, 8, 15, 32 << 20);
+	hint(p, 0, 8, 15, 32 << 20);
 	pthread_mutex_lock(&r.mu);
 	r.block = 0;
 	pthread_mutex_unlock(&r.mu);
@@ -243,7 +254,7 @@ static void test_second_pass(void **state)
 	(void)state;
 	dsv_prefetch *p = start(&r);
 	for (uint64_t g = 0; g < 40; g++)
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	/* (jobs the reader passed before a thread took them are dropped) */
 	for (int i = 0; i < 5000; i++) {
 		pthread_mutex_lock(&r.mu);
@@ -256,7 +267,7 @@ static void test_second_pass(void **state)
 	int n = settle(&r, 0);
 	assert_true(has(&r, 47));
 	for (uint64_t g = 0; g < 8; g++)
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	assert_true(settle(&r, n + 8) >= n + 8);
 	int again = 0;
 	for (int i = n; i < r.n; i++) {
@@ -265,7 +276,7 @@ static void test_second_pass(void **state)
 	}
 	assert_int_equal(again, 8);
 	/* the first pass's stream is still there for a reader at its head */
-	dsv_prefetch_hint(p, 0, 40, 44, 16 << 20);
+	hint(p, 0, 40, 44, 16 << 20);
 	assert_true(settle(&r, n + 9) >= n + 9);
 	assert_true(r.chunk[r.n - 1] >= 48);
 	dsv_prefetch_stop(p);
@@ -293,7 +304,7 @@ static dsv_prefetch *start_dropping(record *r, dsv_view *const *files)
 	static const unsigned char drop[2] = { 1, 0 };
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	return dsv_prefetch_start(files, NULL, drop, 2, 2, 8 << 20, handler, dropper, r);
+	return dsv_prefetch_start(files, NULL, drop, NULL, 2, 2, 8 << 20, handler, dropper, r);
 }
 
 /* Where drop is set (a mount under a memory limit), a pass drops the
@@ -306,8 +317,8 @@ static void test_drop_behind(void **state)
 	(void)state;
 	dsv_prefetch *p = start_dropping(&r, files);
 	for (uint64_t g = 0; g < 60; g++) {
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
-		dsv_prefetch_hint(p, 1, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
+		hint(p, 1, g, g, 4 << 20);
 	}
 	long long hi = dropped_to(&r, 0);
 	assert_true(hi >= 40 && hi < 59 - 12);
@@ -336,19 +347,88 @@ static void test_drop_held_by_slower_reader(void **state)
 	(void)state;
 	dsv_prefetch *p = start_dropping(&r, files);
 	for (uint64_t g = 0; g < 40; g++)
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	long long first = dropped_to(&r, 0);
 	assert_true(first >= 20 && first < 39 - 12);
 	for (uint64_t g = 20; g < 32; g++) /* the slower reader: 48 MiB */
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
-	dsv_prefetch_hint(p, 0, 900, 900, 4096); /* a stray read */
+		hint(p, 0, g, g, 4 << 20);
+	hint(p, 0, 900, 900, 4096); /* a stray read */
 	for (uint64_t g = 40; g < 80; g++)
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
 	assert_true(dropped_to(&r, 0) < 32);
 	for (uint64_t g = 32; g < 90; g++) /* the slower one reads on past */
-		dsv_prefetch_hint(p, 0, g, g, 4 << 20);
-	dsv_prefetch_hint(p, 0, 80, 80, 4 << 20);
+		hint(p, 0, g, g, 4 << 20);
+	hint(p, 0, 80, 80, 4 << 20);
 	assert_true(dropped_to(&r, 0) >= 60);
+	dsv_prefetch_stop(p);
+}
+
+/* A view whose reads read its chunks whole: chunks of 256 KiB decoded, 1
+ * MiB of output each (a uint8 source as float32); 32 chunks ahead. */
+static dsv_view dense_view = {
+	.nchunks = NCHUNKS, .nsegs = NCHUNKS, .seg_raw = 256 << 10, .nbytes = NCHUNKS << 20
+};
+
+/* early: the file's chunks are decoded (pages.c), so a dense pass
+ * starts at 4 MiB; else only at 32 MiB. */
+static dsv_prefetch *start_dense(record *r, int early)
+{
+	static dsv_view *files[1] = { &dense_view };
+	const unsigned char flags[1] = { (unsigned char)early };
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	return dsv_prefetch_start(files, NULL, NULL, flags, 1, 2, 8 << 20, handler, NULL, r);
+}
+
+/* A pass that reads every byte starts after 4 MiB, long before 32 MiB,
+ * and queues as far ahead as it has run. */
+static void test_dense_pass_starts_at_4mib(void **state)
+{
+	record r;
+	(void)state;
+	dsv_prefetch *p = start_dense(&r, 1);
+	for (uint64_t g = 0; g < 3; g++)
+		dsv_prefetch_hint(p, 0, g, g, g << 20, 1 << 20);
+	assert_int_equal(settle(&r, 1), 0);
+	dsv_prefetch_hint(p, 0, 3, 3, 3 << 20, 1 << 20);
+	assert_int_equal(settle(&r, 4), 4);
+	for (uint64_t g = 4; g < 8; g++)
+		assert_true(has(&r, g));
+	/* on through 8..15 (reads of the pushed chunks never come): the
+	 * tripwire's page moves it on, a window as long as it has run */
+	dsv_prefetch_hint(p, 0, 6, 6, 6 << 20, 4096);
+	assert_true(settle(&r, 7) >= 7);
+	assert_true(has(&r, 8) && has(&r, 10));
+	dsv_prefetch_stop(p);
+}
+
+/* Reads of a quarter of each of adjacent chunks (the rows of a sorted
+ * shuffled batch, each with the kernel's read around it) are no pass:
+ * nothing is queued before 32 MiB. */
+static void test_sparse_run_queues_nothing(void **state)
+{
+	record r;
+	(void)state;
+	dsv_prefetch *p = start_dense(&r, 1);
+	for (uint64_t g = 0; g < 120; g++)
+		dsv_prefetch_hint(p, 0, g, g, g << 20, 256 << 10);
+	assert_int_equal(settle(&r, 1), 0);
+	dsv_prefetch_stop(p);
+}
+
+/* A file of plain chunks (not early): the same dense pass waits for 32
+ * MiB, as any stream does. */
+static void test_plain_file_starts_at_32mib(void **state)
+{
+	record r;
+	(void)state;
+	dsv_prefetch *p = start_dense(&r, 0);
+	for (uint64_t g = 0; g < 31; g++)
+		dsv_prefetch_hint(p, 0, g, g, g << 20, 1 << 20);
+	assert_int_equal(settle(&r, 1), 0);
+	dsv_prefetch_hint(p, 0, 31, 31, 31ull << 20, 1 << 20);
+	assert_true(settle(&r, 32) >= 32);
+	assert_true(has(&r, 32) && has(&r, 63));
 	dsv_prefetch_stop(p);
 }
 
@@ -363,6 +443,9 @@ int main(void)
 		cmocka_unit_test(test_second_pass),
 		cmocka_unit_test(test_drop_behind),
 		cmocka_unit_test(test_drop_held_by_slower_reader),
+		cmocka_unit_test(test_dense_pass_starts_at_4mib),
+		cmocka_unit_test(test_sparse_run_queues_nothing),
+		cmocka_unit_test(test_plain_file_starts_at_32mib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
