@@ -228,10 +228,10 @@ class Readahead(E2E):
         return got, self.stats(m)
 
     def assert_read_ahead(self, st, made, total):
-        # of total, the readahead made most on its own threads: the
-        # reader's requests, only the first 4 MiB's (before the readahead
-        # started at 4 MiB of a pass rather than 32: none of a 20 MB file,
-        # at most a third of a 49 MB one)
+        # of total, the readahead made most on its own threads, the
+        # reader's requests little more than the first 4 MiB's (a readahead
+        # that waited for 32 MiB of a pass would make none of a 20 MB file
+        # and at most a third of a 49 MB one)
         self.assertEqual(st["errors"], 0, st)
         self.assertGreater(made, total / 2, st)
 
