@@ -103,8 +103,8 @@ static void test_le24_extremes(void **state)
 	const uint8_t b[] = { 0x00, 0x00, 0x80, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0x01, 0x00,
 			      0x00, 0x00, 0x00, 0x80, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0x01,
 			      0x00, 0x00, 0x00, 0x00, 0x80, 0xff, 0xff, 0x7f, 0x34, 0x12, 0xf0 };
-	const int32_t want[] = { -8388608, 8388607, -1, 1,  -8388608,
-				 8388607,  -1,	    1,	-8388608, 8388607, -1043916 };
+	const int32_t want[] = { -8388608, 8388607, -1,       1,       -8388608, 8388607,
+				 -1,       1,       -8388608, 8388607, -1043916 };
 	int32_t out[11];
 	dsv_le24s_to_i32(out, b, 11);
 	assert_memory_equal(out, want, sizeof(want));

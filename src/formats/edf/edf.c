@@ -42,7 +42,6 @@
 #include "dsview/source.h"
 #include "formats/edf/edf.h"
 #include "source/source_i.h"
-#include "xform/xform_elem.h"
 
 /* Samples widened to int32 at a time before they are scaled. */
 #define DECODE_BLOCK 256
@@ -103,43 +102,6 @@ static int first_ask(const edf_state *st, uint64_t a, uint64_t b)
 	return any;
 }
 
-/* Outputs at any alignment (a reply buffer's). */
-typedef float __attribute__((aligned(1))) f32_u;
-typedef double __attribute__((aligned(1))) f64_u;
-typedef uint16_t __attribute__((aligned(1))) u16_u;
-
-/* m samples d, each gain * (off + d) in float64, stored from output
- * element at on by o: as they are (o->dst DSV_F64, the source's
- * elements), or mapped to float32 or bfloat16 (a view's linear map),
- * rounded once. */
-static void put(const dsv_xform_lin *o, double gain, double off, const int32_t *d, size_t m,
-		void *out, uint64_t at)
-{
-	const double sc = o->scale, of = o->offset;
-	if (o->dst == DSV_F64) {
-		f64_u *q = (f64_u *)out + at;
-		for (size_t j = 0; j < m; j++)
-			q[j] = gain * (off + (double)d[j]);
-	} else if (o->dst == DSV_F32) {
-		f32_u *q = (f32_u *)out + at;
-		if (o->cast)
-			for (size_t j = 0; j < m; j++)
-				q[j] = (float)(gain * (off + (double)d[j]));
-		else
-			for (size_t j = 0; j < m; j++)
-				q[j] = (float)(gain * (off + (double)d[j]) * sc + of);
-	} else {
-		u16_u *q = (u16_u *)out + at;
-		if (o->cast)
-			for (size_t j = 0; j < m; j++)
-				q[j] = dsv_elem_f32_to_bf16((float)(gain * (off + (double)d[j])));
-		else
-			for (size_t j = 0; j < m; j++)
-				q[j] = dsv_elem_f32_to_bf16(
-					(float)(gain * (off + (double)d[j]) * sc + of));
-	}
-}
-
 /* n samples of signal sig from sample k on, in physical units, stored by
  * o from output element at on; rec holds a record's bytes from its byte
  * base on. */
@@ -156,7 +118,8 @@ static void decode(const edf_state *st, size_t sig, double gain, double off, con
 			dsv_le24s_to_i32(d, p + bps * i, m);
 		else
 			dsv_le16s_to_i32(d, p + bps * i, m);
-		put(o, gain, off, d, m, out, at + i);
+		dsv_xform_lin_put(o, gain, off, d, m,
+				  (char *)out + (at + i) * dsv_dtype_size(o->dst));
 	}
 }
 
