@@ -75,8 +75,11 @@ static void test_maps(void **state)
 	const struct {
 		dsv_dtype dst;
 		double scale, offset;
-	} maps[] = { { DSV_F32, 1, 0 }, { DSV_F32, 0.001, 2.5 }, { DSV_BF16, 1, 0 },
-		     { DSV_BF16, 0.001, 2.5 }, { DSV_F32, -3, 0 } };
+	} maps[] = { { DSV_F32, 1, 0 },
+		     { DSV_F32, 0.001, 2.5 },
+		     { DSV_BF16, 1, 0 },
+		     { DSV_BF16, 0.001, 2.5 },
+		     { DSV_F32, -3, 0 } };
 	for (size_t g = 0; g < 2; g++) {
 		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
 			dsv_xform *x = plan(maps[i].dst, maps[i].scale, maps[i].offset);
