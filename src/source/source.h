@@ -95,6 +95,11 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
  * the stretch of time, not one of every channel's chunk. @return 0;
  * DSV_ERR_UNSUPPORTED (nothing read) where the format reads runs through
  * its chunks; DSV_ERR_INVALID for runs outside the source; a read error. */
+/* s gathers runs itself (dsv_source_read_runs serves them). */
+int dsv_source_gathers(const dsv_source *s);
+int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			 uint64_t len, void *dst);
+
 /* Where a gather writes a view's output itself (dsv_source_read_runs_to):
  * elements [skip, skip + n) of the runs (one after another), each mapped
  * by lin from its float64 value, into dst (n outputs). */
@@ -106,13 +111,11 @@ typedef struct dsv_gather_out {
 /* dsv_source_read_runs with the view's linear map applied by the source
  * as it decodes (no float64 buffer, one pass): the same bytes as the
  * runs read and then transformed. DSV_ERR_UNSUPPORTED (nothing read)
- * where s has no such gather or these runs are not its kind. */
+ * where s has no such gather or these runs are not its kind;
+ * DSV_ERR_INVALID for runs outside the source or [skip, skip + n)
+ * outside the runs; a read error. */
 int dsv_source_read_runs_to(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
 			    uint64_t len, const dsv_gather_out *o, void *dst);
-/* s gathers runs itself (dsv_source_read_runs serves them). */
-int dsv_source_gathers(const dsv_source *s);
-int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
-			 uint64_t len, void *dst);
 
 /* Called for every band read: part names its elements, err its result,
  * eb (when err, for a grid's band; else NULL) which grid chunk failed, as

@@ -15,10 +15,13 @@
  * [dmin, dmax] onto [pmin, pmax] computed in float64 as EDFlib (and so
  * pyedflib's readSignal) computes it, gain * (d + pmax / gain - dmax):
  * the source's elements are float64, which the view's transform takes as
- * they are and rounds once to its output type. The elements are gathered
- * from the records at read time (edf_read, the source's lib_read): any
- * run of them, a few channels' stretch of time, reads one span of bytes
- * a record, or a batch of whole records where the span is most of one.
+ * they are and rounds once to its output type; where that transform is a
+ * linear map to float32 or bfloat16, a window's gather applies it itself
+ * as it decodes (edf_gather_to), with the same float64 arithmetic. The
+ * elements are gathered from the records at read time (edf_read, the
+ * source's lib_read): any run of them, a few channels' stretch of time,
+ * reads one span of bytes a record, or a batch of whole records where the
+ * span is most of one.
  *
  * Refused, with the field named: EDF+D/BDF+D (records with their own start
  * times), a header that disagrees with the file's size (a short last
@@ -34,7 +37,6 @@
 #include <unistd.h>
 
 #include "common/arith.h"
-#include "common/bytes.h"
 #include "common/disk.h"
 #include "common/samples.h"
 #include "common/str.h"
@@ -244,9 +246,9 @@ static int edf_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, si
 }
 
 /* Runs of len elements that are channels' samples [t0, t0 + len) (a
- * window's, or a tile of windows'): their elements [o->skip, + o->n)
- * decoded from one read of the records that hold that stretch of time and
- * stored by lin into dst. */
+ * window's, or a tile of windows'): their elements [skip, skip + lim)
+ * (the runs one after another) decoded from one read of the records that
+ * hold that stretch of time and stored by lin into dst. */
 static int gather_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
 		       uint64_t len, const dsv_xform_lin *lin, uint64_t skip, uint64_t lim,
 		       void *dst)
