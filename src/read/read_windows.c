@@ -7,6 +7,7 @@
 #include "read/read_i.h"
 #include "source/source.h"
 #include "view/view.h"
+#include "xform/linear.h"
 
 /* Whole windows that overlap or touch (stride <= window) are read
  * together: per run, the stretch of source the next windows of one source
@@ -138,26 +139,32 @@ int dsv_read_tiled(dsv_cache *c, dsv_cache *tiles, const dsv_view *v, const dsv_
  * the same records): the runs they touch read together, uncached, then
  * transformed from output element oe. A random window reads the records
  * it needs once, not the chunks (a few channels' whole time) or a tile of
- * windows around it. */
+ * windows around it. Where the view's transform is a linear map to float
+ * (the source's float64 values rounded once, or scaled), the source
+ * writes the output itself as it decodes: no float64 buffer, one pass. */
 int dsv_read_gathered(const dsv_view *v, const dsv_row_runs *r, uint64_t q, uint64_t n, uint64_t oe,
 		      char *dst)
 {
 	const dsv_source *s = v->sources[r->si];
 	size_t ses = dsv_dtype_size(dsv_source_get_info(s)->dtype);
 	uint64_t p0 = q / r->len, p1 = (q + n - 1) / r->len + 1;
-	char *buf = dsv_tls_buf(DSV_TLS_ROW, (size_t)((p1 - p0) * r->len * ses));
-	if (!buf)
-		return DSV_ERR_NOMEM;
-	int err = dsv_source_read_runs(s, r->start + p0 * r->stride, r->stride, p1 - p0, r->len,
-				       buf);
+	uint64_t start = r->start + p0 * r->stride;
+	dsv_gather_out o = { .skip = q - p0 * r->len, .n = n };
+	int err = dsv_xform_linear(v->xf[r->si], &o.lin)
+			  ? dsv_source_read_runs_to(s, start, r->stride, p1 - p0, r->len, &o, dst)
+			  : DSV_ERR_UNSUPPORTED;
+	if (err == DSV_ERR_UNSUPPORTED) {
+		char *buf = dsv_tls_buf(DSV_TLS_ROW, (size_t)((p1 - p0) * r->len * ses));
+		if (!buf)
+			return DSV_ERR_NOMEM;
+		err = dsv_source_read_runs(s, start, r->stride, p1 - p0, r->len, buf);
+		if (!err)
+			dsv_xform_run(v->xf[r->si], dst, buf + o.skip * ses, n, oe);
+	}
 	if (err) {
 		dsv_chunk_ref at; /* logged as the first run's chunk's failure */
-		if (!dsv_source_chunk(
-			    s, (r->start + p0 * r->stride) / dsv_source_get_info(s)->chunk_elems,
-			    &at))
+		if (!dsv_source_chunk(s, start / dsv_source_get_info(s)->chunk_elems, &at))
 			dsv_view_log_chunk_error(v, r->si, &at, err, NULL);
-		return err;
 	}
-	dsv_xform_run(v->xf[r->si], dst, buf + (q - p0 * r->len) * ses, n, oe);
-	return 0;
+	return err;
 }

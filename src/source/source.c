@@ -380,6 +380,19 @@ int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, u
 	return s->more->gather(s, start, stride, nruns, len, dst);
 }
 
+int dsv_source_read_runs_to(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			    uint64_t len, const dsv_gather_out *o, void *dst)
+{
+	if (!s->more->gather_to || s->info.dtype != DSV_F64)
+		return DSV_ERR_UNSUPPORTED;
+	uint64_t n = s->info.nelems, last, all;
+	if (nruns == 0 || len == 0 || start > n || len > n - start ||
+	    dsv_mul_u64(nruns - 1, stride, &last) || last > n - len - start ||
+	    dsv_mul_u64(nruns, len, &all) || o->skip > all || o->n > all - o->skip)
+		return DSV_ERR_INVALID;
+	return s->more->gather_to(s, start, stride, nruns, len, o, dst);
+}
+
 /* Decodes a stored chunk into exactly raw bytes at dst. @return 0 or
  * DSV_ERR_CORRUPT. */
 static int decode(const dsv_source *s, dsv_codec codec, void *dst, size_t raw, const void *src,

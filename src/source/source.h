@@ -16,6 +16,7 @@
 
 #include "codec/lz4_table.h"
 #include "dsview/source.h"
+#include "xform/linear.h"
 
 /* Another owner of s (views that share one source share its chunks in the
  * cache): each owner closes it once, and the last close frees it. Not
@@ -98,6 +99,23 @@ int dsv_source_read_elems(const dsv_source *s, const dsv_chunk_ref *ref, uint64_
 int dsv_source_gathers(const dsv_source *s);
 int dsv_source_read_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
 			 uint64_t len, void *dst);
+
+/* Where a gather writes a view's output itself (dsv_source_read_runs_to):
+ * elements [skip, skip + n) of the runs (one after another), each mapped
+ * by lin from its float64 value, into dst (n outputs). */
+typedef struct dsv_gather_out {
+	dsv_xform_lin lin;
+	uint64_t skip, n;
+} dsv_gather_out;
+
+/* dsv_source_read_runs with the view's linear map applied by the source
+ * as it decodes (no float64 buffer, one pass): the same bytes as the
+ * runs read and then transformed. DSV_ERR_UNSUPPORTED (nothing read)
+ * where s has no such gather or these runs are not its kind;
+ * DSV_ERR_INVALID for runs outside the source or [skip, skip + n)
+ * outside the runs; a read error. */
+int dsv_source_read_runs_to(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			    uint64_t len, const dsv_gather_out *o, void *dst);
 
 /* Called for every band read: part names its elements, err its result,
  * eb (when err, for a grid's band; else NULL) which grid chunk failed, as

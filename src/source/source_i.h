@@ -163,6 +163,11 @@ struct dsv_source_more {
 	 * a few channels' whole time (dsv_source_read_runs) */
 	int (*gather)(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
 		      uint64_t len, void *dst);
+	/* optional, with gather: the same runs' elements [o->skip, + o->n)
+	 * mapped by o->lin as they are decoded, into dst
+	 * (dsv_source_read_runs_to) */
+	int (*gather_to)(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			 uint64_t len, const dsv_gather_out *o, void *dst);
 	/* optional: a source whose elements lie in runs of one or more
 	 * files, not at their offsets in its own (runs.c): dsv_source_pread
 	 * reads their flat layout (element i at byte i * esize) through it */

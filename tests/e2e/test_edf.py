@@ -151,12 +151,26 @@ class EdfTest(E2E):
         wins = np.concatenate([windows_ref(p, W, S, -1) for p in parts])
         ini = self.write_ini(f"[w]\nsource = {d}/hbn*.bdf\nwindow = {W}\nstride = {S}\n\n"
                              f"[t]\nsource = {d}/hbn*.bdf\nwindow = {W}\nstride = {S}\n"
-                             "scale = 0.001\noffset = 2.5\ndtype = bfloat16\n", "w.ini")
+                             "scale = 0.001\noffset = 2.5\ndtype = bfloat16\n\n"
+                             f"[s]\nsource = {d}/hbn*.bdf\nwindow = {W}\nstride = {S}\n"
+                             "scale = 0.001\noffset = 2.5\n\n"
+                             f"[b]\nsource = {d}/hbn*.bdf\nwindow = {W}\nstride = {S}\n"
+                             "dtype = bfloat16\n\n"
+                             f"[h]\nsource = {d}/hbn*.bdf\nwindow = {W}\nstride = {S}\n"
+                             "dtype = float16\n", "w.ini")
+        # float32 and bfloat16 outputs of a linear map are written by the
+        # recording's decode itself, float16 through the transform: the
+        # same rounding once of the float64 value, whole and at any offset
+        outs = {"w": (round_out(wins, "float32"), "float32"),
+                "t": (reference(wins, 0.001, 2.5, dtype="bfloat16"), "bfloat16"),
+                "s": (reference(wins, 0.001, 2.5), "float32"),
+                "b": (reference(wins, dtype="bfloat16"), "bfloat16"),
+                "h": (reference(wins, dtype="float16"), "float16")}
         with self.mount(ini) as m:
             self.assertEqual(wins.shape[1:], (10, W))
-            check_whole(self, m, "w", round_out(wins, "float32"), "float32")
-            check_preads(self, m, "w", round_out(wins, "float32"), rows=(0, 1, 31, 32, 33))
-            check_whole(self, m, "t", reference(wins, 0.001, 2.5, dtype="bfloat16"), "bfloat16")
+            for name, (want, dtype) in outs.items():
+                check_whole(self, m, name, want, dtype)
+                check_preads(self, m, name, want, rows=(0, 1, 31, 32, 33), n_random=20)
 
     def test_bids_tree(self):
         """A BIDS dataset (sub-*/eeg/*_eeg.bdf, as eegdash caches the

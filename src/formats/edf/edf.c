@@ -15,10 +15,13 @@
  * [dmin, dmax] onto [pmin, pmax] computed in float64 as EDFlib (and so
  * pyedflib's readSignal) computes it, gain * (d + pmax / gain - dmax):
  * the source's elements are float64, which the view's transform takes as
- * they are and rounds once to its output type. The elements are gathered
- * from the records at read time (edf_read, the source's lib_read): any
- * run of them, a few channels' stretch of time, reads one span of bytes
- * a record, or a batch of whole records where the span is most of one.
+ * they are and rounds once to its output type; where that transform is a
+ * linear map to float32 or bfloat16, a window's gather applies it itself
+ * as it decodes (edf_gather_to), with the same float64 arithmetic. The
+ * elements are gathered from the records at read time (edf_read, the
+ * source's lib_read): any run of them, a few channels' stretch of time,
+ * reads one span of bytes a record, or a batch of whole records where the
+ * span is most of one.
  *
  * Refused, with the field named: EDF+D/BDF+D (records with their own start
  * times), a header that disagrees with the file's size (a short last
@@ -34,14 +37,16 @@
 #include <unistd.h>
 
 #include "common/arith.h"
-#include "common/bytes.h"
 #include "common/disk.h"
+#include "common/samples.h"
 #include "common/str.h"
 #include "common/tlsbuf.h"
 #include "dsview/source.h"
 #include "formats/edf/edf.h"
 #include "source/source_i.h"
 
+/* Samples widened to int32 at a time before they are scaled. */
+#define DECODE_BLOCK 256
 /* Bytes of whole records read by one pread, at most. */
 #define EDF_BATCH_BYTES (1u << 20)
 /* The block of a file the kernel is asked for around a window's records:
@@ -99,24 +104,29 @@ static int first_ask(const edf_state *st, uint64_t a, uint64_t b)
 	return any;
 }
 
-/* n samples of signal sig from sample k on, in physical units, into out;
- * rec holds a record's bytes from its byte base on. */
+/* n samples of signal sig from sample k on, in physical units, stored by
+ * o from output element at on; rec holds a record's bytes from its byte
+ * base on. */
 static void decode(const edf_state *st, size_t sig, double gain, double off, const uint8_t *rec,
-		   uint64_t base, uint64_t k, uint64_t n, double *out)
+		   uint64_t base, uint64_t k, uint64_t n, const dsv_xform_lin *o, void *out,
+		   uint64_t at)
 {
-	const dsv_edf_signal *s = &st->h.sig[sig];
-	if (st->h.bdf) {
-		const uint8_t *p = rec + (s->rec_off - base) + 3 * k;
-		for (uint64_t i = 0; i < n; i++, p += 3)
-			out[i] = gain * (off + (double)dsv_load_le24s(p));
-		return;
-	}
-	const uint8_t *p = rec + (s->rec_off - base) + 2 * k;
-	for (uint64_t i = 0; i < n; i++, p += 2) {
-		int16_t d = (int16_t)((uint16_t)p[0] | (uint16_t)p[1] << 8);
-		out[i] = gain * (off + (double)d);
+	uint64_t bps = st->h.bdf ? 3 : 2;
+	const uint8_t *p = rec + (st->h.sig[sig].rec_off - base) + bps * k;
+	int32_t d[DECODE_BLOCK];
+	for (uint64_t i = 0; i < n; i += DECODE_BLOCK) {
+		size_t m = (size_t)(n - i < DECODE_BLOCK ? n - i : DECODE_BLOCK);
+		if (st->h.bdf)
+			dsv_le24s_to_i32(d, p + bps * i, m);
+		else
+			dsv_le16s_to_i32(d, p + bps * i, m);
+		dsv_xform_lin_put(o, gain, off, d, m,
+				  (char *)out + (at + i) * dsv_dtype_size(o->dst));
 	}
 }
+
+/* The source's own elements: float64, as decoded. */
+static const dsv_xform_lin as_f64 = { .dst = DSV_F64, .cast = 1, .scale = 1.0 };
 
 /* The part of record r that channels [c0, c1] need, from elements
  * [e, e + n) of the source, decoded into out (element e at out[0]); rec
@@ -134,7 +144,7 @@ static void gather_record(const edf_state *st, const uint8_t *rec, uint64_t base
 		if (a >= b)
 			continue;
 		decode(st, st->sig[c], st->gain[c], st->off[c], rec, base, a - c * T - t0, b - a,
-		       out + (a - e));
+		       &as_f64, out, a - e);
 	}
 }
 
@@ -145,7 +155,11 @@ typedef struct rec_job {
 	size_t c0, c1; /* and channels */
 	int runs;      /* edf_gather's: run p is channel c0 + p * step's */
 	uint64_t step, nruns, t0, len;
-	double *out;
+	/* and of its runs' elements (one after another) [skip, skip + lim),
+	 * stored by lin from out[0] on */
+	uint64_t skip, lim;
+	const dsv_xform_lin *lin;
+	void *out;
 } rec_job;
 
 /* Record r's part of job, from rec (the record's bytes from byte base on). */
@@ -158,10 +172,19 @@ static void visit_record(const edf_state *st, const uint8_t *rec, uint64_t base,
 	}
 	uint64_t r0 = r * st->spr, a = job->t0 > r0 ? job->t0 : r0;
 	uint64_t b = job->t0 + job->len < r0 + st->spr ? job->t0 + job->len : r0 + st->spr;
+	uint64_t end = job->skip + job->lim;
 	for (uint64_t p = 0; p < job->nruns; p++) {
 		size_t c = job->c0 + (size_t)(p * job->step);
-		decode(st, st->sig[c], st->gain[c], st->off[c], rec, base, a - r0, b - a,
-		       job->out + p * job->len + (a - job->t0));
+		/* this record's part of run p, as elements of the runs */
+		uint64_t g = p * job->len + (a - job->t0), lo = g, hi = g + (b - a);
+		if (lo < job->skip)
+			lo = job->skip;
+		if (hi > end)
+			hi = end;
+		if (lo >= hi)
+			continue;
+		decode(st, st->sig[c], st->gain[c], st->off[c], rec, base, a - r0 + (lo - g),
+		       hi - lo, job->lin, job->out, lo - job->skip);
 	}
 }
 
@@ -222,25 +245,16 @@ static int edf_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, si
 	return read_records(s, st, r0, r1, lo, span, batch, &job);
 }
 
-/* The source's gather: runs of len elements that are channels' samples
- * [t0, t0 + len) (a window's, or a tile of windows'), decoded from one
- * read of the records that hold that stretch of time. Runs that are not
- * such (a run that crosses channels, runs at different times) are read
- * run by run. */
-static int edf_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
-		      uint64_t len, void *dst)
+/* Runs of len elements that are channels' samples [t0, t0 + len) (a
+ * window's, or a tile of windows'): their elements [skip, skip + lim)
+ * (the runs one after another) decoded from one read of the records that
+ * hold that stretch of time and stored by lin into dst. */
+static int gather_runs(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+		       uint64_t len, const dsv_xform_lin *lin, uint64_t skip, uint64_t lim,
+		       void *dst)
 {
 	const edf_state *st = s->fmt;
 	uint64_t T = st->time, t0 = start % T, lo = UINT64_MAX, hi = 0;
-	if (t0 + len > T || stride % T) {
-		for (uint64_t p = 0; p < nruns; p++) {
-			dsv_chunk_ref ref = { .elem_start = start + p * stride, .nelems = len };
-			int err = edf_read(s, &ref, (double *)dst + p * len, (size_t)(len * 8));
-			if (err)
-				return err;
-		}
-		return 0;
-	}
 	size_t c0 = (size_t)(start / T), step = (size_t)(stride / T);
 	for (uint64_t p = 0; p < nruns; p++) {
 		const dsv_edf_signal *g = &st->h.sig[st->sig[c0 + p * step]];
@@ -263,10 +277,55 @@ static int edf_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint
 		(void)posix_fadvise(fd, (off_t)a, (off_t)(b - a), POSIX_FADV_WILLNEED);
 		dsv_source_fd_put(s);
 	}
-	rec_job job = {
-		.runs = 1, .c0 = c0, .step = step, .nruns = nruns, .t0 = t0, .len = len, .out = dst
-	};
+	rec_job job = { .runs = 1,
+			.c0 = c0,
+			.step = step,
+			.nruns = nruns,
+			.t0 = t0,
+			.len = len,
+			.skip = skip,
+			.lim = lim,
+			.lin = lin,
+			.out = dst };
 	return read_records(s, st, r0, r1, lo, hi - lo, EDF_BATCH_BYTES / st->h.record_bytes, &job);
+}
+
+/* The runs gather_runs serves: each a channel's stretch of time, one
+ * stretch for all. */
+static int same_time(const edf_state *st, uint64_t start, uint64_t stride, uint64_t len)
+{
+	return start % st->time + len <= st->time && stride % st->time == 0;
+}
+
+/* The source's gather: runs of one stretch of time decoded from one read
+ * of its records (gather_runs); others (a run that crosses channels, runs
+ * at different times) are read run by run. */
+static int edf_gather(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+		      uint64_t len, void *dst)
+{
+	const edf_state *st = s->fmt;
+	if (same_time(st, start, stride, len))
+		return gather_runs(s, start, stride, nruns, len, &as_f64, 0, nruns * len, dst);
+	for (uint64_t p = 0; p < nruns; p++) {
+		dsv_chunk_ref ref = { .elem_start = start + p * stride, .nelems = len };
+		int err = edf_read(s, &ref, (double *)dst + p * len, (size_t)(len * 8));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The gather straight into a view's output (dsv_source_read_runs_to):
+ * the runs gather_runs serves, others refused (read through edf_gather
+ * and the transform instead). */
+static int edf_gather_to(const dsv_source *s, uint64_t start, uint64_t stride, uint64_t nruns,
+			 uint64_t len, const dsv_gather_out *o, void *dst)
+{
+	if (!same_time(s->fmt, start, stride, len))
+		return DSV_ERR_UNSUPPORTED;
+	if (o->n == 0)
+		return 0;
+	return gather_runs(s, start, stride, nruns, len, &o->lin, o->skip, o->n, dst);
 }
 
 /* A header string as JSON: printable ASCII, others as '?' (the header is
@@ -412,6 +471,7 @@ static int edf_layout(dsv_source *s, edf_state *st, dsv_errbuf *eb)
 	s->fallback = 1;
 	s->more->lib_read = edf_read;
 	s->more->gather = edf_gather;
+	s->more->gather_to = edf_gather_to;
 	uint64_t ra = dsv_disk_readahead(s->path);
 	st->ahead = ra < EDF_AHEAD_MIN ? EDF_AHEAD_MIN : ra > EDF_AHEAD_MAX ? EDF_AHEAD_MAX : ra;
 	/* without it every gather asks: slower, not wrong */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/arith.h"
-#include "common/bytes.h"
+#include "common/samples.h"
 #include "common/tlsbuf.h"
 #include "dsview/source.h"
 #include "formats/raw/raw.h"
@@ -117,9 +117,7 @@ static int raw24_read(const dsv_source *s, const dsv_chunk_ref *ref, void *dst, 
 	int err = dsv_source_pread(s, buf, (size_t)(3 * n), s->data_offset + 3 * e);
 	if (err)
 		return err;
-	int32_t *out = dst;
-	for (uint64_t i = 0; i < n; i++)
-		out[i] = dsv_load_le24s(buf + 3 * i);
+	dsv_le24s_to_i32(dst, buf, (size_t)n);
 	return 0;
 }
 
