@@ -1,7 +1,6 @@
 /* A plan's map where it is linear to a float output (linear.h): the
  * cases run_direct (xform.c) computes as a cast or as v * scale + offset,
  * and the store of scaled integer samples through such a map. */
-#include "xform/kernel_test.h"
 #include "xform/linear.h"
 #include "xform/xform_elem.h"
 #include "xform/xform_i.h"
@@ -65,9 +64,7 @@ void dsv_xform_lin_put(const dsv_xform_lin *o, double gain, double off, const in
 		       uint64_t m, void *out)
 {
 #if defined(__x86_64__)
-	/* every variant but the first, the scalar one, has AVX2 (xform.c);
-	 * the names are the variants' own strings, so a pointer tells them */
-	if (dsv_xform_kernel_name() != dsv_xform_kernel_at(0)) {
+	if (dsv_xform_kernel_vector()) {
 		put_avx2(o, gain, off, d, m, out);
 		return;
 	}

@@ -449,6 +449,12 @@ const char *dsv_xform_kernel_name(void)
 	return active->name;
 }
 
+int dsv_xform_kernel_vector(void)
+{
+	pthread_once(&active_once, choose_kernels);
+	return active != &kernel_sets[0];
+}
+
 int dsv_xform_force_kernel(const char *name)
 {
 	pthread_once(&active_once, choose_kernels);

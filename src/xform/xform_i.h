@@ -78,6 +78,10 @@ extern const xform_int_fn dsv_xform_int_avx512[XI_NTYPES][XI_NTYPES];
 struct dsv_xform;
 int dsv_xform_make_tables(struct dsv_xform *x);
 
+/* 1 when the kernel variant in use (xform.c) is a vector one: every
+ * variant past "scalar" has AVX2. */
+int dsv_xform_kernel_vector(void);
+
 /* Set by the dispatch (xform.c): the avx512bf16 variant runs, so
  * dsv_xform_run16_avx512's bfloat16 outputs use vcvtne(2)ps2bf16
  * (direct_avx512.c; 0 on other processors). */
