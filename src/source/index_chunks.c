@@ -24,9 +24,6 @@
 #define CHUNK_BYTES 16
 /* A filter's bit in a chunk's 32-bit filter mask. */
 #define MASK_BITS 32
-/* A chunk's stored bytes at most, as the open allows them: a codec's
- * worst case of raw bytes is about twice them and a frame's headers. */
-#define CODEC_SLACK (64u << 10)
 
 int dsv_index_save_chunked(const dsv_source *s, dsv_index_buf *out)
 {
@@ -148,16 +145,13 @@ static int check_table(dsv_source *s)
 static int get_chunks(dsv_source *s, dsv_index_cur *c)
 {
 	uint64_t n = s->info.nchunks, raw = s->more->chunk_raw_size, bytes;
-	uint64_t max_stored = (s->codec ? 2 * raw + CODEC_SLACK : raw) + (s->fletcher32 ? 4 : 0);
+	uint64_t max_stored = dsv_source_max_stored(raw, s->codec, s->fletcher32);
 
 	if (dsv_mul_u64(n, CHUNK_BYTES, &bytes) || bytes != (uint64_t)(c->end - c->p))
 		return DSV_ERR_CORRUPT; /* before allocating for n */
 	if (!n)
 		return 0;
-	s->more->chunk_off = calloc(n, sizeof(*s->more->chunk_off));
-	s->more->chunk_size = calloc(n, sizeof(*s->more->chunk_size));
-	s->more->chunk_mask = calloc(n, sizeof(*s->more->chunk_mask));
-	if (!s->more->chunk_off || !s->more->chunk_size || !s->more->chunk_mask)
+	if (dsv_source_chunk_map(s, n))
 		return DSV_ERR_NOMEM;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t off = dsv_index_get_u64(c), sm = dsv_index_get_u64(c), end;

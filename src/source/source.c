@@ -152,6 +152,20 @@ dsv_source *dsv_source_ref(dsv_source *s)
 	return s;
 }
 
+uint64_t dsv_source_max_stored(uint64_t raw, int codec, int fl32)
+{
+	return (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
+}
+
+int dsv_source_chunk_map(dsv_source *s, uint64_t n)
+{
+	/* calloc checks n * size for overflow */
+	s->more->chunk_off = calloc(n, sizeof(*s->more->chunk_off));
+	s->more->chunk_size = calloc(n, sizeof(*s->more->chunk_size));
+	s->more->chunk_mask = calloc(n, sizeof(*s->more->chunk_mask));
+	return s->more->chunk_off && s->more->chunk_size && s->more->chunk_mask ? 0 : DSV_ERR_NOMEM;
+}
+
 void dsv_source_close(dsv_source *s)
 {
 	if (!s || --s->refs > 0)

@@ -185,6 +185,18 @@ void dsv_source_why(dsv_source *s, const char *fmt, ...) __attribute__((format(p
  * copied and fd = -1. */
 dsv_source *dsv_source_alloc(const char *path, const char *dataset);
 
+/* The most bytes a stored chunk of raw bytes may take, past which it is
+ * not a chunk to allocate for: with a codec twice raw plus 64 KiB (at
+ * worst LZ4 frames are about raw + raw/255 + 16 bytes a block, zstd
+ * frames raw + raw/256 + 64, LZF streams raw + raw/32 + 1, Blosc buffers
+ * raw + 16, zlib streams raw + raw/1000 + 13), and 4 more for a
+ * Fletcher-32 checksum. */
+uint64_t dsv_source_max_stored(uint64_t raw, int codec, int fl32);
+/* s's chunk map (offset, stored size and filter mask of each of n
+ * chunks), zeroed; n > 0. @return 0 or DSV_ERR_NOMEM (what was made is
+ * freed with s). */
+int dsv_source_chunk_map(dsv_source *s, uint64_t n);
+
 /* Gives s the room for gshape, gcount and blosc2_shape (DSV_MAX_DIMS
  * values each), once: a flat source, the most common, keeps none, so a
  * view of many small sources stays small. @return 0 or DSV_ERR_NOMEM. */

@@ -163,8 +163,8 @@ static int check_stored_chunk(dsv_h5_chunk_check *c, hid_t dset, const dsv_sourc
 	if (c->nf > 0 && edge && c->edge_unfiltered) {
 		mask = ~0u;
 	} else {
-		/* no filter makes more than twice a chunk plus headers */
-		if (c->raw > SIZE_MAX / 4 || size > 2 * c->raw + (64u << 10))
+		/* no filter makes more than a codec's worst case */
+		if (c->raw > SIZE_MAX / 4 || size > dsv_source_max_stored(c->raw, 1, 0))
 			return DSV_ERR_CORRUPT;
 		if (size > c->probe_cap) {
 			void *p = realloc(c->probe, (size_t)size);

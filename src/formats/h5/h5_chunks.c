@@ -59,21 +59,12 @@ int dsv_h5_locate_chunks(dsv_source *s, hid_t dset, hid_t space, const hsize_t *
 	void *probe = NULL;
 	size_t probe_cap = 0;
 	int nd = s->info.ndim, err = 0;
-	/* LZ4 frames are about raw + raw/255 + 16 bytes per block, zstd
-	 * frames raw + raw/256 + 64, LZF streams raw + raw/32 + 1, Blosc
-	 * buffers raw + 16 (stored), zlib streams raw + raw/1000 + 13 at
-	 * worst; anything far beyond that is not a chunk we should allocate
-	 * scratch for. */
-	uint64_t max_stored = (codec ? 2 * raw + (64u << 10) : raw) + (fl32 ? 4 : 0);
+	uint64_t max_stored = dsv_source_max_stored(raw, codec, fl32);
 
 	*unwritten = 0;
 	if (!n)
 		return 0;
-	/* calloc checks n * size for overflow. */
-	s->more->chunk_off = calloc(n, sizeof(*s->more->chunk_off));
-	s->more->chunk_size = calloc(n, sizeof(*s->more->chunk_size));
-	s->more->chunk_mask = calloc(n, sizeof(*s->more->chunk_mask));
-	if (!s->more->chunk_off || !s->more->chunk_size || !s->more->chunk_mask)
+	if (dsv_source_chunk_map(s, n))
 		return dsv_errf_at(eb, DSV_ERR_NOMEM, s->path, s->dataset,
 				   "out of memory for %llu chunks", (unsigned long long)n);
 
